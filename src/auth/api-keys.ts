@@ -1,0 +1,104 @@
+/**
+ * API keys: creation (secret shown once), listing, revocation with a one-hour grace window, and
+ * authentication of a bearer token.
+ */
+import { Context, Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+import { makeId } from "../domain/ids.ts"
+import { displayPrefix, generateApiKey, hashApiKey, isWellFormedApiKey } from "./api-key-format.ts"
+
+export const REVOCATION_GRACE_MS = 60 * 60 * 1000
+/** last_used_at is refreshed at most this often, so reads do not each cost a write. */
+const LAST_USED_RESOLUTION_MS = 60 * 1000
+/**
+ * Verified keys are remembered this long. Revocation only bites after its one-hour grace window,
+ * so a cached row can never let a key through that the database would refuse.
+ */
+const AUTH_CACHE_MS = 30 * 1000
+const AUTH_CACHE_MAX = 10_000
+
+export interface ApiKeyRow {
+  readonly id: string
+  readonly project_id: string
+  readonly user_id: string | null
+  readonly prefix: string
+  readonly name: string | null
+  readonly created_at: Date
+  readonly disabled_at: Date | null
+  readonly grace_until: Date | null
+  readonly last_used_at: Date | null
+}
+
+export type AuthenticationFailure = "malformed" | "unknown" | "revoked"
+
+export class ApiKeys extends Context.Service<ApiKeys, {
+  readonly create: (projectId: string, name: string | null) => Effect.Effect<{ readonly row: ApiKeyRow; readonly secret: string }>
+  readonly list: (projectId: string, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<ApiKeyRow>>
+  readonly count: (projectId: string) => Effect.Effect<number>
+  readonly revoke: (projectId: string, keyId: string) => Effect.Effect<ApiKeyRow | undefined>
+  readonly authenticate: (token: string) => Effect.Effect<ApiKeyRow | AuthenticationFailure>
+}>()("wa/auth/ApiKeys") {
+  static readonly layer = Layer.effect(
+    ApiKeys,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const columns = sql`id, project_id, user_id, prefix, name, created_at, disabled_at, grace_until, last_used_at`
+
+      const create = (projectId: string, name: string | null) =>
+        Effect.gen(function*() {
+          const secret = generateApiKey()
+          const rows = yield* sql<ApiKeyRow>`
+            INSERT INTO api_keys (id, project_id, prefix, name, secret_hash)
+            VALUES (${makeId("key")}, ${projectId}, ${displayPrefix(secret)}, ${name}, ${hashApiKey(secret)})
+            RETURNING ${columns}`
+          return { row: rows[0]!, secret }
+        }).pipe(Effect.orDie)
+
+      const list = (projectId: string, limit: number, beforeId: string | undefined) =>
+        (beforeId === undefined
+          ? sql<ApiKeyRow>`SELECT ${columns} FROM api_keys WHERE project_id = ${projectId} ORDER BY id DESC LIMIT ${limit}`
+          : sql<ApiKeyRow>`SELECT ${columns} FROM api_keys WHERE project_id = ${projectId} AND id < ${beforeId} ORDER BY id DESC LIMIT ${limit}`
+        ).pipe(Effect.orDie)
+
+      const count = (projectId: string) =>
+        sql<{ total: number }>`SELECT count(*)::int AS total FROM api_keys WHERE project_id = ${projectId}`.pipe(
+          Effect.map((rows) => rows[0]?.total ?? 0),
+          Effect.orDie
+        )
+
+      // Revoking twice keeps the first grace window: a second call must not extend it.
+      const revoke = (projectId: string, keyId: string) =>
+        sql<ApiKeyRow>`
+          UPDATE api_keys
+          SET disabled_at = coalesce(disabled_at, now()),
+              grace_until = coalesce(grace_until, now() + ${`${REVOCATION_GRACE_MS} milliseconds`}::interval)
+          WHERE project_id = ${projectId} AND id = ${keyId}
+          RETURNING ${columns}`.pipe(Effect.map((rows) => rows[0]), Effect.orDie)
+
+      const verified = new Map<string, { readonly row: ApiKeyRow; readonly at: number }>()
+      const authenticate = (token: string) =>
+        Effect.gen(function*() {
+          if (!isWellFormedApiKey(token)) return "malformed" as const
+          const hash = hashApiKey(token)
+          const now = Date.now()
+          const cached = verified.get(hash)
+          if (cached !== undefined && now - cached.at < AUTH_CACHE_MS) {
+            const graceUntil = cached.row.grace_until
+            return graceUntil !== null && graceUntil.getTime() <= now ? "revoked" as const : cached.row
+          }
+          const rows = yield* sql<ApiKeyRow>`SELECT ${columns} FROM api_keys WHERE secret_hash = ${hash}`
+          const row = rows[0]
+          if (row === undefined) return "unknown" as const
+          if (verified.size >= AUTH_CACHE_MAX) verified.clear()
+          verified.set(hash, { row, at: now })
+          if (row.grace_until !== null && row.grace_until.getTime() <= now) return "revoked" as const
+          if (row.last_used_at === null || now - row.last_used_at.getTime() > LAST_USED_RESOLUTION_MS) {
+            yield* sql`UPDATE api_keys SET last_used_at = now() WHERE id = ${row.id}`
+          }
+          return row
+        }).pipe(Effect.orDie)
+
+      return ApiKeys.of({ create, list, count, revoke, authenticate })
+    })
+  )
+}

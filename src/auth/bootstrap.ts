@@ -1,0 +1,27 @@
+/**
+ * First start on an empty database: create a default project and an API key and print them once,
+ * so `npm start` is enough to make the first authenticated call.
+ */
+import { Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+import { ApiKeys } from "./api-keys.ts"
+import { Projects } from "./projects.ts"
+
+export const BootstrapLive = Layer.effectDiscard(Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const projects = yield* Projects
+  const keys = yield* ApiKeys
+  // Several nodes may start at once on one database; the lock lets exactly one of them bootstrap.
+  const created = yield* sql.withTransaction(Effect.gen(function*() {
+    yield* sql`SELECT pg_advisory_xact_lock(7261001)`
+    if ((yield* projects.count) > 0) return undefined
+    const project = yield* projects.create("default")
+    const { row, secret } = yield* keys.create(project.id, "default")
+    return { project_id: project.id, key_id: row.id, secret_token: secret }
+  })).pipe(Effect.orDie)
+  if (created !== undefined) {
+    yield* Effect.logWarning("created the default project and an API key; the key is shown only this once").pipe(
+      Effect.annotateLogs({ bootstrap: created })
+    )
+  }
+}))

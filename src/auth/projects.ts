@@ -1,0 +1,36 @@
+/** Projects: the unit an API key is scoped to. */
+import { Context, Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+import { makeId } from "../domain/ids.ts"
+
+export interface ProjectRow {
+  readonly id: string
+  readonly name: string
+  readonly created_at: Date
+}
+
+export class Projects extends Context.Service<Projects, {
+  readonly create: (name: string) => Effect.Effect<ProjectRow>
+  readonly find: (id: string) => Effect.Effect<ProjectRow | undefined>
+  readonly count: Effect.Effect<number>
+}>()("wa/auth/Projects") {
+  static readonly layer = Layer.effect(
+    Projects,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      return Projects.of({
+        create: (name) =>
+          sql<ProjectRow>`INSERT INTO projects (id, name) VALUES (${makeId("proj")}, ${name}) RETURNING *`.pipe(
+            Effect.map((rows) => rows[0]!),
+            Effect.orDie
+          ),
+        find: (id) =>
+          sql<ProjectRow>`SELECT * FROM projects WHERE id = ${id}`.pipe(Effect.map((rows) => rows[0]), Effect.orDie),
+        count: sql<{ n: string }>`SELECT count(*)::text AS n FROM projects`.pipe(
+          Effect.map((rows) => Number(rows[0]!.n)),
+          Effect.orDie
+        )
+      })
+    })
+  )
+}

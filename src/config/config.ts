@@ -1,0 +1,75 @@
+/**
+ * Every operator setting, read once at start through one Config and validated there, so a bad
+ * value stops start-up with one line naming the variable instead of failing later.
+ */
+import { Config, ConfigProvider, Context, Effect, Layer, Option, Redacted } from "effect"
+import * as path from "node:path"
+
+const optionalString = (name: string) => Config.option(Config.NonEmptyString(name))
+const optionalRedacted = (name: string) => Config.option(Config.Redacted(name))
+
+export const AppConfigSchema = Config.all({
+  port: Config.Port("WA_PORT").pipe(Config.withDefault(8080)),
+  host: Config.NonEmptyString("WA_HOST").pipe(Config.withDefault("127.0.0.1")),
+  dataDir: Config.NonEmptyString("WA_DATA_DIR").pipe(Config.withDefault("./data")),
+  databaseUrl: optionalRedacted("DATABASE_URL"),
+  redisUrl: optionalString("REDIS_URL"),
+  chromiumPath: optionalString("CHROMIUM_PATH"),
+  browserCdpUrl: optionalString("WA_BROWSER_CDP_URL"),
+  modelProvider: Config.Literals(["openai-compatible", "anthropic"], "WA_MODEL_PROVIDER").pipe(
+    Config.withDefault("openai-compatible" as const)
+  ),
+  modelBaseUrl: optionalString("WA_MODEL_BASE_URL"),
+  modelApiKey: optionalRedacted("WA_MODEL_API_KEY"),
+  model: optionalString("WA_MODEL"),
+  openAiApiKey: optionalRedacted("OPENAI_API_KEY"),
+  anthropicApiKey: optionalRedacted("ANTHROPIC_API_KEY"),
+  allowPrivateNetworks: Config.Boolean("WA_ALLOW_PRIVATE_NETWORKS").pipe(Config.withDefault(false)),
+  logLevel: Config.LogLevel("WA_LOG_LEVEL").pipe(Config.withDefault("Info" as const)),
+  /** Requests a key may make per rate-limit window (sliding window). */
+  rateLimitRequests: Config.Int("WA_RATE_LIMIT_REQUESTS").pipe(Config.withDefault(600)),
+  rateLimitWindowSeconds: Config.Int("WA_RATE_LIMIT_WINDOW_SECONDS").pipe(Config.withDefault(60)),
+  /** Concurrent sessions a key may hold (plan-like default of the Dev tier). */
+  maxConcurrentSessions: Config.Int("WA_MAX_CONCURRENT_SESSIONS").pipe(Config.withDefault(5)),
+  /** Lets the server trust an X-Request-Id given by the client (echoed back either way). */
+  sseHeartbeatSeconds: Config.Int("WA_SSE_HEARTBEAT_SECONDS").pipe(Config.withDefault(15))
+})
+
+export type AppConfigShape = Config.Success<typeof AppConfigSchema> & {
+  /** Absolute data directory. */
+  readonly dataDirAbsolute: string
+}
+
+export class InvalidConfig extends Error {
+  override readonly name = "InvalidConfig"
+}
+
+/** Loads the config; a bad value becomes one line that names the variable. */
+export const loadAppConfig = (env?: Record<string, string | undefined>) =>
+  Effect.gen(function*() {
+    const provider = env === undefined
+      ? ConfigProvider.fromEnv()
+      : ConfigProvider.fromEnv({ env: Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined)) as Record<string, string> })
+    const parsed = yield* AppConfigSchema.parse(provider).pipe(
+      Effect.mapError((error) => new InvalidConfig(`invalid configuration: ${oneLine(error.message)}`)),
+      Effect.orDie
+    )
+    if (parsed.rateLimitRequests < 1) return yield* Effect.die(new InvalidConfig("invalid configuration: WA_RATE_LIMIT_REQUESTS must be at least 1"))
+    if (parsed.rateLimitWindowSeconds < 1) return yield* Effect.die(new InvalidConfig("invalid configuration: WA_RATE_LIMIT_WINDOW_SECONDS must be at least 1"))
+    if (parsed.maxConcurrentSessions < 1) return yield* Effect.die(new InvalidConfig("invalid configuration: WA_MAX_CONCURRENT_SESSIONS must be at least 1"))
+    return { ...parsed, dataDirAbsolute: path.resolve(parsed.dataDir) } satisfies AppConfigShape
+  })
+
+const oneLine = (text: string) => text.replace(/\s*\n\s*/g, " ").trim()
+
+export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("wa/config/AppConfig") {
+  /** Reads the environment (or the given record, in tests) once. */
+  static readonly layerFrom = (env?: Record<string, string | undefined>) =>
+    Layer.effect(AppConfig, loadAppConfig(env))
+
+  static readonly layer = AppConfig.layerFrom()
+}
+
+/** The model API key: WA_MODEL_API_KEY, else the provider's conventional variable. */
+export const modelApiKey = (config: AppConfigShape): Option.Option<Redacted.Redacted> =>
+  Option.orElse(config.modelApiKey, () => config.modelProvider === "anthropic" ? config.anthropicApiKey : config.openAiApiKey)

@@ -1,0 +1,21 @@
+/**
+ * The whole HTTP contract. It is the single source of the routes, the OpenAPI document at
+ * /openapi.json and the typed client.
+ */
+import { HttpApi, OpenApi } from "effect/http-api"
+import { ApiKeysApi } from "./api-keys.ts"
+import { SystemApi } from "./system.ts"
+
+export class WebAgentApi extends HttpApi.make("web-agent-service")
+  .add(SystemApi)
+  .add(ApiKeysApi)
+  // Collect every schema failure so extra.errors[] lists all bad fields at once.
+  .annotate(HttpApi.PayloadParseOptions, { errors: "all" })
+  .annotate(HttpApi.QueryParseOptions, { errors: "all" })
+  .annotateMerge(OpenApi.annotations({
+    title: "Web Agent Service",
+    version: "1.0.0",
+    description: "DoAnything, DeepResearch, WebSearch and Track over one REST API. " +
+      "Every non-2xx response is {code, detail, extra}; clients branch on code."
+  }))
+{}

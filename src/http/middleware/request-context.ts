@@ -1,0 +1,157 @@
+/**
+ * The outermost middleware of every request: request id (X-Request-Id accepted when sane, else
+ * generated, echoed back), one structured access-log line, and the error envelope for failures the
+ * router and the schema layer raise before a handler runs (unknown route 404, wrong method 405,
+ * malformed JSON 400, schema failure 422, defects 500).
+ */
+import { Cause, Effect, type Types } from "effect"
+import { HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { HttpApi, type HttpApiGroup } from "effect/http-api"
+import { HttpApiSchemaError } from "effect/http-api/HttpApiError"
+import * as SchemaIssue from "effect/SchemaIssue"
+import { randomUUID } from "node:crypto"
+import { envelopeBody, type FieldError } from "../../domain/errors.ts"
+
+const requestIdPattern = /^[A-Za-z0-9._:-]{1,128}$/
+
+const json = (status: number, body: unknown, headers: Record<string, string> = {}) =>
+  HttpServerResponse.jsonUnsafe(body, { status, headers })
+
+const locPrefix = { Params: "path", Query: "query", Headers: "header", Payload: "body", Body: "response", ResponseHeaders: "response" } as const
+
+const issueType = (issue: SchemaIssue.Issue): string => {
+  switch (issue._tag) {
+    case "MissingKey": return "missing"
+    case "UnexpectedKey": return "extra_forbidden"
+    case "InvalidType": return "type_error"
+    case "Filter": return "value_error"
+    default: return "invalid_value"
+  }
+}
+
+/** Flattens a schema issue into the `{loc, msg, type}` list of `extra.errors`. */
+export const fieldErrors = (kind: keyof typeof locPrefix, issue: SchemaIssue.Issue): Array<FieldError> => {
+  const types = new Map<string, string>()
+  const formatter = SchemaIssue.makeFormatterStandardSchemaV1({
+    leafHook: (leaf) => {
+      const message = SchemaIssue.defaultLeafHook(leaf)
+      types.set(message, issueType(leaf))
+      return message
+    },
+    checkHook: (check) => {
+      const message = SchemaIssue.defaultCheckHook(check)
+      if (message !== undefined) types.set(message, "value_error")
+      return message
+    }
+  })
+  return formatter(issue).issues.map((item) => ({
+    loc: [locPrefix[kind], ...(item.path ?? []).map((segment) => {
+      const key = typeof segment === "object" && segment !== null && "key" in segment ? segment.key : segment
+      return typeof key === "number" ? key : String(key)
+    })],
+    msg: item.message,
+    type: types.get(item.message) ?? "value_error"
+  }))
+}
+
+const isMalformedJson = (error: HttpApiSchemaError) =>
+  error.kind === "Payload" && error.cause.issue._tag === "InvalidValue" &&
+  SchemaIssue.defaultLeafHook(error.cause.issue).includes("valid JSON")
+
+/** Path patterns of the API, to tell "no such path" (404) from "wrong method" (405). */
+const routeTable = <Id extends string, Groups extends HttpApiGroup.Constraint>(api: HttpApi.HttpApi<Id, Groups>) => {
+  const routes: Array<{ method: string; pattern: RegExp }> = []
+  HttpApi.reflect(api, {
+    onGroup: () => {},
+    onEndpoint: ({ endpoint }) => {
+      const source = endpoint.path.replace(/[.*+?^${}()|[\]\\]/g, "\\$&").replace(/:[A-Za-z_]+/g, "[^/]+")
+      routes.push({ method: endpoint.method, pattern: new RegExp(`^${source}/?$`) })
+    }
+  })
+  return routes
+}
+
+const errorResponse = (
+  cause: Cause.Cause<unknown>,
+  request: HttpServerRequest.HttpServerRequest,
+  routes: ReadonlyArray<{ readonly method: string; readonly pattern: RegExp }>
+) =>
+  Effect.gen(function*() {
+    const failure = cause.reasons.find((reason) => reason._tag === "Fail")
+    const error = failure?._tag === "Fail" ? failure.error : undefined
+    if (HttpServerError.isHttpServerError(error) && error.reason._tag === "RouteNotFound") {
+      const path = request.url.split("?")[0] ?? "/"
+      const allowed = routes.filter((route) => route.pattern.test(path)).map((route) => route.method)
+      if (allowed.length > 0) {
+        return json(405, envelopeBody("method_not_allowed", `${request.method} is not allowed on ${path}`, { allowed_methods: allowed }), {
+          allow: [...new Set(allowed)].join(", ")
+        })
+      }
+      return json(404, envelopeBody("not_found", `no route for ${request.method} ${path}`))
+    }
+    const defect = cause.reasons.find((reason) => reason._tag === "Die")
+    const thrown = defect?._tag === "Die" ? defect.defect : undefined
+    if (HttpApiSchemaError.is(thrown) && thrown.kind !== "Body" && thrown.kind !== "ResponseHeaders") {
+      if (isMalformedJson(thrown)) return json(400, envelopeBody("bad_request", "the request body is not valid JSON"))
+      const errors = fieldErrors(thrown.kind, thrown.cause.issue)
+      return json(422, envelopeBody("validation_error", `invalid ${locPrefix[thrown.kind]}: ${errors.map((e) => `${e.loc.join(".")}: ${e.msg}`).join("; ")}`, { errors }))
+    }
+    if (Cause.hasInterruptsOnly(cause)) return json(503, envelopeBody("internal_error", "the request was interrupted"))
+    yield* Effect.logError("request failed", cause)
+    return json(500, envelopeBody("internal_error", "internal error; retry with backoff"))
+  })
+
+const defaultCodes: Record<number, string> = {
+  400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found", 405: "method_not_allowed",
+  409: "conflict", 413: "payload_too_large", 415: "unsupported_media_type", 422: "validation_error",
+  429: "rate_limit_exceeded"
+}
+
+/** Error responses that are not in the envelope yet (framework bodies, empty bodies) get it. */
+const ensureEnvelope = (response: HttpServerResponse.HttpServerResponse) => {
+  if (response.status < 400) return response
+  const body = response.body
+  const isJson = body._tag === "Uint8Array" && body.contentType.includes("json")
+  if (isJson) {
+    if (response.status !== 429) return response
+    // 429 carries Retry-After, taken from the envelope the rate limiter wrote.
+    try {
+      const parsed = JSON.parse(new TextDecoder().decode(body.body)) as { extra?: { retry_after_seconds?: number; limit?: number } }
+      const retry = parsed.extra?.retry_after_seconds
+      return retry === undefined ? response : HttpServerResponse.setHeader(response, "retry-after", String(retry))
+    } catch {
+      return response
+    }
+  }
+  const text = body._tag === "Uint8Array" ? new TextDecoder().decode(body.body).trim() : ""
+  const code = defaultCodes[response.status] ?? "internal_error"
+  return json(response.status, envelopeBody(code, text === "" ? code.replaceAll("_", " ") : text), response.headers)
+}
+
+export const requestContextMiddleware = <Id extends string, Groups extends HttpApiGroup.Constraint>(api: HttpApi.HttpApi<Id, Groups>) => {
+  const routes = routeTable(api)
+  return HttpRouter.middleware((httpEffect) =>
+    Effect.gen(function*() {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      const incoming = request.headers["x-request-id"]
+      const requestId = incoming !== undefined && requestIdPattern.test(incoming) ? incoming : randomUUID()
+      const started = performance.now()
+      const handled: Effect.Effect<HttpServerResponse.HttpServerResponse, Types.unhandled> = httpEffect.pipe(
+        Effect.catchCause((cause) => errorResponse(cause, request, routes)),
+        Effect.map(ensureEnvelope),
+        Effect.tap((response) =>
+          (response.status >= 500 ? Effect.logError : Effect.logInfo)("request").pipe(
+            Effect.annotateLogs({
+              method: request.method,
+              path: request.url.split("?")[0],
+              status: response.status,
+              duration_ms: Math.round((performance.now() - started) * 10) / 10
+            })
+          )
+        ),
+        Effect.map(HttpServerResponse.setHeader("x-request-id", requestId)),
+        Effect.annotateLogs({ request_id: requestId })
+      )
+      return yield* handled
+    }), { global: true })
+}

@@ -1,0 +1,39 @@
+/**
+ * Cursor pagination shared by every list: `limit` 1..100 (default 20), an opaque `next_cursor`.
+ * Lists are ordered newest first by id (ids sort by creation time), and the cursor is the last id
+ * returned, so rows inserted while a client pages never shift or repeat what it reads.
+ */
+import { Effect, Schema } from "effect"
+import { badRequest } from "../domain/errors.ts"
+
+export const PageQuery = {
+  limit: Schema.optional(Schema.NumberFromString.check(Schema.isInt(), Schema.isBetween({ minimum: 1, maximum: 100 }))),
+  cursor: Schema.optional(Schema.String.check(Schema.isMaxLength(200)))
+}
+
+export const DEFAULT_LIMIT = 20
+
+export const encodeCursor = (lastId: string): string => Buffer.from(JSON.stringify({ a: lastId })).toString("base64url")
+
+/** Decodes a cursor; a cursor the server did not make is a 400 naming the parameter. */
+export const decodeCursor = (cursor: string | undefined) =>
+  Effect.suspend(() => {
+    if (cursor === undefined) return Effect.succeed(undefined)
+    try {
+      const parsed = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8")) as { a?: unknown }
+      if (typeof parsed.a === "string") return Effect.succeed(parsed.a)
+    } catch {
+      // fall through
+    }
+    return Effect.fail(badRequest("cursor is not a cursor this server issued", { param: "cursor" }))
+  })
+
+/** Turns `limit + 1` rows into a page: the extra row only says there is more. */
+export const toPage = <A extends { readonly id: string }>(rows: ReadonlyArray<A>, limit: number) => {
+  const items = rows.slice(0, limit)
+  const hasMore = rows.length > limit
+  return {
+    items,
+    next_cursor: hasMore && items.length > 0 ? encodeCursor(items[items.length - 1]!.id) : null
+  }
+}

@@ -1,0 +1,55 @@
+/**
+ * The HTTP application: the contract's routes with their handlers and middlewares, the OpenAPI
+ * document, the bundled reference UI, and the request-context middleware around everything.
+ */
+import { NodeHttpServer } from "@effect/platform-node"
+import { Effect, Layer } from "effect"
+import { HttpRouter, HttpServer } from "effect/http"
+import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
+import { createServer } from "node:http"
+import { ApiKeys } from "../../auth/api-keys.ts"
+import { AppConfig } from "../../config/config.ts"
+import { WebAgentApi } from "../api/api.ts"
+import { AuthenticationLive } from "../middleware/authentication.ts"
+import { IdempotencyLive } from "../middleware/idempotency.ts"
+import { RateLimitLive } from "../middleware/rate-limit.ts"
+import { RateLimitStore } from "../middleware/rate-limit-store.ts"
+import { requestContextMiddleware } from "../middleware/request-context.ts"
+import { ApiKeysHandlers } from "./api-keys.ts"
+import { SystemHandlers } from "./system.ts"
+
+/** The middlewares of project endpoints, provided *to* each group's handler layer. */
+const ProjectMiddlewares = Layer.mergeAll(AuthenticationLive, RateLimitLive, IdempotencyLive).pipe(
+  Layer.provide(RateLimitStore.layer)
+)
+
+const ApiRoutes = HttpApiBuilder.layer(WebAgentApi, { openapiPath: "/openapi.json" }).pipe(
+  Layer.provide([
+    SystemHandlers,
+    ApiKeysHandlers.pipe(Layer.provide(ProjectMiddlewares))
+  ])
+)
+
+const Routes = Layer.mergeAll(
+  ApiRoutes,
+  HttpApiScalar.layer(WebAgentApi, { path: "/docs" }),
+  requestContextMiddleware(WebAgentApi)
+).pipe(Layer.provide(ApiKeys.layer))
+
+/** Serves the API on WA_HOST:WA_PORT and logs the address it listens on (port 0 picks one). */
+export const HttpLive = Layer.unwrap(Effect.gen(function*() {
+  const config = yield* AppConfig
+  return HttpRouter.serve(Routes, { disableLogger: true, disableListenLog: true }).pipe(
+    Layer.provideMerge(NodeHttpServer.layer(createServer, { port: config.port, host: config.host, gracefulShutdownTimeout: "5 seconds" }))
+  )
+}))
+
+export const logListening = Effect.gen(function*() {
+  const server = yield* HttpServer.HttpServer
+  const address = server.address
+  if (address._tag === "InetAddressV4" || address._tag === "InetAddressV6") {
+    const ip = address.address.toString()
+    const host = address._tag === "InetAddressV6" ? `[${ip}]` : ip
+    yield* Effect.logInfo("listening").pipe(Effect.annotateLogs({ url: `http://${host}:${address.port}` }))
+  }
+})

@@ -1,0 +1,109 @@
+/**
+ * The `wa` command: `serve` (default: API + cluster runner + embedded database), `migrate`,
+ * `projects create --name N`, `keys create --project P [--name N]`. Commands other than `serve`
+ * print one JSON document on stdout and work whether or not the service runs on the same data dir.
+ */
+import { NodeRuntime } from "@effect/platform-node"
+import { Effect, Layer, Logger, References } from "effect"
+import { ApiKeys } from "./auth/api-keys.ts"
+import { BootstrapLive } from "./auth/bootstrap.ts"
+import { Projects } from "./auth/projects.ts"
+import { ClusterLive } from "./cluster/cluster.ts"
+import { AppConfig, loadAppConfig } from "./config/config.ts"
+import { HttpLive, logListening } from "./http/server/app.ts"
+import { databaseLayer } from "./store/database.ts"
+
+const usage = `usage: wa [serve | migrate | projects create --name N | keys create --project P [--name N]]`
+
+class UsageError extends Error {}
+
+const flag = (args: ReadonlyArray<string>, name: string): string | undefined => {
+  const index = args.indexOf(`--${name}`)
+  if (index === -1) return undefined
+  const value = args[index + 1]
+  if (value === undefined || value.startsWith("--")) throw new UsageError(`--${name} needs a value\n${usage}`)
+  return value
+}
+
+const logLayer = (level: "Info" | "Warn") =>
+  Layer.unwrap(Effect.gen(function*() {
+    const config = yield* AppConfig
+    return Layer.mergeAll(
+      Logger.layer([Logger.consoleJson]),
+      Layer.succeed(References.MinimumLogLevel, level === "Warn" ? "Warn" : config.logLevel)
+    )
+  }))
+
+const serve = Layer.mergeAll(
+  Layer.effectDiscard(logListening).pipe(Layer.provideMerge(HttpLive)),
+  ClusterLive,
+  BootstrapLive
+).pipe(
+  Layer.provide([ApiKeys.layer, Projects.layer]),
+  Layer.provideMerge(databaseLayer("own")),
+  Layer.provideMerge(logLayer("Info")),
+  Layer.provide(AppConfig.layer)
+)
+
+const printJson = (value: unknown) => Effect.sync(() => process.stdout.write(JSON.stringify(value) + "\n"))
+
+/** Runs a one-shot command against the data dir's database (attaching to a running service's). */
+const oneShot = <A>(program: Effect.Effect<A, never, ApiKeys | Projects>) =>
+  program.pipe(
+    Effect.flatMap(printJson),
+    Effect.provide(Layer.mergeAll(ApiKeys.layer, Projects.layer).pipe(
+      Layer.provideMerge(databaseLayer("attach")),
+      Layer.provideMerge(logLayer("Warn")),
+      Layer.provide(AppConfig.layer)
+    ))
+  )
+
+class CommandFailed extends Error {}
+
+const commands: Record<string, (args: ReadonlyArray<string>) => Effect.Effect<void>> = {
+  migrate: () => oneShot(Effect.succeed({ migrated: true })),
+  "projects create": (args) => {
+    const name = flag(args, "name")
+    if (name === undefined || name.length === 0 || name.length > 100) throw new UsageError(`projects create needs --name (1 to 100 characters)\n${usage}`)
+    return oneShot(Projects.use((projects) => projects.create(name)).pipe(Effect.map((p) => ({ project_id: p.id, name: p.name }))))
+  },
+  "keys create": (args) => {
+    const projectId = flag(args, "project")
+    const name = flag(args, "name") ?? null
+    if (projectId === undefined) throw new UsageError(`keys create needs --project\n${usage}`)
+    if (name !== null && name.length > 100) throw new UsageError("--name is at most 100 characters")
+    return oneShot(Effect.gen(function*() {
+      const project = yield* Projects.use((projects) => projects.find(projectId))
+      if (project === undefined) return yield* Effect.die(new CommandFailed(`no project ${projectId}`))
+      const { row, secret } = yield* ApiKeys.use((keys) => keys.create(projectId, name))
+      return { project_id: projectId, key_id: row.id, secret_token: secret }
+    }))
+  }
+}
+
+const main = (argv: ReadonlyArray<string>): Effect.Effect<void> => {
+  const [first = "serve", second, ...rest] = argv
+  if (first === "serve") return Layer.launch(serve).pipe(Effect.orDie)
+  if (first === "--help" || first === "help") return Effect.sync(() => console.log(usage))
+  const command = commands[first] ?? commands[`${first} ${second ?? ""}`]
+  if (command === undefined) throw new UsageError(`unknown command: ${argv.join(" ")}\n${usage}`)
+  return command(commands[first] !== undefined ? [second ?? "", ...rest].filter((a) => a !== "") : rest)
+}
+
+// Validate the configuration first: a bad value is one line naming the variable, exit code 2.
+try {
+  await Effect.runPromise(loadAppConfig())
+} catch (error) {
+  console.error(error instanceof Error ? error.message : String(error))
+  process.exit(2)
+}
+
+try {
+  NodeRuntime.runMain(main(process.argv.slice(2)), { disableErrorReporting: false })
+} catch (error) {
+  if (error instanceof UsageError) {
+    console.error(error.message)
+    process.exit(2)
+  }
+  throw error
+}

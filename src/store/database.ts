@@ -1,0 +1,65 @@
+/**
+ * The database of the service: the external PostgreSQL of `DATABASE_URL`, or else the embedded
+ * one in the data dir. Migrations run when the layer is built.
+ */
+import { NodeServices } from "@effect/platform-node"
+import { PgClient, PgMigrator } from "@effect/sql-pg"
+import { Context, Effect, Layer, Option, Redacted } from "effect"
+import { AppConfig } from "../config/config.ts"
+import { type EmbeddedPostgres, startEmbeddedPostgres } from "./embedded-postgres.ts"
+import { migrations } from "./migrations.ts"
+
+/** Where the database came from, for logs, readiness and the cluster. */
+export class DatabaseInfo extends Context.Service<DatabaseInfo, {
+  readonly embedded: boolean
+  readonly url: Redacted.Redacted
+}>()("wa/store/DatabaseInfo") {}
+
+export type DatabaseMode = "own" | "attach"
+
+const embedded = (dataDir: string, mode: DatabaseMode) =>
+  Effect.acquireRelease(
+    Effect.tryPromise({
+      try: () => startEmbeddedPostgres(dataDir, { mode }),
+      catch: (cause) => cause instanceof Error ? cause : new Error(String(cause))
+    }).pipe(Effect.orDie),
+    (db: EmbeddedPostgres) => db.owned ? Effect.promise(() => db.stop()) : Effect.void
+  )
+
+/** DatabaseInfo for the configured database, starting the embedded one if needed. */
+export const databaseInfoLayer = (mode: DatabaseMode) =>
+  Layer.effect(
+    DatabaseInfo,
+    Effect.gen(function*() {
+      const config = yield* AppConfig
+      if (Option.isSome(config.databaseUrl)) {
+        return DatabaseInfo.of({ embedded: false, url: config.databaseUrl.value })
+      }
+      const db = yield* embedded(config.dataDirAbsolute, mode)
+      yield* Effect.logInfo("embedded PostgreSQL ready").pipe(Effect.annotateLogs({ port: db.port, adopted: !db.owned }))
+      return DatabaseInfo.of({ embedded: true, url: Redacted.make(db.url) })
+    })
+  )
+
+/** PgClient + SqlClient over DatabaseInfo. */
+export const sqlClientLayer = Layer.unwrap(Effect.gen(function*() {
+  const info = yield* DatabaseInfo
+  return PgClient.layer({ url: info.url, maxConnections: 20, applicationName: "web-agent-service" })
+})).pipe(Layer.orDie)
+
+export const migratorLayer = PgMigrator.layer({ loader: migrations, table: "wa_migrations" }).pipe(
+  Layer.provide(NodeServices.layer),
+  Layer.orDie
+)
+
+/** Runs the migrations once, for `wa migrate`. */
+export const runMigrations = PgMigrator.run({ loader: migrations, table: "wa_migrations" }).pipe(
+  Effect.provide(NodeServices.layer)
+)
+
+/** The SQL client with migrations applied, for `serve` (own) and the CLI (attach). */
+export const databaseLayer = (mode: DatabaseMode) =>
+  migratorLayer.pipe(
+    Layer.provideMerge(sqlClientLayer),
+    Layer.provideMerge(databaseInfoLayer(mode))
+  )

