@@ -4,17 +4,18 @@
  */
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
+import { AppConfig } from "../config/config.ts"
 import { makeId } from "../domain/ids.ts"
 import { displayPrefix, generateApiKey, hashApiKey, isWellFormedApiKey } from "./api-key-format.ts"
 
-export const REVOCATION_GRACE_MS = 60 * 60 * 1000
 /** last_used_at is refreshed at most this often, so reads do not each cost a write. */
 const LAST_USED_RESOLUTION_MS = 60 * 1000
 /**
- * Verified keys are remembered this long. Revocation only bites after its one-hour grace window,
- * so a cached row can never let a key through that the database would refuse.
+ * Verified keys are remembered at most this long, and never longer than half the revocation grace
+ * window: revocation only bites after that window, so a cached row cannot let a key through that
+ * the database would refuse.
  */
-const AUTH_CACHE_MS = 30 * 1000
+const AUTH_CACHE_MAX_MS = 30 * 1000
 const AUTH_CACHE_MAX = 10_000
 
 export interface ApiKeyRow {
@@ -42,6 +43,9 @@ export class ApiKeys extends Context.Service<ApiKeys, {
     ApiKeys,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
+      const { keyRevocationGraceSeconds } = yield* AppConfig
+      const graceMs = keyRevocationGraceSeconds * 1000
+      const authCacheMs = Math.min(AUTH_CACHE_MAX_MS, graceMs / 2)
       const columns = sql`id, project_id, user_id, prefix, name, created_at, disabled_at, grace_until, last_used_at`
 
       const create = (projectId: string, name: string | null) =>
@@ -71,7 +75,7 @@ export class ApiKeys extends Context.Service<ApiKeys, {
         sql<ApiKeyRow>`
           UPDATE api_keys
           SET disabled_at = coalesce(disabled_at, now()),
-              grace_until = coalesce(grace_until, now() + ${`${REVOCATION_GRACE_MS} milliseconds`}::interval)
+              grace_until = coalesce(grace_until, now() + ${`${graceMs} milliseconds`}::interval)
           WHERE project_id = ${projectId} AND id = ${keyId}
           RETURNING ${columns}`.pipe(Effect.map((rows) => rows[0]), Effect.orDie)
 
@@ -82,7 +86,7 @@ export class ApiKeys extends Context.Service<ApiKeys, {
           const hash = hashApiKey(token)
           const now = Date.now()
           const cached = verified.get(hash)
-          if (cached !== undefined && now - cached.at < AUTH_CACHE_MS) {
+          if (cached !== undefined && now - cached.at < authCacheMs) {
             const graceUntil = cached.row.grace_until
             return graceUntil !== null && graceUntil.getTime() <= now ? "revoked" as const : cached.row
           }

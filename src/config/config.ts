@@ -2,14 +2,15 @@
  * Every operator setting, read once at start through one Config and validated there, so a bad
  * value stops start-up with one line naming the variable instead of failing later.
  */
-import { Config, ConfigProvider, Context, Effect, Layer, Option, Redacted } from "effect"
+import { Config, ConfigProvider, Context, Effect, Layer, Option, Redacted, Schema } from "effect"
 import * as path from "node:path"
 
 const optionalString = (name: string) => Config.option(Config.NonEmptyString(name))
 const optionalRedacted = (name: string) => Config.option(Config.Redacted(name))
 
 export const AppConfigSchema = Config.all({
-  port: Config.Port("WA_PORT").pipe(Config.withDefault(8080)),
+  // 0 asks the OS for a free port (tests); the bound address is logged as "listening".
+  port: Config.schema(Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 65535 })), "WA_PORT").pipe(Config.withDefault(8080)),
   host: Config.NonEmptyString("WA_HOST").pipe(Config.withDefault("127.0.0.1")),
   dataDir: Config.NonEmptyString("WA_DATA_DIR").pipe(Config.withDefault("./data")),
   databaseUrl: optionalRedacted("DATABASE_URL"),
@@ -31,7 +32,8 @@ export const AppConfigSchema = Config.all({
   rateLimitWindowSeconds: Config.Int("WA_RATE_LIMIT_WINDOW_SECONDS").pipe(Config.withDefault(60)),
   /** Concurrent sessions a key may hold (plan-like default of the Dev tier). */
   maxConcurrentSessions: Config.Int("WA_MAX_CONCURRENT_SESSIONS").pipe(Config.withDefault(5)),
-  /** Lets the server trust an X-Request-Id given by the client (echoed back either way). */
+  /** How long a revoked key keeps working, so runs in flight do not get 401 (spec: one hour). */
+  keyRevocationGraceSeconds: Config.Int("WA_KEY_REVOCATION_GRACE_SECONDS").pipe(Config.withDefault(3600)),
   sseHeartbeatSeconds: Config.Int("WA_SSE_HEARTBEAT_SECONDS").pipe(Config.withDefault(15))
 })
 
@@ -51,7 +53,7 @@ export const loadAppConfig = (env?: Record<string, string | undefined>) =>
       ? ConfigProvider.fromEnv()
       : ConfigProvider.fromEnv({ env: Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined)) as Record<string, string> })
     const parsed = yield* AppConfigSchema.parse(provider).pipe(
-      Effect.mapError((error) => new InvalidConfig(`invalid configuration: ${oneLine(error.message)}`)),
+      Effect.mapError((error) => new InvalidConfig(`invalid configuration: ${oneLine(error.message).replace(/^SchemaError\((.*)\)$/, "$1")}`)),
       Effect.orDie
     )
     if (parsed.rateLimitRequests < 1) return yield* Effect.die(new InvalidConfig("invalid configuration: WA_RATE_LIMIT_REQUESTS must be at least 1"))

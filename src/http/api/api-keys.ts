@@ -1,7 +1,7 @@
 /** API key endpoints: `/v1/projects/{pid}/api_keys` (list, create, revoke). */
 import { Schema } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
-import { NotFound } from "../../domain/errors.ts"
+import { BadRequest, NotFound } from "../../domain/errors.ts"
 import { PageQuery } from "../pagination.ts"
 import { OptionalNullable, MaxString, ProjectIdParam, Timestamp } from "./schemas.ts"
 import { Authentication, Idempotency, RateLimit } from "./security.ts"
@@ -37,7 +37,7 @@ const strict = { errors: "all", onExcessProperty: "error" } as const
 
 export class ApiKeysApi extends HttpApiGroup.make("api_keys")
   .add(
-    HttpApiEndpoint.get("list", "/", { params: ProjectIdParam, query: PageQuery, success: ApiKeyListResponse }),
+    HttpApiEndpoint.get("list", "/", { params: ProjectIdParam, query: PageQuery, success: ApiKeyListResponse, error: BadRequest }),
     HttpApiEndpoint.post("create", "/", {
       params: ProjectIdParam,
       payload: CreateApiKeyRequest,

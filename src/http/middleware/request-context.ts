@@ -50,7 +50,7 @@ export const fieldErrors = (kind: keyof typeof locPrefix, issue: SchemaIssue.Iss
       return typeof key === "number" ? key : String(key)
     })],
     msg: item.message,
-    type: types.get(item.message) ?? "value_error"
+    type: types.get(item.message) ?? "type_error"
   }))
 }
 

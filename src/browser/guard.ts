@@ -1,0 +1,98 @@
+/**
+ * Navigation guard of a browser context: agent navigation must not reach private, loopback,
+ * link-local or metadata addresses unless private networks are allowed.
+ *
+ * How it works, and its limit:
+ * - `context.route("**\/*")` sees every document request of every page and frame of the
+ *   context before it leaves the browser; the target is checked with `checkPublicUrl` (after
+ *   DNS resolution) and refused requests are aborted with `blockedbyclient`.
+ * - Playwright does NOT call route handlers for redirect hops ("The handler will only be called
+ *   for the first url if the response is a redirect", types.d.ts; its Chromium network manager
+ *   continues redirected requests itself). Redirect hops are therefore checked from the
+ *   context's `request` event (`request.redirectedFrom()`): a refused hop is recorded and the
+ *   frame is sent to about:blank, so the agent never sees its content and its action fails
+ *   with NavigationRefused. The request itself has already been sent at that point, so this is
+ *   containment, not prevention, for redirect hops. Closing that gap needs an egress proxy that
+ *   resolves and checks every connection (see the report in the browser README of this folder).
+ * - Sub-resources (images, XHR) are not checked: the guard is about where the agent goes.
+ */
+import { Effect, Result } from "effect"
+import type { BrowserContext, Frame, Request, Route } from "playwright-core"
+import { checkPublicUrl } from "../net/private-address.ts"
+import { NavigationRefused } from "./errors.ts"
+
+export interface GuardOptions {
+  /** When true nothing is checked (WA_ALLOW_PRIVATE_NETWORKS). */
+  readonly allowPrivateNetworks: boolean
+  /**
+   * Origins (`scheme://host:port`) exempt from the check even when private, for an operator's
+   * intranet allow-list and for tests whose fixture site necessarily lives on loopback.
+   */
+  readonly allowedOrigins?: ReadonlyArray<string> | undefined
+}
+
+export interface NavigationGuard {
+  /** Returns (and forgets) the refusals recorded since the last call, oldest first. */
+  readonly takeRefusals: () => ReadonlyArray<NavigationRefused>
+  /** Checks a URL the agent is about to open; succeeds when allowed. */
+  readonly check: (url: string) => Effect.Effect<void, NavigationRefused>
+}
+
+const originOf = (url: string): string | undefined => {
+  try {
+    return new URL(url).origin
+  } catch {
+    return undefined
+  }
+}
+
+/** Installs the guard on a context. With private networks allowed it installs nothing. */
+export const installNavigationGuard = async (
+  context: BrowserContext,
+  options: GuardOptions
+): Promise<NavigationGuard> => {
+  const allowed = new Set((options.allowedOrigins ?? []).map((o) => originOf(o) ?? o))
+  const refusals: Array<NavigationRefused> = []
+
+  const check = (url: string): Effect.Effect<void, NavigationRefused> => {
+    if (options.allowPrivateNetworks) return Effect.void
+    const origin = originOf(url)
+    if (origin !== undefined && allowed.has(origin)) return Effect.void
+    return checkPublicUrl(url, false).pipe(
+      Effect.mapError((e) => new NavigationRefused({ url: e.url, address: e.address, message: `navigation refused: ${e.message}` }))
+    )
+  }
+
+  const verdict = async (url: string): Promise<NavigationRefused | undefined> => {
+    const result = await Effect.runPromise(Effect.result(check(url))).catch(() =>
+      Result.fail(new NavigationRefused({ url, address: "", message: `navigation refused: ${url} could not be checked` }))
+    )
+    return Result.isFailure(result) ? result.failure : undefined
+  }
+
+  if (!options.allowPrivateNetworks) {
+    await context.route("**/*", async (route: Route, request: Request) => {
+      if (!request.isNavigationRequest()) return route.fallback()
+      const refused = await verdict(request.url())
+      if (refused === undefined) return route.fallback()
+      refusals.push(refused)
+      return route.abort("blockedbyclient").catch(() => undefined)
+    })
+
+    context.on("request", (request: Request) => {
+      if (!request.isNavigationRequest() || request.redirectedFrom() === null) return
+      void verdict(request.url()).then((refused) => {
+        if (refused === undefined) return
+        refusals.push(new NavigationRefused({ ...refused, message: `${refused.message} (reached by a redirect)` }))
+        // Service-worker requests have no frame; frame() throws for them.
+        const frame: Frame = request.frame()
+        return frame.goto("about:blank", { timeout: 5_000 }).then(() => undefined, () => undefined)
+      }).catch(() => undefined)
+    })
+  }
+
+  return {
+    takeRefusals: () => refusals.splice(0, refusals.length),
+    check
+  }
+}

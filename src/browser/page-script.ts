@@ -1,0 +1,473 @@
+/**
+ * Functions evaluated INSIDE the page (one frame at a time) by Playwright. Each must be
+ * self-contained: Playwright sends its source text, so it may not reference anything outside
+ * its own body. Shared state (element refs) lives on the frame's window under a symbol key,
+ * so refs stay stable across observations of the same document.
+ */
+
+export interface SnapshotArgs {
+  /** Ref prefix of this frame: "" for the main frame, "f1" for its first iframe, "f1f2" ... */
+  readonly prefix: string
+  /** Characters of plain text kept per line before it is cut with "…". */
+  readonly textBudget: number
+  /** Characters kept of an element's accessible name. */
+  readonly nameBudget: number
+}
+
+export interface FrameSnapshot {
+  /** Rendered lines; a line "\u0001<n>" stands for the iframe numbered n (indentation kept). */
+  readonly text: string
+  /** Number of refs emitted in this frame. */
+  readonly refs: number
+}
+
+/**
+ * Walks the composed DOM (open shadow roots, slots) of the current frame and returns the
+ * compact text snapshot. Output grammar (one item per line, one space of indent per level):
+ *   # Heading                  (## for h2 ...)
+ *   plain text, cut at textBudget…
+ *   role "name" [ref] ="value" state…     interactive element, inline within text lines
+ *   nav: / form: / dialog "name":         landmark container, children indented
+ *   row | cells | joined                  table rows on one line
+ */
+export function snapshotFrame(args: SnapshotArgs): FrameSnapshot {
+  const KEY = Symbol.for("web-agent-service.refs")
+  type State = { next: number; ids: WeakMap<Element, number>; els: Map<number, WeakRef<Element>>; nextFrame: number; frames: WeakMap<Element, number> }
+  const w = window as unknown as Record<symbol, State | undefined>
+  let st = w[KEY]
+  if (st === undefined) {
+    st = { next: 1, ids: new WeakMap(), els: new Map(), nextFrame: 1, frames: new WeakMap() }
+    Object.defineProperty(window, KEY, { value: st, enumerable: false, configurable: true })
+  }
+  const state = st
+  const { prefix, textBudget, nameBudget } = args
+
+  type Item =
+    | { k: "t"; s: string } // text
+    | { k: "e"; s: string; name: string } // element token
+    | { k: "b" } // line break
+    | { k: "sep" } // table cell separator
+    | { k: "in"; head: string } // open container (indent +1 after a header line)
+    | { k: "out" } // close container
+    | { k: "h"; level: number } // heading start (prefix for the next line)
+  const items: Array<Item> = []
+  let refCount = 0
+
+  const norm = (s: string) => s.replace(/[\s\u200b\u00a0]+/g, " ")
+  const cut = (s: string, n: number) => (s.length > n ? s.slice(0, Math.max(1, n - 1)).trimEnd() + "…" : s)
+  const quote = (s: string) => JSON.stringify(s)
+
+  const refOf = (el: Element): string => {
+    let id = state.ids.get(el)
+    if (id === undefined) {
+      id = state.next++
+      state.ids.set(el, id)
+      state.els.set(id, new WeakRef(el))
+    }
+    refCount++
+    return `${prefix}e${id}`
+  }
+
+  const SKIP = new Set(["SCRIPT", "STYLE", "NOSCRIPT", "TEMPLATE", "HEAD", "META", "LINK", "TITLE", "BASE", "CANVAS", "OBJECT", "EMBED", "PARAM", "SOURCE", "TRACK", "MAP", "AREA", "DATALIST", "OPTION", "OPTGROUP", "HR"])
+  const WIDGET_ROLES = new Set(["button", "link", "checkbox", "radio", "switch", "tab", "menuitem", "menuitemcheckbox", "menuitemradio", "option", "combobox", "textbox", "searchbox", "slider", "spinbutton", "listbox", "treeitem", "gridcell", "columnheader", "scrollbar"])
+  const LANDMARKS: Record<string, string> = {
+    NAV: "nav", MAIN: "main", FOOTER: "footer", ASIDE: "aside", FORM: "form", DIALOG: "dialog", HEADER: "header"
+  }
+  const LANDMARK_ROLES: Record<string, string> = {
+    navigation: "nav", main: "main", contentinfo: "footer", complementary: "aside", form: "form", dialog: "dialog",
+    alertdialog: "dialog", search: "search", banner: "header", menu: "menu", menubar: "menu", tablist: "tabs", alert: "alert"
+  }
+
+  const textOf = (root: Node, skip?: Element): string => {
+    let out = ""
+    const visit = (n: Node) => {
+      if (n.nodeType === 3) {
+        out += n.nodeValue ?? ""
+        return
+      }
+      if (n.nodeType !== 1) return
+      const e = n as Element
+      if (e === skip || SKIP.has(e.tagName) || e.tagName === "SELECT" || e.tagName === "TEXTAREA") return
+      if (e.tagName === "IMG") {
+        out += " " + (e.getAttribute("alt") ?? "") + " "
+        return
+      }
+      const kids = e.shadowRoot ? e.shadowRoot.childNodes : e.childNodes
+      for (const c of Array.from(kids)) visit(c)
+      if (e.tagName === "BR" || e.tagName === "P" || e.tagName === "DIV") out += " "
+    }
+    visit(root)
+    return norm(out).trim()
+  }
+
+  const byIds = (el: Element, attr: string): string => {
+    const ids = (el.getAttribute(attr) ?? "").split(/\s+/).filter(Boolean)
+    const root = el.getRootNode() as Document | ShadowRoot
+    return ids.map((id) => {
+      const t = root.getElementById ? root.getElementById(id) : document.getElementById(id)
+      return t ? textOf(t) : ""
+    }).join(" ").trim()
+  }
+
+  const roleOf = (el: Element): string | undefined => {
+    const explicit = (el.getAttribute("role") ?? "").trim().split(/\s+/)[0]
+    if (explicit) return explicit
+    switch (el.tagName) {
+      case "A":
+        return el.hasAttribute("href") ? "link" : undefined
+      case "BUTTON":
+        return "button"
+      case "SELECT":
+        return (el as HTMLSelectElement).multiple || (el as HTMLSelectElement).size > 1 ? "listbox" : "combobox"
+      case "TEXTAREA":
+        return "textbox"
+      case "SUMMARY":
+        return "button"
+      case "INPUT": {
+        const t = (el as HTMLInputElement).type
+        if (t === "hidden") return undefined
+        if (t === "checkbox" || t === "radio") return t
+        if (t === "button" || t === "submit" || t === "reset" || t === "image") return "button"
+        if (t === "range") return "slider"
+        if (t === "number") return "spinbutton"
+        if (t === "search") return "searchbox"
+        if (t === "file") return "file"
+        if (el.hasAttribute("list")) return "combobox"
+        return "textbox"
+      }
+    }
+    return undefined
+  }
+
+  const nameOf = (el: Element, role: string, fallbackText: string): string => {
+    let name = ""
+    if (el.hasAttribute("aria-labelledby")) name = byIds(el, "aria-labelledby")
+    if (!name) name = norm(el.getAttribute("aria-label") ?? "").trim()
+    if (!name && (el.tagName === "INPUT" || el.tagName === "SELECT" || el.tagName === "TEXTAREA")) {
+      const input = el as HTMLInputElement
+      const t = input.type
+      if (el.tagName === "INPUT" && (t === "submit" || t === "button" || t === "reset")) name = input.value || (t === "submit" ? "Submit" : "")
+      if (!name && t === "image") name = el.getAttribute("alt") ?? ""
+      if (!name && input.labels) name = Array.from(input.labels).map((l) => textOf(l, el)).join(" ").trim()
+      if (!name) name = el.getAttribute("placeholder") ?? ""
+    }
+    if (!name && role !== "textbox" && role !== "combobox" && role !== "searchbox") name = fallbackText
+    if (!name) name = norm(el.getAttribute("title") ?? "").trim()
+    if (!name && el.tagName !== "A") name = el.getAttribute("name") ?? ""
+    return cut(name, nameBudget)
+  }
+
+  const statesOf = (el: Element, role: string): string => {
+    const out: Array<string> = []
+    const tag = el.tagName
+    if (tag === "INPUT" || tag === "TEXTAREA") {
+      const input = el as HTMLInputElement
+      if (input.type === "checkbox" || input.type === "radio") {
+        if (input.checked) out.push("checked")
+      } else if (input.type === "password") {
+        if (input.value) out.push(`="${"•".repeat(Math.min(8, input.value.length))}"`)
+      } else if (input.type !== "submit" && input.type !== "button" && input.type !== "reset" && input.type !== "image" && input.value) {
+        out.push("=" + quote(cut(norm(input.value), 80)))
+      }
+    } else if (tag === "SELECT") {
+      const select = el as HTMLSelectElement
+      const chosen = Array.from(select.selectedOptions).map((o) => norm(o.text).trim())
+      if (chosen.length) out.push("=" + quote(cut(chosen.join(", "), 60)))
+      const options = Array.from(select.options).map((o) => cut(norm(o.text).trim(), 24)).filter(Boolean)
+      const shown = options.slice(0, 8).join("|")
+      out.push(`{${shown}${options.length > 8 ? `|+${options.length - 8}` : ""}}`)
+    } else if ((el as HTMLElement).isContentEditable) {
+      const t = cut(textOf(el), 80)
+      if (t) out.push("=" + quote(t))
+    }
+    const aria = (n: string) => el.getAttribute(n)
+    if (aria("aria-checked") === "true" && role !== "checkbox" && role !== "radio") out.push("checked")
+    if (aria("aria-checked") === "true" && (role === "checkbox" || role === "radio") && tag !== "INPUT") out.push("checked")
+    if (aria("aria-pressed") === "true") out.push("pressed")
+    if (aria("aria-selected") === "true") out.push("selected")
+    if (aria("aria-expanded") === "true") out.push("expanded")
+    if (aria("aria-expanded") === "false") out.push("collapsed")
+    if ((el as HTMLButtonElement).disabled || aria("aria-disabled") === "true") out.push("disabled")
+    if (tag === "DETAILS" || (tag === "SUMMARY" && el.parentElement?.tagName === "DETAILS")) {
+      out.push((el.parentElement as HTMLDetailsElement).open ? "expanded" : "collapsed")
+    }
+    return out.length ? " " + out.join(" ") : ""
+  }
+
+  const childrenOf = (el: Element): ArrayLike<Node> => {
+    if (el.shadowRoot) return el.shadowRoot.childNodes
+    if (el.tagName === "SLOT") {
+      const assigned = (el as HTMLSlotElement).assignedNodes({ flatten: true })
+      return assigned.length ? assigned : el.childNodes
+    }
+    return el.childNodes
+  }
+
+  const INLINE = new Set(["inline", "inline-block", "inline-flex", "inline-grid", "ruby"])
+
+  // inside: true while walking the content of an interactive element (its text becomes its name)
+  const walk = (node: Node, inside: boolean, parentPointer: boolean, textHidden: boolean): void => {
+    if (node.nodeType === 3) {
+      if (textHidden) return
+      const s = norm(node.nodeValue ?? "")
+      if (s.trim()) items.push({ k: "t", s })
+      else if (s && items.length && items[items.length - 1]!.k === "t") items.push({ k: "t", s: " " })
+      return
+    }
+    if (node.nodeType !== 1) return
+    const el = node as Element
+    const tag = el.tagName
+    if (SKIP.has(tag)) return
+    if (el.getAttribute("aria-hidden") === "true") return
+    if (tag === "svg" || tag === "SVG" || el.namespaceURI === "http://www.w3.org/2000/svg") {
+      if (inside) {
+        const label = el.getAttribute("aria-label") ?? el.querySelector("title")?.textContent ?? ""
+        if (label.trim()) items.push({ k: "t", s: " " + norm(label) + " " })
+      }
+      return
+    }
+    const style = getComputedStyle(el)
+    const display = style.display
+    if (display === "none" || style.contentVisibility === "hidden") return
+    const hidden = style.visibility !== "visible"
+    if (tag === "IMG") {
+      if (inside && !hidden) {
+        const alt = el.getAttribute("alt") ?? el.getAttribute("title") ?? ""
+        if (alt.trim()) items.push({ k: "t", s: " " + norm(alt) + " " })
+      }
+      return
+    }
+    if (tag === "BR") {
+      items.push({ k: "t", s: " " })
+      return
+    }
+    if (tag === "IFRAME" || tag === "FRAME") {
+      const r = el.getBoundingClientRect()
+      if (hidden || r.width < 2 || r.height < 2) return
+      let n = state.frames.get(el)
+      if (n === undefined) {
+        n = state.nextFrame++
+        state.frames.set(el, n)
+      }
+      items.push({ k: "b" }, { k: "t", s: "\u0001" + n }, { k: "b" })
+      return
+    }
+
+    const pointer = style.cursor === "pointer"
+    let role = roleOf(el)
+    const explicitWidget = role !== undefined && WIDGET_ROLES.has(role)
+    const editable = (el as HTMLElement).isContentEditable && !(el.parentElement?.isContentEditable ?? false)
+    let interactive = !hidden && (
+      (role !== undefined && (WIDGET_ROLES.has(role) || role === "file")) || editable || tag === "SUMMARY"
+    )
+    if (interactive && role === "gridcell" && !pointer) interactive = false
+    if (!interactive && editable) role = "textbox"
+    // Clickable by heuristic: a pointer cursor that starts here (not inherited), or an onclick attribute.
+    let heuristic = false
+    if (!interactive && !inside && !hidden && tag !== "LABEL" && tag !== "BODY" && tag !== "HTML" &&
+      ((pointer && !parentPointer) || el.hasAttribute("onclick"))) {
+      interactive = true
+      heuristic = true
+      role = "clickable"
+    }
+    if (editable && !explicitWidget) {
+      interactive = !hidden
+      role = "textbox"
+    }
+
+    const block = !INLINE.has(display) && display !== "contents"
+    const cell = display === "table-cell"
+    const landmark = LANDMARKS[tag] ?? LANDMARK_ROLES[el.getAttribute("role") ?? ""]
+    const headingLevel = /^H[1-6]$/.test(tag)
+      ? Number(tag[1])
+      : el.getAttribute("role") === "heading" ? Number(el.getAttribute("aria-level") ?? 2) : 0
+
+    if (cell) items.push({ k: "sep" })
+    else if (block) items.push({ k: "b" })
+
+    let containerStart = -1
+    if (landmark && !inside && !interactive) {
+      let name = ""
+      if (landmark === "dialog" || landmark === "form" || landmark === "nav" || landmark === "alert") {
+        name = norm(el.getAttribute("aria-label") ?? "").trim() || (el.hasAttribute("aria-labelledby") ? byIds(el, "aria-labelledby") : "")
+      }
+      containerStart = items.length
+      items.push({ k: "in", head: name ? `${landmark} ${quote(cut(name, nameBudget))}:` : `${landmark}:` })
+    }
+    if (headingLevel && !inside) items.push({ k: "h", level: headingLevel })
+
+    const start = items.length
+    const kids = childrenOf(el)
+    for (let i = 0; i < kids.length; i++) walk(kids[i]!, inside || interactive, pointer, hidden)
+
+    if (interactive) {
+      const slice = items.slice(start)
+      const nested = slice.some((it) => it.k === "e")
+      if (heuristic && nested) {
+        // A pointer-cursor wrapper around real controls: the controls are the targets.
+      } else if (heuristic && !slice.some((it) => it.k === "t" && it.s.trim())) {
+        // A pointer-cursor element with no content of its own: usually an overlay or a spacer.
+        items.length = start
+      } else if (nested) {
+        const text = role === "textbox" ? "" : ""
+        items.splice(start, 0, { k: "b" }, { k: "in", head: `${role} ${quote(nameOf(el, role!, text))} [${refOf(el)}]${statesOf(el, role!)}:`.replace(' "" ', " ") })
+        items.push({ k: "out" })
+      } else {
+        const text = slice.map((it) => (it.k === "t" ? it.s : it.k === "sep" ? " " : "")).join("")
+        items.length = start
+        const name = nameOf(el, role!, norm(text).trim())
+        let token = `${role}${name ? " " + quote(name) : ""} [${refOf(el)}]${statesOf(el, role!)}`
+        if (!name && tag === "A") {
+          const href = el.getAttribute("href") ?? ""
+          token += ` ->${cut(href.replace(/^https?:\/\/[^/]+/, ""), 40)}`
+        }
+        items.push({ k: "e", s: token, name })
+      }
+    }
+
+    if (containerStart >= 0) {
+      const hasContent = items.slice(containerStart + 1).some((it) => (it.k === "t" && it.s.trim()) || it.k === "e")
+      if (hasContent) items.push({ k: "out" })
+      else items.length = containerStart
+    }
+    if (headingLevel && !inside) items.push({ k: "b" })
+    else if (block && !cell) items.push({ k: "b" })
+  }
+
+  const root = document.body ?? document.documentElement
+  if (root) walk(root, false, false, false)
+
+  // Render items into lines.
+  const lines: Array<string> = []
+  let indent = 0
+  let parts: Array<Item> = []
+  let heading = 0
+  const flush = () => {
+    if (!parts.length) {
+      heading = 0
+      return
+    }
+    // Drop text that merely repeats the name of a neighbouring element (labels, link captions).
+    const names = new Set(parts.filter((p) => p.k === "e").map((p) => (p as { name: string }).name.toLowerCase()).filter(Boolean))
+    let budget = heading ? textBudget + 40 : textBudget
+    let out = ""
+    let cutDone = false
+    let pendingSep = false
+    for (const p of parts) {
+      if (p.k === "sep") {
+        pendingSep = out.trim() !== ""
+        continue
+      }
+      if (p.k === "t") {
+        const t = p.s
+        if (names.size && names.has(t.trim().toLowerCase())) continue
+        if (budget <= 0) {
+          if (!cutDone && t.trim()) {
+            out = out.trimEnd() + "…"
+            cutDone = true
+          }
+          continue
+        }
+        if (pendingSep && t.trim()) {
+          out = out.trimEnd() + " | "
+          pendingSep = false
+        }
+        const piece = t.length > budget ? t.slice(0, budget).trimEnd() + "…" : t
+        if (t.length > budget) cutDone = true
+        budget -= t.length
+        out += piece
+      } else if (p.k === "e") {
+        if (pendingSep) {
+          out = out.trimEnd() + " | "
+          pendingSep = false
+        }
+        out += (out && !out.endsWith(" ") ? " " : "") + p.s + " "
+        cutDone = false
+      }
+    }
+    const text = out.replace(/ {2,}/g, " ").trim()
+    if (text) lines.push(" ".repeat(indent) + (heading ? "#".repeat(heading) + " " : "") + text)
+    parts = []
+    heading = 0
+  }
+  for (const it of items) {
+    if (it.k === "b") flush()
+    else if (it.k === "in") {
+      flush()
+      lines.push(" ".repeat(indent) + it.head)
+      indent++
+    } else if (it.k === "out") {
+      flush()
+      indent = Math.max(0, indent - 1)
+    } else if (it.k === "h") {
+      flush()
+      heading = it.level
+    } else if (it.k === "t" && it.s.startsWith("\u0001")) {
+      flush()
+      lines.push(" ".repeat(indent) + it.s)
+    } else parts.push(it)
+  }
+  flush()
+  return { text: lines.join("\n"), refs: refCount }
+}
+
+/** Resolves a ref number of this frame to its element (null when gone or detached). */
+export function elementForRef(id: number): Element | null {
+  const st = (window as unknown as Record<symbol, { els: Map<number, WeakRef<Element>> } | undefined>)[Symbol.for("web-agent-service.refs")]
+  const el = st?.els.get(id)?.deref()
+  return el !== undefined && el.isConnected ? el : null
+}
+
+/** The iframe element numbered n by the last snapshot of this frame. */
+export function iframeForNumber(n: number): Element | null {
+  const st = (window as unknown as Record<symbol, { frames: WeakMap<Element, number> } | undefined>)[Symbol.for("web-agent-service.refs")]
+  if (st === undefined) return null
+  const search = (root: Document | ShadowRoot): Element | null => {
+    for (const el of Array.from(root.querySelectorAll("*"))) {
+      if ((el.tagName === "IFRAME" || el.tagName === "FRAME") && st.frames.get(el) === n) return el
+      if (el.shadowRoot) {
+        const found = search(el.shadowRoot)
+        if (found) return found
+      }
+    }
+    return null
+  }
+  return search(document)
+}
+
+/** The number the last snapshot gave this iframe element (evaluated on the element's handle). */
+export function numberOfIframe(el: Element): number | null {
+  const st = (window as unknown as Record<symbol, { frames: WeakMap<Element, number> } | undefined>)[Symbol.for("web-agent-service.refs")]
+  return st?.frames.get(el) ?? null
+}
+
+/**
+ * Coverage audit for the benchmark: visible interactive elements of this frame (composed
+ * tree, outside aria-hidden subtrees) and how many of them carry a ref.
+ */
+export function auditRefs(): { visible: number; withRef: number; ariaHidden: number; missing: Array<string> } {
+  const st = (window as unknown as Record<symbol, { ids: WeakMap<Element, number> } | undefined>)[Symbol.for("web-agent-service.refs")]
+  const selector = "a[href], button, input:not([type=hidden]), select, textarea, summary, [contenteditable=''], [contenteditable=true], " +
+    "[role=button], [role=link], [role=checkbox], [role=radio], [role=tab], [role=menuitem], [role=switch], [role=textbox], " +
+    "[role=combobox], [role=searchbox], [role=slider], [role=option]"
+  let visible = 0
+  let withRef = 0
+  let ariaHidden = 0
+  const missing: Array<string> = []
+  const visit = (root: Document | ShadowRoot) => {
+    for (const el of Array.from(root.querySelectorAll(selector))) {
+      const r = el.getBoundingClientRect()
+      if (!el.checkVisibility({ visibilityProperty: true }) || r.width * r.height <= 0) continue
+      if (el.closest("[aria-hidden=true]")) {
+        ariaHidden++
+        continue
+      }
+      visible++
+      if (st?.ids.has(el)) withRef++
+      else if (missing.length < 5) missing.push(el.outerHTML.slice(0, 120))
+    }
+    for (const el of Array.from(root.querySelectorAll("*"))) if (el.shadowRoot) visit(el.shadowRoot)
+  }
+  visit(document)
+  return { visible, withRef, ariaHidden, missing }
+}

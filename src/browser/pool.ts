@@ -1,0 +1,356 @@
+/**
+ * BrowserPool: one supervised Chromium per process, leased out as isolated browser contexts.
+ *
+ * - The browser is started lazily at the first lease (a missing binary is a clear error there,
+ *   not a crash at start-up) and relaunched at the next lease after it died.
+ * - A lease remembers the browser it was made on; when that browser disconnects, every pending
+ *   and later operation of the lease fails with BrowserCrashed instead of hanging.
+ * - All mutable state (current browser, counters) lives in the service instance.
+ */
+import { Config, Context, Effect, Layer, Option, Semaphore } from "effect"
+import { access, constants } from "node:fs/promises"
+import { type Browser, type BrowserContext, type BrowserContextOptions, chromium, errors, type Page } from "playwright-core"
+import { ActionFailed, ActionTimeout, BrowserCrashed, type BrowserError, BrowserUnavailable, NavigationRefused } from "./errors.ts"
+import { installNavigationGuard, type NavigationGuard } from "./guard.ts"
+
+/** Flags that let Chromium run headless as root in a Debian container and stay quiet on the network. */
+export const chromiumArgs: ReadonlyArray<string> = [
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-dev-shm-usage",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--no-first-run",
+  "--disable-sync",
+  "--disable-quic"
+]
+
+export interface BrowserPoolConfig {
+  /** Chromium binary to launch (ignored when `cdpUrl` is set). */
+  readonly executablePath: string
+  /** Connect to this remote browser over CDP instead of launching one. */
+  readonly cdpUrl?: string | undefined
+  /** Default of `LeaseOptions.allowPrivateNetworks`. */
+  readonly allowPrivateNetworks: boolean
+  readonly launchTimeoutMs?: number | undefined
+}
+
+export interface LeaseOptions {
+  readonly storageState?: BrowserContextOptions["storageState"]
+  readonly userAgent?: string
+  readonly viewport?: { readonly width: number; readonly height: number }
+  /** Overrides the pool default (WA_ALLOW_PRIVATE_NETWORKS) for this lease. */
+  readonly allowPrivateNetworks?: boolean
+  /** Origins exempt from the navigation guard even when private (see guard.ts). */
+  readonly allowedOrigins?: ReadonlyArray<string>
+}
+
+/** One leased browser context and the tab the agent is working in. */
+export interface ContextLease {
+  readonly id: number
+  readonly context: BrowserContext
+  readonly allowPrivateNetworks: boolean
+  readonly guard: NavigationGuard
+  /** The tab actions apply to (falls back to the newest open tab when it was closed). */
+  readonly page: () => Page | undefined
+  /** Open tabs in opening order. */
+  readonly pages: () => ReadonlyArray<Page>
+  readonly setActivePage: (page: Page) => void
+  /** True once the browser behind this lease has gone away. */
+  readonly crashed: () => boolean
+  /** Resolves when the browser behind this lease disconnects. */
+  readonly whenCrashed: Promise<void>
+}
+
+export interface PoolStats {
+  /** Contexts handed out since start. */
+  readonly contextsLeased: number
+  /** Contexts currently open. */
+  readonly contextsOpen: number
+  /** Browser launches (or CDP connections), the first included. */
+  readonly browserLaunches: number
+  /** Launches that replaced a browser which had died. */
+  readonly browserRestarts: number
+}
+
+export class BrowserPool extends Context.Service<BrowserPool, {
+  /** A fresh isolated context with one blank tab; closed when the scope closes. */
+  readonly acquireContext: (options?: LeaseOptions) => Effect.Effect<ContextLease, BrowserError, import("effect").Scope.Scope>
+  /** Runs `f` on a fresh context + page that is closed afterwards. */
+  readonly withEphemeralPage: <A, E, R>(
+    f: (page: Page) => Effect.Effect<A, E, R>,
+    options?: LeaseOptions
+  ) => Effect.Effect<A, E | BrowserError, R>
+  readonly stats: Effect.Effect<PoolStats>
+  /** The live browser, if one is running (tests use it to kill the process). */
+  readonly currentBrowser: Effect.Effect<Option.Option<Browser>>
+}>()("web-agent-service/browser/BrowserPool") {
+  /** Pool configured from the environment (CHROMIUM_PATH, WA_BROWSER_CDP_URL, WA_ALLOW_PRIVATE_NETWORKS). */
+  static readonly layer = Layer.effect(
+    BrowserPool,
+    Effect.gen(function*() {
+      const config = yield* browserPoolConfig
+      return yield* makeBrowserPool(config)
+    })
+  )
+
+  static readonly layerWith = (config: BrowserPoolConfig) => Layer.effect(BrowserPool, makeBrowserPool(config))
+}
+
+const fileExists = (path: string): Promise<boolean> => access(path, constants.X_OK).then(() => true, () => false)
+
+/** CHROMIUM_PATH, else Playwright's own browser cache when it holds a Chromium, else /usr/bin/chromium. */
+const defaultExecutablePath = async (): Promise<string> => {
+  try {
+    const cached = chromium.executablePath()
+    if (cached && await fileExists(cached)) return cached
+  } catch {
+    // playwright-core without a registry entry for this platform
+  }
+  return "/usr/bin/chromium"
+}
+
+export const browserPoolConfig = Effect.gen(function*() {
+  const explicitPath = yield* Config.option(Config.String("CHROMIUM_PATH"))
+  const cdpUrl = yield* Config.option(Config.String("WA_BROWSER_CDP_URL"))
+  const allowPrivateNetworks = yield* Config.Boolean("WA_ALLOW_PRIVATE_NETWORKS").pipe(Config.withDefault(false))
+  const executablePath = Option.isSome(explicitPath) && explicitPath.value !== ""
+    ? explicitPath.value
+    : yield* Effect.promise(defaultExecutablePath)
+  const config: BrowserPoolConfig = {
+    executablePath,
+    cdpUrl: Option.isSome(cdpUrl) && cdpUrl.value !== "" ? cdpUrl.value : undefined,
+    allowPrivateNetworks
+  }
+  return config
+})
+
+const closeQuietly = (f: () => Promise<unknown>, timeoutMs: number) =>
+  Effect.promise(() =>
+    Promise.race([
+      f().catch(() => undefined),
+      new Promise((resolve) => setTimeout(resolve, timeoutMs).unref())
+    ])
+  )
+
+export const makeBrowserPool = Effect.fnUntraced(function*(config: BrowserPoolConfig) {
+  const launchTimeoutMs = config.launchTimeoutMs ?? 30_000
+  const lock = yield* Semaphore.make(1)
+  const state = {
+    browser: undefined as Browser | undefined,
+    shuttingDown: false,
+    nextLeaseId: 1,
+    contextsLeased: 0,
+    contextsOpen: 0,
+    browserLaunches: 0,
+    browserRestarts: 0
+  }
+
+  const start = Effect.gen(function*() {
+    if (config.cdpUrl === undefined && !(yield* Effect.promise(() => fileExists(config.executablePath)))) {
+      return yield* new BrowserUnavailable({
+        message: `Chromium not found or not executable at ${config.executablePath} (set CHROMIUM_PATH or WA_BROWSER_CDP_URL)`
+      })
+    }
+    const browser = yield* Effect.tryPromise({
+      try: () =>
+        config.cdpUrl !== undefined
+          ? chromium.connectOverCDP(config.cdpUrl, { timeout: launchTimeoutMs })
+          : chromium.launch({
+            executablePath: config.executablePath,
+            headless: true,
+            args: [...chromiumArgs],
+            timeout: launchTimeoutMs
+          }),
+      catch: (cause) =>
+        new BrowserUnavailable({
+          message: config.cdpUrl !== undefined
+            ? `could not connect to the browser at ${config.cdpUrl}: ${String(cause)}`
+            : `could not launch Chromium at ${config.executablePath}: ${String(cause)}`
+        })
+    })
+    if (state.browserLaunches > 0) state.browserRestarts++
+    state.browserLaunches++
+    state.browser = browser
+    browser.on("disconnected", () => {
+      if (state.browser === browser) state.browser = undefined
+    })
+    return browser
+  })
+
+  /** The live browser, (re)started under a lock so concurrent leases share one launch. */
+  const liveBrowser = lock.withPermit(Effect.suspend(() => {
+    if (state.shuttingDown) return Effect.fail(new BrowserUnavailable({ message: "the browser pool is shutting down" }))
+    const current = state.browser
+    return current !== undefined && current.isConnected() ? Effect.succeed(current) : start
+  }))
+
+  yield* Effect.addFinalizer(() =>
+    Effect.suspend(() => {
+      state.shuttingDown = true
+      const browser = state.browser
+      state.browser = undefined
+      return browser === undefined ? Effect.void : closeQuietly(() => browser.close(), 10_000)
+    })
+  )
+
+  const openLease = Effect.fnUntraced(function*(options: LeaseOptions) {
+    const browser = yield* liveBrowser
+    const allowPrivateNetworks = options.allowPrivateNetworks ?? config.allowPrivateNetworks
+    const crash = Promise.withResolvers<void>()
+    let crashed = !browser.isConnected()
+    const onDisconnect = () => {
+      crashed = true
+      crash.resolve()
+    }
+    browser.once("disconnected", onDisconnect)
+    if (crashed) crash.resolve()
+
+    const created = yield* Effect.tryPromise({
+      try: async () => {
+        const context = await browser.newContext({
+          ...(options.storageState !== undefined ? { storageState: options.storageState } : {}),
+          ...(options.userAgent !== undefined ? { userAgent: options.userAgent } : {}),
+          viewport: options.viewport ?? { width: 1280, height: 800 }
+        })
+        try {
+          const guard = await installNavigationGuard(context, {
+            allowPrivateNetworks,
+            allowedOrigins: options.allowedOrigins
+          })
+          const page = await context.newPage()
+          return { context, guard, page }
+        } catch (error) {
+          await context.close().catch(() => undefined)
+          throw error
+        }
+      },
+      catch: (cause) =>
+        !browser.isConnected()
+          ? new BrowserCrashed({ message: `the browser died while opening a context: ${String(cause)}` })
+          : new BrowserUnavailable({ message: `could not open a browser context: ${String(cause)}` })
+    }).pipe(
+      Effect.timeoutOrElse({
+        duration: launchTimeoutMs,
+        orElse: () => Effect.fail(new BrowserUnavailable({ message: `opening a browser context took over ${launchTimeoutMs} ms` }))
+      }),
+      Effect.tapError(() => Effect.sync(() => browser.off("disconnected", onDisconnect)))
+    )
+
+    const { context, guard } = created
+    let active: Page | undefined = created.page
+    const lease: ContextLease = {
+      id: state.nextLeaseId++,
+      context,
+      allowPrivateNetworks,
+      guard,
+      page: () => {
+        if (active !== undefined && !active.isClosed()) return active
+        const open = context.pages().filter((p) => !p.isClosed())
+        active = open.at(-1)
+        return active
+      },
+      pages: () => context.pages().filter((p) => !p.isClosed()),
+      setActivePage: (page) => {
+        active = page
+      },
+      crashed: () => crashed,
+      whenCrashed: crash.promise
+    }
+    state.contextsLeased++
+    state.contextsOpen++
+    return { lease, release: () => browser.off("disconnected", onDisconnect) }
+  })
+
+  const acquireContext = (options: LeaseOptions = {}) =>
+    Effect.acquireRelease(
+      openLease(options),
+      ({ lease, release }) =>
+        Effect.suspend(() => {
+          state.contextsOpen--
+          release()
+          return lease.crashed() ? Effect.void : closeQuietly(() => lease.context.close(), 10_000)
+        })
+    ).pipe(Effect.map(({ lease }) => lease))
+
+  const withEphemeralPage = <A, E, R>(
+    f: (page: Page) => Effect.Effect<A, E, R>,
+    options?: LeaseOptions
+  ): Effect.Effect<A, E | BrowserError, R> =>
+    Effect.scoped(
+      Effect.flatMap(acquireContext(options), (lease): Effect.Effect<A, E | BrowserError, R> => {
+        const page = lease.page()
+        return page === undefined
+          ? Effect.fail(new BrowserCrashed({ message: "the ephemeral page closed before use" }))
+          : f(page)
+      })
+    )
+
+  return BrowserPool.of({
+    acquireContext,
+    withEphemeralPage,
+    stats: Effect.sync(() => ({
+      contextsLeased: state.contextsLeased,
+      contextsOpen: state.contextsOpen,
+      browserLaunches: state.browserLaunches,
+      browserRestarts: state.browserRestarts
+    })),
+    currentBrowser: Effect.sync(() => Option.fromNullishOr(state.browser))
+  })
+})
+
+const closedPattern = /Target page, context or browser has been closed|Browser has been closed|browser has disconnected|Target closed|Connection closed/i
+
+/**
+ * Runs one Playwright operation for a lease: bounded by `timeoutMs`, failing with
+ * BrowserCrashed as soon as the lease's browser disconnects (instead of waiting for the
+ * timeout), and mapping Playwright's own errors to typed ones.
+ */
+export const attempt = <A>(
+  lease: ContextLease,
+  action: string,
+  timeoutMs: number,
+  f: () => Promise<A>
+): Effect.Effect<A, BrowserCrashed | ActionTimeout | ActionFailed> => {
+  const crashedError = () =>
+    new BrowserCrashed({ message: `the browser crashed during ${action}; the session's browser state is lost` })
+  const timedOut = () => new ActionTimeout({ action, timeoutMs, message: `${action} did not finish within ${timeoutMs} ms` })
+  return Effect.suspend(() => {
+    if (lease.crashed()) return Effect.fail(crashedError())
+    const operation = Effect.tryPromise({ try: f, catch: (cause) => cause }).pipe(
+      Effect.catch((cause): Effect.Effect<never, BrowserCrashed | ActionTimeout | ActionFailed> => {
+        if (cause instanceof errors.TimeoutError) return Effect.fail(timedOut())
+        const message = cause instanceof Error ? cause.message : String(cause)
+        if (lease.crashed()) return Effect.fail(crashedError())
+        if (/crash/i.test(message)) return Effect.fail(new BrowserCrashed({ message: `the page crashed during ${action}` }))
+        if (closedPattern.test(message)) {
+          // The disconnect event can trail the rejected call by a moment; wait for it briefly.
+          return Effect.promise(() =>
+            Promise.race([
+              lease.whenCrashed.then(() => true),
+              new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 250).unref())
+            ])
+          ).pipe(
+            Effect.flatMap((died) =>
+              Effect.fail(died ? crashedError() : new ActionFailed({ action, message: `the tab or context was closed: ${firstLine(message)}` }))
+            )
+          )
+        }
+        return Effect.fail(new ActionFailed({ action, message: firstLine(message) }))
+      })
+    )
+    const crashSignal = Effect.promise(() => lease.whenCrashed).pipe(Effect.flatMap(() => Effect.fail(crashedError())))
+    return Effect.raceFirst(operation, crashSignal).pipe(
+      Effect.timeoutOrElse({ duration: timeoutMs, orElse: () => Effect.fail(timedOut()) })
+    )
+  })
+}
+
+/** Playwright messages carry a long call log after the first line; the model needs the first. */
+const firstLine = (message: string): string => {
+  const line = message.split("\n").find((l) => l.trim() !== "") ?? message
+  return line.length > 300 ? `${line.slice(0, 300)}…` : line
+}
+
+/** The refusal recorded by the guard during an operation, if any. */
+export const takeRefusal = (lease: ContextLease): NavigationRefused | undefined => lease.guard.takeRefusals().at(-1)

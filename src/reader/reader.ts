@@ -1,0 +1,273 @@
+/**
+ * The Reader: URL in, main content out (title, Markdown, text). Every product uses it (search
+ * summaries, research, track, the agent's read tools).
+ *
+ * 1. The URL is checked (http(s), public address unless WA_ALLOW_PRIVATE_NETWORKS) and looked up
+ *    in a bounded cache with a time-to-live.
+ * 2. It is fetched over HTTP, following redirects by hand and checking every hop.
+ * 3. HTML is parsed inside an already-open Chromium page and Readability + Turndown run there.
+ * 4. When that yields little text (an app shell that renders with JavaScript), or the server
+ *    refuses plain HTTP clients (403/429/503), the page is loaded in a real browser page with
+ *    JavaScript on; every request the page makes is checked the same way.
+ *
+ * Environment: `WA_ALLOW_PRIVATE_NETWORKS` (false), `WA_READER_TIMEOUT_MS` (20000),
+ * `WA_READER_CACHE_SIZE` (256 pages), `WA_READER_CACHE_TTL_SECONDS` (900),
+ * `WA_READER_MAX_BYTES` (5000000).
+ */
+import { Cache, Config, Context, Duration, Effect, Exit, Layer } from "effect"
+import type { Page } from "playwright-core"
+import { type Extracted, extractFromHtml, extractFromPage } from "./extract-in-page.ts"
+import { fetchPage, type FetchOptions, guardUrl, ReaderError } from "./http-fetch.ts"
+import { ReaderBrowser } from "./reader-browser.ts"
+
+export { ReaderError } from "./http-fetch.ts"
+
+export interface ReadResult {
+  /** The URL asked for. */
+  readonly url: string
+  /** The URL the content came from, after redirects. */
+  readonly finalUrl: string
+  readonly title: string
+  readonly markdown: string
+  readonly text: string
+  readonly byline: string | null
+  readonly excerpt: string | null
+  readonly siteName: string | null
+  readonly lang: string | null
+  readonly publishedTime: string | null
+  /** `http`: fetched and parsed without running page scripts; `browser`: rendered in Chromium. */
+  readonly method: "http" | "browser"
+  /** Media type of the fetched document ("text/html", "text/plain", ...). */
+  readonly mediaType: string
+  /** Epoch ms when it was read (older than now when served from the cache). */
+  readonly fetchedAt: number
+}
+
+export interface ReaderSettings {
+  readonly allowPrivate: boolean
+  /** Origins exempt from the private-address check (an intranet the operator trusts; tests). */
+  readonly trustedOrigins: ReadonlyArray<string>
+  readonly timeoutMs: number
+  readonly browserTimeoutMs: number
+  readonly maxBytes: number
+  readonly maxRedirects: number
+  readonly cacheCapacity: number
+  readonly cacheTtlMs: number
+  /** Below this many characters of extracted text the browser fallback is tried. */
+  readonly minTextChars: number
+  readonly userAgent: string
+}
+
+export const defaultReaderSettings: ReaderSettings = {
+  allowPrivate: false,
+  trustedOrigins: [],
+  timeoutMs: 20_000,
+  browserTimeoutMs: 30_000,
+  maxBytes: 5_000_000,
+  maxRedirects: 10,
+  cacheCapacity: 256,
+  cacheTtlMs: 15 * 60_000,
+  minTextChars: 250,
+  userAgent: "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36"
+}
+
+const positiveInt = (name: string, fallback: number) =>
+  Config.Int(name).pipe(Config.withDefault(fallback), Config.map((value) => value < 1 ? fallback : value))
+
+/** Reader settings from the environment, for the application's central config. */
+export const ReaderConfig: Config.Config<ReaderSettings> = Config.all({
+  allowPrivate: Config.Boolean("WA_ALLOW_PRIVATE_NETWORKS").pipe(Config.withDefault(false)),
+  timeoutMs: positiveInt("WA_READER_TIMEOUT_MS", defaultReaderSettings.timeoutMs),
+  cacheCapacity: positiveInt("WA_READER_CACHE_SIZE", defaultReaderSettings.cacheCapacity),
+  cacheTtlSeconds: positiveInt("WA_READER_CACHE_TTL_SECONDS", defaultReaderSettings.cacheTtlMs / 1000),
+  maxBytes: positiveInt("WA_READER_MAX_BYTES", defaultReaderSettings.maxBytes)
+}).pipe(Config.map((c): ReaderSettings => ({
+  ...defaultReaderSettings,
+  allowPrivate: c.allowPrivate,
+  timeoutMs: c.timeoutMs,
+  cacheCapacity: c.cacheCapacity,
+  cacheTtlMs: c.cacheTtlSeconds * 1000,
+  maxBytes: c.maxBytes
+})))
+
+const htmlTypes = new Set(["text/html", "application/xhtml+xml", ""])
+const textTypes = new Set(["text/plain", "text/markdown", "text/x-markdown"])
+const codeTypes = new Set(["application/json", "application/ld+json", "text/csv", "application/xml", "text/xml"])
+
+/** Statuses that often mean "not for plain HTTP clients" rather than "not there". */
+const browserWorthyStatuses = new Set([401, 403, 429, 503])
+
+const cacheKey = (url: string): string => {
+  try {
+    const parsed = new URL(url.trim())
+    parsed.hash = ""
+    return parsed.toString()
+  } catch {
+    return url.trim()
+  }
+}
+
+export class Reader extends Context.Service<Reader, {
+  /** Reads the page at `url` (from the cache when fresh). */
+  readonly read: (url: string) => Effect.Effect<ReadResult, ReaderError>
+  /** Extracts already-fetched HTML as if it came from `url` (no network, no cache). */
+  readonly extractHtml: (html: string, url: string) => Effect.Effect<ReadResult, ReaderError>
+}>()("wa/reader/Reader") {
+  static readonly make = Effect.fnUntraced(function*(overrides: Partial<ReaderSettings> = {}) {
+    const settings: ReaderSettings = { ...defaultReaderSettings, ...overrides }
+    const browser = yield* ReaderBrowser
+    const fetchOptions: FetchOptions = {
+      allowPrivate: settings.allowPrivate,
+      trustedOrigins: settings.trustedOrigins.map((origin) => new URL(origin).origin),
+      timeoutMs: settings.timeoutMs,
+      maxBytes: settings.maxBytes,
+      maxRedirects: settings.maxRedirects,
+      userAgent: settings.userAgent
+    }
+
+    const toResult = (
+      url: string,
+      finalUrl: string,
+      mediaType: string,
+      method: "http" | "browser",
+      extracted: Extracted,
+      fetchedAt: number
+    ): ReadResult => ({
+      url,
+      finalUrl,
+      title: extracted.title,
+      markdown: extracted.markdown,
+      text: extracted.text,
+      byline: extracted.byline,
+      excerpt: extracted.excerpt,
+      siteName: extracted.siteName,
+      lang: extracted.lang,
+      publishedTime: extracted.publishedTime,
+      method,
+      mediaType,
+      fetchedAt
+    })
+
+    const extractionFailed = (url: string) => (error: { readonly message: string }) =>
+      new ReaderError({ url, reason: "extraction", message: error.message })
+
+    const extractStatic = (html: string, url: string) =>
+      browser.withExtractionPage((page) => extractFromHtml(page, html, url)).pipe(Effect.mapError(extractionFailed(url)))
+
+    /** Renders the page in a fresh browser context with JavaScript on and extracts it there. */
+    const renderInBrowser = (url: string) =>
+      browser.withPage((page: Page) =>
+        Effect.gen(function*() {
+          yield* Effect.tryPromise({
+            try: () =>
+              page.route("**", async (route) => {
+                const request = route.request()
+                const type = request.resourceType()
+                if (type === "image" || type === "media" || type === "font") return route.abort()
+                const target = request.url()
+                if (target.startsWith("data:") || target.startsWith("blob:")) return route.continue()
+                // Redirect hops arrive here as new requests, so each one is checked too.
+                const allowed = await Effect.runPromise(Effect.exit(guardUrl(target, fetchOptions)))
+                return Exit.isSuccess(allowed) ? route.continue() : route.abort("blockedbyclient")
+              }),
+            catch: (cause) => new ReaderError({ url, reason: "browser", message: String(cause) })
+          })
+          yield* Effect.tryPromise({
+            try: () => page.goto(url, { waitUntil: "domcontentloaded", timeout: settings.browserTimeoutMs }),
+            catch: (cause) =>
+              new ReaderError({ url, reason: "browser", message: cause instanceof Error ? cause.message.split("\n", 1)[0]! : String(cause) })
+          })
+          // Let client-side rendering settle; a page that keeps polling is read as it is.
+          yield* Effect.promise(() => page.waitForLoadState("networkidle", { timeout: 5_000 }).catch(() => undefined))
+          const finalUrl = page.url()
+          yield* guardUrl(finalUrl, fetchOptions)
+          const extracted = yield* Effect.mapError(extractFromPage(page), extractionFailed(url))
+          return { finalUrl, extracted }
+        })
+      ).pipe(
+        Effect.mapError((error) =>
+          error._tag === "BrowserError" ? new ReaderError({ url, reason: "browser", message: error.message }) : error
+        )
+      )
+
+    const readUncached = Effect.fnUntraced(function*(url: string) {
+      yield* guardUrl(url, fetchOptions)
+      const now = Date.now()
+      const fetched = yield* fetchPage(url, fetchOptions).pipe(
+        Effect.map((page) => ({ page, refused: undefined })),
+        Effect.catchIf(
+          (error) => error.reason === "http_status" && error.status !== undefined && browserWorthyStatuses.has(error.status),
+          (refused) => Effect.succeed({ page: undefined, refused })
+        )
+      )
+      if (fetched.page === undefined) {
+        // Refused to a plain client: one try with a real browser, else the original error.
+        const rendered = yield* Effect.mapError(renderInBrowser(url), () => fetched.refused!)
+        return toResult(url, rendered.finalUrl, "text/html", "browser", rendered.extracted, now)
+      }
+      const page = fetched.page
+      if (textTypes.has(page.mediaType)) {
+        const firstLine = page.body.trimStart().split("\n", 1)[0] ?? ""
+        return toResult(url, page.finalUrl, page.mediaType, "http", {
+          title: firstLine.replace(/^#+\s*/, "").slice(0, 200),
+          byline: null,
+          excerpt: null,
+          siteName: null,
+          lang: null,
+          publishedTime: null,
+          markdown: page.body,
+          text: page.body,
+          method: "body"
+        }, now)
+      }
+      if (codeTypes.has(page.mediaType)) {
+        return toResult(url, page.finalUrl, page.mediaType, "http", {
+          title: page.finalUrl,
+          byline: null,
+          excerpt: null,
+          siteName: null,
+          lang: null,
+          publishedTime: null,
+          markdown: `\`\`\`${page.mediaType.includes("json") ? "json" : ""}\n${page.body}\n\`\`\``,
+          text: page.body,
+          method: "body"
+        }, now)
+      }
+      if (!htmlTypes.has(page.mediaType)) {
+        return yield* new ReaderError({ url, reason: "unsupported_content", message: `${page.finalUrl} is ${page.mediaType}, not a web page` })
+      }
+      const extracted = yield* extractStatic(page.body, page.finalUrl)
+      if (extracted.text.length >= settings.minTextChars) {
+        return toResult(url, page.finalUrl, page.mediaType, "http", extracted, now)
+      }
+      // Little text without scripts: the page needs JavaScript (or is simply short).
+      const rendered = yield* Effect.option(renderInBrowser(page.finalUrl))
+      if (rendered._tag === "Some" && rendered.value.extracted.text.length > extracted.text.length) {
+        return toResult(url, rendered.value.finalUrl, page.mediaType, "browser", rendered.value.extracted, now)
+      }
+      return toResult(url, page.finalUrl, page.mediaType, "http", extracted, now)
+    })
+
+    // Failures are not kept (time-to-live 0), so a transient error is retried on the next read.
+    const cache = yield* Cache.makeWith(readUncached, {
+      capacity: settings.cacheCapacity,
+      timeToLive: (exit) => Exit.isSuccess(exit) ? Duration.millis(settings.cacheTtlMs) : Duration.zero
+    })
+
+    const read = (url: string) => Cache.get(cache, cacheKey(url))
+
+    const extractHtml = (html: string, url: string) =>
+      Effect.map(extractStatic(html, url), (extracted) => toResult(url, url, "text/html", "http", extracted, Date.now()))
+
+    return Reader.of({ read, extractHtml })
+  })
+
+  /** With explicit settings (tests, embedding); needs a ReaderBrowser. */
+  static readonly layerWith = (settings: Partial<ReaderSettings> = {}) => Layer.effect(Reader, Reader.make(settings))
+
+  /** Settings from the environment; needs a ReaderBrowser. */
+  static readonly layer = Layer.unwrap(Effect.map(ReaderConfig, (settings: ReaderSettings) => Reader.layerWith(settings)))
+
+  /** Settings from the environment and its own Chromium. */
+  static readonly layerLive = Reader.layer.pipe(Layer.provide(ReaderBrowser.layer))
+}

@@ -1,0 +1,259 @@
+/**
+ * The contract's common rules through real HTTP against the real service (embedded PostgreSQL):
+ * errors in the envelope, limits, auth, idempotency, pagination, request ids, OpenAPI.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { embeddedDatabaseClient, type Service, startService, stopAndClean } from "../support/service.ts"
+
+let service: Service
+const keysPath = () => `/v1/projects/${service.projectId}/api_keys`
+
+beforeAll(async () => {
+  service = await startService({ env: { WA_KEY_REVOCATION_GRACE_SECONDS: "2" } })
+})
+afterAll(() => stopAndClean(service))
+
+const expectEnvelope = (json: any, code: string) => {
+  expect(json).toMatchObject({ code, detail: expect.any(String), extra: expect.any(Object) })
+  expect(Object.keys(json).sort()).toEqual(["code", "detail", "extra"])
+}
+
+describe("health", () => {
+  it("answers /healthz and /readyz without a key", async () => {
+    expect((await service.request("GET", "/healthz", { key: null })).json).toEqual({ status: "ok" })
+    expect((await service.request("GET", "/readyz", { key: null })).json).toEqual({ status: "ready" })
+  })
+})
+
+describe("request ids", () => {
+  it("echoes a given X-Request-Id and generates one otherwise, and logs it", async () => {
+    const given = await service.request("GET", "/healthz", { headers: { "x-request-id": "trace-123.abc" } })
+    expect(given.headers.get("x-request-id")).toBe("trace-123.abc")
+    const generated = await service.request("GET", "/healthz")
+    expect(generated.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/)
+    const unsafe = await service.request("GET", "/healthz", { headers: { "x-request-id": "bad id with spaces" } })
+    expect(unsafe.headers.get("x-request-id")).not.toBe("bad id with spaces")
+    await new Promise((r) => setTimeout(r, 100))
+    expect(service.logs.some((line) => line.annotations?.["request_id"] === "trace-123.abc" && line.annotations?.["status"] === 200)).toBe(true)
+  })
+})
+
+describe("framework errors are in the envelope", () => {
+  it("unknown route is 404 not_found", async () => {
+    const response = await service.request("GET", "/v1/nothing-here")
+    expect(response.status).toBe(404)
+    expectEnvelope(response.json, "not_found")
+  })
+
+  it("wrong method is 405 with Allow", async () => {
+    const response = await service.request("PUT", keysPath())
+    expect(response.status).toBe(405)
+    expectEnvelope(response.json, "method_not_allowed")
+    expect(response.headers.get("allow")).toContain("GET")
+  })
+
+  it("malformed JSON is 400 bad_request and creates nothing", async () => {
+    const before = (await service.request("GET", keysPath())).json.total
+    const response = await service.request("POST", keysPath(), { rawBody: '{"name":' })
+    expect(response.status).toBe(400)
+    expectEnvelope(response.json, "bad_request")
+    expect((await service.request("GET", keysPath())).json.total).toBe(before)
+  })
+
+  it("schema failure is 422 with extra.errors of {loc, msg, type}", async () => {
+    const response = await service.request("POST", keysPath(), { body: { name: 42 } })
+    expect(response.status).toBe(422)
+    expectEnvelope(response.json, "validation_error")
+    expect(response.json.extra.errors).toEqual([{ loc: ["body", "name"], msg: expect.any(String), type: "type_error" }])
+  })
+
+  it("unknown fields are forbidden where the spec says so", async () => {
+    const response = await service.request("POST", keysPath(), { body: { name: "x", admin: true } })
+    expect(response.status).toBe(422)
+    expect(response.json.extra.errors).toContainEqual({ loc: ["body", "admin"], msg: expect.any(String), type: "extra_forbidden" })
+  })
+})
+
+describe("limits", () => {
+  it("API key name is at most 100 characters", async () => {
+    expect((await service.request("POST", keysPath(), { body: { name: "n".repeat(100) } })).status).toBe(201)
+    const response = await service.request("POST", keysPath(), { body: { name: "n".repeat(101) } })
+    expect(response.status).toBe(422)
+    expect(response.json.extra.errors[0].loc).toEqual(["body", "name"])
+  })
+
+  it("list limit is 1..100", async () => {
+    for (const limit of ["0", "101", "abc"]) {
+      const response = await service.request("GET", `${keysPath()}?limit=${limit}`)
+      expect(response.status).toBe(422)
+      expect(response.json.extra.errors[0].loc).toEqual(["query", "limit"])
+    }
+    expect((await service.request("GET", `${keysPath()}?limit=100`)).status).toBe(200)
+  })
+})
+
+describe("authentication", () => {
+  it("401 for a missing, malformed, mistyped or unknown key", async () => {
+    const typo = service.apiKey.slice(0, -1) + (service.apiKey.endsWith("A") ? "B" : "A")
+    const unknown = (await service.request("POST", keysPath(), { body: { name: "to-forget" } })).json.secret_token as string
+    await embeddedDatabaseClient(service.dataDir).then(async (db) => {
+      await db.query("DELETE FROM api_keys WHERE name = 'to-forget'")
+      await db.end()
+    })
+    for (const key of [null, "", "wa_short", "sk_" + service.apiKey.slice(3), typo]) {
+      const response = await service.request("GET", keysPath(), { key })
+      expect(response.status, `key ${key}`).toBe(401)
+      expectEnvelope(response.json, "unauthorized")
+    }
+    // Well-formed with a valid checksum, but the database does not know it.
+    const response = await service.request("GET", keysPath(), { key: unknown })
+    expect(response.status).toBe(401)
+  })
+
+  it("403 for a valid key on another project's path", async () => {
+    const other = await service.cli("projects", "create", "--name", "other")
+    const otherProject = JSON.parse(other.stdout).project_id
+    const response = await service.request("GET", `/v1/projects/${otherProject}/api_keys`)
+    expect(response.status).toBe(403)
+    expectEnvelope(response.json, "forbidden")
+  })
+
+  it("the secret is returned once, only its hash is stored, and revocation has a grace window", async () => {
+    const created = await service.request("POST", keysPath(), { body: { name: "rotating" } })
+    expect(created.status).toBe(201)
+    const secret: string = created.json.secret_token
+    expect(secret).toMatch(/^wa_[0-9A-Za-z]{28,}$/)
+    const listed = (await service.request("GET", `${keysPath()}?limit=100`)).json.items
+    expect(JSON.stringify(listed)).not.toContain(secret)
+    expect(listed.find((k: any) => k.id === created.json.id)).toMatchObject({ prefix: secret.slice(0, 11), name: "rotating" })
+    const db = await embeddedDatabaseClient(service.dataDir)
+    const stored = await db.query("SELECT secret_hash FROM api_keys WHERE id = $1", [created.json.id])
+    await db.end()
+    expect(stored.rows[0].secret_hash).toMatch(/^[0-9a-f]{64}$/)
+    expect(JSON.stringify(stored.rows)).not.toContain(secret)
+
+    const revoked = await service.request("DELETE", `${keysPath()}/${created.json.id}`)
+    expect(revoked.status).toBe(200)
+    expect(revoked.json.disabled_at).not.toBeNull()
+    expect(new Date(revoked.json.grace_until).getTime()).toBeGreaterThan(Date.now())
+    // Inside the grace window (2 s in this test) the key still works ...
+    expect((await service.request("GET", keysPath(), { key: secret })).status).toBe(200)
+    // ... and after it the key is refused.
+    await new Promise((r) => setTimeout(r, 2500))
+    expect((await service.request("GET", keysPath(), { key: secret })).status).toBe(401)
+    expect((await service.request("DELETE", `${keysPath()}/key_unknown`)).status).toBe(404)
+  })
+})
+
+describe("idempotency", () => {
+  it("replays the identical response for the same key and body", async () => {
+    const headers = { "idempotency-key": crypto.randomUUID() }
+    const first = await service.request("POST", keysPath(), { body: { name: "idem" }, headers })
+    const second = await service.request("POST", keysPath(), { body: { name: "idem" }, headers })
+    expect(first.status).toBe(201)
+    expect(second.status).toBe(201)
+    expect(second.text).toBe(first.text)
+    const all = (await service.request("GET", `${keysPath()}?limit=100`)).json.items
+    expect(all.filter((k: any) => k.id === first.json.id)).toHaveLength(1)
+  })
+
+  it("replays a 4xx outcome too", async () => {
+    const headers = { "idempotency-key": crypto.randomUUID() }
+    const first = await service.request("DELETE", `${keysPath()}/key_missing`, { headers })
+    const second = await service.request("DELETE", `${keysPath()}/key_missing`, { headers })
+    expect(first.status).toBe(404)
+    expect(second.status).toBe(404)
+    expect(second.text).toBe(first.text)
+  })
+
+  it("same key with a different body is 422", async () => {
+    const headers = { "idempotency-key": crypto.randomUUID() }
+    await service.request("POST", keysPath(), { body: { name: "a" }, headers })
+    const response = await service.request("POST", keysPath(), { body: { name: "b" }, headers })
+    expect(response.status).toBe(422)
+    expectEnvelope(response.json, "validation_error")
+  })
+
+  it("same key while the first request is in flight is 409", async () => {
+    const key = crypto.randomUUID()
+    const db = await embeddedDatabaseClient(service.dataDir)
+    const keyRow = await db.query("SELECT id FROM api_keys WHERE project_id = $1 AND name = 'default'", [service.projectId])
+    const body = JSON.stringify({ name: "slow" })
+    const { createHash } = await import("node:crypto")
+    // The record a first request leaves while its handler still runs: claimed, no response yet.
+    const hash = createHash("sha256").update(`POST ${keysPath()}\n${body}`).digest("hex")
+    await db.query(
+      "INSERT INTO idempotency_records (project_id, api_key_id, idempotency_key, request_hash) VALUES ($1, $2, $3, $4)",
+      [service.projectId, keyRow.rows[0].id, key, hash]
+    )
+    await db.end()
+    const response = await service.request("POST", keysPath(), { rawBody: body, headers: { "idempotency-key": key } })
+    expect(response.status).toBe(409)
+    expectEnvelope(response.json, "conflict")
+  })
+
+  it("keys are scoped to the API key", async () => {
+    const otherKey = (await service.request("POST", keysPath(), { body: { name: "second" } })).json.secret_token
+    const headers = { "idempotency-key": crypto.randomUUID() }
+    const a = await service.request("POST", keysPath(), { body: { name: "scoped" }, headers })
+    const b = await service.request("POST", keysPath(), { body: { name: "scoped" }, headers, key: otherKey })
+    expect(a.status).toBe(201)
+    expect(b.status).toBe(201)
+    expect(b.json.id).not.toBe(a.json.id)
+  })
+
+  it("concurrent duplicates create exactly one record", async () => {
+    const headers = { "idempotency-key": crypto.randomUUID() }
+    const responses = await Promise.all(
+      Array.from({ length: 8 }, () => service.request("POST", keysPath(), { body: { name: "burst" }, headers }))
+    )
+    const created = responses.filter((r) => r.status === 201)
+    expect(created.length).toBeGreaterThan(0)
+    expect(new Set(created.map((r) => r.json.id)).size).toBe(1)
+    expect(responses.every((r) => r.status === 201 || r.status === 409)).toBe(true)
+  })
+})
+
+describe("pagination", () => {
+  it("pages through every key once, stable under concurrent inserts", async () => {
+    const created = await service.cli("projects", "create", "--name", "paging")
+    const projectId = JSON.parse(created.stdout).project_id as string
+    const key = JSON.parse((await service.cli("keys", "create", "--project", projectId)).stdout).secret_token as string
+    for (let i = 0; i < 24; i++) await service.request("POST", `/v1/projects/${projectId}/api_keys`, { body: { name: `k${i}` }, key })
+    const seen: Array<string> = []
+    let cursor: string | null = null
+    let pages = 0
+    do {
+      const query: string = cursor === null ? "?limit=10" : `?limit=10&cursor=${cursor}`
+      const page = await service.request("GET", `/v1/projects/${projectId}/api_keys${query}`, { key })
+      expect(page.status).toBe(200)
+      seen.push(...page.json.items.map((k: any) => k.id))
+      cursor = page.json.next_cursor
+      pages++
+      // New rows arriving between pages must not shift or repeat what the client reads.
+      await service.request("POST", `/v1/projects/${projectId}/api_keys`, { body: { name: `late${pages}` }, key })
+    } while (cursor !== null)
+    expect(pages).toBe(3)
+    expect(seen).toHaveLength(25)
+    expect(new Set(seen).size).toBe(25)
+    expect([...seen].sort().reverse()).toEqual(seen)
+  })
+
+  it("a cursor the server did not issue is 400", async () => {
+    const response = await service.request("GET", `${keysPath()}?cursor=not-a-cursor`)
+    expect(response.status).toBe(400)
+    expectEnvelope(response.json, "bad_request")
+  })
+})
+
+describe("OpenAPI and docs", () => {
+  it("serves OpenAPI 3.1 generated from the contract and a bundled reference UI", async () => {
+    const spec = (await service.request("GET", "/openapi.json", { key: null })).json
+    expect(spec.openapi).toBe("3.1.0")
+    expect(Object.keys(spec.paths)).toContain("/v1/projects/{pid}/api_keys")
+    expect(spec.components.securitySchemes).toBeDefined()
+    const docs = await service.request("GET", "/docs", { key: null })
+    expect(docs.status).toBe(200)
+    expect(docs.text).not.toMatch(/<script[^>]+src="https?:/)
+  })
+})

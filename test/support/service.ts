@@ -1,0 +1,208 @@
+/**
+ * Starts the real service (`node src/main.ts serve`) as a child process on port 0 with its own
+ * data dir (embedded PostgreSQL) or an external database, and talks to it over HTTP. Tests use the
+ * default project and key the first start prints.
+ */
+import { type ChildProcess, execFile, spawn } from "node:child_process"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import * as path from "node:path"
+import pg from "pg"
+import { promisify } from "node:util"
+
+const root = path.resolve(import.meta.dirname, "../..")
+const mainScript = path.join(root, "src/main.ts")
+
+export interface LogLine {
+  readonly message: string
+  readonly level: string
+  readonly annotations: Record<string, unknown>
+}
+
+export interface Service {
+  readonly url: string
+  readonly dataDir: string
+  readonly projectId: string
+  readonly apiKey: string
+  readonly logs: Array<LogLine>
+  readonly process: ChildProcess
+  /** JSON request helper; `key` defaults to the bootstrap key, `null` sends no Authorization. */
+  readonly request: (method: string, pathname: string, options?: RequestOptions) => Promise<ApiResponse>
+  /** Graceful stop (SIGTERM); resolves when the process exited. */
+  readonly stop: () => Promise<void>
+  readonly kill: () => Promise<void>
+  /** Runs `wa` with the same environment (CLI commands against the same data dir). */
+  readonly cli: (...args: Array<string>) => Promise<{ stdout: string; stderr: string; code: number }>
+}
+
+export interface RequestOptions {
+  readonly body?: unknown
+  readonly rawBody?: string
+  readonly key?: string | null
+  readonly headers?: Record<string, string>
+}
+
+export interface ApiResponse {
+  readonly status: number
+  readonly headers: Headers
+  readonly text: string
+  readonly json: any
+}
+
+export interface StartOptions {
+  readonly env?: Record<string, string>
+  /** Reuse a data dir (restart tests); a fresh temp dir otherwise. */
+  readonly dataDir?: string
+  /** Key and project to use when the database was bootstrapped by an earlier start. */
+  readonly credentials?: { readonly projectId: string; readonly apiKey: string }
+}
+
+const baseEnv = (dataDir: string, extra: Record<string, string> | undefined) => {
+  const env: Record<string, string> = {}
+  for (const [name, value] of Object.entries(process.env)) {
+    // The test decides the service's configuration; nothing leaks in from the developer's shell.
+    if (value !== undefined && !name.startsWith("WA_") && name !== "DATABASE_URL" && name !== "REDIS_URL") env[name] = value
+  }
+  return { ...env, WA_PORT: "0", WA_HOST: "127.0.0.1", WA_DATA_DIR: dataDir, WA_LOG_LEVEL: "Info", ...extra }
+}
+
+export const newDataDir = () => mkdtempSync(path.join(tmpdir(), "wa-test-"))
+
+export const startService = async (options: StartOptions = {}): Promise<Service> => {
+  const dataDir = options.dataDir ?? newDataDir()
+  const env = baseEnv(dataDir, options.env)
+  const child = spawn(process.execPath, [mainScript, "serve"], { cwd: root, env, stdio: ["ignore", "pipe", "pipe"] })
+  const logs: Array<LogLine> = []
+  let stderr = ""
+  child.stderr.on("data", (chunk) => (stderr += chunk))
+
+  const ready = new Promise<{ url: string; bootstrap?: { project_id: string; secret_token: string } }>((resolve, reject) => {
+    let buffer = ""
+    let bootstrap: { project_id: string; secret_token: string } | undefined
+    child.stdout.on("data", (chunk: Buffer) => {
+      buffer += chunk.toString("utf8")
+      let newline: number
+      while ((newline = buffer.indexOf("\n")) >= 0) {
+        const line = buffer.slice(0, newline)
+        buffer = buffer.slice(newline + 1)
+        try {
+          const parsed = JSON.parse(line) as LogLine
+          logs.push(parsed)
+          if (parsed.annotations?.["bootstrap"] !== undefined) bootstrap = parsed.annotations["bootstrap"] as typeof bootstrap
+          if (parsed.message === "listening") {
+            // The bootstrap line follows the listening line on a first start; give it a moment.
+            setTimeout(() => resolve({ url: parsed.annotations["url"] as string, ...(bootstrap ? { bootstrap } : {}) }), 50)
+          }
+        } catch {
+          // not a log line
+        }
+      }
+    })
+    child.once("exit", (code) => reject(new Error(`service exited with ${code} before listening:\n${stderr}`)))
+    setTimeout(() => reject(new Error(`service did not start within 60 s:\n${stderr}`)), 60_000)
+  })
+  const started = await ready
+  // A first start prints its bootstrap line right after listening; wait for it if it is coming.
+  let credentials = options.credentials
+  for (let i = 0; credentials === undefined && i < 100; i++) {
+    const line = logs.find((l) => l.annotations?.["bootstrap"] !== undefined)
+    if (line !== undefined) {
+      const b = line.annotations["bootstrap"] as { project_id: string; secret_token: string }
+      credentials = { projectId: b.project_id, apiKey: b.secret_token }
+    } else {
+      await new Promise((r) => setTimeout(r, 50))
+    }
+  }
+  if (credentials === undefined) throw new Error("no bootstrap key printed and no credentials given")
+  const { projectId, apiKey } = credentials
+
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()))
+  const request = async (method: string, pathname: string, req: RequestOptions = {}): Promise<ApiResponse> => {
+    const headers: Record<string, string> = { ...req.headers }
+    const key = req.key === undefined ? apiKey : req.key
+    if (key !== null) headers["authorization"] = `Bearer ${key}`
+    let body: string | undefined
+    if (req.rawBody !== undefined) body = req.rawBody
+    else if (req.body !== undefined) body = JSON.stringify(req.body)
+    if (body !== undefined) headers["content-type"] ??= "application/json"
+    const response = await fetch(started.url + pathname, { method, headers, ...(body !== undefined ? { body } : {}) })
+    const text = await response.text()
+    let json: unknown
+    try {
+      json = JSON.parse(text)
+    } catch {
+      json = undefined
+    }
+    return { status: response.status, headers: response.headers, text, json }
+  }
+  const signal = async (name: NodeJS.Signals) => {
+    if (child.exitCode === null && child.signalCode === null) child.kill(name)
+    await exited
+  }
+  const cli = (...args: Array<string>) =>
+    promisify(execFile)(process.execPath, [mainScript, ...args], { cwd: root, env }).then(
+      ({ stdout, stderr }) => ({ stdout, stderr, code: 0 }),
+      (error: { stdout: string; stderr: string; code: number }) => ({ stdout: error.stdout, stderr: error.stderr, code: error.code })
+    )
+  return {
+    url: started.url,
+    dataDir,
+    projectId,
+    apiKey,
+    logs,
+    process: child,
+    request,
+    stop: () => signal("SIGTERM"),
+    kill: () => signal("SIGKILL"),
+    cli
+  }
+}
+
+/** Stops the service and, for a data dir the test created, removes it with its database. */
+export const stopAndClean = async (service: Service | undefined) => {
+  if (service === undefined) return
+  await service.stop()
+  rmSync(service.dataDir, { recursive: true, force: true })
+}
+
+/**
+ * A fresh database on the machine's PostgreSQL (`TEST_DATABASE_URL`), dropped afterwards, so the
+ * store suite also runs against an external server. Undefined when the variable is not set.
+ */
+export const externalDatabase = async (): Promise<{ url: string; drop: () => Promise<void> } | undefined> => {
+  const base = process.env["TEST_DATABASE_URL"]
+  if (base === undefined || base === "") return undefined
+  const name = `wa_test_${Date.now()}_${Math.floor(Math.random() * 1e6)}`
+  const admin = new pg.Client({ connectionString: base })
+  await admin.connect()
+  await admin.query(`CREATE DATABASE ${name}`)
+  await admin.end()
+  const url = new URL(base)
+  url.pathname = `/${name}`
+  return {
+    url: url.toString(),
+    drop: async () => {
+      const client = new pg.Client({ connectionString: base })
+      await client.connect()
+      await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
+      await client.end()
+    }
+  }
+}
+
+/** A pg client on the embedded database of a data dir (to look behind the API in tests). */
+export const embeddedDatabaseClient = async (dataDir: string) => {
+  const { readFileSync } = await import("node:fs")
+  const password = readFileSync(path.join(dataDir, "postgres.password"), "utf8").trim()
+  const location = (() => {
+    try {
+      return readFileSync(path.join(dataDir, "postgres.location"), "utf8").trim()
+    } catch {
+      return path.join(dataDir, "postgres")
+    }
+  })()
+  const port = Number(readFileSync(path.join(location, "postmaster.pid"), "utf8").split("\n")[3])
+  const client = new pg.Client({ host: "127.0.0.1", port, user: "wa", password, database: "postgres" })
+  await client.connect()
+  return client
+}
