@@ -319,7 +319,13 @@ export const attempt = <A>(
     if (lease.crashed()) return Effect.fail(crashedError())
     const operation = Effect.tryPromise({ try: f, catch: (cause) => cause }).pipe(
       Effect.catch((cause): Effect.Effect<never, BrowserCrashed | ActionTimeout | ActionFailed> => {
-        if (cause instanceof errors.TimeoutError) return Effect.fail(timedOut())
+        if (cause instanceof errors.TimeoutError) {
+          // The call log's last lines say why: covered by another element, hidden, disabled...
+          const why = cause.message.split("\n").map((l) => l.trim().replace(/^- /, "")).filter((l) =>
+            /intercepts pointer events|not visible|not enabled|not stable|not editable|detached|waiting for/.test(l)
+          ).at(-1)
+          return Effect.fail(why === undefined ? timedOut() : new ActionTimeout({ action, timeoutMs, message: `${timedOut().message}: ${why}` }))
+        }
         const message = cause instanceof Error ? cause.message : String(cause)
         if (lease.crashed()) return Effect.fail(crashedError())
         if (/crash/i.test(message)) return Effect.fail(new BrowserCrashed({ message: `the page crashed during ${action}` }))

@@ -1,0 +1,101 @@
+import { assert, describe, it, layer } from "@effect/vitest"
+import { Effect, Fiber, Option } from "effect"
+import { click, navigate } from "../../src/browser/actions.ts"
+import { observe } from "../../src/browser/observe.ts"
+import { BrowserPool } from "../../src/browser/pool.ts"
+import { launchedChromiumPids, leaseAndSite, refFor, TestLayer } from "./support.ts"
+
+layer(TestLayer, { excludeTestServices: true })("BrowserPool", (it) => {
+  it.effect("leases an isolated context and closes it with the scope", () =>
+    Effect.gen(function*() {
+      const pool = yield* BrowserPool
+      const before = yield* pool.stats
+      const context = yield* Effect.scoped(Effect.gen(function*() {
+        const { lease, site } = yield* leaseAndSite
+        yield* navigate(lease, `${site.url}/page/1`)
+        const during = yield* pool.stats
+        assert.strictEqual(during.contextsOpen, before.contextsOpen + 1)
+        assert.strictEqual(lease.pages().length, 1)
+        return lease.context
+      }))
+      const after = yield* pool.stats
+      assert.strictEqual(after.contextsOpen, before.contextsOpen)
+      assert.strictEqual(after.contextsLeased, before.contextsLeased + 1)
+      // A closed context refuses new pages.
+      const reopened = yield* Effect.promise(() => context.newPage().then(() => "opened", () => "closed"))
+      assert.strictEqual(reopened, "closed")
+    }))
+
+  it.effect("withEphemeralPage gives a working page and closes it afterwards", () =>
+    Effect.gen(function*() {
+      const pool = yield* BrowserPool
+      const open = (yield* pool.stats).contextsOpen
+      const html = yield* pool.withEphemeralPage((page) =>
+        Effect.promise(async () => {
+          await page.setContent("<h1>Ephemeral</h1>")
+          return page.content()
+        })
+      )
+      assert.include(html, "Ephemeral")
+      assert.strictEqual((yield* pool.stats).contextsOpen, open)
+    }))
+
+  it.effect("contexts do not share cookies", () =>
+    Effect.gen(function*() {
+      const { lease: a, site } = yield* leaseAndSite
+      const pool = yield* BrowserPool
+      const b = yield* pool.acquireContext()
+      yield* Effect.promise(() => a.context.addCookies([{ name: "session", value: "alice", url: site.url }]))
+      yield* navigate(a, `${site.url}/account`)
+      yield* navigate(b, `${site.url}/account`)
+      assert.include((yield* observe(a)).snapshot, "Logged in as alice")
+      assert.include((yield* observe(b)).snapshot, "Not logged in")
+    }))
+
+  it.effect("a killed browser fails its leases with BrowserCrashed and the next lease relaunches", () =>
+    Effect.gen(function*() {
+      const pool = yield* BrowserPool
+      const { lease, site } = yield* leaseAndSite
+      yield* navigate(lease, `${site.url}/page/1`)
+      assert.isTrue(Option.isSome(yield* pool.currentBrowser))
+      const restartsBefore = (yield* pool.stats).browserRestarts
+
+      // Kill Chromium while a navigation to a slow page is in flight.
+      const inFlight = yield* Effect.forkChild(navigate(lease, `${site.url}/slow?delay=5000`).pipe(Effect.flip))
+      yield* Effect.sleep("300 millis")
+      const pids = launchedChromiumPids()
+      assert.strictEqual(pids.length, 1)
+      process.kill(pids[0]!, "SIGKILL")
+      const error = yield* Fiber.join(inFlight) // the in-flight action fails instead of hanging
+      assert.strictEqual(error._tag, "BrowserCrashed")
+
+      // Later operations on the dead lease fail the same way.
+      const later = yield* Effect.flip(observe(lease))
+      assert.strictEqual(later._tag, "BrowserCrashed")
+
+      // A new lease gets a fresh browser that works.
+      const fresh = yield* pool.acquireContext()
+      yield* navigate(fresh, `${site.url}/page/2`)
+      const seen = yield* observe(fresh)
+      assert.include(seen.snapshot, "Page 2")
+      const stats = yield* pool.stats
+      assert.strictEqual(stats.browserRestarts, restartsBefore + 1)
+      const next = (yield* observe(fresh)).snapshot
+      yield* click(fresh, refFor(next, /link "Next page"/))
+      assert.include((yield* observe(fresh)).url, "/page/3")
+    }))
+})
+
+describe("BrowserPool without a browser binary", () => {
+  it.live("fails the first lease with BrowserUnavailable naming the path", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(
+        Effect.scoped(Effect.gen(function*() {
+          const pool = yield* BrowserPool
+          return yield* pool.acquireContext()
+        }))
+      ).pipe(Effect.provide(BrowserPool.layerWith({ executablePath: "/nonexistent/chromium", allowPrivateNetworks: true })))
+      assert.strictEqual(error._tag, "BrowserUnavailable")
+      assert.include(error.message, "/nonexistent/chromium")
+    }))
+})
