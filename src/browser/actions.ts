@@ -54,6 +54,7 @@ const watch = (lease: ContextLease, page: Page) => {
   const onNavigated = (frame: unknown) => {
     if (frame === page.mainFrame()) committed = true
   }
+  let tabExpected = false
   const onPage = (p: Page) => newPages.push(p)
   page.on("request", onRequest)
   page.on("requestfinished", onDone)
@@ -74,6 +75,8 @@ const watch = (lease: ContextLease, page: Page) => {
     const left = () => Math.max(0, deadline - Date.now())
     // A click's navigation or fetch starts a moment after the click resolves.
     await sleep(15)
+    // A target=_blank link's tab is announced shortly after the click resolves.
+    while (tabExpected && newPages.length === 0 && left() > 0 && Date.now() < deadline - capMs + 2_000) await sleep(10)
     if (navigationRequested && !committed) {
       await page.waitForEvent("framenavigated", { predicate: (f) => f === page.mainFrame(), timeout: left() })
         .catch(() => undefined)
@@ -92,6 +95,9 @@ const watch = (lease: ContextLease, page: Page) => {
   return {
     stop,
     settle,
+    expectTab: () => {
+      tabExpected = true
+    },
     navigated: () => committed,
     newTabs: () => newPages.map((p) => lease.pages().indexOf(p)).filter((i) => i >= 0)
   }
@@ -128,7 +134,7 @@ const act = (
   action: string,
   timeoutMs: number,
   settleMs: number,
-  f: (page: Page) => Promise<string>
+  f: (page: Page, expectTab: () => void) => Promise<string>
 ): Effect.Effect<ActionOutcome, ActionError> =>
   refusalOr(
     lease,
@@ -136,7 +142,7 @@ const act = (
       lease.guard.takeRefusals()
       const watcher = watch(lease, page)
       return attempt(lease, action, timeoutMs + settleMs + 1_000, async () => {
-        const message = await f(page)
+        const message = await f(page, watcher.expectTab)
         await watcher.settle(settleMs)
         const newTabs = watcher.newTabs()
         return {
@@ -157,7 +163,7 @@ const withElement = (
   ref: string,
   action: string,
   timeouts: ActionTimeouts,
-  f: (element: ElementHandle<Element>, page: Page) => Promise<string>
+  f: (element: ElementHandle<Element>, page: Page, expectTab: () => void) => Promise<string>
 ): Effect.Effect<ActionOutcome, ActionError> =>
   Effect.flatMap(activePage(lease), (page) =>
     attempt(lease, `${action} ${ref}`, 5_000, () => resolveRefHandle(page, ref)).pipe(
@@ -169,7 +175,7 @@ const withElement = (
               message: `no element ${ref} on the page any more (it changed or navigated); observe again for fresh refs`
             })
           )
-          : act(lease, `${action} ${ref}`, timeouts.actionMs, timeouts.settleMs, (p) => f(element, p)).pipe(
+          : act(lease, `${action} ${ref}`, timeouts.actionMs, timeouts.settleMs, (p, expectTab) => f(element, p, expectTab)).pipe(
             Effect.ensuring(Effect.promise(() => element.dispose().catch(() => undefined)))
           )
       )
@@ -188,7 +194,14 @@ export const navigate = (lease: ContextLease, url: string, timeouts: ActionTimeo
   })
 
 export const click = (lease: ContextLease, ref: string, timeouts: ActionTimeouts = defaultTimeouts) =>
-  withElement(lease, ref, "click", timeouts, async (element) => {
+  withElement(lease, ref, "click", timeouts, async (element, _page, expectTab) => {
+    const opensTab = await element.evaluate((el) => {
+      const link = el.closest("a[href], area[href]")
+      const form = (el as HTMLButtonElement).form
+      const target = (link?.getAttribute("target") ?? form?.getAttribute("target") ?? "").toLowerCase()
+      return target !== "" && target !== "_self" && target !== "_parent" && target !== "_top"
+    }).catch(() => false)
+    if (opensTab) expectTab()
     await element.click({ timeout: timeouts.actionMs })
     return `clicked ${ref}`
   })

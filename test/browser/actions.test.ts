@@ -1,0 +1,141 @@
+import { assert, layer } from "@effect/vitest"
+import { Effect } from "effect"
+import {
+  click,
+  goBack,
+  hover,
+  navigate,
+  pressKey,
+  scroll,
+  selectOption,
+  switchTab,
+  type,
+  waitFor
+} from "../../src/browser/actions.ts"
+import { observe } from "../../src/browser/observe.ts"
+import { leaseAndSite, refFor, TestLayer } from "./support.ts"
+
+layer(TestLayer, { excludeTestServices: true })("actions", (it) => {
+  it.effect("types into a form, selects an option, ticks a box and submits", () =>
+    Effect.gen(function*() {
+      const { lease, site } = yield* leaseAndSite
+      yield* navigate(lease, `${site.url}/form`)
+      const form = (yield* observe(lease)).snapshot
+      yield* type(lease, refFor(form, /textbox "Message"/), "multi word message")
+      yield* selectOption(lease, refFor(form, /combobox "Colour"/), ["Blue"])
+      yield* click(lease, refFor(form, /checkbox "Newsletter"/))
+      const outcome = yield* type(lease, refFor(form, /textbox "Name"/), "Ada", { submit: true })
+      assert.isTrue(outcome.navigated)
+      assert.include(outcome.url, "/form/result")
+      const result = (yield* observe(lease)).snapshot
+      assert.include(result, "# Thanks, Ada")
+      assert.include(result, "colour: blue")
+      assert.include(result, "newsletter: yes")
+      assert.include(result, "message: multi word message")
+    }))
+
+  it.effect("waits for content rendered by JavaScript after a delay", () =>
+    Effect.gen(function*() {
+      const { lease, site } = yield* leaseAndSite
+      yield* navigate(lease, `${site.url}/js-rendered?delay=800`)
+      const outcome = yield* waitFor(lease, { text: "Rendered by JavaScript", timeoutMs: 10_000 })
+      assert.include(outcome.message, "found")
+      const o = (yield* observe(lease)).snapshot
+      assert.include(o, "Rendered by JavaScript")
+      const late = refFor(o, /button "Late button"/)
+      yield* waitFor(lease, { ref: late, timeoutMs: 1_000 })
+      const missing = yield* Effect.flip(waitFor(lease, { text: "Never shown", timeoutMs: 300 }))
+      assert.strictEqual(missing._tag, "ActionTimeout")
+    }))
+
+  it.effect("keeps a login cookie across pages of the same context", () =>
+    Effect.gen(function*() {
+      const { lease, site } = yield* leaseAndSite
+      yield* navigate(lease, `${site.url}/account`)
+      assert.include((yield* observe(lease)).snapshot, "Not logged in")
+      yield* navigate(lease, `${site.url}/login`)
+      const login = (yield* observe(lease)).snapshot
+      yield* type(lease, refFor(login, /textbox "Username"/), "grace")
+      yield* type(lease, refFor(login, /textbox "Password"/), "secret")
+      yield* click(lease, refFor(login, /button "Sign in"/))
+      assert.include((yield* observe(lease)).snapshot, "Logged in as grace")
+      yield* navigate(lease, `${site.url}/page/1`)
+      yield* navigate(lease, `${site.url}/account`)
+      assert.include((yield* observe(lease)).snapshot, "Logged in as grace")
+    }))
+
+  it.effect("lists a new tab opened by a link and switches to it", () =>
+    Effect.gen(function*() {
+      const { lease, site } = yield* leaseAndSite
+      yield* navigate(lease, `${site.url}/new-tab`)
+      const page = (yield* observe(lease)).snapshot
+      const opened = yield* click(lease, refFor(page, /link "Open page 2 in a new tab"/))
+      assert.deepStrictEqual(opened.newTabs, [1])
+      const o = yield* observe(lease)
+      assert.strictEqual(o.tabs.length, 2)
+      assert.isTrue(o.tabs[0]!.active)
+      assert.include(o.text, "tabs: 0*")
+      yield* switchTab(lease, 1)
+      yield* waitFor(lease, { text: "Page 2", timeoutMs: 5_000 })
+      const second = yield* observe(lease)
+      assert.include(second.url, "/page/2")
+      assert.isTrue(second.tabs[1]!.active)
+      // The popup button opens a third tab; switch back to the first and use it.
+      yield* switchTab(lease, 0)
+      yield* click(lease, refFor((yield* observe(lease)).snapshot, /button "Open page 3 in a popup"/))
+      assert.strictEqual((yield* observe(lease)).tabs.length, 3)
+      const bad = yield* Effect.flip(switchTab(lease, 7))
+      assert.strictEqual(bad._tag, "ActionFailed")
+    }))
+
+  it.effect("a stale ref fails with ElementNotFound", () =>
+    Effect.gen(function*() {
+      const { lease, site } = yield* leaseAndSite
+      yield* navigate(lease, `${site.url}/page/1`)
+      const ref = refFor((yield* observe(lease)).snapshot, /link "Next page"/)
+      yield* navigate(lease, `${site.url}/page/3`)
+      const error = yield* Effect.flip(click(lease, ref))
+      assert.strictEqual(error._tag, "ElementNotFound")
+      const malformed = yield* Effect.flip(click(lease, "button-7"))
+      assert.strictEqual(malformed._tag, "ElementNotFound")
+    }))
+
+  it.effect("follows links, goes back, scrolls, hovers and presses keys", () =>
+    Effect.gen(function*() {
+      const { lease, site } = yield* leaseAndSite
+      yield* navigate(lease, `${site.url}/page/1`)
+      const next = yield* click(lease, refFor((yield* observe(lease)).snapshot, /link "Next page"/))
+      assert.isTrue(next.navigated)
+      assert.include(next.url, "/page/2")
+      const back = yield* goBack(lease)
+      assert.include(back.url, "/page/1")
+
+      yield* navigate(lease, `${site.url}/list?n=200`)
+      const down = yield* scroll(lease, { direction: "down", amount: 600 })
+      assert.match(down.message, /page at [1-9]\d*\//)
+      const list = (yield* observe(lease)).snapshot
+      const last = refFor(list, /link "Item 199"/)
+      yield* scroll(lease, { ref: last })
+      yield* hover(lease, last)
+      const y = yield* Effect.promise(() => lease.page()!.evaluate(() => window.scrollY))
+      assert.isAbove(y, 1000)
+      yield* pressKey(lease, "Home")
+      yield* waitFor(lease, { timeoutMs: 200 })
+      const top = yield* Effect.promise(() => lease.page()!.evaluate(() => window.scrollY))
+      assert.isBelow(top, y)
+    }))
+
+  it.effect("a slow page within its budget is waited for; a bad key name is a typed failure", () =>
+    Effect.gen(function*() {
+      const { lease, site } = yield* leaseAndSite
+      const slow = yield* navigate(lease, `${site.url}/slow?delay=1200`)
+      assert.include(slow.url, "/slow")
+      assert.include((yield* observe(lease)).snapshot, "Slow page loaded")
+      const timeout = yield* Effect.flip(
+        navigate(lease, `${site.url}/slow?delay=5000`, { actionMs: 1_000, navigationMs: 1_000, settleMs: 500 })
+      )
+      assert.strictEqual(timeout._tag, "ActionTimeout")
+      const badKey = yield* Effect.flip(pressKey(lease, "NoSuchKey"))
+      assert.strictEqual(badKey._tag, "ActionFailed")
+    }))
+})

@@ -1,0 +1,66 @@
+/**
+ * Navigation guard. The fixture site can only live on loopback, so:
+ * - "private target refused": a lease with private networks disallowed navigating straight to
+ *   the fixture on 127.0.0.1 / localhost;
+ * - "redirect refused": the fixture's origin (127.0.0.1:PORT) is exempted with `allowedOrigins`
+ *   so it plays the public site, and its /redirect sends the browser to the same server under
+ *   the name `localhost`, a different origin that is private and not exempt.
+ */
+import { assert, layer } from "@effect/vitest"
+import { Effect } from "effect"
+import { click, navigate } from "../../src/browser/actions.ts"
+import { observe } from "../../src/browser/observe.ts"
+import { BrowserPool } from "../../src/browser/pool.ts"
+import { FixtureSite, refFor, TestLayer } from "./support.ts"
+
+layer(TestLayer, { excludeTestServices: true })("navigation guard", (it) => {
+  it.effect("refuses loopback, private and metadata targets when private networks are not allowed", () =>
+    Effect.gen(function*() {
+      const pool = yield* BrowserPool
+      const site = yield* FixtureSite
+      const lease = yield* pool.acquireContext({ allowPrivateNetworks: false })
+      for (const url of [`${site.url}/page/1`, site.url.replace("127.0.0.1", "localhost"), "http://169.254.169.254/latest/meta-data/", "http://10.1.2.3/", "file:///etc/passwd"]) {
+        const error = yield* Effect.flip(navigate(lease, url))
+        assert.strictEqual(error._tag, "NavigationRefused", url)
+      }
+      assert.notInclude((yield* observe(lease)).url, "127.0.0.1")
+    }))
+
+  it.effect("refuses private navigations started by the page itself (link click)", () =>
+    Effect.gen(function*() {
+      const pool = yield* BrowserPool
+      const site = yield* FixtureSite
+      const lease = yield* pool.acquireContext({ allowPrivateNetworks: false })
+      // about:blank is not a network navigation; give it a link to a private address.
+      yield* Effect.promise(() => lease.page()!.setContent(`<a href="${site.url}/page/2">private link</a>`))
+      const error = yield* Effect.flip(click(lease, refFor((yield* observe(lease)).snapshot, /link "private link"/)))
+      assert.strictEqual(error._tag, "NavigationRefused")
+      assert.notInclude((yield* observe(lease)).snapshot, "Page 2")
+    }))
+
+  it.effect("refuses a redirect from an allowed page into a private address", () =>
+    Effect.gen(function*() {
+      const pool = yield* BrowserPool
+      const site = yield* FixtureSite
+      const lease = yield* pool.acquireContext({ allowPrivateNetworks: false, allowedOrigins: [site.url] })
+      // The exempt origin itself works, including its own same-origin redirects.
+      const ok = yield* navigate(lease, `${site.url}/redirect?to=/page/2`)
+      assert.include(ok.url, "/page/2")
+      const privateTarget = `${site.url.replace("127.0.0.1", "localhost")}/page/3`
+      const error = yield* Effect.flip(navigate(lease, `${site.url}/redirect?to=${encodeURIComponent(privateTarget)}`))
+      assert.strictEqual(error._tag, "NavigationRefused")
+      assert.include(error.message, "redirect")
+      const after = yield* observe(lease)
+      assert.notInclude(after.snapshot, "Page 3")
+      assert.notInclude(after.url, "localhost")
+    }))
+
+  it.effect("allows private targets when the lease allows private networks", () =>
+    Effect.gen(function*() {
+      const pool = yield* BrowserPool
+      const site = yield* FixtureSite
+      const lease = yield* pool.acquireContext({ allowPrivateNetworks: true })
+      const outcome = yield* navigate(lease, `${site.url.replace("127.0.0.1", "localhost")}/redirect?to=/page/2`)
+      assert.include(outcome.url, "/page/2")
+    }))
+})
