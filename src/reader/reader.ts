@@ -154,10 +154,21 @@ export class Reader extends Context.Service<Reader, {
     const extractStatic = (html: string, url: string) =>
       browser.withExtractionPage((page) => extractFromHtml(page, html, url)).pipe(Effect.mapError(extractionFailed(url)))
 
-    /** Renders the page in a fresh browser context with JavaScript on and extracts it there. */
+    /**
+     * Renders the page in a fresh browser context with JavaScript on and extracts it there.
+     * Every request the page makes is checked before it leaves (route handler). Playwright does
+     * not route redirect hops, so those are checked from the `request` event: a refused hop
+     * fails the read and nothing of that page is extracted.
+     */
     const renderInBrowser = (url: string) =>
       browser.withPage((page: Page) =>
         Effect.gen(function*() {
+          const refusals: Array<Promise<ReaderError | undefined>> = []
+          const verdict = (target: string) =>
+            Effect.runPromise(Effect.match(guardUrl(target, fetchOptions), { onFailure: (error) => error, onSuccess: () => undefined }))
+          page.on("request", (request) => {
+            if (request.redirectedFrom() !== null) refusals.push(verdict(request.url()))
+          })
           yield* Effect.tryPromise({
             try: () =>
               page.route("**", async (route) => {
@@ -165,26 +176,28 @@ export class Reader extends Context.Service<Reader, {
                 const type = request.resourceType()
                 if (type === "image" || type === "media" || type === "font") return route.abort()
                 const target = request.url()
-                if (target.startsWith("data:") || target.startsWith("blob:")) return route.continue()
-                // Redirect hops arrive here as new requests, so each one is checked too.
-                const allowed = await Effect.runPromise(Effect.exit(guardUrl(target, fetchOptions)))
-                return Exit.isSuccess(allowed) ? route.continue() : route.abort("blockedbyclient")
+                if (target.startsWith("data:") || target.startsWith("blob:")) return route.fallback()
+                return (await verdict(target)) === undefined ? route.fallback() : route.abort("blockedbyclient")
               }),
             catch: (cause) => new ReaderError({ url, reason: "browser", message: String(cause) })
           })
-          yield* Effect.tryPromise({
+          const navigation = yield* Effect.tryPromise({
             try: () => page.goto(url, { waitUntil: "domcontentloaded", timeout: settings.browserTimeoutMs }),
             catch: (cause) =>
               new ReaderError({ url, reason: "browser", message: cause instanceof Error ? cause.message.split("\n", 1)[0]! : String(cause) })
-          })
+          }).pipe(Effect.exit)
+          const refused = (yield* Effect.promise(() => Promise.all(refusals))).find((error) => error !== undefined)
+          if (refused !== undefined) return yield* refused
+          if (Exit.isFailure(navigation)) return yield* Effect.failCause(navigation.cause)
           // Let client-side rendering settle; a page that keeps polling is read as it is.
           yield* Effect.promise(() => page.waitForLoadState("networkidle", { timeout: 5_000 }).catch(() => undefined))
+          const late = (yield* Effect.promise(() => Promise.all(refusals))).find((error) => error !== undefined)
+          if (late !== undefined) return yield* late
           const finalUrl = page.url()
           yield* guardUrl(finalUrl, fetchOptions)
           const extracted = yield* Effect.mapError(extractFromPage(page), extractionFailed(url))
           return { finalUrl, extracted }
-        })
-      ).pipe(
+        }), { allowPrivateNetworks: settings.allowPrivate, allowedOrigins: fetchOptions.trustedOrigins }).pipe(
         Effect.mapError((error) =>
           error._tag === "BrowserError" ? new ReaderError({ url, reason: "browser", message: error.message }) : error
         )

@@ -10,12 +10,21 @@
 import type { EngineHit } from "./engines/engine.ts"
 import { canonicalUrl, urlMatchesAnySite } from "./canonical-url.ts"
 
+/** A hit with the 1-based rank its engine gave it (kept when filters drop hits above it). */
+export interface RankedHit extends EngineHit {
+  readonly rank: number
+}
+
 export interface RankedList {
   readonly engine: string
   readonly query: string
-  /** In the engine's order; rank = index + 1. */
-  readonly hits: ReadonlyArray<EngineHit>
+  /** In the engine's order. */
+  readonly hits: ReadonlyArray<RankedHit>
 }
+
+/** Ranks hits in the order the engine returned them (rank = index + 1). */
+export const rankInOrder = (hits: ReadonlyArray<EngineHit>): Array<RankedHit> =>
+  hits.map((hit, index) => ({ ...hit, rank: index + 1 }))
 
 export interface FusedHit {
   readonly canonicalUrl: string
@@ -84,8 +93,8 @@ export const fuseRankedLists = (
     const weight = options.weights[list.engine] ?? 1
     // An engine that lists the same page twice counts once per list, at its best rank.
     const seenInList = new Set<string>()
-    list.hits.forEach((hit, index) => {
-      const rank = index + 1
+    list.hits.forEach((hit) => {
+      const rank = hit.rank
       const key = canonicalUrl(hit.url)
       const existing = byKey.get(key)
       const contributes = !seenInList.has(key)

@@ -21,8 +21,6 @@ const Query = Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(MAX_
 const Site = Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(253))
 const SiteList = Schema.Array(Site).check(Schema.isMaxLength(MAX_SITES))
 
-const defaultFalse = Schema.withDecodingDefaultKey(Effect.succeed(false))
-
 export const WebSearchRequest = Schema.Struct({
   queries: Schema.Array(Query).check(Schema.isMinLength(1), Schema.isMaxLength(MAX_QUERIES)),
   /** Engine names; omitted or null means the default engine set (every configured engine). */
@@ -30,8 +28,8 @@ export const WebSearchRequest = Schema.Struct({
   max_results_per_query: Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 50 })).pipe(
     Schema.withDecodingDefaultKey(Effect.succeed(DEFAULT_MAX_RESULTS_PER_QUERY))
   ),
-  rerank: Schema.Boolean.pipe(defaultFalse),
-  summarize: Schema.Boolean.pipe(defaultFalse),
+  rerank: Schema.Boolean.pipe(Schema.withDecodingDefaultKey(Effect.succeed(false))),
+  summarize: Schema.Boolean.pipe(Schema.withDecodingDefaultKey(Effect.succeed(false))),
   freshness: Schema.optionalKey(Schema.NullOr(Freshness)),
   site_whitelist: Schema.optionalKey(Schema.NullOr(SiteList)),
   site_blacklist: Schema.optionalKey(Schema.NullOr(SiteList)),
