@@ -53,12 +53,19 @@ export const clusterDirOf = (dataDir: string): string => {
   }
 }
 
+/** Whether a process runs; a zombie (exited, not yet reaped, e.g. under a PID 1 that does not reap) does not. */
 const alive = (pid: number): boolean => {
   try {
     process.kill(pid, 0)
-    return true
   } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM"
+    if ((error as NodeJS.ErrnoException).code !== "EPERM") return false
+  }
+  try {
+    // /proc/<pid>/stat: "pid (comm) state ..."; comm may contain spaces and parentheses.
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
+    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z"
+  } catch {
+    return true
   }
 }
 
