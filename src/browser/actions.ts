@@ -81,15 +81,15 @@ const watch = (lease: ContextLease, page: Page) => {
       await page.waitForEvent("framenavigated", { predicate: (f) => f === page.mainFrame(), timeout: left() })
         .catch(() => undefined)
     }
+    let loadedAt = 0
     if (navigationRequested || committed) {
       await page.waitForLoadState("domcontentloaded", { timeout: left() }).catch(() => undefined)
       await page.waitForLoadState("load", { timeout: Math.min(left(), 1_500) }).catch(() => undefined)
+      loadedAt = Date.now()
     }
-    // Network quiet for 100 ms, only if the action caused requests at all.
-    while (inFlight > 0 || (lastActivity > 0 && Date.now() - lastActivity < 100)) {
-      if (left() <= 0) break
-      await sleep(25)
-    }
+    // Then network quiet for 50 ms, when the action caused requests that the load did not cover.
+    const quiet = () => inFlight === 0 && (lastActivity === 0 || lastActivity <= loadedAt || Date.now() - lastActivity >= 50)
+    while (!quiet() && left() > 0) await sleep(10)
   }
 
   return {
@@ -193,16 +193,48 @@ export const navigate = (lease: ContextLease, url: string, timeouts: ActionTimeo
     })
   })
 
+/**
+ * Evaluated in the page on the element about to be clicked: is it clickable right now (enabled,
+ * visible, in view, not covered at its centre), and will the click open a new tab?
+ */
+function probeClick(el: Element): { ready: boolean; opensTab: boolean } {
+  const link = el.closest("a[href], area[href]")
+  const form = (el as HTMLButtonElement).form ?? null
+  const target = (link?.getAttribute("target") ?? form?.getAttribute("target") ?? "").toLowerCase()
+  const opensTab = target !== "" && target !== "_self" && target !== "_parent" && target !== "_top"
+  if (!el.isConnected || (el as HTMLButtonElement).disabled === true || el.getAttribute("aria-disabled") === "true") {
+    return { ready: false, opensTab }
+  }
+  if (!el.checkVisibility({ visibilityProperty: true, opacityProperty: true })) return { ready: false, opensTab }
+  let r = el.getBoundingClientRect()
+  if (r.bottom < 0 || r.right < 0 || r.top > window.innerHeight || r.left > window.innerWidth) {
+    el.scrollIntoView({ block: "center", inline: "center", behavior: "instant" })
+    r = el.getBoundingClientRect()
+  }
+  if (r.width < 1 || r.height < 1) return { ready: false, opensTab }
+  const x = r.left + r.width / 2
+  const y = r.top + r.height / 2
+  let hit: Element | null = document.elementFromPoint(x, y)
+  while (hit?.shadowRoot) {
+    const inner: Element | null = hit.shadowRoot.elementFromPoint(x, y)
+    if (inner === null || inner === hit) break
+    hit = inner
+  }
+  for (let n: Element | null = hit; n !== null; n = n.parentElement ?? ((n.getRootNode() as ShadowRoot).host ?? null)) {
+    if (n === el) return { ready: true, opensTab }
+  }
+  return { ready: false, opensTab }
+}
+
 export const click = (lease: ContextLease, ref: string, timeouts: ActionTimeouts = defaultTimeouts) =>
   withElement(lease, ref, "click", timeouts, async (element, _page, expectTab) => {
-    const opensTab = await element.evaluate((el) => {
-      const link = el.closest("a[href], area[href]")
-      const form = (el as HTMLButtonElement).form
-      const target = (link?.getAttribute("target") ?? form?.getAttribute("target") ?? "").toLowerCase()
-      return target !== "" && target !== "_self" && target !== "_parent" && target !== "_top"
-    }).catch(() => false)
-    if (opensTab) expectTab()
-    await element.click({ timeout: timeouts.actionMs })
+    const probe = await element.evaluate(probeClick).catch(() => ({ ready: false, opensTab: false }))
+    if (probe.opensTab) expectTab()
+    // Playwright waits for a navigation the click scheduled to commit (it knows from the
+    // browser, no timing guess); settle then waits for load. When the probe saw the element enabled, visible and on top at its centre, the click skips
+    // Playwright's actionability polling (~40 ms of animation frames); otherwise Playwright
+    // waits for the element to become clickable and explains why when it does not.
+    await element.click({ timeout: timeouts.actionMs, force: probe.ready })
     return `clicked ${ref}`
   })
 
