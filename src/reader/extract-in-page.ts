@@ -96,7 +96,7 @@ const pageSide = (ReadabilityCtor: any, TurndownCtor: any) => {
     return out.join("")
       .replace(/[ \t\f\v\u00a0]+/g, " ")
       .replace(/ *\n */g, "\n")
-      .replace(/\n{3,}/g, "\n\n")
+      .replace(/\n{2,}/g, "\n")
       .trim()
   }
   const turndown = new TurndownCtor({
