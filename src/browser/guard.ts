@@ -11,10 +11,10 @@
  *   continues redirected requests itself). Redirect hops are therefore checked from the
  *   context's `request` event (`request.redirectedFrom()`): a refused hop is recorded and the
  *   frame is sent to about:blank, so the agent never sees its content and its action fails
- *   with NavigationRefused. The request itself has already been sent at that point, so this is
- *   containment, not prevention, for redirect hops. Closing that gap needs an egress proxy that
- *   resolves and checks every connection (see the report in the browser README of this folder).
- * - Sub-resources (images, XHR) are not checked: the guard is about where the agent goes.
+ *   with NavigationRefused. On its own this is containment, not prevention, for redirect hops.
+ * - The gap is closed by the context's egress proxy (egress-proxy.ts), which refuses the
+ *   connection itself for every request, redirect hops and sub-resources included, whenever the
+ *   browser was launched locally. With a remote CDP browser only this guard applies.
  */
 import { Effect, Result } from "effect"
 import type { BrowserContext, Frame, Request, Route } from "playwright-core"
@@ -34,6 +34,8 @@ export interface GuardOptions {
 export interface NavigationGuard {
   /** Returns (and forgets) the refusals recorded since the last call, oldest first. */
   readonly takeRefusals: () => ReadonlyArray<NavigationRefused>
+  /** Records a refusal made elsewhere (the context's egress proxy). */
+  readonly record: (refusal: NavigationRefused) => void
   /** Checks a URL the agent is about to open; succeeds when allowed. */
   readonly check: (url: string) => Effect.Effect<void, NavigationRefused>
 }
@@ -93,6 +95,9 @@ export const installNavigationGuard = async (
 
   return {
     takeRefusals: () => refusals.splice(0, refusals.length),
+    record: (refusal) => {
+      refusals.push(refusal)
+    },
     check
   }
 }

@@ -11,6 +11,7 @@ import { Config, Context, Effect, Layer, Option, Semaphore } from "effect"
 import { access, constants } from "node:fs/promises"
 import { type Browser, type BrowserContext, type BrowserContextOptions, chromium, errors, type Page } from "playwright-core"
 import { ActionFailed, ActionTimeout, BrowserCrashed, type BrowserError, BrowserUnavailable, NavigationRefused } from "./errors.ts"
+import { startEgressProxy } from "./egress-proxy.ts"
 import { installNavigationGuard, type NavigationGuard } from "./guard.ts"
 
 /** Flags that let Chromium run headless as root in a Debian container and stay quiet on the network. */
@@ -208,20 +209,33 @@ export const makeBrowserPool = Effect.fnUntraced(function*(config: BrowserPoolCo
 
     const created = yield* Effect.tryPromise({
       try: async () => {
-        const context = await browser.newContext({
-          ...(options.storageState !== undefined ? { storageState: options.storageState } : {}),
-          ...(options.userAgent !== undefined ? { userAgent: options.userAgent } : {}),
-          viewport: options.viewport ?? { width: 1280, height: 800 }
-        })
+        // Private networks refused and a local browser: all traffic goes through an egress proxy
+        // that checks each connection (redirect hops included), see egress-proxy.ts.
+        let record: (refusal: NavigationRefused) => void = () => undefined
+        const proxy = allowPrivateNetworks || config.cdpUrl !== undefined
+          ? undefined
+          : await startEgressProxy({ allowedOrigins: options.allowedOrigins, onRefused: (r) => record(r) })
         try {
-          const guard = await installNavigationGuard(context, {
-            allowPrivateNetworks,
-            allowedOrigins: options.allowedOrigins
+          const context = await browser.newContext({
+            ...(options.storageState !== undefined ? { storageState: options.storageState } : {}),
+            ...(options.userAgent !== undefined ? { userAgent: options.userAgent } : {}),
+            ...(proxy !== undefined ? { proxy: { server: proxy.server } } : {}),
+            viewport: options.viewport ?? { width: 1280, height: 800 }
           })
-          const page = await context.newPage()
-          return { context, guard, page }
+          try {
+            const guard = await installNavigationGuard(context, {
+              allowPrivateNetworks,
+              allowedOrigins: options.allowedOrigins
+            })
+            record = guard.record
+            const page = await context.newPage()
+            return { context, guard, page, proxy }
+          } catch (error) {
+            await context.close().catch(() => undefined)
+            throw error
+          }
         } catch (error) {
-          await context.close().catch(() => undefined)
+          await proxy?.close()
           throw error
         }
       },
@@ -237,7 +251,7 @@ export const makeBrowserPool = Effect.fnUntraced(function*(config: BrowserPoolCo
       Effect.tapError(() => Effect.sync(() => browser.off("disconnected", onDisconnect)))
     )
 
-    const { context, guard } = created
+    const { context, guard, proxy } = created
     let active: Page | undefined = created.page
     const lease: ContextLease = {
       id: state.nextLeaseId++,
@@ -259,17 +273,18 @@ export const makeBrowserPool = Effect.fnUntraced(function*(config: BrowserPoolCo
     }
     state.contextsLeased++
     state.contextsOpen++
-    return { lease, release: () => browser.off("disconnected", onDisconnect) }
+    return { lease, proxy, release: () => browser.off("disconnected", onDisconnect) }
   })
 
   const acquireContext = (options: LeaseOptions = {}) =>
     Effect.acquireRelease(
       openLease(options),
-      ({ lease, release }) =>
+      ({ lease, proxy, release }) =>
         Effect.suspend(() => {
           state.contextsOpen--
           release()
-          return lease.crashed() ? Effect.void : closeQuietly(() => lease.context.close(), 10_000)
+          const closeContext = lease.crashed() ? Effect.void : closeQuietly(() => lease.context.close(), 10_000)
+          return closeContext.pipe(Effect.andThen(closeQuietly(() => proxy?.close() ?? Promise.resolve(), 5_000)))
         })
     ).pipe(Effect.map(({ lease }) => lease))
 

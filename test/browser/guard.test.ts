@@ -49,10 +49,29 @@ layer(TestLayer, { excludeTestServices: true })("navigation guard", (it) => {
       const privateTarget = `${site.url.replace("127.0.0.1", "localhost")}/page/3`
       const error = yield* Effect.flip(navigate(lease, `${site.url}/redirect?to=${encodeURIComponent(privateTarget)}`))
       assert.strictEqual(error._tag, "NavigationRefused")
-      assert.include(error.message, "redirect")
+      assert.include(error.message, "localhost")
       const after = yield* observe(lease)
       assert.notInclude(after.snapshot, "Page 3")
       assert.notInclude(after.url, "localhost")
+      // The egress proxy refused the connection: the private target never saw the request.
+      const served = yield* Effect.promise(() => fetch(`${site.url}/__requests`).then((r) => r.json() as Promise<Array<string>>))
+      assert.isTrue(served.some((line) => line.includes("/redirect?to=")))
+      assert.isFalse(served.some((line) => line.startsWith("localhost:") && line.includes("/page/3")), served.join("\n"))
+    }))
+
+  it.effect("refuses page scripts reaching private addresses (sub-resources go through the egress proxy)", () =>
+    Effect.gen(function*() {
+      const pool = yield* BrowserPool
+      const site = yield* FixtureSite
+      const lease = yield* pool.acquireContext({ allowPrivateNetworks: false, allowedOrigins: [site.url] })
+      yield* navigate(lease, `${site.url}/page/1`)
+      const privateUrl = `${site.url.replace("127.0.0.1", "localhost")}/echo?from=script`
+      const status = yield* Effect.promise(() =>
+        lease.page()!.evaluate((url) => fetch(url, { mode: "no-cors" }).then((r) => `status ${r.status}`, (e) => `failed ${String(e)}`), privateUrl)
+      )
+      assert.notInclude(status, "status 200")
+      const served = yield* Effect.promise(() => fetch(`${site.url}/__requests`).then((r) => r.json() as Promise<Array<string>>))
+      assert.isFalse(served.some((line) => line.includes("from=script")))
     }))
 
   it.effect("allows private targets when the lease allows private networks", () =>
