@@ -8,7 +8,15 @@ import { Effect, Layer, Logger, References } from "effect"
 import { ApiKeys } from "./auth/api-keys.ts"
 import { BootstrapLive } from "./auth/bootstrap.ts"
 import { Projects } from "./auth/projects.ts"
+import { AgentModel } from "./agent/model.ts"
+import { BrowserPool } from "./browser/pool.ts"
 import { ClusterLive } from "./cluster/cluster.ts"
+import { SessionEntityLive } from "./entities/session.ts"
+import { RunEventBus } from "./events/run-event-bus.ts"
+import { RunStore } from "./store/runs.ts"
+import { ScreenshotStore } from "./store/screenshots.ts"
+import { Callbacks } from "./webhooks/callbacks.ts"
+import { RunNotifier } from "./webhooks/run-notifier.ts"
 import { AppConfig, loadAppConfig } from "./config/config.ts"
 import { HttpLive, logListening } from "./http/server/app.ts"
 import { databaseLayer } from "./store/database.ts"
@@ -34,11 +42,18 @@ const logLayer = (level: "Info" | "Warn") =>
     )
   }))
 
+/** Services of the products, over the database and the cluster. */
+const ProductServices = SessionEntityLive.pipe(
+  Layer.provideMerge(RunNotifier.layer),
+  Layer.provideMerge(Layer.mergeAll(RunStore.layer, RunEventBus.layer, ScreenshotStore.layer, AgentModel.layer, BrowserPool.layer, Callbacks.layer)),
+  Layer.provideMerge(ClusterLive)
+)
+
 const serve = Layer.mergeAll(
   Layer.effectDiscard(logListening).pipe(Layer.provideMerge(HttpLive)),
-  ClusterLive,
   BootstrapLive
 ).pipe(
+  Layer.provide(ProductServices),
   Layer.provide([ApiKeys.layer, Projects.layer]),
   Layer.provideMerge(databaseLayer("own")),
   Layer.provideMerge(logLayer("Info")),

@@ -44,8 +44,122 @@ const m0001_foundation = Effect.gen(function*() {
   yield* sql`CREATE INDEX idempotency_records_created ON idempotency_records (created_at)`
 })
 
+const m0002_do_anything = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`
+    CREATE TABLE sessions (
+      id text PRIMARY KEY,
+      project_id text NOT NULL REFERENCES projects(id) ON DELETE CASCADE,
+      api_key_id text NOT NULL,
+      status text NOT NULL,
+      profile_id text,
+      workspace_id text,
+      latest_run_id text,
+      llm_cost_usd numeric(14, 6) NOT NULL DEFAULT 0,
+      browser_cost_usd numeric(14, 6) NOT NULL DEFAULT 0,
+      proxy_cost_usd numeric(14, 6) NOT NULL DEFAULT 0,
+      created_at timestamptz NOT NULL DEFAULT now(),
+      updated_at timestamptz NOT NULL DEFAULT now(),
+      closed_at timestamptz
+    )`
+  yield* sql`CREATE INDEX sessions_project ON sessions (project_id, id DESC)`
+  yield* sql`CREATE INDEX sessions_key_open ON sessions (api_key_id) WHERE status <> 'closed'`
+  yield* sql`
+    CREATE TABLE runs (
+      id text PRIMARY KEY,
+      session_id text NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+      project_id text NOT NULL,
+      kind text NOT NULL DEFAULT 'do_anything',
+      status text NOT NULL,
+      terminal_reason text,
+      expired boolean NOT NULL DEFAULT false,
+      instructions text,
+      request jsonb NOT NULL,
+      output jsonb,
+      error_code text,
+      error_detail text,
+      step_count integer NOT NULL DEFAULT 0,
+      max_steps integer NOT NULL,
+      model text,
+      parent_run_id text,
+      llm_cost_usd numeric(14, 6) NOT NULL DEFAULT 0,
+      feedback jsonb,
+      created_at timestamptz NOT NULL DEFAULT now(),
+      updated_at timestamptz NOT NULL DEFAULT now(),
+      started_at timestamptz,
+      finished_at timestamptz,
+      deadline_at timestamptz
+    )`
+  yield* sql`CREATE INDEX runs_session ON runs (session_id, id)`
+  // The append-only event log: ids are per run and increase by one, written with the state change.
+  yield* sql`
+    CREATE TABLE run_events (
+      run_id text NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+      id bigint NOT NULL,
+      type text NOT NULL,
+      data jsonb NOT NULL,
+      created_at timestamptz NOT NULL DEFAULT now(),
+      PRIMARY KEY (run_id, id)
+    )`
+  yield* sql`
+    CREATE TABLE run_messages (
+      id bigserial PRIMARY KEY,
+      run_id text NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+      content text NOT NULL,
+      created_at timestamptz NOT NULL DEFAULT now(),
+      consumed_at timestamptz
+    )`
+  yield* sql`
+    CREATE TABLE input_requests (
+      id text PRIMARY KEY,
+      run_id text NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+      prompt text NOT NULL,
+      schema jsonb,
+      status text NOT NULL DEFAULT 'pending',
+      response jsonb,
+      created_at timestamptz NOT NULL DEFAULT now(),
+      resolved_at timestamptz
+    )`
+  yield* sql`
+    CREATE TABLE webhook_deliveries (
+      id text PRIMARY KEY,
+      project_id text NOT NULL,
+      run_id text,
+      url text NOT NULL,
+      event_type text NOT NULL,
+      payload jsonb NOT NULL,
+      status text NOT NULL DEFAULT 'pending',
+      attempts integer NOT NULL DEFAULT 0,
+      last_status_code integer,
+      last_error text,
+      created_at timestamptz NOT NULL DEFAULT now(),
+      delivered_at timestamptz
+    )`
+})
+
+const m0003_media = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  // Secrets shared by every node (URL signing); generated once by the database itself.
+  yield* sql`CREATE TABLE service_secrets (name text PRIMARY KEY, value text NOT NULL)`
+  yield* sql`INSERT INTO service_secrets (name, value) VALUES ('url_signing', replace(gen_random_uuid()::text || gen_random_uuid()::text, '-', ''))`
+  // The Standard Webhooks secret a project's callbacks are signed with (whsec_ + base64 key).
+  yield* sql`ALTER TABLE projects ADD COLUMN webhook_secret text NOT NULL
+    DEFAULT 'whsec_' || encode(decode(replace(gen_random_uuid()::text || gen_random_uuid()::text, '-', ''), 'hex'), 'base64')`
+  // One terminal callback per run, however many paths report the end.
+  yield* sql`CREATE UNIQUE INDEX webhook_deliveries_once ON webhook_deliveries (run_id, event_type) WHERE run_id IS NOT NULL`
+  yield* sql`
+    CREATE TABLE screenshots (
+      id text PRIMARY KEY,
+      run_id text NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+      data bytea NOT NULL,
+      created_at timestamptz NOT NULL DEFAULT now()
+    )`
+})
+
 const all = {
-  "0001_foundation": m0001_foundation
+  "0001_foundation": m0001_foundation,
+  "0002_do_anything": m0002_do_anything,
+  "0003_media": m0003_media
 }
 
 export const migrations = Migrator.fromRecord(all)

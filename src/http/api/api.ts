@@ -4,11 +4,17 @@
  */
 import { HttpApi, OpenApi } from "effect/http-api"
 import { ApiKeysApi } from "./api-keys.ts"
+import { DoAnythingApi, DoAnythingFlatApi, MediaApi } from "./do-anything.ts"
+import { ProjectApi } from "./project.ts"
 import { SystemApi } from "./system.ts"
 
 export class WebAgentApi extends HttpApi.make("web-agent-service")
   .add(SystemApi)
   .add(ApiKeysApi)
+  .add(ProjectApi)
+  .add(DoAnythingApi)
+  .add(DoAnythingFlatApi)
+  .add(MediaApi)
   // Collect every schema failure so extra.errors[] lists all bad fields at once.
   .annotate(HttpApi.PayloadParseOptions, { errors: "all" })
   .annotate(HttpApi.QueryParseOptions, { errors: "all" })

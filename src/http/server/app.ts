@@ -16,6 +16,8 @@ import { RateLimitLive } from "../middleware/rate-limit.ts"
 import { RateLimitStore } from "../middleware/rate-limit-store.ts"
 import { requestContextMiddleware } from "../middleware/request-context.ts"
 import { ApiKeysHandlers } from "./api-keys.ts"
+import { DoAnythingFlatHandlers, DoAnythingHandlers, DoAnythingOps, MediaHandlers } from "./do-anything.ts"
+import { ProjectHandlers } from "./project.ts"
 import { SystemHandlers } from "./system.ts"
 
 /** The middlewares of project endpoints, provided *to* each group's handler layer. */
@@ -26,8 +28,12 @@ const ProjectMiddlewares = Layer.mergeAll(AuthenticationLive, RateLimitLive, Ide
 const ApiRoutes = HttpApiBuilder.layer(WebAgentApi, { openapiPath: "/openapi.json" }).pipe(
   Layer.provide([
     SystemHandlers,
-    ApiKeysHandlers.pipe(Layer.provide(ProjectMiddlewares))
-  ])
+    MediaHandlers,
+    Layer.mergeAll(ApiKeysHandlers, ProjectHandlers, DoAnythingHandlers, DoAnythingFlatHandlers).pipe(
+      Layer.provide(ProjectMiddlewares)
+    )
+  ]),
+  Layer.provide(DoAnythingOps.layer)
 )
 
 const Routes = Layer.mergeAll(

@@ -1,0 +1,198 @@
+/**
+ * The agent loop of one DoAnything run. Each step: take queued user messages, observe the page,
+ * ask the model (tools only: the allowed subset), let the tools act, price the tokens. The loop
+ * ends when `done` accepts an output, the run is canceled, the step budget runs out (the run is
+ * marked expired), the duration limit passes, or the model or browser fails.
+ */
+import { Ajv } from "ajv"
+import { Duration, Effect, Layer, Option, Queue, Ref } from "effect"
+import { LanguageModel, Prompt } from "effect/ai"
+import { screenshot } from "../browser/actions.ts"
+import { snapshotFormatHelp } from "../browser/observe.ts"
+import type { ContextLease } from "../browser/pool.ts"
+import { costUsd } from "../billing/prices.ts"
+import { isTerminal } from "../domain/run-state.ts"
+import { RunEventBus } from "../events/run-event-bus.ts"
+import { type RunRow, RunStore } from "../store/runs.ts"
+import { ScreenshotStore } from "../store/screenshots.ts"
+import { AgentModel } from "./model.ts"
+import { AgentToolkitHandlers, observeForModel, RunContext, toolkitFor } from "./tools.ts"
+
+const systemPrompt = (run: RunRow) => {
+  const request = run.request as { output_schema?: unknown; skills?: ReadonlyArray<string> }
+  return [
+    "You are a web agent operating a real Chromium browser to carry out the user's task.",
+    "Each turn you get the current page (URL, tabs, and a snapshot of what is visible) and act by calling tools.",
+    snapshotFormatHelp,
+    "Work step by step; after each action you will see the page again. If an action fails, read the error and try another way.",
+    "Use ask_human only when you cannot proceed without the user (captcha, 2FA code, a decision that is theirs).",
+    "When the task is complete call done with the final output.",
+    request.output_schema
+      ? `The output passed to done must be JSON matching this JSON schema:\n${JSON.stringify(request.output_schema)}`
+      : "",
+    request.skills && request.skills.length > 0 ? `Skills the user enabled: ${request.skills.join(", ")}.` : ""
+  ].filter((line) => line !== "").join("\n")
+}
+
+const ajv = new Ajv({ allErrors: true, strict: false })
+
+export interface AgentSettings {
+  readonly stepScreenshots: boolean
+  readonly vision: boolean
+}
+
+/**
+ * Runs the run to a terminal state inside the session's browser context. Safe to call again for
+ * the same run (at-least-once delivery): a run that is no longer pending is left as it is.
+ */
+export const runAgent = Effect.fn("runAgent")(function*(runId: string, lease: ContextLease, settings: AgentSettings) {
+  const store = yield* RunStore
+  const bus = yield* RunEventBus
+  const screenshots = yield* ScreenshotStore
+  const configured = yield* AgentModel
+  const initial = yield* store.getRun(runId)
+  if (initial === undefined || initial.status !== "pending") return
+  if (Option.isNone(configured)) {
+    yield* store.transition(runId, "failed", {
+      errorCode: "model_not_configured",
+      errorDetail: "no language model is configured; set WA_MODEL_BASE_URL or WA_MODEL_API_KEY (and WA_MODEL)",
+      terminalReason: "failed"
+    }).pipe(Effect.ignore)
+    return
+  }
+  const model = configured.value
+  const running = yield* Effect.result(store.transition(runId, "running"))
+  if (running._tag === "Failure") return
+  const run = running.success
+
+  const request = run.request as { output_schema?: object | null; allowed_actions?: ReadonlyArray<string> }
+  const validate = request.output_schema ? ajv.compile(request.output_schema) : undefined
+  const finalOutput = yield* Ref.make<Option.Option<unknown>>(Option.none())
+
+  const ctx = RunContext.of({
+    runId,
+    lease,
+    allowPrivateNetworks: lease.allowPrivateNetworks,
+    emit: (type, data) => store.appendEvent(runId, type, data).pipe(Effect.asVoid),
+    publishScreenshot: (jpeg) =>
+      Effect.gen(function*() {
+        const url = yield* screenshots.save(runId, jpeg)
+        yield* store.appendEvent(runId, "run.screenshot", { url })
+        return url
+      }),
+    askHuman: (prompt, schema) =>
+      Effect.scoped(Effect.gen(function*() {
+        const wakeups = yield* bus.wakeups(runId)
+        const requestId = yield* store.createInputRequest(runId, prompt, schema).pipe(Effect.orDie)
+        while (true) {
+          const answer = yield* store.inputRequest(requestId)
+          if (answer?.status === "answered") return answer.response
+          const current = yield* store.getRun(runId)
+          if (current === undefined || isTerminal(current.status)) return yield* Effect.interrupt
+          yield* Queue.take(wakeups).pipe(Effect.timeoutOption("2 seconds"))
+        }
+      })),
+    finish: (output) =>
+      Effect.gen(function*() {
+        if (validate !== undefined && !validate(output)) {
+          return `the output does not match output_schema: ${ajv.errorsText(validate.errors)}. Fix it and call done again.`
+        }
+        yield* Ref.set(finalOutput, Option.some(output))
+        return undefined
+      })
+  })
+
+  const toolkit = toolkitFor(request.allowed_actions ?? [])
+  const handlers = AgentToolkitHandlers.pipe(Layer.provide(Layer.succeed(RunContext, ctx)))
+  let history = Prompt.make([
+    { role: "system", content: systemPrompt(run) },
+    { role: "user", content: `Task:\n${run.instructions ?? "(continue the previous task)"}` }
+  ])
+
+  const step = Effect.gen(function*() {
+    const stepNumber = yield* store.recordStep(runId)
+    const messages = yield* store.takeMessages(runId)
+    const observation = yield* observeForModel.pipe(Effect.provideService(RunContext, ctx))
+    let image: Uint8Array | undefined
+    if (settings.stepScreenshots || settings.vision) {
+      const shot = yield* Effect.result(takeScreenshot(ctx))
+      if (shot._tag === "Success") {
+        image = shot.success
+        if (settings.stepScreenshots) yield* ctx.publishScreenshot(shot.success)
+      }
+    }
+    const userText = [
+      ...messages.map((message) => `Message from the user: ${message}`),
+      `Step ${stepNumber}. Current page:\n${observation.text}`
+    ].join("\n\n")
+    const turn = Prompt.make([{
+      role: "user",
+      content: settings.vision && image !== undefined
+        ? [{ type: "text", text: userText }, { type: "file", mediaType: "image/jpeg", data: image }]
+        : userText
+    }])
+    const response = yield* LanguageModel.generateText({
+      prompt: Prompt.concat(history, turn),
+      toolkit,
+      toolChoice: "required"
+    }).pipe(Effect.provide(Layer.merge(model.layer, handlers)))
+
+    const usage = response.usage
+    const cost = costUsd(model.name, usage.inputTokens.total ?? 0, usage.outputTokens.total ?? 0)
+    if (cost > 0) yield* store.addLlmCost(runId, cost)
+    if (response.text.trim() !== "") yield* ctx.emit("run.message", { role: "agent", content: response.text })
+
+    // Old observations are dropped from the history: the next turn carries a fresh one.
+    const compacted = Prompt.make([{
+      role: "user",
+      content: [...messages.map((m) => `Message from the user: ${m}`), `Step ${stepNumber}: observed ${observation.url} (${observation.title}).`].join("\n")
+    }])
+    history = Prompt.concat(Prompt.concat(history, compacted), Prompt.fromResponseParts(response.content))
+    if (response.toolCalls.length === 0) {
+      history = Prompt.concat(history, Prompt.make([{ role: "user", content: "Act by calling a tool; call done when the task is complete." }]))
+    }
+  })
+
+  const loop = Effect.gen(function*() {
+    while (true) {
+      const current = yield* store.getRun(runId)
+      if (current === undefined || isTerminal(current.status)) return
+      const output = yield* Ref.get(finalOutput)
+      if (Option.isSome(output)) {
+        yield* store.transition(runId, "done", { output: output.value, terminalReason: "done" }).pipe(Effect.ignore)
+        return
+      }
+      if (current.step_count >= current.max_steps) {
+        yield* store.transition(runId, "failed", {
+          expired: true,
+          terminalReason: "expired",
+          errorCode: "max_steps_exceeded",
+          errorDetail: `the run used its ${current.max_steps} steps without finishing; POST .../continue to go on with a fresh budget`
+        }).pipe(Effect.ignore)
+        return
+      }
+      yield* step
+    }
+  })
+
+  const remaining = run.deadline_at === null ? undefined : Math.max(0, run.deadline_at.getTime() - Date.now())
+  const bounded = remaining === undefined ? Effect.asSome(loop) : loop.pipe(Effect.timeoutOption(Duration.millis(remaining)))
+  const outcome = yield* Effect.result(bounded)
+  if (outcome._tag === "Success" && Option.isNone(outcome.success)) {
+    yield* store.transition(runId, "canceled", {
+      terminalReason: "duration_exceeded",
+      errorCode: "duration_exceeded",
+      errorDetail: "the run reached max_duration_minutes"
+    }).pipe(Effect.ignore)
+  } else if (outcome._tag === "Failure") {
+    const error = outcome.failure as { _tag?: string; message?: string; reason?: unknown }
+    const crashed = error._tag === "BrowserCrashed" || lease.crashed()
+    yield* store.transition(runId, "failed", {
+      terminalReason: "failed",
+      errorCode: crashed ? "browser_crashed" : error._tag === "AiError" ? "model_error" : "agent_error",
+      errorDetail: crashed ? "the browser of this session crashed; the session's next run gets a fresh browser" : (error.message ?? String(error))
+    }).pipe(Effect.ignore)
+  }
+})
+
+const takeScreenshot = (ctx: RunContext["Service"]) => screenshot(ctx.lease)

@@ -1,0 +1,215 @@
+/**
+ * The agent's tools. Their names are the vocabulary of `allowed_actions`; a tool outside the list
+ * is never offered to the model. Every tool reports `run.action.started` and then
+ * `run.action.completed` or `run.action.failed`; a failure goes back to the model as the tool's
+ * result so it can retry, switch tool or give up.
+ */
+import { Context, Effect, Option, Schema } from "effect"
+import { LanguageModel, Tool, Toolkit } from "effect/ai"
+import * as actions from "../browser/actions.ts"
+import { observe } from "../browser/observe.ts"
+import type { ContextLease } from "../browser/pool.ts"
+import { extractFromPage } from "../reader/extract-in-page.ts"
+
+const Failure = Schema.Struct({ error: Schema.String, code: Schema.String })
+
+const tool = <const Name extends string, P extends Schema.Struct.Fields>(name: Name, description: string, parameters: P) =>
+  Tool.make(name, {
+    description,
+    parameters: Schema.Struct(parameters),
+    success: Schema.Unknown,
+    failure: Failure,
+    failureMode: "return"
+  })
+
+const Ref = Schema.String.annotate({ description: "element ref from the page snapshot, e.g. e12 or f1e3" })
+
+export const Navigate = tool("navigate", "Open a URL in the current tab.", { url: Schema.String })
+export const Click = tool("click", "Click the element with this ref.", { ref: Ref })
+export const Type = tool("type", "Type text into the input with this ref (replacing its value); submit presses Enter after.", {
+  ref: Ref,
+  text: Schema.String,
+  submit: Schema.optional(Schema.Boolean)
+})
+export const PressKey = tool("press_key", "Press a key in the current tab, e.g. Enter, Escape, ArrowDown, Control+A.", { key: Schema.String })
+export const SelectOption = tool("select_option", "Choose option(s) of the select with this ref, by label or value.", {
+  ref: Ref,
+  values: Schema.Array(Schema.String)
+})
+export const Scroll = tool("scroll", "Scroll the page up or down (amount in pixels, default one screen), or bring a ref into view.", {
+  direction: Schema.optional(Schema.Literals(["up", "down"])),
+  amount: Schema.optional(Schema.Number),
+  ref: Schema.optional(Ref)
+})
+export const Hover = tool("hover", "Move the mouse over the element with this ref.", { ref: Ref })
+export const GoBack = tool("go_back", "Go back to the previous page in the current tab.", {})
+export const WaitFor = tool("wait_for", "Wait until a text appears, a ref is visible, or a number of milliseconds passed (max 30000).", {
+  text: Schema.optional(Schema.String),
+  ref: Schema.optional(Ref),
+  timeout_ms: Schema.optional(Schema.Number)
+})
+export const SwitchTab = tool("switch_tab", "Make the tab with this index (from the tab list) the current one.", { index: Schema.Number })
+export const ReadPage = tool("read_page", "Read the main content of the current page as Markdown.", {})
+export const Extract = tool("extract", "Extract fields from the current page as JSON matching a JSON schema.", {
+  schema: Schema.Record(Schema.String, Schema.Unknown).annotate({ description: "a JSON Schema object" }),
+  instruction: Schema.optional(Schema.String)
+})
+export const Screenshot = tool("screenshot", "Take a screenshot of the current tab (shared with the user as a run.screenshot event).", {})
+export const AskHuman = tool("ask_human", "Ask the user a question and wait for the answer (captcha, 2FA code, a decision you cannot make).", {
+  prompt: Schema.String,
+  schema: Schema.optional(Schema.Record(Schema.String, Schema.Unknown))
+})
+export const Done = tool("done", "Finish the task with its final output (matching the output schema when one is given).", {
+  output: Schema.Unknown.annotate({ description: "the final result of the task" })
+})
+
+export const allTools = [
+  Navigate, Click, Type, PressKey, SelectOption, Scroll, Hover, GoBack, WaitFor, SwitchTab,
+  ReadPage, Extract, Screenshot, AskHuman, Done
+] as const
+
+export const toolNames: ReadonlyArray<string> = allTools.map((t) => t.name)
+
+export const AgentToolkit = Toolkit.make(...allTools)
+
+/** What a tool handler needs from the run it serves. */
+export class RunContext extends Context.Service<RunContext, {
+  readonly runId: string
+  readonly lease: ContextLease
+  /** Emits an event on the run's log. */
+  readonly emit: (type: string, data: Record<string, unknown>) => Effect.Effect<void>
+  /** Stores a screenshot and announces it with a signed URL. */
+  readonly publishScreenshot: (jpeg: Uint8Array) => Effect.Effect<string>
+  /** Raises an input request and waits for the answer. */
+  readonly askHuman: (prompt: string, schema: unknown) => Effect.Effect<unknown>
+  /** Validates and records the final output; a string explains why it was refused. */
+  readonly finish: (output: unknown) => Effect.Effect<string | undefined>
+  readonly allowPrivateNetworks: boolean
+}>()("wa/agent/RunContext") {}
+
+type ToolFailure = typeof Failure.Type
+
+const describeError = (error: unknown): ToolFailure => {
+  const tagged = error as { _tag?: string; message?: string; reason?: string }
+  return { code: tagged._tag ?? "ToolError", error: tagged.message ?? tagged.reason ?? String(error) }
+}
+
+/** Wraps a tool body with its events; failures become the tool's returned failure. */
+const instrumented = <A>(ctx: RunContext["Service"], name: string, params: unknown, body: Effect.Effect<A, unknown, RunContext>) =>
+  Effect.gen(function*() {
+    yield* ctx.emit("run.action.started", { action: name, params })
+    const result = yield* Effect.result(Effect.provideService(body, RunContext, ctx))
+    if (result._tag === "Failure") {
+      const failure = describeError(result.failure)
+      yield* ctx.emit("run.action.failed", { action: name, params, ...failure })
+      return yield* Effect.fail(failure)
+    }
+    yield* ctx.emit("run.action.completed", { action: name, result: summarize(result.success) })
+    return result.success as unknown
+  })
+
+const summarize = (value: unknown): unknown => {
+  const text = typeof value === "string" ? value : JSON.stringify(value)
+  return text !== undefined && text.length > 500 ? `${text.slice(0, 500)}…` : value
+}
+
+const withLease = <A, E>(f: (lease: ContextLease) => Effect.Effect<A, E>) => Effect.flatMap(RunContext, (ctx) => f(ctx.lease))
+
+const page = withLease((lease) =>
+  Effect.fromNullishOr(lease.page()).pipe(Effect.mapError(() => ({ code: "NoPage", error: "no tab is open" })))
+)
+
+/** Asks the model for JSON matching a JSON schema from the page's content. */
+const extractJson = (markdown: string, schema: unknown, instruction: string | undefined) =>
+  Effect.gen(function*() {
+    const model = yield* Effect.serviceOption(LanguageModel.LanguageModel)
+    if (Option.isNone(model)) return yield* Effect.fail({ code: "NoModel", error: "no model is configured" })
+    const response = yield* LanguageModel.generateText({
+      prompt: [
+        { role: "system", content: "You extract data from web pages. Answer with JSON only, no prose, no code fences." },
+        {
+          role: "user",
+          content: `JSON schema:\n${JSON.stringify(schema)}\n${instruction ? `Instruction: ${instruction}\n` : ""}Page:\n${markdown.slice(0, 40_000)}`
+        }
+      ]
+    }).pipe(Effect.provideService(LanguageModel.LanguageModel, model.value))
+    const text = response.text.trim().replace(/^```(?:json)?\s*|\s*```$/g, "")
+    try {
+      return JSON.parse(text) as unknown
+    } catch {
+      return yield* Effect.fail({ code: "InvalidJson", error: "the model did not return JSON" })
+    }
+  })
+
+/** Handlers bound to one run: the toolkit layer is built per run with its RunContext. */
+export const AgentToolkitHandlers = AgentToolkit.toLayer(Effect.gen(function*() {
+  const ctx = yield* RunContext
+  const instrumented_ = <A>(name: string, params: unknown, body: Effect.Effect<A, unknown, RunContext>) =>
+    instrumented(ctx, name, params, body)
+  return AgentToolkit.of({
+  navigate: (params) => instrumented_("navigate", params, withLease((lease) => actions.navigate(lease, params.url))),
+  click: (params) => instrumented_("click", params, withLease((lease) => actions.click(lease, params.ref))),
+  type: (params) =>
+    instrumented_("type", params, withLease((lease) => actions.type(lease, params.ref, params.text, { submit: params.submit ?? false }))),
+  press_key: (params) => instrumented_("press_key", params, withLease((lease) => actions.pressKey(lease, params.key))),
+  select_option: (params) => instrumented_("select_option", params, withLease((lease) => actions.selectOption(lease, params.ref, params.values))),
+  scroll: (params) =>
+    instrumented_("scroll", params, withLease((lease) =>
+      actions.scroll(
+        lease,
+        params.ref !== undefined
+          ? { ref: params.ref }
+          : { direction: params.direction ?? "down", ...(params.amount !== undefined ? { amount: params.amount } : {}) }
+      ))),
+  hover: (params) => instrumented_("hover", params, withLease((lease) => actions.hover(lease, params.ref))),
+  go_back: (params) => instrumented_("go_back", params, withLease((lease) => actions.goBack(lease))),
+  wait_for: (params) =>
+    instrumented_("wait_for", params, withLease((lease) =>
+      actions.waitFor(lease, {
+        ...(params.text !== undefined ? { text: params.text } : {}),
+        ...(params.ref !== undefined ? { ref: params.ref } : {}),
+        timeoutMs: Math.min(params.timeout_ms ?? 10_000, 30_000)
+      } as actions.WaitForOptions))),
+  switch_tab: (params) => instrumented_("switch_tab", params, withLease((lease) => actions.switchTab(lease, params.index))),
+  read_page: (params) =>
+    instrumented_("read_page", params, Effect.gen(function*() {
+      const current = yield* page
+      const extracted = yield* extractFromPage(current)
+      return { title: extracted.title, markdown: extracted.markdown.slice(0, 30_000) }
+    })),
+  extract: (params) =>
+    instrumented_("extract", params, Effect.gen(function*() {
+      const current = yield* page
+      const extracted = yield* extractFromPage(current)
+      return yield* extractJson(extracted.markdown, params.schema, params.instruction)
+    })),
+  screenshot: (params) =>
+    instrumented_("screenshot", params, Effect.gen(function*() {
+      const ctx = yield* RunContext
+      const jpeg = yield* actions.screenshot(ctx.lease)
+      const url = yield* ctx.publishScreenshot(jpeg)
+      return { url }
+    })),
+  ask_human: (params) =>
+    instrumented_("ask_human", params, Effect.gen(function*() {
+      const ctx = yield* RunContext
+      return { answer: yield* ctx.askHuman(params.prompt, params.schema) }
+    })),
+  done: (params) =>
+    instrumented_("done", params, Effect.gen(function*() {
+      const ctx = yield* RunContext
+      const refused = yield* ctx.finish(params.output)
+      if (refused !== undefined) return yield* Effect.fail({ code: "InvalidOutput", error: refused })
+      return { accepted: true }
+    }))
+  })
+}))
+
+/** Observation text for the model: where it is and what it can act on. */
+export const observeForModel = withLease((lease) => observe(lease))
+
+/** The subset of the toolkit a run may use (empty list: all). */
+export const toolkitFor = (allowedActions: ReadonlyArray<string>) => {
+  const allowed = allowedActions.length === 0 ? allTools : allTools.filter((t) => allowedActions.includes(t.name) || t.name === "done")
+  return Toolkit.make(...allowed)
+}

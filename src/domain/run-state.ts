@@ -1,0 +1,27 @@
+/**
+ * The DoAnything run state machine of the spec ("States and transitions"). Every change goes
+ * through `canTransition`; anything else is a 409 conflict.
+ */
+export const RunStatuses = ["pending", "running", "awaiting_input", "paused", "done", "failed", "canceled"] as const
+export type RunStatus = typeof RunStatuses[number]
+
+export const terminalStatuses: ReadonlySet<RunStatus> = new Set(["done", "failed", "canceled"])
+export const isTerminal = (status: RunStatus) => terminalStatuses.has(status)
+
+const transitions: Record<RunStatus, ReadonlyArray<RunStatus>> = {
+  pending: ["running", "canceled", "failed"],
+  running: ["awaiting_input", "paused", "done", "failed", "canceled"],
+  awaiting_input: ["running", "canceled", "failed"],
+  paused: ["running", "canceled", "failed"],
+  done: [],
+  failed: [],
+  canceled: []
+}
+
+export const canTransition = (from: RunStatus, to: RunStatus) => transitions[from].includes(to)
+
+/** The states from which `cancel` is allowed. */
+export const cancellable: ReadonlyArray<RunStatus> = ["pending", "running", "awaiting_input", "paused"]
+
+/** Convention B shows `succeeded` where Convention A shows `done` (and `done` as terminal_reason). */
+export const flatStatus = (status: RunStatus): string => status === "done" ? "succeeded" : status

@@ -1,0 +1,58 @@
+/** The wire shapes of sessions and runs, for both route conventions and for callbacks. */
+import { flatStatus } from "./run-state.ts"
+import { costFields, type RunRow, type SessionRow } from "../store/runs.ts"
+
+const iso = (date: Date | null) => date === null ? null : date.toISOString()
+
+export const runView = (run: RunRow) => {
+  const request = run.request as Record<string, unknown>
+  return {
+    id: run.id,
+    session_id: run.session_id,
+    status: run.status,
+    terminal_reason: run.terminal_reason,
+    expired: run.expired,
+    instructions: run.instructions,
+    output: run.output ?? null,
+    error: run.error_code === null ? null : { code: run.error_code, detail: run.error_detail ?? "" },
+    step_count: run.step_count,
+    max_steps: run.max_steps,
+    model: run.model,
+    parent_run_id: run.parent_run_id,
+    skills: (request["skills"] as ReadonlyArray<string> | undefined) ?? [],
+    allowed_actions: (request["allowed_actions"] as ReadonlyArray<string> | undefined) ?? [],
+    keep_alive: request["keep_alive"] ?? true,
+    callback_url: request["callback_url"] ?? null,
+    output_schema: request["output_schema"] ?? null,
+    llm_cost_usd: Number(run.llm_cost_usd).toFixed(2),
+    created_at: run.created_at.toISOString(),
+    started_at: iso(run.started_at),
+    finished_at: iso(run.finished_at),
+    deadline_at: iso(run.deadline_at)
+  }
+}
+
+export const sessionView = (session: SessionRow, runs: ReadonlyArray<RunRow>) => ({
+  id: session.id,
+  project_id: session.project_id,
+  status: session.status,
+  profile_id: session.profile_id,
+  workspace_id: session.workspace_id,
+  latest_run_id: session.latest_run_id,
+  runs: runs.map(runView),
+  ...costFields(session),
+  created_at: session.created_at.toISOString(),
+  updated_at: session.updated_at.toISOString(),
+  closed_at: iso(session.closed_at)
+})
+
+/** Convention B's flat run envelope: `succeeded` as status, `done` as terminal_reason. */
+export const flatRunView = (run: RunRow) => {
+  const view = runView(run)
+  return {
+    ...view,
+    run_id: run.id,
+    status: flatStatus(run.status),
+    terminal_reason: run.status === "done" ? "done" : run.terminal_reason
+  }
+}

@@ -1,0 +1,223 @@
+/**
+ * DoAnything: sessions (a browser, a profile, a workspace) holding runs (one instruction each),
+ * under Convention A (`/v1/projects/{pid}/do_anything/sessions/...`) and Convention B
+ * (`/api/v1/projects/{pid}/do_anything/runs`, flat runs).
+ */
+import { Schema } from "effect"
+import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
+import { BadRequest, Conflict, NotFound, TooManyRequests, ValidationError } from "../../domain/errors.ts"
+import { PageQuery } from "../pagination.ts"
+import { MaxString, OptionalNullable, ProjectIdParam } from "./schemas.ts"
+import { Authentication, Idempotency, RateLimit } from "./security.ts"
+
+const JsonObject = Schema.Record(Schema.String, Schema.Unknown)
+
+export const CreateRunRequest = Schema.Struct({
+  instructions: OptionalNullable(MaxString(10_000)),
+  session_id: OptionalNullable(MaxString(64)),
+  workspace_id: OptionalNullable(MaxString(64)),
+  profile_id: OptionalNullable(MaxString(64)),
+  skills: Schema.optional(Schema.Array(MaxString(200)).check(Schema.isMaxLength(50))),
+  allowed_actions: Schema.optional(Schema.Array(MaxString(64)).check(Schema.isMaxLength(50))),
+  max_duration_minutes: OptionalNullable(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 10_080 }))),
+  keep_alive: Schema.optional(Schema.Boolean),
+  agentmail: Schema.optional(Schema.Boolean),
+  cache_script: OptionalNullable(Schema.Boolean),
+  callback_url: OptionalNullable(MaxString(2083).annotate({ format: "uri" })),
+  output_schema: OptionalNullable(JsonObject),
+  recording: OptionalNullable(Schema.Struct({
+    enabled: Schema.optional(Schema.Boolean),
+    quality: Schema.optional(MaxString(32)),
+    capture_during_take_control: Schema.optional(Schema.Boolean)
+  })),
+  // Stored with the run; running runs on a schedule is the schedules issue's work.
+  schedule: OptionalNullable(Schema.Struct({
+    kind: Schema.Literals(["cron", "interval", "event", "autonomous"]),
+    expr: Schema.optional(MaxString(200)),
+    cron: Schema.optional(MaxString(200)),
+    interval_seconds: Schema.optional(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 31_536_000 }))),
+    tz: Schema.optional(MaxString(64)),
+    event: Schema.optional(MaxString(200))
+  })),
+  model: OptionalNullable(MaxString(100))
+})
+export type CreateRunRequest = typeof CreateRunRequest.Type
+
+export const CancelRunRequest = Schema.Struct({ reason: OptionalNullable(MaxString(200)) })
+export const ContinueTaskRequest = Schema.Struct({ content: MaxString(10_000).check(Schema.isMinLength(1)) })
+export const MessageRequest = Schema.Struct({ content: MaxString(10_000).check(Schema.isMinLength(1)) })
+export const FeedbackRequest = Schema.Struct({
+  rating: OptionalNullable(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 5 }))),
+  thumbs: OptionalNullable(Schema.Literals(["up", "down"])),
+  feedback_text: OptionalNullable(MaxString(2000)),
+  labels: Schema.optional(Schema.Array(MaxString(100)).check(Schema.isMaxLength(20)))
+})
+export const InterveneRequest = Schema.Struct({
+  kind: Schema.optional(Schema.Literals(["answer_input_request", "take_control", "release_control", "refresh_control_url"])),
+  input_request_id: Schema.optional(MaxString(64)),
+  response: Schema.optional(Schema.Unknown),
+  metadata: Schema.optional(JsonObject),
+  reason: Schema.optional(MaxString(200)),
+  trigger: Schema.optional(MaxString(64))
+})
+
+const Error = Schema.Struct({ code: Schema.String, detail: Schema.String })
+const Money = Schema.String.annotate({ description: "USD, two decimals" })
+
+export const RunResponse = Schema.Struct({
+  id: Schema.String,
+  session_id: Schema.String,
+  status: Schema.String,
+  terminal_reason: Schema.NullOr(Schema.String),
+  expired: Schema.Boolean,
+  instructions: Schema.NullOr(Schema.String),
+  output: Schema.Unknown,
+  error: Schema.NullOr(Error),
+  step_count: Schema.Int,
+  max_steps: Schema.Int,
+  model: Schema.NullOr(Schema.String),
+  parent_run_id: Schema.NullOr(Schema.String),
+  skills: Schema.Array(Schema.String),
+  allowed_actions: Schema.Array(Schema.String),
+  keep_alive: Schema.Unknown,
+  callback_url: Schema.Unknown,
+  output_schema: Schema.Unknown,
+  llm_cost_usd: Money,
+  created_at: Schema.String,
+  started_at: Schema.NullOr(Schema.String),
+  finished_at: Schema.NullOr(Schema.String),
+  deadline_at: Schema.NullOr(Schema.String)
+})
+
+export const FlatRunResponse = Schema.Struct({ ...RunResponse.fields, run_id: Schema.String })
+
+export const SessionResponse = Schema.Struct({
+  id: Schema.String,
+  project_id: Schema.String,
+  status: Schema.String,
+  profile_id: Schema.NullOr(Schema.String),
+  workspace_id: Schema.NullOr(Schema.String),
+  latest_run_id: Schema.NullOr(Schema.String),
+  runs: Schema.Array(RunResponse),
+  llm_cost_usd: Money,
+  browser_cost_usd: Money,
+  proxy_cost_usd: Money,
+  total_cost_usd: Money,
+  created_at: Schema.String,
+  updated_at: Schema.String,
+  closed_at: Schema.NullOr(Schema.String)
+})
+
+export const SessionListResponse = Schema.Struct({
+  items: Schema.Array(SessionResponse),
+  next_cursor: Schema.NullOr(Schema.String)
+})
+
+const strict = { errors: "all", onExcessProperty: "error" } as const
+const sessionParams = { ...ProjectIdParam, sid: MaxString(64) }
+const runParams = { ...sessionParams, rid: MaxString(64) }
+const writeErrors = [ValidationError, NotFound, Conflict] as const
+const EventStream = Schema.String.pipe(HttpApiSchema.asText({ contentType: "text/event-stream" }))
+const LastEventId = { "last-event-id": Schema.optional(Schema.String) }
+
+export class DoAnythingApi extends HttpApiGroup.make("do_anything")
+  .add(
+    HttpApiEndpoint.post("createSession", "/sessions", {
+      params: ProjectIdParam,
+      payload: CreateRunRequest,
+      success: SessionResponse.annotate({ httpApiStatus: 201 }),
+      error: [...writeErrors, TooManyRequests]
+    }),
+    HttpApiEndpoint.get("listSessions", "/sessions", {
+      params: ProjectIdParam,
+      query: { ...PageQuery, status: Schema.optional(Schema.Literals(["running", "idle", "closed"])) },
+      success: SessionListResponse,
+      error: BadRequest
+    }),
+    HttpApiEndpoint.get("getSession", "/sessions/:sid", { params: sessionParams, success: SessionResponse, error: NotFound }),
+    HttpApiEndpoint.post("closeSession", "/sessions/:sid/close", { params: sessionParams, success: SessionResponse, error: NotFound }),
+    HttpApiEndpoint.post("createRun", "/sessions/:sid/runs", {
+      params: sessionParams,
+      payload: CreateRunRequest,
+      success: RunResponse.annotate({ httpApiStatus: 201 }),
+      error: writeErrors
+    }),
+    HttpApiEndpoint.get("getRun", "/sessions/:sid/runs/:rid", { params: runParams, success: RunResponse, error: NotFound }),
+    HttpApiEndpoint.get("runEvents", "/sessions/:sid/runs/:rid/events", {
+      params: runParams,
+      headers: LastEventId,
+      success: EventStream,
+      error: NotFound
+    }),
+    HttpApiEndpoint.post("message", "/sessions/:sid/runs/:rid/messages", {
+      params: runParams,
+      payload: MessageRequest,
+      success: Schema.Struct({ queued: Schema.Boolean }).annotate({ httpApiStatus: 202 }),
+      error: writeErrors
+    }),
+    HttpApiEndpoint.post("intervene", "/sessions/:sid/runs/:rid/intervene", {
+      params: runParams,
+      payload: InterveneRequest,
+      success: RunResponse,
+      error: writeErrors
+    }),
+    HttpApiEndpoint.post("cancel", "/sessions/:sid/runs/:rid/cancel", {
+      params: runParams,
+      payload: CancelRunRequest,
+      success: RunResponse,
+      error: writeErrors
+    }),
+    HttpApiEndpoint.post("continue", "/sessions/:sid/runs/:rid/continue", {
+      params: runParams,
+      payload: ContinueTaskRequest,
+      success: RunResponse.annotate({ httpApiStatus: 201 }),
+      error: writeErrors
+    }),
+    HttpApiEndpoint.post("feedback", "/sessions/:sid/runs/:rid/feedback", {
+      params: runParams,
+      payload: FeedbackRequest,
+      success: RunResponse,
+      error: writeErrors
+    }).annotate(HttpApi.PayloadParseOptions, strict)
+  )
+  .middleware(Idempotency)
+  .middleware(RateLimit)
+  .middleware(Authentication)
+  .prefix("/v1/projects/:pid/do_anything")
+  .annotateMerge(OpenApi.annotations({ title: "DoAnything (Convention A)", description: "Sessions that contain runs." }))
+{}
+
+export class DoAnythingFlatApi extends HttpApiGroup.make("do_anything_flat")
+  .add(
+    HttpApiEndpoint.post("createRun", "/runs", {
+      params: ProjectIdParam,
+      payload: CreateRunRequest,
+      success: FlatRunResponse.annotate({ httpApiStatus: 202 }),
+      error: [...writeErrors, TooManyRequests]
+    }),
+    HttpApiEndpoint.get("getRun", "/runs/:rid", { params: { ...ProjectIdParam, rid: MaxString(64) }, success: FlatRunResponse, error: NotFound }),
+    HttpApiEndpoint.get("runEvents", "/runs/:rid/events", {
+      params: { ...ProjectIdParam, rid: MaxString(64) },
+      headers: LastEventId,
+      success: EventStream,
+      error: NotFound
+    })
+  )
+  .middleware(Idempotency)
+  .middleware(RateLimit)
+  .middleware(Authentication)
+  .prefix("/api/v1/projects/:pid/do_anything")
+  .annotateMerge(OpenApi.annotations({ title: "DoAnything (Convention B)", description: "Flat runs: status succeeded, terminal_reason done." }))
+{}
+
+export class MediaApi extends HttpApiGroup.make("media")
+  .add(
+    HttpApiEndpoint.get("screenshot", "/v1/screenshots/:id", {
+      params: { id: MaxString(64) },
+      query: { expires: Schema.NumberFromString, signature: MaxString(128) },
+      success: Schema.Uint8Array.pipe(HttpApiSchema.asUint8Array({ contentType: "image/jpeg" })),
+      error: [NotFound, BadRequest]
+    })
+  )
+  .annotateMerge(OpenApi.annotations({ title: "Media", description: "Signed, short-lived URLs (no API key needed)." }))
+{}

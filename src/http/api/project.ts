@@ -1,0 +1,20 @@
+/** Project-level settings: the secret that signs the project's callbacks. */
+import { Schema } from "effect"
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
+import { ProjectIdParam } from "./schemas.ts"
+import { Authentication, RateLimit } from "./security.ts"
+
+export class ProjectApi extends HttpApiGroup.make("project")
+  .add(
+    HttpApiEndpoint.get("webhookSecret", "/webhook_secret", {
+      params: ProjectIdParam,
+      success: Schema.Struct({
+        secret: Schema.String.annotate({ description: "whsec_... Standard Webhooks secret; verify webhook-signature with it" })
+      })
+    })
+  )
+  .middleware(RateLimit)
+  .middleware(Authentication)
+  .prefix("/v1/projects/:pid")
+  .annotateMerge(OpenApi.annotations({ title: "Project" }))
+{}

@@ -1,0 +1,20 @@
+/** Handlers of project-level settings. */
+import { Effect } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
+import { SqlClient } from "effect/sql"
+import { WebAgentApi } from "../api/api.ts"
+import { CurrentKey } from "../api/security.ts"
+
+export const ProjectHandlers = HttpApiBuilder.group(
+  WebAgentApi,
+  "project",
+  Effect.fn(function*(handlers) {
+    const sql = yield* SqlClient.SqlClient
+    return handlers.handle("webhookSecret", () =>
+      Effect.gen(function*() {
+        const { projectId } = yield* CurrentKey
+        const [row] = yield* sql<{ webhook_secret: string }>`SELECT webhook_secret FROM projects WHERE id = ${projectId}`.pipe(Effect.orDie)
+        return { secret: row!.webhook_secret }
+      }))
+  })
+)

@@ -1,0 +1,50 @@
+/**
+ * Server-sent events of a run: replays every event after Last-Event-ID, then follows live events,
+ * sends `stream.heartbeat` when idle, and ends after the run's terminal event. The stream pulls
+ * from the database at the consumer's pace, so a slow consumer costs no memory; it resumes with
+ * Last-Event-ID.
+ */
+import { Duration, Effect, Option, Queue, Stream } from "effect"
+import { HttpServerResponse } from "effect/http"
+import { RunEventBus } from "../events/run-event-bus.ts"
+import { type RunEvent, RunStore } from "../store/runs.ts"
+
+const encoder = new TextEncoder()
+
+const frame = (event: RunEvent) =>
+  `id: ${event.id}\nevent: ${event.type}\ndata: ${JSON.stringify({ type: event.type, data: event.data, created_at: event.created_at })}\n\n`
+
+const heartbeatFrame = () => `event: stream.heartbeat\ndata: ${JSON.stringify({ type: "stream.heartbeat", data: {} })}\n\n`
+
+/** Parses Last-Event-ID; anything that is not a non-negative integer replays from the start. */
+export const parseLastEventId = (header: string | undefined): number => {
+  const value = Number(header)
+  return header !== undefined && Number.isSafeInteger(value) && value >= 0 ? value : 0
+}
+
+export const runEventStream = (runId: string, lastEventId: number, heartbeat: Duration.Input) =>
+  Effect.gen(function*() {
+    const store = yield* RunStore
+    const bus = yield* RunEventBus
+    const body = Stream.unwrap(Effect.gen(function*() {
+      const wakeups = yield* bus.wakeups(runId)
+      return Stream.unfold({ last: lastEventId, finished: false }, (state) =>
+        Effect.gen(function*() {
+          if (state.finished) return undefined
+          while (true) {
+            const events = yield* store.eventsAfter(runId, state.last, 200)
+            if (events.length > 0) {
+              const finished = events.some((event) => event.type === "run.completed")
+              const chunk = encoder.encode(events.map(frame).join(""))
+              return [chunk, { last: events[events.length - 1]!.id, finished }] as const
+            }
+            const woke = yield* Queue.take(wakeups).pipe(Effect.timeoutOption(heartbeat))
+            if (Option.isNone(woke)) return [encoder.encode(heartbeatFrame()), state] as const
+          }
+        }))
+    }))
+    return HttpServerResponse.stream(body, {
+      contentType: "text/event-stream",
+      headers: { "cache-control": "no-cache", "x-accel-buffering": "no", connection: "keep-alive" }
+    })
+  })

@@ -1,0 +1,328 @@
+/**
+ * Sessions, runs and their event logs in PostgreSQL. A run's state change and the event that
+ * reports it are written in one transaction; event ids increase by one per run (the run row is
+ * locked while the next id is taken), and every new event is announced with NOTIFY so SSE streams
+ * on any node wake up.
+ */
+import { Context, Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+import { conflict } from "../domain/errors.ts"
+import { makeId } from "../domain/ids.ts"
+import { canTransition, isTerminal, type RunStatus } from "../domain/run-state.ts"
+
+export const EVENTS_CHANNEL = "wa_run_events"
+
+export interface SessionRow {
+  readonly id: string
+  readonly project_id: string
+  readonly api_key_id: string
+  readonly status: "running" | "idle" | "closed"
+  readonly profile_id: string | null
+  readonly workspace_id: string | null
+  readonly latest_run_id: string | null
+  readonly llm_cost_usd: string
+  readonly browser_cost_usd: string
+  readonly proxy_cost_usd: string
+  readonly created_at: Date
+  readonly updated_at: Date
+  readonly closed_at: Date | null
+}
+
+export interface RunRow {
+  readonly id: string
+  readonly session_id: string
+  readonly project_id: string
+  readonly status: RunStatus
+  readonly terminal_reason: string | null
+  readonly expired: boolean
+  readonly instructions: string | null
+  readonly request: Record<string, unknown>
+  readonly output: unknown
+  readonly error_code: string | null
+  readonly error_detail: string | null
+  readonly step_count: number
+  readonly max_steps: number
+  readonly model: string | null
+  readonly parent_run_id: string | null
+  readonly llm_cost_usd: string
+  readonly feedback: unknown
+  readonly created_at: Date
+  readonly updated_at: Date
+  readonly started_at: Date | null
+  readonly finished_at: Date | null
+  readonly deadline_at: Date | null
+}
+
+export interface RunEvent {
+  readonly id: number
+  readonly type: string
+  readonly data: Record<string, unknown>
+  readonly created_at: Date
+}
+
+export interface NewRun {
+  readonly instructions: string | null
+  readonly request: Record<string, unknown>
+  readonly maxSteps: number
+  readonly model: string | null
+  readonly maxDurationMinutes: number | null
+  readonly parentRunId?: string | null
+}
+
+export interface TransitionOptions {
+  readonly terminalReason?: string
+  readonly output?: unknown
+  readonly errorCode?: string
+  readonly errorDetail?: string
+  readonly expired?: boolean
+  /** Extra data for the status_changed event. */
+  readonly data?: Record<string, unknown>
+}
+
+export class RunStore extends Context.Service<RunStore, {
+  readonly createSession: (input: {
+    readonly projectId: string
+    readonly apiKeyId: string
+    readonly profileId: string | null
+    readonly workspaceId: string | null
+    readonly run: NewRun
+  }) => Effect.Effect<{ readonly session: SessionRow; readonly run: RunRow }>
+  readonly addRun: (sessionId: string, run: NewRun) => Effect.Effect<RunRow, ReturnType<typeof conflict>>
+  readonly getSession: (projectId: string, sessionId: string) => Effect.Effect<SessionRow | undefined>
+  readonly listSessions: (projectId: string, status: string | undefined, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<SessionRow>>
+  readonly runsOfSession: (sessionId: string) => Effect.Effect<ReadonlyArray<RunRow>>
+  readonly getRun: (runId: string) => Effect.Effect<RunRow | undefined>
+  readonly openSessionCount: (apiKeyId: string) => Effect.Effect<number>
+  readonly setSessionStatus: (sessionId: string, status: SessionRow["status"]) => Effect.Effect<void>
+  readonly transition: (runId: string, to: RunStatus, options?: TransitionOptions) => Effect.Effect<RunRow, ReturnType<typeof conflict>>
+  readonly appendEvent: (runId: string, type: string, data: Record<string, unknown>) => Effect.Effect<number>
+  readonly eventsAfter: (runId: string, afterId: number, limit: number) => Effect.Effect<ReadonlyArray<RunEvent>>
+  readonly queueMessage: (runId: string, content: string) => Effect.Effect<void>
+  readonly takeMessages: (runId: string) => Effect.Effect<ReadonlyArray<string>>
+  readonly createInputRequest: (runId: string, prompt: string, schema: unknown) => Effect.Effect<string, ReturnType<typeof conflict>>
+  readonly answerInputRequest: (runId: string, requestId: string, response: unknown) => Effect.Effect<void, ReturnType<typeof conflict>>
+  readonly inputRequest: (requestId: string) => Effect.Effect<{ readonly status: string; readonly response: unknown } | undefined>
+  readonly recordStep: (runId: string) => Effect.Effect<number>
+  readonly addLlmCost: (runId: string, usd: number) => Effect.Effect<void>
+  readonly setFeedback: (runId: string, feedback: unknown) => Effect.Effect<void>
+}>()("wa/store/RunStore") {
+  static readonly layer = Layer.effect(
+    RunStore,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+
+      const lockRun = (runId: string) =>
+        sql<RunRow>`SELECT * FROM runs WHERE id = ${runId} FOR UPDATE`.pipe(Effect.map((rows) => rows[0]))
+
+      // Must run inside a transaction that holds the run row lock.
+      const insertEvent = (runId: string, type: string, data: Record<string, unknown>) =>
+        Effect.gen(function*() {
+          const rows = yield* sql<{ id: string }>`
+            INSERT INTO run_events (run_id, id, type, data)
+            SELECT ${runId}, coalesce(max(id), 0) + 1, ${type}, ${JSON.stringify(data)}::jsonb
+            FROM run_events WHERE run_id = ${runId}
+            RETURNING id::text`
+          const id = Number(rows[0]!.id)
+          // Delivered at commit, so listeners never see an event before it is readable.
+          yield* sql`SELECT pg_notify(${EVENTS_CHANNEL}, ${`${runId}:${id}`})`
+          return id
+        })
+
+      const insertRun = (sessionId: string, projectId: string, run: NewRun) =>
+        sql<RunRow>`
+          INSERT INTO runs (id, session_id, project_id, status, instructions, request, max_steps, model, parent_run_id, deadline_at)
+          VALUES (
+            ${makeId("run")}, ${sessionId}, ${projectId}, 'pending', ${run.instructions},
+            ${JSON.stringify(run.request)}::jsonb, ${run.maxSteps}, ${run.model}, ${run.parentRunId ?? null},
+            ${run.maxDurationMinutes === null ? null : new Date(Date.now() + run.maxDurationMinutes * 60_000)}
+          )
+          RETURNING *`.pipe(Effect.map((rows) => rows[0]!))
+
+      const createSession: RunStore["Service"]["createSession"] = (input) =>
+        sql.withTransaction(Effect.gen(function*() {
+          const sessionId = makeId("sess")
+          yield* sql`
+            INSERT INTO sessions (id, project_id, api_key_id, status, profile_id, workspace_id)
+            VALUES (${sessionId}, ${input.projectId}, ${input.apiKeyId}, 'running', ${input.profileId}, ${input.workspaceId})`
+          const run = yield* insertRun(sessionId, input.projectId, input.run)
+          const sessions = yield* sql<SessionRow>`
+            UPDATE sessions SET latest_run_id = ${run.id} WHERE id = ${sessionId} RETURNING *`
+          yield* insertEvent(run.id, "run.status_changed", { run_id: run.id, from: null, status: "pending" })
+          return { session: sessions[0]!, run }
+        })).pipe(Effect.orDie)
+
+      const addRun: RunStore["Service"]["addRun"] = (sessionId, run) =>
+        sql.withTransaction(Effect.gen(function*() {
+          const sessions = yield* sql<SessionRow>`SELECT * FROM sessions WHERE id = ${sessionId} FOR UPDATE`
+          const session = sessions[0]!
+          if (session.status === "closed") return yield* conflict("the session is closed; create a new session", { session_id: sessionId })
+          if (session.latest_run_id !== null) {
+            const latest = yield* lockRun(session.latest_run_id)
+            if (latest !== undefined && !isTerminal(latest.status)) {
+              return yield* conflict("the previous run of this session is not terminal yet", {
+                run_id: latest.id,
+                status: latest.status
+              })
+            }
+          }
+          const created = yield* insertRun(sessionId, session.project_id, run)
+          yield* sql`UPDATE sessions SET latest_run_id = ${created.id}, status = 'running', updated_at = now() WHERE id = ${sessionId}`
+          yield* insertEvent(created.id, "run.status_changed", { run_id: created.id, from: null, status: "pending" })
+          return created
+        })).pipe(Effect.catchTag("SqlError", Effect.die))
+
+      const transition: RunStore["Service"]["transition"] = (runId, to, options = {}) =>
+        sql.withTransaction(Effect.gen(function*() {
+          const run = yield* lockRun(runId)
+          if (run === undefined) return yield* conflict(`no run ${runId}`)
+          if (!canTransition(run.status, to)) {
+            return yield* conflict(`the run is ${run.status}; it cannot become ${to}`, { status: run.status })
+          }
+          const terminal = isTerminal(to)
+          const rows = yield* sql<RunRow>`
+            UPDATE runs SET
+              status = ${to},
+              updated_at = now(),
+              started_at = CASE WHEN ${to} = 'running' AND started_at IS NULL THEN now() ELSE started_at END,
+              finished_at = CASE WHEN ${terminal} THEN now() ELSE finished_at END,
+              terminal_reason = coalesce(${options.terminalReason ?? null}, terminal_reason),
+              output = coalesce(${options.output === undefined ? null : JSON.stringify(options.output)}::jsonb, output),
+              error_code = coalesce(${options.errorCode ?? null}, error_code),
+              error_detail = coalesce(${options.errorDetail ?? null}, error_detail),
+              expired = expired OR ${options.expired ?? false}
+            WHERE id = ${runId}
+            RETURNING *`
+          const updated = rows[0]!
+          yield* insertEvent(runId, "run.status_changed", { run_id: runId, from: run.status, status: to, ...options.data })
+          if (terminal) {
+            yield* insertEvent(runId, "run.completed", {
+              run_id: runId,
+              status: to,
+              terminal_reason: updated.terminal_reason,
+              output: updated.output ?? null,
+              error: updated.error_code === null ? null : { code: updated.error_code, detail: updated.error_detail }
+            })
+            yield* sql`UPDATE sessions SET status = 'idle', updated_at = now() WHERE id = ${updated.session_id} AND status = 'running'`
+          }
+          return updated
+        })).pipe(Effect.catchTag("SqlError", Effect.die))
+
+      const appendEvent: RunStore["Service"]["appendEvent"] = (runId, type, data) =>
+        sql.withTransaction(lockRun(runId).pipe(Effect.andThen(insertEvent(runId, type, data)))).pipe(Effect.orDie)
+
+      const createInputRequest: RunStore["Service"]["createInputRequest"] = (runId, prompt, schema) =>
+        sql.withTransaction(Effect.gen(function*() {
+          const run = yield* lockRun(runId)
+          if (run === undefined || run.status !== "running") return yield* conflict("the run is not running")
+          const id = makeId("ir")
+          yield* sql`INSERT INTO input_requests (id, run_id, prompt, schema) VALUES (${id}, ${runId}, ${prompt}, ${schema === undefined ? null : JSON.stringify(schema)}::jsonb)`
+          yield* sql`UPDATE runs SET status = 'awaiting_input', updated_at = now() WHERE id = ${runId}`
+          yield* insertEvent(runId, "run.status_changed", { run_id: runId, from: "running", status: "awaiting_input" })
+          yield* insertEvent(runId, "run.input_request", { input_request_id: id, prompt, schema: schema ?? null })
+          return id
+        })).pipe(Effect.catchTag("SqlError", Effect.die))
+
+      const answerInputRequest: RunStore["Service"]["answerInputRequest"] = (runId, requestId, response) =>
+        sql.withTransaction(Effect.gen(function*() {
+          const run = yield* lockRun(runId)
+          const requests = yield* sql<{ status: string }>`SELECT status FROM input_requests WHERE id = ${requestId} AND run_id = ${runId} FOR UPDATE`
+          if (requests[0] === undefined) return yield* conflict(`no input request ${requestId} on this run`, { input_request_id: requestId })
+          if (requests[0].status !== "pending") return yield* conflict("the input request was already answered", { input_request_id: requestId })
+          if (run === undefined || run.status !== "awaiting_input") return yield* conflict(`the run is ${run?.status}; it is not awaiting input`)
+          yield* sql`UPDATE input_requests SET status = 'answered', response = ${JSON.stringify(response)}::jsonb, resolved_at = now() WHERE id = ${requestId}`
+          yield* sql`UPDATE runs SET status = 'running', updated_at = now() WHERE id = ${runId}`
+          yield* insertEvent(runId, "run.input_request_resolved", { input_request_id: requestId })
+          yield* insertEvent(runId, "run.status_changed", { run_id: runId, from: "awaiting_input", status: "running" })
+        })).pipe(Effect.catchTag("SqlError", Effect.die))
+
+      return RunStore.of({
+        createSession,
+        addRun,
+        getSession: (projectId, sessionId) =>
+          sql<SessionRow>`SELECT * FROM sessions WHERE id = ${sessionId} AND project_id = ${projectId}`.pipe(
+            Effect.map((rows) => rows[0]),
+            Effect.orDie
+          ),
+        listSessions: (projectId, status, limit, beforeId) =>
+          sql<SessionRow>`
+            SELECT * FROM sessions
+            WHERE project_id = ${projectId}
+              ${status === undefined ? sql`` : sql`AND status = ${status}`}
+              ${beforeId === undefined ? sql`` : sql`AND id < ${beforeId}`}
+            ORDER BY id DESC LIMIT ${limit}`.pipe(Effect.orDie),
+        runsOfSession: (sessionId) => sql<RunRow>`SELECT * FROM runs WHERE session_id = ${sessionId} ORDER BY id`.pipe(Effect.orDie),
+        getRun: (runId) => sql<RunRow>`SELECT * FROM runs WHERE id = ${runId}`.pipe(Effect.map((rows) => rows[0]), Effect.orDie),
+        openSessionCount: (apiKeyId) =>
+          sql<{ n: number }>`SELECT count(*)::int AS n FROM sessions WHERE api_key_id = ${apiKeyId} AND status <> 'closed'`.pipe(
+            Effect.map((rows) => rows[0]?.n ?? 0),
+            Effect.orDie
+          ),
+        setSessionStatus: (sessionId, status) =>
+          sql`UPDATE sessions SET status = ${status}, updated_at = now(),
+                closed_at = CASE WHEN ${status} = 'closed' THEN now() ELSE closed_at END
+              WHERE id = ${sessionId}`.pipe(Effect.asVoid, Effect.orDie),
+        transition,
+        appendEvent,
+        eventsAfter: (runId, afterId, limit) =>
+          sql<{ id: string; type: string; data: Record<string, unknown>; created_at: Date }>`
+            SELECT id::text, type, data, created_at FROM run_events
+            WHERE run_id = ${runId} AND id > ${afterId} ORDER BY id LIMIT ${limit}`.pipe(
+            Effect.map((rows) => rows.map((row) => ({ ...row, id: Number(row.id) }))),
+            Effect.orDie
+          ),
+        queueMessage: (runId, content) =>
+          sql.withTransaction(Effect.gen(function*() {
+            yield* lockRun(runId)
+            yield* sql`INSERT INTO run_messages (run_id, content) VALUES (${runId}, ${content})`
+            yield* insertEvent(runId, "run.message", { role: "user", content })
+          })).pipe(Effect.orDie),
+        takeMessages: (runId) =>
+          sql<{ content: string }>`
+            UPDATE run_messages SET consumed_at = now()
+            WHERE id IN (SELECT id FROM run_messages WHERE run_id = ${runId} AND consumed_at IS NULL ORDER BY id FOR UPDATE SKIP LOCKED)
+            RETURNING content`.pipe(Effect.map((rows) => rows.map((row) => row.content)), Effect.orDie),
+        createInputRequest,
+        answerInputRequest,
+        inputRequest: (requestId) =>
+          sql<{ status: string; response: unknown }>`SELECT status, response FROM input_requests WHERE id = ${requestId}`.pipe(
+            Effect.map((rows) => rows[0]),
+            Effect.orDie
+          ),
+        recordStep: (runId) =>
+          sql<{ step_count: number }>`UPDATE runs SET step_count = step_count + 1, updated_at = now() WHERE id = ${runId} RETURNING step_count`.pipe(
+            Effect.map((rows) => rows[0]?.step_count ?? 0),
+            Effect.orDie
+          ),
+        addLlmCost: (runId, usd) =>
+          sql.withTransaction(Effect.gen(function*() {
+            const run = yield* lockRun(runId)
+            if (run === undefined) return
+            yield* sql`UPDATE runs SET llm_cost_usd = llm_cost_usd + ${usd} WHERE id = ${runId}`
+            const sessions = yield* sql<SessionRow>`
+              UPDATE sessions SET llm_cost_usd = llm_cost_usd + ${usd}, updated_at = now()
+              WHERE id = ${run.session_id} RETURNING *`
+            const session = sessions[0]!
+            yield* insertEvent(runId, "run.cost_update", {
+              increment_usd: usd.toFixed(6),
+              ...costFields(session)
+            })
+          })).pipe(Effect.orDie),
+        setFeedback: (runId, feedback) =>
+          sql`UPDATE runs SET feedback = ${JSON.stringify(feedback)}::jsonb WHERE id = ${runId}`.pipe(Effect.asVoid, Effect.orDie)
+      })
+    })
+  )
+}
+
+const money = (value: string | number) => Number(value).toFixed(2)
+
+/** The four cost fields of the spec, as two-decimal strings. */
+export const costFields = (session: Pick<SessionRow, "llm_cost_usd" | "browser_cost_usd" | "proxy_cost_usd">) => {
+  const total = Number(session.llm_cost_usd) + Number(session.browser_cost_usd) + Number(session.proxy_cost_usd)
+  return {
+    llm_cost_usd: money(session.llm_cost_usd),
+    browser_cost_usd: money(session.browser_cost_usd),
+    proxy_cost_usd: money(session.proxy_cost_usd),
+    total_cost_usd: money(total)
+  }
+}

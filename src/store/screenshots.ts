@@ -1,0 +1,45 @@
+/**
+ * Screenshots of runs, served through short-lived signed URLs (`run.screenshot` events carry
+ * them), so a client can show frames without sending its API key to an <img> tag.
+ */
+import { Context, Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+import { createHmac, timingSafeEqual } from "node:crypto"
+import { makeId } from "../domain/ids.ts"
+
+export const SCREENSHOT_URL_TTL_SECONDS = 15 * 60
+
+export class ScreenshotStore extends Context.Service<ScreenshotStore, {
+  /** Stores a JPEG and returns its signed URL path. */
+  readonly save: (runId: string, jpeg: Uint8Array) => Effect.Effect<string>
+  /** The JPEG when the signature is valid and not expired. */
+  readonly read: (id: string, expires: number, signature: string) => Effect.Effect<Uint8Array | "expired" | "invalid" | "missing">
+}>()("wa/store/ScreenshotStore") {
+  static readonly layer = Layer.effect(
+    ScreenshotStore,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const [secret] = yield* sql<{ value: string }>`SELECT value FROM service_secrets WHERE name = 'url_signing'`.pipe(Effect.orDie)
+      const sign = (id: string, expires: number) =>
+        createHmac("sha256", secret!.value).update(`screenshot:${id}:${expires}`).digest("base64url")
+      return ScreenshotStore.of({
+        save: (runId, jpeg) =>
+          Effect.gen(function*() {
+            const id = makeId("evt")
+            yield* sql`INSERT INTO screenshots (id, run_id, data) VALUES (${id}, ${runId}, ${Buffer.from(jpeg)})`
+            const expires = Math.floor(Date.now() / 1000) + SCREENSHOT_URL_TTL_SECONDS
+            return `/v1/screenshots/${id}?expires=${expires}&signature=${sign(id, expires)}`
+          }).pipe(Effect.orDie),
+        read: (id, expires, signature) =>
+          Effect.gen(function*() {
+            const expected = Buffer.from(sign(id, expires))
+            const given = Buffer.from(signature)
+            if (expected.length !== given.length || !timingSafeEqual(expected, given)) return "invalid" as const
+            if (expires < Date.now() / 1000) return "expired" as const
+            const rows = yield* sql<{ data: Buffer }>`SELECT data FROM screenshots WHERE id = ${id}`
+            return rows[0] === undefined ? "missing" as const : new Uint8Array(rows[0].data)
+          }).pipe(Effect.orDie)
+      })
+    })
+  )
+}
