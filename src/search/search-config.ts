@@ -15,7 +15,7 @@
  * - `WA_SEARCH_BREAKER_COOLDOWN_MS` (30000)        open time before a trial call is let through
  * - `WA_SEARCH_ENGINE_WEIGHTS`                     fusion weights, e.g. `brave=1.5,exa=0.8` (default 1)
  * - `WA_SEARCH_SUMMARIZE_TOP` (5)                  results read and summarized when `summarize` is true
- * - `WA_SEARCH_CONCURRENCY` (16)                   engine calls in flight per run
+ * - `WA_SEARCH_CONCURRENCY` (64)                   engine calls in flight per run
  */
 import { Config, Option, Redacted } from "effect"
 
@@ -55,7 +55,7 @@ export const defaultSearchSettings: SearchSettings = {
   breakerCooldownMs: 30_000,
   engineWeights: {},
   summarizeTop: 5,
-  concurrency: 16,
+  concurrency: 64,
   rrfK: 60
 }
 
