@@ -7,7 +7,7 @@
  *   and later operation of the lease fails with BrowserCrashed instead of hanging.
  * - All mutable state (current browser, counters) lives in the service instance.
  */
-import { Config, Context, Effect, Layer, Option, Semaphore } from "effect"
+import { Config, Context, Effect, Layer, Metric, Option, Semaphore } from "effect"
 import { access, constants } from "node:fs/promises"
 import { type Browser, type BrowserContext, type BrowserContextOptions, chromium, errors, type Page } from "playwright-core"
 import { ActionFailed, ActionTimeout, BrowserCrashed, type BrowserError, BrowserUnavailable, NavigationRefused } from "./errors.ts"
@@ -25,6 +25,17 @@ export const chromiumArgs: ReadonlyArray<string> = [
   "--disable-sync",
   "--disable-quic"
 ]
+
+/**
+ * Metric descriptors (their values live in the runtime's MetricRegistry, not in this module);
+ * `stats` gives the same figures as plain numbers.
+ */
+export const browserMetrics = {
+  contextsLeased: Metric.counter("wa_browser_contexts_leased_total", { description: "Browser contexts leased", incremental: true }),
+  contextsOpen: Metric.gauge("wa_browser_contexts_open", { description: "Browser contexts currently open" }),
+  launches: Metric.counter("wa_browser_launches_total", { description: "Browser launches or CDP connections", incremental: true }),
+  restarts: Metric.counter("wa_browser_restarts_total", { description: "Browser relaunches after the browser died", incremental: true })
+}
 
 export interface BrowserPoolConfig {
   /** Chromium binary to launch (ignored when `cdpUrl` is set). */
@@ -170,8 +181,12 @@ export const makeBrowserPool = Effect.fnUntraced(function*(config: BrowserPoolCo
             : `could not launch Chromium at ${config.executablePath}: ${String(cause)}`
         })
     })
-    if (state.browserLaunches > 0) state.browserRestarts++
+    if (state.browserLaunches > 0) {
+      state.browserRestarts++
+      yield* Metric.update(browserMetrics.restarts, 1)
+    }
     state.browserLaunches++
+    yield* Metric.update(browserMetrics.launches, 1)
     state.browser = browser
     browser.on("disconnected", () => {
       if (state.browser === browser) state.browser = undefined
@@ -273,6 +288,8 @@ export const makeBrowserPool = Effect.fnUntraced(function*(config: BrowserPoolCo
     }
     state.contextsLeased++
     state.contextsOpen++
+    yield* Metric.update(browserMetrics.contextsLeased, 1)
+    yield* Metric.update(browserMetrics.contextsOpen, state.contextsOpen)
     return { lease, proxy, release: () => browser.off("disconnected", onDisconnect) }
   })
 
@@ -283,8 +300,12 @@ export const makeBrowserPool = Effect.fnUntraced(function*(config: BrowserPoolCo
         Effect.suspend(() => {
           state.contextsOpen--
           release()
+          const gauge = Metric.update(browserMetrics.contextsOpen, state.contextsOpen)
           const closeContext = lease.crashed() ? Effect.void : closeQuietly(() => lease.context.close(), 10_000)
-          return closeContext.pipe(Effect.andThen(closeQuietly(() => proxy?.close() ?? Promise.resolve(), 5_000)))
+          return closeContext.pipe(
+            Effect.andThen(closeQuietly(() => proxy?.close() ?? Promise.resolve(), 5_000)),
+            Effect.andThen(gauge)
+          )
         })
     ).pipe(Effect.map(({ lease }) => lease))
 

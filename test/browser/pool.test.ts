@@ -1,8 +1,8 @@
 import { assert, describe, it, layer } from "@effect/vitest"
-import { Effect, Fiber, Option } from "effect"
+import { Effect, Fiber, Metric, Option } from "effect"
 import { click, navigate } from "../../src/browser/actions.ts"
 import { observe } from "../../src/browser/observe.ts"
-import { BrowserPool } from "../../src/browser/pool.ts"
+import { browserMetrics, BrowserPool } from "../../src/browser/pool.ts"
 import { launchedChromiumPids, leaseAndSite, refFor, TestLayer } from "./support.ts"
 
 layer(TestLayer, { excludeTestServices: true })("BrowserPool", (it) => {
@@ -24,6 +24,9 @@ layer(TestLayer, { excludeTestServices: true })("BrowserPool", (it) => {
       // A closed context refuses new pages.
       const reopened = yield* Effect.promise(() => context.newPage().then(() => "opened", () => "closed"))
       assert.strictEqual(reopened, "closed")
+      // The same figures are published as metrics.
+      assert.isAtLeast((yield* Metric.value(browserMetrics.contextsLeased)).count, 1)
+      assert.isAtLeast((yield* Metric.value(browserMetrics.launches)).count, 1)
     }))
 
   it.effect("withEphemeralPage gives a working page and closes it afterwards", () =>
