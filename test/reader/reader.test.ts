@@ -9,6 +9,7 @@ import { readFileSync } from "node:fs"
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
 import { fileURLToPath } from "node:url"
 import { Reader, type ReaderSettings } from "../../src/reader/reader.ts"
+import { BrowserPool } from "../../src/browser/pool.ts"
 import { ReaderBrowser } from "../../src/reader/reader-browser.ts"
 
 const corpusDir = fileURLToPath(new URL("../../../shared/corpora/readability-pages/", import.meta.url))
@@ -246,4 +247,29 @@ describe("Reader layer", () => {
         assert.strictEqual(page.finalUrl, "https://www.bbc.com/news/world-us-canada-33646542")
       }).pipe(Effect.provide(Reader.layerWith())))
   })
+})
+
+// The application runs the Reader on the shared BrowserPool: same behaviour through its leases.
+const poolLayer = ReaderBrowser.layerFromPool.pipe(
+  Layer.provide(BrowserPool.layerWith({ executablePath: process.env.CHROMIUM_PATH ?? "/usr/bin/chromium", allowPrivateNetworks: false }))
+)
+
+layer(Layer.merge(SiteService.layer, poolLayer))("Reader on the BrowserPool", (it) => {
+  it.effect("extracts fetched HTML on a pooled extraction page", () =>
+    withReader(trusted, (reader, site) =>
+      Effect.gen(function*() {
+        const page = yield* reader.read(`${site.origin}/article`)
+        assert.strictEqual(page.method, "http")
+        assert.strictEqual(page.title, "Just-released Minecraft exploit makes it easy to crash game servers")
+      })))
+
+  it.effect("renders a JavaScript page in a pooled context, private requests still blocked", () =>
+    withReader(trusted, (reader, site) =>
+      Effect.gen(function*() {
+        const app = yield* reader.read(`${site.origin}/app`)
+        assert.strictEqual(app.method, "browser")
+        assert.include(app.text, "only exists once JavaScript has run")
+        const peeking = yield* reader.read(`${site.origin}/app-peeks`)
+        assert.notInclude(peeking.text, "LEAKED")
+      })))
 })

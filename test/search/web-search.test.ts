@@ -262,6 +262,33 @@ describe("WebSearch", () => {
       assert.deepStrictEqual(googlePages.filter(([, start]) => start === "11").length, 2)
     }))
 
+  it.live("freshness is passed to engines and enforced on hits whose engine reports an older date", () =>
+    Effect.gen(function*() {
+      const day = 86_400_000
+      const recent = new Date(Date.now() - 2 * day).toISOString()
+      const old = new Date(Date.now() - 40 * day).toISOString()
+      const fake = yield* fakeEngines({
+        results: (engine) =>
+          engine === "searxng"
+            ? [
+              { url: "https://news.example.com/recent", title: "Recent", snippet: "two days old", published: recent },
+              { url: "https://news.example.com/old", title: "Old", snippet: "forty days old", published: old },
+              { url: "https://news.example.com/undated", title: "Undated", snippet: "no date reported" }
+            ]
+            : [hit("https://ddg.example.com/")]
+      })
+      const result = yield* run({ queries: ["news"], engines: ["searxng", "duckduckgo"], freshness: "week" }).pipe(
+        Effect.provide(searchLayer(fake, ["searxng"]))
+      )
+      assert.deepStrictEqual(result.results.map((r) => r.url).sort(), [
+        "https://ddg.example.com/",
+        "https://news.example.com/recent",
+        "https://news.example.com/undated"
+      ])
+      assert.strictEqual(fake.requestsTo("searxng")[0]!.params.time_range, "week")
+      assert.strictEqual((fake.requestsTo("duckduckgo")[0]!.body as Record<string, string>).df, "w")
+    }))
+
   it.effect("with rerank, BM25 lifts the hit that matches the objective", () =>
     Effect.gen(function*() {
       const fake = yield* fakeEngines({
