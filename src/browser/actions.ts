@@ -140,18 +140,21 @@ const act = (
     lease,
     Effect.flatMap(activePage(lease), (page) => {
       lease.guard.takeRefusals()
+      lease.takeDialogs()
       const watcher = watch(lease, page)
       return attempt(lease, action, timeoutMs + settleMs + 1_000, async () => {
         const message = await f(page, watcher.expectTab)
         await watcher.settle(settleMs)
         const newTabs = watcher.newTabs()
+        const dialogs = lease.takeDialogs()
         return {
           url: page.url(),
           navigated: watcher.navigated(),
           newTabs,
           message: message +
             (watcher.navigated() ? `; now at ${page.url()}` : "") +
-            (newTabs.length > 0 ? `; opened tab ${newTabs.join(", ")} (use switch_tab)` : "")
+            (newTabs.length > 0 ? `; opened tab ${newTabs.join(", ")} (use switch_tab)` : "") +
+            (dialogs.length > 0 ? `; the page showed and we accepted: ${dialogs.join(", ")}` : "")
         }
       }).pipe(Effect.ensuring(Effect.sync(watcher.stop)))
     })

@@ -68,6 +68,11 @@ export interface ContextLease {
   /** Open tabs in opening order. */
   readonly pages: () => ReadonlyArray<Page>
   readonly setActivePage: (page: Page) => void
+  /**
+   * JavaScript dialogs (alert, confirm, prompt, beforeunload) shown since the last call. They
+   * are accepted at once so the page never blocks; the agent is told what they said.
+   */
+  readonly takeDialogs: () => ReadonlyArray<string>
   /** True once the browser behind this lease has gone away. */
   readonly crashed: () => boolean
   /** Resolves when the browser behind this lease disconnects. */
@@ -268,6 +273,14 @@ export const makeBrowserPool = Effect.fnUntraced(function*(config: BrowserPoolCo
 
     const { context, guard, proxy } = created
     let active: Page | undefined = created.page
+    const dialogs: Array<string> = []
+    const acceptDialogs = (page: Page) =>
+      page.on("dialog", (dialog) => {
+        dialogs.push(`${dialog.type()} ${JSON.stringify(dialog.message().slice(0, 200))}`)
+        dialog.accept().catch(() => undefined)
+      })
+    acceptDialogs(created.page)
+    context.on("page", acceptDialogs)
     const lease: ContextLease = {
       id: state.nextLeaseId++,
       context,
@@ -283,6 +296,7 @@ export const makeBrowserPool = Effect.fnUntraced(function*(config: BrowserPoolCo
       setActivePage: (page) => {
         active = page
       },
+      takeDialogs: () => dialogs.splice(0, dialogs.length),
       crashed: () => crashed,
       whenCrashed: crash.promise
     }

@@ -94,6 +94,15 @@ layer(TestLayer, { excludeTestServices: true })("actions", (it) => {
       assert.strictEqual(bad._tag, "ActionFailed")
     }))
 
+  it.effect("accepts JavaScript dialogs and reports them", () =>
+    Effect.gen(function*() {
+      const { lease, site } = yield* leaseAndSite
+      yield* navigate(lease, `${site.url}/dialog`)
+      const outcome = yield* click(lease, refFor((yield* observe(lease)).snapshot, /button "Delete"/))
+      assert.include(outcome.message, `confirm "Delete it?"`)
+      assert.include((yield* observe(lease)).snapshot, "Confirmed")
+    }))
+
   it.effect("a stale ref fails with ElementNotFound", () =>
     Effect.gen(function*() {
       const { lease, site } = yield* leaseAndSite
