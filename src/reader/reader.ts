@@ -14,7 +14,7 @@
  * `WA_READER_CACHE_SIZE` (256 pages), `WA_READER_CACHE_TTL_SECONDS` (900),
  * `WA_READER_MAX_BYTES` (5000000).
  */
-import { Cache, Config, Context, Duration, Effect, Exit, Layer } from "effect"
+import { Cache, Clock, Config, Context, Duration, Effect, Exit, Layer } from "effect"
 import type { Page } from "playwright-core"
 import { type Extracted, extractFromHtml, extractFromPage } from "./extract-in-page.ts"
 import { fetchPage, type FetchOptions, guardUrl, ReaderError } from "./http-fetch.ts"
@@ -152,7 +152,16 @@ export class Reader extends Context.Service<Reader, {
       new ReaderError({ url, reason: "extraction", message: error.message })
 
     const extractStatic = (html: string, url: string) =>
-      browser.withExtractionPage((page) => extractFromHtml(page, html, url)).pipe(Effect.mapError(extractionFailed(url)))
+      browser.withExtractionPage((page) =>
+        extractFromHtml(page, html, url).pipe(
+          Effect.mapError(extractionFailed(url)),
+          // An interrupted extraction page is dropped, never reused (reader-browser.ts).
+          Effect.timeoutOrElse({
+            duration: settings.timeoutMs,
+            orElse: () => Effect.fail(new ReaderError({ url, reason: "timeout", message: `extracting ${url} took more than ${settings.timeoutMs} ms` }))
+          })
+        )
+      ).pipe(Effect.mapError((error) => error._tag === "BrowserError" ? extractionFailed(url)(error) : error))
 
     /**
      * Renders the page in a fresh browser context with JavaScript on and extracts it there.
@@ -200,12 +209,17 @@ export class Reader extends Context.Service<Reader, {
         }), { allowPrivateNetworks: settings.allowPrivate, allowedOrigins: fetchOptions.trustedOrigins }).pipe(
         Effect.mapError((error) =>
           error._tag === "BrowserError" ? new ReaderError({ url, reason: "browser", message: error.message }) : error
-        )
+        ),
+        // Navigation has its own timeout; this bounds the whole render (settling, extraction).
+        Effect.timeoutOrElse({
+          duration: settings.browserTimeoutMs + 10_000,
+          orElse: () => Effect.fail(new ReaderError({ url, reason: "timeout", message: `rendering ${url} took too long` }))
+        })
       )
 
     const readUncached = Effect.fnUntraced(function*(url: string) {
       yield* guardUrl(url, fetchOptions)
-      const now = Date.now()
+      const now = yield* Clock.currentTimeMillis
       const fetched = yield* fetchPage(url, fetchOptions).pipe(
         Effect.map((page) => ({ page, refused: undefined })),
         Effect.catchIf(
@@ -270,7 +284,8 @@ export class Reader extends Context.Service<Reader, {
     const read = (url: string) => Cache.get(cache, cacheKey(url))
 
     const extractHtml = (html: string, url: string) =>
-      Effect.map(extractStatic(html, url), (extracted) => toResult(url, url, "text/html", "http", extracted, Date.now()))
+      Effect.flatMap(extractStatic(html, url), (extracted) =>
+        Effect.map(Clock.currentTimeMillis, (now) => toResult(url, url, "text/html", "http", extracted, now)))
 
     return Reader.of({ read, extractHtml })
   })
