@@ -7,7 +7,7 @@
  *   and later operation of the lease fails with BrowserCrashed instead of hanging.
  * - All mutable state (current browser, counters) lives in the service instance.
  */
-import { Config, Context, Effect, Layer, Metric, Option, Semaphore } from "effect"
+import { Config, Context, Deferred, Effect, Layer, Metric, Option, Semaphore } from "effect"
 import { access, constants } from "node:fs/promises"
 import { type Browser, type BrowserContext, type BrowserContextOptions, chromium, errors, type Page } from "playwright-core"
 import { ActionFailed, ActionTimeout, BrowserCrashed, type BrowserError, BrowserUnavailable, NavigationRefused } from "./errors.ts"
@@ -75,8 +75,8 @@ export interface ContextLease {
   readonly takeDialogs: () => ReadonlyArray<string>
   /** True once the browser behind this lease has gone away. */
   readonly crashed: () => boolean
-  /** Resolves when the browser behind this lease disconnects. */
-  readonly whenCrashed: Promise<void>
+  /** Completes when the browser behind this lease disconnects (interruptible waits, no leak per action). */
+  readonly crashSignal: Deferred.Deferred<void>
 }
 
 export interface PoolStats {
@@ -218,14 +218,14 @@ export const makeBrowserPool = Effect.fnUntraced(function*(config: BrowserPoolCo
   const openLease = Effect.fnUntraced(function*(options: LeaseOptions) {
     const browser = yield* liveBrowser
     const allowPrivateNetworks = options.allowPrivateNetworks ?? config.allowPrivateNetworks
-    const crash = Promise.withResolvers<void>()
+    const crash = Deferred.makeUnsafe<void>()
     let crashed = !browser.isConnected()
     const onDisconnect = () => {
       crashed = true
-      crash.resolve()
+      Deferred.doneUnsafe(crash, Effect.void)
     }
     browser.once("disconnected", onDisconnect)
-    if (crashed) crash.resolve()
+    if (crashed) Deferred.doneUnsafe(crash, Effect.void)
 
     const created = yield* Effect.tryPromise({
       try: async () => {
@@ -298,7 +298,7 @@ export const makeBrowserPool = Effect.fnUntraced(function*(config: BrowserPoolCo
       },
       takeDialogs: () => dialogs.splice(0, dialogs.length),
       crashed: () => crashed,
-      whenCrashed: crash.promise
+      crashSignal: crash
     }
     state.contextsLeased++
     state.contextsOpen++
@@ -381,12 +381,9 @@ export const attempt = <A>(
         if (/crash/i.test(message)) return Effect.fail(new BrowserCrashed({ message: `the page crashed during ${action}` }))
         if (closedPattern.test(message)) {
           // The disconnect event can trail the rejected call by a moment; wait for it briefly.
-          return Effect.promise(() =>
-            Promise.race([
-              lease.whenCrashed.then(() => true),
-              new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 250).unref())
-            ])
-          ).pipe(
+          return Deferred.await(lease.crashSignal).pipe(
+            Effect.as(true),
+            Effect.timeoutOrElse({ duration: 250, orElse: () => Effect.succeed(false) }),
             Effect.flatMap((died) =>
               Effect.fail(died ? crashedError() : new ActionFailed({ action, message: `the tab or context was closed: ${firstLine(message)}` }))
             )
@@ -395,7 +392,7 @@ export const attempt = <A>(
         return Effect.fail(new ActionFailed({ action, message: firstLine(message) }))
       })
     )
-    const crashSignal = Effect.promise(() => lease.whenCrashed).pipe(Effect.flatMap(() => Effect.fail(crashedError())))
+    const crashSignal = Deferred.await(lease.crashSignal).pipe(Effect.flatMap(() => Effect.fail(crashedError())))
     return Effect.raceFirst(operation, crashSignal).pipe(
       Effect.timeoutOrElse({ duration: timeoutMs, orElse: () => Effect.fail(timedOut()) })
     )
