@@ -6,7 +6,7 @@
  * request aborted, so no network is used. Also checks that every visible interactive element
  * (links, buttons, form fields, widget roles, in the composed tree) carries a ref.
  *
- *   node bench/observation-size.ts [corpusDir] [--show=name.html]
+ *   node bench/observation-size.ts [corpusDir] [--show=name.html] [--only=name.html]
  */
 import { readdir, readFile } from "node:fs/promises"
 import { join } from "node:path"
@@ -18,6 +18,7 @@ import { chromiumArgs } from "../src/browser/pool.ts"
 const args = process.argv.slice(2)
 const dir = args.find((a) => !a.startsWith("--")) ?? "/work/shared/corpora/readability-pages"
 const show = args.find((a) => a.startsWith("--show="))?.slice(7)
+const only = args.find((a) => a.startsWith("--only="))?.slice(7)
 
 const quantile = (values: Array<number>, q: number): number => {
   const sorted = [...values].sort((a, b) => a - b)
@@ -29,7 +30,7 @@ const quantile = (values: Array<number>, q: number): number => {
 
 const tokens = (text: string): number => Math.ceil(text.length / 4)
 
-const files = (await readdir(dir)).filter((f) => f.endsWith(".html")).sort()
+const files = (await readdir(dir)).filter((f) => f.endsWith(".html") && (only === undefined || f === only)).sort()
 const browser = await chromium.launch({
   executablePath: process.env["CHROMIUM_PATH"] ?? "/usr/bin/chromium",
   args: [...chromiumArgs]

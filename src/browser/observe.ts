@@ -30,10 +30,19 @@ export interface SnapshotOptions {
   readonly maxFrameDepth?: number
 }
 
+export interface ObserveOptions extends SnapshotOptions {
+  /** Snapshot characters kept for the model (default 60 000, about 15k tokens); the rest is cut with a note. */
+  readonly maxChars?: number
+  readonly timeoutMs?: number
+}
+
 export interface PageSnapshot {
   readonly text: string
   /** Number of element refs in the snapshot. */
   readonly refs: number
+  /** Main frame scroll position and maximum, CSS pixels. */
+  readonly scrollY: number
+  readonly scrollMax: number
 }
 
 export interface TabInfo {
@@ -100,7 +109,7 @@ const snapshotTree = async (frame: Frame, prefix: string, depth: number, options
     lines.push(`${indent}iframe:`)
     for (const innerLine of inner.text.split("\n")) lines.push(`${indent} ${innerLine}`)
   }
-  return { text: lines.join("\n"), refs }
+  return { text: lines.join("\n"), refs, scrollY: own.scrollY, scrollMax: own.scrollMax }
 }
 
 /** The compact snapshot of a page (all frames), as plain Promise for benchmarks and readers. */
@@ -141,8 +150,9 @@ const tabsOf = async (lease: ContextLease): Promise<ReadonlyArray<TabInfo>> => {
   })))
 }
 
-const renderHeader = (url: string, title: string, tabs: ReadonlyArray<TabInfo>): string => {
+const renderHeader = (url: string, title: string, tabs: ReadonlyArray<TabInfo>, snapshot: PageSnapshot): string => {
   const lines = [`url: ${url}`, `title: ${title}`]
+  if (snapshot.scrollMax > 0) lines.push(`scroll: ${snapshot.scrollY}/${snapshot.scrollMax}px`)
   if (tabs.length > 1) {
     lines.push(`tabs: ${tabs.map((t) => `${t.index}${t.active ? "*" : ""} ${JSON.stringify(t.title.slice(0, 40) || t.url.slice(0, 60))}`).join(" | ")}`)
   }
@@ -152,7 +162,7 @@ const renderHeader = (url: string, title: string, tabs: ReadonlyArray<TabInfo>):
 /** Observes the lease's active tab. */
 export const observe = (
   lease: ContextLease,
-  options: SnapshotOptions & { readonly timeoutMs?: number } = {}
+  options: ObserveOptions = {}
 ): Effect.Effect<Observation, BrowserCrashed | ActionTimeout | ActionFailed> =>
   attempt(lease, "observe", options.timeoutMs ?? 15_000, async () => {
     const page = lease.page() ?? await lease.context.newPage()
@@ -169,13 +179,18 @@ export const observe = (
     }
     const [title, tabs] = await Promise.all([page.title().catch(() => ""), tabsOf(lease)])
     const url = page.url()
+    const maxChars = options.maxChars ?? 60_000
+    const lineEnd = snapshot.text.lastIndexOf("\n", maxChars)
+    const text = snapshot.text.length <= maxChars
+      ? snapshot.text
+      : `${snapshot.text.slice(0, lineEnd > 0 ? lineEnd : maxChars)}\n… (snapshot cut at ${maxChars} characters; scroll or wait_for text to reach the rest)`
     return {
       url,
       title,
       tabs,
-      snapshot: snapshot.text,
+      snapshot: text,
       refs: snapshot.refs,
-      text: `${renderHeader(url, title, tabs)}\n---\n${snapshot.text}`
+      text: `${renderHeader(url, title, tabs, snapshot)}\n---\n${text}`
     }
   })
 

@@ -19,6 +19,9 @@ export interface FrameSnapshot {
   readonly text: string
   /** Number of refs emitted in this frame. */
   readonly refs: number
+  /** Vertical scroll position and its maximum, in CSS pixels. */
+  readonly scrollY: number
+  readonly scrollMax: number
 }
 
 /**
@@ -408,7 +411,13 @@ export function snapshotFrame(args: SnapshotArgs): FrameSnapshot {
     } else parts.push(it)
   }
   flush()
-  return { text: lines.join("\n"), refs: refCount }
+  const scroller = document.scrollingElement ?? document.documentElement
+  return {
+    text: lines.join("\n"),
+    refs: refCount,
+    scrollY: Math.round(window.scrollY),
+    scrollMax: Math.max(0, Math.round((scroller?.scrollHeight ?? 0) - window.innerHeight))
+  }
 }
 
 /** Resolves a ref number of this frame to its element (null when gone or detached). */
