@@ -90,8 +90,11 @@ export class RunContext extends Context.Service<RunContext, {
 type ToolFailure = typeof Failure.Type
 
 const describeError = (error: unknown): ToolFailure => {
-  const tagged = error as { _tag?: string; message?: string; reason?: string }
-  return { code: tagged._tag ?? "ToolError", error: tagged.message ?? tagged.reason ?? String(error) }
+  const known = error as { _tag?: string; code?: string; error?: string; message?: string; reason?: string }
+  return {
+    code: known.code ?? known._tag ?? "ToolError",
+    error: known.error ?? known.message ?? known.reason ?? String(error)
+  }
 }
 
 /** Wraps a tool body with its events; failures become the tool's returned failure. */

@@ -228,7 +228,9 @@ export const makeBrowserPool = Effect.fnUntraced(function*(config: BrowserPoolCo
     if (crashed) Deferred.doneUnsafe(crash, Effect.void)
 
     const created = yield* Effect.tryPromise({
-      try: async () => {
+      // The signal is aborted when the opening times out or is interrupted: whatever was
+      // opened by then is closed instead of leaking.
+      try: async (signal) => {
         // Private networks refused and a local browser: all traffic goes through an egress proxy
         // that checks each connection (redirect hops included), see egress-proxy.ts.
         let record: (refusal: NavigationRefused) => void = () => undefined
@@ -249,6 +251,7 @@ export const makeBrowserPool = Effect.fnUntraced(function*(config: BrowserPoolCo
             })
             record = guard.record
             const page = await context.newPage()
+            if (signal.aborted) throw new Error("opening the context was abandoned")
             return { context, guard, page, proxy }
           } catch (error) {
             await context.close().catch(() => undefined)

@@ -65,7 +65,8 @@ export interface NewRun {
   readonly request: Record<string, unknown>
   readonly maxSteps: number
   readonly model: string | null
-  readonly maxDurationMinutes: number | null
+  /** Wall-clock budget of the run, from max_duration_minutes. */
+  readonly maxDurationMs: number | null
   readonly parentRunId?: string | null
 }
 
@@ -134,7 +135,7 @@ export class RunStore extends Context.Service<RunStore, {
           VALUES (
             ${makeId("run")}, ${sessionId}, ${projectId}, 'pending', ${run.instructions},
             ${JSON.stringify(run.request)}::jsonb, ${run.maxSteps}, ${run.model}, ${run.parentRunId ?? null},
-            ${run.maxDurationMinutes === null ? null : new Date(Date.now() + run.maxDurationMinutes * 60_000)}
+            ${run.maxDurationMs === null ? null : new Date(Date.now() + run.maxDurationMs)}
           )
           RETURNING *`.pipe(Effect.map((rows) => rows[0]!))
 
@@ -264,9 +265,10 @@ export class RunStore extends Context.Service<RunStore, {
         transition,
         appendEvent,
         eventsAfter: (runId, afterId, limit) =>
+          // Order by the bigint column: the `id::text` output alias would sort "10" before "7".
           sql<{ id: string; type: string; data: Record<string, unknown>; created_at: Date }>`
             SELECT id::text, type, data, created_at FROM run_events
-            WHERE run_id = ${runId} AND id > ${afterId} ORDER BY id LIMIT ${limit}`.pipe(
+            WHERE run_id = ${runId} AND id > ${afterId} ORDER BY run_events.id LIMIT ${limit}`.pipe(
             Effect.map((rows) => rows.map((row) => ({ ...row, id: Number(row.id) }))),
             Effect.orDie
           ),

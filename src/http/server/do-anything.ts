@@ -22,6 +22,8 @@ import { DEFAULT_LIMIT, decodeCursor, toPage } from "../pagination.ts"
 import { parseLastEventId, runEventStream } from "../sse.ts"
 
 const maxSteps = () => Number(process.env["WA_MAX_STEPS"] ?? 50)
+/** Length of a minute of max_duration_minutes; tests shorten it to see the limit act. */
+const minuteMs = () => Number(process.env["WA_RUN_MINUTE_MS"] ?? 60_000)
 
 /** Rules the schema cannot express: names of allowed_actions, instructions present. */
 const checkRunRequest = (payload: CreateRunRequest, needsInstructions: boolean) =>
@@ -44,7 +46,7 @@ const toNewRun = (payload: CreateRunRequest, overrides: Partial<NewRun> = {}): N
   request: { keep_alive: true, agentmail: true, skills: [], allowed_actions: [], ...payload },
   maxSteps: maxSteps(),
   model: payload.model ?? null,
-  maxDurationMinutes: payload.max_duration_minutes ?? null,
+  maxDurationMs: payload.max_duration_minutes === undefined || payload.max_duration_minutes === null ? null : payload.max_duration_minutes * minuteMs(),
   ...overrides
 })
 

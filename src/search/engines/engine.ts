@@ -105,6 +105,9 @@ export const executeText = Effect.fnUntraced(function*(
   return yield* Effect.mapError(response.text, failed)
 })
 
+/** Decoders built once per response schema (building one walks the schema). */
+const decoders = new WeakMap<object, (input: unknown) => Effect.Effect<unknown, Schema.SchemaError>>()
+
 /** Like executeText, then decodes the JSON body with the engine's response schema. */
 export const executeJson = <S extends Schema.Constraint & { readonly DecodingServices: never }>(
   engine: EngineName,
@@ -112,12 +115,16 @@ export const executeJson = <S extends Schema.Constraint & { readonly DecodingSer
   request: HttpClientRequest.HttpClientRequest,
   schema: S
 ): Effect.Effect<S["Type"], EngineError> => {
-  const decode = Schema.decodeUnknownEffect(Schema.fromJsonString(schema))
+  let decode = decoders.get(schema)
+  if (decode === undefined) {
+    decode = Schema.decodeUnknownEffect(Schema.fromJsonString(schema)) as (input: unknown) => Effect.Effect<unknown, Schema.SchemaError>
+    decoders.set(schema, decode)
+  }
   return Effect.flatMap(
     executeText(engine, client, request),
     (body) =>
       Effect.mapError(
-        decode(body) as Effect.Effect<S["Type"], Schema.SchemaError>,
+        decode!(body) as Effect.Effect<S["Type"], Schema.SchemaError>,
         (error) => new EngineError({ engine, message: `${engine} response unusable: ${error.message.slice(0, 300)}` })
       )
   )

@@ -1,0 +1,368 @@
+/**
+ * DoAnything end to end through HTTP: the real service, real Chromium, local fixture sites and a
+ * scripted OpenAI-compatible model that answers with tool calls.
+ */
+import { Webhook } from "standardwebhooks"
+import { createServer } from "node:http"
+import type { AddressInfo } from "node:net"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { type FixtureSites, startFixtureSites } from "../fixtures/sites/server.ts"
+import { type ChatRequest, lastUserText, refOf, type ScriptedModel, startScriptedModel, toolResults } from "../fixtures/model/scripted-model.ts"
+import { type Service, startService, stopAndClean } from "../support/service.ts"
+import { readSse } from "../support/sse.ts"
+
+let site: FixtureSites
+let model: ScriptedModel
+let service: Service
+
+beforeAll(async () => {
+  site = await startFixtureSites()
+  model = await startScriptedModel(() => ({ text: "no script" }))
+  service = await startService({
+    env: {
+      WA_MODEL_BASE_URL: model.baseUrl,
+      WA_MODEL: "scripted",
+      WA_ALLOW_PRIVATE_NETWORKS: "true",
+      WA_MAX_CONCURRENT_SESSIONS: "100",
+      WA_WEBHOOK_RETRY_BASE_MS: "100"
+    }
+  })
+})
+afterAll(async () => {
+  await stopAndClean(service)
+  await model.close()
+  await site.close()
+})
+
+const base = () => `/v1/projects/${service.projectId}/do_anything`
+const terminal = ["done", "failed", "canceled"]
+
+const createSession = async (body: Record<string, unknown>) => {
+  const response = await service.request("POST", `${base()}/sessions`, { body: { keep_alive: false, ...body } })
+  expect(response.status, response.text).toBe(201)
+  return { sid: response.json.id as string, rid: response.json.latest_run_id as string, session: response.json }
+}
+
+const getRun = async (sid: string, rid: string) => (await service.request("GET", `${base()}/sessions/${sid}/runs/${rid}`)).json
+
+const waitForStatus = async (sid: string, rid: string, statuses: ReadonlyArray<string>) => {
+  for (let i = 0; i < 600; i++) {
+    const run = await getRun(sid, rid)
+    if (statuses.includes(run.status)) return run
+    await new Promise((r) => setTimeout(r, 100))
+  }
+  throw new Error(`run ${rid} never reached ${statuses.join("/")}`)
+}
+
+const authHeaders = () => ({ authorization: `Bearer ${service.apiKey}` })
+
+/** A script that blocks the model's answer until `release()` is called. */
+const gate = () => {
+  let open: () => void = () => {}
+  const opened = new Promise<void>((resolve) => (open = resolve))
+  return { wait: () => opened, release: () => open() }
+}
+
+describe("runs", () => {
+  it("validates the output against output_schema and lets the model repair it", async () => {
+    const schema = { type: "object", properties: { title: { type: "string" }, count: { type: "integer" } }, required: ["title", "count"] }
+    model.setScript((request, turn) => {
+      if (turn === 0) return { tool: "navigate", args: { url: `${site.url}/page/2` } }
+      if (turn === 1) return { tool: "done", args: { output: { title: "Page 2" } } } // count missing
+      const results = toolResults(request)
+      const last = results[results.length - 1] as { code?: string }
+      expect(last.code).toBe("InvalidOutput")
+      return { tool: "done", args: { output: { title: "Page 2", count: 2 } } }
+    })
+    const { sid, rid } = await createSession({ instructions: "Title and number of page 2", output_schema: schema })
+    const run = await waitForStatus(sid, rid, terminal)
+    expect(run.status).toBe("done")
+    expect(run.output).toEqual({ title: "Page 2", count: 2 })
+    expect(run.output_schema).toEqual(schema)
+  })
+
+  it("a follow-up run in the same session sees the cookie the earlier run set", async () => {
+    model.setScript((request, turn) => {
+      const page = lastUserText(request)
+      if (turn === 0) return { tool: "navigate", args: { url: `${site.url}/login` } }
+      if (turn === 1) return { tool: "type", args: { ref: refOf(page, "textbox")!, text: "ada", submit: true } }
+      return { tool: "done", args: { output: { page: page.includes("Logged in as ada") ? "logged-in" : "not" } } }
+    })
+    const { sid, rid } = await createSession({ instructions: "Log in as ada", keep_alive: true })
+    const first = await waitForStatus(sid, rid, terminal)
+    expect(first.status).toBe("done")
+    expect(first.output).toEqual({ page: "logged-in" })
+
+    model.setScript((request, turn) => {
+      if (turn === 0) return { tool: "navigate", args: { url: `${site.url}/account` } }
+      const page = lastUserText(request)
+      return { tool: "done", args: { output: { state: page.match(/Logged in as \w+|Not logged in/)?.[0] } } }
+    })
+    const followUp = await service.request("POST", `${base()}/sessions/${sid}/runs`, { body: { instructions: "Who am I logged in as?", keep_alive: false } })
+    expect(followUp.status).toBe(201)
+    const second = await waitForStatus(sid, followUp.json.id, terminal)
+    expect(second.output).toEqual({ state: "Logged in as ada" })
+    const session = (await service.request("GET", `${base()}/sessions/${sid}`)).json
+    expect(session.runs.map((r: any) => r.id)).toEqual([rid, followUp.json.id])
+    expect(session.latest_run_id).toBe(followUp.json.id)
+  })
+
+  it("a new run needs the previous one to be terminal", async () => {
+    const hold = gate()
+    model.setScript(async () => {
+      await hold.wait()
+      return { tool: "done", args: { output: "ok" } }
+    })
+    const { sid, rid } = await createSession({ instructions: "wait" })
+    await waitForStatus(sid, rid, ["running"])
+    const second = await service.request("POST", `${base()}/sessions/${sid}/runs`, { body: { instructions: "another" } })
+    expect(second.status).toBe(409)
+    expect(second.json.code).toBe("conflict")
+    hold.release()
+    await waitForStatus(sid, rid, terminal)
+  })
+
+  it("ask_human raises an input request, intervene answers it and the run resumes", async () => {
+    model.setScript((request, turn) => {
+      if (turn === 0) return { tool: "ask_human", args: { prompt: "What is the 2FA code?", schema: { type: "string" } } }
+      const results = toolResults(request) as Array<{ answer?: unknown }>
+      return { tool: "done", args: { output: { code: results[results.length - 1]?.answer } } }
+    })
+    const { sid, rid } = await createSession({ instructions: "Log in with 2FA" })
+    await waitForStatus(sid, rid, ["awaiting_input"])
+    const { events } = await readSse(`${service.url}${base()}/sessions/${sid}/runs/${rid}/events`, authHeaders(), {
+      stopAfter: (seen) => seen.some((e) => e.event === "run.input_request")
+    })
+    const request = events.find((e) => e.event === "run.input_request")!.data.data
+    expect(request).toMatchObject({ prompt: "What is the 2FA code?", schema: { type: "string" } })
+    expect(request.input_request_id).toMatch(/^ir_/)
+    expect(request.input_request_id.length).toBeLessThanOrEqual(64)
+
+    const wrong = await service.request("POST", `${base()}/sessions/${sid}/runs/${rid}/intervene`, {
+      body: { kind: "answer_input_request", input_request_id: "ir_unknown", response: "1" }
+    })
+    expect(wrong.status).toBe(409)
+    const answered = await service.request("POST", `${base()}/sessions/${sid}/runs/${rid}/intervene`, {
+      body: { kind: "answer_input_request", input_request_id: request.input_request_id, response: "424242" }
+    })
+    expect(answered.status).toBe(200)
+    const run = await waitForStatus(sid, rid, terminal)
+    expect(run.status).toBe("done")
+    expect(run.output).toEqual({ code: "424242" })
+    const again = await service.request("POST", `${base()}/sessions/${sid}/runs/${rid}/intervene`, {
+      body: { input_request_id: request.input_request_id, response: "1" }
+    })
+    expect(again.status).toBe(409)
+  })
+
+  it("other intervene kinds answer 422 until take-control exists", async () => {
+    model.setScript(() => ({ tool: "done", args: { output: 1 } }))
+    const { sid, rid } = await createSession({ instructions: "x" })
+    const response = await service.request("POST", `${base()}/sessions/${sid}/runs/${rid}/intervene`, { body: { kind: "take_control" } })
+    expect(response.status).toBe(422)
+    await waitForStatus(sid, rid, terminal)
+  })
+
+  it("messages are queued and reach the model at the next step", async () => {
+    const hold = gate()
+    model.setScript(async (request, turn) => {
+      if (turn === 0) {
+        await hold.wait()
+        return { tool: "navigate", args: { url: `${site.url}/page/1` } }
+      }
+      const said = lastUserText(request).match(/Message from the user: (.*)/)?.[1]
+      return { tool: "done", args: { output: { heard: said ?? null } } }
+    })
+    const { sid, rid } = await createSession({ instructions: "Listen" })
+    await waitForStatus(sid, rid, ["running"])
+    const queued = await service.request("POST", `${base()}/sessions/${sid}/runs/${rid}/messages`, { body: { content: "use the blue one" } })
+    expect(queued.status).toBe(202)
+    hold.release()
+    const run = await waitForStatus(sid, rid, terminal)
+    expect(run.output).toEqual({ heard: "use the blue one" })
+  })
+})
+
+describe("cancel", () => {
+  it("cancels a running run, a run awaiting input, and refuses a terminal one with 409", async () => {
+    const hold = gate()
+    model.setScript(async () => {
+      await hold.wait()
+      return { tool: "done", args: { output: "late" } }
+    })
+    const running = await createSession({ instructions: "slow" })
+    await waitForStatus(running.sid, running.rid, ["running"])
+    const canceled = await service.request("POST", `${base()}/sessions/${running.sid}/runs/${running.rid}/cancel`, { body: { reason: "changed my mind" } })
+    expect(canceled.status).toBe(200)
+    expect(canceled.json.status).toBe("canceled")
+    hold.release()
+    await new Promise((r) => setTimeout(r, 300))
+    expect((await getRun(running.sid, running.rid)).status).toBe("canceled")
+
+    model.setScript(() => ({ tool: "ask_human", args: { prompt: "?" } }))
+    const waiting = await createSession({ instructions: "ask" })
+    await waitForStatus(waiting.sid, waiting.rid, ["awaiting_input"])
+    expect((await service.request("POST", `${base()}/sessions/${waiting.sid}/runs/${waiting.rid}/cancel`, { body: {} })).json.status).toBe("canceled")
+
+    const again = await service.request("POST", `${base()}/sessions/${waiting.sid}/runs/${waiting.rid}/cancel`, { body: {} })
+    expect(again.status).toBe(409)
+    expect(again.json.code).toBe("conflict")
+  })
+
+  it("cancels a run right after creation (pending or just started)", async () => {
+    model.setScript(() => ({ tool: "done", args: { output: "should not finish" } }))
+    const { sid, rid } = await createSession({ instructions: "quick" })
+    const canceled = await service.request("POST", `${base()}/sessions/${sid}/runs/${rid}/cancel`, { body: {} })
+    expect([200, 409]).toContain(canceled.status)
+    const run = await waitForStatus(sid, rid, terminal)
+    if (canceled.status === 200) expect(run.status).toBe("canceled")
+  })
+})
+
+describe("allowed_actions", () => {
+  it("offers only the allowed tools (and done) to the model", async () => {
+    model.setScript(() => ({ tool: "done", args: { output: "ok" } }))
+    const before = model.requests.length
+    const { sid, rid } = await createSession({ instructions: "navigate only", allowed_actions: ["navigate"] })
+    await waitForStatus(sid, rid, terminal)
+    const offered = (model.requests[before] as ChatRequest).tools!.map((t) => t.function.name).sort()
+    expect(offered).toEqual(["done", "navigate"])
+    const run = await getRun(sid, rid)
+    expect(run.allowed_actions).toEqual(["navigate"])
+  })
+
+  it("an unknown action name is a 422 naming the valid ones", async () => {
+    const response = await service.request("POST", `${base()}/sessions`, { body: { instructions: "x", allowed_actions: ["teleport"] } })
+    expect(response.status).toBe(422)
+    expect(response.json.extra.errors[0].msg).toContain("navigate")
+  })
+})
+
+describe("events", () => {
+  it("streams every event with contiguous ids, replays after Last-Event-ID without gap or duplicate, and ends after the terminal event", async () => {
+    model.setScript((_request, turn) =>
+      turn === 0 ? { tool: "navigate", args: { url: `${site.url}/page/1` } } : { tool: "done", args: { output: "fin" } }
+    )
+    const { sid, rid } = await createSession({ instructions: "events" })
+    const url = `${service.url}${base()}/sessions/${sid}/runs/${rid}/events`
+    const all = await readSse(url, authHeaders())
+    expect(all.status).toBe(200)
+    expect(all.contentType).toContain("text/event-stream")
+    const events = all.events.filter((e) => e.event !== "stream.heartbeat")
+    const ids = events.map((e) => e.id)
+    expect(ids).toEqual(ids.map((_, i) => i + 1))
+    const types = events.map((e) => e.event)
+    for (const type of ["run.status_changed", "run.action.started", "run.action.completed", "run.screenshot", "run.cost_update", "run.completed"]) {
+      expect(types).toContain(type)
+    }
+    expect(types[types.length - 1]).toBe("run.completed")
+    expect(events[events.length - 1]!.data.data.output).toBe("fin")
+    const cost = events.find((e) => e.event === "run.cost_update")!.data.data
+    expect(Object.keys(cost)).toEqual(expect.arrayContaining(["llm_cost_usd", "browser_cost_usd", "proxy_cost_usd", "total_cost_usd"]))
+
+    const middle = Math.floor(ids.length / 2)
+    const replay = await readSse(url, { ...authHeaders(), "last-event-id": String(middle) })
+    expect(replay.events.filter((e) => e.event !== "stream.heartbeat").map((e) => e.id)).toEqual(ids.slice(middle))
+
+    // The screenshot URL is signed, short-lived and needs no API key.
+    const shot = events.find((e) => e.event === "run.screenshot")!.data.data.url as string
+    const image = await fetch(`${service.url}${shot}`)
+    expect(image.status).toBe(200)
+    expect(image.headers.get("content-type")).toBe("image/jpeg")
+    expect((await fetch(`${service.url}${shot.replace(/signature=[^&]+/, "signature=forged")}`)).status).toBe(400)
+  })
+
+  it("the session carries the four cost fields as two-decimal strings", async () => {
+    model.setScript(() => ({ tool: "done", args: { output: 1 } }))
+    const { sid, rid } = await createSession({ instructions: "cost" })
+    await waitForStatus(sid, rid, terminal)
+    const session = (await service.request("GET", `${base()}/sessions/${sid}`)).json
+    for (const field of ["llm_cost_usd", "browser_cost_usd", "proxy_cost_usd", "total_cost_usd"]) expect(session[field]).toMatch(/^\d+\.\d\d$/)
+    expect(Number(session.total_cost_usd)).toBeGreaterThan(0)
+  })
+})
+
+describe("callbacks", () => {
+  it("posts the terminal run to callback_url, signed the Standard Webhooks way", async () => {
+    const received: Array<{ headers: Record<string, string>; body: string }> = []
+    let attempts = 0
+    const receiver = createServer((req, res) => {
+      let body = ""
+      req.on("data", (c) => (body += c))
+      req.on("end", () => {
+        attempts++
+        // The first attempt fails, so delivery has to retry.
+        if (attempts === 1) return res.writeHead(503).end()
+        received.push({ headers: req.headers as Record<string, string>, body })
+        res.writeHead(204).end()
+      })
+    })
+    await new Promise<void>((r) => receiver.listen(0, "127.0.0.1", r))
+    const callbackUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`
+    model.setScript(() => ({ tool: "done", args: { output: { ok: true } } }))
+    const { sid, rid } = await createSession({ instructions: "callback", callback_url: callbackUrl })
+    await waitForStatus(sid, rid, terminal)
+    for (let i = 0; i < 100 && received.length === 0; i++) await new Promise((r) => setTimeout(r, 100))
+    receiver.close()
+    expect(received).toHaveLength(1)
+    const secret = (await service.request("GET", `/v1/projects/${service.projectId}/webhook_secret`)).json.secret
+    const payload = new Webhook(secret).verify(received[0]!.body, received[0]!.headers) as any
+    expect(payload.type).toBe("run.completed")
+    expect(payload.data).toMatchObject({ id: rid, status: "done", output: { ok: true } })
+    expect(() => new Webhook(secret).verify(received[0]!.body.replace("true", "false"), received[0]!.headers)).toThrow()
+  })
+})
+
+describe("convention B", () => {
+  it("flat runs: 202 with the run envelope, succeeded as status and done as terminal_reason", async () => {
+    model.setScript(() => ({ tool: "done", args: { output: "flat" } }))
+    const created = await service.request("POST", `/api/v1/projects/${service.projectId}/do_anything/runs`, { body: { instructions: "flat", keep_alive: false } })
+    expect(created.status).toBe(202)
+    expect(created.json.run_id).toMatch(/^run_/)
+    expect(created.json.session_id).toMatch(/^sess_/)
+    let run: any
+    for (let i = 0; i < 300; i++) {
+      run = (await service.request("GET", `/api/v1/projects/${service.projectId}/do_anything/runs/${created.json.run_id}`)).json
+      if (run.status === "succeeded" || run.status === "failed") break
+      await new Promise((r) => setTimeout(r, 100))
+    }
+    expect(run.status).toBe("succeeded")
+    expect(run.terminal_reason).toBe("done")
+    // The same record read through Convention A.
+    expect((await getRun(created.json.session_id, created.json.run_id)).status).toBe("done")
+  })
+
+  it("404 for a run of another project or an unknown id", async () => {
+    const response = await service.request("GET", `/api/v1/projects/${service.projectId}/do_anything/runs/run_unknown`)
+    expect(response.status).toBe(404)
+    expect(response.json.code).toBe("run_not_found")
+  })
+})
+
+describe("validation", () => {
+  it("enforces the run creation limits", async () => {
+    const cases: Array<[Record<string, unknown>, string]> = [
+      [{ instructions: "x".repeat(10_001) }, "instructions"],
+      [{ instructions: "x", max_duration_minutes: 0 }, "max_duration_minutes"],
+      [{ instructions: "x", max_duration_minutes: 10_081 }, "max_duration_minutes"],
+      [{}, "instructions"]
+    ]
+    for (const [body, field] of cases) {
+      const response = await service.request("POST", `${base()}/sessions`, { body })
+      expect(response.status, field).toBe(422)
+      expect(response.json.extra.errors[0].loc).toEqual(["body", field])
+    }
+    const feedback = await service.request("POST", `${base()}/sessions/sess_x/runs/run_x/feedback`, { body: { rating: 6 } })
+    expect(feedback.status).toBe(422)
+  })
+
+  it("feedback is stored on the run", async () => {
+    model.setScript(() => ({ tool: "done", args: { output: 1 } }))
+    const { sid, rid } = await createSession({ instructions: "fb" })
+    await waitForStatus(sid, rid, terminal)
+    const response = await service.request("POST", `${base()}/sessions/${sid}/runs/${rid}/feedback`, { body: { rating: 5, thumbs: "up", feedback_text: "great" } })
+    expect(response.status).toBe(200)
+    const unknown = await service.request("POST", `${base()}/sessions/${sid}/runs/${rid}/feedback`, { body: { rating: 5, extra: 1 } })
+    expect(unknown.status).toBe(422)
+  })
+})
