@@ -1,0 +1,129 @@
+/**
+ * Cold start: time from spawning `node src/main.ts serve` on an existing data dir (initialised by
+ * a first start beforehand, then stopped) to the first 200 from /readyz. Each run starts the
+ * embedded PostgreSQL too (the previous run's SIGTERM stopped it). Prints every run and the median,
+ * with the moments PostgreSQL was ready and the server listened. Target: median <= 3 s.
+ *
+ *   node bench/cold-start.ts [runs=5]
+ */
+import { type ChildProcess, spawn } from "node:child_process"
+import { mkdtempSync, rmSync } from "node:fs"
+import { request } from "node:http"
+import { createServer } from "node:net"
+import { tmpdir } from "node:os"
+import * as path from "node:path"
+
+const root = path.resolve(import.meta.dirname, "..")
+const mainScript = path.join(root, "src/main.ts")
+const runs = Number(process.argv[2] ?? 5)
+const TARGET_MS = 3000
+
+const freePort = () =>
+  new Promise<number>((resolve, reject) => {
+    const server = createServer()
+    server.once("error", reject)
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address()
+      server.close(() => typeof address === "object" && address !== null ? resolve(address.port) : reject(new Error("no port")))
+    })
+  })
+
+const envFor = (dataDir: string, port: number): Record<string, string> => {
+  const env: Record<string, string> = {}
+  for (const [name, value] of Object.entries(process.env)) {
+    if (value !== undefined && !name.startsWith("WA_") && name !== "DATABASE_URL" && name !== "REDIS_URL") env[name] = value
+  }
+  return { ...env, WA_PORT: String(port), WA_HOST: "127.0.0.1", WA_DATA_DIR: dataDir, WA_LOG_LEVEL: "Info" }
+}
+
+/** One GET /readyz; resolves with the status, or 0 when nothing answers yet. */
+const readyz = (port: number) =>
+  new Promise<number>((resolve) => {
+    const req = request({ host: "127.0.0.1", port, path: "/readyz", agent: false, timeout: 1000 }, (res) => {
+      res.resume()
+      res.once("end", () => resolve(res.statusCode ?? 0))
+    })
+    req.once("error", () => resolve(0))
+    req.once("timeout", () => {
+      req.destroy()
+      resolve(0)
+    })
+    req.end()
+  })
+
+interface Run {
+  readonly readyMs: number
+  readonly postgresMs: number | undefined
+  readonly listeningMs: number | undefined
+}
+
+/** Spawns serve, polls /readyz every 5 ms until 200; records when the log said PostgreSQL/listening. */
+const startOnce = async (dataDir: string): Promise<{ child: ChildProcess; run: Run }> => {
+  const port = await freePort()
+  const t0 = performance.now()
+  const child = spawn(process.execPath, [mainScript, "serve"], { cwd: root, env: envFor(dataDir, port), stdio: ["ignore", "pipe", "pipe"] })
+  let postgresMs: number | undefined
+  let listeningMs: number | undefined
+  let stderr = ""
+  let buffer = ""
+  child.stderr!.on("data", (chunk) => (stderr += chunk))
+  child.stdout!.on("data", (chunk: Buffer) => {
+    buffer += chunk.toString("utf8")
+    let newline: number
+    while ((newline = buffer.indexOf("\n")) >= 0) {
+      const line = buffer.slice(0, newline)
+      buffer = buffer.slice(newline + 1)
+      if (postgresMs === undefined && line.includes("embedded PostgreSQL ready")) postgresMs = performance.now() - t0
+      if (listeningMs === undefined && line.includes("\"listening\"")) listeningMs = performance.now() - t0
+    }
+  })
+  let exited = false
+  child.once("exit", () => (exited = true))
+  const deadline = t0 + 60_000
+  for (;;) {
+    if (exited) throw new Error(`serve exited before it was ready:\n${stderr}`)
+    if (performance.now() > deadline) {
+      child.kill("SIGKILL")
+      throw new Error(`serve was not ready within 60 s:\n${stderr}`)
+    }
+    if (await readyz(port) === 200) break
+    await new Promise((r) => setTimeout(r, 5))
+  }
+  return { child, run: { readyMs: performance.now() - t0, postgresMs, listeningMs } }
+}
+
+const stop = (child: ChildProcess) =>
+  new Promise<void>((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve()
+    child.once("exit", () => resolve())
+    child.kill("SIGTERM")
+  })
+
+const median = (values: ReadonlyArray<number>) => {
+  const sorted = [...values].sort((a, b) => a - b)
+  const mid = Math.floor(sorted.length / 2)
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2
+}
+
+const fmt = (ms: number | undefined) => ms === undefined ? "    -" : `${(ms / 1000).toFixed(2)} s`
+
+const dataDir = mkdtempSync(path.join(tmpdir(), "wa-bench-cold-"))
+try {
+  // The first start initialises the cluster, migrates and bootstraps; it is not measured.
+  const first = await startOnce(dataDir)
+  console.log(`first start (initdb + migrations + bootstrap, not counted): ${fmt(first.run.readyMs)}`)
+  await stop(first.child)
+
+  const results: Array<Run> = []
+  for (let i = 0; i < runs; i++) {
+    const { child, run } = await startOnce(dataDir)
+    results.push(run)
+    console.log(`run ${i + 1}: ready ${fmt(run.readyMs)}  (PostgreSQL ready ${fmt(run.postgresMs)}, listening ${fmt(run.listeningMs)})`)
+    await stop(child)
+  }
+  const m = median(results.map((r) => r.readyMs))
+  console.log(`cold start to first 200 from /readyz: median ${fmt(m)} over ${runs} runs (min ${fmt(Math.min(...results.map((r) => r.readyMs)))}, max ${fmt(Math.max(...results.map((r) => r.readyMs)))})`)
+  console.log(`target <= ${fmt(TARGET_MS)}: ${m <= TARGET_MS ? "met" : "NOT met"}`)
+} finally {
+  rmSync(dataDir, { recursive: true, force: true })
+}

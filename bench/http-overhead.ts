@@ -1,0 +1,292 @@
+/**
+ * HTTP overhead of our stack: requests/second of
+ *   (a) a bare Effect HTTP server (effect/http HttpRouter + @effect/platform-node NodeHttpServer)
+ *       answering a constant JSON on GET, and
+ *   (b) the real service answering an authenticated GET of one record
+ *       (GET /v1/projects/{pid}/api_keys?limit=1 with the bootstrap key) through authentication,
+ *       rate limiting (budget set very high), request id, error envelope and the default Info
+ *       access log, on its embedded PostgreSQL,
+ * and the ratio b/a (target >= 0.40). Each server is its own child process; runs alternate between
+ * them over several rounds (the median ratio is reported); the load comes from another child process (node:http, keep-alive agent, fixed
+ * concurrency, warm-up then a fixed measured duration, loopback only, stops by itself).
+ *
+ *   node bench/http-overhead.ts [--concurrency=32] [--warmup=2] [--duration=10] [--rounds=3] [--no-breakdown]
+ *
+ * As a breakdown it also measures the service's /healthz (same stack, no auth and no database).
+ *
+ * Internal modes (spawned by the script itself): --bare-server, --load=<json>.
+ */
+import { type ChildProcess, spawn } from "node:child_process"
+import { mkdtempSync, rmSync } from "node:fs"
+import { Agent, request } from "node:http"
+import { tmpdir } from "node:os"
+import * as path from "node:path"
+
+const root = path.resolve(import.meta.dirname, "..")
+const self = import.meta.filename
+const args = process.argv.slice(2)
+const option = (name: string, fallback: string) => args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? fallback
+const TARGET_RATIO = 0.4
+
+// ---------------------------------------------------------------------------------------------
+// (a) the bare Effect server
+// ---------------------------------------------------------------------------------------------
+
+const bareServer = async () => {
+  const { NodeHttpServer, NodeRuntime } = await import("@effect/platform-node")
+  const { Effect, Layer } = await import("effect")
+  const { HttpRouter, HttpServer, HttpServerResponse } = await import("effect/http")
+  const { createServer } = await import("node:http")
+  const body = { id: "key_bench", name: "constant", created_at: "2025-01-01T00:00:00.000Z" }
+  const Routes = HttpRouter.use(Effect.fn(function*(router) {
+    yield* router.add("GET", "/constant", Effect.succeed(HttpServerResponse.jsonUnsafe(body)))
+  }))
+  const announce = Layer.effectDiscard(Effect.gen(function*() {
+    const server = yield* HttpServer.HttpServer
+    const address = server.address
+    if (address._tag !== "UnixPathAddress") console.log(JSON.stringify({ message: "listening", url: `http://127.0.0.1:${address.port}` }))
+  }))
+  const Live = announce.pipe(
+    Layer.provideMerge(HttpRouter.serve(Routes, { disableLogger: true, disableListenLog: true })),
+    Layer.provideMerge(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" }))
+  )
+  NodeRuntime.runMain(Layer.launch(Live))
+}
+
+// ---------------------------------------------------------------------------------------------
+// the load generator (a child process)
+// ---------------------------------------------------------------------------------------------
+
+interface LoadSpec {
+  readonly url: string
+  readonly headers: Record<string, string>
+  readonly concurrency: number
+  readonly warmupSeconds: number
+  readonly durationSeconds: number
+}
+
+interface LoadResult {
+  readonly requests: number
+  readonly errors: number
+  readonly statuses: Record<string, number>
+  readonly seconds: number
+  readonly rps: number
+  readonly p50Ms: number
+  readonly p99Ms: number
+}
+
+const load = async (spec: LoadSpec) => {
+  const target = new URL(spec.url)
+  if (!["127.0.0.1", "localhost", "[::1]"].includes(target.hostname)) throw new Error(`refusing to load a non-loopback address: ${spec.url}`)
+  // Bounded: whatever happens, this process ends shortly after the planned time.
+  setTimeout(() => {
+    console.error("load generator: hard time limit reached")
+    process.exit(3)
+  }, (spec.warmupSeconds + spec.durationSeconds + 30) * 1000).unref()
+
+  const agent = new Agent({ keepAlive: true, maxSockets: spec.concurrency })
+  const start = performance.now()
+  const measureFrom = start + spec.warmupSeconds * 1000
+  const measureTo = measureFrom + spec.durationSeconds * 1000
+  let requests = 0
+  let errors = 0
+  const statuses: Record<string, number> = {}
+  const latencies: Array<number> = []
+
+  const once = () =>
+    new Promise<number>((resolve) => {
+      const req = request({ host: target.hostname, port: target.port, path: target.pathname + target.search, agent, headers: spec.headers }, (res) => {
+        res.resume()
+        res.once("end", () => resolve(res.statusCode ?? 0))
+        res.once("error", () => resolve(0))
+      })
+      req.once("error", () => resolve(0))
+      req.end()
+    })
+
+  const worker = async () => {
+    for (;;) {
+      const sent = performance.now()
+      if (sent >= measureTo) return
+      const status = await once()
+      const done = performance.now()
+      if (sent >= measureFrom && done <= measureTo) {
+        requests++
+        statuses[status] = (statuses[status] ?? 0) + 1
+        if (status !== 200) errors++
+        latencies.push(done - sent)
+      }
+    }
+  }
+  await Promise.all(Array.from({ length: spec.concurrency }, worker))
+  agent.destroy()
+  latencies.sort((a, b) => a - b)
+  const at = (q: number) => latencies.length === 0 ? 0 : latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))]!
+  const result: LoadResult = {
+    requests,
+    errors,
+    statuses,
+    seconds: spec.durationSeconds,
+    rps: (requests - errors) / spec.durationSeconds,
+    p50Ms: at(0.5),
+    p99Ms: at(0.99)
+  }
+  process.stdout.write(JSON.stringify(result) + "\n")
+}
+
+// ---------------------------------------------------------------------------------------------
+// the driver
+// ---------------------------------------------------------------------------------------------
+
+/** Spawns a server and resolves once its stdout shows the listening line (with url and, maybe, the bootstrap key). */
+const spawnServer = (argv: Array<string>, env: Record<string, string>) =>
+  new Promise<{ child: ChildProcess; url: string; bootstrap?: { project_id: string; secret_token: string } }>((resolve, reject) => {
+    const child = spawn(process.execPath, argv, { cwd: root, env, stdio: ["ignore", "pipe", "pipe"] })
+    let stderr = ""
+    let buffer = ""
+    let url: string | undefined
+    let bootstrap: { project_id: string; secret_token: string } | undefined
+    let settled = false
+    const done = () => {
+      if (settled || url === undefined) return
+      settled = true
+      resolve({ child, url, ...(bootstrap !== undefined ? { bootstrap } : {}) })
+    }
+    child.stderr!.on("data", (chunk) => (stderr += chunk))
+    child.stdout!.on("data", (chunk: Buffer) => {
+      if (settled) return // the access log keeps flowing; it is read and dropped
+      buffer += chunk.toString("utf8")
+      let newline: number
+      while ((newline = buffer.indexOf("\n")) >= 0) {
+        const line = buffer.slice(0, newline)
+        buffer = buffer.slice(newline + 1)
+        try {
+          const parsed = JSON.parse(line)
+          if (parsed.message === "listening") url = parsed.url ?? parsed.annotations?.url
+          if (parsed.annotations?.bootstrap !== undefined) bootstrap = parsed.annotations.bootstrap
+        } catch {
+          // not JSON
+        }
+      }
+      // The service prints its bootstrap key right after "listening"; the bare server has none.
+      if (url !== undefined && (bootstrap !== undefined || !argv.includes("serve"))) done()
+    })
+    child.once("exit", (code) => {
+      if (!settled) reject(new Error(`server exited with ${code} before it was ready:\n${stderr}`))
+    })
+    setTimeout(() => {
+      if (!settled) {
+        child.kill("SIGKILL")
+        reject(new Error(`server not ready within 60 s:\n${stderr}`))
+      }
+    }, 60_000).unref()
+  })
+
+const runLoad = (spec: LoadSpec) =>
+  new Promise<LoadResult>((resolve, reject) => {
+    const child = spawn(process.execPath, [self, `--load=${JSON.stringify(spec)}`], { cwd: root, stdio: ["ignore", "pipe", "inherit"] })
+    let out = ""
+    child.stdout!.on("data", (chunk) => (out += chunk))
+    child.once("exit", (code) => {
+      if (code !== 0) return reject(new Error(`load generator exited with ${code}`))
+      resolve(JSON.parse(out.trim()) as LoadResult)
+    })
+  })
+
+const stop = (child: ChildProcess) =>
+  new Promise<void>((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve()
+    child.once("exit", () => resolve())
+    child.kill("SIGTERM")
+  })
+
+const cleanEnv = (extra: Record<string, string>): Record<string, string> => {
+  const env: Record<string, string> = {}
+  for (const [name, value] of Object.entries(process.env)) {
+    if (value !== undefined && !name.startsWith("WA_") && name !== "DATABASE_URL" && name !== "REDIS_URL") env[name] = value
+  }
+  return { ...env, ...extra }
+}
+
+const show = (label: string, r: LoadResult) =>
+  console.log(
+    `${label}: ${r.rps.toFixed(0)} req/s  (${r.requests} requests in ${r.seconds} s, non-200: ${r.errors}, ` +
+      `statuses ${JSON.stringify(r.statuses)}, latency p50 ${r.p50Ms.toFixed(2)} ms, p99 ${r.p99Ms.toFixed(2)} ms)`
+  )
+
+const median = (values: ReadonlyArray<number>) => {
+  const sorted = [...values].sort((x, y) => x - y)
+  const mid = Math.floor(sorted.length / 2)
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2
+}
+
+const driver = async () => {
+  const concurrency = Number(option("concurrency", "32"))
+  const warmupSeconds = Number(option("warmup", "2"))
+  const durationSeconds = Number(option("duration", "10"))
+  const rounds = Number(option("rounds", "3"))
+  const breakdown = !args.includes("--no-breakdown")
+  console.log(
+    `load: ${concurrency} concurrent keep-alive connections, ${warmupSeconds} s warm-up + ${durationSeconds} s measured per run, ` +
+      `${rounds} rounds alternating (a) and (b), loopback`
+  )
+
+  const dataDir = mkdtempSync(path.join(tmpdir(), "wa-bench-http-"))
+  const children: Array<ChildProcess> = []
+  const ratios: Array<number> = []
+  const aRps: Array<number> = []
+  const bRps: Array<number> = []
+  let non200 = 0
+  try {
+    // Both servers run for the whole benchmark; only one is under load at a time. Alternating
+    // rounds spread whatever else the machine does evenly over (a) and (b).
+    const bare = await spawnServer([self, "--bare-server"], cleanEnv({}))
+    children.push(bare.child)
+    const service = await spawnServer([path.join(root, "src/main.ts"), "serve"], cleanEnv({
+      WA_PORT: "0",
+      WA_HOST: "127.0.0.1",
+      WA_DATA_DIR: dataDir,
+      WA_LOG_LEVEL: "Info",
+      WA_RATE_LIMIT_REQUESTS: "1000000000"
+    }))
+    children.push(service.child)
+    const { project_id, secret_token } = service.bootstrap!
+    const spec = { concurrency, warmupSeconds, durationSeconds }
+
+    for (let round = 1; round <= rounds; round++) {
+      const a = await runLoad({ ...spec, url: `${bare.url}/constant`, headers: {} })
+      show(`round ${round} (a) bare Effect HTTP server, constant JSON`, a)
+      const b = await runLoad({
+        ...spec,
+        url: `${service.url}/v1/projects/${project_id}/api_keys?limit=1`,
+        headers: { authorization: `Bearer ${secret_token}` }
+      })
+      show(`round ${round} (b) the service, authenticated GET of one record`, b)
+      if (breakdown) {
+        // Not part of the ratio: the same process on /healthz, without auth and database.
+        show(`round ${round}     breakdown: the service's /healthz (no auth, no database)`, await runLoad({ ...spec, url: `${service.url}/healthz`, headers: {} }))
+      }
+      non200 += a.errors + b.errors
+      aRps.push(a.rps)
+      bRps.push(b.rps)
+      ratios.push(b.rps / a.rps)
+      console.log(`round ${round} ratio b/a: ${(b.rps / a.rps).toFixed(2)}`)
+    }
+  } finally {
+    for (const child of children.reverse()) await stop(child)
+    rmSync(dataDir, { recursive: true, force: true })
+  }
+
+  const ratio = median(ratios)
+  console.log(`(a) median ${median(aRps).toFixed(0)} req/s, (b) median ${median(bRps).toFixed(0)} req/s`)
+  console.log(
+    `ratio b/a: median over rounds ${ratio.toFixed(2)} (rounds: ${ratios.map((r) => r.toFixed(2)).join(", ")}); ` +
+      `target >= ${TARGET_RATIO.toFixed(2)}: ${ratio >= TARGET_RATIO ? "met" : "NOT met"}`
+  )
+  if (non200 > 0) console.log("warning: some responses were not 200; the figures above count only 200s")
+}
+
+const loadArg = args.find((a) => a.startsWith("--load="))
+if (args.includes("--bare-server")) await bareServer()
+else if (loadArg !== undefined) await load(JSON.parse(loadArg.slice("--load=".length)) as LoadSpec)
+else await driver()
