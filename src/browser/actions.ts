@@ -87,9 +87,11 @@ const watch = (lease: ContextLease, page: Page) => {
       await page.waitForLoadState("load", { timeout: Math.min(left(), 1_500) }).catch(() => undefined)
       loadedAt = Date.now()
     }
-    // Then network quiet for 50 ms, when the action caused requests that the load did not cover.
+    // Then network quiet for 50 ms, when the action caused requests that the load did not cover;
+    // capped at 1 s, since long polls and event streams never finish.
     const quiet = () => inFlight === 0 && (lastActivity === 0 || lastActivity <= loadedAt || Date.now() - lastActivity >= 50)
-    while (!quiet() && left() > 0) await sleep(10)
+    const quietDeadline = Date.now() + Math.min(left(), 1_000)
+    while (!quiet() && Date.now() < quietDeadline) await sleep(10)
   }
 
   return {
