@@ -11,6 +11,7 @@ import { Config, Context, Deferred, Effect, Layer, Metric, Option, Semaphore } f
 import { access, constants } from "node:fs/promises"
 import { type Browser, type BrowserContext, type BrowserContextOptions, chromium, errors, type Page } from "playwright-core"
 import { ActionFailed, ActionTimeout, BrowserCrashed, type BrowserError, BrowserUnavailable, NavigationRefused } from "./errors.ts"
+import { AppConfig } from "../config/config.ts"
 import { startEgressProxy } from "./egress-proxy.ts"
 import { installNavigationGuard, type NavigationGuard } from "./guard.ts"
 
@@ -108,6 +109,20 @@ export class BrowserPool extends Context.Service<BrowserPool, {
     Effect.gen(function*() {
       const config = yield* browserPoolConfig
       return yield* makeBrowserPool(config)
+    })
+  )
+
+  /** Pool configured from the application's AppConfig (same variables, validated at start). */
+  static readonly layerFromAppConfig = Layer.effect(
+    BrowserPool,
+    Effect.gen(function*() {
+      const app = yield* AppConfig
+      const executablePath = Option.isSome(app.chromiumPath) ? app.chromiumPath.value : yield* Effect.promise(defaultExecutablePath)
+      return yield* makeBrowserPool({
+        executablePath,
+        cdpUrl: Option.getOrUndefined(app.browserCdpUrl),
+        allowPrivateNetworks: app.allowPrivateNetworks
+      })
     })
   )
 

@@ -1,5 +1,6 @@
 import { assert, describe, it, layer } from "@effect/vitest"
-import { Effect, Fiber, Metric, Option } from "effect"
+import { Effect, Fiber, Layer, Metric, Option } from "effect"
+import { AppConfig } from "../../src/config/config.ts"
 import { click, navigate } from "../../src/browser/actions.ts"
 import { observe } from "../../src/browser/observe.ts"
 import { browserMetrics, BrowserPool } from "../../src/browser/pool.ts"
@@ -100,5 +101,19 @@ describe("BrowserPool without a browser binary", () => {
       ).pipe(Effect.provide(BrowserPool.layerWith({ executablePath: "/nonexistent/chromium", allowPrivateNetworks: true })))
       assert.strictEqual(error._tag, "BrowserUnavailable")
       assert.include(error.message, "/nonexistent/chromium")
+    }))
+
+  it.live("reads CHROMIUM_PATH from the application config", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(
+        Effect.scoped(Effect.gen(function*() {
+          const pool = yield* BrowserPool
+          return yield* pool.acquireContext()
+        }))
+      ).pipe(
+        Effect.provide(BrowserPool.layerFromAppConfig.pipe(Layer.provide(AppConfig.layerFrom({ CHROMIUM_PATH: "/opt/missing/chromium" }))))
+      )
+      assert.strictEqual(error._tag, "BrowserUnavailable")
+      assert.include(error.message, "/opt/missing/chromium")
     }))
 })
