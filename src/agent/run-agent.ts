@@ -114,7 +114,8 @@ export const runAgent = Effect.fn("runAgent")(function*(runId: string, lease: Co
     const messages = yield* store.takeMessages(runId)
     const observation = yield* observeForModel.pipe(Effect.provideService(RunContext, ctx))
     let image: Uint8Array | undefined
-    if (settings.stepScreenshots || settings.vision) {
+    // A blank tab (the first step of a fresh session) has nothing to show.
+    if ((settings.stepScreenshots || settings.vision) && observation.url !== "about:blank") {
       const shot = yield* Effect.result(takeScreenshot(ctx))
       if (shot._tag === "Success") {
         image = shot.success

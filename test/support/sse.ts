@@ -18,8 +18,11 @@ export const readSse = async (url: string, headers: Record<string, string>, opti
     if (response.body === null) return { status, contentType, events }
     const decoder = new TextDecoder()
     let buffer = ""
-    for await (const chunk of response.body) {
-      buffer += decoder.decode(chunk as Uint8Array, { stream: true })
+    const reader = response.body.getReader()
+    while (true) {
+      const { done, value } = await reader.read()
+      if (done) break
+      buffer += decoder.decode(value, { stream: true })
       let split: number
       while ((split = buffer.indexOf("\n\n")) >= 0) {
         const raw = buffer.slice(0, split)

@@ -1,0 +1,108 @@
+/**
+ * Session start: from `POST /sessions` to the first browser action of its run (the moment the
+ * local page server receives the agent's navigation), with a scripted model that answers at once,
+ * against a bare Playwright `newContext` + `newPage` + `goto` of the same page on a warm browser,
+ * measured the same way in the same run. Target: median ratio <= 1.5.
+ *
+ *   node bench/session-start.ts [iterations=20]
+ */
+import { createServer } from "node:http"
+import type { AddressInfo } from "node:net"
+import { chromium } from "playwright-core"
+import { startScriptedModel } from "../test/fixtures/model/scripted-model.ts"
+import { startService, stopAndClean } from "../test/support/service.ts"
+
+const iterations = Number(process.argv[2] ?? 20)
+const median = (values: Array<number>) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
+
+// The page server records when each tagged request arrives.
+const arrivals = new Map<string, number>()
+const waiters = new Map<string, () => void>()
+const pages = createServer((req, res) => {
+  const tag = new URL(req.url ?? "/", "http://x").searchParams.get("tag")
+  if (tag !== null) {
+    arrivals.set(tag, performance.now())
+    waiters.get(tag)?.()
+  }
+  res.writeHead(200, { "content-type": "text/html" }).end("<!doctype html><title>bench</title><h1>Hello</h1><a href='/'>home</a>")
+})
+await new Promise<void>((resolve) => pages.listen(0, "127.0.0.1", resolve))
+const pageUrl = `http://127.0.0.1:${(pages.address() as AddressInfo).port}/`
+const arrival = (tag: string) => new Promise<number>((resolve) => {
+  const seen = arrivals.get(tag)
+  if (seen !== undefined) return resolve(seen)
+  waiters.set(tag, () => resolve(arrivals.get(tag)!))
+})
+
+// The model navigates at once to the page named in the task, then finishes.
+const model = await startScriptedModel((request) => {
+  const task = JSON.stringify(request.messages)
+  const tag = task.match(/tag=(\w+)/)?.[1] ?? "none"
+  const navigated = task.includes("observed") // a later step of the same run
+  return navigated ? { tool: "done", args: { output: "ok" } } : { tool: "navigate", args: { url: `${pageUrl}?tag=${tag}` } }
+})
+
+const service = await startService({
+  env: {
+    WA_MODEL_BASE_URL: model.baseUrl,
+    WA_MODEL: "scripted",
+    WA_ALLOW_PRIVATE_NETWORKS: "true",
+    WA_MAX_CONCURRENT_SESSIONS: "1000",
+    WA_RATE_LIMIT_REQUESTS: "100000"
+  }
+})
+
+const startSession = async (tag: string) => {
+  const started = performance.now()
+  const response = await service.request("POST", `/v1/projects/${service.projectId}/do_anything/sessions`, {
+    body: { instructions: `Open the page with tag=${tag}`, keep_alive: false }
+  })
+  if (response.status !== 201) throw new Error(`session create failed: ${response.status} ${response.text}`)
+  return (await arrival(tag)) - started
+}
+
+const browser = await chromium.launch({
+  executablePath: process.env["CHROMIUM_PATH"] ?? "/usr/bin/chromium",
+  args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking", "--disable-component-update", "--no-first-run", "--disable-sync"]
+})
+const bare = async (tag: string) => {
+  const started = performance.now()
+  const context = await browser.newContext()
+  const page = await context.newPage()
+  const arrived = arrival(tag)
+  await page.goto(`${pageUrl}?tag=${tag}`)
+  const at = await arrived
+  await context.close()
+  return at - started
+}
+
+// Warm-up: the service's browser is launched by its first session, like Playwright's above.
+await startSession("warm1")
+await bare("warm2")
+
+const service_ms: Array<number> = []
+const bare_ms: Array<number> = []
+for (let i = 0; i < iterations; i++) {
+  // Alternate, so both see the same machine load.
+  bare_ms.push(await bare(`b${i}`))
+  service_ms.push(await startSession(`s${i}`))
+  await new Promise((r) => setTimeout(r, 200))
+}
+
+const ratio = median(service_ms) / median(bare_ms)
+console.log(JSON.stringify({
+  bench: "session-start",
+  iterations,
+  service_median_ms: Math.round(median(service_ms) * 10) / 10,
+  bare_playwright_median_ms: Math.round(median(bare_ms) * 10) / 10,
+  ratio: Math.round(ratio * 100) / 100,
+  target_ratio: 1.5,
+  service_ms: service_ms.map((v) => Math.round(v)),
+  bare_ms: bare_ms.map((v) => Math.round(v))
+}, null, 2))
+
+await browser.close()
+await stopAndClean(service)
+await model.close()
+pages.close()
+process.exit(0)
