@@ -5,9 +5,13 @@
  */
 import { existsSync, readdirSync, rmSync } from "node:fs"
 import * as path from "node:path"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest"
 import { embeddedDatabaseClient, newDataDir, type Service, startService, stopAndClean } from "../support/service.ts"
 import { cleanEnv, livePostmaster, runWa } from "../support/processes.ts"
+
+// Every test here spawns the service or the CLI (each a full Node start, some starting PostgreSQL);
+// on a loaded CI machine that takes far longer than the default 60 s allows.
+vi.setConfig({ testTimeout: 180_000 })
 
 let service: Service
 const cleanup: Array<string> = []

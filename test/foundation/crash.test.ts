@@ -7,9 +7,13 @@ import { readFileSync, statSync } from "node:fs"
 import { connect } from "node:net"
 import { networkInterfaces } from "node:os"
 import * as path from "node:path"
-import { afterEach, describe, expect, it } from "vitest"
+import { afterEach, describe, expect, it, vi } from "vitest"
 import { embeddedDatabaseClient, type Service, startService, stopAndClean } from "../support/service.ts"
 import { childPids, clusterDirOf, isAlive, livePostmaster, waitFor } from "../support/processes.ts"
+
+// Every test here spawns the service or the CLI (each a full Node start, some starting PostgreSQL);
+// on a loaded CI machine that takes far longer than the default 60 s allows.
+vi.setConfig({ testTimeout: 180_000 })
 
 const env = { WA_RATE_LIMIT_REQUESTS: "1000000" }
 const running: Array<Service> = []
@@ -97,6 +101,8 @@ const expectAllServed = async (service: Service, acknowledged: ReadonlyArray<Ack
 const killPostgres = async (dataDir: string) => {
   const postmaster = livePostmaster(dataDir)
   expect(postmaster, "the embedded PostgreSQL should still run after the service was killed").toBeDefined()
+  // Frozen first, so it forks nothing between listing its children and the kill.
+  process.kill(postmaster!, "SIGSTOP")
   const children = childPids(postmaster!)
   process.kill(postmaster!, "SIGKILL")
   for (const child of children) {

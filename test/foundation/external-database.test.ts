@@ -7,10 +7,14 @@
 import { existsSync, readdirSync, rmSync } from "node:fs"
 import * as path from "node:path"
 import pg from "pg"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest"
 import { migrationCount } from "../../src/store/migrations.ts"
 import { livePostmaster } from "../support/processes.ts"
 import { embeddedDatabaseClient, externalDatabase, newDataDir, type Service, startService, stopAndClean } from "../support/service.ts"
+
+// Every test here spawns the service or the CLI (each a full Node start, some starting PostgreSQL);
+// on a loaded CI machine that takes far longer than the default 60 s allows.
+vi.setConfig({ testTimeout: 180_000 })
 
 interface Backend {
   readonly name: string

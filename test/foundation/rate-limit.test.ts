@@ -2,9 +2,13 @@
  * Per-key sliding-window rate limit through real HTTP: in-process, with Redis, and across two
  * service processes that share one database and one Redis (one budget for the key on both nodes).
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest"
 import { type ApiResponse, externalDatabase, type Service, startService, stopAndClean } from "../support/service.ts"
 import { requireRedis } from "../support/processes.ts"
+
+// Every test here spawns the service or the CLI (each a full Node start, some starting PostgreSQL);
+// on a loaded CI machine that takes far longer than the default 60 s allows.
+vi.setConfig({ testTimeout: 180_000 })
 
 const LIMIT = 5
 const WINDOW = 60
