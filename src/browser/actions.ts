@@ -73,8 +73,9 @@ const watch = (lease: ContextLease, page: Page) => {
   const settle = async (capMs: number): Promise<void> => {
     const deadline = Date.now() + capMs
     const left = () => Math.max(0, deadline - Date.now())
-    // A click's navigation or fetch starts a moment after the click resolves.
-    await sleep(15)
+    // A click's fetch (or a navigation Playwright did not wait for) starts a moment after the
+    // action resolves; a committed navigation needs no such grace.
+    if (!committed) await sleep(15)
     // A target=_blank link's tab is announced shortly after the click resolves.
     while (tabExpected && newPages.length === 0 && left() > 0 && Date.now() < deadline - capMs + 2_000) await sleep(10)
     if (navigationRequested && !committed) {
