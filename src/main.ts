@@ -15,6 +15,10 @@ import { SessionEntityLive } from "./entities/session.ts"
 import { RunEventBus } from "./events/run-event-bus.ts"
 import { RunStore } from "./store/runs.ts"
 import { ScreenshotStore } from "./store/screenshots.ts"
+import { Reader } from "./reader/reader.ts"
+import { ReaderBrowser } from "./reader/reader-browser.ts"
+import { WebSearch } from "./search/web-search.ts"
+import { WebSearchRuns } from "./search/web-search-runs.ts"
 import { Callbacks } from "./webhooks/callbacks.ts"
 import { RunNotifier } from "./webhooks/run-notifier.ts"
 import { AppConfig, loadAppConfig } from "./config/config.ts"
@@ -43,8 +47,9 @@ const logLayer = (level: "Info" | "Warn") =>
   }))
 
 /** Services of the products, over the database and the cluster. */
-const ProductServices = SessionEntityLive.pipe(
+const ProductServices = Layer.mergeAll(SessionEntityLive, WebSearchRuns.layer).pipe(
   Layer.provideMerge(RunNotifier.layer),
+  Layer.provideMerge(WebSearch.layerFetch.pipe(Layer.provide(Reader.layer), Layer.provide(ReaderBrowser.layerFromPool))),
   Layer.provideMerge(Layer.mergeAll(RunStore.layer, RunEventBus.layer, ScreenshotStore.layer, AgentModel.layer, BrowserPool.layer, Callbacks.layer)),
   Layer.provideMerge(ClusterLive)
 )

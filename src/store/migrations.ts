@@ -156,10 +156,18 @@ const m0003_media = Effect.gen(function*() {
     )`
 })
 
+const m0004_run_kinds = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  // WebSearch and DeepResearch runs need no browser session.
+  yield* sql`ALTER TABLE runs ALTER COLUMN session_id DROP NOT NULL`
+  yield* sql`CREATE INDEX runs_project_kind ON runs (project_id, kind, id DESC)`
+})
+
 const all = {
   "0001_foundation": m0001_foundation,
   "0002_do_anything": m0002_do_anything,
-  "0003_media": m0003_media
+  "0003_media": m0003_media,
+  "0004_run_kinds": m0004_run_kinds
 }
 
 export const migrations = Migrator.fromRecord(all)

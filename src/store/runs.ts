@@ -30,8 +30,10 @@ export interface SessionRow {
 
 export interface RunRow {
   readonly id: string
-  readonly session_id: string
+  /** Null for runs that need no browser session (WebSearch). */
+  readonly session_id: string | null
   readonly project_id: string
+  readonly kind: string
   readonly status: RunStatus
   readonly terminal_reason: string | null
   readonly expired: boolean
@@ -89,6 +91,8 @@ export class RunStore extends Context.Service<RunStore, {
     readonly run: NewRun
   }) => Effect.Effect<{ readonly session: SessionRow; readonly run: RunRow }>
   readonly addRun: (sessionId: string, run: NewRun) => Effect.Effect<RunRow, ReturnType<typeof conflict>>
+  /** A run without a session (WebSearch), with its first event. */
+  readonly createStandaloneRun: (projectId: string, kind: string, request: Record<string, unknown>) => Effect.Effect<RunRow>
   readonly getSession: (projectId: string, sessionId: string) => Effect.Effect<SessionRow | undefined>
   readonly listSessions: (projectId: string, status: string | undefined, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<SessionRow>>
   readonly runsOfSession: (sessionId: string) => Effect.Effect<ReadonlyArray<RunRow>>
@@ -236,9 +240,20 @@ export class RunStore extends Context.Service<RunStore, {
           yield* insertEvent(runId, "run.status_changed", { run_id: runId, from: "awaiting_input", status: "running" })
         })).pipe(Effect.catchTag("SqlError", Effect.die))
 
+      const createStandaloneRun: RunStore["Service"]["createStandaloneRun"] = (projectId, kind, request) =>
+        sql.withTransaction(Effect.gen(function*() {
+          const rows = yield* sql<RunRow>`
+            INSERT INTO runs (id, session_id, project_id, kind, status, request, max_steps)
+            VALUES (${makeId("run")}, NULL, ${projectId}, ${kind}, 'pending', ${JSON.stringify(request)}::jsonb, 0)
+            RETURNING *`
+          yield* insertEvent(rows[0]!.id, "run.status_changed", { run_id: rows[0]!.id, from: null, status: "pending" })
+          return rows[0]!
+        })).pipe(Effect.orDie)
+
       return RunStore.of({
         createSession,
         addRun,
+        createStandaloneRun,
         getSession: (projectId, sessionId) =>
           sql<SessionRow>`SELECT * FROM sessions WHERE id = ${sessionId} AND project_id = ${projectId}`.pipe(
             Effect.map((rows) => rows[0]),

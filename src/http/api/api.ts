@@ -6,6 +6,7 @@ import { HttpApi, OpenApi } from "effect/http-api"
 import { ApiKeysApi } from "./api-keys.ts"
 import { DoAnythingApi, DoAnythingFlatApi, MediaApi } from "./do-anything.ts"
 import { ProjectApi } from "./project.ts"
+import { WebSearchApi, WebSearchFlatApi } from "./web-search.ts"
 import { SystemApi } from "./system.ts"
 
 export class WebAgentApi extends HttpApi.make("web-agent-service")
@@ -14,6 +15,8 @@ export class WebAgentApi extends HttpApi.make("web-agent-service")
   .add(ProjectApi)
   .add(DoAnythingApi)
   .add(DoAnythingFlatApi)
+  .add(WebSearchApi)
+  .add(WebSearchFlatApi)
   .add(MediaApi)
   // Collect every schema failure so extra.errors[] lists all bad fields at once.
   .annotate(HttpApi.PayloadParseOptions, { errors: "all" })

@@ -66,7 +66,7 @@ const Money = Schema.String.annotate({ description: "USD, two decimals" })
 
 export const RunResponse = Schema.Struct({
   id: Schema.String,
-  session_id: Schema.String,
+  session_id: Schema.NullOr(Schema.String),
   status: Schema.String,
   terminal_reason: Schema.NullOr(Schema.String),
   expired: Schema.Boolean,

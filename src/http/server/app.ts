@@ -19,6 +19,7 @@ import { ApiKeysHandlers } from "./api-keys.ts"
 import { DoAnythingFlatHandlers, DoAnythingHandlers, DoAnythingOps, MediaHandlers } from "./do-anything.ts"
 import { ProjectHandlers } from "./project.ts"
 import { SystemHandlers } from "./system.ts"
+import { WebSearchFlatHandlers, WebSearchHandlers } from "./web-search.ts"
 
 /** The middlewares of project endpoints, provided *to* each group's handler layer. */
 const ProjectMiddlewares = Layer.mergeAll(AuthenticationLive, RateLimitLive, IdempotencyLive).pipe(
@@ -29,7 +30,7 @@ const ApiRoutes = HttpApiBuilder.layer(WebAgentApi, { openapiPath: "/openapi.jso
   Layer.provide([
     SystemHandlers,
     MediaHandlers,
-    Layer.mergeAll(ApiKeysHandlers, ProjectHandlers, DoAnythingHandlers, DoAnythingFlatHandlers).pipe(
+    Layer.mergeAll(ApiKeysHandlers, ProjectHandlers, DoAnythingHandlers, DoAnythingFlatHandlers, WebSearchHandlers, WebSearchFlatHandlers).pipe(
       Layer.provide(ProjectMiddlewares)
     )
   ]),

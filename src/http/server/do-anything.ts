@@ -220,7 +220,9 @@ export class DoAnythingOps extends Context.Service<DoAnythingOps, {
         Effect.gen(function*() {
           const { projectId } = yield* CurrentKey
           const row = yield* store.getRun(runId)
-          if (row === undefined || row.project_id !== projectId) return yield* notFound("run_not_found", `no run ${runId} in this project`)
+          if (row === undefined || row.project_id !== projectId || row.kind !== "do_anything") {
+            return yield* notFound("run_not_found", `no run ${runId} in this project`)
+          }
           return row
         })
       const run = (sessionId: string, runId: string) =>
@@ -268,7 +270,7 @@ export class DoAnythingOps extends Context.Service<DoAnythingOps, {
             terminalReason: "canceled",
             data: { reason }
           })
-          yield* clientFor(row.session_id).Interrupt({ runId: row.id }, { discard: true }).pipe(Effect.ignore)
+          if (row.session_id !== null) yield* clientFor(row.session_id).Interrupt({ runId: row.id }, { discard: true }).pipe(Effect.ignore)
           yield* notifier.terminal(row.id)
           return canceled
         })
