@@ -7,7 +7,7 @@
 import { Effect } from "effect"
 import type { ElementHandle, Page, Request } from "playwright-core"
 import { type ActionError, ActionFailed, ActionTimeout, BrowserCrashed, ElementNotFound, NavigationRefused } from "./errors.ts"
-import { resolveRefHandle, screenshot as takeScreenshot } from "./observe.ts"
+import { elementAt, locateRef, type RefLocation, resolveRefHandle, screenshot as takeScreenshot } from "./observe.ts"
 import { attempt, type ContextLease } from "./pool.ts"
 
 /** What happened, in words the model can use, plus where the tab is now. */
@@ -163,27 +163,41 @@ const act = (
     })
   )
 
-/** Resolves a ref to its element handle, or fails with ElementNotFound. */
-const withElement = (
+/**
+ * Resolves a ref to its element handle (or fails with ElementNotFound) and runs `f` on it.
+ * `pre` runs in the element's frame at the same time as the lookup, saving a round trip.
+ */
+const withElement = <P = undefined>(
   lease: ContextLease,
   ref: string,
   action: string,
   timeouts: ActionTimeouts,
-  f: (element: ElementHandle<Element>, page: Page, expectTab: () => void) => Promise<string>
+  f: (element: ElementHandle<Element>, page: Page, expectTab: () => void, pre: P | undefined) => Promise<string>,
+  pre?: (location: RefLocation) => Promise<P>
 ): Effect.Effect<ActionOutcome, ActionError> =>
   Effect.flatMap(activePage(lease), (page) =>
-    attempt(lease, `${action} ${ref}`, 5_000, () => resolveRefHandle(page, ref)).pipe(
-      Effect.flatMap((element) =>
-        element === undefined
+    attempt(lease, `${action} ${ref}`, 5_000, async () => {
+      const location = await locateRef(page, ref)
+      if (location === undefined) return undefined
+      const [element, preResult] = await Promise.all([
+        elementAt(location),
+        pre === undefined ? Promise.resolve(undefined) : pre(location).catch(() => undefined)
+      ])
+      return element === undefined ? undefined : { element, preResult }
+    }).pipe(
+      Effect.flatMap((found) =>
+        found === undefined
           ? Effect.fail(
             new ElementNotFound({
               ref,
               message: `no element ${ref} on the page any more (it changed or navigated); observe again for fresh refs`
             })
           )
-          : act(lease, `${action} ${ref}`, timeouts.actionMs, timeouts.settleMs, (p, expectTab) => f(element, p, expectTab)).pipe(
-            Effect.ensuring(Effect.promise(() => element.dispose().catch(() => undefined)))
-          )
+          : act(lease, `${action} ${ref}`, timeouts.actionMs, timeouts.settleMs, (p, expectTab) =>
+            f(found.element, p, expectTab, found.preResult)).pipe(
+              // Released in the background: nobody needs to wait for the handle's disposal.
+              Effect.ensuring(Effect.sync(() => void found.element.dispose().catch(() => undefined)))
+            )
       )
     ))
 
@@ -200,15 +214,21 @@ export const navigate = (lease: ContextLease, url: string, timeouts: ActionTimeo
   })
 
 /**
- * Evaluated in the page on the element about to be clicked: is it clickable right now (enabled,
- * visible, in view, not covered at its centre), and will the click open a new tab?
+ * Evaluated in the element's frame (by ref number, alongside the ref lookup): is the element
+ * clickable right now (enabled, visible, in view, not covered at its centre), and will the
+ * click open a new tab? Self-contained: it reads the ref table page-script.ts keeps.
  */
-function probeClick(el: Element): { ready: boolean; opensTab: boolean } {
+function probeClick(id: number): { ready: boolean; opensTab: boolean } {
+  const table = (window as unknown as Record<symbol, { els: Map<number, WeakRef<Element>> } | undefined>)[
+    Symbol.for("web-agent-service.refs")
+  ]
+  const el = table?.els.get(id)?.deref()
+  if (el === undefined || !el.isConnected) return { ready: false, opensTab: false }
   const link = el.closest("a[href], area[href]")
   const form = (el as HTMLButtonElement).form ?? null
   const target = (link?.getAttribute("target") ?? form?.getAttribute("target") ?? "").toLowerCase()
   const opensTab = target !== "" && target !== "_self" && target !== "_parent" && target !== "_top"
-  if (!el.isConnected || (el as HTMLButtonElement).disabled === true || el.getAttribute("aria-disabled") === "true") {
+  if ((el as HTMLButtonElement).disabled === true || el.getAttribute("aria-disabled") === "true") {
     return { ready: false, opensTab }
   }
   if (!el.checkVisibility({ visibilityProperty: true, opacityProperty: true })) return { ready: false, opensTab }
@@ -233,16 +253,16 @@ function probeClick(el: Element): { ready: boolean; opensTab: boolean } {
 }
 
 export const click = (lease: ContextLease, ref: string, timeouts: ActionTimeouts = defaultTimeouts) =>
-  withElement(lease, ref, "click", timeouts, async (element, _page, expectTab) => {
-    const probe = await element.evaluate(probeClick).catch(() => ({ ready: false, opensTab: false }))
-    if (probe.opensTab) expectTab()
+  withElement<ReturnType<typeof probeClick>>(lease, ref, "click", timeouts, async (element, _page, expectTab, probe) => {
+    if (probe?.opensTab === true) expectTab()
     // Playwright waits for a navigation the click scheduled to commit (it knows from the
-    // browser, no timing guess); settle then waits for load. When the probe saw the element enabled, visible and on top at its centre, the click skips
-    // Playwright's actionability polling (~40 ms of animation frames); otherwise Playwright
-    // waits for the element to become clickable and explains why when it does not.
-    await element.click({ timeout: timeouts.actionMs, force: probe.ready })
+    // browser, no timing guess); settle then waits for load. When the probe saw the element
+    // enabled, visible and on top at its centre, the click skips Playwright's actionability
+    // polling (~40 ms of animation frames); otherwise Playwright waits for the element to become
+    // clickable and explains why when it does not.
+    await element.click({ timeout: timeouts.actionMs, force: probe?.ready === true })
     return `clicked ${ref}`
-  })
+  }, (location) => location.frame.evaluate(probeClick, location.id))
 
 export interface TypeOptions {
   /** Press Enter afterwards (submits most forms and search boxes). */

@@ -118,8 +118,14 @@ export const snapshotPage = (page: Page, options: SnapshotOptions = {}): Promise
 
 const refPattern = /^((?:f\d+)*)e(\d+)$/
 
-/** Finds the element of a ref across frames; undefined when the ref is stale or malformed. */
-export const resolveRefHandle = async (page: Page, ref: string): Promise<ElementHandle<Element> | undefined> => {
+/** Where a ref lives: its frame and its element number there. */
+export interface RefLocation {
+  readonly frame: Frame
+  readonly id: number
+}
+
+/** Finds the frame of a ref (no page round trip for main-frame refs); undefined when malformed or gone. */
+export const locateRef = async (page: Page, ref: string): Promise<RefLocation | undefined> => {
   const match = refPattern.exec(ref.trim().replace(/^\[|\]$/g, ""))
   if (match === null) return undefined
   let frame: Frame = page.mainFrame()
@@ -131,13 +137,24 @@ export const resolveRefHandle = async (page: Page, ref: string): Promise<Element
     if (next === null) return undefined
     frame = next
   }
-  const handle = await frame.evaluateHandle(elementForRef, Number(match[2]))
+  return { frame, id: Number(match[2]) }
+}
+
+/** The element handle at a ref location; undefined when the element is gone. */
+export const elementAt = async (location: RefLocation): Promise<ElementHandle<Element> | undefined> => {
+  const handle = await location.frame.evaluateHandle(elementForRef, location.id)
   const element = handle.asElement()
   if (element === null) {
     await handle.dispose()
     return undefined
   }
   return element as ElementHandle<Element>
+}
+
+/** Finds the element of a ref across frames; undefined when the ref is stale or malformed. */
+export const resolveRefHandle = async (page: Page, ref: string): Promise<ElementHandle<Element> | undefined> => {
+  const location = await locateRef(page, ref)
+  return location === undefined ? undefined : elementAt(location)
 }
 
 const tabsOf = async (lease: ContextLease): Promise<ReadonlyArray<TabInfo>> => {
