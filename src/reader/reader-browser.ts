@@ -15,6 +15,7 @@
  */
 import { Context, Effect, Exit, Layer, Schema, Scope, Semaphore } from "effect"
 import { type Browser, chromium, type Page } from "playwright-core"
+import { chromiumArgs } from "../browser/pool.ts"
 import { BrowserCrashed, BrowserUnavailable } from "../browser/errors.ts"
 import { BrowserPool } from "../browser/pool.ts"
 
@@ -45,15 +46,6 @@ export interface ReaderBrowserService {
   readonly withExtractionPage: <A, E, R>(f: (page: Page) => Effect.Effect<A, E, R>) => Effect.Effect<A, E | BrowserError, R>
 }
 
-export const CHROMIUM_ARGS = [
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-dev-shm-usage",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--no-first-run",
-  "--disable-sync"
-]
 
 const USER_AGENT =
   "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36"
@@ -105,7 +97,7 @@ export class ReaderBrowser extends Context.Service<ReaderBrowser, ReaderBrowserS
       Effect.suspend(() => {
         if (browser !== undefined && browser.isConnected()) return Effect.succeed(browser)
         return Effect.tryPromise({
-          try: () => chromium.launch({ executablePath, headless: true, args: CHROMIUM_ARGS }),
+          try: () => chromium.launch({ executablePath, headless: true, args: [...chromiumArgs] }),
           catch: browserError(`cannot launch Chromium at ${executablePath}`)
         }).pipe(Effect.tap((launched) => Effect.sync(() => (browser = launched))))
       })

@@ -1,12 +1,11 @@
 /**
  * Summaries and model re-ranking: pages are read with the real Reader (Chromium) from a local
- * site; the model is a scripted OpenAI-compatible Chat Completions server. (The client is the
- * minimal one in fixtures/engines/openai-chat-model.ts: @effect/ai-openai-compat 4.0.0-beta.98
- * does not load with effect 4.1.0, see there.)
+ * site; the model is the scripted OpenAI-compatible Chat Completions server, reached through the
+ * service's own OpenAI-compatible provider.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
-import type { LanguageModel } from "effect/ai"
+import { LanguageModel } from "effect/ai"
 import { FetchHttpClient } from "effect/http"
 import { createServer } from "node:http"
 import { Reader } from "../../src/reader/reader.ts"
@@ -14,8 +13,8 @@ import { ReaderBrowser } from "../../src/reader/reader-browser.ts"
 import { decodeWebSearchRequest, type WebSearchRequestEncoded } from "../../src/search/schema.ts"
 import { WebSearch } from "../../src/search/web-search.ts"
 import { type FakeEngines, fakeEngines } from "../fixtures/engines/fake-engines.ts"
-import { type ChatRequest, fakeModel, promptText } from "../fixtures/engines/fake-model.ts"
-import { openAiChatModelLayer } from "../fixtures/engines/openai-chat-model.ts"
+import { makeOpenAiCompatible } from "../../src/agent/providers/openai-compatible.ts"
+import { type ChatRequest, promptText, scriptedModel } from "../fixtures/model/scripted-model.ts"
 import { settingsFor } from "../fixtures/engines/settings.ts"
 
 const articles: Record<string, { title: string; paragraphs: Array<string> }> = {
@@ -66,7 +65,10 @@ const site = Effect.acquireRelease(
 
 const readerLayer = Reader.layerWith({ allowPrivate: true }).pipe(Layer.provide(ReaderBrowser.layer))
 
-const modelLayer = (apiUrl: string) => openAiChatModelLayer({ apiUrl, model: "fake-model" }).pipe(Layer.provide(FetchHttpClient.layer))
+const modelLayer = (baseUrl: string) =>
+  Layer.effect(LanguageModel.LanguageModel, makeOpenAiCompatible({ baseUrl, apiKey: undefined, model: "fake-model" })).pipe(
+    Layer.provide(FetchHttpClient.layer)
+  )
 
 const searchLayer = (fake: FakeEngines, model?: Layer.Layer<LanguageModel.LanguageModel>) =>
   WebSearch.layerWith(settingsFor(fake.url, ["brave", "google"])).pipe(
@@ -88,7 +90,7 @@ const resultsFor = (origin: string) => (engine: string) =>
     : [{ url: `${origin}/retry`, title: "Retrying with backoff", snippet: "Exponential backoff explained." }]
 
 /** The scripted model: JSON relevance scores when asked for an object, else a summary naming the page. */
-const script = (request: ChatRequest): string => {
+const textScript = (request: ChatRequest): string => {
   const prompt = promptText(request)
   if (request.response_format !== undefined) {
     // Rank the breaker page (listed second after fusion) above the retry page.
@@ -124,9 +126,9 @@ describe("WebSearch summaries", () => {
     Effect.gen(function*() {
       const { url } = yield* site
       const fake = yield* fakeEngines({ results: resultsFor(url) })
-      const model = yield* fakeModel(script)
+      const model = yield* scriptedModel((request) => ({ text: textScript(request) }))
       const result = yield* run({ queries: ["circuit breaker"], summarize: true }).pipe(
-        Effect.provide(searchLayer(fake, modelLayer(model.apiUrl)))
+        Effect.provide(searchLayer(fake, modelLayer(model.baseUrl)))
       )
       assert.isTrue(result.is_summarized)
       assert.strictEqual(result.summary_method, "model")
@@ -142,8 +144,8 @@ describe("WebSearch summaries", () => {
     Effect.gen(function*() {
       const { url } = yield* site
       const fake = yield* fakeEngines({ results: resultsFor(url) })
-      const model = yield* fakeModel(script)
-      const layer = searchLayer(fake, modelLayer(model.apiUrl))
+      const model = yield* scriptedModel((request) => ({ text: textScript(request) }))
+      const layer = searchLayer(fake, modelLayer(model.baseUrl))
       // Fusion alone: /retry (brave 2nd + google 1st) beats /breaker (brave 1st only).
       const plain = yield* run({ queries: ["resilience"] }).pipe(Effect.provide(layer))
       assert.deepStrictEqual(plain.results.map((r) => r.url.slice(url.length)), ["/retry", "/breaker"])

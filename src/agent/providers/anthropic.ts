@@ -7,6 +7,7 @@ import { Effect, Redacted, Stream } from "effect"
 import { AiError, LanguageModel, type Prompt, Tool } from "effect/ai"
 import type * as Response from "effect/ai/Response"
 import { HttpClient, HttpClientRequest } from "effect/http"
+import { finishPart } from "./openai-compatible.ts"
 
 export interface AnthropicOptions {
   readonly baseUrl: string
@@ -128,14 +129,7 @@ export const makeAnthropic = (options: AnthropicOptions) =>
             if (block.type === "text" && block.text) parts.push({ type: "text", text: block.text })
             if (block.type === "tool_use") parts.push({ type: "tool-call", id: block.id ?? "", name: block.name ?? "", params: block.input ?? {} })
           }
-          parts.push({
-            type: "finish",
-            reason: finishReasons[json.stop_reason ?? ""] ?? "unknown",
-            usage: {
-              inputTokens: { total: json.usage?.input_tokens, uncached: undefined, cacheRead: undefined, cacheWrite: undefined },
-              outputTokens: { total: json.usage?.output_tokens, text: undefined, reasoning: undefined }
-            }
-          } as Response.PartEncoded)
+          parts.push(finishPart(finishReasons[json.stop_reason ?? ""] ?? "unknown", json.usage?.input_tokens, json.usage?.output_tokens))
           return parts
         }),
       streamText: () => Stream.fail(failure("streamText", "streaming is not supported by this provider"))

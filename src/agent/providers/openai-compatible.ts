@@ -74,6 +74,17 @@ const toolChoiceOf = (choice: LanguageModel.ProviderOptions["toolChoice"]) => {
   return choice.mode ?? "auto"
 }
 
+/** The closing part of a provider response: why it stopped and the tokens it used. */
+export const finishPart = (reason: Response.FinishReason, inputTokens: number | undefined, outputTokens: number | undefined) =>
+  ({
+    type: "finish",
+    reason,
+    usage: {
+      inputTokens: { total: inputTokens, uncached: undefined, cacheRead: undefined, cacheWrite: undefined },
+      outputTokens: { total: outputTokens, text: undefined, reasoning: undefined }
+    }
+  }) as Response.PartEncoded
+
 const finishReasons: Record<string, Response.FinishReason> = {
   stop: "stop",
   length: "length",
@@ -109,7 +120,15 @@ export const makeOpenAiCompatible = (options: OpenAiCompatibleOptions) =>
             }))
             body["tool_choice"] = toolChoiceOf(provider.toolChoice)
           }
-          if (provider.responseFormat.type === "json") body["response_format"] = { type: "json_object" }
+          if (provider.responseFormat.type === "json") {
+            body["response_format"] = {
+              type: "json_schema",
+              json_schema: {
+                name: provider.responseFormat.objectName,
+                schema: Tool.getJsonSchemaFromSchema(provider.responseFormat.schema)
+              }
+            }
+          }
           let request = HttpClientRequest.post(url).pipe(HttpClientRequest.bodyJsonUnsafe(body))
           if (options.apiKey !== undefined) request = HttpClientRequest.bearerToken(request, Redacted.value(options.apiKey))
           const response = yield* http.execute(request).pipe(
@@ -133,14 +152,7 @@ export const makeOpenAiCompatible = (options: OpenAiCompatibleOptions) =>
             }
             parts.push({ type: "tool-call", id: call.id ?? `call_${parts.length}`, name: call.function?.name ?? "", params })
           }
-          parts.push({
-            type: "finish",
-            reason: finishReasons[choice.finish_reason ?? ""] ?? "unknown",
-            usage: {
-              inputTokens: { total: json.usage?.prompt_tokens, uncached: undefined, cacheRead: undefined, cacheWrite: undefined },
-              outputTokens: { total: json.usage?.completion_tokens, text: undefined, reasoning: undefined }
-            }
-          } as Response.PartEncoded)
+          parts.push(finishPart(finishReasons[choice.finish_reason ?? ""] ?? "unknown", json.usage?.prompt_tokens, json.usage?.completion_tokens))
           return parts
         }),
       streamText: () => Stream.fail(failure("streamText", "streaming is not supported by this provider"))
