@@ -3,6 +3,7 @@
  * a first start beforehand, then stopped) to the first 200 from /readyz. Each run starts the
  * embedded PostgreSQL too (the previous run's SIGTERM stopped it). Prints every run and the median,
  * with the moments PostgreSQL was ready and the server listened. Target: median <= 3 s.
+ * As a breakdown it also times `node src/main.ts --help` (loading the module graph, no database).
  *
  *   node bench/cold-start.ts [runs=5]
  */
@@ -105,6 +106,15 @@ const median = (values: ReadonlyArray<number>) => {
   return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2
 }
 
+/** Spawn to exit of `wa --help`: what loading the code costs before anything starts. */
+const moduleLoad = () =>
+  new Promise<number>((resolve, reject) => {
+    const t0 = performance.now()
+    const child = spawn(process.execPath, [mainScript, "--help"], { cwd: root, env: envFor(tmpdir(), 0), stdio: "ignore" })
+    child.once("error", reject)
+    child.once("exit", (code) => code === 0 ? resolve(performance.now() - t0) : reject(new Error(`wa --help exited with ${code}`)))
+  })
+
 const fmt = (ms: number | undefined) => ms === undefined ? "    -" : `${(ms / 1000).toFixed(2)} s`
 
 const dataDir = mkdtempSync(path.join(tmpdir(), "wa-bench-cold-"))
@@ -124,6 +134,9 @@ try {
   const m = median(results.map((r) => r.readyMs))
   console.log(`cold start to first 200 from /readyz: median ${fmt(m)} over ${runs} runs (min ${fmt(Math.min(...results.map((r) => r.readyMs)))}, max ${fmt(Math.max(...results.map((r) => r.readyMs)))})`)
   console.log(`target <= ${fmt(TARGET_MS)}: ${m <= TARGET_MS ? "met" : "NOT met"}`)
+  const loads: Array<number> = []
+  for (let i = 0; i < runs; i++) loads.push(await moduleLoad())
+  console.log(`breakdown: spawn to exit of \`wa --help\` (module graph only): median ${fmt(median(loads))} (${loads.map((l) => fmt(l)).join(", ")})`)
 } finally {
   rmSync(dataDir, { recursive: true, force: true })
 }
