@@ -144,12 +144,20 @@ const act = (
     Effect.flatMap(activePage(lease), (page) => {
       lease.guard.takeRefusals()
       lease.takeDialogs()
+      lease.takeBlockedConnections()
       const watcher = watch(lease, page)
       return attempt(lease, action, timeoutMs + settleMs + 1_000, async () => {
         const message = await f(page, watcher.expectTab)
         await watcher.settle(settleMs)
         const newTabs = watcher.newTabs()
         const dialogs = lease.takeDialogs()
+        const blockedHosts = [...new Set(lease.takeBlockedConnections().map((b) => {
+          try {
+            return new URL(b.url).host
+          } catch {
+            return b.url
+          }
+        }))]
         return {
           url: page.url(),
           navigated: watcher.navigated(),
@@ -157,7 +165,8 @@ const act = (
           message: message +
             (watcher.navigated() ? `; now at ${page.url()}` : "") +
             (newTabs.length > 0 ? `; opened tab ${newTabs.join(", ")} (use switch_tab)` : "") +
-            (dialogs.length > 0 ? `; the page showed and we accepted: ${dialogs.join(", ")}` : "")
+            (dialogs.length > 0 ? `; the page showed and we accepted: ${dialogs.join(", ")}` : "") +
+            (blockedHosts.length > 0 ? `; blocked the page's requests to private addresses: ${blockedHosts.slice(0, 5).join(", ")}` : "")
         }
       }).pipe(Effect.ensuring(Effect.sync(watcher.stop)))
     })

@@ -34,8 +34,6 @@ export interface GuardOptions {
 export interface NavigationGuard {
   /** Returns (and forgets) the refusals recorded since the last call, oldest first. */
   readonly takeRefusals: () => ReadonlyArray<NavigationRefused>
-  /** Records a refusal made elsewhere (the context's egress proxy). */
-  readonly record: (refusal: NavigationRefused) => void
   /** Checks a URL the agent is about to open; succeeds when allowed. */
   readonly check: (url: string) => Effect.Effect<void, NavigationRefused>
 }
@@ -95,9 +93,6 @@ export const installNavigationGuard = async (
 
   return {
     takeRefusals: () => refusals.splice(0, refusals.length),
-    record: (refusal) => {
-      refusals.push(refusal)
-    },
     check
   }
 }

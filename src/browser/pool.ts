@@ -74,6 +74,8 @@ export interface ContextLease {
    * are accepted at once so the page never blocks; the agent is told what they said.
    */
   readonly takeDialogs: () => ReadonlyArray<string>
+  /** Connections the egress proxy refused since the last call (sub-resources, redirect hops). */
+  readonly takeBlockedConnections: () => ReadonlyArray<NavigationRefused>
   /** True once the browser behind this lease has gone away. */
   readonly crashed: () => boolean
   /** Completes when the browser behind this lease disconnects (interruptible waits, no leak per action). */
@@ -248,10 +250,13 @@ export const makeBrowserPool = Effect.fnUntraced(function*(config: BrowserPoolCo
       try: async (signal) => {
         // Private networks refused and a local browser: all traffic goes through an egress proxy
         // that checks each connection (redirect hops included), see egress-proxy.ts.
-        let record: (refusal: NavigationRefused) => void = () => undefined
+        // Connections the proxy refused: sub-resources and redirect hops. They do not fail an
+        // action by themselves (a public page may embed a private image); navigations refused
+        // are reported by the guard, which watches documents and their redirect hops.
+        const blocked: Array<NavigationRefused> = []
         const proxy = allowPrivateNetworks || config.cdpUrl !== undefined
           ? undefined
-          : await startEgressProxy({ allowedOrigins: options.allowedOrigins, onRefused: (r) => record(r) })
+          : await startEgressProxy({ allowedOrigins: options.allowedOrigins, onRefused: (r) => blocked.push(r) })
         try {
           const context = await browser.newContext({
             ...(options.storageState !== undefined ? { storageState: options.storageState } : {}),
@@ -264,10 +269,9 @@ export const makeBrowserPool = Effect.fnUntraced(function*(config: BrowserPoolCo
               allowPrivateNetworks,
               allowedOrigins: options.allowedOrigins
             })
-            record = guard.record
             const page = await context.newPage()
             if (signal.aborted) throw new Error("opening the context was abandoned")
-            return { context, guard, page, proxy }
+            return { context, guard, page, proxy, blocked }
           } catch (error) {
             await context.close().catch(() => undefined)
             throw error
@@ -289,7 +293,7 @@ export const makeBrowserPool = Effect.fnUntraced(function*(config: BrowserPoolCo
       Effect.tapError(() => Effect.sync(() => browser.off("disconnected", onDisconnect)))
     )
 
-    const { context, guard, proxy } = created
+    const { context, guard, proxy, blocked } = created
     let active: Page | undefined = created.page
     const dialogs: Array<string> = []
     const acceptDialogs = (page: Page) =>
@@ -315,6 +319,7 @@ export const makeBrowserPool = Effect.fnUntraced(function*(config: BrowserPoolCo
         active = page
       },
       takeDialogs: () => dialogs.splice(0, dialogs.length),
+      takeBlockedConnections: () => blocked.splice(0, blocked.length),
       crashed: () => crashed,
       crashSignal: crash
     }

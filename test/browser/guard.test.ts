@@ -74,6 +74,19 @@ layer(TestLayer, { excludeTestServices: true })("navigation guard", (it) => {
       assert.isFalse(served.some((line) => line.includes("from=script")))
     }))
 
+  it.effect("a public page embedding a private image still loads; the image request is blocked and reported", () =>
+    Effect.gen(function*() {
+      const pool = yield* BrowserPool
+      const site = yield* FixtureSite
+      const lease = yield* pool.acquireContext({ allowPrivateNetworks: false, allowedOrigins: [site.url] })
+      const privateImage = `${site.url.replace("127.0.0.1", "localhost")}/echo?from=image`
+      const outcome = yield* navigate(lease, `${site.url}/with-image?src=${encodeURIComponent(privateImage)}`)
+      assert.include(outcome.url, "/with-image")
+      assert.include(outcome.message, "blocked the page's requests to private addresses: localhost")
+      const served = yield* Effect.promise(() => fetch(`${site.url}/__requests`).then((r) => r.json() as Promise<Array<string>>))
+      assert.isFalse(served.some((line) => line.includes("from=image")))
+    }))
+
   it.effect("allows private targets when the lease allows private networks", () =>
     Effect.gen(function*() {
       const pool = yield* BrowserPool
