@@ -44,7 +44,7 @@ describe("duration and steps", () => {
   let service: Service
   // A minute of max_duration_minutes lasts one second here, and a run has three steps.
   beforeAll(async () => {
-    service = await startService({ env: { ...modelEnv(), WA_RUN_MINUTE_MS: "1000", WA_MAX_STEPS: "3" } })
+    service = await startService({ env: { ...modelEnv(), WA_RUN_MINUTE_MS: "1000", WA_MAX_STEPS: "3", WA_SESSION_IDLE_SECONDS: "2" } })
   })
   afterAll(() => stopAndClean(service))
 
@@ -81,6 +81,64 @@ describe("duration and steps", () => {
 
     const notExpired = await service.request("POST", `${base(service)}/sessions/${sid}/runs/${continued.json.id}/continue`, { body: { content: "more" } })
     expect(notExpired.status).toBe(409)
+  })
+})
+
+describe("keep_alive", () => {
+  let service: Service
+  beforeAll(async () => {
+    service = await startService({ env: { ...modelEnv(), WA_SESSION_IDLE_SECONDS: "2" } })
+  })
+  afterAll(() => stopAndClean(service))
+
+  it("a kept-alive session stays warm after its run and is released after the idle timeout; keep_alive false releases at once", async () => {
+    model.setScript(() => ({ tool: "done", args: { output: 1 } }))
+    const warm = await create(service, { instructions: "stay", keep_alive: true })
+    await waitForStatus(service, warm.sid, warm.rid, terminal)
+    expect((await service.request("GET", `${base(service)}/sessions/${warm.sid}`)).json.status).toBe("idle")
+    let status = "idle"
+    for (let i = 0; i < 100 && status !== "closed"; i++) {
+      await new Promise((r) => setTimeout(r, 200))
+      status = (await service.request("GET", `${base(service)}/sessions/${warm.sid}`)).json.status
+    }
+    expect(status).toBe("closed")
+    const refused = await service.request("POST", `${base(service)}/sessions/${warm.sid}/runs`, { body: { instructions: "too late" } })
+    expect(refused.status).toBe(409)
+
+    const cold = await create(service, { instructions: "go", keep_alive: false })
+    await waitForStatus(service, cold.sid, cold.rid, terminal)
+    let coldStatus = ""
+    for (let i = 0; i < 20 && coldStatus !== "closed"; i++) {
+      coldStatus = (await service.request("GET", `${base(service)}/sessions/${cold.sid}`)).json.status
+      if (coldStatus !== "closed") await new Promise((r) => setTimeout(r, 100))
+    }
+    expect(coldStatus).toBe("closed")
+  })
+})
+
+describe("private addresses", () => {
+  let service: Service
+  beforeAll(async () => {
+    service = await startService({ env: { WA_MODEL_BASE_URL: model.baseUrl, WA_MODEL: "scripted" } })
+  })
+  afterAll(() => stopAndClean(service))
+
+  it("navigation to a metadata or loopback address is refused as a failed action the model sees", async () => {
+    model.setScript((request, turn) => {
+      if (turn === 0) return { tool: "navigate", args: { url: "http://169.254.169.254/latest/meta-data/" } }
+      if (turn === 1) return { tool: "navigate", args: { url: `${site.url}/page/1` } }
+      const results = JSON.stringify(request.messages.filter((m) => m.role === "tool").map((m) => m.content))
+      return { tool: "done", args: { output: { refusals: (results.match(/NavigationRefused/g) ?? []).length } } }
+    })
+    const { sid, rid } = await create(service, { instructions: "try the metadata service" })
+    const run = await waitForStatus(service, sid, rid, terminal)
+    expect(run.status).toBe("done")
+    expect(run.output).toEqual({ refusals: 2 })
+    const { readSse } = await import("../support/sse.ts")
+    const { events } = await readSse(`${service.url}${base(service)}/sessions/${sid}/runs/${rid}/events`, { authorization: `Bearer ${service.apiKey}` })
+    const failed = events.filter((e) => e.event === "run.action.failed").map((e) => e.data.data)
+    expect(failed).toHaveLength(2)
+    expect(failed[0]).toMatchObject({ action: "navigate", code: "NavigationRefused" })
   })
 })
 

@@ -183,6 +183,28 @@ describe("runs", () => {
   })
 })
 
+describe("reading tools", () => {
+  it("read_page returns the main content as Markdown and extract returns JSON by a schema", async () => {
+    model.setScript((request, turn) => {
+      // extract asks the model without tools: answer with the JSON it wants.
+      if (request.tools === undefined) return { text: JSON.stringify({ heading: "Page 2" }) }
+      if (turn === 0) return { tool: "navigate", args: { url: `${site.url}/page/2` } }
+      const results = toolResults(request)
+      const last = results[results.length - 1] as any
+      if (last?.markdown === undefined && last?.heading === undefined) return { tool: "read_page" }
+      if (last?.markdown !== undefined) {
+        expect(last.markdown).toContain("page number 2")
+        return { tool: "extract", args: { schema: { type: "object", properties: { heading: { type: "string" } } } } }
+      }
+      return { tool: "done", args: { output: last } }
+    })
+    const { sid, rid } = await createSession({ instructions: "Read page 2" })
+    const run = await waitForStatus(sid, rid, terminal)
+    expect(run.error).toBeNull()
+    expect(run.output).toEqual({ heading: "Page 2" })
+  })
+})
+
 describe("cancel", () => {
   it("cancels a running run, a run awaiting input, and refuses a terminal one with 409", async () => {
     const hold = gate()
