@@ -32,8 +32,10 @@ export interface GuardOptions {
 }
 
 export interface NavigationGuard {
-  /** Returns (and forgets) the refusals recorded since the last call, oldest first. */
+  /** Returns (and forgets) the main-frame refusals recorded since the last call, oldest first. */
   readonly takeRefusals: () => ReadonlyArray<NavigationRefused>
+  /** Returns (and forgets) the iframe navigations refused since the last call. */
+  readonly takeBlockedFrames: () => ReadonlyArray<NavigationRefused>
   /** Checks a URL the agent is about to open; succeeds when allowed. */
   readonly check: (url: string) => Effect.Effect<void, NavigationRefused>
 }
@@ -70,12 +72,24 @@ export const installNavigationGuard = async (
     return Result.isFailure(result) ? result.failure : undefined
   }
 
+  /** Main-frame refusals fail the agent's action; refused iframes are only reported. */
+  const blockedFrames: Array<NavigationRefused> = []
+  const recordFor = (request: Request, refusal: NavigationRefused) => {
+    let main = true
+    try {
+      main = request.frame().parentFrame() === null
+    } catch {
+      // Service-worker requests have no frame; treat them as the page's own.
+    }
+    ;(main ? refusals : blockedFrames).push(refusal)
+  }
+
   if (!options.allowPrivateNetworks) {
     await context.route("**/*", async (route: Route, request: Request) => {
       if (!request.isNavigationRequest()) return route.fallback()
       const refused = await verdict(request.url())
       if (refused === undefined) return route.fallback()
-      refusals.push(refused)
+      recordFor(request, refused)
       return route.abort("blockedbyclient").catch(() => undefined)
     })
 
@@ -83,8 +97,7 @@ export const installNavigationGuard = async (
       if (!request.isNavigationRequest() || request.redirectedFrom() === null) return
       void verdict(request.url()).then((refused) => {
         if (refused === undefined) return
-        refusals.push(new NavigationRefused({ ...refused, message: `${refused.message} (reached by a redirect)` }))
-        // Service-worker requests have no frame; frame() throws for them.
+        recordFor(request, new NavigationRefused({ url: refused.url, address: refused.address, message: `${refused.message} (reached by a redirect)` }))
         const frame: Frame = request.frame()
         return frame.goto("about:blank", { timeout: 5_000 }).then(() => undefined, () => undefined)
       }).catch(() => undefined)
@@ -93,6 +106,7 @@ export const installNavigationGuard = async (
 
   return {
     takeRefusals: () => refusals.splice(0, refusals.length),
+    takeBlockedFrames: () => blockedFrames.splice(0, blockedFrames.length),
     check
   }
 }

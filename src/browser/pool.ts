@@ -74,7 +74,7 @@ export interface ContextLease {
    * are accepted at once so the page never blocks; the agent is told what they said.
    */
   readonly takeDialogs: () => ReadonlyArray<string>
-  /** Connections the egress proxy refused since the last call (sub-resources, redirect hops). */
+  /** Refused iframes and connections the egress proxy refused (sub-resources, redirect hops) since the last call. */
   readonly takeBlockedConnections: () => ReadonlyArray<NavigationRefused>
   /** True once the browser behind this lease has gone away. */
   readonly crashed: () => boolean
@@ -319,7 +319,7 @@ export const makeBrowserPool = Effect.fnUntraced(function*(config: BrowserPoolCo
         active = page
       },
       takeDialogs: () => dialogs.splice(0, dialogs.length),
-      takeBlockedConnections: () => blocked.splice(0, blocked.length),
+      takeBlockedConnections: () => [...guard.takeBlockedFrames(), ...blocked.splice(0, blocked.length)],
       crashed: () => crashed,
       crashSignal: crash
     }

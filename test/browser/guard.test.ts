@@ -87,6 +87,18 @@ layer(TestLayer, { excludeTestServices: true })("navigation guard", (it) => {
       assert.isFalse(served.some((line) => line.includes("from=image")))
     }))
 
+  it.effect("a public page with a private iframe loads; the iframe is refused and reported", () =>
+    Effect.gen(function*() {
+      const pool = yield* BrowserPool
+      const site = yield* FixtureSite
+      const lease = yield* pool.acquireContext({ allowPrivateNetworks: false, allowedOrigins: [site.url] })
+      const privateFrame = `${site.url.replace("127.0.0.1", "localhost")}/iframe/inner?from=frame`
+      const outcome = yield* navigate(lease, `${site.url}/with-frame?src=${encodeURIComponent(privateFrame)}`)
+      assert.include(outcome.url, "/with-frame")
+      assert.include(outcome.message, "blocked the page's requests to private addresses: localhost")
+      assert.notInclude((yield* observe(lease)).snapshot, "Inner button")
+    }))
+
   it.effect("allows private targets when the lease allows private networks", () =>
     Effect.gen(function*() {
       const pool = yield* BrowserPool
