@@ -7,7 +7,7 @@
  *   and later operation of the lease fails with BrowserCrashed instead of hanging.
  * - All mutable state (current browser, counters) lives in the service instance.
  */
-import { Config, Context, Deferred, Effect, Layer, Metric, Option, Semaphore } from "effect"
+import { Config, Context, Deferred, Effect, Layer, Metric, Option, type Scope, Semaphore } from "effect"
 import { access, constants } from "node:fs/promises"
 import { type Browser, type BrowserContext, type BrowserContextOptions, chromium, errors, type Page } from "playwright-core"
 import { ActionFailed, ActionTimeout, BrowserCrashed, type BrowserError, BrowserUnavailable, NavigationRefused } from "./errors.ts"
@@ -95,14 +95,14 @@ export interface PoolStats {
 
 export class BrowserPool extends Context.Service<BrowserPool, {
   /** A fresh isolated context with one blank tab; closed when the scope closes. */
-  readonly acquireContext: (options?: LeaseOptions) => Effect.Effect<ContextLease, BrowserError, import("effect").Scope.Scope>
+  readonly acquireContext: (options?: LeaseOptions) => Effect.Effect<ContextLease, BrowserError, Scope.Scope>
   /** Runs `f` on a fresh context + page that is closed afterwards. */
   readonly withEphemeralPage: <A, E, R>(
     f: (page: Page) => Effect.Effect<A, E, R>,
     options?: LeaseOptions
   ) => Effect.Effect<A, E | BrowserError, R>
   readonly stats: Effect.Effect<PoolStats>
-  /** The live browser, if one is running (tests use it to kill the process). */
+  /** The live browser, if one is running (diagnostics). */
   readonly currentBrowser: Effect.Effect<Option.Option<Browser>>
 }>()("web-agent-service/browser/BrowserPool") {
   /** Pool configured from the environment (CHROMIUM_PATH, WA_BROWSER_CDP_URL, WA_ALLOW_PRIVATE_NETWORKS). */
@@ -427,6 +427,3 @@ const firstLine = (message: string): string => {
   const line = message.split("\n").find((l) => l.trim() !== "") ?? message
   return line.length > 300 ? `${line.slice(0, 300)}…` : line
 }
-
-/** The refusal recorded by the guard during an operation, if any. */
-export const takeRefusal = (lease: ContextLease): NavigationRefused | undefined => lease.guard.takeRefusals().at(-1)
