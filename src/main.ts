@@ -1,5 +1,6 @@
 /**
- * The `wa` command: `serve` (default: API + cluster runner + embedded database), `migrate`,
+ * The `wa` command: `serve` (default: API + cluster runner + embedded database), `runner` (a
+ * cluster runner without the API: /healthz, /readyz and /metrics only; needs DATABASE_URL), `migrate`,
  * `projects create --name N`, `keys create --project P [--name N]`. Commands other than `serve`
  * print one JSON document on stdout and work whether or not the service runs on the same data dir.
  */
@@ -11,7 +12,10 @@ import { Projects } from "./auth/projects.ts"
 import { AgentModel } from "./agent/model.ts"
 import { BrowserPool } from "./browser/pool.ts"
 import { ClusterLive } from "./cluster/cluster.ts"
+import { DrainLive, RunnerLifecycle } from "./cluster/lifecycle.ts"
+import { RunnerHttpLive } from "./cluster/runner-http.ts"
 import { SessionEntityLive } from "./entities/session.ts"
+import { StartupRecoveryLive } from "./entities/startup-recovery.ts"
 import { RunEventBus } from "./events/run-event-bus.ts"
 import { RunStore } from "./store/runs.ts"
 import { ScreenshotStore } from "./store/screenshots.ts"
@@ -21,11 +25,11 @@ import { WebSearch } from "./search/web-search.ts"
 import { WebSearchRuns } from "./search/web-search-runs.ts"
 import { Callbacks } from "./webhooks/callbacks.ts"
 import { RunNotifier } from "./webhooks/run-notifier.ts"
-import { AppConfig, loadAppConfig } from "./config/config.ts"
+import { AppConfig, clusterMode, loadAppConfig } from "./config/config.ts"
 import { HttpLive, logListening } from "./http/server/app.ts"
 import { databaseLayer } from "./store/database.ts"
 
-const usage = `usage: wa [serve | migrate | projects create --name N | keys create --project P [--name N]]`
+const usage = `usage: wa [serve | runner | migrate | projects create --name N | keys create --project P [--name N]]`
 
 class UsageError extends Error {}
 
@@ -47,18 +51,33 @@ const logLayer = (level: "Info" | "Warn") =>
   }))
 
 /** Services of the products, over the database and the cluster. */
-const ProductServices = Layer.mergeAll(SessionEntityLive, WebSearchRuns.layer).pipe(
+const ProductServices = Layer.mergeAll(SessionEntityLive, WebSearchRuns.layer, StartupRecoveryLive).pipe(
   Layer.provideMerge(RunNotifier.layer),
   Layer.provideMerge(WebSearch.layerFetch.pipe(Layer.provide(Reader.layer), Layer.provide(ReaderBrowser.layerFromPool))),
   Layer.provideMerge(Layer.mergeAll(RunStore.layer, RunEventBus.layer, ScreenshotStore.layer, AgentModel.layer, BrowserPool.layer, Callbacks.layer)),
   Layer.provideMerge(ClusterLive)
 )
 
+// On SIGTERM the layers close in reverse order: HTTP first, then the drain (runs in flight may
+// finish), then the entities and the cluster (shards handed over). See src/cluster/lifecycle.ts.
 const serve = Layer.mergeAll(
   Layer.effectDiscard(logListening).pipe(Layer.provideMerge(HttpLive)),
   BootstrapLive
 ).pipe(
+  Layer.provide(DrainLive),
   Layer.provide(ProductServices),
+  Layer.provide(RunnerLifecycle.layer),
+  Layer.provide([ApiKeys.layer, Projects.layer]),
+  Layer.provideMerge(databaseLayer("own")),
+  Layer.provideMerge(logLayer("Info")),
+  Layer.provide(AppConfig.layer)
+)
+
+/** A runner only: the entities and the cluster, with probes and metrics on WA_PORT (no API). */
+const runner = DrainLive.pipe(
+  Layer.provideMerge(Layer.effectDiscard(logListening).pipe(Layer.provideMerge(RunnerHttpLive))),
+  Layer.provide(ProductServices),
+  Layer.provide(RunnerLifecycle.layer),
   Layer.provide([ApiKeys.layer, Projects.layer]),
   Layer.provideMerge(databaseLayer("own")),
   Layer.provideMerge(logLayer("Info")),
@@ -104,6 +123,7 @@ const commands: Record<string, (args: ReadonlyArray<string>) => Effect.Effect<vo
 const main = (argv: ReadonlyArray<string>): Effect.Effect<void> => {
   const [first = "serve", second, ...rest] = argv
   if (first === "serve") return Layer.launch(serve).pipe(Effect.orDie)
+  if (first === "runner") return Layer.launch(runner).pipe(Effect.orDie)
   if (first === "--help" || first === "help") return Effect.sync(() => console.log(usage))
   const command = commands[first] ?? commands[`${first} ${second ?? ""}`]
   if (command === undefined) throw new UsageError(`unknown command: ${argv.join(" ")}\n${usage}`)
@@ -112,7 +132,11 @@ const main = (argv: ReadonlyArray<string>): Effect.Effect<void> => {
 
 // Validate the configuration first: a bad value is one line naming the variable, exit code 2.
 try {
-  await Effect.runPromise(loadAppConfig())
+  const config = await Effect.runPromise(loadAppConfig())
+  if (process.argv[2] === "runner" && clusterMode(config) !== "socket") {
+    console.error("invalid configuration: `wa runner` joins a cluster of socket runners; set DATABASE_URL (and WA_CLUSTER=socket or leave it unset)")
+    process.exit(2)
+  }
 } catch (error) {
   console.error(error instanceof Error ? error.message : String(error))
   process.exit(2)
