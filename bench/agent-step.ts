@@ -3,7 +3,9 @@
  * from that observation, on the local fixture site. Two step kinds, 50 iterations each:
  * - click: click the "Next page"/"Previous page" link (a real navigation, settled afterwards);
  * - type: type into the form's Name field (no navigation).
- * Prints median and p95 milliseconds of observe, act and the whole step.
+ * Prints median and p95 milliseconds of observe, act and the whole step. The click step is
+ * measured twice: with private networks allowed (no guard) and guarded (route check + egress
+ * proxy, the fixture origin exempted), which is the production default.
  *
  *   node bench/agent-step.ts [iterations]
  */
@@ -40,7 +42,8 @@ const site = await startFixtureSites()
 
 const program = Effect.scoped(Effect.gen(function*() {
   const pool = yield* BrowserPool
-  const lease = yield* pool.acquireContext({ allowPrivateNetworks: true })
+  const open = yield* pool.acquireContext({ allowPrivateNetworks: true })
+  const guarded = yield* pool.acquireContext({ allowPrivateNetworks: false, allowedOrigins: [site.url] })
   const time = <A, E>(effect: Effect.Effect<A, E>) =>
     Effect.gen(function*() {
       const start = performance.now()
@@ -48,7 +51,7 @@ const program = Effect.scoped(Effect.gen(function*() {
       return [value, performance.now() - start] as const
     })
 
-  const run = Effect.fnUntraced(function*(kind: "click" | "type") {
+  const run = Effect.fnUntraced(function*(kind: "click" | "type", lease: typeof open) {
     const timing: Timing = { observe: [], act: [], step: [] }
     yield* navigate(lease, `${site.url}${kind === "click" ? "/page/1" : "/form"}`)
     for (let i = 0; i < iterations + 3; i++) {
@@ -66,11 +69,16 @@ const program = Effect.scoped(Effect.gen(function*() {
     return timing
   })
 
-  for (const kind of ["click", "type"] as const) {
-    const timing = yield* run(kind)
+  const cases = [
+    ["observe + click a link (navigates)", "click", open],
+    ["observe + click a link (navigates), guarded", "click", guarded],
+    ["observe + type into a field", "type", open]
+  ] as const
+  for (const [label, kind, lease] of cases) {
+    const timing = yield* run(kind, lease)
     const fmt = (label: string, values: Array<number>) =>
       `${label.padEnd(8)} median ${quantile(values, 0.5).toFixed(1).padStart(6)} ms   p95 ${quantile(values, 0.95).toFixed(1).padStart(6)} ms`
-    console.log(`${kind === "click" ? "observe + click a link (navigates)" : "observe + type into a field"}, ${iterations} iterations`)
+    console.log(`${label}, ${iterations} iterations`)
     console.log(`  ${fmt("observe", timing.observe)}`)
     console.log(`  ${fmt("act", timing.act)}`)
     console.log(`  ${fmt("step", timing.step)}`)
