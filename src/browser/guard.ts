@@ -15,6 +15,8 @@
  * - The gap is closed by the context's egress proxy (egress-proxy.ts), which refuses the
  *   connection itself for every request, redirect hops and sub-resources included, whenever the
  *   browser was launched locally. With a remote CDP browser only this guard applies.
+ * - A refused main-frame navigation fails the agent's action (NavigationRefused); a refused
+ *   iframe only blanks that frame and is reported in the action's outcome.
  */
 import { Effect, Result } from "effect"
 import type { BrowserContext, Frame, Request, Route } from "playwright-core"
