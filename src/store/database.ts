@@ -36,7 +36,7 @@ export const databaseInfoLayer = (mode: DatabaseMode) =>
         return DatabaseInfo.of({ embedded: false, url: config.databaseUrl.value })
       }
       const db = yield* embedded(config.dataDirAbsolute, mode)
-      yield* Effect.logInfo("embedded PostgreSQL ready").pipe(Effect.annotateLogs({ port: db.port, adopted: !db.owned }))
+      yield* Effect.logInfo("embedded PostgreSQL ready").pipe(Effect.annotateLogs({ port: db.port, adopted: db.adopted }))
       return DatabaseInfo.of({ embedded: true, url: Redacted.make(db.url) })
     })
   )

@@ -25,6 +25,8 @@ export interface EmbeddedPostgres {
   readonly port: number
   /** Whether this process must stop the server when it is done with it. */
   readonly owned: boolean
+  /** Whether the server was already running (left by a killed service, or the service's own for CLI commands). */
+  readonly adopted: boolean
   readonly stop: () => Promise<void>
 }
 
@@ -210,7 +212,7 @@ export const startEmbeddedPostgres = async (dataDir: string, options: StartOptio
   if (running !== undefined) {
     // A server already runs: the service's own (CLI attaches) or one left by a killed service.
     const owned = options.mode === "own"
-    return { url: urlFor(running.port), port: running.port, owned, stop: owned ? stop : async () => {} }
+    return { url: urlFor(running.port), port: running.port, owned, adopted: true, stop: owned ? stop : async () => {} }
   }
 
   const port = await freePort()
@@ -225,5 +227,5 @@ export const startEmbeddedPostgres = async (dataDir: string, options: StartOptio
     const log = await fs.readFile(layout.logFile, "utf8").catch(() => "")
     throw new Error(`embedded PostgreSQL did not start: ${error.stderr ?? ""} ${log.split("\n").slice(-5).join(" ")}`.trim())
   })
-  return { url: urlFor(port), port, owned: true, stop }
+  return { url: urlFor(port), port, owned: true, adopted: false, stop }
 }

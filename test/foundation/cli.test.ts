@@ -67,7 +67,7 @@ describe("while the service runs", () => {
   // Product bug: the failure is reported by NodeRuntime.runMain's default error reporting, which
   // logs through the default logger to stdout (src/main.ts, `Effect.die(new CommandFailed(...))`),
   // so stdout (the JSON channel) carries a stack trace and stderr is empty.
-  it.fails("keys create for an unknown project reports the error on stderr, not on stdout", async () => {
+  it("keys create for an unknown project reports the error on stderr, not on stdout", async () => {
     const result = await service.cli("keys", "create", "--project", "proj_unknown")
     expect(result.code).not.toBe(0)
     expect(result.stderr).toContain("proj_unknown")

@@ -114,11 +114,20 @@ const ensureEnvelope = (response: HttpServerResponse.HttpServerResponse) => {
   const isJson = body._tag === "Uint8Array" && body.contentType.includes("json")
   if (isJson) {
     if (response.status !== 429) return response
-    // 429 carries Retry-After, taken from the envelope the rate limiter wrote.
+    // A 429 carries Retry-After (and, from the rate limiter, its RateLimit headers), taken from the
+    // envelope, because typed errors are encoded after the middleware that refused the request.
     try {
-      const parsed = JSON.parse(new TextDecoder().decode(body.body)) as { extra?: { retry_after_seconds?: number; limit?: number } }
-      const retry = parsed.extra?.retry_after_seconds
-      return retry === undefined ? response : HttpServerResponse.setHeader(response, "retry-after", String(retry))
+      const parsed = JSON.parse(new TextDecoder().decode(body.body)) as {
+        extra?: { retry_after_seconds?: number; limit?: number; window_seconds?: number }
+      }
+      const extra = parsed.extra ?? {}
+      const headers: Record<string, string> = {}
+      if (extra.retry_after_seconds !== undefined) headers["retry-after"] = String(extra.retry_after_seconds)
+      if (extra.limit !== undefined && extra.window_seconds !== undefined) {
+        headers["ratelimit-policy"] = `${extra.limit};w=${extra.window_seconds}`
+        headers["ratelimit"] = `limit=${extra.limit}, remaining=0, reset=${extra.retry_after_seconds ?? extra.window_seconds}`
+      }
+      return HttpServerResponse.setHeaders(response, headers)
     } catch {
       return response
     }
