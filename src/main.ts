@@ -5,7 +5,7 @@
  * print one JSON document on stdout and work whether or not the service runs on the same data dir.
  */
 import { NodeRuntime } from "@effect/platform-node"
-import { Effect, Layer, Logger, References } from "effect"
+import { Cause, Effect, Exit, Layer, Logger, References } from "effect"
 import { ApiKeys } from "./auth/api-keys.ts"
 import { BootstrapLive } from "./auth/bootstrap.ts"
 import { Projects } from "./auth/projects.ts"
@@ -143,7 +143,17 @@ try {
 }
 
 try {
-  NodeRuntime.runMain(main(process.argv.slice(2)), { disableErrorReporting: false })
+  NodeRuntime.runMain(main(process.argv.slice(2)), {
+    // Errors go to stderr, never into the JSON output of a command; a stop by SIGTERM/SIGINT is a
+    // normal end (exit 0), which is what process supervisors expect of a graceful shutdown.
+    disableErrorReporting: true,
+    teardown: (exit, onExit) => {
+      if (Exit.isSuccess(exit) || Cause.hasInterruptsOnly(exit.cause)) return onExit(0)
+      const failure = Cause.squash(exit.cause)
+      process.stderr.write(`${failure instanceof CommandFailed || failure instanceof UsageError ? failure.message : Cause.pretty(exit.cause)}\n`)
+      onExit(failure instanceof UsageError ? 2 : 1)
+    }
+  })
 } catch (error) {
   if (error instanceof UsageError) {
     console.error(error.message)
