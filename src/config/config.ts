@@ -34,7 +34,24 @@ export const AppConfigSchema = Config.all({
   maxConcurrentSessions: Config.Int("WA_MAX_CONCURRENT_SESSIONS").pipe(Config.withDefault(5)),
   /** How long a revoked key keeps working, so runs in flight do not get 401 (spec: one hour). */
   keyRevocationGraceSeconds: Config.Int("WA_KEY_REVOCATION_GRACE_SECONDS").pipe(Config.withDefault(3600)),
-  sseHeartbeatSeconds: Config.Int("WA_SSE_HEARTBEAT_SECONDS").pipe(Config.withDefault(15))
+  sseHeartbeatSeconds: Config.Int("WA_SSE_HEARTBEAT_SECONDS").pipe(Config.withDefault(15)),
+  // Scale-out (src/cluster/): how this process joins the cluster. WA_CLUSTER defaults to
+  // "socket" when DATABASE_URL is set and "single" otherwise (see clusterMode below).
+  cluster: Config.option(Config.Literals(["single", "socket"], "WA_CLUSTER")),
+  /** The address other runners reach this runner at (advertised in the runner table). */
+  runnerHost: Config.NonEmptyString("WA_RUNNER_HOST").pipe(Config.withDefault("127.0.0.1")),
+  /** The interface the runner socket binds to; defaults to WA_RUNNER_HOST (0.0.0.0 in containers). */
+  runnerListenHost: optionalString("WA_RUNNER_LISTEN_HOST"),
+  /** 0 binds a free port and advertises the port actually bound. */
+  runnerPort: Config.schema(Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 65535 })), "WA_RUNNER_PORT").pipe(Config.withDefault(0)),
+  /** Shards of the cluster; every runner of one cluster must use the same value. */
+  clusterShards: Config.Int("WA_CLUSTER_SHARDS").pipe(Config.withDefault(300)),
+  /** How often runners ping each other; a runner that does not answer loses its shards. */
+  clusterHealthCheckSeconds: Config.Int("WA_CLUSTER_HEALTH_CHECK_SECONDS").pipe(Config.withDefault(10)),
+  /** Shard lock (and runner heartbeat) expiry: the bound on failover when pings cannot tell. */
+  clusterLockExpirationSeconds: Config.Int("WA_CLUSTER_LOCK_EXPIRATION_SECONDS").pipe(Config.withDefault(35)),
+  /** How long SIGTERM waits for runs in flight on this runner before handing its shards over. */
+  drainSeconds: Config.Int("WA_DRAIN_SECONDS").pipe(Config.withDefault(20))
 })
 
 export type AppConfigShape = Config.Success<typeof AppConfigSchema> & {
@@ -59,6 +76,13 @@ export const loadAppConfig = (env?: Record<string, string | undefined>) =>
     if (parsed.rateLimitRequests < 1) return yield* Effect.die(new InvalidConfig("invalid configuration: WA_RATE_LIMIT_REQUESTS must be at least 1"))
     if (parsed.rateLimitWindowSeconds < 1) return yield* Effect.die(new InvalidConfig("invalid configuration: WA_RATE_LIMIT_WINDOW_SECONDS must be at least 1"))
     if (parsed.maxConcurrentSessions < 1) return yield* Effect.die(new InvalidConfig("invalid configuration: WA_MAX_CONCURRENT_SESSIONS must be at least 1"))
+    if (parsed.cluster._tag === "Some" && parsed.cluster.value === "socket" && Option.isNone(parsed.databaseUrl)) {
+      return yield* Effect.die(new InvalidConfig("invalid configuration: WA_CLUSTER=socket needs DATABASE_URL (runners share one external PostgreSQL)"))
+    }
+    if (parsed.clusterShards < 1) return yield* Effect.die(new InvalidConfig("invalid configuration: WA_CLUSTER_SHARDS must be at least 1"))
+    if (parsed.clusterHealthCheckSeconds < 1) return yield* Effect.die(new InvalidConfig("invalid configuration: WA_CLUSTER_HEALTH_CHECK_SECONDS must be at least 1"))
+    if (parsed.clusterLockExpirationSeconds < 3) return yield* Effect.die(new InvalidConfig("invalid configuration: WA_CLUSTER_LOCK_EXPIRATION_SECONDS must be at least 3"))
+    if (parsed.drainSeconds < 0) return yield* Effect.die(new InvalidConfig("invalid configuration: WA_DRAIN_SECONDS must be at least 0"))
     return { ...parsed, dataDirAbsolute: path.resolve(parsed.dataDir) } satisfies AppConfigShape
   })
 
@@ -73,5 +97,9 @@ export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("wa/
 }
 
 /** The model API key: WA_MODEL_API_KEY, else the provider's conventional variable. */
+/** The cluster mode: WA_CLUSTER, else socket runners with DATABASE_URL and a SingleRunner without. */
+export const clusterMode = (config: AppConfigShape): "single" | "socket" =>
+  Option.getOrElse(config.cluster, () => Option.isSome(config.databaseUrl) ? "socket" as const : "single" as const)
+
 export const modelApiKey = (config: AppConfigShape): Option.Option<Redacted.Redacted> =>
   Option.orElse(config.modelApiKey, () => config.modelProvider === "anthropic" ? config.anthropicApiKey : config.openAiApiKey)

@@ -12,6 +12,7 @@ import { Rpc } from "effect/rpc"
 import { type AgentSettings, runAgent } from "../agent/run-agent.ts"
 import { AppConfig } from "../config/config.ts"
 import { BrowserPool, type ContextLease } from "../browser/pool.ts"
+import { trackRunInFlight } from "../cluster/metrics.ts"
 import { isTerminal } from "../domain/run-state.ts"
 import { RunStore } from "../store/runs.ts"
 import { RunNotifier } from "../webhooks/run-notifier.ts"
@@ -102,7 +103,7 @@ export const SessionEntityLive = SessionEntity.toLayer(
             return
           }
           // The run's fiber sits in the map so Interrupt (which runs beside Execute) can stop it.
-          const fiber = yield* FiberMap.run(runs, run.id, runAgent(run.id, leased.success, settings))
+          const fiber = yield* FiberMap.run(runs, run.id, trackRunInFlight(runAgent(run.id, leased.success, settings)))
           yield* Fiber.await(fiber)
           yield* finishRun(run.id)
         }).pipe(Effect.catchCause((cause) => Effect.logError("session run failed", cause))),

@@ -8,9 +8,11 @@ import { DoAnythingApi, DoAnythingFlatApi, MediaApi } from "./do-anything.ts"
 import { ProjectApi } from "./project.ts"
 import { WebSearchApi, WebSearchFlatApi } from "./web-search.ts"
 import { SystemApi } from "./system.ts"
+import { MetricsApi } from "./metrics.ts"
 
 export class WebAgentApi extends HttpApi.make("web-agent-service")
   .add(SystemApi)
+  .add(MetricsApi)
   .add(ApiKeysApi)
   .add(ProjectApi)
   .add(DoAnythingApi)

@@ -19,6 +19,7 @@ import { ApiKeysHandlers } from "./api-keys.ts"
 import { DoAnythingFlatHandlers, DoAnythingHandlers, DoAnythingOps, MediaHandlers } from "./do-anything.ts"
 import { ProjectHandlers } from "./project.ts"
 import { SystemHandlers } from "./system.ts"
+import { MetricsHandlers } from "./metrics.ts"
 import { WebSearchFlatHandlers, WebSearchHandlers } from "./web-search.ts"
 
 /** The middlewares of project endpoints, provided *to* each group's handler layer. */
@@ -29,6 +30,7 @@ const ProjectMiddlewares = Layer.mergeAll(AuthenticationLive, RateLimitLive, Ide
 const ApiRoutes = HttpApiBuilder.layer(WebAgentApi, { openapiPath: "/openapi.json" }).pipe(
   Layer.provide([
     SystemHandlers,
+    MetricsHandlers,
     MediaHandlers,
     Layer.mergeAll(ApiKeysHandlers, ProjectHandlers, DoAnythingHandlers, DoAnythingFlatHandlers, WebSearchHandlers, WebSearchFlatHandlers).pipe(
       Layer.provide(ProjectMiddlewares)

@@ -1,0 +1,53 @@
+/**
+ * Graceful shutdown of a runner. On SIGTERM the process closes its layers in reverse order: the
+ * HTTP server stops first, then this drain waits (up to WA_DRAIN_SECONDS) for the runs executing
+ * on this runner to end, and only then do the entities stop and Effect Cluster hand the shards
+ * over (unregister the runner, interrupt its entities, release the shard locks). A run still going
+ * when the drain times out is interrupted; its persisted Execute message is left unprocessed and is
+ * delivered again on the runner that takes the shard, which ends the half-done run cleanly.
+ */
+import { Context, Duration, Effect, Layer, Ref, Schedule } from "effect"
+import { AppConfig } from "../config/config.ts"
+import { runsInFlight } from "./metrics.ts"
+
+/** Whether this process is shutting down (the runner's /readyz turns 503 so balancers stop sending). */
+export class RunnerLifecycle extends Context.Service<RunnerLifecycle, {
+  readonly draining: Effect.Effect<boolean>
+  readonly startDraining: Effect.Effect<void>
+}>()("wa/cluster/RunnerLifecycle") {
+  static readonly layer = Layer.effect(
+    RunnerLifecycle,
+    Effect.gen(function*() {
+      const draining = yield* Ref.make(false)
+      return RunnerLifecycle.of({ draining: Ref.get(draining), startDraining: Ref.set(draining, true) })
+    })
+  )
+}
+
+/**
+ * The drain, as a finalizer: build this layer after the entities (so it closes before them) and,
+ * in `wa serve`, before the HTTP server (so the API stops taking requests first).
+ */
+export const DrainLive = Layer.effectDiscard(Effect.gen(function*() {
+  const config = yield* AppConfig
+  const lifecycle = yield* RunnerLifecycle
+  yield* Effect.addFinalizer(() =>
+    Effect.gen(function*() {
+      yield* lifecycle.startDraining
+      const waiting = yield* runsInFlight
+      if (waiting === 0 || config.drainSeconds === 0) return
+      yield* Effect.logInfo("draining: waiting for runs in flight").pipe(Effect.annotateLogs({ runs: waiting, seconds: config.drainSeconds }))
+      const left = yield* runsInFlight.pipe(
+        Effect.repeat({ schedule: Schedule.spaced("200 millis"), until: (n) => n === 0 }),
+        Effect.timeoutOption(Duration.seconds(config.drainSeconds))
+      )
+      if (left._tag === "None") {
+        yield* Effect.logWarning("drain timed out: runs in flight are handed over with their shards").pipe(
+          Effect.annotateLogs({ runs: yield* runsInFlight })
+        )
+      } else {
+        yield* Effect.logInfo("drained")
+      }
+    })
+  )
+}))

@@ -1,0 +1,207 @@
+/**
+ * Scale-out on loopback: two `wa serve` nodes (API + runner) and one `wa runner` on one external
+ * PostgreSQL and Redis, as socket runners of one Effect Cluster. Real Chromium, local fixture
+ * sites, the scripted model. Runs only where TEST_DATABASE_URL and TEST_REDIS_URL are set.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { type FixtureSites, startFixtureSites } from "../fixtures/sites/server.ts"
+import { type ChatRequest, lastUserText, promptText, refOf, type ScriptedModel, type ScriptedReply, startScriptedModel } from "../fixtures/model/scripted-model.ts"
+import { externalDatabase, type Service, startService, stopAndClean } from "../support/service.ts"
+import { readSse } from "../support/sse.ts"
+import { eventually, type RunnerNode, scrape, startRunner } from "./nodes.ts"
+
+const databaseUrl = process.env["TEST_DATABASE_URL"] || undefined
+const redisUrl = process.env["TEST_REDIS_URL"] || undefined
+
+const terminal = ["done", "failed", "canceled"]
+
+/** Model gates by task name: a run whose task is `hold <name>` waits until the gate opens. */
+const gates = new Map<string, { opened: Promise<void>; open: () => void }>()
+const gate = (name: string) => {
+  let entry = gates.get(name)
+  if (entry === undefined) {
+    let open: () => void = () => {}
+    const opened = new Promise<void>((resolve) => (open = resolve))
+    gates.set(name, entry = { opened, open })
+  }
+  return entry
+}
+
+describe.skipIf(databaseUrl === undefined || redisUrl === undefined)("scale-out: two API nodes and a runner on one database", () => {
+  let site: FixtureSites
+  let model: ScriptedModel
+  let database: Awaited<ReturnType<typeof externalDatabase>>
+  let a: Service
+  let b: Service
+  let c: RunnerNode
+  let rateLimitedKey: string
+
+  /** Stateless per request, so concurrent sessions of several tasks can share the model. */
+  const script = async (request: ChatRequest): Promise<ScriptedReply> => {
+    const prompt = promptText(request)
+    const page = lastUserText(request)
+    const task = prompt.match(/Task:\n(.*)/)?.[1] ?? ""
+    if (task.startsWith("hold ")) {
+      await gate(task.slice(5)).opened
+      return { tool: "done", args: { output: "released" } }
+    }
+    if (task === "Log in as ada") {
+      if (page.includes("Logged in as ada")) return { tool: "done", args: { output: { page: "logged-in" } } }
+      const textbox = refOf(page, "textbox")
+      if (textbox !== undefined && page.includes("/login")) return { tool: "type", args: { ref: textbox, text: "ada", submit: true } }
+      return { tool: "navigate", args: { url: `${site.url}/login` } }
+    }
+    if (task === "Who am I logged in as?") {
+      if (!page.includes(`${site.url}/account`)) return { tool: "navigate", args: { url: `${site.url}/account` } }
+      return { tool: "done", args: { output: { state: page.match(/Logged in as \w+|Not logged in/)?.[0] } } }
+    }
+    return { tool: "done", args: { output: "ok" } }
+  }
+
+  beforeAll(async () => {
+    site = await startFixtureSites()
+    model = await startScriptedModel(script)
+    database = await externalDatabase()
+    const env = {
+      DATABASE_URL: database!.url,
+      REDIS_URL: redisUrl!,
+      WA_MODEL_BASE_URL: model.baseUrl,
+      WA_MODEL: "scripted",
+      WA_ALLOW_PRIVATE_NETWORKS: "true",
+      WA_MAX_CONCURRENT_SESSIONS: "100",
+      WA_RATE_LIMIT_REQUESTS: "1500",
+      WA_STEP_SCREENSHOTS: "false",
+      WA_CLUSTER_HEALTH_CHECK_SECONDS: "1",
+      WA_CLUSTER_LOCK_EXPIRATION_SECONDS: "6",
+      WA_DRAIN_SECONDS: "2"
+    }
+    a = await startService({ env })
+    const credentials = { projectId: a.projectId, apiKey: a.apiKey }
+    ;[b, c] = await Promise.all([startService({ env, credentials }), startRunner(env)])
+    const key = await a.cli("keys", "create", "--project", a.projectId, "--name", "rate-limit")
+    rateLimitedKey = JSON.parse(key.stdout).secret_token
+    // Every runner holds shards before the tests place sessions.
+    for (const node of [a.url, b.url, c.url]) {
+      await eventually(`shards on ${node}`, async () => ((await scrape(node)).get("effect_cluster_shards") ?? 0) > 0 ? true : undefined)
+    }
+  }, 180_000)
+
+  afterAll(async () => {
+    for (const entry of gates.values()) entry.open()
+    await Promise.all([stopAndClean(a), stopAndClean(b), c?.stop()])
+    await database?.drop()
+    await model?.close()
+    await site?.close()
+  }, 120_000)
+
+  const base = (node: Service) => `/v1/projects/${node.projectId}/do_anything`
+  const nodes = () => [a, b]
+  const runnerUrls = () => [a.url, b.url, c.url]
+
+  const createSession = async (via: Service, body: Record<string, unknown>) => {
+    const response = await via.request("POST", `${base(via)}/sessions`, { body })
+    expect(response.status, response.text).toBe(201)
+    return { sid: response.json.id as string, rid: response.json.latest_run_id as string }
+  }
+  const waitForStatus = (via: Service, sid: string, rid: string, statuses: ReadonlyArray<string>) =>
+    eventually(`run ${rid} ${statuses.join("/")}`, async () => {
+      const run = (await via.request("GET", `${base(via)}/sessions/${sid}/runs/${rid}`)).json
+      return statuses.includes(run.status) ? run : undefined
+    })
+  /** The runner (index into runnerUrls) executing the only run in flight. */
+  const runnerExecuting = () =>
+    eventually("a runner with the run in flight", async () => {
+      const inFlight = await Promise.all(runnerUrls().map(async (url) => (await scrape(url)).get("wa_runs_in_flight") ?? 0))
+      const index = inFlight.findIndex((n) => n > 0)
+      return index >= 0 ? index : undefined
+    })
+
+  it("every node is ready and exposes its runner metrics", async () => {
+    for (const url of runnerUrls()) {
+      expect((await fetch(`${url}/readyz`)).status).toBe(200)
+      const metrics = await scrape(url)
+      for (const name of ["effect_cluster_shards", "wa_runs_in_flight", "wa_browser_contexts_in_use", "wa_cluster_entities_resident"]) {
+        expect(metrics.has(name), `${name} on ${url}`).toBe(true)
+      }
+    }
+    const response = await fetch(`${c.url}/metrics`)
+    expect(response.headers.get("content-type")).toContain("text/plain")
+    // The runner-only node serves no API.
+    expect((await fetch(`${c.url}/v1/projects/${a.projectId}/do_anything/sessions`)).status).toBe(404)
+    // 300 shards, split over three runners.
+    const shards = await Promise.all(runnerUrls().map(async (url) => (await scrape(url)).get("effect_cluster_shards")!))
+    expect(shards.reduce((x, y) => x + y, 0)).toBe(300)
+  })
+
+  it("sessions created through either API node spread over the runners", async () => {
+    const created = await Promise.all(Array.from({ length: 12 }, (_, i) => createSession(nodes()[i % 2]!, { instructions: "spread", keep_alive: true })))
+    for (const { sid, rid } of created) expect((await waitForStatus(a, sid, rid, terminal)).status).toBe("done")
+    const resident = await Promise.all(runnerUrls().map(async (url) => (await scrape(url)).get(`effect_cluster_entities{type="Session"}`) ?? 0))
+    expect(resident.reduce((x, y) => x + y, 0)).toBeGreaterThanOrEqual(12)
+    expect(resident.filter((n) => n > 0).length, `sessions per runner: ${resident.join(", ")}`).toBeGreaterThanOrEqual(2)
+    const contexts = await Promise.all(runnerUrls().map(async (url) => (await scrape(url)).get("wa_browser_contexts_in_use") ?? 0))
+    expect(contexts.reduce((x, y) => x + y, 0)).toBeGreaterThanOrEqual(12)
+    await Promise.all(created.map(({ sid }) => a.request("POST", `${base(a)}/sessions/${sid}/close`)))
+  })
+
+  it("a follow-up run sent through node B runs in the browser context of the session created through node A", async () => {
+    const { sid, rid } = await createSession(a, { instructions: "Log in as ada", keep_alive: true })
+    const first = await waitForStatus(a, sid, rid, terminal)
+    expect(first.status).toBe("done")
+    expect(first.output).toEqual({ page: "logged-in" })
+
+    const followUp = await b.request("POST", `${base(b)}/sessions/${sid}/runs`, { body: { instructions: "Who am I logged in as?", keep_alive: false } })
+    expect(followUp.status, followUp.text).toBe(201)
+    const second = await waitForStatus(b, sid, followUp.json.id, terminal)
+    expect(second.status).toBe("done")
+    expect(second.output).toEqual({ state: "Logged in as ada" })
+  })
+
+  it("SSE through an API node streams a run executing on another runner", async () => {
+    const { sid, rid } = await createSession(a, { instructions: "hold sse", keep_alive: false })
+    await waitForStatus(a, sid, rid, ["running"])
+    const owner = await runnerExecuting()
+    // An API node that is not the runner executing the run (both qualify when the runner-only node has it).
+    const via = [a, b].find((_, index) => index !== owner)!
+    const reading = readSse(`${via.url}${base(via)}/sessions/${sid}/runs/${rid}/events`, { authorization: `Bearer ${via.apiKey}` })
+    gate("sse").open()
+    const { status, events } = await reading
+    expect(status).toBe(200)
+    const ids = events.map((e) => e.id).filter((id) => id !== undefined)
+    expect(ids).toEqual([...ids].sort((x, y) => x! - y!))
+    expect(events.map((e) => e.event)).toContain("run.completed")
+    expect((await waitForStatus(via, sid, rid, terminal)).status).toBe("done")
+  })
+
+  it("one key gets one rate-limit budget across both API nodes (Redis)", async () => {
+    // 1500 requests a minute for the key: spend them alternately through A and B, then both refuse.
+    const path = `/v1/projects/${a.projectId}/do_anything/sessions`
+    let passed = 0
+    for (let batch = 0; batch < 15; batch++) {
+      const responses = await Promise.all(Array.from({ length: 100 }, (_, i) => nodes()[i % 2]!.request("GET", path, { key: rateLimitedKey })))
+      passed += responses.filter((r) => r.status === 200).length
+    }
+    expect(passed).toBe(1500)
+    for (const node of nodes()) {
+      const refused = await node.request("GET", path, { key: rateLimitedKey })
+      expect(refused.status).toBe(429)
+      expect(refused.json.code).toBe("rate_limit_exceeded")
+    }
+  })
+
+  it("SIGKILL of the runner executing a run: the run ends cleanly on a survivor", async () => {
+    const { sid, rid } = await createSession(a, { instructions: "hold killed", keep_alive: false })
+    await waitForStatus(a, sid, rid, ["running"])
+    const owner = await runnerExecuting()
+    const survivor = [a, b].find((_, index) => index !== owner)!
+    if (owner === 0) await a.kill()
+    else if (owner === 1) await b.kill()
+    else await c.kill()
+    const run = await waitForStatus(survivor, sid, rid, terminal)
+    expect(run.status).toBe("failed")
+    expect(run.error.code).toBe("runner_restarted")
+    // The cluster keeps taking work on the survivors.
+    const next = await createSession(survivor, { instructions: "after failover", keep_alive: false })
+    expect((await waitForStatus(survivor, next.sid, next.rid, terminal)).status).toBe("done")
+  })
+})

@@ -1,0 +1,85 @@
+/**
+ * Helpers for multi-process cluster tests: `wa runner` processes (no API: /healthz, /readyz,
+ * /metrics), Prometheus text parsing, and waiting on conditions. `wa serve` nodes come from
+ * test/support/service.ts (startService with DATABASE_URL and the first node's credentials).
+ */
+import { type ChildProcess, spawn } from "node:child_process"
+import { rmSync } from "node:fs"
+import * as path from "node:path"
+import { cleanEnv } from "../support/processes.ts"
+import { type LogLine, newDataDir } from "../support/service.ts"
+
+const root = path.resolve(import.meta.dirname, "../..")
+const mainScript = path.join(root, "src/main.ts")
+
+export interface RunnerNode {
+  readonly url: string
+  readonly dataDir: string
+  readonly logs: Array<LogLine>
+  readonly process: ChildProcess
+  readonly stop: () => Promise<void>
+  readonly kill: () => Promise<void>
+}
+
+/** Starts `wa runner` with `env` and resolves once its probe server listens. */
+export const startRunner = async (env: Record<string, string>): Promise<RunnerNode> => {
+  const dataDir = newDataDir()
+  const child = spawn(process.execPath, [mainScript, "runner"], { cwd: root, env: cleanEnv(dataDir, env), stdio: ["ignore", "pipe", "pipe"] })
+  const logs: Array<LogLine> = []
+  let stderr = ""
+  child.stderr.on("data", (chunk) => (stderr += chunk))
+  const url = await new Promise<string>((resolve, reject) => {
+    let buffer = ""
+    child.stdout.on("data", (chunk: Buffer) => {
+      buffer += chunk.toString("utf8")
+      let newline: number
+      while ((newline = buffer.indexOf("\n")) >= 0) {
+        const line = buffer.slice(0, newline)
+        buffer = buffer.slice(newline + 1)
+        try {
+          const parsed = JSON.parse(line) as LogLine
+          logs.push(parsed)
+          if (parsed.message === "listening") resolve(parsed.annotations["url"] as string)
+        } catch {
+          // not a log line
+        }
+      }
+    })
+    child.once("exit", (code) => reject(new Error(`runner exited with ${code} before listening:\n${stderr}`)))
+    setTimeout(() => reject(new Error(`runner did not start within 60 s:\n${stderr}`)), 60_000)
+  })
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()))
+  const signal = async (name: NodeJS.Signals) => {
+    if (child.exitCode === null && child.signalCode === null) child.kill(name)
+    await exited
+    rmSync(dataDir, { recursive: true, force: true })
+  }
+  return { url, dataDir, logs, process: child, stop: () => signal("SIGTERM"), kill: () => signal("SIGKILL") }
+}
+
+/** Samples of a Prometheus text exposition: `name{labels}` -> value. */
+export const parseMetrics = (text: string): Map<string, number> => {
+  const samples = new Map<string, number>()
+  for (const line of text.split("\n")) {
+    if (line === "" || line.startsWith("#")) continue
+    const split = line.lastIndexOf(" ")
+    samples.set(line.slice(0, split), Number(line.slice(split + 1)))
+  }
+  return samples
+}
+
+export const scrape = async (baseUrl: string): Promise<Map<string, number>> => {
+  const response = await fetch(`${baseUrl}/metrics`)
+  if (response.status !== 200) throw new Error(`/metrics of ${baseUrl} answered ${response.status}`)
+  return parseMetrics(await response.text())
+}
+
+/** Polls `check` until it returns a value other than undefined (bounded by `attempts`). */
+export const eventually = async <A>(what: string, check: () => Promise<A | undefined>, attempts = 600, everyMs = 200): Promise<A> => {
+  for (let i = 0; i < attempts; i++) {
+    const value = await check().catch(() => undefined)
+    if (value !== undefined) return value
+    await new Promise((r) => setTimeout(r, everyMs))
+  }
+  throw new Error(`gave up waiting: ${what}`)
+}
