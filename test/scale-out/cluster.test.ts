@@ -27,12 +27,13 @@ const gate = (name: string) => {
   return entry
 }
 
-describe.skipIf(databaseUrl === undefined || redisUrl === undefined)("scale-out: two API nodes and a runner on one database", () => {
+describe.skipIf(databaseUrl === undefined || redisUrl === undefined)("scale-out: three API nodes and a runner on one database", () => {
   let site: FixtureSites
   let model: ScriptedModel
   let database: Awaited<ReturnType<typeof externalDatabase>>
   let a: Service
   let b: Service
+  let e: Service
   let c: RunnerNode
   let rateLimitedKey: string
 
@@ -77,18 +78,18 @@ describe.skipIf(databaseUrl === undefined || redisUrl === undefined)("scale-out:
     }
     a = await startService({ env })
     const credentials = { projectId: a.projectId, apiKey: a.apiKey }
-    ;[b, c] = await Promise.all([startService({ env, credentials }), startRunner(env)])
+    ;[b, e, c] = await Promise.all([startService({ env, credentials }), startService({ env, credentials }), startRunner(env)])
     const key = await a.cli("keys", "create", "--project", a.projectId, "--name", "rate-limit")
     rateLimitedKey = JSON.parse(key.stdout).secret_token
     // Every runner holds shards before the tests place sessions.
-    for (const node of [a.url, b.url, c.url]) {
+    for (const node of [a.url, b.url, e.url, c.url]) {
       await eventually(`shards on ${node}`, async () => ((await scrape(node)).get("effect_cluster_shards") ?? 0) > 0 ? true : undefined)
     }
   }, 180_000)
 
   afterAll(async () => {
     for (const entry of gates.values()) entry.open()
-    await Promise.all([stopAndClean(a), stopAndClean(b), c?.stop()])
+    await Promise.all([stopAndClean(a), stopAndClean(b), stopAndClean(e), c?.stop()])
     await database?.drop()
     await model?.close()
     await site?.close()
@@ -96,7 +97,12 @@ describe.skipIf(databaseUrl === undefined || redisUrl === undefined)("scale-out:
 
   const base = (node: Service) => `/v1/projects/${node.projectId}/do_anything`
   const nodes = () => [a, b]
-  const runnerUrls = () => [a.url, b.url, c.url]
+  /** Every runner, API nodes first (indexes 0..2 are a, b, e; 3 is the runner-only node). */
+  const runners = () => [a, b, e, c] as const
+  const runnerUrls = () => runners().map((node) => node.url)
+  const alive = (node: { process: { exitCode: number | null; signalCode: string | null } }) => node.process.exitCode === null && node.process.signalCode === null
+  const exited = (node: { process: import("node:child_process").ChildProcess }) =>
+    alive(node) ? new Promise<void>((resolve) => node.process.once("exit", () => resolve())) : Promise.resolve()
 
   const createSession = async (via: Service, body: Record<string, unknown>) => {
     const response = await via.request("POST", `${base(via)}/sessions`, { body })
@@ -111,7 +117,7 @@ describe.skipIf(databaseUrl === undefined || redisUrl === undefined)("scale-out:
   /** The runner (index into runnerUrls) executing the only run in flight. */
   const runnerExecuting = () =>
     eventually("a runner with the run in flight", async () => {
-      const inFlight = await Promise.all(runnerUrls().map(async (url) => (await scrape(url)).get("wa_runs_in_flight") ?? 0))
+      const inFlight = await Promise.all(runners().map(async (node) => alive(node) ? (await scrape(node.url)).get("wa_runs_in_flight") ?? 0 : 0))
       const index = inFlight.findIndex((n) => n > 0)
       return index >= 0 ? index : undefined
     })
@@ -128,9 +134,11 @@ describe.skipIf(databaseUrl === undefined || redisUrl === undefined)("scale-out:
     expect(response.headers.get("content-type")).toContain("text/plain")
     // The runner-only node serves no API.
     expect((await fetch(`${c.url}/v1/projects/${a.projectId}/do_anything/sessions`)).status).toBe(404)
-    // 300 shards, split over three runners.
-    const shards = await Promise.all(runnerUrls().map(async (url) => (await scrape(url)).get("effect_cluster_shards")!))
-    expect(shards.reduce((x, y) => x + y, 0)).toBe(300)
+    // 300 shards, split over four runners once the hand-offs of the joins settle.
+    await eventually("all 300 shards held", async () => {
+      const shards = await Promise.all(runnerUrls().map(async (url) => (await scrape(url)).get("effect_cluster_shards") ?? 0))
+      return shards.reduce((x, y) => x + y, 0) === 300 && shards.every((n) => n > 0) ? true : undefined
+    })
   })
 
   it("sessions created through either API node spread over the runners", async () => {
@@ -162,7 +170,7 @@ describe.skipIf(databaseUrl === undefined || redisUrl === undefined)("scale-out:
     await waitForStatus(a, sid, rid, ["running"])
     const owner = await runnerExecuting()
     // An API node that is not the runner executing the run (both qualify when the runner-only node has it).
-    const via = [a, b].find((_, index) => index !== owner)!
+    const via = [a, b, e].find((_, index) => index !== owner)!
     const reading = readSse(`${via.url}${base(via)}/sessions/${sid}/runs/${rid}/events`, { authorization: `Bearer ${via.apiKey}` })
     gate("sse").open()
     const { status, events } = await reading
@@ -189,14 +197,36 @@ describe.skipIf(databaseUrl === undefined || redisUrl === undefined)("scale-out:
     }
   })
 
-  it("SIGKILL of the runner executing a run: the run ends cleanly on a survivor", async () => {
-    const { sid, rid } = await createSession(a, { instructions: "hold killed", keep_alive: false })
+  it("SIGTERM: the runner drains its run in flight, then hands its shards over and exits", async () => {
+    const { sid, rid } = await createSession(a, { instructions: "hold drain", keep_alive: false })
     await waitForStatus(a, sid, rid, ["running"])
-    const owner = await runnerExecuting()
-    const survivor = [a, b].find((_, index) => index !== owner)!
-    if (owner === 0) await a.kill()
-    else if (owner === 1) await b.kill()
-    else await c.kill()
+    const owner = runners()[await runnerExecuting()]
+    const survivor = [a, b, e].find((node) => node !== owner)!
+    const gone = exited(owner)
+    owner.process.kill("SIGTERM")
+    await eventually("the drain to start", async () => owner.logs.some((line) => line.message === "draining: waiting for runs in flight") ? true : undefined)
+    gate("drain").open()
+    await gone
+    expect(owner.process.exitCode).toBe(0)
+    expect(owner.logs.some((line) => line.message === "drained")).toBe(true)
+    const run = await waitForStatus(survivor, sid, rid, terminal)
+    expect(run.status).toBe("done")
+    expect(run.output).toBe("released")
+    // The remaining runners hold every shard again.
+    await eventually("shards handed over", async () => {
+      const held = await Promise.all(runners().filter(alive).map(async (node) => (await scrape(node.url)).get("effect_cluster_shards") ?? 0))
+      return held.reduce((x, y) => x + y, 0) === 300 ? true : undefined
+    })
+  })
+
+  it("SIGKILL of the runner executing a run: the run ends cleanly on a survivor", async () => {
+    const via = [a, b, e].find(alive)!
+    const { sid, rid } = await createSession(via, { instructions: "hold killed", keep_alive: false })
+    await waitForStatus(via, sid, rid, ["running"])
+    const owner = runners()[await runnerExecuting()]
+    const survivor = [a, b, e].find((node) => node !== owner && alive(node))!
+    owner.process.kill("SIGKILL")
+    await exited(owner)
     const run = await waitForStatus(survivor, sid, rid, terminal)
     expect(run.status).toBe("failed")
     expect(run.error.code).toBe("runner_restarted")
