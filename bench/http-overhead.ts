@@ -3,7 +3,7 @@
  *   (a) a bare Effect HTTP server (effect/http HttpRouter + @effect/platform-node NodeHttpServer)
  *       answering a constant JSON on GET, and
  *   (b) the real service answering an authenticated GET of one record
- *       (GET /v1/projects/{pid}/api_keys?limit=1 with the bootstrap key) through authentication,
+ *       (GET /v1/projects/{pid}/api_keys/{key_id} of the bootstrap key) through authentication,
  *       rate limiting (budget set very high), request id, error envelope and the default Info
  *       access log, on its embedded PostgreSQL,
  * and the ratio b/a (target >= 0.40). Each server is its own child process; runs alternate between
@@ -140,12 +140,12 @@ const load = async (spec: LoadSpec) => {
 
 /** Spawns a server and resolves once its stdout shows the listening line (with url and, maybe, the bootstrap key). */
 const spawnServer = (argv: Array<string>, env: Record<string, string>) =>
-  new Promise<{ child: ChildProcess; url: string; bootstrap?: { project_id: string; secret_token: string } }>((resolve, reject) => {
+  new Promise<{ child: ChildProcess; url: string; bootstrap?: { project_id: string; key_id: string; secret_token: string } }>((resolve, reject) => {
     const child = spawn(process.execPath, argv, { cwd: root, env, stdio: ["ignore", "pipe", "pipe"] })
     let stderr = ""
     let buffer = ""
     let url: string | undefined
-    let bootstrap: { project_id: string; secret_token: string } | undefined
+    let bootstrap: { project_id: string; key_id: string; secret_token: string } | undefined
     let settled = false
     const done = () => {
       if (settled || url === undefined) return
@@ -250,7 +250,7 @@ const driver = async () => {
       WA_RATE_LIMIT_REQUESTS: "1000000000"
     }))
     children.push(service.child)
-    const { project_id, secret_token } = service.bootstrap!
+    const { project_id, key_id, secret_token } = service.bootstrap!
     const spec = { concurrency, warmupSeconds, durationSeconds }
 
     for (let round = 1; round <= rounds; round++) {
@@ -258,7 +258,7 @@ const driver = async () => {
       show(`round ${round} (a) bare Effect HTTP server, constant JSON`, a)
       const b = await runLoad({
         ...spec,
-        url: `${service.url}/v1/projects/${project_id}/api_keys?limit=1`,
+        url: `${service.url}/v1/projects/${project_id}/api_keys/${key_id}`,
         headers: { authorization: `Bearer ${secret_token}` }
       })
       show(`round ${round} (b) the service, authenticated GET of one record`, b)

@@ -5,7 +5,7 @@
  * print one JSON document on stdout and work whether or not the service runs on the same data dir.
  */
 import { NodeRuntime } from "@effect/platform-node"
-import { Cause, Effect, Exit, Layer, Logger, References } from "effect"
+import { Cause, Effect, Exit, Layer, References } from "effect"
 import { ApiKeys } from "./auth/api-keys.ts"
 import { BootstrapLive } from "./auth/bootstrap.ts"
 import { Projects } from "./auth/projects.ts"
@@ -27,6 +27,7 @@ import { Callbacks } from "./webhooks/callbacks.ts"
 import { RunNotifier } from "./webhooks/run-notifier.ts"
 import { AppConfig, clusterMode, loadAppConfig } from "./config/config.ts"
 import { HttpLive, logListening } from "./http/server/app.ts"
+import { JsonLoggerLive } from "./observability/logger.ts"
 import { databaseLayer } from "./store/database.ts"
 
 const usage = `usage: wa [serve | runner | migrate | projects create --name N | keys create --project P [--name N]]`
@@ -45,7 +46,7 @@ const logLayer = (level: "Info" | "Warn") =>
   Layer.unwrap(Effect.gen(function*() {
     const config = yield* AppConfig
     return Layer.mergeAll(
-      Logger.layer([Logger.consoleJson]),
+      JsonLoggerLive,
       Layer.succeed(References.MinimumLogLevel, level === "Warn" ? "Warn" : config.logLevel)
     )
   }))

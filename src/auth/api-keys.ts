@@ -34,8 +34,12 @@ export type AuthenticationFailure = "malformed" | "unknown" | "revoked"
 
 export class ApiKeys extends Context.Service<ApiKeys, {
   readonly create: (projectId: string, name: string | null) => Effect.Effect<{ readonly row: ApiKeyRow; readonly secret: string }>
-  readonly list: (projectId: string, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<ApiKeyRow>>
+  readonly list: (projectId: string, limit: number, beforeId: string | undefined) => Effect.Effect<{
+    readonly rows: ReadonlyArray<ApiKeyRow>
+    readonly total: number
+  }>
   readonly count: (projectId: string) => Effect.Effect<number>
+  readonly find: (projectId: string, keyId: string) => Effect.Effect<ApiKeyRow | undefined>
   readonly revoke: (projectId: string, keyId: string) => Effect.Effect<ApiKeyRow | undefined>
   readonly authenticate: (token: string) => Effect.Effect<ApiKeyRow | AuthenticationFailure>
 }>()("wa/auth/ApiKeys") {
@@ -58,15 +62,27 @@ export class ApiKeys extends Context.Service<ApiKeys, {
           return { row: rows[0]!, secret }
         }).pipe(Effect.orDie)
 
-      const list = (projectId: string, limit: number, beforeId: string | undefined) =>
-        (beforeId === undefined
-          ? sql<ApiKeyRow>`SELECT ${columns} FROM api_keys WHERE project_id = ${projectId} ORDER BY id DESC LIMIT ${limit}`
-          : sql<ApiKeyRow>`SELECT ${columns} FROM api_keys WHERE project_id = ${projectId} AND id < ${beforeId} ORDER BY id DESC LIMIT ${limit}`
-        ).pipe(Effect.orDie)
-
       const count = (projectId: string) =>
         sql<{ total: number }>`SELECT count(*)::int AS total FROM api_keys WHERE project_id = ${projectId}`.pipe(
           Effect.map((rows) => rows[0]?.total ?? 0),
+          Effect.orDie
+        )
+
+      // The page and the project's total in one round trip (the uncorrelated subquery runs once).
+      const list = (projectId: string, limit: number, beforeId: string | undefined) =>
+        Effect.gen(function*() {
+          const rows = yield* sql<ApiKeyRow & { total: number }>`
+            SELECT ${columns}, (SELECT count(*)::int FROM api_keys WHERE project_id = ${projectId}) AS total
+            FROM api_keys
+            WHERE project_id = ${projectId} ${beforeId === undefined ? sql`` : sql`AND id < ${beforeId}`}
+            ORDER BY id DESC LIMIT ${limit}`
+          const total = rows[0]?.total ?? (yield* count(projectId))
+          return { rows: rows.map(({ total: _, ...row }) => row as ApiKeyRow), total }
+        }).pipe(Effect.orDie)
+
+      const find = (projectId: string, keyId: string) =>
+        sql<ApiKeyRow>`SELECT ${columns} FROM api_keys WHERE project_id = ${projectId} AND id = ${keyId}`.pipe(
+          Effect.map((rows) => rows[0]),
           Effect.orDie
         )
 
@@ -102,7 +118,7 @@ export class ApiKeys extends Context.Service<ApiKeys, {
           return row
         }).pipe(Effect.orDie)
 
-      return ApiKeys.of({ create, list, count, revoke, authenticate })
+      return ApiKeys.of({ create, list, count, find, revoke, authenticate })
     })
   )
 }

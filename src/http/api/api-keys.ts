@@ -43,6 +43,11 @@ export class ApiKeysApi extends HttpApiGroup.make("api_keys")
       payload: CreateApiKeyRequest,
       success: ApiKeyCreatedResponse.annotate({ httpApiStatus: 201 })
     }).annotate(HttpApi.PayloadParseOptions, strict),
+    HttpApiEndpoint.get("get", "/:key_id", {
+      params: { ...ProjectIdParam, key_id: Schema.String.check(Schema.isMaxLength(64)) },
+      success: ApiKeyResponse,
+      error: NotFound
+    }),
     HttpApiEndpoint.delete("revoke", "/:key_id", {
       params: { ...ProjectIdParam, key_id: Schema.String.check(Schema.isMaxLength(64)) },
       success: ApiKeyResponse,

@@ -19,7 +19,7 @@ export const AuthenticationLive = Layer.effect(
   Effect.gen(function*() {
     const keys = yield* ApiKeys
     return Authentication.of({
-      bearer: Effect.fn("Authentication.bearer")(function*(httpEffect, { credential }) {
+      bearer: Effect.fnUntraced(function*(httpEffect, { credential }) {
         const token = Redacted.value(credential)
         if (token === "") return yield* unauthorized(failureDetail.malformed)
         const result = yield* keys.authenticate(token)

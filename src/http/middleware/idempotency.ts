@@ -58,7 +58,7 @@ export const IdempotencyLive = Layer.effect(
         Effect.orDie
       )
 
-    return Idempotency.of(Effect.fn("Idempotency")(function*(httpEffect) {
+    return Idempotency.of(Effect.fnUntraced(function*(httpEffect) {
       const request = yield* HttpServerRequest.HttpServerRequest
       const key = request.headers["idempotency-key"]
       if (key === undefined || !writeMethods.has(request.method)) return yield* httpEffect

@@ -14,7 +14,7 @@ export const RateLimitLive = Layer.effect(
   RateLimit,
   Effect.gen(function*() {
     const store = yield* RateLimitStore
-    return RateLimit.of(Effect.fn("RateLimit")(function*(httpEffect) {
+    return RateLimit.of(Effect.fnUntraced(function*(httpEffect) {
       const key = yield* CurrentKey
       const decision = yield* store.consume(key.keyId)
       if (!decision.allowed) {

@@ -32,8 +32,7 @@ export const ApiKeysHandlers = HttpApiBuilder.group(
           const { projectId } = yield* CurrentKey
           const limit = query.limit ?? DEFAULT_LIMIT
           const before = yield* decodeCursor(query.cursor)
-          const rows = yield* keys.list(projectId, limit + 1, before)
-          const total = yield* keys.count(projectId)
+          const { rows, total } = yield* keys.list(projectId, limit + 1, before)
           const page = toPage(rows, limit)
           return { items: page.items.map(toApiKeyResponse), total, next_cursor: page.next_cursor }
         }))
@@ -42,6 +41,13 @@ export const ApiKeysHandlers = HttpApiBuilder.group(
           const { projectId } = yield* CurrentKey
           const { row, secret } = yield* keys.create(projectId, payload.name ?? null)
           return { ...toApiKeyResponse(row), secret_token: secret }
+        }))
+      .handle("get", ({ params }) =>
+        Effect.gen(function*() {
+          const { projectId } = yield* CurrentKey
+          const row = yield* keys.find(projectId, params.key_id)
+          if (row === undefined) return yield* notFound("api_key_not_found", `no API key ${params.key_id} in this project`)
+          return toApiKeyResponse(row)
         }))
       .handle("revoke", ({ params }) =>
         Effect.gen(function*() {
