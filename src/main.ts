@@ -55,7 +55,7 @@ const logLayer = (level: "Info" | "Warn") =>
 const ProductServices = Layer.mergeAll(SessionEntityLive, WebSearchRuns.layer, StartupRecoveryLive).pipe(
   Layer.provideMerge(RunNotifier.layer),
   Layer.provideMerge(WebSearch.layerFetch.pipe(Layer.provide(Reader.layer), Layer.provide(ReaderBrowser.layerFromPool))),
-  Layer.provideMerge(Layer.mergeAll(RunStore.layer, RunEventBus.layer, ScreenshotStore.layer, AgentModel.layer, BrowserPool.layer, Callbacks.layer)),
+  Layer.provideMerge(Layer.mergeAll(RunStore.layer, RunEventBus.layer, ScreenshotStore.layer, AgentModel.layer, BrowserPool.layerFromAppConfig, Callbacks.layer)),
   Layer.provideMerge(ClusterLive)
 )
 

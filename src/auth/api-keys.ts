@@ -95,22 +95,24 @@ export class ApiKeys extends Context.Service<ApiKeys, {
           WHERE project_id = ${projectId} AND id = ${keyId}
           RETURNING ${columns}`.pipe(Effect.map((rows) => rows[0]), Effect.orDie)
 
+      // Keyed by the presented token: a hit costs one map lookup, no checksum and no hash. Only
+      // tokens the database accepted are remembered; the database itself stores only hashes.
       const verified = new Map<string, { readonly row: ApiKeyRow; readonly at: number }>()
       const authenticate = (token: string) =>
         Effect.gen(function*() {
-          if (!isWellFormedApiKey(token)) return "malformed" as const
-          const hash = hashApiKey(token)
           const now = Date.now()
-          const cached = verified.get(hash)
+          const cached = verified.get(token)
           if (cached !== undefined && now - cached.at < authCacheMs) {
             const graceUntil = cached.row.grace_until
             return graceUntil !== null && graceUntil.getTime() <= now ? "revoked" as const : cached.row
           }
+          if (!isWellFormedApiKey(token)) return "malformed" as const
+          const hash = hashApiKey(token)
           const rows = yield* sql<ApiKeyRow>`SELECT ${columns} FROM api_keys WHERE secret_hash = ${hash}`
           const row = rows[0]
           if (row === undefined) return "unknown" as const
           if (verified.size >= AUTH_CACHE_MAX) verified.clear()
-          verified.set(hash, { row, at: now })
+          verified.set(token, { row, at: now })
           if (row.grace_until !== null && row.grace_until.getTime() <= now) return "revoked" as const
           if (row.last_used_at === null || now - row.last_used_at.getTime() > LAST_USED_RESOLUTION_MS) {
             yield* sql`UPDATE api_keys SET last_used_at = now() WHERE id = ${row.id}`
