@@ -210,7 +210,7 @@ describe.skipIf(databaseUrl === undefined || redisUrl === undefined)("scale-out:
     expect(owner.process.exitCode).toBe(0)
     expect(owner.logs.some((line) => line.message === "drained")).toBe(true)
     const run = await waitForStatus(survivor, sid, rid, terminal)
-    expect(run.status).toBe("done")
+    expect(run.status, JSON.stringify(run.error)).toBe("done")
     expect(run.output).toBe("released")
     // The remaining runners hold every shard again.
     await eventually("shards handed over", async () => {

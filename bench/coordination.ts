@@ -1,0 +1,111 @@
+/**
+ * Coordination cost and gain of scale-out: a burst of N sessions (scripted model that navigates to
+ * a local page, then finishes) against one `wa serve` and against two `wa serve` nodes (socket
+ * runners, requests alternated between them) on the same machine, each on a fresh database of
+ * TEST_DATABASE_URL with Redis at TEST_REDIS_URL. Prints, per topology: the wall time of the whole
+ * burst (first POST to last terminal run), the median and p90 time from POST to the run's first
+ * navigation, and how the sessions spread over the runners.
+ *
+ *   TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test TEST_REDIS_URL=redis://127.0.0.1:6379 \
+ *     node bench/coordination.ts [sessions=40]
+ */
+import { createServer } from "node:http"
+import type { AddressInfo } from "node:net"
+import { startScriptedModel } from "../test/fixtures/model/scripted-model.ts"
+import { eventually, scrape } from "../test/scale-out/nodes.ts"
+import { externalDatabase, type Service, startService, stopAndClean } from "../test/support/service.ts"
+
+const sessions = Number(process.argv[2] ?? 40)
+const databaseUrl = process.env["TEST_DATABASE_URL"]
+const redisUrl = process.env["TEST_REDIS_URL"]
+if (!databaseUrl || !redisUrl) {
+  console.error("set TEST_DATABASE_URL and TEST_REDIS_URL")
+  process.exit(2)
+}
+const quantile = (values: Array<number>, q: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor(values.length * q))]!
+
+const arrivals = new Map<string, number>()
+const pages = createServer((req, res) => {
+  const tag = new URL(req.url ?? "/", "http://x").searchParams.get("tag")
+  if (tag !== null && !arrivals.has(tag)) arrivals.set(tag, performance.now())
+  res.writeHead(200, { "content-type": "text/html" }).end("<!doctype html><title>bench</title><h1>Hello</h1><p>A local page.</p>")
+})
+await new Promise<void>((resolve) => pages.listen(0, "127.0.0.1", resolve))
+const pageUrl = `http://127.0.0.1:${(pages.address() as AddressInfo).port}/`
+
+const model = await startScriptedModel((request) => {
+  const task = JSON.stringify(request.messages)
+  const tag = task.match(/tag=(\w+)/)?.[1] ?? "none"
+  return task.includes("observed") ? { tool: "done", args: { output: "ok" } } : { tool: "navigate", args: { url: `${pageUrl}?tag=${tag}` } }
+})
+
+const burst = async (label: string, nodeCount: number, extraEnv: Record<string, string> = {}) => {
+  const database = (await externalDatabase())!
+  const env = {
+    DATABASE_URL: database.url,
+    REDIS_URL: redisUrl,
+    WA_MODEL_BASE_URL: model.baseUrl,
+    WA_MODEL: "scripted",
+    WA_ALLOW_PRIVATE_NETWORKS: "true",
+    WA_MAX_CONCURRENT_SESSIONS: "10000",
+    WA_RATE_LIMIT_REQUESTS: "1000000",
+    WA_STEP_SCREENSHOTS: "false",
+    WA_LOG_LEVEL: "Warn",
+    ...extraEnv
+  }
+  const nodes: Array<Service> = []
+  try {
+    nodes.push(await startService({ env: { ...env, WA_LOG_LEVEL: "Info" } }))
+    const credentials = { projectId: nodes[0]!.projectId, apiKey: nodes[0]!.apiKey }
+    while (nodes.length < nodeCount) nodes.push(await startService({ env: { ...env, WA_LOG_LEVEL: "Info" }, credentials }))
+    await eventually("shards spread", async () => {
+      const held = await Promise.all(nodes.map(async (node) => (await scrape(node.url)).get("effect_cluster_shards") ?? 0))
+      return held.every((n) => n > 0) && held.reduce((x, y) => x + y, 0) === 300 ? true : undefined
+    })
+    // Warm the browsers (8 sessions spread over the runners) so the burst does not time Chromium launches.
+    await Promise.all(Array.from({ length: 8 }, async (_, i) => {
+      const node = nodes[i % nodes.length]!
+      const r = await node.request("POST", `/v1/projects/${node.projectId}/do_anything/sessions`, { body: { instructions: `warm tag=warm${label}${i}`, keep_alive: false } })
+      await waitTerminal(node, r.json.id, r.json.latest_run_id)
+    }))
+    const before = await Promise.all(nodes.map(async (node) => (await scrape(node.url)).get("wa_browser_contexts_leased_total") ?? 0))
+
+    const started = performance.now()
+    const posted = new Map<string, number>()
+    const created = await Promise.all(Array.from({ length: sessions }, async (_, i) => {
+      const node = nodes[i % nodes.length]!
+      const tag = `${label}${i}`
+      posted.set(tag, performance.now())
+      const r = await node.request("POST", `/v1/projects/${node.projectId}/do_anything/sessions`, { body: { instructions: `Open tag=${tag}`, keep_alive: false } })
+      if (r.status !== 201) throw new Error(`${r.status} ${r.text}`)
+      return { node, sid: r.json.id as string, rid: r.json.latest_run_id as string, tag }
+    }))
+    const resident = await Promise.all(nodes.map(async (node) => (await scrape(node.url)).get("wa_runs_in_flight") ?? 0))
+    await Promise.all(created.map(({ node, sid, rid }) => waitTerminal(node, sid, rid)))
+    const wall = performance.now() - started
+    const toFirstStep = created.map(({ tag }) => (arrivals.get(tag) ?? Number.NaN) - posted.get(tag)!)
+    const after = await Promise.all(nodes.map(async (node) => (await scrape(node.url)).get("wa_browser_contexts_leased_total") ?? 0))
+    const ran = after.map((n, i) => n - before[i]!)
+    console.log(`${label.padEnd(10)} ${String(nodeCount).padStart(7)}  ${wall.toFixed(0).padStart(8)} ms  ${quantile(toFirstStep, 0.5).toFixed(0).padStart(8)} ms  ${quantile(toFirstStep, 0.9).toFixed(0).padStart(8)} ms   contexts leased per runner: ${ran.join(" / ")} (runs in flight right after the POSTs: ${resident.join(" / ")})`)
+  } finally {
+    await Promise.all(nodes.map((node) => stopAndClean(node)))
+    await database.drop()
+  }
+}
+
+const waitTerminal = async (node: Service, sid: string, rid: string) => {
+  for (let i = 0; i < 3000; i++) {
+    const run = (await node.request("GET", `/v1/projects/${node.projectId}/do_anything/sessions/${sid}/runs/${rid}`)).json
+    if (["done", "failed", "canceled"].includes(run?.status)) return run
+    await new Promise((r) => setTimeout(r, 50))
+  }
+  throw new Error(`run ${rid} did not end`)
+}
+
+console.log(`burst of ${sessions} sessions (navigate to a local page, then done), same machine`)
+console.log(`topology   runners      wall   median 1st step   p90 1st step`)
+await burst("single", 1, { WA_CLUSTER: "single" })
+await burst("one", 1)
+await burst("two", 2)
+await model.close()
+pages.close()

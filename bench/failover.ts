@@ -1,0 +1,113 @@
+/**
+ * Failover: two `wa serve` nodes (socket runners) on a fresh database of TEST_DATABASE_URL (Redis at
+ * TEST_REDIS_URL). A run steps forever (the scripted model navigates to a local page each step);
+ * the runner executing it is SIGKILLed mid-run. Measured from the SIGKILL:
+ *   - ended: the interrupted run reaches its terminal state on the survivor (`failed`,
+ *     `runner_restarted`: the survivor took the shard and the Execute message was delivered again);
+ *   - next step: a follow-up run, posted on the same session as soon as the run ended, makes its
+ *     first navigation on the survivor (runs are not resumed from a checkpoint yet, so this is the
+ *     session's next step).
+ * The killed node is restarted between iterations.
+ *
+ *   TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test TEST_REDIS_URL=redis://127.0.0.1:6379 \
+ *     node bench/failover.ts [iterations=4] [health-check-seconds=2] [lock-expiration-seconds=15]
+ */
+import { createServer } from "node:http"
+import type { AddressInfo } from "node:net"
+import { startScriptedModel } from "../test/fixtures/model/scripted-model.ts"
+import { eventually, scrape } from "../test/scale-out/nodes.ts"
+import { externalDatabase, type Service, startService, stopAndClean } from "../test/support/service.ts"
+
+const iterations = Number(process.argv[2] ?? 4)
+const healthCheckSeconds = process.argv[3] ?? "2"
+const lockExpirationSeconds = process.argv[4] ?? "15"
+const databaseUrl = process.env["TEST_DATABASE_URL"]
+const redisUrl = process.env["TEST_REDIS_URL"]
+if (!databaseUrl || !redisUrl) {
+  console.error("set TEST_DATABASE_URL and TEST_REDIS_URL")
+  process.exit(2)
+}
+
+const arrivals = new Map<string, Array<number>>()
+const pages = createServer((req, res) => {
+  const tag = new URL(req.url ?? "/", "http://x").searchParams.get("tag")
+  if (tag !== null) arrivals.set(tag, [...(arrivals.get(tag) ?? []), performance.now()])
+  res.writeHead(200, { "content-type": "text/html" }).end("<!doctype html><title>bench</title><h1>Step</h1>")
+})
+await new Promise<void>((resolve) => pages.listen(0, "127.0.0.1", resolve))
+const pageUrl = `http://127.0.0.1:${(pages.address() as AddressInfo).port}/`
+
+// `loop tag=X` navigates forever; `once tag=X` navigates once and finishes.
+const model = await startScriptedModel((request) => {
+  const task = JSON.stringify(request.messages)
+  const tag = task.match(/tag=(\w+)/)?.[1] ?? "none"
+  if (task.includes("once tag=") && task.includes("observed")) return { tool: "done", args: { output: "ok" } }
+  return { tool: "navigate", args: { url: `${pageUrl}?tag=${tag}&t=${Date.now()}` } }
+})
+
+const database = (await externalDatabase())!
+const env = {
+  DATABASE_URL: database.url,
+  REDIS_URL: redisUrl,
+  WA_MODEL_BASE_URL: model.baseUrl,
+  WA_MODEL: "scripted",
+  WA_ALLOW_PRIVATE_NETWORKS: "true",
+  WA_MAX_CONCURRENT_SESSIONS: "1000",
+  WA_RATE_LIMIT_REQUESTS: "1000000",
+  WA_STEP_SCREENSHOTS: "false",
+  WA_MAX_STEPS: "100000",
+  WA_CLUSTER_HEALTH_CHECK_SECONDS: healthCheckSeconds,
+  WA_CLUSTER_LOCK_EXPIRATION_SECONDS: lockExpirationSeconds
+}
+const first = await startService({ env })
+const credentials = { projectId: first.projectId, apiKey: first.apiKey }
+const nodes: Array<Service> = [first, await startService({ env, credentials })]
+const base = `/v1/projects/${first.projectId}/do_anything`
+
+const runStatus = async (node: Service, sid: string, rid: string) => (await node.request("GET", `${base}/sessions/${sid}/runs/${rid}`)).json
+const waitFor = async (what: string, check: () => Promise<boolean>) => {
+  while (!(await check())) await new Promise((r) => setTimeout(r, 20))
+  return performance.now()
+}
+
+const results: Array<{ ended: number; next: number; code: string }> = []
+try {
+  for (let i = 0; i < iterations; i++) {
+    await eventually("shards on both runners", async () => {
+      const held = await Promise.all(nodes.map(async (node) => (await scrape(node.url)).get("effect_cluster_shards") ?? 0))
+      return held.every((n) => n > 0) && held.reduce((x, y) => x + y, 0) === 300 ? true : undefined
+    })
+    const tag = `loop${i}`
+    const created = await nodes[0]!.request("POST", `${base}/sessions`, { body: { instructions: `loop tag=${tag}`, keep_alive: true, max_steps: 100000 } })
+    if (created.status !== 201) throw new Error(`${created.status} ${created.text}`)
+    const sid = created.json.id as string
+    const rid = created.json.latest_run_id as string
+    await waitFor("three steps", async () => (arrivals.get(tag)?.length ?? 0) >= 3)
+    const inFlight = await Promise.all(nodes.map(async (node) => (await scrape(node.url)).get("wa_runs_in_flight") ?? 0))
+    const ownerIndex = inFlight.findIndex((n) => n > 0)
+    const owner = nodes[ownerIndex]!
+    const survivor = nodes[1 - ownerIndex]!
+    const killedAt = performance.now()
+    owner.process.kill("SIGKILL")
+    let ended: any
+    const endedAt = await waitFor("run ended", async () => {
+      ended = await runStatus(survivor, sid, rid)
+      return ["done", "failed", "canceled"].includes(ended.status)
+    })
+    const nextTag = `once${i}`
+    await survivor.request("POST", `${base}/sessions/${sid}/runs`, { body: { instructions: `once tag=${nextTag}`, keep_alive: false } })
+    const nextAt = await waitFor("next step", async () => (arrivals.get(nextTag)?.length ?? 0) >= 1)
+    results.push({ ended: endedAt - killedAt, next: arrivals.get(nextTag)![0]! - killedAt, code: ended.error?.code ?? ended.status })
+    console.log(`iteration ${i + 1}: killed runner ${ownerIndex + 1}; run ended after ${(endedAt - killedAt).toFixed(0)} ms (${ended.error?.code ?? ended.status}); session's next step after ${(nextAt - killedAt).toFixed(0)} ms`)
+    await stopAndClean(owner).catch(() => undefined)
+    nodes[ownerIndex] = await startService({ env, credentials })
+  }
+} finally {
+  await Promise.all(nodes.map((node) => stopAndClean(node)))
+  await database.drop()
+  await model.close()
+  pages.close()
+}
+const median = (values: Array<number>) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
+console.log(`failover with WA_CLUSTER_HEALTH_CHECK_SECONDS=${healthCheckSeconds} WA_CLUSTER_LOCK_EXPIRATION_SECONDS=${lockExpirationSeconds} over ${results.length} kills: ` +
+  `run ended median ${median(results.map((r) => r.ended)).toFixed(0)} ms, next step median ${median(results.map((r) => r.next)).toFixed(0)} ms`)
