@@ -48,8 +48,11 @@ export const AppConfigSchema = Config.all({
   clusterShards: Config.Int("WA_CLUSTER_SHARDS").pipe(Config.withDefault(300)),
   /** How often runners ping each other; a runner that does not answer loses its shards. */
   clusterHealthCheckSeconds: Config.Int("WA_CLUSTER_HEALTH_CHECK_SECONDS").pipe(Config.withDefault(10)),
-  /** Shard lock (and runner heartbeat) expiry: the bound on failover when pings cannot tell. */
-  clusterLockExpirationSeconds: Config.Int("WA_CLUSTER_LOCK_EXPIRATION_SECONDS").pipe(Config.withDefault(35)),
+  /**
+   * Shard lock (and runner heartbeat) expiry: the bound on failover when pings cannot tell, e.g.
+   * when the dead runner hosted the health-check singleton itself (Effect's default is 35 s).
+   */
+  clusterLockExpirationSeconds: Config.Int("WA_CLUSTER_LOCK_EXPIRATION_SECONDS").pipe(Config.withDefault(15)),
   /** How long SIGTERM waits for runs in flight on this runner before handing its shards over. */
   drainSeconds: Config.Int("WA_DRAIN_SECONDS").pipe(Config.withDefault(20))
 })
