@@ -7,6 +7,7 @@
 import { Context, Effect, Layer, Option } from "effect"
 import { LanguageModel } from "effect/ai"
 import { FetchHttpClient } from "effect/http"
+import { costUsd, parsePricePerMtok } from "../billing/prices.ts"
 import { AppConfig, modelApiKey } from "../config/config.ts"
 import { makeAnthropic } from "./providers/anthropic.ts"
 import { makeOpenAiCompatible } from "./providers/openai-compatible.ts"
@@ -15,6 +16,8 @@ export interface ConfiguredModel {
   readonly provider: "openai-compatible" | "anthropic"
   readonly name: string
   readonly layer: Layer.Layer<LanguageModel.LanguageModel>
+  /** USD for the tokens of one call of this model. */
+  readonly costUsd: (inputTokens: number, outputTokens: number) => number
 }
 
 const defaults = {
@@ -39,7 +42,13 @@ export class AgentModel extends Context.Service<AgentModel, Option.Option<Config
         LanguageModel.LanguageModel,
         provider === "anthropic" ? makeAnthropic(options) : makeOpenAiCompatible(options)
       ).pipe(Layer.provide(FetchHttpClient.layer))
-      return Option.some<ConfiguredModel>({ provider, name, layer })
+      const fallbackPrice = parsePricePerMtok(config.modelPricePerMtok)
+      return Option.some<ConfiguredModel>({
+        provider,
+        name,
+        layer,
+        costUsd: (inputTokens, outputTokens) => costUsd(name, inputTokens, outputTokens, fallbackPrice)
+      })
     })
   )
 }

@@ -10,7 +10,6 @@ import { LanguageModel, Prompt } from "effect/ai"
 import { screenshot } from "../browser/actions.ts"
 import { snapshotFormatHelp } from "../browser/observe.ts"
 import type { ContextLease } from "../browser/pool.ts"
-import { costUsd } from "../billing/prices.ts"
 import { isTerminal } from "../domain/run-state.ts"
 import { RunEventBus } from "../events/run-event-bus.ts"
 import { type RunRow, RunStore } from "../store/runs.ts"
@@ -139,7 +138,7 @@ export const runAgent = Effect.fn("runAgent")(function*(runId: string, lease: Co
     }).pipe(Effect.provide(Layer.merge(model.layer, handlers)))
 
     const usage = response.usage
-    const cost = costUsd(model.name, usage.inputTokens.total ?? 0, usage.outputTokens.total ?? 0)
+    const cost = model.costUsd(usage.inputTokens.total ?? 0, usage.outputTokens.total ?? 0)
     if (cost > 0) yield* store.addLlmCost(runId, cost)
     if (response.text.trim() !== "") yield* ctx.emit("run.message", { role: "agent", content: response.text })
 

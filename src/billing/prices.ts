@@ -1,7 +1,7 @@
 /**
  * Model prices in USD per million tokens, used to turn token usage into the run and session cost
- * fields. Unknown models (self-hosted ones, mostly) use WA_MODEL_PRICE_PER_MTOK ("input,output"),
- * else the default below, so costs are never silently zero.
+ * fields. Unknown models (self-hosted ones, mostly) use WA_MODEL_PRICE_PER_MTOK ("input,output",
+ * default 1,3), so costs are never silently zero.
  */
 const table: Record<string, { readonly input: number; readonly output: number }> = {
   "gpt-4.1": { input: 2, output: 8 },
@@ -14,16 +14,19 @@ const table: Record<string, { readonly input: number; readonly output: number }>
   "claude-opus-4-1": { input: 15, output: 75 }
 }
 
-const fallback = (() => {
-  const [input, output] = (process.env["WA_MODEL_PRICE_PER_MTOK"] ?? "").split(",").map(Number)
-  return input !== undefined && output !== undefined && Number.isFinite(input) && Number.isFinite(output)
-    ? { input, output }
-    : { input: 1, output: 3 }
-})()
+/** Parses WA_MODEL_PRICE_PER_MTOK ("input,output", validated by the config). */
+export const parsePricePerMtok = (spec: string) => {
+  const [input = 1, output = 3] = spec.split(",").map(Number)
+  return { input, output }
+}
 
-export const priceOf = (model: string) => table[model] ?? fallback
-
-export const costUsd = (model: string, inputTokens: number, outputTokens: number): number => {
-  const price = priceOf(model)
+/** USD for the tokens of one model call; unknown models use the configured fallback price. */
+export const costUsd = (
+  model: string,
+  inputTokens: number,
+  outputTokens: number,
+  fallback: { readonly input: number; readonly output: number }
+): number => {
+  const price = table[model] ?? fallback
   return (inputTokens * price.input + outputTokens * price.output) / 1_000_000
 }

@@ -35,6 +35,25 @@ export const AppConfigSchema = Config.all({
   /** How long a revoked key keeps working, so runs in flight do not get 401 (spec: one hour). */
   keyRevocationGraceSeconds: Config.Int("WA_KEY_REVOCATION_GRACE_SECONDS").pipe(Config.withDefault(3600)),
   sseHeartbeatSeconds: Config.Int("WA_SSE_HEARTBEAT_SECONDS").pipe(Config.withDefault(15)),
+  /** Agent steps a run may take before it is marked expired (continue starts a fresh budget). */
+  maxSteps: Config.Int("WA_MAX_STEPS").pipe(Config.withDefault(50)),
+  /** Length of a minute of max_duration_minutes (tests shorten it to watch the limit act). */
+  runMinuteMs: Config.Int("WA_RUN_MINUTE_MS").pipe(Config.withDefault(60_000)),
+  /** A kept-alive session's browser is released after this much idle time. */
+  sessionIdleSeconds: Config.Int("WA_SESSION_IDLE_SECONDS").pipe(Config.withDefault(300)),
+  /** A run.screenshot event after every agent step. */
+  stepScreenshots: Config.Boolean("WA_STEP_SCREENSHOTS").pipe(Config.withDefault(true)),
+  /** Send a screenshot with each observation (for models that accept images). */
+  modelVision: Config.Boolean("WA_MODEL_VISION").pipe(Config.withDefault(false)),
+  /** "input,output" USD per million tokens for models that are not in the price table. */
+  modelPricePerMtok: Config.schema(
+    Schema.String.check(Schema.isPattern(/^\d+(\.\d+)?,\d+(\.\d+)?$/)),
+    "WA_MODEL_PRICE_PER_MTOK"
+  ).pipe(Config.withDefault("1,3")),
+  /** First retry delay of callbacks (exponential backoff). */
+  webhookRetryBaseMs: Config.Int("WA_WEBHOOK_RETRY_BASE_MS").pipe(Config.withDefault(1000)),
+  /** How long a WebSearch POST with wait=true blocks before answering 202 (spec: 30 s). */
+  webSearchWaitSeconds: Config.Int("WA_WEB_SEARCH_WAIT_SECONDS").pipe(Config.withDefault(30)),
   // Scale-out (src/cluster/): how this process joins the cluster. WA_CLUSTER defaults to
   // "socket" when DATABASE_URL is set and "single" otherwise (see clusterMode below).
   cluster: Config.option(Config.Literals(["single", "socket"], "WA_CLUSTER")),
@@ -79,6 +98,13 @@ export const loadAppConfig = (env?: Record<string, string | undefined>) =>
     if (parsed.rateLimitRequests < 1) return yield* Effect.die(new InvalidConfig("invalid configuration: WA_RATE_LIMIT_REQUESTS must be at least 1"))
     if (parsed.rateLimitWindowSeconds < 1) return yield* Effect.die(new InvalidConfig("invalid configuration: WA_RATE_LIMIT_WINDOW_SECONDS must be at least 1"))
     if (parsed.maxConcurrentSessions < 1) return yield* Effect.die(new InvalidConfig("invalid configuration: WA_MAX_CONCURRENT_SESSIONS must be at least 1"))
+    for (const [name, value] of [
+      ["WA_MAX_STEPS", parsed.maxSteps], ["WA_RUN_MINUTE_MS", parsed.runMinuteMs], ["WA_SESSION_IDLE_SECONDS", parsed.sessionIdleSeconds],
+      ["WA_WEBHOOK_RETRY_BASE_MS", parsed.webhookRetryBaseMs], ["WA_WEB_SEARCH_WAIT_SECONDS", parsed.webSearchWaitSeconds],
+      ["WA_SSE_HEARTBEAT_SECONDS", parsed.sseHeartbeatSeconds], ["WA_KEY_REVOCATION_GRACE_SECONDS", parsed.keyRevocationGraceSeconds]
+    ] as const) {
+      if (value < 1) return yield* Effect.die(new InvalidConfig(`invalid configuration: ${name} must be at least 1`))
+    }
     if (parsed.cluster._tag === "Some" && parsed.cluster.value === "socket" && Option.isNone(parsed.databaseUrl)) {
       return yield* Effect.die(new InvalidConfig("invalid configuration: WA_CLUSTER=socket needs DATABASE_URL (runners share one external PostgreSQL)"))
     }

@@ -6,7 +6,7 @@
  * `Close` run beside a long `Execute`. The browser is released when a run ends with
  * keep_alive false, when the session is closed, or when the entity passivates after idling.
  */
-import { Effect, Exit, Fiber, FiberMap, Schema, Scope } from "effect"
+import { Effect, Exit, Fiber, FiberMap, Layer, Schema, Scope } from "effect"
 import { ClusterSchema, Entity } from "effect/cluster"
 import { Rpc } from "effect/rpc"
 import { type AgentSettings, runAgent } from "../agent/run-agent.ts"
@@ -24,10 +24,8 @@ export const Close = Rpc.make("Close")
 
 export const SessionEntity = Entity.make("Session", [Execute, Interrupt, Close])
 
-export const sessionIdleSeconds = () => Number(process.env["WA_SESSION_IDLE_SECONDS"] ?? 300)
 
-export const SessionEntityLive = SessionEntity.toLayer(
-  Effect.gen(function*() {
+const sessionHandlers = Effect.gen(function*() {
     const address = yield* Entity.CurrentAddress
     const sessionId = address.entityId
     const pool = yield* BrowserPool
@@ -36,8 +34,8 @@ export const SessionEntityLive = SessionEntity.toLayer(
     const config = yield* AppConfig
     const runs = yield* FiberMap.make<string>()
     const settings: AgentSettings = {
-      stepScreenshots: process.env["WA_STEP_SCREENSHOTS"] !== "false",
-      vision: process.env["WA_MODEL_VISION"] === "true"
+      stepScreenshots: config.stepScreenshots,
+      vision: config.modelVision
     }
 
     let lease: { readonly lease: ContextLease; readonly scope: Scope.Closeable } | undefined
@@ -115,6 +113,9 @@ export const SessionEntityLive = SessionEntity.toLayer(
           yield* store.setSessionStatus(sessionId, "closed")
         }).pipe(Rpc.fork)
     })
-  }),
-  { maxIdleTime: `${sessionIdleSeconds()} seconds` }
-)
+})
+
+/** The entity, passivated (browser released, session closed) after WA_SESSION_IDLE_SECONDS idle. */
+export const SessionEntityLive = Layer.unwrap(Effect.map(AppConfig, (config) =>
+  SessionEntity.toLayer(sessionHandlers, { maxIdleTime: `${config.sessionIdleSeconds} seconds` })
+))

@@ -4,7 +4,7 @@
  * the result is the run's output. A run still pending or running when its process stops stays so
  * (restart recovery is the scale-out issue's work).
  */
-import { Context, Deferred, Duration, Effect, FiberSet, Layer, Option } from "effect"
+import { Context, Deferred, Effect, FiberSet, Layer, Option } from "effect"
 import { AgentModel } from "../agent/model.ts"
 import { type RunRow, RunStore } from "../store/runs.ts"
 import type { WebSearchRequest, WebSearchResult } from "./schema.ts"
@@ -64,5 +64,3 @@ export class WebSearchRuns extends Context.Service<WebSearchRuns, {
   )
 }
 
-/** How long `wait: true` blocks before answering 202 (spec: 30 s; configurable for tests). */
-export const webSearchWait = () => Duration.seconds(Number(process.env["WA_WEB_SEARCH_WAIT_SECONDS"] ?? 30))

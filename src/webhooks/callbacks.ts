@@ -35,7 +35,7 @@ export class Callbacks extends Context.Service<Callbacks, {
       const sql = yield* SqlClient.SqlClient
       const config = yield* AppConfig
       const fibers = yield* FiberSet.make()
-      const retryBaseMs = Number(process.env["WA_WEBHOOK_RETRY_BASE_MS"] ?? 1000)
+      const retryBaseMs = config.webhookRetryBaseMs
 
       const attempt = (deliveryId: string, url: string, secret: string, body: string) =>
         Effect.gen(function*() {

@@ -21,9 +21,6 @@ import { CurrentKey } from "../api/security.ts"
 import { DEFAULT_LIMIT, decodeCursor, toPage } from "../pagination.ts"
 import { parseLastEventId, runEventStream } from "../sse.ts"
 
-const maxSteps = () => Number(process.env["WA_MAX_STEPS"] ?? 50)
-/** Length of a minute of max_duration_minutes; tests shorten it to see the limit act. */
-const minuteMs = () => Number(process.env["WA_RUN_MINUTE_MS"] ?? 60_000)
 
 /** Rules the schema cannot express: names of allowed_actions, instructions present. */
 const checkRunRequest = (payload: CreateRunRequest, needsInstructions: boolean) =>
@@ -41,12 +38,17 @@ const checkRunRequest = (payload: CreateRunRequest, needsInstructions: boolean) 
     }
   })
 
-const toNewRun = (payload: CreateRunRequest, overrides: Partial<NewRun> = {}): NewRun => ({
+/** The stored run of a request, with the defaults and limits of the configuration. */
+const toNewRun = (
+  config: Pick<AppConfig["Service"], "maxSteps" | "runMinuteMs">,
+  payload: CreateRunRequest,
+  overrides: Partial<NewRun> = {}
+): NewRun => ({
   instructions: payload.instructions ?? null,
   request: { keep_alive: true, agentmail: true, skills: [], allowed_actions: [], ...payload },
-  maxSteps: maxSteps(),
+  maxSteps: config.maxSteps,
   model: payload.model ?? null,
-  maxDurationMs: payload.max_duration_minutes === undefined || payload.max_duration_minutes === null ? null : payload.max_duration_minutes * minuteMs(),
+  maxDurationMs: payload.max_duration_minutes === undefined || payload.max_duration_minutes === null ? null : payload.max_duration_minutes * config.runMinuteMs,
   ...overrides
 })
 
@@ -91,7 +93,7 @@ export const DoAnythingHandlers = HttpApiBuilder.group(
         Effect.gen(function*() {
           yield* checkRunRequest(payload, true)
           const session = yield* ops.session(params.sid)
-          const run = yield* ops.addRun(session, toNewRun(payload))
+          const run = yield* ops.addRun(session, ops.newRun(payload))
           return runView(run)
         }))
       .handle("getRun", ({ params }) => ops.run(params.sid, params.rid).pipe(Effect.map(runView)))
@@ -134,7 +136,7 @@ export const DoAnythingHandlers = HttpApiBuilder.group(
           if (!run.expired) return yield* conflict("only a run that ran out of steps (expired) can be continued; add a follow-up run instead")
           const session = yield* ops.session(params.sid)
           const request = run.request as CreateRunRequest
-          const next = yield* ops.addRun(session, toNewRun({
+          const next = yield* ops.addRun(session, ops.newRun({
             ...request,
             instructions: `${payload.content}\n\n(Continuing the earlier task: ${run.instructions ?? ""})`
           }, { parentRunId: run.id }))
@@ -160,7 +162,7 @@ export const DoAnythingFlatHandlers = HttpApiBuilder.group(
           if (payload.session_id !== undefined && payload.session_id !== null) {
             yield* checkRunRequest(payload, true)
             const session = yield* ops.session(payload.session_id)
-            return flatRunView(yield* ops.addRun(session, toNewRun(payload)))
+            return flatRunView(yield* ops.addRun(session, ops.newRun(payload)))
           }
           yield* checkRunRequest(payload, true)
           const { run } = yield* ops.startSession(payload)
@@ -196,6 +198,7 @@ export class DoAnythingOps extends Context.Service<DoAnythingOps, {
   readonly runById: (runId: string) => Effect.Effect<RunRow, ReturnType<typeof notFound>, CurrentKey>
   readonly startSession: (payload: CreateRunRequest) => Effect.Effect<{ session: SessionRow; run: RunRow }, TooManyRequests, CurrentKey>
   readonly addRun: (session: SessionRow, run: NewRun) => Effect.Effect<RunRow, ReturnType<typeof conflict>>
+  readonly newRun: (payload: CreateRunRequest, overrides?: Partial<NewRun>) => NewRun
   readonly cancel: (run: RunRow, reason: string | null) => Effect.Effect<RunRow, ReturnType<typeof conflict>>
   readonly closeSession: (sessionId: string) => Effect.Effect<void>
   readonly events: (run: RunRow, lastEventId: string | undefined) => Effect.Effect<HttpServerResponse.HttpServerResponse, never, HttpServerRequest.HttpServerRequest>
@@ -250,7 +253,7 @@ export class DoAnythingOps extends Context.Service<DoAnythingOps, {
             apiKeyId: key.keyId,
             profileId: payload.profile_id ?? null,
             workspaceId: payload.workspace_id ?? null,
-            run: toNewRun(payload)
+            run: toNewRun(config, payload)
           })
           yield* execute(created.session.id, created.run.id)
           return created
@@ -282,6 +285,7 @@ export class DoAnythingOps extends Context.Service<DoAnythingOps, {
         runById,
         startSession,
         addRun,
+        newRun: (payload, overrides) => toNewRun(config, payload, overrides),
         cancel,
         closeSession: (sessionId) =>
           clientFor(sessionId).Close(undefined, { discard: true }).pipe(

@@ -6,7 +6,7 @@ import { notFound, validationError } from "../../domain/errors.ts"
 import { flatStatus } from "../../domain/run-state.ts"
 import { RunEventBus } from "../../events/run-event-bus.ts"
 import type { WebSearchRequest, WebSearchResult } from "../../search/schema.ts"
-import { WebSearchRuns, webSearchWait } from "../../search/web-search-runs.ts"
+import { WebSearchRuns } from "../../search/web-search-runs.ts"
 import { type RunRow, RunStore } from "../../store/runs.ts"
 import { AppConfig } from "../../config/config.ts"
 import { WebAgentApi } from "../api/api.ts"
@@ -66,7 +66,7 @@ const handlersFor = (group: "web_search" | "web_search_flat") =>
             const { projectId } = yield* CurrentKey
             const started = yield* runs.start(projectId, request)
             if (request.wait) {
-              const finished = yield* started.finished.pipe(Effect.timeoutOption(webSearchWait()))
+              const finished = yield* started.finished.pipe(Effect.timeoutOption(`${config.webSearchWaitSeconds} seconds`))
               if (Option.isSome(finished)) return view((yield* store.getRun(started.run.id))!, flat)
             }
             const current = (yield* store.getRun(started.run.id))!
