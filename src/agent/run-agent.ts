@@ -5,14 +5,14 @@
  * marked expired), the duration limit passes, or the model or browser fails.
  */
 import { Ajv } from "ajv"
-import { Duration, Effect, Layer, Option, Queue, Ref } from "effect"
+import { Duration, Effect, Layer, Option, Queue, Ref, Schema } from "effect"
 import { LanguageModel, Prompt } from "effect/ai"
 import { screenshot } from "../browser/actions.ts"
 import { snapshotFormatHelp } from "../browser/observe.ts"
 import type { ContextLease } from "../browser/pool.ts"
 import { isTerminal } from "../domain/run-state.ts"
 import { RunEventBus } from "../events/run-event-bus.ts"
-import { type RunRow, RunStore } from "../store/runs.ts"
+import { type Checkpoint, type RunRow, RunStore } from "../store/runs.ts"
 import { ScreenshotStore } from "../store/screenshots.ts"
 import { AgentModel } from "./model.ts"
 import { AgentToolkitHandlers, observeForModel, RunContext, toolkitFor } from "./tools.ts"
@@ -35,6 +35,10 @@ const systemPrompt = (run: RunRow) => {
 
 const ajv = new Ajv({ allErrors: true, strict: false })
 
+// The conversation is checkpointed as JSON (history holds no images: step screenshots are not kept).
+const encodePrompt = Schema.encodeSync(Prompt.Prompt)
+const decodePrompt = Schema.decodeUnknownSync(Prompt.Prompt)
+
 export interface AgentSettings {
   readonly stepScreenshots: boolean
   readonly vision: boolean
@@ -44,13 +48,19 @@ export interface AgentSettings {
  * Runs the run to a terminal state inside the session's browser context. Safe to call again for
  * the same run (at-least-once delivery): a run that is no longer pending is left as it is.
  */
-export const runAgent = Effect.fn("runAgent")(function*(runId: string, lease: ContextLease, settings: AgentSettings) {
+export const runAgent = Effect.fn("runAgent")(function*(
+  runId: string,
+  lease: ContextLease,
+  settings: AgentSettings,
+  /** Set when another runner died during this run: go on from its last completed step. */
+  resume?: { readonly checkpoint: Checkpoint | undefined }
+) {
   const store = yield* RunStore
   const bus = yield* RunEventBus
   const screenshots = yield* ScreenshotStore
   const configured = yield* AgentModel
   const initial = yield* store.getRun(runId)
-  if (initial === undefined || initial.status !== "pending") return
+  if (initial === undefined || initial.status !== (resume === undefined ? "pending" : "running")) return
   if (Option.isNone(configured)) {
     yield* store.transition(runId, "failed", {
       errorCode: "model_not_configured",
@@ -60,9 +70,14 @@ export const runAgent = Effect.fn("runAgent")(function*(runId: string, lease: Co
     return
   }
   const model = configured.value
-  const running = yield* Effect.result(store.transition(runId, "running"))
-  if (running._tag === "Failure") return
-  const run = running.success
+  let run = initial
+  if (resume === undefined) {
+    const running = yield* Effect.result(store.transition(runId, "running"))
+    if (running._tag === "Failure") return
+    run = running.success
+  } else {
+    yield* store.rewindSteps(runId, resume.checkpoint?.step ?? 0)
+  }
 
   const request = run.request as { output_schema?: object | null; allowed_actions?: ReadonlyArray<string> }
   const validate = request.output_schema ? ajv.compile(request.output_schema) : undefined
@@ -103,10 +118,12 @@ export const runAgent = Effect.fn("runAgent")(function*(runId: string, lease: Co
 
   const toolkit = toolkitFor(request.allowed_actions ?? [])
   const handlers = AgentToolkitHandlers.pipe(Layer.provide(Layer.succeed(RunContext, ctx)))
-  let history = Prompt.make([
-    { role: "system", content: systemPrompt(run) },
-    { role: "user", content: `Task:\n${run.instructions ?? "(continue the previous task)"}` }
-  ])
+  let history = resume?.checkpoint !== undefined
+    ? decodePrompt(resume.checkpoint.history)
+    : Prompt.make([
+      { role: "system", content: systemPrompt(run) },
+      { role: "user", content: `Task:\n${run.instructions ?? "(continue the previous task)"}` }
+    ])
 
   const step = Effect.gen(function*() {
     const stepNumber = yield* store.recordStep(runId)
@@ -137,9 +154,6 @@ export const runAgent = Effect.fn("runAgent")(function*(runId: string, lease: Co
       toolChoice: "required"
     }).pipe(Effect.provide(Layer.merge(model.layer, handlers)))
 
-    const usage = response.usage
-    const cost = model.costUsd(usage.inputTokens.total ?? 0, usage.outputTokens.total ?? 0)
-    if (cost > 0) yield* store.addLlmCost(runId, cost)
     if (response.text.trim() !== "") yield* ctx.emit("run.message", { role: "agent", content: response.text })
 
     // Old observations are dropped from the history: the next turn carries a fresh one.
@@ -151,6 +165,20 @@ export const runAgent = Effect.fn("runAgent")(function*(runId: string, lease: Co
     if (response.toolCalls.length === 0) {
       history = Prompt.concat(history, Prompt.make([{ role: "user", content: "Act by calling a tool; call done when the task is complete." }]))
     }
+
+    // The step is complete: charge it and checkpoint it together (see RunStore.completeStep).
+    const usage = response.usage
+    const storageState = yield* Effect.tryPromise(() => lease.context.storageState()).pipe(
+      Effect.timeoutOption("5 seconds"),
+      Effect.map(Option.getOrUndefined),
+      Effect.orElseSucceed(() => undefined)
+    )
+    yield* store.completeStep(runId, model.costUsd(usage.inputTokens.total ?? 0, usage.outputTokens.total ?? 0), {
+      step: stepNumber,
+      history: encodePrompt(history),
+      url: lease.page()?.url() ?? null,
+      storageState
+    })
   })
 
   const loop = Effect.gen(function*() {

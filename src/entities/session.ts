@@ -10,6 +10,7 @@ import { Effect, Exit, Fiber, FiberMap, Layer, Schema, Scope } from "effect"
 import { ClusterSchema, Entity } from "effect/cluster"
 import { Rpc } from "effect/rpc"
 import { type AgentSettings, runAgent } from "../agent/run-agent.ts"
+import { navigate } from "../browser/actions.ts"
 import { AppConfig } from "../config/config.ts"
 import { BrowserPool, type ContextLease } from "../browser/pool.ts"
 import { trackRunInFlight } from "../cluster/metrics.ts"
@@ -44,11 +45,15 @@ const sessionHandlers = Effect.gen(function*() {
       lease = undefined
       return current === undefined ? Effect.void : Scope.close(current.scope, Exit.void)
     })
-    const acquire = Effect.gen(function*() {
+    // `storageState` restores cookies and local storage when a run resumes on this runner.
+    const acquire = (storageState?: unknown) => Effect.gen(function*() {
       if (lease !== undefined && !lease.lease.crashed()) return lease.lease
       yield* release // a crashed context is dropped; the session's next run gets a fresh one
       const scope = yield* Scope.make()
-      const acquired = yield* pool.acquireContext({ allowPrivateNetworks: config.allowPrivateNetworks }).pipe(
+      const options = storageState === undefined || storageState === null
+        ? { allowPrivateNetworks: config.allowPrivateNetworks }
+        : { allowPrivateNetworks: config.allowPrivateNetworks, storageState: storageState as never }
+      const acquired = yield* pool.acquireContext(options).pipe(
         Scope.provide(scope),
         Effect.onError(() => Scope.close(scope, Exit.void))
       )
@@ -72,14 +77,46 @@ const sessionHandlers = Effect.gen(function*() {
         }
       })
 
+    const resumeRun = (runId: string) =>
+      Effect.gen(function*() {
+        const checkpoint = yield* store.loadCheckpoint(runId)
+        const leased = yield* Effect.result(acquire(checkpoint?.storageState))
+        if (leased._tag === "Failure") {
+          yield* store.transition(runId, "failed", {
+            terminalReason: "failed",
+            errorCode: "browser_unavailable",
+            errorDetail: "the run could not resume: no browser on this runner"
+          }).pipe(Effect.ignore)
+          yield* finishRun(runId)
+          return
+        }
+        if (checkpoint?.url !== undefined && checkpoint.url !== null && checkpoint.url !== "about:blank") {
+          yield* navigate(leased.success, checkpoint.url).pipe(Effect.ignore)
+        }
+        yield* store.appendEvent(runId, "run.resumed", {
+          run_id: runId,
+          from_step: checkpoint?.step ?? 0,
+          url: checkpoint?.url ?? null
+        })
+        const fiber = yield* FiberMap.run(runs, runId, trackRunInFlight(runAgent(runId, leased.success, settings, { checkpoint })))
+        yield* Fiber.await(fiber)
+        yield* finishRun(runId)
+      })
+
     return SessionEntity.of({
       Execute: ({ payload }) =>
         Effect.gen(function*() {
           const run = yield* store.getRun(payload.runId)
           if (run === undefined || run.session_id !== sessionId) return
+          if (run.status === "running") {
+            // Delivered again after the runner that executed it died (or was drained): resume
+            // from the last completed step in a context rebuilt from the checkpoint.
+            yield* resumeRun(run.id)
+            return
+          }
           if (run.status !== "pending") {
-            // A delivery after a restart finds its run half-done: it cannot resume here, so it
-            // fails cleanly instead of staying non-terminal.
+            // Waiting for a person (or paused) when its runner died: the question is lost with the
+            // model call that asked it, so the run fails cleanly instead of staying non-terminal.
             if (!isTerminal(run.status)) {
               yield* store.transition(run.id, "failed", {
                 terminalReason: "failed",
@@ -90,7 +127,7 @@ const sessionHandlers = Effect.gen(function*() {
             }
             return
           }
-          const leased = yield* Effect.result(acquire)
+          const leased = yield* Effect.result(acquire())
           if (leased._tag === "Failure") {
             yield* store.transition(run.id, "failed", {
               terminalReason: "failed",

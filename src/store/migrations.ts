@@ -163,11 +163,26 @@ const m0004_run_kinds = Effect.gen(function*() {
   yield* sql`CREATE INDEX runs_project_kind ON runs (project_id, kind, id DESC)`
 })
 
+const m0005_checkpoints = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  // The last completed step of a run, so another runner can resume it after this one died.
+  yield* sql`
+    CREATE TABLE run_checkpoints (
+      run_id text PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+      step integer NOT NULL,
+      history jsonb NOT NULL,
+      url text,
+      storage_state jsonb,
+      updated_at timestamptz NOT NULL DEFAULT now()
+    )`
+})
+
 const all = {
   "0001_foundation": m0001_foundation,
   "0002_do_anything": m0002_do_anything,
   "0003_media": m0003_media,
-  "0004_run_kinds": m0004_run_kinds
+  "0004_run_kinds": m0004_run_kinds,
+  "0005_checkpoints": m0005_checkpoints
 }
 
 export const migrations = Migrator.fromRecord(all)

@@ -72,6 +72,14 @@ export interface NewRun {
   readonly parentRunId?: string | null
 }
 
+/** What a run needs to go on elsewhere: its conversation, step, page and browser storage. */
+export interface Checkpoint {
+  readonly step: number
+  readonly history: unknown
+  readonly url: string | null
+  readonly storageState: unknown
+}
+
 export interface TransitionOptions {
   readonly terminalReason?: string
   readonly output?: unknown
@@ -108,7 +116,14 @@ export class RunStore extends Context.Service<RunStore, {
   readonly answerInputRequest: (runId: string, requestId: string, response: unknown) => Effect.Effect<void, ReturnType<typeof conflict>>
   readonly inputRequest: (requestId: string) => Effect.Effect<{ readonly status: string; readonly response: unknown } | undefined>
   readonly recordStep: (runId: string) => Effect.Effect<number>
-  readonly addLlmCost: (runId: string, usd: number) => Effect.Effect<void>
+  /**
+   * Ends a step: its model cost is charged and the checkpoint saved in one transaction, so a step
+   * interrupted before this point is neither charged nor remembered, and is done again on resume.
+   */
+  readonly completeStep: (runId: string, costUsd: number, checkpoint: Checkpoint) => Effect.Effect<void>
+  readonly loadCheckpoint: (runId: string) => Effect.Effect<Checkpoint | undefined>
+  /** Puts the step counter back to the checkpoint's step before a resumed run goes on. */
+  readonly rewindSteps: (runId: string, step: number) => Effect.Effect<void>
   readonly setFeedback: (runId: string, feedback: unknown) => Effect.Effect<void>
 }>()("wa/store/RunStore") {
   static readonly layer = Layer.effect(
@@ -310,20 +325,35 @@ export class RunStore extends Context.Service<RunStore, {
             Effect.map((rows) => rows[0]?.step_count ?? 0),
             Effect.orDie
           ),
-        addLlmCost: (runId, usd) =>
+        completeStep: (runId, usd, checkpoint) =>
           sql.withTransaction(Effect.gen(function*() {
             const run = yield* lockRun(runId)
             if (run === undefined) return
+            yield* sql`
+              INSERT INTO run_checkpoints (run_id, step, history, url, storage_state)
+              VALUES (${runId}, ${checkpoint.step}, ${JSON.stringify(checkpoint.history)}::jsonb, ${checkpoint.url},
+                ${checkpoint.storageState === undefined ? null : JSON.stringify(checkpoint.storageState)}::jsonb)
+              ON CONFLICT (run_id) DO UPDATE SET step = excluded.step, history = excluded.history, url = excluded.url,
+                storage_state = excluded.storage_state, updated_at = now()`
+            if (usd <= 0) return
             yield* sql`UPDATE runs SET llm_cost_usd = llm_cost_usd + ${usd} WHERE id = ${runId}`
             const sessions = yield* sql<SessionRow>`
               UPDATE sessions SET llm_cost_usd = llm_cost_usd + ${usd}, updated_at = now()
               WHERE id = ${run.session_id} RETURNING *`
-            const session = sessions[0]!
             yield* insertEvent(runId, "run.cost_update", {
+              step: checkpoint.step,
               increment_usd: usd.toFixed(6),
-              ...costFields(session)
+              ...(sessions[0] === undefined ? {} : costFields(sessions[0]))
             })
           })).pipe(Effect.orDie),
+        loadCheckpoint: (runId) =>
+          sql<{ step: number; history: unknown; url: string | null; storage_state: unknown }>`
+            SELECT step, history, url, storage_state FROM run_checkpoints WHERE run_id = ${runId}`.pipe(
+            Effect.map((rows) => rows[0] === undefined ? undefined : { step: rows[0].step, history: rows[0].history, url: rows[0].url, storageState: rows[0].storage_state ?? undefined }),
+            Effect.orDie
+          ),
+        rewindSteps: (runId, step) =>
+          sql`UPDATE runs SET step_count = ${step}, updated_at = now() WHERE id = ${runId}`.pipe(Effect.asVoid, Effect.orDie),
         setFeedback: (runId, feedback) =>
           sql`UPDATE runs SET feedback = ${JSON.stringify(feedback)}::jsonb WHERE id = ${runId}`.pipe(Effect.asVoid, Effect.orDie)
       })

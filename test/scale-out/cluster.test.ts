@@ -52,6 +52,17 @@ describe.skipIf(databaseUrl === undefined || redisUrl === undefined)("scale-out:
       if (textbox !== undefined && page.includes("/login")) return { tool: "type", args: { ref: textbox, text: "ada", submit: true } }
       return { tool: "navigate", args: { url: `${site.url}/login` } }
     }
+    if (task === "resume ada") {
+      // Logs in (steps 1 and 2), then waits on the gate while its runner is killed (step 3).
+      const step = Number(page.match(/Step (\d+)\./)?.[1])
+      if (page.includes("Logged in as ada")) {
+        await gate("resume").opened
+        return { tool: "done", args: { output: { state: "logged-in", step } } }
+      }
+      const textbox = refOf(page, "textbox")
+      if (textbox !== undefined && page.includes("/login")) return { tool: "type", args: { ref: textbox, text: "ada", submit: true } }
+      return { tool: "navigate", args: { url: `${site.url}/login` } }
+    }
     if (task === "Who am I logged in as?") {
       if (!page.includes(`${site.url}/account`)) return { tool: "navigate", args: { url: `${site.url}/account` } }
       return { tool: "done", args: { output: { state: page.match(/Logged in as \w+|Not logged in/)?.[0] } } }
@@ -219,17 +230,32 @@ describe.skipIf(databaseUrl === undefined || redisUrl === undefined)("scale-out:
     })
   })
 
-  it("SIGKILL of the runner executing a run: the run ends cleanly on a survivor", async () => {
+  it("SIGKILL of the runner executing a run: a survivor resumes it from its last completed step", async () => {
     const via = [a, b, e].find(alive)!
-    const { sid, rid } = await createSession(via, { instructions: "hold killed", keep_alive: false })
-    await waitForStatus(via, sid, rid, ["running"])
+    const { sid, rid } = await createSession(via, { instructions: "resume ada", keep_alive: false })
+    // Steps 1 and 2 (log in) are checkpointed; step 3 waits on the gate.
+    await eventually("step 3 under way", async () => {
+      const run = (await via.request("GET", `${base(via)}/sessions/${sid}/runs/${rid}`)).json
+      return run.status === "running" && run.step_count === 3 ? true : undefined
+    })
     const owner = runners()[await runnerExecuting()]
     const survivor = [a, b, e].find((node) => node !== owner && alive(node))!
     owner.process.kill("SIGKILL")
     await exited(owner)
+    gate("resume").open()
     const run = await waitForStatus(survivor, sid, rid, terminal)
-    expect(run.status).toBe("failed")
-    expect(run.error.code).toBe("runner_restarted")
+    expect(run.status, JSON.stringify(run.error)).toBe("done")
+    // Resumed at step 3 in a context rebuilt from the checkpoint: still logged in, no step redone.
+    expect(run.output).toEqual({ state: "logged-in", step: 3 })
+    expect(run.step_count).toBe(3)
+    const { events } = await readSse(`${survivor.url}${base(survivor)}/sessions/${sid}/runs/${rid}/events`, { authorization: `Bearer ${survivor.apiKey}` })
+    const ids = events.filter((event) => event.id !== undefined).map((event) => event.id)
+    expect(ids).toEqual(ids.map((_, i) => i + 1))
+    const resumed = events.find((event) => event.event === "run.resumed")
+    expect(resumed?.data.data).toMatchObject({ from_step: 2 })
+    // Each of the three steps is charged once: the interrupted attempt of step 3 never was.
+    const charges = events.filter((event) => event.event === "run.cost_update").map((event) => event.data.data.step)
+    expect(charges).toEqual([1, 2, 3])
     // The cluster keeps taking work on the survivors.
     const next = await createSession(survivor, { instructions: "after failover", keep_alive: false })
     expect((await waitForStatus(survivor, next.sid, next.rid, terminal)).status).toBe("done")
