@@ -52,6 +52,8 @@ export const runAgent = Effect.fn("runAgent")(function*(
   runId: string,
   lease: ContextLease,
   settings: AgentSettings,
+  /** The token of this execution (RunStore.claimExecution): every write is refused once superseded. */
+  executor: string,
   /** Set when another runner died during this run: go on from its last completed step. */
   resume?: { readonly checkpoint: Checkpoint | undefined }
 ) {
@@ -72,7 +74,7 @@ export const runAgent = Effect.fn("runAgent")(function*(
   const model = configured.value
   let run = initial
   if (resume === undefined) {
-    const running = yield* Effect.result(store.transition(runId, "running"))
+    const running = yield* Effect.result(store.transition(runId, "running", { executor }))
     if (running._tag === "Failure") return
     run = running.success
   } else {
@@ -87,17 +89,17 @@ export const runAgent = Effect.fn("runAgent")(function*(
     runId,
     lease,
     allowPrivateNetworks: lease.allowPrivateNetworks,
-    emit: (type, data) => store.appendEvent(runId, type, data).pipe(Effect.asVoid),
+    emit: (type, data) => store.appendEvent(runId, type, data, executor).pipe(Effect.asVoid),
     publishScreenshot: (jpeg) =>
       Effect.gen(function*() {
         const url = yield* screenshots.save(runId, jpeg)
-        yield* store.appendEvent(runId, "run.screenshot", { url })
+        yield* store.appendEvent(runId, "run.screenshot", { url }, executor)
         return url
       }),
     askHuman: (prompt, schema) =>
       Effect.scoped(Effect.gen(function*() {
         const wakeups = yield* bus.wakeups(runId)
-        const requestId = yield* store.createInputRequest(runId, prompt, schema).pipe(Effect.orDie)
+        const requestId = yield* store.createInputRequest(runId, prompt, schema, executor).pipe(Effect.orDie)
         while (true) {
           const answer = yield* store.inputRequest(requestId)
           if (answer?.status === "answered") return answer.response
@@ -126,7 +128,7 @@ export const runAgent = Effect.fn("runAgent")(function*(
     ])
 
   const step = Effect.gen(function*() {
-    const stepNumber = yield* store.recordStep(runId)
+    const stepNumber = yield* store.recordStep(runId, executor)
     const messages = yield* store.takeMessages(runId)
     const observation = yield* observeForModel.pipe(Effect.provideService(RunContext, ctx))
     let image: Uint8Array | undefined
@@ -173,12 +175,20 @@ export const runAgent = Effect.fn("runAgent")(function*(
       Effect.map(Option.getOrUndefined),
       Effect.orElseSucceed(() => undefined)
     )
+    const active = lease.page()
+    const dirtyForm = active === undefined ? false : yield* Effect.tryPromise(() => active.evaluate(hasUnsubmittedInput)).pipe(
+      Effect.timeoutOption("2 seconds"),
+      Effect.map((result) => Option.getOrElse(result, () => false)),
+      Effect.orElseSucceed(() => false)
+    )
     yield* store.completeStep(runId, model.costUsd(usage.inputTokens.total ?? 0, usage.outputTokens.total ?? 0), {
       step: stepNumber,
       history: encodePrompt(history),
-      url: lease.page()?.url() ?? null,
+      url: active?.url() ?? null,
+      tabs: lease.pages().map((page) => page.url()),
+      dirtyForm,
       storageState
-    })
+    }, executor)
   })
 
   const loop = Effect.gen(function*() {
@@ -187,11 +197,12 @@ export const runAgent = Effect.fn("runAgent")(function*(
       if (current === undefined || isTerminal(current.status)) return
       const output = yield* Ref.get(finalOutput)
       if (Option.isSome(output)) {
-        yield* store.transition(runId, "done", { output: output.value, terminalReason: "done" }).pipe(Effect.ignore)
+        yield* store.transition(runId, "done", { output: output.value, terminalReason: "done", executor }).pipe(Effect.ignore)
         return
       }
       if (current.step_count >= current.max_steps) {
         yield* store.transition(runId, "failed", {
+          executor,
           expired: true,
           terminalReason: "expired",
           errorCode: "max_steps_exceeded",
@@ -208,6 +219,7 @@ export const runAgent = Effect.fn("runAgent")(function*(
   const outcome = yield* Effect.result(bounded)
   if (outcome._tag === "Success" && Option.isNone(outcome.success)) {
     yield* store.transition(runId, "canceled", {
+      executor,
       terminalReason: "duration_exceeded",
       errorCode: "duration_exceeded",
       errorDetail: "the run reached max_duration_minutes"
@@ -216,6 +228,7 @@ export const runAgent = Effect.fn("runAgent")(function*(
     const error = outcome.failure as { _tag?: string; message?: string; reason?: unknown }
     const crashed = error._tag === "BrowserCrashed" || lease.crashed()
     yield* store.transition(runId, "failed", {
+      executor,
       terminalReason: "failed",
       errorCode: crashed ? "browser_crashed" : error._tag === "AiError" ? "model_error" : "agent_error",
       errorDetail: crashed ? "the browser of this session crashed; the session's next run gets a fresh browser" : (error.message ?? String(error))
@@ -224,3 +237,15 @@ export const runAgent = Effect.fn("runAgent")(function*(
 })
 
 const takeScreenshot = (ctx: RunContext["Service"]) => screenshot(ctx.lease)
+
+/** Runs in the page: whether any field holds a value the user typed or chose but did not submit. */
+const hasUnsubmittedInput = () =>
+  Array.from(document.querySelectorAll("input, textarea, select")).some((element) => {
+    if (element instanceof HTMLInputElement) {
+      if (element.type === "checkbox" || element.type === "radio") return element.checked !== element.defaultChecked
+      return !["hidden", "submit", "button", "reset", "image"].includes(element.type) && element.value !== element.defaultValue
+    }
+    if (element instanceof HTMLTextAreaElement) return element.value !== element.defaultValue
+    if (element instanceof HTMLSelectElement) return Array.from(element.options).some((option) => option.selected !== option.defaultSelected)
+    return false
+  })

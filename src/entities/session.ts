@@ -6,7 +6,7 @@
  * `Close` run beside a long `Execute`. The browser is released when a run ends with
  * keep_alive false, when the session is closed, or when the entity passivates after idling.
  */
-import { Effect, Exit, Fiber, FiberMap, Layer, Schema, Scope } from "effect"
+import { Cause, Effect, Exit, Fiber, FiberMap, Layer, Schema, Scope } from "effect"
 import { ClusterSchema, Entity } from "effect/cluster"
 import { Rpc } from "effect/rpc"
 import { type AgentSettings, runAgent } from "../agent/run-agent.ts"
@@ -15,7 +15,7 @@ import { AppConfig } from "../config/config.ts"
 import { BrowserPool, type ContextLease } from "../browser/pool.ts"
 import { trackRunInFlight } from "../cluster/metrics.ts"
 import { isTerminal } from "../domain/run-state.ts"
-import { RunStore } from "../store/runs.ts"
+import { type Checkpoint, RunStore, SupersededExecution } from "../store/runs.ts"
 import { RunNotifier } from "../webhooks/run-notifier.ts"
 
 export const Execute = Rpc.make("Execute", { payload: { runId: Schema.String } })
@@ -77,9 +77,49 @@ const sessionHandlers = Effect.gen(function*() {
         }
       })
 
+    /** Reopens the checkpoint's tabs: the active one first (and it stays active), then the others. */
+    const restoreTabs = (restored: ContextLease, checkpoint: Checkpoint) =>
+      Effect.gen(function*() {
+        const visible = (url: string | null): url is string => url !== null && url !== "" && url !== "about:blank"
+        const active = yield* Effect.tryPromise(() => restored.context.newPage()).pipe(Effect.option)
+        if (active._tag === "Some") restored.setActivePage(active.value)
+        if (visible(checkpoint.url)) yield* navigate(restored, checkpoint.url).pipe(Effect.ignore)
+        for (const url of checkpoint.tabs.filter((tab) => tab !== checkpoint.url && visible(tab))) {
+          yield* Effect.tryPromise(async () => {
+            const page = await restored.context.newPage()
+            await page.goto(url, { timeout: 30_000 }).catch(() => undefined)
+          }).pipe(Effect.ignore)
+        }
+        if (active._tag === "Some") restored.setActivePage(active.value)
+      })
+
+    /**
+     * Runs the agent in a fiber of the map (so Interrupt, which runs beside Execute, can stop it),
+     * then finishes the run, unless another runner took the run over meanwhile: then this one
+     * only stops.
+     */
+    const execute = <E, R>(runId: string, agent: Effect.Effect<void, E, R>) =>
+      Effect.gen(function*() {
+        const fiber = yield* FiberMap.run(runs, runId, trackRunInFlight(agent))
+        const exit = yield* Fiber.await(fiber)
+        const superseded = Exit.isFailure(exit) && Cause.squash(exit.cause) instanceof SupersededExecution
+        if (superseded) return yield* Effect.logWarning("run taken over by another runner; this execution stopped").pipe(Effect.annotateLogs({ run_id: runId }))
+        yield* finishRun(runId)
+      })
+
     const resumeRun = (runId: string) =>
       Effect.gen(function*() {
         const checkpoint = yield* store.loadCheckpoint(runId)
+        if (checkpoint?.dirtyForm === true) {
+          // What was typed into the form lived only in the dead runner's browser.
+          yield* store.transition(runId, "failed", {
+            terminalReason: "failed",
+            errorCode: "cannot_resume",
+            errorDetail: "the runner executing this run stopped while a form held unsubmitted input, which cannot be restored; start a follow-up run"
+          }).pipe(Effect.ignore)
+          yield* finishRun(runId)
+          return
+        }
         const leased = yield* Effect.result(acquire(checkpoint?.storageState))
         if (leased._tag === "Failure") {
           yield* store.transition(runId, "failed", {
@@ -90,17 +130,14 @@ const sessionHandlers = Effect.gen(function*() {
           yield* finishRun(runId)
           return
         }
-        if (checkpoint?.url !== undefined && checkpoint.url !== null && checkpoint.url !== "about:blank") {
-          yield* navigate(leased.success, checkpoint.url).pipe(Effect.ignore)
-        }
+        if (checkpoint !== undefined) yield* restoreTabs(leased.success, checkpoint)
         yield* store.appendEvent(runId, "run.resumed", {
           run_id: runId,
           from_step: checkpoint?.step ?? 0,
           url: checkpoint?.url ?? null
         })
-        const fiber = yield* FiberMap.run(runs, runId, trackRunInFlight(runAgent(runId, leased.success, settings, { checkpoint })))
-        yield* Fiber.await(fiber)
-        yield* finishRun(runId)
+        const executor = yield* store.claimExecution(runId)
+        yield* execute(runId, runAgent(runId, leased.success, settings, executor, { checkpoint }))
       })
 
     return SessionEntity.of({
@@ -137,10 +174,8 @@ const sessionHandlers = Effect.gen(function*() {
             yield* finishRun(run.id)
             return
           }
-          // The run's fiber sits in the map so Interrupt (which runs beside Execute) can stop it.
-          const fiber = yield* FiberMap.run(runs, run.id, trackRunInFlight(runAgent(run.id, leased.success, settings)))
-          yield* Fiber.await(fiber)
-          yield* finishRun(run.id)
+          const executor = yield* store.claimExecution(run.id)
+          yield* execute(run.id, runAgent(run.id, leased.success, settings, executor))
         }).pipe(Effect.catchCause((cause) => Effect.logError("session run failed", cause))),
       Interrupt: ({ payload }) => FiberMap.remove(runs, payload.runId).pipe(Rpc.fork),
       Close: () =>

@@ -12,6 +12,19 @@ import { canTransition, isTerminal, type RunStatus } from "../domain/run-state.t
 
 export const EVENTS_CHANNEL = "wa_run_events"
 
+/**
+ * The execution writing to a run was superseded by another (its runner was presumed dead and the
+ * run resumed elsewhere). Raised as a defect: the stale execution must stop, not recover.
+ */
+export class SupersededExecution extends Error {
+  override readonly name = "SupersededExecution"
+  readonly runId: string
+  constructor(runId: string) {
+    super(`run ${runId} is executed elsewhere now`)
+    this.runId = runId
+  }
+}
+
 export interface SessionRow {
   readonly id: string
   readonly project_id: string
@@ -76,7 +89,12 @@ export interface NewRun {
 export interface Checkpoint {
   readonly step: number
   readonly history: unknown
+  /** The active tab's URL. */
   readonly url: string | null
+  /** Every open tab's URL, in opening order (the active one included). */
+  readonly tabs: ReadonlyArray<string>
+  /** A form on the active tab holds input not yet submitted: it would be lost by a resume. */
+  readonly dirtyForm: boolean
   readonly storageState: unknown
 }
 
@@ -88,6 +106,8 @@ export interface TransitionOptions {
   readonly expired?: boolean
   /** Extra data for the status_changed event. */
   readonly data?: Record<string, unknown>
+  /** The execution making the change (see claimExecution); a superseded one is refused. */
+  readonly executor?: string
 }
 
 export class RunStore extends Context.Service<RunStore, {
@@ -108,19 +128,21 @@ export class RunStore extends Context.Service<RunStore, {
   readonly openSessionCount: (apiKeyId: string) => Effect.Effect<number>
   readonly setSessionStatus: (sessionId: string, status: SessionRow["status"]) => Effect.Effect<void>
   readonly transition: (runId: string, to: RunStatus, options?: TransitionOptions) => Effect.Effect<RunRow, ReturnType<typeof conflict>>
-  readonly appendEvent: (runId: string, type: string, data: Record<string, unknown>) => Effect.Effect<number>
+  readonly appendEvent: (runId: string, type: string, data: Record<string, unknown>, executor?: string) => Effect.Effect<number>
+  /** Makes a new execution the owner of the run and returns its token. */
+  readonly claimExecution: (runId: string) => Effect.Effect<string>
   readonly eventsAfter: (runId: string, afterId: number, limit: number) => Effect.Effect<ReadonlyArray<RunEvent>>
   readonly queueMessage: (runId: string, content: string) => Effect.Effect<void>
   readonly takeMessages: (runId: string) => Effect.Effect<ReadonlyArray<string>>
-  readonly createInputRequest: (runId: string, prompt: string, schema: unknown) => Effect.Effect<string, ReturnType<typeof conflict>>
+  readonly createInputRequest: (runId: string, prompt: string, schema: unknown, executor?: string) => Effect.Effect<string, ReturnType<typeof conflict>>
   readonly answerInputRequest: (runId: string, requestId: string, response: unknown) => Effect.Effect<void, ReturnType<typeof conflict>>
   readonly inputRequest: (requestId: string) => Effect.Effect<{ readonly status: string; readonly response: unknown } | undefined>
-  readonly recordStep: (runId: string) => Effect.Effect<number>
+  readonly recordStep: (runId: string, executor?: string) => Effect.Effect<number>
   /**
    * Ends a step: its model cost is charged and the checkpoint saved in one transaction, so a step
    * interrupted before this point is neither charged nor remembered, and is done again on resume.
    */
-  readonly completeStep: (runId: string, costUsd: number, checkpoint: Checkpoint) => Effect.Effect<void>
+  readonly completeStep: (runId: string, costUsd: number, checkpoint: Checkpoint, executor?: string) => Effect.Effect<void>
   readonly loadCheckpoint: (runId: string) => Effect.Effect<Checkpoint | undefined>
   /** Puts the step counter back to the checkpoint's step before a resumed run goes on. */
   readonly rewindSteps: (runId: string, step: number) => Effect.Effect<void>
@@ -131,8 +153,15 @@ export class RunStore extends Context.Service<RunStore, {
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
 
-      const lockRun = (runId: string) =>
-        sql<RunRow>`SELECT * FROM runs WHERE id = ${runId} FOR UPDATE`.pipe(Effect.map((rows) => rows[0]))
+      const lockRun = (runId: string, executor?: string) =>
+        sql<RunRow & { executor: string | null }>`SELECT * FROM runs WHERE id = ${runId} FOR UPDATE`.pipe(
+          Effect.flatMap((rows) => {
+            const row = rows[0]
+            return executor !== undefined && row !== undefined && row.executor !== executor
+              ? Effect.die(new SupersededExecution(runId))
+              : Effect.succeed(row as RunRow | undefined)
+          })
+        )
 
       // Must run inside a transaction that holds the run row lock.
       const insertEvent = (runId: string, type: string, data: Record<string, unknown>) =>
@@ -193,7 +222,7 @@ export class RunStore extends Context.Service<RunStore, {
 
       const transition: RunStore["Service"]["transition"] = (runId, to, options = {}) =>
         sql.withTransaction(Effect.gen(function*() {
-          const run = yield* lockRun(runId)
+          const run = yield* lockRun(runId, options.executor)
           if (run === undefined) return yield* conflict(`no run ${runId}`)
           if (!canTransition(run.status, to)) {
             return yield* conflict(`the run is ${run.status}; it cannot become ${to}`, { status: run.status })
@@ -227,12 +256,12 @@ export class RunStore extends Context.Service<RunStore, {
           return updated
         })).pipe(Effect.catchTag("SqlError", Effect.die))
 
-      const appendEvent: RunStore["Service"]["appendEvent"] = (runId, type, data) =>
-        sql.withTransaction(lockRun(runId).pipe(Effect.andThen(insertEvent(runId, type, data)))).pipe(Effect.orDie)
+      const appendEvent: RunStore["Service"]["appendEvent"] = (runId, type, data, executor) =>
+        sql.withTransaction(lockRun(runId, executor).pipe(Effect.andThen(insertEvent(runId, type, data)))).pipe(Effect.orDie)
 
-      const createInputRequest: RunStore["Service"]["createInputRequest"] = (runId, prompt, schema) =>
+      const createInputRequest: RunStore["Service"]["createInputRequest"] = (runId, prompt, schema, executor) =>
         sql.withTransaction(Effect.gen(function*() {
-          const run = yield* lockRun(runId)
+          const run = yield* lockRun(runId, executor)
           if (run === undefined || run.status !== "running") return yield* conflict("the run is not running")
           const id = makeId("ir")
           yield* sql`INSERT INTO input_requests (id, run_id, prompt, schema) VALUES (${id}, ${runId}, ${prompt}, ${schema === undefined ? null : JSON.stringify(schema)}::jsonb)`
@@ -320,21 +349,29 @@ export class RunStore extends Context.Service<RunStore, {
             Effect.map((rows) => rows[0]),
             Effect.orDie
           ),
-        recordStep: (runId) =>
-          sql<{ step_count: number }>`UPDATE runs SET step_count = step_count + 1, updated_at = now() WHERE id = ${runId} RETURNING step_count`.pipe(
-            Effect.map((rows) => rows[0]?.step_count ?? 0),
-            Effect.orDie
+        recordStep: (runId, executor) =>
+          sql<{ step_count: number }>`
+            UPDATE runs SET step_count = step_count + 1, updated_at = now()
+            WHERE id = ${runId} ${executor === undefined ? sql`` : sql`AND executor = ${executor}`}
+            RETURNING step_count`.pipe(
+            Effect.orDie,
+            Effect.flatMap((rows) => rows[0] === undefined ? Effect.die(new SupersededExecution(runId)) : Effect.succeed(rows[0].step_count))
           ),
-        completeStep: (runId, usd, checkpoint) =>
+        claimExecution: (runId) => {
+          const token = makeId("evt")
+          return sql`UPDATE runs SET executor = ${token} WHERE id = ${runId}`.pipe(Effect.as(token), Effect.orDie)
+        },
+        completeStep: (runId, usd, checkpoint, executor) =>
           sql.withTransaction(Effect.gen(function*() {
-            const run = yield* lockRun(runId)
+            const run = yield* lockRun(runId, executor)
             if (run === undefined) return
             yield* sql`
-              INSERT INTO run_checkpoints (run_id, step, history, url, storage_state)
+              INSERT INTO run_checkpoints (run_id, step, history, url, tabs, dirty_form, storage_state)
               VALUES (${runId}, ${checkpoint.step}, ${JSON.stringify(checkpoint.history)}::jsonb, ${checkpoint.url},
+                ${JSON.stringify(checkpoint.tabs)}::jsonb, ${checkpoint.dirtyForm},
                 ${checkpoint.storageState === undefined ? null : JSON.stringify(checkpoint.storageState)}::jsonb)
               ON CONFLICT (run_id) DO UPDATE SET step = excluded.step, history = excluded.history, url = excluded.url,
-                storage_state = excluded.storage_state, updated_at = now()`
+                tabs = excluded.tabs, dirty_form = excluded.dirty_form, storage_state = excluded.storage_state, updated_at = now()`
             if (usd <= 0) return
             yield* sql`UPDATE runs SET llm_cost_usd = llm_cost_usd + ${usd} WHERE id = ${runId}`
             const sessions = yield* sql<SessionRow>`
@@ -347,9 +384,19 @@ export class RunStore extends Context.Service<RunStore, {
             })
           })).pipe(Effect.orDie),
         loadCheckpoint: (runId) =>
-          sql<{ step: number; history: unknown; url: string | null; storage_state: unknown }>`
-            SELECT step, history, url, storage_state FROM run_checkpoints WHERE run_id = ${runId}`.pipe(
-            Effect.map((rows) => rows[0] === undefined ? undefined : { step: rows[0].step, history: rows[0].history, url: rows[0].url, storageState: rows[0].storage_state ?? undefined }),
+          sql<{ step: number; history: unknown; url: string | null; tabs: Array<string>; dirty_form: boolean; storage_state: unknown }>`
+            SELECT step, history, url, tabs, dirty_form, storage_state FROM run_checkpoints WHERE run_id = ${runId}`.pipe(
+            Effect.map((rows) => {
+              const row = rows[0]
+              return row === undefined ? undefined : {
+                step: row.step,
+                history: row.history,
+                url: row.url,
+                tabs: row.tabs,
+                dirtyForm: row.dirty_form,
+                storageState: row.storage_state ?? undefined
+              }
+            }),
             Effect.orDie
           ),
         rewindSteps: (runId, step) =>

@@ -260,4 +260,36 @@ describe.skipIf(databaseUrl === undefined || redisUrl === undefined)("scale-out:
     const next = await createSession(survivor, { instructions: "after failover", keep_alive: false })
     expect((await waitForStatus(survivor, next.sid, next.rid, terminal)).status).toBe("done")
   })
+
+  it("a runner frozen past its lock expiry (SIGSTOP) loses the run to a survivor and, thawed, writes nothing more", async () => {
+    const via = [a, b, e].find(alive)!
+    const { sid, rid } = await createSession(via, { instructions: "hold frozen", keep_alive: false })
+    await waitForStatus(via, sid, rid, ["running"])
+    const owner = runners()[await runnerExecuting()]
+    const survivor = [a, b, e].find((node) => node !== owner && alive(node))!
+    const eventsUrl = `${survivor.url}${base(survivor)}/sessions/${sid}/runs/${rid}/events`
+    const headers = { authorization: `Bearer ${survivor.apiKey}` }
+    owner.process.kill("SIGSTOP")
+    try {
+      // Once the frozen runner's locks expire, a survivor takes its shards and resumes the run.
+      await readSse(eventsUrl, headers, { timeoutMs: 90_000, stopAfter: (seen) => seen.some((event) => event.event === "run.resumed") })
+      gate("frozen").open()
+      const run = await waitForStatus(survivor, sid, rid, terminal)
+      expect(run.status).toBe("done")
+      expect(run.output).toBe("released")
+    } finally {
+      owner.process.kill("SIGCONT")
+    }
+    // Thawed, the old execution receives its own model answer and acts on it, but every write it
+    // attempts is refused: the run's log and charges stay as the survivor left them.
+    const before = (await readSse(eventsUrl, headers)).events
+    await new Promise((resolve) => setTimeout(resolve, 4000))
+    const after = (await readSse(eventsUrl, headers)).events
+    expect(after.map((event) => event.id)).toEqual(before.map((event) => event.id))
+    const ids = after.map((event) => event.id)
+    expect(ids).toEqual(ids.map((_, i) => i + 1))
+    expect(after.filter((event) => event.event === "run.completed")).toHaveLength(1)
+    expect(after.filter((event) => event.event === "run.cost_update").map((event) => event.data.data.step)).toEqual([1])
+    expect((await survivor.request("GET", `${base(survivor)}/sessions/${sid}/runs/${rid}`)).json.status).toBe("done")
+  })
 })
