@@ -1,0 +1,101 @@
+/**
+ * All-in-one mode: the service is killed (SIGKILL) in the middle of a run and started again on the
+ * same data dir. The run's persisted Execute message is delivered again and the run resumes from
+ * its last checkpoint, or fails with `cannot_resume` when a form held unsubmitted input.
+ */
+import { afterAll, beforeAll, expect, it } from "vitest"
+import { type FixtureSites, startFixtureSites } from "../fixtures/sites/server.ts"
+import { lastUserText, refOf, type ScriptedModel, startScriptedModel } from "../fixtures/model/scripted-model.ts"
+import { newDataDir, type Service, startService, stopAndClean } from "../support/service.ts"
+import { readSse } from "../support/sse.ts"
+
+let site: FixtureSites
+let model: ScriptedModel
+let release: () => void = () => {}
+let held: Promise<void> = Promise.resolve()
+let reachedHold: () => void = () => {}
+let holding: Promise<void> = Promise.resolve()
+
+const arm = () => {
+  held = new Promise((resolve) => (release = resolve))
+  holding = new Promise((resolve) => (reachedHold = resolve))
+}
+
+beforeAll(async () => {
+  site = await startFixtureSites()
+  model = await startScriptedModel(async (request) => {
+    const page = lastUserText(request)
+    const task = JSON.stringify(request.messages).match(/Task:\\n([a-z ]+)/)?.[1] ?? ""
+    const step = Number(page.match(/Step (\d+)\./)?.[1])
+    if (task === "log in then wait") {
+      if (page.includes("Logged in as ada")) {
+        reachedHold()
+        await held
+        return { tool: "done", args: { output: { state: "logged-in", step } } }
+      }
+      const textbox = refOf(page, "textbox")
+      if (textbox !== undefined && page.includes("/login")) return { tool: "type", args: { ref: textbox, text: "ada", submit: true } }
+      return { tool: "navigate", args: { url: `${site.url}/login` } }
+    }
+    if (task === "fill the form then wait") {
+      if (step === 1) return { tool: "navigate", args: { url: `${site.url}/form` } }
+      if (step === 2) return { tool: "type", args: { ref: refOf(page, "textbox")!, text: "half typed" } }
+      reachedHold()
+      await held
+      return { tool: "done", args: { output: "too late" } }
+    }
+    return { tool: "done", args: { output: "ok" } }
+  })
+})
+afterAll(async () => {
+  release()
+  await model.close()
+  await site.close()
+})
+
+const env = () => ({ WA_MODEL_BASE_URL: model.baseUrl, WA_MODEL: "scripted", WA_ALLOW_PRIVATE_NETWORKS: "true" })
+
+const runUntilKilled = async (instructions: string) => {
+  arm()
+  const dataDir = newDataDir()
+  const first = await startService({ dataDir, env: env() })
+  const created = await first.request("POST", `/v1/projects/${first.projectId}/do_anything/sessions`, { body: { instructions, keep_alive: false } })
+  expect(created.status).toBe(201)
+  await holding
+  await first.kill()
+  const credentials = { projectId: first.projectId, apiKey: first.apiKey }
+  release()
+  const second = await startService({ dataDir, env: env(), credentials })
+  const path = `/v1/projects/${second.projectId}/do_anything/sessions/${created.json.id}/runs/${created.json.latest_run_id}`
+  let run: any
+  for (let i = 0; i < 300; i++) {
+    run = (await second.request("GET", path)).json
+    if (["done", "failed", "canceled"].includes(run.status)) break
+    await new Promise((r) => setTimeout(r, 100))
+  }
+  const { events } = await readSse(`${second.url}${path}/events`, { authorization: `Bearer ${second.apiKey}` })
+  return { service: second, run, events }
+}
+
+let service: Service | undefined
+afterAll(() => stopAndClean(service))
+
+it("a run interrupted by a crash resumes at its next step after the restart, still logged in", async () => {
+  const result = await runUntilKilled("log in then wait")
+  service = result.service
+  expect(result.run.status, JSON.stringify(result.run.error)).toBe("done")
+  expect(result.run.output).toEqual({ state: "logged-in", step: 3 })
+  expect(result.events.find((event) => event.event === "run.resumed")?.data.data).toMatchObject({ from_step: 2 })
+  const ids = result.events.map((event) => event.id)
+  expect(ids).toEqual(ids.map((_, i) => i + 1))
+  expect(result.events.filter((event) => event.event === "run.cost_update").map((event) => event.data.data.step)).toEqual([1, 2, 3])
+  await stopAndClean(service)
+  service = undefined
+})
+
+it("a run whose form held unsubmitted input when the service died fails with cannot_resume", async () => {
+  const result = await runUntilKilled("fill the form then wait")
+  service = result.service
+  expect(result.run.status).toBe("failed")
+  expect(result.run.error.code).toBe("cannot_resume")
+})
