@@ -2,12 +2,11 @@
  * Failover: two `wa serve` nodes (socket runners) on a fresh database of TEST_DATABASE_URL (Redis at
  * TEST_REDIS_URL). A run steps forever (the scripted model navigates to a local page each step);
  * the runner executing it is SIGKILLed mid-run. Measured from the SIGKILL:
- *   - ended: the interrupted run reaches its terminal state on the survivor (`failed`,
- *     `runner_restarted`: the survivor took the shard and the Execute message was delivered again);
- *   - next step: a follow-up run, posted on the same session as soon as the run ended, makes its
- *     first navigation on the survivor (runs are not resumed from a checkpoint yet, so this is the
- *     session's next step).
- * The killed node is restarted between iterations.
+ *   - resumed: the survivor took the shard, the Execute message was delivered again and the run
+ *     announced `run.resumed` (rebuilt from its last checkpoint);
+ *   - next step: the interrupted run's next navigation arrives at the page server, from the survivor.
+ * Target: next step within the configured lock expiry + 5 s. The run is then canceled and the
+ * killed node restarted between iterations.
  *
  *   TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test TEST_REDIS_URL=redis://127.0.0.1:6379 \
  *     node bench/failover.ts [iterations=4] [health-check-seconds=2] [lock-expiration-seconds=15]
@@ -16,6 +15,7 @@ import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
 import { startScriptedModel } from "../test/fixtures/model/scripted-model.ts"
 import { eventually, scrape } from "../test/scale-out/nodes.ts"
+import { readSse } from "../test/support/sse.ts"
 import { externalDatabase, type Service, startService, stopAndClean } from "../test/support/service.ts"
 
 const iterations = Number(process.argv[2] ?? 4)
@@ -89,16 +89,21 @@ try {
     const survivor = nodes[1 - ownerIndex]!
     const killedAt = performance.now()
     owner.process.kill("SIGKILL")
-    let ended: any
-    const endedAt = await waitFor("run ended", async () => {
-      ended = await runStatus(survivor, sid, rid)
-      return ["done", "failed", "canceled"].includes(ended.status)
+    const stepsBefore = arrivals.get(tag)!.length
+    let status: any
+    const resumedAt = await waitFor("run resumed", async () => {
+      const { events } = await readSse(`${survivor.url}${base}/sessions/${sid}/runs/${rid}/events`, { authorization: `Bearer ${survivor.apiKey}` }, {
+        timeoutMs: 2000,
+        stopAfter: (seen) => seen.some((event) => event.event === "run.resumed")
+      })
+      status = await runStatus(survivor, sid, rid)
+      return events.some((event) => event.event === "run.resumed") || ["done", "failed", "canceled"].includes(status.status)
     })
-    const nextTag = `once${i}`
-    await survivor.request("POST", `${base}/sessions/${sid}/runs`, { body: { instructions: `once tag=${nextTag}`, keep_alive: false } })
-    const nextAt = await waitFor("next step", async () => (arrivals.get(nextTag)?.length ?? 0) >= 1)
-    results.push({ ended: endedAt - killedAt, next: arrivals.get(nextTag)![0]! - killedAt, code: ended.error?.code ?? ended.status })
-    console.log(`iteration ${i + 1}: killed runner ${ownerIndex + 1}; run ended after ${(endedAt - killedAt).toFixed(0)} ms (${ended.error?.code ?? ended.status}); session's next step after ${(nextAt - killedAt).toFixed(0)} ms`)
+    if (status.status !== "running") throw new Error(`the run did not resume: ${JSON.stringify(status.error)}`)
+    const nextAt = await waitFor("next step", async () => (arrivals.get(tag)?.length ?? 0) > stepsBefore)
+    results.push({ ended: resumedAt - killedAt, next: arrivals.get(tag)![stepsBefore]! - killedAt, code: "resumed" })
+    console.log(`iteration ${i + 1}: killed runner ${ownerIndex + 1}; run resumed after ${(resumedAt - killedAt).toFixed(0)} ms; its next step after ${(nextAt - killedAt).toFixed(0)} ms`)
+    await survivor.request("POST", `${base}/sessions/${sid}/runs/${rid}/cancel`, { body: {} })
     await stopAndClean(owner).catch(() => undefined)
     nodes[ownerIndex] = await startService({ env, credentials })
   }
@@ -110,4 +115,5 @@ try {
 }
 const median = (values: Array<number>) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
 console.log(`failover with WA_CLUSTER_HEALTH_CHECK_SECONDS=${healthCheckSeconds} WA_CLUSTER_LOCK_EXPIRATION_SECONDS=${lockExpirationSeconds} over ${results.length} kills: ` +
-  `run ended median ${median(results.map((r) => r.ended)).toFixed(0)} ms, next step median ${median(results.map((r) => r.next)).toFixed(0)} ms`)
+  `run resumed median ${median(results.map((r) => r.ended)).toFixed(0)} ms, its next step median ${median(results.map((r) => r.next)).toFixed(0)} ms ` +
+  `(target <= lock expiry + 5 s = ${Number(lockExpirationSeconds) + 5} s)`)
