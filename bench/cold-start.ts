@@ -10,24 +10,14 @@
 import { type ChildProcess, spawn } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
 import { request } from "node:http"
-import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import * as path from "node:path"
+import { freePort } from "../src/net/free-port.ts"
 
 const root = path.resolve(import.meta.dirname, "..")
 const mainScript = path.join(root, "src/main.ts")
 const runs = Number(process.argv[2] ?? 5)
 const TARGET_MS = 3000
-
-const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const server = createServer()
-    server.once("error", reject)
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address()
-      server.close(() => typeof address === "object" && address !== null ? resolve(address.port) : reject(new Error("no port")))
-    })
-  })
 
 const envFor = (dataDir: string, port: number): Record<string, string> => {
   const env: Record<string, string> = {}

@@ -21,6 +21,7 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { Agent, request } from "node:http"
 import { tmpdir } from "node:os"
 import * as path from "node:path"
+import { onJsonLines } from "../test/support/json-lines.ts"
 
 const root = path.resolve(import.meta.dirname, "..")
 const self = import.meta.filename
@@ -143,7 +144,6 @@ const spawnServer = (argv: Array<string>, env: Record<string, string>) =>
   new Promise<{ child: ChildProcess; url: string; bootstrap?: { project_id: string; key_id: string; secret_token: string } }>((resolve, reject) => {
     const child = spawn(process.execPath, argv, { cwd: root, env, stdio: ["ignore", "pipe", "pipe"] })
     let stderr = ""
-    let buffer = ""
     let url: string | undefined
     let bootstrap: { project_id: string; key_id: string; secret_token: string } | undefined
     let settled = false
@@ -153,21 +153,10 @@ const spawnServer = (argv: Array<string>, env: Record<string, string>) =>
       resolve({ child, url, ...(bootstrap !== undefined ? { bootstrap } : {}) })
     }
     child.stderr!.on("data", (chunk) => (stderr += chunk))
-    child.stdout!.on("data", (chunk: Buffer) => {
+    onJsonLines(child.stdout!, (parsed) => {
       if (settled) return // the access log keeps flowing; it is read and dropped
-      buffer += chunk.toString("utf8")
-      let newline: number
-      while ((newline = buffer.indexOf("\n")) >= 0) {
-        const line = buffer.slice(0, newline)
-        buffer = buffer.slice(newline + 1)
-        try {
-          const parsed = JSON.parse(line)
-          if (parsed.message === "listening") url = parsed.url ?? parsed.annotations?.url
-          if (parsed.annotations?.bootstrap !== undefined) bootstrap = parsed.annotations.bootstrap
-        } catch {
-          // not JSON
-        }
-      }
+      if (parsed.message === "listening") url = parsed.url ?? parsed.annotations?.url
+      if (parsed.annotations?.bootstrap !== undefined) bootstrap = parsed.annotations.bootstrap
       // The service prints its bootstrap key right after "listening"; the bare server has none.
       if (url !== undefined && (bootstrap !== undefined || !argv.includes("serve"))) done()
     })

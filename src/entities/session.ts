@@ -93,6 +93,13 @@ const sessionHandlers = Effect.gen(function*() {
         if (active._tag === "Some") restored.setActivePage(active.value)
       })
 
+    /** Ends a run that cannot go on here with a clear error, and tells whoever waits for it. */
+    const failRun = (runId: string, errorCode: string, errorDetail: string) =>
+      store.transition(runId, "failed", { terminalReason: "failed", errorCode, errorDetail }).pipe(
+        Effect.ignore,
+        Effect.andThen(finishRun(runId))
+      )
+
     /**
      * Runs the agent in a fiber of the map (so Interrupt, which runs beside Execute, can stop it),
      * then finishes the run, unless another runner took the run over meanwhile: then this one
@@ -112,22 +119,12 @@ const sessionHandlers = Effect.gen(function*() {
         const checkpoint = yield* store.loadCheckpoint(runId)
         if (checkpoint?.dirtyForm === true) {
           // What was typed into the form lived only in the dead runner's browser.
-          yield* store.transition(runId, "failed", {
-            terminalReason: "failed",
-            errorCode: "cannot_resume",
-            errorDetail: "the runner executing this run stopped while a form held unsubmitted input, which cannot be restored; start a follow-up run"
-          }).pipe(Effect.ignore)
-          yield* finishRun(runId)
+          yield* failRun(runId, "cannot_resume", "the runner executing this run stopped while a form held unsubmitted input, which cannot be restored; start a follow-up run")
           return
         }
         const leased = yield* Effect.result(acquire(checkpoint?.storageState))
         if (leased._tag === "Failure") {
-          yield* store.transition(runId, "failed", {
-            terminalReason: "failed",
-            errorCode: "browser_unavailable",
-            errorDetail: "the run could not resume: no browser on this runner"
-          }).pipe(Effect.ignore)
-          yield* finishRun(runId)
+          yield* failRun(runId, "browser_unavailable", "the run could not resume: no browser on this runner")
           return
         }
         if (checkpoint !== undefined) yield* restoreTabs(leased.success, checkpoint)
@@ -155,23 +152,13 @@ const sessionHandlers = Effect.gen(function*() {
             // Waiting for a person (or paused) when its runner died: the question is lost with the
             // model call that asked it, so the run fails cleanly instead of staying non-terminal.
             if (!isTerminal(run.status)) {
-              yield* store.transition(run.id, "failed", {
-                terminalReason: "failed",
-                errorCode: "runner_restarted",
-                errorDetail: "the runner executing this run stopped; start a follow-up run to continue"
-              }).pipe(Effect.ignore)
-              yield* finishRun(run.id)
+              yield* failRun(run.id, "runner_restarted", "the runner executing this run stopped; start a follow-up run to continue")
             }
             return
           }
           const leased = yield* Effect.result(acquire())
           if (leased._tag === "Failure") {
-            yield* store.transition(run.id, "failed", {
-              terminalReason: "failed",
-              errorCode: "browser_unavailable",
-              errorDetail: String((leased.failure as { message?: string }).message ?? leased.failure)
-            }).pipe(Effect.ignore)
-            yield* finishRun(run.id)
+            yield* failRun(run.id, "browser_unavailable", String((leased.failure as { message?: string }).message ?? leased.failure))
             return
           }
           const executor = yield* store.claimExecution(run.id)

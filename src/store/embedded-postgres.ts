@@ -10,10 +10,10 @@
 import { execFile } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import * as fs from "node:fs/promises"
-import { createServer } from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
 import { promisify } from "node:util"
+import { freePort } from "../net/free-port.ts"
 
 const run = promisify(execFile)
 
@@ -68,16 +68,6 @@ const traversableByOthers = async (dir: string): Promise<boolean> => {
     if (path.dirname(current) === current) return true
   }
 }
-
-const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const server = createServer()
-    server.once("error", reject)
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address()
-      server.close(() => typeof address === "object" && address !== null ? resolve(address.port) : reject(new Error("no port")))
-    })
-  })
 
 const isAlive = async (pid: number, name: string): Promise<boolean> => {
   try {

@@ -8,6 +8,7 @@ import { rmSync } from "node:fs"
 import * as path from "node:path"
 import { cleanEnv } from "../support/processes.ts"
 import { type LogLine, newDataDir } from "../support/service.ts"
+import { onJsonLines } from "../support/json-lines.ts"
 
 const root = path.resolve(import.meta.dirname, "../..")
 const mainScript = path.join(root, "src/main.ts")
@@ -29,21 +30,9 @@ export const startRunner = async (env: Record<string, string>): Promise<RunnerNo
   let stderr = ""
   child.stderr.on("data", (chunk) => (stderr += chunk))
   const url = await new Promise<string>((resolve, reject) => {
-    let buffer = ""
-    child.stdout.on("data", (chunk: Buffer) => {
-      buffer += chunk.toString("utf8")
-      let newline: number
-      while ((newline = buffer.indexOf("\n")) >= 0) {
-        const line = buffer.slice(0, newline)
-        buffer = buffer.slice(newline + 1)
-        try {
-          const parsed = JSON.parse(line) as LogLine
-          logs.push(parsed)
-          if (parsed.message === "listening") resolve(parsed.annotations["url"] as string)
-        } catch {
-          // not a log line
-        }
-      }
+    onJsonLines<LogLine>(child.stdout, (parsed) => {
+      logs.push(parsed)
+      if (parsed.message === "listening") resolve(parsed.annotations["url"] as string)
     })
     child.once("exit", (code) => reject(new Error(`runner exited with ${code} before listening:\n${stderr}`)))
     setTimeout(() => reject(new Error(`runner did not start within 60 s:\n${stderr}`)), 60_000)

@@ -8,6 +8,7 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import * as path from "node:path"
 import pg from "pg"
+import { onJsonLines } from "./json-lines.ts"
 import { promisify } from "node:util"
 
 const root = path.resolve(import.meta.dirname, "../..")
@@ -77,25 +78,13 @@ export const startService = async (options: StartOptions = {}): Promise<Service>
   child.stderr.on("data", (chunk) => (stderr += chunk))
 
   const ready = new Promise<{ url: string; bootstrap?: { project_id: string; secret_token: string } }>((resolve, reject) => {
-    let buffer = ""
     let bootstrap: { project_id: string; secret_token: string } | undefined
-    child.stdout.on("data", (chunk: Buffer) => {
-      buffer += chunk.toString("utf8")
-      let newline: number
-      while ((newline = buffer.indexOf("\n")) >= 0) {
-        const line = buffer.slice(0, newline)
-        buffer = buffer.slice(newline + 1)
-        try {
-          const parsed = JSON.parse(line) as LogLine
-          logs.push(parsed)
-          if (parsed.annotations?.["bootstrap"] !== undefined) bootstrap = parsed.annotations["bootstrap"] as typeof bootstrap
-          if (parsed.message === "listening") {
-            // The bootstrap line follows the listening line on a first start; give it a moment.
-            setTimeout(() => resolve({ url: parsed.annotations["url"] as string, ...(bootstrap ? { bootstrap } : {}) }), 50)
-          }
-        } catch {
-          // not a log line
-        }
+    onJsonLines<LogLine>(child.stdout, (parsed) => {
+      logs.push(parsed)
+      if (parsed.annotations?.["bootstrap"] !== undefined) bootstrap = parsed.annotations["bootstrap"] as typeof bootstrap
+      if (parsed.message === "listening") {
+        // The bootstrap line follows the listening line on a first start; give it a moment.
+        setTimeout(() => resolve({ url: parsed.annotations["url"] as string, ...(bootstrap ? { bootstrap } : {}) }), 50)
       }
     })
     child.once("exit", (code) => reject(new Error(`service exited with ${code} before listening:\n${stderr}`)))
