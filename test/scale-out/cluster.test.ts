@@ -9,6 +9,7 @@ import { type ChatRequest, lastUserText, promptText, refOf, type ScriptedModel, 
 import { externalDatabase, type Service, startService, stopAndClean } from "../support/service.ts"
 import { readSse } from "../support/sse.ts"
 import { eventually, type RunnerNode, scrape, startRunner } from "./nodes.ts"
+import { insideOneWindow } from "../support/rate-window.ts"
 
 const databaseUrl = process.env["TEST_DATABASE_URL"] || undefined
 const redisUrl = process.env["TEST_REDIS_URL"] || undefined
@@ -35,6 +36,9 @@ describe.skipIf(databaseUrl === undefined || redisUrl === undefined)("scale-out:
   let b: Service
   let e: Service
   let c: RunnerNode
+  /** API nodes started by later tests (they need a live API node besides the one they disturb). */
+  const extra: Array<Service> = []
+  let clusterEnv: Record<string, string> = {}
   let rateLimitedKey: string
 
   /** Stateless per request, so concurrent sessions of several tasks can share the model. */
@@ -74,7 +78,7 @@ describe.skipIf(databaseUrl === undefined || redisUrl === undefined)("scale-out:
     site = await startFixtureSites()
     model = await startScriptedModel(script)
     database = await externalDatabase()
-    const env = {
+    const env: Record<string, string> = {
       DATABASE_URL: database!.url,
       REDIS_URL: redisUrl!,
       WA_MODEL_BASE_URL: model.baseUrl,
@@ -82,11 +86,13 @@ describe.skipIf(databaseUrl === undefined || redisUrl === undefined)("scale-out:
       WA_ALLOW_PRIVATE_NETWORKS: "true",
       WA_MAX_CONCURRENT_SESSIONS: "100",
       WA_RATE_LIMIT_REQUESTS: "1500",
+      WA_RATE_LIMIT_WINDOW_SECONDS: "3600",
       WA_STEP_SCREENSHOTS: "false",
       WA_CLUSTER_HEALTH_CHECK_SECONDS: "1",
       WA_CLUSTER_LOCK_EXPIRATION_SECONDS: "6",
       WA_DRAIN_SECONDS: "2"
     }
+    clusterEnv = env
     a = await startService({ env })
     const credentials = { projectId: a.projectId, apiKey: a.apiKey }
     ;[b, e, c] = await Promise.all([startService({ env, credentials }), startService({ env, credentials }), startRunner(env)])
@@ -100,7 +106,7 @@ describe.skipIf(databaseUrl === undefined || redisUrl === undefined)("scale-out:
 
   afterAll(async () => {
     for (const entry of gates.values()) entry.open()
-    await Promise.all([stopAndClean(a), stopAndClean(b), stopAndClean(e), c?.stop()])
+    await Promise.all([stopAndClean(a), stopAndClean(b), stopAndClean(e), c?.stop(), ...extra.map((node) => stopAndClean(node))])
     await database?.drop()
     await model?.close()
     await site?.close()
@@ -109,7 +115,7 @@ describe.skipIf(databaseUrl === undefined || redisUrl === undefined)("scale-out:
   const base = (node: Service) => `/v1/projects/${node.projectId}/do_anything`
   const nodes = () => [a, b]
   /** Every runner, API nodes first (indexes 0..2 are a, b, e; 3 is the runner-only node). */
-  const runners = () => [a, b, e, c] as const
+  const runners = () => [a, b, e, c, ...extra] as const
   const runnerUrls = () => runners().map((node) => node.url)
   const alive = (node: { process: { exitCode: number | null; signalCode: string | null } }) => node.process.exitCode === null && node.process.signalCode === null
   const exited = (node: { process: import("node:child_process").ChildProcess }) =>
@@ -193,7 +199,8 @@ describe.skipIf(databaseUrl === undefined || redisUrl === undefined)("scale-out:
   })
 
   it("one key gets one rate-limit budget across both API nodes (Redis)", async () => {
-    // 1500 requests a minute for the key: spend them alternately through A and B, then both refuse.
+    // 1500 requests an hour for the key: spend them alternately through A and B, then both refuse.
+    await insideOneWindow(3600, 120)
     const path = `/v1/projects/${a.projectId}/do_anything/sessions`
     let passed = 0
     for (let batch = 0; batch < 15; batch++) {
@@ -262,11 +269,16 @@ describe.skipIf(databaseUrl === undefined || redisUrl === undefined)("scale-out:
   })
 
   it("a runner frozen past its lock expiry (SIGSTOP) loses the run to a survivor and, thawed, writes nothing more", async () => {
-    const via = [a, b, e].find(alive)!
+    // The earlier tests stopped two runners: a fresh API node makes sure one stays to watch from.
+    const fresh = await startService({ env: clusterEnv, credentials: { projectId: a.projectId, apiKey: a.apiKey } })
+    extra.push(fresh)
+    await eventually("shards on the fresh node", async () => ((await scrape(fresh.url)).get("effect_cluster_shards") ?? 0) > 0 ? true : undefined)
+    const apiNodes = [a, b, e, fresh]
+    const via = apiNodes.find(alive)!
     const { sid, rid } = await createSession(via, { instructions: "hold frozen", keep_alive: false })
     await waitForStatus(via, sid, rid, ["running"])
     const owner = runners()[await runnerExecuting()]
-    const survivor = [a, b, e].find((node) => node !== owner && alive(node))!
+    const survivor = apiNodes.find((node) => node !== owner && alive(node))!
     const eventsUrl = `${survivor.url}${base(survivor)}/sessions/${sid}/runs/${rid}/events`
     const headers = { authorization: `Bearer ${survivor.apiKey}` }
     owner.process.kill("SIGSTOP")
