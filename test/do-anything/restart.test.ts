@@ -37,6 +37,12 @@ beforeAll(async () => {
       if (textbox !== undefined && page.includes("/login")) return { tool: "type", args: { ref: textbox, text: "ada", submit: true } }
       return { tool: "navigate", args: { url: `${site.url}/login` } }
     }
+    if (task === "wait past the deadline") {
+      if (step === 1) return { tool: "navigate", args: { url: `${site.url}/page/1` } }
+      reachedHold()
+      await held
+      return { tool: "scroll", args: { direction: "down" } }
+    }
     if (task === "fill the form then wait") {
       if (step === 1) return { tool: "navigate", args: { url: `${site.url}/form` } }
       if (step === 2) return { tool: "type", args: { ref: refOf(page, "textbox")!, text: "half typed" } }
@@ -53,19 +59,25 @@ afterAll(async () => {
   await site.close()
 })
 
-const env = () => ({ WA_MODEL_BASE_URL: model.baseUrl, WA_MODEL: "scripted", WA_ALLOW_PRIVATE_NETWORKS: "true" })
+const env = (extra: Record<string, string> = {}) => ({
+  WA_MODEL_BASE_URL: model.baseUrl,
+  WA_MODEL: "scripted",
+  WA_ALLOW_PRIVATE_NETWORKS: "true",
+  ...extra
+})
 
-const runUntilKilled = async (instructions: string) => {
+const runUntilKilled = async (instructions: string, body: Record<string, unknown> = {}, extraEnv: Record<string, string> = {}, downtimeMs = 0) => {
   arm()
   const dataDir = newDataDir()
-  const first = await startService({ dataDir, env: env() })
-  const created = await first.request("POST", `/v1/projects/${first.projectId}/do_anything/sessions`, { body: { instructions, keep_alive: false } })
+  const first = await startService({ dataDir, env: env(extraEnv) })
+  const created = await first.request("POST", `/v1/projects/${first.projectId}/do_anything/sessions`, { body: { instructions, keep_alive: false, ...body } })
   expect(created.status).toBe(201)
   await holding
   await first.kill()
   const credentials = { projectId: first.projectId, apiKey: first.apiKey }
   release()
-  const second = await startService({ dataDir, env: env(), credentials })
+  await new Promise((resolve) => setTimeout(resolve, downtimeMs))
+  const second = await startService({ dataDir, env: env(extraEnv), credentials })
   const path = `/v1/projects/${second.projectId}/do_anything/sessions/${created.json.id}/runs/${created.json.latest_run_id}`
   let run: any
   for (let i = 0; i < 300; i++) {
@@ -98,4 +110,16 @@ it("a run whose form held unsubmitted input when the service died fails with can
   service = result.service
   expect(result.run.status).toBe("failed")
   expect(result.run.error.code).toBe("cannot_resume")
+})
+
+it("a run whose duration limit passed while its runner was down ends canceled with duration_exceeded", async () => {
+  await stopAndClean(service)
+  // A minute lasts six seconds here; the service dies within it and stays down past it.
+  const result = await runUntilKilled("wait past the deadline", { max_duration_minutes: 1 }, { WA_RUN_MINUTE_MS: "6000" }, 6500)
+  service = result.service
+  // The restarted service took the run up again (so the first one had not ended it) ...
+  expect(result.events.some((event) => event.event === "run.resumed")).toBe(true)
+  // ... and ended it at its limit instead of going on.
+  expect(result.run.status).toBe("canceled")
+  expect(result.run.error.code).toBe("duration_exceeded")
 })
