@@ -7,6 +7,7 @@
 import { Duration, Effect, Option, Queue, Stream } from "effect"
 import { HttpServerResponse } from "effect/http"
 import { RunEventBus } from "../events/run-event-bus.ts"
+import { isTerminal } from "../domain/run-state.ts"
 import { type RunEvent, RunStore } from "../store/runs.ts"
 
 const encoder = new TextEncoder()
@@ -37,6 +38,13 @@ export const runEventStream = (runId: string, lastEventId: number, heartbeat: Du
               const finished = events.some((event) => event.type === "run.completed")
               const chunk = encoder.encode(events.map(frame).join(""))
               return [chunk, { last: events[events.length - 1]!.id, finished }] as const
+            }
+            // Nothing after Last-Event-ID and the run is over: the client has everything.
+            const run = yield* store.getRun(runId)
+            if (run === undefined || isTerminal(run.status)) {
+              const tail = yield* store.eventsAfter(runId, state.last, 1)
+              if (tail.length === 0) return undefined
+              continue
             }
             const woke = yield* Queue.take(wakeups).pipe(Effect.timeoutOption(heartbeat))
             if (Option.isNone(woke)) return [encoder.encode(heartbeatFrame()), state] as const

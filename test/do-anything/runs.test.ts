@@ -286,6 +286,12 @@ describe("events", () => {
     const replay = await readSse(url, { ...authHeaders(), "last-event-id": String(middle) })
     expect(replay.events.filter((e) => e.event !== "stream.heartbeat").map((e) => e.id)).toEqual(ids.slice(middle))
 
+    // Reconnecting after the terminal event ends at once: there is nothing more to send.
+    const after = await readSse(url, { ...authHeaders(), "last-event-id": String(ids[ids.length - 1]) }, { timeoutMs: 10_000 })
+    expect(after.status).toBe(200)
+    expect(after.ended).toBe(true)
+    expect(after.events.filter((e) => e.event !== "stream.heartbeat")).toEqual([])
+
     // The screenshot URL is signed, short-lived and needs no API key.
     const shot = events.find((e) => e.event === "run.screenshot")!.data.data.url as string
     const image = await fetch(`${service.url}${shot}`)

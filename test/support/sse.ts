@@ -11,17 +11,22 @@ export const readSse = async (url: string, headers: Record<string, string>, opti
   const events: Array<SseEvent> = []
   let status = 0
   let contentType = ""
+  /** True when the server closed the stream itself (not our timeout, not stopAfter). */
+  let ended = false
   try {
     const response = await fetch(url, { headers, signal: controller.signal })
     status = response.status
     contentType = response.headers.get("content-type") ?? ""
-    if (response.body === null) return { status, contentType, events }
+    if (response.body === null) return { status, contentType, events, ended: true }
     const decoder = new TextDecoder()
     let buffer = ""
     const reader = response.body.getReader()
     while (true) {
       const { done, value } = await reader.read()
-      if (done) break
+      if (done) {
+        ended = true
+        break
+      }
       buffer += decoder.decode(value, { stream: true })
       let split: number
       while ((split = buffer.indexOf("\n\n")) >= 0) {
@@ -38,7 +43,7 @@ export const readSse = async (url: string, headers: Record<string, string>, opti
         events.push({ id, event, data: data === "" ? undefined : JSON.parse(data) })
         if (options.stopAfter?.(events)) {
           controller.abort()
-          return { status, contentType, events }
+          return { status, contentType, events, ended }
         }
       }
     }
@@ -47,5 +52,5 @@ export const readSse = async (url: string, headers: Record<string, string>, opti
   } finally {
     clearTimeout(timer)
   }
-  return { status, contentType, events }
+  return { status, contentType, events, ended }
 }
