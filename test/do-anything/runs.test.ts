@@ -165,8 +165,10 @@ describe("runs", () => {
 
   it("messages are queued and reach the model at the next step", async () => {
     const hold = gate()
+    const inStep1 = gate()
     model.setScript(async (request, turn) => {
       if (turn === 0) {
+        inStep1.release()
         await hold.wait()
         return { tool: "navigate", args: { url: `${site.url}/page/1` } }
       }
@@ -174,7 +176,8 @@ describe("runs", () => {
       return { tool: "done", args: { output: { heard: said ?? null } } }
     })
     const { sid, rid } = await createSession({ instructions: "Listen" })
-    await waitForStatus(sid, rid, ["running"])
+    // Step 1 has taken its messages and waits on the model: this one is for step 2.
+    await inStep1.wait()
     const queued = await service.request("POST", `${base()}/sessions/${sid}/runs/${rid}/messages`, { body: { content: "use the blue one" } })
     expect(queued.status).toBe(202)
     hold.release()
