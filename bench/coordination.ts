@@ -9,11 +9,10 @@
  *   TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test TEST_REDIS_URL=redis://127.0.0.1:6379 \
  *     node bench/coordination.ts [sessions=40]
  */
-import { createServer } from "node:http"
-import type { AddressInfo } from "node:net"
 import { startScriptedModel } from "../test/fixtures/model/scripted-model.ts"
 import { eventually, scrape } from "../test/scale-out/nodes.ts"
 import { externalDatabase, type Service, startService, stopAndClean } from "../test/support/service.ts"
+import { startTaggedPages } from "./tagged-pages.ts"
 
 const sessions = Number(process.argv[2] ?? 40)
 const databaseUrl = process.env["TEST_DATABASE_URL"]
@@ -24,14 +23,8 @@ if (!databaseUrl || !redisUrl) {
 }
 const quantile = (values: Array<number>, q: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor(values.length * q))]!
 
-const arrivals = new Map<string, number>()
-const pages = createServer((req, res) => {
-  const tag = new URL(req.url ?? "/", "http://x").searchParams.get("tag")
-  if (tag !== null && !arrivals.has(tag)) arrivals.set(tag, performance.now())
-  res.writeHead(200, { "content-type": "text/html" }).end("<!doctype html><title>bench</title><h1>Hello</h1><p>A local page.</p>")
-})
-await new Promise<void>((resolve) => pages.listen(0, "127.0.0.1", resolve))
-const pageUrl = `http://127.0.0.1:${(pages.address() as AddressInfo).port}/`
+const pages = await startTaggedPages()
+const pageUrl = pages.url
 
 const model = await startScriptedModel((request) => {
   const task = JSON.stringify(request.messages)
@@ -83,7 +76,7 @@ const burst = async (label: string, nodeCount: number, extraEnv: Record<string, 
     const resident = await Promise.all(nodes.map(async (node) => (await scrape(node.url)).get("wa_runs_in_flight") ?? 0))
     await Promise.all(created.map(({ node, sid, rid }) => waitTerminal(node, sid, rid)))
     const wall = performance.now() - started
-    const toFirstStep = created.map(({ tag }) => (arrivals.get(tag) ?? Number.NaN) - posted.get(tag)!)
+    const toFirstStep = created.map(({ tag }) => (pages.arrivals.get(tag)?.[0] ?? Number.NaN) - posted.get(tag)!)
     const after = await Promise.all(nodes.map(async (node) => (await scrape(node.url)).get("wa_browser_contexts_leased_total") ?? 0))
     const ran = after.map((n, i) => n - before[i]!)
     console.log(`${label.padEnd(10)} ${String(nodeCount).padStart(7)}  ${wall.toFixed(0).padStart(8)} ms  ${quantile(toFirstStep, 0.5).toFixed(0).padStart(8)} ms  ${quantile(toFirstStep, 0.9).toFixed(0).padStart(8)} ms   contexts leased per runner: ${ran.join(" / ")} (runs in flight right after the POSTs: ${resident.join(" / ")})`)
@@ -108,4 +101,4 @@ await burst("single", 1, { WA_CLUSTER: "single" })
 await burst("one", 1)
 await burst("two", 2)
 await model.close()
-pages.close()
+await pages.close()

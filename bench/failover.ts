@@ -11,12 +11,11 @@
  *   TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test TEST_REDIS_URL=redis://127.0.0.1:6379 \
  *     node bench/failover.ts [iterations=4] [health-check-seconds=2] [lock-expiration-seconds=15]
  */
-import { createServer } from "node:http"
-import type { AddressInfo } from "node:net"
 import { startScriptedModel } from "../test/fixtures/model/scripted-model.ts"
 import { eventually, scrape } from "../test/scale-out/nodes.ts"
 import { readSse } from "../test/support/sse.ts"
 import { externalDatabase, type Service, startService, stopAndClean } from "../test/support/service.ts"
+import { startTaggedPages } from "./tagged-pages.ts"
 
 const iterations = Number(process.argv[2] ?? 4)
 const healthCheckSeconds = process.argv[3] ?? "2"
@@ -28,14 +27,9 @@ if (!databaseUrl || !redisUrl) {
   process.exit(2)
 }
 
-const arrivals = new Map<string, Array<number>>()
-const pages = createServer((req, res) => {
-  const tag = new URL(req.url ?? "/", "http://x").searchParams.get("tag")
-  if (tag !== null) arrivals.set(tag, [...(arrivals.get(tag) ?? []), performance.now()])
-  res.writeHead(200, { "content-type": "text/html" }).end("<!doctype html><title>bench</title><h1>Step</h1>")
-})
-await new Promise<void>((resolve) => pages.listen(0, "127.0.0.1", resolve))
-const pageUrl = `http://127.0.0.1:${(pages.address() as AddressInfo).port}/`
+const pages = await startTaggedPages()
+const pageUrl = pages.url
+const arrivals = pages.arrivals
 
 // `loop tag=X` navigates forever; `once tag=X` navigates once and finishes.
 const model = await startScriptedModel((request) => {
@@ -111,7 +105,7 @@ try {
   await Promise.all(nodes.map((node) => stopAndClean(node)))
   await database.drop()
   await model.close()
-  pages.close()
+  await pages.close()
 }
 const median = (values: Array<number>) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
 console.log(`failover with WA_CLUSTER_HEALTH_CHECK_SECONDS=${healthCheckSeconds} WA_CLUSTER_LOCK_EXPIRATION_SECONDS=${lockExpirationSeconds} over ${results.length} kills: ` +

@@ -6,33 +6,17 @@
  *
  *   node bench/session-start.ts [iterations=20]
  */
-import { createServer } from "node:http"
-import type { AddressInfo } from "node:net"
 import { chromium } from "playwright-core"
 import { startScriptedModel } from "../test/fixtures/model/scripted-model.ts"
 import { startService, stopAndClean } from "../test/support/service.ts"
+import { startTaggedPages } from "./tagged-pages.ts"
 
 const iterations = Number(process.argv[2] ?? 20)
 const median = (values: Array<number>) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
 
-// The page server records when each tagged request arrives.
-const arrivals = new Map<string, number>()
-const waiters = new Map<string, () => void>()
-const pages = createServer((req, res) => {
-  const tag = new URL(req.url ?? "/", "http://x").searchParams.get("tag")
-  if (tag !== null) {
-    arrivals.set(tag, performance.now())
-    waiters.get(tag)?.()
-  }
-  res.writeHead(200, { "content-type": "text/html" }).end("<!doctype html><title>bench</title><h1>Hello</h1><a href='/'>home</a>")
-})
-await new Promise<void>((resolve) => pages.listen(0, "127.0.0.1", resolve))
-const pageUrl = `http://127.0.0.1:${(pages.address() as AddressInfo).port}/`
-const arrival = (tag: string) => new Promise<number>((resolve) => {
-  const seen = arrivals.get(tag)
-  if (seen !== undefined) return resolve(seen)
-  waiters.set(tag, () => resolve(arrivals.get(tag)!))
-})
+const pages = await startTaggedPages()
+const pageUrl = pages.url
+const arrival = pages.firstArrival
 
 // The model navigates at once to the page named in the task, then finishes.
 const model = await startScriptedModel((request) => {
@@ -104,5 +88,5 @@ console.log(JSON.stringify({
 await browser.close()
 await stopAndClean(service)
 await model.close()
-pages.close()
+await pages.close()
 process.exit(0)

@@ -58,9 +58,6 @@ export class InternalError extends Schema.Error<InternalError>("InternalError")(
   description: "internal_error: retry with backoff"
 }) {}
 
-/** The errors every authenticated endpoint may answer with. */
-export const CommonErrors = [BadRequest, Unauthorized, Forbidden, NotFound, ValidationError, TooManyRequests, Conflict, InternalError] as const
-
 export const notFound = (code: string, detail: string, extra: Extra = {}) => new NotFound({ code, detail, extra })
 export const conflict = (detail: string, extra: Extra = {}, code = "conflict") => new Conflict({ code, detail, extra })
 export const unauthorized = (detail: string) => new Unauthorized({ code: "unauthorized", detail, extra: {} })

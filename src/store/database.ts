@@ -52,11 +52,6 @@ export const migratorLayer = PgMigrator.layer({ loader: migrations, table: "wa_m
   Layer.orDie
 )
 
-/** Runs the migrations once, for `wa migrate`. */
-export const runMigrations = PgMigrator.run({ loader: migrations, table: "wa_migrations" }).pipe(
-  Effect.provide(NodeServices.layer)
-)
-
 /** The SQL client with migrations applied, for `serve` (own) and the CLI (attach). */
 export const databaseLayer = (mode: DatabaseMode) =>
   migratorLayer.pipe(

@@ -1,9 +1,6 @@
 /** Schema helpers shared by the contract: bounded strings, nullable fields, timestamps. */
 import { Schema } from "effect"
 
-/** A string of `min`..`max` characters. */
-export const BoundedString = (min: number, max: number) => Schema.String.check(Schema.isBetweenLength(min, max))
-
 export const MaxString = (max: number) => Schema.String.check(Schema.isMaxLength(max))
 
 /** An optional field that also accepts null (the spec's "string or null"). */
