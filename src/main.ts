@@ -59,6 +59,16 @@ const ProductServices = Layer.mergeAll(SessionEntityLive, WebSearchRuns.layer, S
   Layer.provideMerge(ClusterLive)
 )
 
+/** What `serve` and `runner` both stand on: the products, the runner lifecycle, the stores, the
+ * database, the logger and the config. */
+const RunnerFoundation = ProductServices.pipe(
+  Layer.provideMerge(RunnerLifecycle.layer),
+  Layer.provideMerge(Layer.mergeAll(ApiKeys.layer, Projects.layer)),
+  Layer.provideMerge(databaseLayer("own")),
+  Layer.provideMerge(logLayer("Info")),
+  Layer.provideMerge(AppConfig.layer)
+)
+
 // On SIGTERM the layers close in reverse order: HTTP first, then the drain (runs in flight may
 // finish), then the entities and the cluster (shards handed over). See src/cluster/lifecycle.ts.
 const serve = Layer.mergeAll(
@@ -66,23 +76,13 @@ const serve = Layer.mergeAll(
   BootstrapLive
 ).pipe(
   Layer.provide(DrainLive),
-  Layer.provide(ProductServices),
-  Layer.provide(RunnerLifecycle.layer),
-  Layer.provide([ApiKeys.layer, Projects.layer]),
-  Layer.provideMerge(databaseLayer("own")),
-  Layer.provideMerge(logLayer("Info")),
-  Layer.provide(AppConfig.layer)
+  Layer.provide(RunnerFoundation)
 )
 
 /** A runner only: the entities and the cluster, with probes and metrics on WA_PORT (no API). */
 const runner = DrainLive.pipe(
   Layer.provideMerge(Layer.effectDiscard(logListening).pipe(Layer.provideMerge(RunnerHttpLive))),
-  Layer.provide(ProductServices),
-  Layer.provide(RunnerLifecycle.layer),
-  Layer.provide([ApiKeys.layer, Projects.layer]),
-  Layer.provideMerge(databaseLayer("own")),
-  Layer.provideMerge(logLayer("Info")),
-  Layer.provide(AppConfig.layer)
+  Layer.provide(RunnerFoundation)
 )
 
 const printJson = (value: unknown) => Effect.sync(() => process.stdout.write(JSON.stringify(value) + "\n"))
