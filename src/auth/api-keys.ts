@@ -98,14 +98,8 @@ export class ApiKeys extends Context.Service<ApiKeys, {
       // Keyed by the presented token: a hit costs one map lookup, no checksum and no hash. Only
       // tokens the database accepted are remembered; the database itself stores only hashes.
       const verified = new Map<string, { readonly row: ApiKeyRow; readonly at: number }>()
-      const authenticate = (token: string) =>
+      const lookUp = (token: string, now: number) =>
         Effect.gen(function*() {
-          const now = Date.now()
-          const cached = verified.get(token)
-          if (cached !== undefined && now - cached.at < authCacheMs) {
-            const graceUntil = cached.row.grace_until
-            return graceUntil !== null && graceUntil.getTime() <= now ? "revoked" as const : cached.row
-          }
           if (!isWellFormedApiKey(token)) return "malformed" as const
           const hash = hashApiKey(token)
           const rows = yield* sql<ApiKeyRow>`SELECT ${columns} FROM api_keys WHERE secret_hash = ${hash}`
@@ -119,6 +113,14 @@ export class ApiKeys extends Context.Service<ApiKeys, {
           }
           return row
         }).pipe(Effect.orDie)
+      // The hit path is plain code with no generator: it runs on every authenticated request.
+      const authenticate = (token: string): Effect.Effect<ApiKeyRow | AuthenticationFailure> => {
+        const now = Date.now()
+        const cached = verified.get(token)
+        if (cached === undefined || now - cached.at >= authCacheMs) return lookUp(token, now)
+        const graceUntil = cached.row.grace_until
+        return Effect.succeed(graceUntil !== null && graceUntil.getTime() <= now ? "revoked" as const : cached.row)
+      }
 
       return ApiKeys.of({ create, list, count, find, revoke, authenticate })
     })

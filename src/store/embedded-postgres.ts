@@ -23,6 +23,12 @@ const DB_NAME = "postgres"
 export interface EmbeddedPostgres {
   readonly url: string
   readonly port: number
+  /**
+   * The server's Unix socket, when it has one: the service's own connections use it instead of
+   * TCP on loopback (about a third less CPU per query on a busy node, where every loopback send
+   * also runs the TCP receive path). The URL still names 127.0.0.1 for everything else.
+   */
+  readonly socketPath: string | undefined
   /** Whether this process must stop the server when it is done with it. */
   readonly owned: boolean
   /** Whether the server was already running (left by a killed service, or the service's own for CLI commands). */
@@ -78,6 +84,47 @@ const isAlive = async (pid: number, name: string): Promise<boolean> => {
   // A reused pid of an unrelated process does not count.
   const cmdline = await fs.readFile(`/proc/${pid}/cmdline`, "utf8").catch(() => name)
   return cmdline.includes(name)
+}
+
+// sun_path holds 108 bytes with its terminating NUL; a longer data dir path keeps to TCP.
+const MAX_SOCKET_PATH = 103
+
+/** Where the server's socket would be, if the cluster dir is short and plain enough to hold one. */
+const socketDirFor = (clusterDir: string, port: number): string | undefined => {
+  const dir = path.resolve(clusterDir)
+  if (path.join(dir, `.s.PGSQL.${port}`).length > MAX_SOCKET_PATH) return undefined
+  // pg_ctl hands `-o` to a shell; a path that needs quoting beyond single quotes keeps to TCP.
+  return /^[\w./-]+$/.test(dir) ? dir : undefined
+}
+
+/** The socket of a running server, if it opened one (servers started before this existed did not). */
+const existingSocket = async (clusterDir: string, port: number): Promise<string | undefined> => {
+  const dir = socketDirFor(clusterDir, port)
+  if (dir === undefined) return undefined
+  const socket = path.join(dir, `.s.PGSQL.${port}`)
+  const stat = await fs.stat(socket).catch(() => undefined)
+  return stat?.isSocket() === true ? socket : undefined
+}
+
+/** Whether a process has exited but is not reaped yet (it still holds its pid). */
+const isZombie = async (pid: number): Promise<boolean> => {
+  const stat = await fs.readFile(`/proc/${pid}/stat`, "utf8").catch(() => undefined)
+  // "pid (comm) state ...": comm may hold spaces and parentheses, the state follows the last ")".
+  return stat !== undefined && stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) === "Z"
+}
+
+/**
+ * A postmaster killed a moment ago can linger as a zombie until its parent (the machine's init)
+ * reaps it; PostgreSQL then still sees its pid in postmaster.pid and refuses to start. Waits for
+ * the reap (bounded) instead of failing.
+ */
+const awaitReaped = async (clusterDir: string) => {
+  const content = await fs.readFile(path.join(clusterDir, "postmaster.pid"), "utf8").catch(() => undefined)
+  const pid = Number(content?.split("\n")[0])
+  if (!Number.isInteger(pid) || pid <= 0) return
+  for (let waited = 0; waited < 10_000 && await isZombie(pid); waited += 50) {
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
 }
 
 /** Reads the pid and port of a running server from postmaster.pid, if one runs. */
@@ -202,20 +249,26 @@ export const startEmbeddedPostgres = async (dataDir: string, options: StartOptio
   if (running !== undefined) {
     // A server already runs: the service's own (CLI attaches) or one left by a killed service.
     const owned = options.mode === "own"
-    return { url: urlFor(running.port), port: running.port, owned, adopted: true, stop: owned ? stop : async () => {} }
+    const socketPath = await existingSocket(layout.clusterDir, running.port)
+    return { url: urlFor(running.port), port: running.port, socketPath, owned, adopted: true, stop: owned ? stop : async () => {} }
   }
 
+  await awaitReaped(layout.clusterDir)
   const port = await freePort()
+  // The socket sits in the cluster dir (0700, owned by the server's user), so only this user and
+  // root can connect through it; its default permissions do not widen that.
+  const socketDir = socketDirFor(layout.clusterDir, port)
   await run(bins.pg_ctl, [
     "start",
     "-D", layout.clusterDir,
     "-l", layout.logFile,
     "-w", "-t", "60",
-    "-o", `-p ${port}`
+    "-o", socketDir === undefined ? `-p ${port}` : `-p ${port} -k ${socketDir}`
   ], { ...asUser(ids), env: { ...process.env, LC_ALL: "C" } }).catch(async (error: { stderr?: string }) => {
     await releaseLock()
     const log = await fs.readFile(layout.logFile, "utf8").catch(() => "")
     throw new Error(`embedded PostgreSQL did not start: ${error.stderr ?? ""} ${log.split("\n").slice(-5).join(" ")}`.trim())
   })
-  return { url: urlFor(port), port, owned: true, adopted: false, stop }
+  const socketPath = await existingSocket(layout.clusterDir, port)
+  return { url: urlFor(port), port, socketPath, owned: true, adopted: false, stop }
 }

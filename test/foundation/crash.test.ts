@@ -169,7 +169,7 @@ describe("graceful stop", () => {
 })
 
 describe("the embedded PostgreSQL is private", () => {
-  it("keeps its password in a 0600 file and listens on 127.0.0.1 only", async () => {
+  it("keeps its password in a 0600 file, listens on 127.0.0.1 only and keeps its socket private", async () => {
     const service = await start()
     const passwordFile = path.join(service.dataDir, "postgres.password")
     expect(statSync(passwordFile).mode & 0o777).toBe(0o600)
@@ -179,7 +179,11 @@ describe("the embedded PostgreSQL is private", () => {
     let port: number
     try {
       expect((await db.query("SHOW listen_addresses")).rows[0].listen_addresses).toBe("127.0.0.1")
-      expect((await db.query("SHOW unix_socket_directories")).rows[0].unix_socket_directories).toBe("")
+      // Its Unix socket (the service's own connections use it) sits in the cluster dir, which only
+      // the server's user can enter.
+      const socketDir = (await db.query("SHOW unix_socket_directories")).rows[0].unix_socket_directories
+      expect(socketDir).toBe(path.resolve(service.dataDir, "postgres"))
+      expect(statSync(socketDir).mode & 0o777).toBe(0o700)
       expect((await db.query("SHOW password_encryption")).rows[0].password_encryption).toBe("scram-sha-256")
       port = Number((await db.query("SHOW port")).rows[0].port)
     } finally {
