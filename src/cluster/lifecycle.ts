@@ -4,7 +4,19 @@
  * on this runner to end, and only then do the entities stop and Effect Cluster hand the shards
  * over (unregister the runner, interrupt its entities, release the shard locks). A run still going
  * when the drain times out is interrupted; its persisted Execute message is left unprocessed and is
- * delivered again on the runner that takes the shard, which ends the half-done run cleanly.
+ * delivered again on the runner that takes the shard, which resumes the half-done run.
+ *
+ * While it drains, the runner starts no new work: an Execute for a run that is not executing here
+ * yet (a follow-up, a new session on one of its shards, a run handed over from a dead runner) is
+ * left unprocessed, without a write, and runs on the runner that takes the shard (see
+ * src/entities/session.ts). The drain does not count or wait for those.
+ *
+ * The runner does keep its shards, and could even acquire more (if another runner leaves during
+ * the drain), until the drain ends: Effect Cluster 4.1 has no way to stop acquiring while keeping
+ * the shards held. Only its internal shutdown stops acquisition, and it starts when the entities
+ * stop; unregistering the runner from RunnerStorage ourselves is undone by Sharding (it registers
+ * itself again) and marking it unhealthy moves its shards away at once, interrupting the runs the
+ * drain waits for. Work arriving on such a shard is left for the next owner like any other.
  */
 import { Context, Duration, Effect, Layer, Ref, Schedule } from "effect"
 import { AppConfig } from "../config/config.ts"

@@ -17,7 +17,8 @@ export const runnerMetrics = {
   up: Metric.gauge("wa_runner_up", { description: "1 while this runner serves" })
 }
 
-/** Counts `effect` as a run in flight while it runs (the drain on SIGTERM waits for zero). */
+/** Counts `effect` as a run in flight while it runs (the drain on SIGTERM waits for zero). A
+ * Session counts a run from before its draining check until the run is finished. */
 export const trackRunInFlight = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
   Effect.acquireUseRelease(
     Metric.modify(runnerMetrics.runsInFlight, 1),

@@ -5,17 +5,21 @@
  * and is handled at least once: runAgent ignores runs that are no longer pending); `Interrupt` and
  * `Close` run beside a long `Execute`. The browser is released when a run ends with
  * keep_alive false, when the session is closed, or when the entity passivates after idling.
+ *
+ * A draining runner (SIGTERM, see src/cluster/lifecycle.ts) starts no run and resumes none: their
+ * Execute is left unprocessed and handled by the runner that takes the shard after the handover.
  */
-import { Cause, Effect, Exit, Fiber, FiberMap, Layer, Schema, Scope } from "effect"
-import { ClusterSchema, Entity } from "effect/cluster"
+import { Cause, Effect, Exit, Fiber, FiberMap, Layer, Schedule, Schema, Scope } from "effect"
+import { ClusterSchema, Entity, Sharding } from "effect/cluster"
 import { Rpc } from "effect/rpc"
 import { type AgentSettings, runAgent } from "../agent/run-agent.ts"
 import { navigate } from "../browser/actions.ts"
 import { AppConfig } from "../config/config.ts"
 import { BrowserPool, type ContextLease } from "../browser/pool.ts"
+import { RunnerLifecycle } from "../cluster/lifecycle.ts"
 import { trackRunInFlight } from "../cluster/metrics.ts"
 import { isTerminal } from "../domain/run-state.ts"
-import { type Checkpoint, RunStore, SupersededExecution } from "../store/runs.ts"
+import { type Checkpoint, type RunRow, RunStore, SupersededExecution } from "../store/runs.ts"
 import { RunNotifier } from "../webhooks/run-notifier.ts"
 
 export const Execute = Rpc.make("Execute", { payload: { runId: Schema.String } })
@@ -25,6 +29,16 @@ export const Close = Rpc.make("Close")
 
 export const SessionEntity = Entity.make("Session", [Execute, Interrupt, Close])
 
+/**
+ * Ends the current handler with Effect Cluster's abandon interrupt (ClusterSchema.Abandon). The
+ * EntityManager does not answer a persisted request abandoned by a runner that no longer holds
+ * its shard: no reply is stored, the message stays unprocessed and the shard's next owner, which
+ * resets the shard's unprocessed messages when it acquires it, receives it. A plain interrupt or
+ * a return would instead be saved as the reply and the run would never start.
+ */
+const abandonToNextOwner: Effect.Effect<never> = Effect.withFiber((fiber) =>
+  Fiber.interruptAs(fiber, fiber.id, ClusterSchema.Abandon.annotation)
+).pipe(Effect.andThen(Effect.never))
 
 const sessionHandlers = Effect.gen(function*() {
     const address = yield* Entity.CurrentAddress
@@ -33,6 +47,8 @@ const sessionHandlers = Effect.gen(function*() {
     const store = yield* RunStore
     const notifier = yield* RunNotifier
     const config = yield* AppConfig
+    const lifecycle = yield* RunnerLifecycle
+    const sharding = yield* Sharding.Sharding
     const runs = yield* FiberMap.make<string>()
     const settings: AgentSettings = {
       stepScreenshots: config.stepScreenshots,
@@ -61,9 +77,14 @@ const sessionHandlers = Effect.gen(function*() {
       return acquired
     })
 
-    // Passivation (idle timeout, shutdown) releases the browser and closes the session.
+    // Passivation (idle timeout, shutdown) releases the browser and closes the session, unless a
+    // run of it is still pending or under way: that run goes on where the shard goes at shutdown.
     yield* Effect.addFinalizer(() =>
-      release.pipe(Effect.andThen(store.setSessionStatus(sessionId, "closed")), Effect.ignore)
+      Effect.gen(function*() {
+        yield* release
+        const open = (yield* store.runsOfSession(sessionId)).some((run) => !isTerminal(run.status))
+        if (!open) yield* store.setSessionStatus(sessionId, "closed")
+      }).pipe(Effect.ignore)
     )
 
     const finishRun = (runId: string) =>
@@ -107,7 +128,7 @@ const sessionHandlers = Effect.gen(function*() {
      */
     const execute = <E, R>(runId: string, agent: Effect.Effect<void, E, R>) =>
       Effect.gen(function*() {
-        const fiber = yield* FiberMap.run(runs, runId, trackRunInFlight(agent))
+        const fiber = yield* FiberMap.run(runs, runId, agent)
         const exit = yield* Fiber.await(fiber)
         const superseded = Exit.isFailure(exit) && Cause.squash(exit.cause) instanceof SupersededExecution
         if (superseded) return yield* Effect.logWarning("run taken over by another runner; this execution stopped").pipe(Effect.annotateLogs({ run_id: runId }))
@@ -137,33 +158,71 @@ const sessionHandlers = Effect.gen(function*() {
         yield* execute(runId, runAgent(runId, leased.success, settings, executor, { checkpoint }))
       })
 
+    const startRun = (run: RunRow) =>
+      Effect.gen(function*() {
+        const leased = yield* Effect.result(acquire())
+        if (leased._tag === "Failure") {
+          yield* failRun(run.id, "browser_unavailable", String((leased.failure as { message?: string }).message ?? leased.failure))
+          return
+        }
+        const executor = yield* store.claimExecution(run.id)
+        yield* execute(run.id, runAgent(run.id, leased.success, settings, executor))
+      })
+
+    /**
+     * Starts or resumes the run here, unless the runner drains ("refused"). The run counts as in
+     * flight from before the check: the drain sets its flag before it counts runs, so a run that
+     * passes the check is one the drain waits for, and one that starts later sees the flag.
+     */
+    const runHere = <R>(start: Effect.Effect<void, never, R>) =>
+      trackRunInFlight(Effect.gen(function*() {
+        if (yield* lifecycle.draining) return "refused" as const
+        yield* start
+        return "handled" as const
+      }))
+
+    /**
+     * A draining runner's answer to an Execute it will not run: nothing is written (the run stays
+     * pending, or running at its last checkpoint), and once this runner no longer holds the shard
+     * (it shuts down after the drain, or the shard moved) the message is abandoned to the next
+     * owner. Not counted in flight, so the drain does not wait for it.
+     */
+    const leaveForNextOwner = (runId: string) =>
+      Effect.gen(function*() {
+        yield* Effect.logInfo("draining: run left for the runner that takes its shard").pipe(
+          Effect.annotateLogs({ run_id: runId, session_id: sessionId })
+        )
+        yield* Effect.sync(() => sharding.hasShardId(address.shardId)).pipe(
+          Effect.repeat({ schedule: Schedule.spaced("100 millis"), until: (held) => !held })
+        )
+        return yield* abandonToNextOwner
+      })
+
+    const handleExecute = (runId: string) =>
+      Effect.gen(function*() {
+        const run = yield* store.getRun(runId)
+        if (run === undefined || run.session_id !== sessionId) return "handled" as const
+        if (run.status === "running") {
+          // Delivered again after the runner that executed it died (or was drained): resume
+          // from the last completed step in a context rebuilt from the checkpoint.
+          return yield* runHere(resumeRun(run.id))
+        }
+        if (run.status !== "pending") {
+          // Waiting for a person (or paused) when its runner died: the question is lost with the
+          // model call that asked it, so the run fails cleanly instead of staying non-terminal.
+          if (!isTerminal(run.status)) {
+            yield* failRun(run.id, "runner_restarted", "the runner executing this run stopped; start a follow-up run to continue")
+          }
+          return "handled" as const
+        }
+        return yield* runHere(startRun(run))
+      }).pipe(Effect.catchCause((cause) => Effect.logError("session run failed", cause).pipe(Effect.as("handled" as const))))
+
     return SessionEntity.of({
       Execute: ({ payload }) =>
-        Effect.gen(function*() {
-          const run = yield* store.getRun(payload.runId)
-          if (run === undefined || run.session_id !== sessionId) return
-          if (run.status === "running") {
-            // Delivered again after the runner that executed it died (or was drained): resume
-            // from the last completed step in a context rebuilt from the checkpoint.
-            yield* resumeRun(run.id)
-            return
-          }
-          if (run.status !== "pending") {
-            // Waiting for a person (or paused) when its runner died: the question is lost with the
-            // model call that asked it, so the run fails cleanly instead of staying non-terminal.
-            if (!isTerminal(run.status)) {
-              yield* failRun(run.id, "runner_restarted", "the runner executing this run stopped; start a follow-up run to continue")
-            }
-            return
-          }
-          const leased = yield* Effect.result(acquire())
-          if (leased._tag === "Failure") {
-            yield* failRun(run.id, "browser_unavailable", String((leased.failure as { message?: string }).message ?? leased.failure))
-            return
-          }
-          const executor = yield* store.claimExecution(run.id)
-          yield* execute(run.id, runAgent(run.id, leased.success, settings, executor))
-        }).pipe(Effect.catchCause((cause) => Effect.logError("session run failed", cause))),
+        handleExecute(payload.runId).pipe(
+          Effect.flatMap((outcome) => outcome === "refused" ? leaveForNextOwner(payload.runId) : Effect.void)
+        ),
       Interrupt: ({ payload }) => FiberMap.remove(runs, payload.runId).pipe(Rpc.fork),
       Close: () =>
         Effect.gen(function*() {

@@ -90,7 +90,8 @@ describe.skipIf(databaseUrl === undefined || redisUrl === undefined)("scale-out:
       WA_STEP_SCREENSHOTS: "false",
       WA_CLUSTER_HEALTH_CHECK_SECONDS: "1",
       WA_CLUSTER_LOCK_EXPIRATION_SECONDS: "6",
-      WA_DRAIN_SECONDS: "2"
+      // Long enough for the drain tests to act while a runner drains (they end it sooner).
+      WA_DRAIN_SECONDS: "10"
     }
     clusterEnv = env
     a = await startService({ env })
@@ -117,6 +118,8 @@ describe.skipIf(databaseUrl === undefined || redisUrl === undefined)("scale-out:
   /** Every runner, API nodes first (indexes 0..2 are a, b, e; 3 is the runner-only node). */
   const runners = () => [a, b, e, c, ...extra] as const
   const runnerUrls = () => runners().map((node) => node.url)
+  /** Every API node, including those started by later tests. */
+  const apiNodes = () => [a, b, e, ...extra]
   const alive = (node: { process: { exitCode: number | null; signalCode: string | null } }) => node.process.exitCode === null && node.process.signalCode === null
   const exited = (node: { process: import("node:child_process").ChildProcess }) =>
     alive(node) ? new Promise<void>((resolve) => node.process.once("exit", () => resolve())) : Promise.resolve()
@@ -237,8 +240,73 @@ describe.skipIf(databaseUrl === undefined || redisUrl === undefined)("scale-out:
     })
   })
 
+  it("SIGTERM: a draining runner starts no new run; the runner that takes the shard runs it", async () => {
+    // This test stops a node: a fresh API node keeps enough of them for the tests after it.
+    const fresh = await startService({ env: clusterEnv, credentials: { projectId: a.projectId, apiKey: a.apiKey } })
+    extra.push(fresh)
+    await eventually("shards rebalanced onto the fresh node", async () => {
+      const held = await Promise.all(runners().filter(alive).map(async (node) => (await scrape(node.url)).get("effect_cluster_shards") ?? 0))
+      return held.reduce((x, y) => x + y, 0) === 300 && held.every((n) => n > 0) ? true : undefined
+    })
+    const via = apiNodes().find(alive)!
+    const held = await createSession(via, { instructions: "hold drain-new", keep_alive: false })
+    await waitForStatus(via, held.sid, held.rid, ["running"])
+    const owner = runners()[await runnerExecuting()]
+    // A second session living on the same runner: one whose entity made that runner's count grow.
+    const sessionsOn = async (node: { url: string }) => (await scrape(node.url)).get(`effect_cluster_entities{type="Session"}`) ?? 0
+    let neighbour: { sid: string; rid: string } | undefined
+    for (let attempt = 0; attempt < 40 && neighbour === undefined; attempt++) {
+      const before = await sessionsOn(owner)
+      const created = await createSession(via, { instructions: "neighbour", keep_alive: true })
+      expect((await waitForStatus(via, created.sid, created.rid, terminal)).status).toBe("done")
+      if (await sessionsOn(owner) > before) neighbour = created
+      else await via.request("POST", `${base(via)}/sessions/${created.sid}/close`)
+    }
+    expect(neighbour, "a session on the runner executing the held run").toBeDefined()
+    const survivor = apiNodes().find((node) => node !== owner && alive(node))!
+
+    const gone = exited(owner)
+    owner.process.kill("SIGTERM")
+    await eventually("the drain to start", async () => owner.logs.some((line) => line.message === "draining: waiting for runs in flight") ? true : undefined)
+    // A follow-up on the draining runner's session, through another API node.
+    const followUp = await survivor.request("POST", `${base(survivor)}/sessions/${neighbour!.sid}/runs`, { body: { instructions: "after the handover", keep_alive: true } })
+    expect(followUp.status, followUp.text).toBe(201)
+    const rid = followUp.json.id as string
+    await eventually("the draining runner to leave the follow-up", async () =>
+      owner.logs.some((line) => line.message === "draining: run left for the runner that takes its shard" && line.annotations["run_id"] === rid) ? true : undefined)
+    // It does not start there: after a while the run is still pending, with no step, while the
+    // runner keeps draining its held run.
+    await new Promise((resolve) => setTimeout(resolve, 1500))
+    const waiting = (await survivor.request("GET", `${base(survivor)}/sessions/${neighbour!.sid}/runs/${rid}`)).json
+    expect(waiting.status).toBe("pending")
+    expect(waiting.step_count).toBe(0)
+    expect(alive(owner)).toBe(true)
+
+    // The held run still finishes on its runner, which then exits; the follow-up runs elsewhere.
+    gate("drain-new").open()
+    await gone
+    expect(owner.process.exitCode).toBe(0)
+    expect(owner.logs.some((line) => line.message === "drained")).toBe(true)
+    const first = await waitForStatus(survivor, held.sid, held.rid, terminal)
+    expect(first.status, JSON.stringify(first.error)).toBe("done")
+    expect(first.output).toBe("released")
+    const run = await waitForStatus(survivor, neighbour!.sid, rid, terminal)
+    expect(run.status, JSON.stringify(run.error)).toBe("done")
+    expect(run.output).toBe("ok")
+    // Started once, from pending, on the new owner: no resume, contiguous events.
+    const { events } = await readSse(`${survivor.url}${base(survivor)}/sessions/${neighbour!.sid}/runs/${rid}/events`, { authorization: `Bearer ${survivor.apiKey}` })
+    const ids = events.filter((event) => event.id !== undefined).map((event) => event.id)
+    expect(ids).toEqual(ids.map((_, i) => i + 1))
+    expect(events.some((event) => event.event === "run.resumed")).toBe(false)
+    expect(events.filter((event) => event.event === "run.completed")).toHaveLength(1)
+    // The handover left the session open (its run went on): it takes further runs.
+    const session = (await survivor.request("GET", `${base(survivor)}/sessions/${neighbour!.sid}`)).json
+    expect(session.status).not.toBe("closed")
+    await survivor.request("POST", `${base(survivor)}/sessions/${neighbour!.sid}/close`)
+  }, 240_000)
+
   it("SIGKILL of the runner executing a run: a survivor resumes it from its last completed step", async () => {
-    const via = [a, b, e].find(alive)!
+    const via = apiNodes().find(alive)!
     const { sid, rid } = await createSession(via, { instructions: "resume ada", keep_alive: false })
     // Steps 1 and 2 (log in) are checkpointed; step 3 waits on the gate.
     await eventually("step 3 under way", async () => {
@@ -246,7 +314,7 @@ describe.skipIf(databaseUrl === undefined || redisUrl === undefined)("scale-out:
       return run.status === "running" && run.step_count === 3 ? true : undefined
     })
     const owner = runners()[await runnerExecuting()]
-    const survivor = [a, b, e].find((node) => node !== owner && alive(node))!
+    const survivor = apiNodes().find((node) => node !== owner && alive(node))!
     owner.process.kill("SIGKILL")
     await exited(owner)
     gate("resume").open()
@@ -273,12 +341,11 @@ describe.skipIf(databaseUrl === undefined || redisUrl === undefined)("scale-out:
     const fresh = await startService({ env: clusterEnv, credentials: { projectId: a.projectId, apiKey: a.apiKey } })
     extra.push(fresh)
     await eventually("shards on the fresh node", async () => ((await scrape(fresh.url)).get("effect_cluster_shards") ?? 0) > 0 ? true : undefined)
-    const apiNodes = [a, b, e, fresh]
-    const via = apiNodes.find(alive)!
+    const via = apiNodes().find(alive)!
     const { sid, rid } = await createSession(via, { instructions: "hold frozen", keep_alive: false })
     await waitForStatus(via, sid, rid, ["running"])
     const owner = runners()[await runnerExecuting()]
-    const survivor = apiNodes.find((node) => node !== owner && alive(node))!
+    const survivor = apiNodes().find((node) => node !== owner && alive(node))!
     const eventsUrl = `${survivor.url}${base(survivor)}/sessions/${sid}/runs/${rid}/events`
     const headers = { authorization: `Bearer ${survivor.apiKey}` }
     owner.process.kill("SIGSTOP")
