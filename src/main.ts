@@ -14,11 +14,13 @@ import { BrowserPool } from "./browser/pool.ts"
 import { ClusterLive } from "./cluster/cluster.ts"
 import { DrainLive, RunnerLifecycle } from "./cluster/lifecycle.ts"
 import { RunnerHttpLive } from "./cluster/runner-http.ts"
+import { ResearchEntityLive } from "./entities/research.ts"
 import { SessionEntityLive } from "./entities/session.ts"
 import { StartupRecoveryLive } from "./entities/startup-recovery.ts"
 import { RunEventBus } from "./events/run-event-bus.ts"
 import { RunStore } from "./store/runs.ts"
 import { ScreenshotStore } from "./store/screenshots.ts"
+import { ArtifactStore } from "./store/artifacts.ts"
 import { Reader } from "./reader/reader.ts"
 import { ReaderBrowser } from "./reader/reader-browser.ts"
 import { WebSearch } from "./search/web-search.ts"
@@ -52,10 +54,19 @@ const logLayer = (level: "Info" | "Warn") =>
   }))
 
 /** Services of the products, over the database and the cluster. */
-const ProductServices = Layer.mergeAll(SessionEntityLive, WebSearchRuns.layer, StartupRecoveryLive).pipe(
+const ProductServices = Layer.mergeAll(SessionEntityLive, ResearchEntityLive, WebSearchRuns.layer, StartupRecoveryLive).pipe(
   Layer.provideMerge(RunNotifier.layer),
-  Layer.provideMerge(WebSearch.layerFetch.pipe(Layer.provide(Reader.layer), Layer.provide(ReaderBrowser.layerFromPool))),
-  Layer.provideMerge(Layer.mergeAll(RunStore.layer, RunEventBus.layer, ScreenshotStore.layer, AgentModel.layer, BrowserPool.layerFromAppConfig, Callbacks.layer)),
+  Layer.provideMerge(WebSearch.layerFetch),
+  Layer.provideMerge(Reader.layer.pipe(Layer.provide(ReaderBrowser.layerFromPool))),
+  Layer.provideMerge(Layer.mergeAll(
+    RunStore.layer,
+    RunEventBus.layer,
+    ScreenshotStore.layer,
+    ArtifactStore.layer,
+    AgentModel.layer,
+    BrowserPool.layerFromAppConfig,
+    Callbacks.layer
+  )),
   Layer.provideMerge(ClusterLive)
 )
 

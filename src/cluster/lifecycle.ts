@@ -18,9 +18,10 @@
  * itself again) and marking it unhealthy moves its shards away at once, interrupting the runs the
  * drain waits for. Work arriving on such a shard is left for the next owner like any other.
  */
-import { Context, Duration, Effect, Layer, Ref, Schedule } from "effect"
+import { Context, Duration, Effect, Fiber, Layer, Ref, Schedule } from "effect"
+import { ClusterSchema, Entity, Sharding } from "effect/cluster"
 import { AppConfig } from "../config/config.ts"
-import { runsInFlight } from "./metrics.ts"
+import { runsInFlight, trackRunInFlight } from "./metrics.ts"
 
 /** Whether this process is shutting down (the runner's /readyz turns 503 so balancers stop sending). */
 export class RunnerLifecycle extends Context.Service<RunnerLifecycle, {
@@ -35,6 +36,50 @@ export class RunnerLifecycle extends Context.Service<RunnerLifecycle, {
     })
   )
 }
+
+/**
+ * Ends the current handler with Effect Cluster's abandon interrupt (ClusterSchema.Abandon). The
+ * EntityManager does not answer a persisted request abandoned by a runner that no longer holds
+ * its shard: no reply is stored, the message stays unprocessed and the shard's next owner, which
+ * resets the shard's unprocessed messages when it acquires it, receives it. A plain interrupt or
+ * a return would instead be saved as the reply and the run would never start.
+ */
+const abandonToNextOwner: Effect.Effect<never> = Effect.withFiber((fiber) =>
+  Fiber.interruptAs(fiber, fiber.id, ClusterSchema.Abandon.annotation)
+).pipe(Effect.andThen(Effect.never))
+
+/**
+ * Runs an entity's `start` of a run here, unless the runner drains ("refused"). The run counts as
+ * in flight from before the check: the drain sets its flag before it counts runs, so a run that
+ * passes the check is one the drain waits for, and one that starts later sees the flag.
+ */
+export const runHere = <E, R>(lifecycle: RunnerLifecycle["Service"], start: Effect.Effect<void, E, R>): Effect.Effect<"handled" | "refused", E, R> =>
+  trackRunInFlight(Effect.gen(function*() {
+    if (yield* lifecycle.draining) return "refused" as const
+    yield* start
+    return "handled" as const
+  }))
+
+/**
+ * A draining runner's answer to an Execute it will not run: nothing is written (the run stays
+ * pending, or running at its last checkpoint), and once this runner no longer holds the entity's
+ * shard (it shuts down after the drain, or the shard moved) the message is abandoned to the next
+ * owner. Not counted in flight, so the drain does not wait for it.
+ */
+export const leaveForNextOwner = (
+  sharding: Sharding.Sharding["Service"],
+  address: Entity.CurrentAddress["Service"],
+  runId: string
+): Effect.Effect<never> =>
+  Effect.gen(function*() {
+    yield* Effect.logInfo("draining: run left for the runner that takes its shard").pipe(
+      Effect.annotateLogs({ run_id: runId, entity: `${address.entityType}/${address.entityId}` })
+    )
+    yield* Effect.sync(() => sharding.hasShardId(address.shardId)).pipe(
+      Effect.repeat({ schedule: Schedule.spaced("100 millis"), until: (held) => !held })
+    )
+    return yield* abandonToNextOwner
+  })
 
 /**
  * The drain, as a finalizer: build this layer after the entities (so it closes before them) and,

@@ -9,15 +9,14 @@
  * A draining runner (SIGTERM, see src/cluster/lifecycle.ts) starts no run and resumes none: their
  * Execute is left unprocessed and handled by the runner that takes the shard after the handover.
  */
-import { Cause, Effect, Exit, Fiber, FiberMap, Layer, Schedule, Schema, Scope } from "effect"
+import { Cause, Effect, Exit, Fiber, FiberMap, Layer, Schema, Scope } from "effect"
 import { ClusterSchema, Entity, Sharding } from "effect/cluster"
 import { Rpc } from "effect/rpc"
 import { type AgentSettings, runAgent } from "../agent/run-agent.ts"
 import { navigate } from "../browser/actions.ts"
 import { AppConfig } from "../config/config.ts"
 import { BrowserPool, type ContextLease } from "../browser/pool.ts"
-import { RunnerLifecycle } from "../cluster/lifecycle.ts"
-import { trackRunInFlight } from "../cluster/metrics.ts"
+import { leaveForNextOwner, RunnerLifecycle, runHere } from "../cluster/lifecycle.ts"
 import { isTerminal } from "../domain/run-state.ts"
 import { type Checkpoint, type RunRow, RunStore, SupersededExecution } from "../store/runs.ts"
 import { RunNotifier } from "../webhooks/run-notifier.ts"
@@ -28,17 +27,6 @@ export const Interrupt = Rpc.make("Interrupt", { payload: { runId: Schema.String
 export const Close = Rpc.make("Close")
 
 export const SessionEntity = Entity.make("Session", [Execute, Interrupt, Close])
-
-/**
- * Ends the current handler with Effect Cluster's abandon interrupt (ClusterSchema.Abandon). The
- * EntityManager does not answer a persisted request abandoned by a runner that no longer holds
- * its shard: no reply is stored, the message stays unprocessed and the shard's next owner, which
- * resets the shard's unprocessed messages when it acquires it, receives it. A plain interrupt or
- * a return would instead be saved as the reply and the run would never start.
- */
-const abandonToNextOwner: Effect.Effect<never> = Effect.withFiber((fiber) =>
-  Fiber.interruptAs(fiber, fiber.id, ClusterSchema.Abandon.annotation)
-).pipe(Effect.andThen(Effect.never))
 
 const sessionHandlers = Effect.gen(function*() {
     const address = yield* Entity.CurrentAddress
@@ -169,35 +157,6 @@ const sessionHandlers = Effect.gen(function*() {
         yield* execute(run.id, runAgent(run.id, leased.success, settings, executor))
       })
 
-    /**
-     * Starts or resumes the run here, unless the runner drains ("refused"). The run counts as in
-     * flight from before the check: the drain sets its flag before it counts runs, so a run that
-     * passes the check is one the drain waits for, and one that starts later sees the flag.
-     */
-    const runHere = <R>(start: Effect.Effect<void, never, R>) =>
-      trackRunInFlight(Effect.gen(function*() {
-        if (yield* lifecycle.draining) return "refused" as const
-        yield* start
-        return "handled" as const
-      }))
-
-    /**
-     * A draining runner's answer to an Execute it will not run: nothing is written (the run stays
-     * pending, or running at its last checkpoint), and once this runner no longer holds the shard
-     * (it shuts down after the drain, or the shard moved) the message is abandoned to the next
-     * owner. Not counted in flight, so the drain does not wait for it.
-     */
-    const leaveForNextOwner = (runId: string) =>
-      Effect.gen(function*() {
-        yield* Effect.logInfo("draining: run left for the runner that takes its shard").pipe(
-          Effect.annotateLogs({ run_id: runId, session_id: sessionId })
-        )
-        yield* Effect.sync(() => sharding.hasShardId(address.shardId)).pipe(
-          Effect.repeat({ schedule: Schedule.spaced("100 millis"), until: (held) => !held })
-        )
-        return yield* abandonToNextOwner
-      })
-
     const handleExecute = (runId: string) =>
       Effect.gen(function*() {
         const run = yield* store.getRun(runId)
@@ -205,7 +164,7 @@ const sessionHandlers = Effect.gen(function*() {
         if (run.status === "running") {
           // Delivered again after the runner that executed it died (or was drained): resume
           // from the last completed step in a context rebuilt from the checkpoint.
-          return yield* runHere(resumeRun(run.id))
+          return yield* runHere(lifecycle, resumeRun(run.id))
         }
         if (run.status !== "pending") {
           // Waiting for a person (or paused) when its runner died: the question is lost with the
@@ -215,13 +174,13 @@ const sessionHandlers = Effect.gen(function*() {
           }
           return "handled" as const
         }
-        return yield* runHere(startRun(run))
+        return yield* runHere(lifecycle, startRun(run))
       }).pipe(Effect.catchCause((cause) => Effect.logError("session run failed", cause).pipe(Effect.as("handled" as const))))
 
     return SessionEntity.of({
       Execute: ({ payload }) =>
         handleExecute(payload.runId).pipe(
-          Effect.flatMap((outcome) => outcome === "refused" ? leaveForNextOwner(payload.runId) : Effect.void)
+          Effect.flatMap((outcome) => outcome === "refused" ? leaveForNextOwner(sharding, address, payload.runId) : Effect.void)
         ),
       Interrupt: ({ payload }) => FiberMap.remove(runs, payload.runId).pipe(Rpc.fork),
       Close: () =>

@@ -181,12 +181,30 @@ const m0005_checkpoints = Effect.gen(function*() {
     )`
 })
 
+const m0006_deep_research = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  // The phase of a DeepResearch run while it runs (brief, plan, hitl_outline, gather, ...).
+  yield* sql`ALTER TABLE runs ADD COLUMN phase text`
+  // Final files of a run (final.md, citations.json, confidence.json), one per name.
+  yield* sql`
+    CREATE TABLE run_artifacts (
+      id text PRIMARY KEY,
+      run_id text NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+      name text NOT NULL,
+      content_type text NOT NULL,
+      content text NOT NULL,
+      created_at timestamptz NOT NULL DEFAULT now(),
+      UNIQUE (run_id, name)
+    )`
+})
+
 const all = {
   "0001_foundation": m0001_foundation,
   "0002_do_anything": m0002_do_anything,
   "0003_media": m0003_media,
   "0004_run_kinds": m0004_run_kinds,
-  "0005_checkpoints": m0005_checkpoints
+  "0005_checkpoints": m0005_checkpoints,
+  "0006_deep_research": m0006_deep_research
 }
 
 export const migrations = Migrator.fromRecord(all)

@@ -66,6 +66,8 @@ export interface RunRow {
   readonly started_at: Date | null
   readonly finished_at: Date | null
   readonly deadline_at: Date | null
+  /** DeepResearch: the phase the run is in (null for other kinds). */
+  readonly phase: string | null
 }
 
 export interface RunEvent {
@@ -119,8 +121,12 @@ export class RunStore extends Context.Service<RunStore, {
     readonly run: NewRun
   }) => Effect.Effect<{ readonly session: SessionRow; readonly run: RunRow }>
   readonly addRun: (sessionId: string, run: NewRun) => Effect.Effect<RunRow, ReturnType<typeof conflict>>
-  /** A run without a session (WebSearch), with its first event. */
-  readonly createStandaloneRun: (projectId: string, kind: string, request: Record<string, unknown>) => Effect.Effect<RunRow>
+  /** A run without a session (WebSearch, DeepResearch), with its first event. */
+  readonly createStandaloneRun: (projectId: string, kind: string, request: Record<string, unknown>, options?: { readonly maxDurationMs?: number }) => Effect.Effect<RunRow>
+  /** Runs of one kind in a project, newest first. */
+  readonly listRuns: (projectId: string, kind: string, status: string | undefined, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<RunRow>>
+  /** Enters a phase (DeepResearch), with its `run.phase_changed` event. */
+  readonly setPhase: (runId: string, phase: string, executor?: string) => Effect.Effect<void>
   readonly getSession: (projectId: string, sessionId: string) => Effect.Effect<SessionRow | undefined>
   readonly listSessions: (projectId: string, status: string | undefined, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<SessionRow>>
   readonly runsOfSession: (sessionId: string) => Effect.Effect<ReadonlyArray<RunRow>>
@@ -137,6 +143,8 @@ export class RunStore extends Context.Service<RunStore, {
   readonly createInputRequest: (runId: string, prompt: string, schema: unknown, executor?: string) => Effect.Effect<string, ReturnType<typeof conflict>>
   readonly answerInputRequest: (runId: string, requestId: string, response: unknown) => Effect.Effect<void, ReturnType<typeof conflict>>
   readonly inputRequest: (requestId: string) => Effect.Effect<{ readonly status: string; readonly response: unknown } | undefined>
+  /** The run's newest input request, if it has any. */
+  readonly latestInputRequest: (runId: string) => Effect.Effect<{ readonly id: string; readonly status: string; readonly response: unknown } | undefined>
   readonly recordStep: (runId: string, executor?: string) => Effect.Effect<number>
   /**
    * Ends a step: its model cost is charged and the checkpoint saved in one transaction, so a step
@@ -267,7 +275,7 @@ export class RunStore extends Context.Service<RunStore, {
           yield* sql`INSERT INTO input_requests (id, run_id, prompt, schema) VALUES (${id}, ${runId}, ${prompt}, ${schema === undefined ? null : JSON.stringify(schema)}::jsonb)`
           yield* sql`UPDATE runs SET status = 'awaiting_input', updated_at = now() WHERE id = ${runId}`
           yield* insertEvent(runId, "run.status_changed", { run_id: runId, from: "running", status: "awaiting_input" })
-          yield* insertEvent(runId, "run.input_request", { input_request_id: id, prompt, schema: schema ?? null })
+          yield* insertEvent(runId, "run.input_request", { input_request_id: id, request_id: id, prompt, schema: schema ?? null })
           return id
         })).pipe(Effect.catchTag("SqlError", Effect.die))
 
@@ -280,24 +288,42 @@ export class RunStore extends Context.Service<RunStore, {
           if (run === undefined || run.status !== "awaiting_input") return yield* conflict(`the run is ${run?.status}; it is not awaiting input`)
           yield* sql`UPDATE input_requests SET status = 'answered', response = ${JSON.stringify(response)}::jsonb, resolved_at = now() WHERE id = ${requestId}`
           yield* sql`UPDATE runs SET status = 'running', updated_at = now() WHERE id = ${runId}`
-          yield* insertEvent(runId, "run.input_request_resolved", { input_request_id: requestId })
+          yield* insertEvent(runId, "run.input_request_resolved", { input_request_id: requestId, request_id: requestId })
           yield* insertEvent(runId, "run.status_changed", { run_id: runId, from: "awaiting_input", status: "running" })
         })).pipe(Effect.catchTag("SqlError", Effect.die))
 
-      const createStandaloneRun: RunStore["Service"]["createStandaloneRun"] = (projectId, kind, request) =>
+      const createStandaloneRun: RunStore["Service"]["createStandaloneRun"] = (projectId, kind, request, options = {}) =>
         sql.withTransaction(Effect.gen(function*() {
+          const deadline = options.maxDurationMs === undefined ? null : `${options.maxDurationMs} milliseconds`
           const rows = yield* sql<RunRow>`
-            INSERT INTO runs (id, session_id, project_id, kind, status, request, max_steps)
-            VALUES (${makeId("run")}, NULL, ${projectId}, ${kind}, 'pending', ${JSON.stringify(request)}::jsonb, 0)
+            INSERT INTO runs (id, session_id, project_id, kind, status, request, max_steps, deadline_at)
+            VALUES (${makeId("run")}, NULL, ${projectId}, ${kind}, 'pending', ${JSON.stringify(request)}::jsonb, 0,
+              CASE WHEN ${deadline}::text IS NULL THEN NULL ELSE now() + ${deadline}::interval END)
             RETURNING *`
           yield* insertEvent(rows[0]!.id, "run.status_changed", { run_id: rows[0]!.id, from: null, status: "pending" })
           return rows[0]!
+        })).pipe(Effect.orDie)
+
+      const setPhase: RunStore["Service"]["setPhase"] = (runId, phase, executor) =>
+        sql.withTransaction(Effect.gen(function*() {
+          const run = yield* lockRun(runId, executor)
+          if (run === undefined || run.phase === phase) return
+          yield* sql`UPDATE runs SET phase = ${phase}, updated_at = now() WHERE id = ${runId}`
+          yield* insertEvent(runId, "run.phase_changed", { run_id: runId, phase })
         })).pipe(Effect.orDie)
 
       return RunStore.of({
         createSession,
         addRun,
         createStandaloneRun,
+        setPhase,
+        listRuns: (projectId, kind, status, limit, beforeId) =>
+          sql<RunRow>`
+            SELECT * FROM runs
+            WHERE project_id = ${projectId} AND kind = ${kind}
+              ${status === undefined ? sql`` : sql`AND status = ${status}`}
+              ${beforeId === undefined ? sql`` : sql`AND id < ${beforeId}`}
+            ORDER BY id DESC LIMIT ${limit}`.pipe(Effect.orDie),
         getSession: (projectId, sessionId) =>
           sql<SessionRow>`SELECT * FROM sessions WHERE id = ${sessionId} AND project_id = ${projectId}`.pipe(
             Effect.map((rows) => rows[0]),
@@ -349,6 +375,12 @@ export class RunStore extends Context.Service<RunStore, {
             Effect.map((rows) => rows[0]),
             Effect.orDie
           ),
+        latestInputRequest: (runId) =>
+          sql<{ id: string; status: string; response: unknown }>`
+            SELECT id, status, response FROM input_requests WHERE run_id = ${runId} ORDER BY id DESC LIMIT 1`.pipe(
+            Effect.map((rows) => rows[0]),
+            Effect.orDie
+          ),
         recordStep: (runId, executor) =>
           sql<{ step_count: number }>`
             UPDATE runs SET step_count = step_count + 1, updated_at = now()
@@ -373,14 +405,16 @@ export class RunStore extends Context.Service<RunStore, {
               ON CONFLICT (run_id) DO UPDATE SET step = excluded.step, history = excluded.history, url = excluded.url,
                 tabs = excluded.tabs, dirty_form = excluded.dirty_form, storage_state = excluded.storage_state, updated_at = now()`
             if (usd <= 0) return
-            yield* sql`UPDATE runs SET llm_cost_usd = llm_cost_usd + ${usd} WHERE id = ${runId}`
+            const totals = yield* sql<{ llm_cost_usd: string }>`
+              UPDATE runs SET llm_cost_usd = llm_cost_usd + ${usd} WHERE id = ${runId} RETURNING llm_cost_usd`
             const sessions = yield* sql<SessionRow>`
               UPDATE sessions SET llm_cost_usd = llm_cost_usd + ${usd}, updated_at = now()
               WHERE id = ${run.session_id} RETURNING *`
             yield* insertEvent(runId, "run.cost_update", {
               step: checkpoint.step,
               increment_usd: usd.toFixed(6),
-              ...(sessions[0] === undefined ? {} : costFields(sessions[0]))
+              // A run without a session (DeepResearch) reports its own total.
+              ...(sessions[0] === undefined ? { llm_cost_usd: Number(totals[0]!.llm_cost_usd).toFixed(6) } : costFields(sessions[0]))
             })
           })).pipe(Effect.orDie),
         loadCheckpoint: (runId) =>

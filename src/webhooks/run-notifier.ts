@@ -1,6 +1,7 @@
 /** Tells the outside world that a run ended: its `callback_url` gets the run, signed. */
 import { Context, Effect, Layer } from "effect"
 import { runView } from "../domain/run-view.ts"
+import { researchRunView } from "../research/view.ts"
 import { RunStore } from "../store/runs.ts"
 import { Callbacks } from "./callbacks.ts"
 
@@ -18,7 +19,8 @@ export class RunNotifier extends Context.Service<RunNotifier, {
             const run = yield* store.getRun(runId)
             const url = (run?.request as { callback_url?: string | null } | undefined)?.callback_url
             if (run === undefined || url === undefined || url === null) return
-            yield* callbacks.send({ projectId: run.project_id, runId, url, type: "run.completed", data: runView(run) })
+            const data = run.kind === "deep_research" ? researchRunView(run) : runView(run)
+            yield* callbacks.send({ projectId: run.project_id, runId, url, type: "run.completed", data })
           })
       })
     })

@@ -250,7 +250,20 @@ describe("OpenAPI and docs", () => {
   it("serves OpenAPI 3.1 generated from the contract and a bundled reference UI", async () => {
     const spec = (await service.request("GET", "/openapi.json", { key: null })).json
     expect(spec.openapi).toBe("3.1.0")
-    expect(Object.keys(spec.paths)).toContain("/v1/projects/{pid}/api_keys")
+    const paths = Object.keys(spec.paths)
+    expect(paths).toContain("/v1/projects/{pid}/api_keys")
+    // Both route conventions, and DeepResearch's standalone path (project from the token).
+    expect(paths).toEqual(expect.arrayContaining([
+      "/v1/projects/{pid}/do_anything/sessions",
+      "/api/v1/projects/{pid}/do_anything/runs",
+      "/v1/projects/{pid}/web_search/runs",
+      "/api/v1/projects/{pid}/web_search/runs",
+      "/v1/projects/{pid}/deep_research/runs",
+      "/api/v1/projects/{pid}/deep_research/runs",
+      "/v1/deep_research",
+      "/v1/deep_research/{rid}"
+    ]))
+    expect(Object.keys(spec.paths["/v1/deep_research"])).toEqual(expect.arrayContaining(["post", "get"]))
     expect(spec.components.securitySchemes).toBeDefined()
     const docs = await service.request("GET", "/docs", { key: null })
     expect(docs.status).toBe(200)

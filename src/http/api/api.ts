@@ -7,6 +7,7 @@ import { ApiKeysApi } from "./api-keys.ts"
 import { DoAnythingApi, DoAnythingFlatApi, MediaApi } from "./do-anything.ts"
 import { ProjectApi } from "./project.ts"
 import { WebSearchApi, WebSearchFlatApi } from "./web-search.ts"
+import { DeepResearchApi, DeepResearchFlatApi, DeepResearchStandaloneApi } from "./deep-research.ts"
 import { SystemApi } from "./system.ts"
 import { MetricsApi } from "./metrics.ts"
 
@@ -19,6 +20,9 @@ export class WebAgentApi extends HttpApi.make("web-agent-service")
   .add(DoAnythingFlatApi)
   .add(WebSearchApi)
   .add(WebSearchFlatApi)
+  .add(DeepResearchApi)
+  .add(DeepResearchFlatApi)
+  .add(DeepResearchStandaloneApi)
   .add(MediaApi)
   // Collect every schema failure so extra.errors[] lists all bad fields at once.
   .annotate(HttpApi.PayloadParseOptions, { errors: "all" })

@@ -21,6 +21,7 @@ import { ProjectHandlers } from "./project.ts"
 import { SystemHandlers } from "./system.ts"
 import { MetricsHandlers } from "./metrics.ts"
 import { WebSearchFlatHandlers, WebSearchHandlers } from "./web-search.ts"
+import { DeepResearchFlatHandlers, DeepResearchHandlers, DeepResearchStandaloneHandlers } from "./deep-research.ts"
 
 /** The middlewares of project endpoints, provided *to* each group's handler layer. */
 const ProjectMiddlewares = Layer.mergeAll(AuthenticationLive, RateLimitLive, IdempotencyLive).pipe(
@@ -32,7 +33,17 @@ const ApiRoutes = HttpApiBuilder.layer(WebAgentApi, { openapiPath: "/openapi.jso
     SystemHandlers,
     MetricsHandlers,
     MediaHandlers,
-    Layer.mergeAll(ApiKeysHandlers, ProjectHandlers, DoAnythingHandlers, DoAnythingFlatHandlers, WebSearchHandlers, WebSearchFlatHandlers).pipe(
+    Layer.mergeAll(
+      ApiKeysHandlers,
+      ProjectHandlers,
+      DoAnythingHandlers,
+      DoAnythingFlatHandlers,
+      WebSearchHandlers,
+      WebSearchFlatHandlers,
+      DeepResearchHandlers,
+      DeepResearchFlatHandlers,
+      DeepResearchStandaloneHandlers
+    ).pipe(
       Layer.provide(ProjectMiddlewares)
     )
   ]),

@@ -1,0 +1,135 @@
+/**
+ * DeepResearch runs under three prefixes with the same operations:
+ * Convention A `/v1/projects/{pid}/deep_research/runs`, Convention B
+ * `/api/v1/projects/{pid}/deep_research/runs` (status `succeeded`), and the standalone
+ * `/v1/deep_research`, where the project comes from the bearer token.
+ */
+import { Schema } from "effect"
+import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
+import { Conflict, NotFound, ValidationError } from "../../domain/errors.ts"
+import { Outline, ResearchInterveneRequest, ResearchResult, CreateResearchRequest } from "../../research/schema.ts"
+import { PageQuery } from "../pagination.ts"
+import { CancelRunRequest, FeedbackRequest } from "./do-anything.ts"
+import { MaxString, ProjectIdParam } from "./schemas.ts"
+import { Authentication, Idempotency, RateLimit } from "./security.ts"
+
+const Money = Schema.String.annotate({ description: "USD, two decimals" })
+
+export const ResearchRunResponse = Schema.Struct({
+  id: Schema.String,
+  run_id: Schema.String,
+  /** DeepResearch holds no browser session: always null. */
+  session_id: Schema.Null,
+  project_id: Schema.String,
+  kind: Schema.Literal("deep_research"),
+  status: Schema.String,
+  /** While running: brief, plan, hitl_outline, gather, crosscheck, synthesize. */
+  phase: Schema.NullOr(Schema.String),
+  terminal_reason: Schema.NullOr(Schema.String),
+  error: Schema.NullOr(Schema.Struct({ code: Schema.String, detail: Schema.String })),
+  topic: Schema.String,
+  depth: Schema.String,
+  require_outline_approval: Schema.Boolean,
+  /** The outline once planned (the one approved, with its edits, after the gate). */
+  outline: Schema.NullOr(Outline),
+  /** The pending outline approval request, while the run waits for it. */
+  pending_request_id: Schema.NullOr(Schema.String),
+  result: Schema.NullOr(ResearchResult),
+  llm_cost_usd: Money,
+  max_cost_usd: Schema.NullOr(Schema.String),
+  callback_url: Schema.NullOr(Schema.String),
+  created_at: Schema.String,
+  started_at: Schema.NullOr(Schema.String),
+  finished_at: Schema.NullOr(Schema.String),
+  deadline_at: Schema.NullOr(Schema.String)
+})
+
+export const ResearchRunList = Schema.Struct({
+  items: Schema.Array(ResearchRunResponse),
+  next_cursor: Schema.NullOr(Schema.String)
+})
+
+export const ArtifactResponse = Schema.Struct({
+  id: Schema.String,
+  run_id: Schema.String,
+  name: Schema.String,
+  content_type: Schema.String,
+  size_bytes: Schema.Int,
+  created_at: Schema.String
+})
+
+export const ArtifactList = Schema.Struct({ items: Schema.Array(ArtifactResponse) })
+
+const strict = { errors: "all", onExcessProperty: "error" } as const
+const EventStream = Schema.String.pipe(HttpApiSchema.asText({ contentType: "text/event-stream" }))
+const ArtifactContent = Schema.String.pipe(HttpApiSchema.asText({ contentType: "text/markdown" }))
+const writeErrors = [ValidationError, NotFound, Conflict] as const
+
+/** The operations, under `base` (a path without a trailing slash) with `params` for its variables. */
+const endpoints = <const Name extends string, P extends Record<string, Schema.Top>>(name: Name, base: `/${string}`, params: P) => {
+  const run = { ...params, rid: MaxString(64) }
+  return HttpApiGroup.make(name).add(
+    HttpApiEndpoint.post("createRun", base, {
+      params,
+      payload: CreateResearchRequest,
+      success: ResearchRunResponse.annotate({ httpApiStatus: 202 }),
+      error: ValidationError
+    }).annotate(HttpApi.PayloadParseOptions, strict),
+    HttpApiEndpoint.get("listRuns", base, {
+      params,
+      query: { ...PageQuery, status: Schema.optional(MaxString(32)) },
+      success: ResearchRunList,
+      error: ValidationError
+    }),
+    HttpApiEndpoint.get("getRun", `${base}/:rid`, { params: run, success: ResearchRunResponse, error: NotFound }),
+    HttpApiEndpoint.get("runEvents", `${base}/:rid/events`, {
+      params: run,
+      headers: { "last-event-id": Schema.optional(Schema.String) },
+      success: EventStream,
+      error: NotFound
+    }),
+    HttpApiEndpoint.post("intervene", `${base}/:rid/intervene`, {
+      params: run,
+      payload: ResearchInterveneRequest,
+      success: ResearchRunResponse,
+      error: writeErrors
+    }).annotate(HttpApi.PayloadParseOptions, strict),
+    HttpApiEndpoint.post("cancel", `${base}/:rid/cancel`, {
+      params: run,
+      payload: CancelRunRequest,
+      success: ResearchRunResponse,
+      error: writeErrors
+    }),
+    HttpApiEndpoint.post("feedback", `${base}/:rid/feedback`, {
+      params: run,
+      payload: FeedbackRequest,
+      success: ResearchRunResponse,
+      error: writeErrors
+    }).annotate(HttpApi.PayloadParseOptions, strict),
+    HttpApiEndpoint.get("listArtifacts", `${base}/:rid/artifacts`, { params: run, success: ArtifactList, error: NotFound }),
+    HttpApiEndpoint.get("getArtifact", `${base}/:rid/artifacts/:aid`, {
+      params: { ...run, aid: MaxString(64) },
+      success: ArtifactContent,
+      error: NotFound
+    })
+  )
+    .middleware(Idempotency)
+    .middleware(RateLimit)
+    .middleware(Authentication)
+}
+
+export class DeepResearchApi extends endpoints("deep_research", "/v1/projects/:pid/deep_research/runs", ProjectIdParam)
+  .annotateMerge(OpenApi.annotations({
+    title: "DeepResearch (Convention A)",
+    description: "A topic in, a Markdown report with citations and confidence out; phases brief, plan, " +
+      "hitl_outline (when require_outline_approval), gather, crosscheck, synthesize."
+  }))
+{}
+
+export class DeepResearchFlatApi extends endpoints("deep_research_flat", "/api/v1/projects/:pid/deep_research/runs", ProjectIdParam)
+  .annotateMerge(OpenApi.annotations({ title: "DeepResearch (Convention B)", description: "status succeeded, terminal_reason done" }))
+{}
+
+export class DeepResearchStandaloneApi extends endpoints("deep_research_standalone", "/v1/deep_research", {})
+  .annotateMerge(OpenApi.annotations({ title: "DeepResearch (standalone)", description: "The project comes from the bearer token." }))
+{}

@@ -1,0 +1,117 @@
+/**
+ * DeepResearch on the wire: the request (CreateResearchRequest, unknown fields forbidden), the
+ * result and its parts, the outline a run asks to have approved, and the answers it accepts.
+ */
+import { Effect, Schema } from "effect"
+import { MaxString, OptionalNullable } from "../http/api/schemas.ts"
+
+export const Depth = Schema.Literals(["light", "standard", "deep"])
+export type Depth = typeof Depth.Type
+
+export const Phases = ["brief", "plan", "hitl_outline", "gather", "crosscheck", "synthesize"] as const
+export type Phase = typeof Phases[number]
+
+const DomainList = Schema.Array(MaxString(253).check(Schema.isMinLength(1))).check(Schema.isMaxLength(200))
+
+/** A non-negative USD amount as a number or a decimal string ("0.50"). */
+export const UsdAmount = Schema.Union([
+  Schema.Number.check(Schema.isGreaterThanOrEqualTo(0), Schema.isFinite()),
+  Schema.String.check(Schema.isPattern(/^\d{1,9}(\.\d{1,6})?$/))
+]).annotate({ description: "USD: a number >= 0 or a decimal string such as \"2.50\"" })
+
+export const CreateResearchRequest = Schema.Struct({
+  topic: Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(2000)),
+  depth: Depth.pipe(Schema.withDecodingDefaultKey(Effect.succeed("standard" as const))),
+  output_format: Schema.Literal("report").pipe(Schema.withDecodingDefaultKey(Effect.succeed("report" as const))),
+  target_audience: OptionalNullable(MaxString(500)),
+  require_outline_approval: Schema.Boolean.pipe(Schema.withDecodingDefaultKey(Effect.succeed(true))),
+  max_duration_minutes: Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 10_000 })).pipe(
+    Schema.withDecodingDefaultKey(Effect.succeed(600))
+  ),
+  max_cost_usd: OptionalNullable(UsdAmount),
+  domain_whitelist: OptionalNullable(DomainList),
+  domain_blacklist: OptionalNullable(DomainList),
+  callback_url: OptionalNullable(MaxString(2083).check(Schema.isMinLength(1)).annotate({ format: "uri" }))
+})
+export type CreateResearchRequest = typeof CreateResearchRequest.Type
+
+export const ConfidenceSummary = Schema.Struct({
+  high: Schema.Int,
+  medium: Schema.Int,
+  low: Schema.Int
+})
+export type ConfidenceSummary = typeof ConfidenceSummary.Type
+
+export const PartialSection = Schema.Struct({
+  section_id: Schema.String,
+  reason: Schema.String,
+  coverage_ratio: Schema.Number,
+  blockers: Schema.Array(Schema.String)
+})
+export type PartialSection = typeof PartialSection.Type
+
+export const ResearchResult = Schema.Struct({
+  final_md: Schema.String,
+  final_artifact_id: Schema.String,
+  citations_count: Schema.Int,
+  confidence_summary: ConfidenceSummary,
+  partial_sections: Schema.Array(PartialSection)
+})
+export type ResearchResult = typeof ResearchResult.Type
+
+/** One section of the outline, as the run shows it for approval. */
+export const OutlineSection = Schema.Struct({
+  section_id: Schema.String,
+  title: Schema.String,
+  questions: Schema.Array(Schema.String),
+  queries: Schema.Array(Schema.String)
+})
+export type OutlineSection = typeof OutlineSection.Type
+
+export const Outline = Schema.Struct({
+  title: Schema.String,
+  sections: Schema.Array(OutlineSection)
+})
+export type Outline = typeof Outline.Type
+
+const SectionId = MaxString(64).check(Schema.isMinLength(1))
+const Title = Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(200))
+const Queries = Schema.Array(Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(500))).check(
+  Schema.isMinLength(1),
+  Schema.isMaxLength(5)
+)
+
+/**
+ * One edit of an `approve_with_edits` answer. A plain string is a reviewer's note: it is kept
+ * with the outline and given to the model when the sections are written.
+ */
+export const OutlineEdit = Schema.Union([
+  Schema.Struct({ op: Schema.Literal("add_section"), title: Title, queries: Schema.optional(Queries), questions: Schema.optional(Schema.Array(MaxString(500)).check(Schema.isMaxLength(10))) }),
+  Schema.Struct({ op: Schema.Literal("remove_section"), section_id: SectionId }),
+  Schema.Struct({ op: Schema.Literal("rename_section"), section_id: SectionId, title: Title }),
+  Schema.Struct({ op: Schema.Literal("set_queries"), section_id: SectionId, queries: Queries }),
+  Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(2000))
+])
+export type OutlineEdit = typeof OutlineEdit.Type
+
+/**
+ * The answers to an outline approval request: "approve", {approved: true}, {approved: false}
+ * (the run is canceled), or {action: "approve_with_edits", edits: [...]}.
+ */
+export const OutlineAnswer = Schema.Union([
+  Schema.Literal("approve"),
+  Schema.Struct({ approved: Schema.Boolean }),
+  Schema.Struct({ action: Schema.Literal("approve"), edits: Schema.optional(Schema.Array(OutlineEdit).check(Schema.isMaxLength(50))) }),
+  Schema.Struct({ action: Schema.Literal("approve_with_edits"), edits: Schema.Array(OutlineEdit).check(Schema.isMinLength(1), Schema.isMaxLength(50)) }),
+  Schema.Struct({ action: Schema.Literal("reject"), reason: Schema.optional(MaxString(500)) })
+])
+export type OutlineAnswer = typeof OutlineAnswer.Type
+export const decodeOutlineAnswer = Schema.decodeUnknownEffect(OutlineAnswer)
+
+/** The intervene body of DeepResearch (answers the outline approval request). */
+export const ResearchInterveneRequest = Schema.Struct({
+  kind: Schema.optional(Schema.Literal("answer_input_request")),
+  request_id: MaxString(64).check(Schema.isMinLength(1)),
+  response: Schema.Unknown,
+  metadata: Schema.optional(Schema.Record(Schema.String, Schema.Unknown))
+})

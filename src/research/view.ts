@@ -1,0 +1,42 @@
+/** The wire shape of a DeepResearch run (all three prefixes, and its terminal callback). */
+import { flatStatus, isTerminal } from "../domain/run-state.ts"
+import type { RunRow } from "../store/runs.ts"
+import type { ResearchState } from "./report.ts"
+import type { CreateResearchRequest, Outline, ResearchResult } from "./schema.ts"
+
+const iso = (date: Date | null) => date === null ? null : date.toISOString()
+
+export const researchRunView = (
+  run: RunRow,
+  options: { readonly flat?: boolean; readonly outline?: Outline | null; readonly pendingRequestId?: string | null } = {}
+) => {
+  const request = run.request as unknown as CreateResearchRequest
+  const cap = request.max_cost_usd
+  return {
+    id: run.id,
+    run_id: run.id,
+    session_id: null,
+    project_id: run.project_id,
+    kind: "deep_research" as const,
+    status: options.flat === true ? flatStatus(run.status) : run.status,
+    phase: isTerminal(run.status) ? null : run.phase,
+    terminal_reason: run.status === "done" ? "done" : run.terminal_reason,
+    error: run.error_code === null ? null : { code: run.error_code, detail: run.error_detail ?? "" },
+    topic: request.topic,
+    depth: request.depth,
+    require_outline_approval: request.require_outline_approval,
+    outline: options.outline ?? null,
+    pending_request_id: options.pendingRequestId ?? null,
+    result: (run.status === "done" ? run.output ?? null : null) as ResearchResult | null,
+    llm_cost_usd: Number(run.llm_cost_usd).toFixed(2),
+    max_cost_usd: cap === undefined || cap === null ? null : String(cap),
+    callback_url: request.callback_url ?? null,
+    created_at: run.created_at.toISOString(),
+    started_at: iso(run.started_at),
+    finished_at: iso(run.finished_at),
+    deadline_at: iso(run.deadline_at)
+  }
+}
+
+/** The outline kept in a run's checkpoint state, if it has one yet. */
+export const outlineOf = (history: unknown): Outline | null => (history as ResearchState | undefined)?.outline ?? null
