@@ -194,7 +194,12 @@ export const makeBrowserPool = Effect.fnUntraced(function*(config: BrowserPoolCo
             executablePath: config.executablePath,
             headless: true,
             args: [...chromiumArgs],
-            timeout: launchTimeoutMs
+            timeout: launchTimeoutMs,
+            // Playwright would kill Chromium on the first signal; the service closes it itself,
+            // after the drain has let the runs in flight finish (src/cluster/lifecycle.ts).
+            handleSIGTERM: false,
+            handleSIGINT: false,
+            handleSIGHUP: false
           }),
       catch: (cause) =>
         new BrowserUnavailable({

@@ -65,11 +65,13 @@ const sessionHandlers = Effect.gen(function*() {
       return acquired
     })
 
-    // Passivation (idle timeout, shutdown) releases the browser and closes the session, unless a
-    // run of it is still pending or under way: that run goes on where the shard goes at shutdown.
+    // Passivation after idling releases the browser and closes the session. At shutdown the
+    // session stays open: its shard moves to another runner, where its next run (or the one
+    // still pending or under way) starts from the last checkpoint's cookies, storage and tabs.
     yield* Effect.addFinalizer(() =>
       Effect.gen(function*() {
         yield* release
+        if (yield* lifecycle.draining) return
         const open = (yield* store.runsOfSession(sessionId)).some((run) => !isTerminal(run.status))
         if (!open) yield* store.setSessionStatus(sessionId, "closed")
       }).pipe(Effect.ignore)
@@ -146,13 +148,27 @@ const sessionHandlers = Effect.gen(function*() {
         yield* execute(runId, runAgent(runId, leased.success, settings, executor, { checkpoint }))
       })
 
+    /**
+     * The checkpoint of the session's previous run, when this runner holds no browser for the
+     * session yet: the session moved here (its runner shut down while it idled), and its next run
+     * starts with the cookies, storage and tabs the previous one left.
+     */
+    const previousCheckpoint = (run: RunRow) =>
+      Effect.gen(function*() {
+        if (lease !== undefined) return undefined
+        const previous = (yield* store.runsOfSession(sessionId)).filter((other) => other.id < run.id).at(-1)
+        return previous === undefined ? undefined : yield* store.loadCheckpoint(previous.id)
+      })
+
     const startRun = (run: RunRow) =>
       Effect.gen(function*() {
-        const leased = yield* Effect.result(acquire())
+        const previous = yield* previousCheckpoint(run)
+        const leased = yield* Effect.result(acquire(previous?.storageState))
         if (leased._tag === "Failure") {
           yield* failRun(run.id, "browser_unavailable", String((leased.failure as { message?: string }).message ?? leased.failure))
           return
         }
+        if (previous !== undefined) yield* restoreTabs(leased.success, previous)
         const executor = yield* store.claimExecution(run.id)
         yield* execute(run.id, runAgent(run.id, leased.success, settings, executor))
       })

@@ -97,7 +97,7 @@ export class ReaderBrowser extends Context.Service<ReaderBrowser, ReaderBrowserS
       Effect.suspend(() => {
         if (browser !== undefined && browser.isConnected()) return Effect.succeed(browser)
         return Effect.tryPromise({
-          try: () => chromium.launch({ executablePath, headless: true, args: [...chromiumArgs] }),
+          try: () => chromium.launch({ executablePath, headless: true, args: [...chromiumArgs], handleSIGTERM: false, handleSIGINT: false, handleSIGHUP: false }),
           catch: browserError(`cannot launch Chromium at ${executablePath}`)
         }).pipe(Effect.tap((launched) => Effect.sync(() => (browser = launched))))
       })

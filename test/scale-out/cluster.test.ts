@@ -305,6 +305,37 @@ describe.skipIf(databaseUrl === undefined || redisUrl === undefined)("scale-out:
     await survivor.request("POST", `${base(survivor)}/sessions/${neighbour!.sid}/close`)
   }, 240_000)
 
+  it("SIGTERM: an idle kept-alive session moves with its shard and keeps its cookies", async () => {
+    // This test stops a node: a fresh API node keeps enough of them for the tests after it.
+    const fresh = await startService({ env: clusterEnv, credentials: { projectId: a.projectId, apiKey: a.apiKey } })
+    extra.push(fresh)
+    await eventually("shards rebalanced onto the fresh node", async () => {
+      const held = await Promise.all(runners().filter(alive).map(async (node) => (await scrape(node.url)).get("effect_cluster_shards") ?? 0))
+      return held.reduce((x, y) => x + y, 0) === 300 && held.every((n) => n > 0) ? true : undefined
+    })
+    const sessionsOn = async (node: Service | RunnerNode) => alive(node) ? (await scrape(node.url)).get(`effect_cluster_entities{type="Session"}`) ?? 0 : 0
+    const via = apiNodes().find(alive)!
+    const before = await Promise.all(runners().map(sessionsOn))
+    const { sid, rid } = await createSession(via, { instructions: "Log in as ada", keep_alive: true })
+    expect((await waitForStatus(via, sid, rid, terminal)).output).toEqual({ page: "logged-in" })
+    const after = await Promise.all(runners().map(sessionsOn))
+    const owner = runners()[after.findIndex((n, i) => n > before[i]!)]!
+    expect(owner, "the runner hosting the session").toBeDefined()
+    const survivor = apiNodes().find((node) => node !== owner && alive(node))!
+
+    const gone = exited(owner)
+    owner.process.kill("SIGTERM")
+    await gone
+    expect(owner.process.exitCode).toBe(0)
+    // Still open after its runner left; its next run, on the new owner, is still logged in.
+    expect((await survivor.request("GET", `${base(survivor)}/sessions/${sid}`)).json.status).not.toBe("closed")
+    const followUp = await survivor.request("POST", `${base(survivor)}/sessions/${sid}/runs`, { body: { instructions: "Who am I logged in as?", keep_alive: false } })
+    expect(followUp.status, followUp.text).toBe(201)
+    const second = await waitForStatus(survivor, sid, followUp.json.id, terminal)
+    expect(second.status, JSON.stringify(second.error)).toBe("done")
+    expect(second.output).toEqual({ state: "Logged in as ada" })
+  }, 240_000)
+
   it("SIGKILL of the runner executing a run: a survivor resumes it from its last completed step", async () => {
     const via = apiNodes().find(alive)!
     const { sid, rid } = await createSession(via, { instructions: "resume ada", keep_alive: false })
