@@ -94,15 +94,16 @@ const researchHandlers = Effect.gen(function*() {
         yield* store.appendEvent(runId, "run.resumed", { run_id: runId, from_step: step, phase: run.phase }, executor)
       }
 
-      const emit = (type: string, data: Record<string, unknown>) => store.appendEvent(runId, type, data, executor).pipe(Effect.asVoid)
       const enter = (phase: Phase) => store.setPhase(runId, phase, executor)
       /** Saves the state after a unit of work, with what that unit cost, as the next checkpoint. */
-      const save = (next: ResearchState, usd: number) =>
+      const save = (next: ResearchState, usd: number, progress?: Record<string, unknown>) =>
         Effect.gen(function*() {
           step++
           state = next
           spent += usd
-          yield* store.completeStep(runId, usd, { step, history: next, url: null, tabs: [], dirtyForm: false, storageState: undefined }, executor)
+          // The progress event goes in the checkpoint's transaction: a resume never repeats it.
+          const events = progress === undefined ? [] : [{ type: "run.research.progress", data: progress }]
+          yield* store.completeStep(runId, usd, { step, history: next, url: null, tabs: [], dirtyForm: false, storageState: undefined }, executor, events)
         })
       /** Stops when the run was canceled meanwhile. */
       const ensureActive = Effect.gen(function*() {
@@ -172,17 +173,11 @@ const researchHandlers = Effect.gen(function*() {
           known,
           nextSourceId: () => `S${nextSource++}`
         })
-        yield* emit("run.research.progress", {
-          phase: "gather",
-          section_id: section.section_id,
-          sources_found: outcome.sources.length,
-          sources_target: budget.sourcesPerSection
-        })
         yield* save({
           ...state,
           sources: [...state.sources, ...outcome.sources],
           gathered: { ...state.gathered, [section.section_id]: { sourceIds: outcome.sources.map((s) => s.id), blockers: outcome.blockers } }
-        }, 0)
+        }, 0, { phase: "gather", section_id: section.section_id, sources_found: outcome.sources.length, sources_target: budget.sourcesPerSection })
       }
       const sourcesOf = (sectionId: string) => {
         const ids = new Set(state.gathered[sectionId]?.sourceIds ?? [])
@@ -204,8 +199,11 @@ const researchHandlers = Effect.gen(function*() {
           break
         }
         const checked = yield* crosscheckSection(model, cost, { section, sources })
-        yield* emit("run.research.progress", { phase: "crosscheck", section_id: section.section_id, claims: checked.value.length })
-        yield* save({ ...state, claims: { ...state.claims, [section.section_id]: checked.value } }, checked.usd)
+        yield* save({ ...state, claims: { ...state.claims, [section.section_id]: checked.value } }, checked.usd, {
+          phase: "crosscheck",
+          section_id: section.section_id,
+          claims: checked.value.length
+        })
       }
 
       // synthesize
@@ -226,8 +224,7 @@ const researchHandlers = Effect.gen(function*() {
           yield* save(written("_The sources found do not support a clear answer for this section._", "model"), 0)
         } else {
           const text = yield* writeSection(model, cost, { section, claims, numbers, audience: request.target_audience ?? null, notes: state.notes })
-          yield* emit("run.research.progress", { phase: "synthesize", section_id: section.section_id })
-          yield* save(written(text.value, "model"), text.usd)
+          yield* save(written(text.value, "model"), text.usd, { phase: "synthesize", section_id: section.section_id })
         }
       }
 

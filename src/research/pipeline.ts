@@ -18,7 +18,7 @@
 import { Effect, Schema } from "effect"
 import { type AiError, LanguageModel } from "effect/ai"
 import type { Reader } from "../reader/reader.ts"
-import { canonicalUrl } from "../search/canonical-url.ts"
+import { canonicalUrl, hostOf, normalizeSite, urlMatchesAnySite } from "../search/canonical-url.ts"
 import { extractiveSummary } from "../search/summarize.ts"
 import { decodeWebSearchRequest } from "../search/schema.ts"
 import type { WebSearch } from "../search/web-search.ts"
@@ -204,14 +204,6 @@ export const applyOutlineEdits = (
   return { outline: { ...outline, sections }, notes, unknownSections }
 }
 
-const hostOf = (url: string) => {
-  try {
-    return new URL(url).hostname.replace(/^www\./, "")
-  } catch {
-    return url
-  }
-}
-
 export interface GatherOutcome {
   readonly sources: ReadonlyArray<Source>
   /** Pages that could not be read, and searches that found nothing. */
@@ -246,21 +238,34 @@ export const gatherSection = (
     const found = yield* search.run(request).pipe(Effect.orDie)
     const blockers: Array<string> = []
     if (found.results.length === 0) blockers.push(`no search results for: ${input.section.queries.join(" | ")}`)
-    const candidates = found.results.filter((result) => !input.known.has(canonicalUrl(result.url)))
+    // Pages already used (by another section, or by this one) by the URL they were read from:
+    // a redirect can land two search hits on one page.
+    const used = new Set(input.known)
+    const whitelist = (input.whitelist ?? []).map(normalizeSite).filter((site) => site !== "")
+    const blacklist = (input.blacklist ?? []).map(normalizeSite).filter((site) => site !== "")
     const sources: Array<Source> = []
-    for (const candidate of candidates) {
+    for (const candidate of found.results) {
       if (sources.length >= input.budget.sourcesPerSection) break
+      if (used.has(canonicalUrl(candidate.url))) continue
       const read = yield* reader.read(candidate.url).pipe(Effect.result)
       if (read._tag === "Failure" || read.success.text.trim().length < 200) {
         blockers.push(`unreadable: ${candidate.url}`)
         continue
       }
       const page = read.success
+      const landed = canonicalUrl(page.finalUrl)
+      if (used.has(landed)) continue
+      used.add(landed)
+      // The domain lists hold for the page actually read, not only for the search hit.
+      if ((whitelist.length > 0 && !urlMatchesAnySite(page.finalUrl, whitelist)) || (blacklist.length > 0 && urlMatchesAnySite(page.finalUrl, blacklist))) {
+        blockers.push(`redirected outside the domain lists: ${candidate.url} -> ${page.finalUrl}`)
+        continue
+      }
       sources.push({
         id: input.nextSourceId(),
         url: page.finalUrl,
         title: page.title || candidate.title,
-        site: hostOf(page.finalUrl),
+        site: hostOf(page.finalUrl) ?? page.finalUrl,
         text: page.text.slice(0, STORED_SOURCE_CHARS)
       })
     }

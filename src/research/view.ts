@@ -6,6 +6,12 @@ import type { CreateResearchRequest, Outline, ResearchResult } from "./schema.ts
 
 const iso = (date: Date | null) => date === null ? null : date.toISOString()
 
+/** A USD amount as a decimal string with at least two decimals ("7.50", "0.005"). */
+const usd = (value: number | string) => {
+  const [whole, fraction = ""] = Number(value).toFixed(6).replace(/0+$/, "").split(".")
+  return `${whole}.${fraction.padEnd(2, "0")}`
+}
+
 export const researchRunView = (
   run: RunRow,
   options: { readonly flat?: boolean; readonly outline?: Outline | null; readonly pendingRequestId?: string | null } = {}
@@ -29,7 +35,7 @@ export const researchRunView = (
     pending_request_id: options.pendingRequestId ?? null,
     result: (run.status === "done" ? run.output ?? null : null) as ResearchResult | null,
     llm_cost_usd: Number(run.llm_cost_usd).toFixed(2),
-    max_cost_usd: cap === undefined || cap === null ? null : String(cap),
+    max_cost_usd: cap === undefined || cap === null ? null : usd(cap),
     callback_url: request.callback_url ?? null,
     created_at: run.created_at.toISOString(),
     started_at: iso(run.started_at),

@@ -150,7 +150,8 @@ export class RunStore extends Context.Service<RunStore, {
    * Ends a step: its model cost is charged and the checkpoint saved in one transaction, so a step
    * interrupted before this point is neither charged nor remembered, and is done again on resume.
    */
-  readonly completeStep: (runId: string, costUsd: number, checkpoint: Checkpoint, executor?: string) => Effect.Effect<void>
+  /** Saves the checkpoint, adds the step's cost, and appends `events` (progress of that step), in one transaction. */
+  readonly completeStep: (runId: string, costUsd: number, checkpoint: Checkpoint, executor?: string, events?: ReadonlyArray<{ readonly type: string; readonly data: Record<string, unknown> }>) => Effect.Effect<void>
   readonly loadCheckpoint: (runId: string) => Effect.Effect<Checkpoint | undefined>
   /** Puts the step counter back to the checkpoint's step before a resumed run goes on. */
   readonly rewindSteps: (runId: string, step: number) => Effect.Effect<void>
@@ -393,7 +394,7 @@ export class RunStore extends Context.Service<RunStore, {
           const token = makeId("evt")
           return sql`UPDATE runs SET executor = ${token} WHERE id = ${runId}`.pipe(Effect.as(token), Effect.orDie)
         },
-        completeStep: (runId, usd, checkpoint, executor) =>
+        completeStep: (runId, usd, checkpoint, executor, events = []) =>
           sql.withTransaction(Effect.gen(function*() {
             const run = yield* lockRun(runId, executor)
             if (run === undefined) return
@@ -404,6 +405,7 @@ export class RunStore extends Context.Service<RunStore, {
                 ${checkpoint.storageState === undefined ? null : JSON.stringify(checkpoint.storageState)}::jsonb)
               ON CONFLICT (run_id) DO UPDATE SET step = excluded.step, history = excluded.history, url = excluded.url,
                 tabs = excluded.tabs, dirty_form = excluded.dirty_form, storage_state = excluded.storage_state, updated_at = now()`
+            for (const event of events) yield* insertEvent(runId, event.type, event.data)
             if (usd <= 0) return
             const totals = yield* sql<{ llm_cost_usd: string }>`
               UPDATE runs SET llm_cost_usd = llm_cost_usd + ${usd} WHERE id = ${runId} RETURNING llm_cost_usd`

@@ -9,6 +9,7 @@ import { ResearchEntity } from "../../entities/research.ts"
 import { RunEventBus } from "../../events/run-event-bus.ts"
 import { applyOutlineEdits, depthBudgets } from "../../research/pipeline.ts"
 import { type CreateResearchRequest, decodeOutlineAnswer } from "../../research/schema.ts"
+import type { ResearchState } from "../../research/report.ts"
 import { outlineOf, researchRunView } from "../../research/view.ts"
 import { ArtifactStore } from "../../store/artifacts.ts"
 import { type RunRow, RunStore } from "../../store/runs.ts"
@@ -43,15 +44,27 @@ const handlersFor = (group: Group) =>
           return run
         })
 
-      /** The full view: the outline from the run's checkpoint and its pending approval request. */
+      /**
+       * The full view: the outline from the run's checkpoint and its pending approval request. An
+       * answer the run has not taken in yet is shown applied, so the edits show at once.
+       */
       const view = (run: RunRow) =>
         Effect.gen(function*() {
-          const checkpoint = yield* store.loadCheckpoint(run.id)
-          const request = run.status === "awaiting_input" ? yield* store.latestInputRequest(run.id) : undefined
+          const state = (yield* store.loadCheckpoint(run.id))?.history as ResearchState | undefined
+          let outline = outlineOf(state)
+          const atGate = outline !== null && state?.approved === false && !isTerminal(run.status)
+          const latest = atGate ? yield* store.latestInputRequest(run.id) : undefined
+          if (outline !== null && latest?.status === "answered") {
+            const answer = yield* decodeOutlineAnswer(latest.response).pipe(Effect.option)
+            if (answer._tag === "Some" && typeof answer.value === "object" && "edits" in answer.value && answer.value.edits !== undefined) {
+              const request = run.request as unknown as CreateResearchRequest
+              outline = applyOutlineEdits(outline, answer.value.edits, depthBudgets[request.depth]).outline
+            }
+          }
           return researchRunView(run, {
             flat,
-            outline: outlineOf(checkpoint?.history),
-            pendingRequestId: request?.status === "pending" ? request.id : null
+            outline,
+            pendingRequestId: run.status === "awaiting_input" && latest?.status === "pending" ? latest.id : null
           })
         })
 
@@ -72,7 +85,9 @@ const handlersFor = (group: Group) =>
             const { projectId } = yield* CurrentKey
             const limit = query.limit ?? DEFAULT_LIMIT
             const before = yield* decodeCursor(query.cursor)
-            const rows = yield* store.listRuns(projectId, "deep_research", query.status, limit + 1, before)
+            // Convention B shows `succeeded` for the stored `done`.
+            const status = flat && query.status === "succeeded" ? "done" : query.status
+            const rows = yield* store.listRuns(projectId, "deep_research", status, limit + 1, before)
             const page = toPage(rows, limit)
             return { items: page.items.map((run) => researchRunView(run, { flat })), next_cursor: page.next_cursor }
           }))
