@@ -88,6 +88,7 @@ const researchHandlers = Effect.gen(function*() {
       let spent = Number(run.llm_cost_usd)
       const cap = request.max_cost_usd === null || request.max_cost_usd === undefined ? Number.POSITIVE_INFINITY : Number(request.max_cost_usd)
 
+      yield* Effect.logInfo(run.status === "pending" ? "run started" : "run resumed").pipe(Effect.annotateLogs({ run_id: runId, kind: "deep_research", from_step: step }))
       if (run.status === "pending") {
         yield* store.transition(runId, "running", { executor }).pipe(Effect.mapError(() => new RunEnded()))
       } else {

@@ -145,6 +145,7 @@ const sessionHandlers = Effect.gen(function*() {
           url: checkpoint?.url ?? null
         })
         const executor = yield* store.claimExecution(runId)
+        yield* Effect.logInfo("run resumed").pipe(Effect.annotateLogs({ run_id: runId, session_id: sessionId, from_step: checkpoint?.step ?? 0 }))
         yield* execute(runId, runAgent(runId, leased.success, settings, executor, { checkpoint }))
       })
 
@@ -170,6 +171,8 @@ const sessionHandlers = Effect.gen(function*() {
         }
         if (previous !== undefined) yield* restoreTabs(leased.success, previous)
         const executor = yield* store.claimExecution(run.id)
+        // Which runner executes which run, for operators following a run across nodes.
+        yield* Effect.logInfo("run started").pipe(Effect.annotateLogs({ run_id: run.id, session_id: sessionId, restored: previous !== undefined }))
         yield* execute(run.id, runAgent(run.id, leased.success, settings, executor))
       })
 

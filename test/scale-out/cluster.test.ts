@@ -313,20 +313,18 @@ describe.skipIf(databaseUrl === undefined || redisUrl === undefined)("scale-out:
       const held = await Promise.all(runners().filter(alive).map(async (node) => (await scrape(node.url)).get("effect_cluster_shards") ?? 0))
       return held.reduce((x, y) => x + y, 0) === 300 && held.every((n) => n > 0) ? true : undefined
     })
-    const sessionsOn = async (node: Service | RunnerNode) => alive(node) ? (await scrape(node.url)).get(`effect_cluster_entities{type="Session"}`) ?? 0 : 0
     const via = apiNodes().find(alive)!
-    const before = await Promise.all(runners().map(sessionsOn))
     const { sid, rid } = await createSession(via, { instructions: "Log in as ada", keep_alive: true })
     expect((await waitForStatus(via, sid, rid, terminal)).output).toEqual({ page: "logged-in" })
-    const after = await Promise.all(runners().map(sessionsOn))
-    const owner = runners()[after.findIndex((n, i) => n > before[i]!)]!
+    // The runner hosting the session logged that it started the run.
+    const owner = runners().find((node) => node.logs.some((line) => line.message === "run started" && line.annotations["run_id"] === rid))
     expect(owner, "the runner hosting the session").toBeDefined()
     const survivor = apiNodes().find((node) => node !== owner && alive(node))!
 
-    const gone = exited(owner)
-    owner.process.kill("SIGTERM")
+    const gone = exited(owner!)
+    owner!.process.kill("SIGTERM")
     await gone
-    expect(owner.process.exitCode).toBe(0)
+    expect(owner!.process.exitCode).toBe(0)
     // Still open after its runner left; its next run, on the new owner, is still logged in.
     expect((await survivor.request("GET", `${base(survivor)}/sessions/${sid}`)).json.status).not.toBe("closed")
     const followUp = await survivor.request("POST", `${base(survivor)}/sessions/${sid}/runs`, { body: { instructions: "Who am I logged in as?", keep_alive: false } })
@@ -334,6 +332,9 @@ describe.skipIf(databaseUrl === undefined || redisUrl === undefined)("scale-out:
     const second = await waitForStatus(survivor, sid, followUp.json.id, terminal)
     expect(second.status, JSON.stringify(second.error)).toBe("done")
     expect(second.output).toEqual({ state: "Logged in as ada" })
+    const startedOn = runners().find((node) => node.logs.some((line) => line.message === "run started" && line.annotations["run_id"] === followUp.json.id))
+    expect(startedOn).not.toBe(owner)
+    expect(startedOn!.logs.find((line) => line.message === "run started" && line.annotations["run_id"] === followUp.json.id)!.annotations["restored"]).toBe(true)
   }, 240_000)
 
   it("SIGKILL of the runner executing a run: a survivor resumes it from its last completed step", async () => {
