@@ -124,6 +124,15 @@ describe.skipIf(databaseUrl === undefined || redisUrl === undefined)("scale-out:
   const exited = (node: { process: import("node:child_process").ChildProcess }) =>
     alive(node) ? new Promise<void>((resolve) => node.process.once("exit", () => resolve())) : Promise.resolve()
 
+  /** Starts one more API node and waits until every live runner holds shards again. */
+  const addApiNode = async () => {
+    extra.push(await startService({ env: clusterEnv, credentials: { projectId: a.projectId, apiKey: a.apiKey } }))
+    await eventually("shards rebalanced onto the fresh node", async () => {
+      const held = await Promise.all(runners().filter(alive).map(async (node) => (await scrape(node.url)).get("effect_cluster_shards") ?? 0))
+      return held.reduce((x, y) => x + y, 0) === 300 && held.every((n) => n > 0) ? true : undefined
+    })
+  }
+
   const createSession = async (via: Service, body: Record<string, unknown>) => {
     const response = await via.request("POST", `${base(via)}/sessions`, { body })
     expect(response.status, response.text).toBe(201)
@@ -242,12 +251,7 @@ describe.skipIf(databaseUrl === undefined || redisUrl === undefined)("scale-out:
 
   it("SIGTERM: a draining runner starts no new run; the runner that takes the shard runs it", async () => {
     // This test stops a node: a fresh API node keeps enough of them for the tests after it.
-    const fresh = await startService({ env: clusterEnv, credentials: { projectId: a.projectId, apiKey: a.apiKey } })
-    extra.push(fresh)
-    await eventually("shards rebalanced onto the fresh node", async () => {
-      const held = await Promise.all(runners().filter(alive).map(async (node) => (await scrape(node.url)).get("effect_cluster_shards") ?? 0))
-      return held.reduce((x, y) => x + y, 0) === 300 && held.every((n) => n > 0) ? true : undefined
-    })
+    await addApiNode()
     const via = apiNodes().find(alive)!
     const held = await createSession(via, { instructions: "hold drain-new", keep_alive: false })
     await waitForStatus(via, held.sid, held.rid, ["running"])
@@ -307,12 +311,7 @@ describe.skipIf(databaseUrl === undefined || redisUrl === undefined)("scale-out:
 
   it("SIGTERM: an idle kept-alive session moves with its shard and keeps its cookies", async () => {
     // This test stops a node: a fresh API node keeps enough of them for the tests after it.
-    const fresh = await startService({ env: clusterEnv, credentials: { projectId: a.projectId, apiKey: a.apiKey } })
-    extra.push(fresh)
-    await eventually("shards rebalanced onto the fresh node", async () => {
-      const held = await Promise.all(runners().filter(alive).map(async (node) => (await scrape(node.url)).get("effect_cluster_shards") ?? 0))
-      return held.reduce((x, y) => x + y, 0) === 300 && held.every((n) => n > 0) ? true : undefined
-    })
+    await addApiNode()
     const via = apiNodes().find(alive)!
     const { sid, rid } = await createSession(via, { instructions: "Log in as ada", keep_alive: true })
     expect((await waitForStatus(via, sid, rid, terminal)).output).toEqual({ page: "logged-in" })
