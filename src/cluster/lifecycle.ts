@@ -8,8 +8,9 @@
  *
  * While it drains, the runner starts no new work: an Execute for a run that is not executing here
  * yet (a follow-up, a new session on one of its shards, a run handed over from a dead runner) is
- * left unprocessed, without a write, and runs on the runner that takes the shard (see
- * src/entities/session.ts). The drain does not count or wait for those.
+ * left unprocessed, without a write, and runs on the runner that takes the shard (`runHere` and
+ * `leaveForNextOwner` below, used by the Session and DeepResearch entities). The drain does not
+ * count or wait for those.
  *
  * The runner does keep its shards, and could even acquire more (if another runner leaves during
  * the drain), until the drain ends: Effect Cluster 4.1 has no way to stop acquiring while keeping

@@ -212,7 +212,7 @@ export interface GatherOutcome {
 
 /**
  * Searches the section's queries and reads the best pages not already used by another section
- * (`known` holds their canonical URLs), up to the budget. Candidates are tried in rank order;
+ * (`known` holds their canonical URLs), up to the budget. Candidates are taken in rank order;
  * a page that cannot be read is skipped and named in the blockers.
  */
 export const gatherSection = (
@@ -244,30 +244,40 @@ export const gatherSection = (
     const whitelist = (input.whitelist ?? []).map(normalizeSite).filter((site) => site !== "")
     const blacklist = (input.blacklist ?? []).map(normalizeSite).filter((site) => site !== "")
     const sources: Array<Source> = []
-    for (const candidate of found.results) {
-      if (sources.length >= input.budget.sourcesPerSection) break
-      if (used.has(canonicalUrl(candidate.url))) continue
-      const read = yield* reader.read(candidate.url).pipe(Effect.result)
-      if (read._tag === "Failure" || read.success.text.trim().length < 200) {
-        blockers.push(`unreadable: ${candidate.url}`)
-        continue
+    const wanted = input.budget.sourcesPerSection
+    let next = 0
+    // Pages are read a batch at a time, as many as are still wanted, in parallel; their outcomes
+    // are taken in rank order, so the section gets the same pages as reading one by one would.
+    while (sources.length < wanted && next < found.results.length) {
+      const batch: Array<typeof found.results[number]> = []
+      while (batch.length < wanted - sources.length && next < found.results.length) {
+        const candidate = found.results[next++]!
+        if (!used.has(canonicalUrl(candidate.url))) batch.push(candidate)
       }
-      const page = read.success
-      const landed = canonicalUrl(page.finalUrl)
-      if (used.has(landed)) continue
-      used.add(landed)
-      // The domain lists hold for the page actually read, not only for the search hit.
-      if ((whitelist.length > 0 && !urlMatchesAnySite(page.finalUrl, whitelist)) || (blacklist.length > 0 && urlMatchesAnySite(page.finalUrl, blacklist))) {
-        blockers.push(`redirected outside the domain lists: ${candidate.url} -> ${page.finalUrl}`)
-        continue
+      const reads = yield* Effect.forEach(batch, (candidate) => Effect.result(reader.read(candidate.url)), { concurrency: "unbounded" })
+      for (const [index, read] of reads.entries()) {
+        const candidate = batch[index]!
+        if (read._tag === "Failure" || read.success.text.trim().length < 200) {
+          blockers.push(`unreadable: ${candidate.url}`)
+          continue
+        }
+        const page = read.success
+        const landed = canonicalUrl(page.finalUrl)
+        if (used.has(landed)) continue
+        used.add(landed)
+        // The domain lists hold for the page actually read, not only for the search hit.
+        if ((whitelist.length > 0 && !urlMatchesAnySite(page.finalUrl, whitelist)) || (blacklist.length > 0 && urlMatchesAnySite(page.finalUrl, blacklist))) {
+          blockers.push(`redirected outside the domain lists: ${candidate.url} -> ${page.finalUrl}`)
+          continue
+        }
+        sources.push({
+          id: input.nextSourceId(),
+          url: page.finalUrl,
+          title: page.title || candidate.title,
+          site: hostOf(page.finalUrl) ?? page.finalUrl,
+          text: page.text.slice(0, STORED_SOURCE_CHARS)
+        })
       }
-      sources.push({
-        id: input.nextSourceId(),
-        url: page.finalUrl,
-        title: page.title || candidate.title,
-        site: hostOf(page.finalUrl) ?? page.finalUrl,
-        text: page.text.slice(0, STORED_SOURCE_CHARS)
-      })
     }
     return { sources, blockers }
   })
