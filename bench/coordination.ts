@@ -14,7 +14,7 @@
  * the per-round ratios two/one (target <= 1.1).
  */
 import { startScriptedModel } from "../test/fixtures/model/scripted-model.ts"
-import { eventually, scrape } from "../test/scale-out/nodes.ts"
+import { clusterNodeEnv, eventually, scrape } from "../test/scale-out/nodes.ts"
 import { externalDatabase, type Service, startService, stopAndClean } from "../test/support/service.ts"
 import { startTaggedPages } from "./tagged-pages.ts"
 
@@ -42,23 +42,16 @@ const burst = async (label: string, nodeCount: number, extraEnv: Record<string, 
   // Page arrivals are keyed by tag: unique per round, so a round never reads an earlier one's.
   const prefix = `${label}${round}n`
   const database = (await externalDatabase())!
-  const env = {
-    DATABASE_URL: database.url,
-    REDIS_URL: redisUrl,
-    WA_MODEL_BASE_URL: model.baseUrl,
-    WA_MODEL: "scripted",
-    WA_ALLOW_PRIVATE_NETWORKS: "true",
+  const env = clusterNodeEnv(database.url, redisUrl, model.baseUrl, {
     WA_MAX_CONCURRENT_SESSIONS: "10000",
     WA_RATE_LIMIT_REQUESTS: "1000000",
-    WA_STEP_SCREENSHOTS: "false",
-    WA_LOG_LEVEL: "Warn",
     ...extraEnv
-  }
+  })
   const nodes: Array<Service> = []
   try {
-    nodes.push(await startService({ env: { ...env, WA_LOG_LEVEL: "Info" } }))
+    nodes.push(await startService({ env }))
     const credentials = { projectId: nodes[0]!.projectId, apiKey: nodes[0]!.apiKey }
-    while (nodes.length < nodeCount) nodes.push(await startService({ env: { ...env, WA_LOG_LEVEL: "Info" }, credentials }))
+    while (nodes.length < nodeCount) nodes.push(await startService({ env, credentials }))
     await eventually("shards spread", async () => {
       const held = await Promise.all(nodes.map(async (node) => (await scrape(node.url)).get("effect_cluster_shards") ?? 0))
       return held.every((n) => n > 0) && held.reduce((x, y) => x + y, 0) === 300 ? true : undefined

@@ -12,7 +12,7 @@
  *     node bench/failover.ts [iterations=4] [health-check-seconds=2] [lock-expiration-seconds=15]
  */
 import { startScriptedModel } from "../test/fixtures/model/scripted-model.ts"
-import { eventually, scrape } from "../test/scale-out/nodes.ts"
+import { clusterNodeEnv, eventually, scrape } from "../test/scale-out/nodes.ts"
 import { readSse } from "../test/support/sse.ts"
 import { externalDatabase, type Service, startService, stopAndClean } from "../test/support/service.ts"
 import { startTaggedPages } from "./tagged-pages.ts"
@@ -40,19 +40,13 @@ const model = await startScriptedModel((request) => {
 })
 
 const database = (await externalDatabase())!
-const env = {
-  DATABASE_URL: database.url,
-  REDIS_URL: redisUrl,
-  WA_MODEL_BASE_URL: model.baseUrl,
-  WA_MODEL: "scripted",
-  WA_ALLOW_PRIVATE_NETWORKS: "true",
+const env = clusterNodeEnv(database.url, redisUrl, model.baseUrl, {
   WA_MAX_CONCURRENT_SESSIONS: "1000",
   WA_RATE_LIMIT_REQUESTS: "1000000",
-  WA_STEP_SCREENSHOTS: "false",
   WA_MAX_STEPS: "100000",
   WA_CLUSTER_HEALTH_CHECK_SECONDS: healthCheckSeconds,
   WA_CLUSTER_LOCK_EXPIRATION_SECONDS: lockExpirationSeconds
-}
+})
 const first = await startService({ env })
 const credentials = { projectId: first.projectId, apiKey: first.apiKey }
 const nodes: Array<Service> = [first, await startService({ env, credentials })]

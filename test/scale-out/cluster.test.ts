@@ -8,7 +8,7 @@ import { type FixtureSites, startFixtureSites } from "../fixtures/sites/server.t
 import { type ChatRequest, lastUserText, promptText, refOf, type ScriptedModel, type ScriptedReply, startScriptedModel } from "../fixtures/model/scripted-model.ts"
 import { externalDatabase, type Service, startService, stopAndClean } from "../support/service.ts"
 import { readSse } from "../support/sse.ts"
-import { eventually, type RunnerNode, scrape, startRunner } from "./nodes.ts"
+import { clusterNodeEnv, eventually, type RunnerNode, scrape, startRunner } from "./nodes.ts"
 import { insideOneWindow } from "../support/rate-window.ts"
 
 const databaseUrl = process.env["TEST_DATABASE_URL"] || undefined
@@ -78,21 +78,15 @@ describe.skipIf(databaseUrl === undefined || redisUrl === undefined)("scale-out:
     site = await startFixtureSites()
     model = await startScriptedModel(script)
     database = await externalDatabase()
-    const env: Record<string, string> = {
-      DATABASE_URL: database!.url,
-      REDIS_URL: redisUrl!,
-      WA_MODEL_BASE_URL: model.baseUrl,
-      WA_MODEL: "scripted",
-      WA_ALLOW_PRIVATE_NETWORKS: "true",
+    const env = clusterNodeEnv(database!.url, redisUrl!, model.baseUrl, {
       WA_MAX_CONCURRENT_SESSIONS: "100",
       WA_RATE_LIMIT_REQUESTS: "1500",
       WA_RATE_LIMIT_WINDOW_SECONDS: "3600",
-      WA_STEP_SCREENSHOTS: "false",
       WA_CLUSTER_HEALTH_CHECK_SECONDS: "1",
       WA_CLUSTER_LOCK_EXPIRATION_SECONDS: "6",
       // Long enough for the drain tests to act while a runner drains (they end it sooner).
       WA_DRAIN_SECONDS: "10"
-    }
+    })
     clusterEnv = env
     a = await startService({ env })
     const credentials = { projectId: a.projectId, apiKey: a.apiKey }

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type ScriptedModel, startScriptedModel } from "../fixtures/model/scripted-model.ts"
 import { externalDatabase, type Service, startService, stopAndClean } from "../support/service.ts"
-import { eventually } from "./nodes.ts"
+import { clusterNodeEnv, eventually } from "./nodes.ts"
 
 const databaseUrl = process.env["TEST_DATABASE_URL"] || undefined
 const redisUrl = process.env["TEST_REDIS_URL"] || undefined
@@ -21,17 +21,11 @@ describe.skipIf(databaseUrl === undefined || redisUrl === undefined)("limits acr
     // Every run asks a person and waits, so its session stays open.
     model = await startScriptedModel(() => ({ tool: "ask_human", args: { prompt: "hold" } }))
     database = await externalDatabase()
-    const env = {
-      DATABASE_URL: database!.url,
-      REDIS_URL: redisUrl!,
-      WA_MODEL_BASE_URL: model.baseUrl,
-      WA_MODEL: "scripted",
-      WA_ALLOW_PRIVATE_NETWORKS: "true",
+    const env = clusterNodeEnv(database!.url, redisUrl!, model.baseUrl, {
       WA_MAX_CONCURRENT_SESSIONS: "2",
-      WA_STEP_SCREENSHOTS: "false",
       // Runs left waiting for a person need not hold up the stop at the end.
       WA_DRAIN_SECONDS: "1"
-    }
+    })
     a = await startService({ env })
     b = await startService({ env, credentials: { projectId: a.projectId, apiKey: a.apiKey } })
   }, 180_000)

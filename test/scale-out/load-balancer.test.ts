@@ -15,7 +15,7 @@ import { type ChatRequest, lastUserText, promptText, type ScriptedModel, type Sc
 import { type FixtureSites, startFixtureSites } from "../fixtures/sites/server.ts"
 import { externalDatabase, type Service, startService, stopAndClean } from "../support/service.ts"
 import { readSse, type SseEvent } from "../support/sse.ts"
-import { eventually, scrape } from "./nodes.ts"
+import { clusterNodeEnv, eventually, scrape } from "./nodes.ts"
 
 const databaseUrl = process.env["TEST_DATABASE_URL"] || undefined
 const redisUrl = process.env["TEST_REDIS_URL"] || undefined
@@ -100,18 +100,12 @@ describe.skipIf(databaseUrl === undefined || redisUrl === undefined)("scale-out:
     site = await startFixtureSites()
     model = await startScriptedModel(script)
     database = await externalDatabase()
-    const env: Record<string, string> = {
-      DATABASE_URL: database!.url,
-      REDIS_URL: redisUrl!,
-      WA_MODEL_BASE_URL: model.baseUrl,
-      WA_MODEL: "scripted",
-      WA_ALLOW_PRIVATE_NETWORKS: "true",
+    const env = clusterNodeEnv(database!.url, redisUrl!, model.baseUrl, {
       WA_RATE_LIMIT_REQUESTS: "100000",
-      WA_STEP_SCREENSHOTS: "false",
       WA_CLUSTER_HEALTH_CHECK_SECONDS: "1",
       WA_CLUSTER_LOCK_EXPIRATION_SECONDS: "6",
       WA_DRAIN_SECONDS: "10"
-    }
+    })
     a = await startService({ env })
     b = await startService({ env, credentials: { projectId: a.projectId, apiKey: a.apiKey } })
     for (const node of [a, b]) {

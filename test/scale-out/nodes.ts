@@ -22,6 +22,20 @@ export interface RunnerNode {
   readonly kill: () => Promise<void>
 }
 
+/**
+ * The environment of a cluster node on the test's database and Redis, driven by the scripted model
+ * at `modelUrl`, allowed to reach loopback fixture sites, without step screenshots.
+ */
+export const clusterNodeEnv = (databaseUrl: string, redisUrl: string, modelUrl: string, extra: Record<string, string> = {}): Record<string, string> => ({
+  DATABASE_URL: databaseUrl,
+  REDIS_URL: redisUrl,
+  WA_MODEL_BASE_URL: modelUrl,
+  WA_MODEL: "scripted",
+  WA_ALLOW_PRIVATE_NETWORKS: "true",
+  WA_STEP_SCREENSHOTS: "false",
+  ...extra
+})
+
 /** Starts `wa runner` with `env` and resolves once its probe server listens. */
 export const startRunner = async (env: Record<string, string>): Promise<RunnerNode> => {
   const dataDir = newDataDir()
