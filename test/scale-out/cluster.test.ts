@@ -219,7 +219,7 @@ describe.skipIf(databaseUrl === undefined || redisUrl === undefined)("scale-out:
       expect(refused.status).toBe(429)
       expect(refused.json.code).toBe("rate_limit_exceeded")
     }
-  })
+  }, 240_000) // the wait for a fresh window (at most 120 s) fits in this timeout
 
   it("SIGTERM: the runner drains its run in flight, then hands its shards over and exits", async () => {
     const { sid, rid } = await createSession(a, { instructions: "hold drain", keep_alive: false })
