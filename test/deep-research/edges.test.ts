@@ -4,16 +4,11 @@
  * (used by one section only, and held to the domain lists). Same setup as flow.test.ts.
  */
 import { afterAll, beforeAll, expect, it } from "vitest"
-import { type FakeEngines, startFakeEngines } from "../fixtures/engines/fake-engines.ts"
 import { classify, type ResearchCall, researchScript } from "../fixtures/model/research-model.ts"
-import { type ScriptedModel, startScriptedModel } from "../fixtures/model/scripted-model.ts"
-import { type ResearchWeb, startResearchWeb } from "../fixtures/sites/research-web.ts"
 import { type Service, startService, stopAndClean } from "../support/service.ts"
-import { basePath, createRun, getRun, hostnameOf, pageKey, researchEnv, resultsFrom, waitForGate, waitForTerminal } from "./helpers.ts"
+import { basePath, createRun, getRun, hostnameOf, pageKey, researchEnv, waitForGate, waitForTerminal, type ResearchFixtures, startResearchFixtures } from "./helpers.ts"
 
-let web: ResearchWeb
-let engines: FakeEngines
-let model: ScriptedModel
+let fx: ResearchFixtures
 let service: Service
 let table: Record<string, ReadonlyArray<string>> = {}
 
@@ -22,27 +17,23 @@ const H2 = "127.0.0.2" as const
 const H3 = "127.0.0.3" as const
 
 beforeAll(async () => {
-  web = await startResearchWeb()
-  engines = await startFakeEngines({ results: resultsFrom(() => table) })
-  model = await startScriptedModel(() => ({ text: "{}" }))
-  service = await startService({ env: researchEnv(model, engines) })
+  fx = await startResearchFixtures(() => table)
+  service = await startService({ env: researchEnv(fx.model, fx.engines) })
 })
 afterAll(async () => {
   await stopAndClean(service)
-  await model.close()
-  await engines.close()
-  await web.close()
+  await fx.close()
 })
 
 const claimsSince = (from: number) =>
-  model.requests.slice(from).map(classify).filter((c) => c.kind === "claims") as Array<Extract<ResearchCall, { kind: "claims" }>>
+  fx.model.requests.slice(from).map(classify).filter((c) => c.kind === "claims") as Array<Extract<ResearchCall, { kind: "claims" }>>
 
 it("after approve_with_edits, the run's outline (intervene answer and GET) shows the edited outline", async () => {
-  table = { "ed-1": [web.url(H1, "/doc/ed-1a")], "ed-2": [web.url(H1, "/doc/ed-2a")] }
+  table = { "ed-1": [fx.web.url(H1, "/doc/ed-1a")], "ed-2": [fx.web.url(H1, "/doc/ed-2a")] }
   // The model is held after the approval, so the run cannot have moved on by itself.
   let release: () => void = () => {}
   const held = new Promise<void>((resolve) => (release = resolve))
-  model.setScript(researchScript({
+  fx.model.setScript(researchScript({
     sections: [{ title: "Edit one", queries: ["ed-1"] }, { title: "Edit two", queries: ["ed-2"] }],
     before: async (call) => {
       if (call.kind === "claims") await held
@@ -64,8 +55,8 @@ it("after approve_with_edits, the run's outline (intervene answer and GET) shows
 })
 
 it("Convention B lists by its own status values (status=succeeded finds the succeeded runs)", async () => {
-  table = { "flat-1": [web.url(H1, "/doc/flat-1a"), web.url(H2, "/doc/flat-1b")] }
-  model.setScript(researchScript({ sections: [{ title: "Flat", queries: ["flat-1"] }] }))
+  table = { "flat-1": [fx.web.url(H1, "/doc/flat-1a"), fx.web.url(H2, "/doc/flat-1b")] }
+  fx.model.setScript(researchScript({ sections: [{ title: "Flat", queries: ["flat-1"] }] }))
   const { run_id } = await createRun(service, { topic: "Flat list", depth: "light", require_outline_approval: false }, "B")
   const run = await waitForTerminal(service, run_id, "B")
   expect(run.status).toBe("succeeded")
@@ -76,16 +67,16 @@ it("Convention B lists by its own status values (status=succeeded finds the succ
 
 it("a page reached through a redirect is the page it lands on: not used by a second section, nor twice in one", async () => {
   table = {
-    "rd-1": [web.url(H1, "/doc/rd-a"), web.url(H2, "/doc/rd-b")],
+    "rd-1": [fx.web.url(H1, "/doc/rd-a"), fx.web.url(H2, "/doc/rd-b")],
     // Its first hit redirects to rd-a, which the first section already uses.
-    "rd-2": [`${web.url(H3, "/go/rd-a")}?to=${H1}`, web.url(H3, "/doc/rd-c"), web.url(H2, "/doc/rd-d")],
+    "rd-2": [`${fx.web.url(H3, "/go/rd-a")}?to=${H1}`, fx.web.url(H3, "/doc/rd-c"), fx.web.url(H2, "/doc/rd-d")],
     // Its second hit redirects to its first.
-    "rd-3": [web.url(H1, "/doc/rd-e"), `${web.url(H2, "/go/rd-e")}?to=${H1}`, web.url(H2, "/doc/rd-f")]
+    "rd-3": [fx.web.url(H1, "/doc/rd-e"), `${fx.web.url(H2, "/go/rd-e")}?to=${H1}`, fx.web.url(H2, "/doc/rd-f")]
   }
-  model.setScript(researchScript({
+  fx.model.setScript(researchScript({
     sections: [{ title: "Redirect one", queries: ["rd-1"] }, { title: "Redirect two", queries: ["rd-2"] }, { title: "Redirect three", queries: ["rd-3"] }]
   }))
-  const from = model.requests.length
+  const from = fx.model.requests.length
   const { run_id } = await createRun(service, { topic: "Redirects", depth: "light", require_outline_approval: false })
   const run = await waitForTerminal(service, run_id)
   expect(run.status, JSON.stringify(run.error)).toBe("done")
@@ -97,9 +88,9 @@ it("a page reached through a redirect is the page it lands on: not used by a sec
 })
 
 it("domain_whitelist holds for the page actually read (a redirect off the list is not a source)", async () => {
-  table = { "wl-1": [`${web.url(H2, "/go/wl-x")}?to=${H3}`, web.url(H2, "/doc/wl-b")] }
-  model.setScript(researchScript({ sections: [{ title: "Whitelist redirect", queries: ["wl-1"] }] }))
-  const from = model.requests.length
+  table = { "wl-1": [`${fx.web.url(H2, "/go/wl-x")}?to=${H3}`, fx.web.url(H2, "/doc/wl-b")] }
+  fx.model.setScript(researchScript({ sections: [{ title: "Whitelist redirect", queries: ["wl-1"] }] }))
+  const from = fx.model.requests.length
   const { run_id } = await createRun(service, { topic: "Whitelist redirect", depth: "light", require_outline_approval: false, domain_whitelist: [H2] })
   const run = await waitForTerminal(service, run_id)
   expect(run.status, JSON.stringify(run.error)).toBe("done")

@@ -11,10 +11,8 @@ import { Webhook } from "standardwebhooks"
 import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type FakeEngines, startFakeEngines } from "../fixtures/engines/fake-engines.ts"
 import { classify, type ResearchCall, researchScript, type SourceLine } from "../fixtures/model/research-model.ts"
-import { type ScriptedModel, startScriptedModel } from "../fixtures/model/scripted-model.ts"
-import { docTitle, type ResearchWeb, startResearchWeb } from "../fixtures/sites/research-web.ts"
+import { docTitle } from "../fixtures/sites/research-web.ts"
 import { type Service, startService, stopAndClean } from "../support/service.ts"
 import { readSse } from "../support/sse.ts"
 import {
@@ -28,30 +26,25 @@ import {
   markersOf,
   pageKey,
   researchEnv,
-  resultsFrom,
   sectionsOf,
   sourcesListOf,
   waitForGate,
-  waitForTerminal
+  waitForTerminal,
+  type ResearchFixtures,
+  startResearchFixtures
 } from "./helpers.ts"
 
-let web: ResearchWeb
-let engines: FakeEngines
-let model: ScriptedModel
+let fx: ResearchFixtures
 let service: Service
 let table: Record<string, ReadonlyArray<string>> = {}
 
 beforeAll(async () => {
-  web = await startResearchWeb()
-  engines = await startFakeEngines({ results: resultsFrom(() => table) })
-  model = await startScriptedModel(() => ({ text: "{}" }))
-  service = await startService({ env: researchEnv(model, engines) })
+  fx = await startResearchFixtures(() => table)
+  service = await startService({ env: researchEnv(fx.model, fx.engines) })
 })
 afterAll(async () => {
   await stopAndClean(service)
-  await model.close()
-  await engines.close()
-  await web.close()
+  await fx.close()
 })
 
 const H1 = "127.0.0.1" as const
@@ -59,8 +52,8 @@ const H2 = "127.0.0.2" as const
 const H3 = "127.0.0.3" as const
 
 /** The research calls the model received since `from` (an index into model.requests). */
-const callsSince = (from: number): Array<ResearchCall> => model.requests.slice(from).map(classify)
-const searchedSince = (from: number) => engines.requests.slice(from).map((r) => bareQuery(r.params["q"] ?? ""))
+const callsSince = (from: number): Array<ResearchCall> => fx.model.requests.slice(from).map(classify)
+const searchedSince = (from: number) => fx.engines.requests.slice(from).map((r) => bareQuery(r.params["q"] ?? ""))
 
 /** Confidence of the three kept standard claims of a section, from its sources' sites. */
 const expectedConfidences = (sources: ReadonlyArray<SourceLine>) => {
@@ -84,21 +77,21 @@ describe("outline gate, report and artifacts", () => {
 
   beforeAll(() => {
     table = {
-      "flow-cost": [web.url(H1, "/doc/cost-a"), web.url(H2, "/doc/cost-b"), web.url(H3, "/doc/cost-c")],
-      "flow-cost-extra": [web.url(H1, "/doc/never-1")],
-      "flow-history": [web.url(H1, "/doc/never-2")],
-      "flow-history-extra": [web.url(H1, "/doc/never-3")],
-      "flow-policy": [web.url(H1, "/doc/never-4")],
-      "flow-policy-extra": [web.url(H1, "/doc/never-5")],
-      "flow-fourth": [web.url(H1, "/doc/never-6")],
+      "flow-cost": [fx.web.url(H1, "/doc/cost-a"), fx.web.url(H2, "/doc/cost-b"), fx.web.url(H3, "/doc/cost-c")],
+      "flow-cost-extra": [fx.web.url(H1, "/doc/never-1")],
+      "flow-history": [fx.web.url(H1, "/doc/never-2")],
+      "flow-history-extra": [fx.web.url(H1, "/doc/never-3")],
+      "flow-policy": [fx.web.url(H1, "/doc/never-4")],
+      "flow-policy-extra": [fx.web.url(H1, "/doc/never-5")],
+      "flow-fourth": [fx.web.url(H1, "/doc/never-6")],
       // The first hit is the cost section's page again (with a tracking parameter): one section only.
-      "flow-policy-new": [`${web.url(H1, "/doc/cost-a")}?utm_source=newsletter`, web.url(H1, "/doc/policy-a"), web.url(H1, "/doc/policy-b")],
+      "flow-policy-new": [`${fx.web.url(H1, "/doc/cost-a")}?utm_source=newsletter`, fx.web.url(H1, "/doc/policy-a"), fx.web.url(H1, "/doc/policy-b")],
       // One page too short to be a source: the section ends with one source of two.
-      "flow-outlook": [web.url(H2, "/short/outlook-x"), web.url(H2, "/doc/outlook-a")]
+      "flow-outlook": [fx.web.url(H2, "/short/outlook-x"), fx.web.url(H2, "/doc/outlook-a")]
     }
-    model.setScript(researchScript({ brief, sections: proposed }))
-    requestFrom = model.requests.length
-    searchFrom = engines.requests.length
+    fx.model.setScript(researchScript({ brief, sections: proposed }))
+    requestFrom = fx.model.requests.length
+    searchFrom = fx.engines.requests.length
   })
 
   it("plans within the depth budget and waits at the outline gate", async () => {
@@ -223,7 +216,7 @@ describe("outline gate, report and artifacts", () => {
 
   it("searched only the approved outline's queries, and gave each page to one section", async () => {
     expect(new Set(searchedSince(searchFrom))).toEqual(new Set(["flow-cost", "flow-policy-new", "flow-outlook"]))
-    for (let i = 1; i <= 6; i++) expect(web.hits(web.url(H1, `/doc/never-${i}`))).toBe(0)
+    for (let i = 1; i <= 6; i++) expect(fx.web.hits(fx.web.url(H1, `/doc/never-${i}`))).toBe(0)
 
     const claims = callsSince(requestFrom).filter((c) => c.kind === "claims") as Array<Extract<ResearchCall, { kind: "claims" }>>
     expect(claims.map((c) => c.section).sort()).toEqual(["Costs and prices", "Outlook", "Policy"])
@@ -236,7 +229,7 @@ describe("outline gate, report and artifacts", () => {
     expect(keys.filter((k) => k.endsWith("/doc/cost-a"))).toHaveLength(1)
     // Budgets: two sources per section; the short page is not a source.
     for (const call of claims) expect(call.sources.length).toBeLessThanOrEqual(2)
-    expect(claims.find((c) => c.section === "Outlook")!.sources.map((s) => pageKey(s.url))).toEqual([pageKey(web.url(H2, "/doc/outlook-a"))])
+    expect(claims.find((c) => c.section === "Outlook")!.sources.map((s) => pageKey(s.url))).toEqual([pageKey(fx.web.url(H2, "/doc/outlook-a"))])
     expect(keys.some((k) => k.includes("/short/"))).toBe(false)
     // The model saw the page text, titled as the page is.
     const costs = claims.find((c) => c.section === "Costs and prices")!
@@ -418,8 +411,8 @@ describe("outline gate, report and artifacts", () => {
 
 /** A one-section research that needs no approval, on pages of two sites. */
 const quickRun = (tag: string) => {
-  table = { ...table, [`${tag}-q`]: [web.url(H1, `/doc/${tag}-a`), web.url(H2, `/doc/${tag}-b`)] }
-  model.setScript(researchScript({ brief: { title: `Brief ${tag}`, objective: `Objective ${tag}.`, key_questions: ["Q?"] }, sections: [{ title: `Section ${tag}`, queries: [`${tag}-q`] }] }))
+  table = { ...table, [`${tag}-q`]: [fx.web.url(H1, `/doc/${tag}-a`), fx.web.url(H2, `/doc/${tag}-b`)] }
+  fx.model.setScript(researchScript({ brief: { title: `Brief ${tag}`, objective: `Objective ${tag}.`, key_questions: ["Q?"] }, sections: [{ title: `Section ${tag}`, queries: [`${tag}-q`] }] }))
 }
 
 describe("other accepted outline answers", () => {
@@ -443,7 +436,7 @@ describe("other accepted outline answers", () => {
 describe("conventions", () => {
   it("Convention B: 202, status succeeded with terminal_reason done, no outline gate when not asked", async () => {
     quickRun("conv-b")
-    const from = model.requests.length
+    const from = fx.model.requests.length
     const created = await createRun(service, { topic: "Convention B topic", depth: "light", require_outline_approval: false }, "B")
     expect(created.run_id).toMatch(/^run_/)
     expect(created.session_id).toBeNull()
@@ -514,14 +507,14 @@ describe("conventions", () => {
 describe("concurrent runs", () => {
   it("two runs at once keep their own sources, numbering and outline; a page may serve both", async () => {
     // Both runs find the same two pages: the one-section-per-page rule holds within a run only.
-    table = { ...table, "para-q": [web.url(H1, "/doc/para-a"), web.url(H2, "/doc/para-b")] }
-    model.setScript(researchScript({
+    table = { ...table, "para-q": [fx.web.url(H1, "/doc/para-a"), fx.web.url(H2, "/doc/para-b")] }
+    fx.model.setScript(researchScript({
       sections: (prompt) => {
         const run = prompt.includes("Parallel one") ? "one" : "two"
         return [{ title: `Parallel ${run} section`, queries: ["para-q"] }]
       }
     }))
-    const from = model.requests.length
+    const from = fx.model.requests.length
     const [one, two] = await Promise.all([
       createRun(service, { topic: "Parallel one", depth: "light", require_outline_approval: false, target_audience: "policy makers" }),
       createRun(service, { topic: "Parallel two", depth: "light", require_outline_approval: false })
@@ -531,7 +524,7 @@ describe("concurrent runs", () => {
       expect(run.status, JSON.stringify(run.error)).toBe("done")
       expect(run.outline.sections.map((s: any) => s.title)).toEqual([`Parallel ${name} section`])
       expect(run.result.citations_count).toBe(2)
-      expect(sourcesListOf(run.result.final_md).map((l) => pageKey(l.url)).sort()).toEqual([pageKey(web.url(H1, "/doc/para-a")), pageKey(web.url(H2, "/doc/para-b"))])
+      expect(sourcesListOf(run.result.final_md).map((l) => pageKey(l.url)).sort()).toEqual([pageKey(fx.web.url(H1, "/doc/para-a")), pageKey(fx.web.url(H2, "/doc/para-b"))])
       expect(run.result.partial_sections).toEqual([])
     }
     const claims = callsSince(from).filter((c) => c.kind === "claims") as Array<Extract<ResearchCall, { kind: "claims" }>>
@@ -547,23 +540,23 @@ describe("concurrent runs", () => {
 
 describe("domain lists", () => {
   it("domain_blacklist: no page of a blacklisted site is read or cited", async () => {
-    table = { ...table, "dom-q": [web.url(H3, "/doc/dom-c"), web.url(H1, "/doc/dom-a"), web.url(H2, "/doc/dom-b")] }
-    model.setScript(researchScript({ sections: [{ title: "Blacklisted", queries: ["dom-q"] }] }))
+    table = { ...table, "dom-q": [fx.web.url(H3, "/doc/dom-c"), fx.web.url(H1, "/doc/dom-a"), fx.web.url(H2, "/doc/dom-b")] }
+    fx.model.setScript(researchScript({ sections: [{ title: "Blacklisted", queries: ["dom-q"] }] }))
     const { run_id } = await createRun(service, { topic: "Blacklist", depth: "light", require_outline_approval: false, domain_blacklist: ["127.0.0.3"] })
     const run = await waitForTerminal(service, run_id)
     expect(run.status, JSON.stringify(run.error)).toBe("done")
-    expect(web.hits(web.url(H3, "/doc/dom-c"))).toBe(0)
+    expect(fx.web.hits(fx.web.url(H3, "/doc/dom-c"))).toBe(0)
     const urls = sourcesListOf(run.result.final_md).map((l) => hostnameOf(l.url))
     expect(urls.sort()).toEqual(["127.0.0.1", "127.0.0.2"])
   })
 
   it("domain_whitelist: only pages of whitelisted sites are read", async () => {
-    table = { ...table, "domw-q": [web.url(H1, "/doc/domw-a"), web.url(H2, "/doc/domw-b"), web.url(H3, "/doc/domw-c")] }
-    model.setScript(researchScript({ sections: [{ title: "Whitelisted", queries: ["domw-q"] }] }))
+    table = { ...table, "domw-q": [fx.web.url(H1, "/doc/domw-a"), fx.web.url(H2, "/doc/domw-b"), fx.web.url(H3, "/doc/domw-c")] }
+    fx.model.setScript(researchScript({ sections: [{ title: "Whitelisted", queries: ["domw-q"] }] }))
     const { run_id } = await createRun(service, { topic: "Whitelist", depth: "light", require_outline_approval: false, domain_whitelist: ["127.0.0.2"] })
     const run = await waitForTerminal(service, run_id)
     expect(run.status, JSON.stringify(run.error)).toBe("done")
-    expect(web.hits(web.url(H1, "/doc/domw-a")) + web.hits(web.url(H3, "/doc/domw-c"))).toBe(0)
+    expect(fx.web.hits(fx.web.url(H1, "/doc/domw-a")) + fx.web.hits(fx.web.url(H3, "/doc/domw-c"))).toBe(0)
     expect(sourcesListOf(run.result.final_md).map((l) => hostnameOf(l.url))).toEqual(["127.0.0.2"])
     expect(run.result.partial_sections).toEqual([
       expect.objectContaining({ section_id: "s1", reason: "insufficient_sources", coverage_ratio: 0.5 })

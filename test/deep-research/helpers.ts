@@ -3,8 +3,9 @@
  * engines, the research web on loopback), paths of the three conventions, polling and events.
  */
 import { expect } from "vitest"
-import type { FakeEngineName, FakeEngines, FakeHit } from "../fixtures/engines/fake-engines.ts"
-import type { ScriptedModel } from "../fixtures/model/scripted-model.ts"
+import { type FakeEngineName, type FakeEngines, type FakeHit, startFakeEngines } from "../fixtures/engines/fake-engines.ts"
+import { type ScriptedModel, startScriptedModel } from "../fixtures/model/scripted-model.ts"
+import { type ResearchWeb, startResearchWeb } from "../fixtures/sites/research-web.ts"
 import type { Service } from "../support/service.ts"
 import { readSse, type SseEvent } from "../support/sse.ts"
 
@@ -26,6 +27,31 @@ export const bareQuery = (query: string) =>
 /** Fake engine results from a table query -> URLs (in rank order). */
 export const resultsFrom = (table: () => Record<string, ReadonlyArray<string>>) => (_engine: FakeEngineName, query: string): Array<FakeHit> =>
   (table()[bareQuery(query)] ?? []).map((url, i) => ({ title: `Hit ${i + 1} for ${bareQuery(query)}`, url, snippet: `A result about ${bareQuery(query)}` }))
+
+/** What every DeepResearch suite runs against: the research web, SearXNG faked, a scripted model. */
+export interface ResearchFixtures {
+  readonly web: ResearchWeb
+  readonly engines: FakeEngines
+  readonly model: ScriptedModel
+  readonly close: () => Promise<void>
+}
+
+/** Starts the fixtures; the engines answer from `table()`, the model's script is set by each test. */
+export const startResearchFixtures = async (table: () => Record<string, ReadonlyArray<string>>): Promise<ResearchFixtures> => {
+  const web = await startResearchWeb()
+  const engines = await startFakeEngines({ results: resultsFrom(table) })
+  const model = await startScriptedModel(() => ({ text: "{}" }))
+  return {
+    web,
+    engines,
+    model,
+    close: async () => {
+      await model.close()
+      await engines.close()
+      await web.close()
+    }
+  }
+}
 
 export type Convention = "A" | "B" | "standalone"
 

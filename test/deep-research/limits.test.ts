@@ -4,10 +4,7 @@
  * outline gate, cancel, rejecting the outline, conflicts and 404s, and a service without a model.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type FakeEngines, startFakeEngines } from "../fixtures/engines/fake-engines.ts"
 import { classify, researchScript } from "../fixtures/model/research-model.ts"
-import { type ScriptedModel, startScriptedModel } from "../fixtures/model/scripted-model.ts"
-import { type ResearchWeb, startResearchWeb } from "../fixtures/sites/research-web.ts"
 import { type Service, startService, stopAndClean } from "../support/service.ts"
 import { readSse } from "../support/sse.ts"
 import {
@@ -18,41 +15,36 @@ import {
   getRun,
   markersOf,
   researchEnv,
-  resultsFrom,
   sectionsOf,
   sourcesListOf,
   waitForGate,
-  waitForTerminal
+  waitForTerminal,
+  type ResearchFixtures,
+  startResearchFixtures
 } from "./helpers.ts"
 
-let web: ResearchWeb
-let engines: FakeEngines
-let model: ScriptedModel
+let fx: ResearchFixtures
 let table: Record<string, ReadonlyArray<string>> = {}
 
 const H1 = "127.0.0.1" as const
 const H2 = "127.0.0.2" as const
 
 beforeAll(async () => {
-  web = await startResearchWeb()
-  engines = await startFakeEngines({ results: resultsFrom(() => table) })
-  model = await startScriptedModel(() => ({ text: "{}" }))
+  fx = await startResearchFixtures(() => table)
 })
 afterAll(async () => {
-  await model.close()
-  await engines.close()
-  await web.close()
+  await fx.close()
 })
 
 /** Three sections of two sources each (on two sites). */
 const threeSections = (tag: string) => {
   table = {
     ...table,
-    [`${tag}-1`]: [web.url(H1, `/doc/${tag}-1a`), web.url(H2, `/doc/${tag}-1b`)],
-    [`${tag}-2`]: [web.url(H1, `/doc/${tag}-2a`), web.url(H2, `/doc/${tag}-2b`)],
-    [`${tag}-3`]: [web.url(H1, `/doc/${tag}-3a`), web.url(H2, `/doc/${tag}-3b`)]
+    [`${tag}-1`]: [fx.web.url(H1, `/doc/${tag}-1a`), fx.web.url(H2, `/doc/${tag}-1b`)],
+    [`${tag}-2`]: [fx.web.url(H1, `/doc/${tag}-2a`), fx.web.url(H2, `/doc/${tag}-2b`)],
+    [`${tag}-3`]: [fx.web.url(H1, `/doc/${tag}-3a`), fx.web.url(H2, `/doc/${tag}-3b`)]
   }
-  model.setScript(researchScript({
+  fx.model.setScript(researchScript({
     sections: [
       { title: `${tag} first`, queries: [`${tag}-1`] },
       { title: `${tag} second`, queries: [`${tag}-2`] },
@@ -65,7 +57,7 @@ describe("with a model at 1 USD a call, a minute of one second", () => {
   let service: Service
   // 20k input tokens at 50 USD per million: each scripted call costs exactly 1.00 USD.
   beforeAll(async () => {
-    service = await startService({ env: researchEnv(model, engines, { WA_MODEL_PRICE_PER_MTOK: "50,0", WA_RUN_MINUTE_MS: "1000" }) })
+    service = await startService({ env: researchEnv(fx.model, fx.engines, { WA_MODEL_PRICE_PER_MTOK: "50,0", WA_RUN_MINUTE_MS: "1000" }) })
   })
   afterAll(() => stopAndClean(service))
 
@@ -109,12 +101,12 @@ describe("with a model at 1 USD a call, a minute of one second", () => {
       expect(listed.status).toBe(200)
       expect(listed.json.items).toEqual([])
     }
-    expect(model.requests).toHaveLength(0)
+    expect(fx.model.requests).toHaveLength(0)
   })
 
   it("accepts the limits' edges and fills the defaults", async () => {
     // Nine sections of four queries each proposed: each depth keeps its budget.
-    model.setScript(researchScript({ sections: Array.from({ length: 9 }, (_, i) => ({ title: `Edge ${i + 1}`, queries: [1, 2, 3, 4].map((q) => `edge-${i + 1}-${q}`) })) }))
+    fx.model.setScript(researchScript({ sections: Array.from({ length: 9 }, (_, i) => ({ title: `Edge ${i + 1}`, queries: [1, 2, 3, 4].map((q) => `edge-${i + 1}-${q}`) })) }))
     const edge = await createRun(service, {
       topic: "x".repeat(2000),
       target_audience: "y".repeat(500),
@@ -144,7 +136,7 @@ describe("with a model at 1 USD a call, a minute of one second", () => {
   })
 
   it("a repeated create with the same Idempotency-Key returns the same run", async () => {
-    model.setScript(researchScript({ sections: [{ title: "Idem", queries: ["idem-q"] }] }))
+    fx.model.setScript(researchScript({ sections: [{ title: "Idem", queries: ["idem-q"] }] }))
     const key = crypto.randomUUID()
     const first = await service.request("POST", basePath(service), { body: { topic: "idempotent" }, headers: { "idempotency-key": key } })
     const second = await service.request("POST", basePath(service), { body: { topic: "idempotent" }, headers: { "idempotency-key": key } })
@@ -159,11 +151,11 @@ describe("with a model at 1 USD a call, a minute of one second", () => {
 
   it("cost cap reached after the outline: no more model calls, the rest written from the sources, run done", async () => {
     threeSections("cap")
-    const from = model.requests.length
+    const from = fx.model.requests.length
     const { run_id } = await createRun(service, { topic: "Capped", depth: "light", require_outline_approval: false, max_cost_usd: "3.50" })
     const run = await waitForTerminal(service, run_id)
     expect(run.status, JSON.stringify(run.error)).toBe("done")
-    const calls = model.requests.slice(from).map(classify)
+    const calls = fx.model.requests.slice(from).map(classify)
     // 1.00 a call: brief, plan, then calls until 3.50 is reached (the fourth); none after.
     expect(calls).toHaveLength(4)
     expect(calls.slice(0, 2).map((c) => c.kind)).toEqual(["brief", "outline"])
@@ -202,24 +194,24 @@ describe("with a model at 1 USD a call, a minute of one second", () => {
 
   it("cost cap reached before the outline exists: the run fails with cost_cap_reached", async () => {
     threeSections("early")
-    const from = model.requests.length
+    const from = fx.model.requests.length
     const { run_id } = await createRun(service, { topic: "Capped early", depth: "light", max_cost_usd: 0.5 })
     const run = await waitForTerminal(service, run_id)
     expect(run.status).toBe("failed")
     expect(run.error.code).toBe("cost_cap_reached")
-    expect(model.requests.slice(from).map((r) => classify(r).kind)).toEqual(["brief"])
+    expect(fx.model.requests.slice(from).map((r) => classify(r).kind)).toEqual(["brief"])
     expect(run.llm_cost_usd).toBe("1.00")
     expect(run.result).toBeNull()
   })
 
   it("a zero cap allows no model call at all", async () => {
     threeSections("zero")
-    const from = model.requests.length
+    const from = fx.model.requests.length
     const { run_id } = await createRun(service, { topic: "Zero cap", max_cost_usd: "0" })
     const run = await waitForTerminal(service, run_id)
     expect(run.status).toBe("failed")
     expect(run.error.code).toBe("cost_cap_reached")
-    expect(model.requests.length).toBe(from)
+    expect(fx.model.requests.length).toBe(from)
   })
 
   it("a run past max_duration_minutes while waiting at the outline gate ends canceled with duration_exceeded", async () => {
@@ -237,7 +229,7 @@ describe("with a model at 1 USD a call, a minute of one second", () => {
 
   it("cancel while awaiting approval: canceled, the stream ends, a second cancel and intervene are 409", async () => {
     threeSections("cancel")
-    const from = model.requests.length
+    const from = fx.model.requests.length
     const { run_id } = await createRun(service, { topic: "Canceled at the gate", depth: "light" })
     const gated = await waitForGate(service, run_id)
     expect(gated.status).toBe("awaiting_input")
@@ -259,8 +251,8 @@ describe("with a model at 1 USD a call, a minute of one second", () => {
     const intervene = await service.request("POST", `${basePath(service)}/${run_id}/intervene`, { body: { request_id: gated.pending_request_id, response: "approve" } })
     expect(intervene.status).toBe(409)
     expect((await getRun(service, run_id)).status).toBe("canceled")
-    expect(model.requests.slice(from).map((r) => classify(r).kind)).toEqual(["brief", "outline"])
-    expect(engines.requests.some((r) => (r.params["q"] ?? "").startsWith("cancel-"))).toBe(false)
+    expect(fx.model.requests.slice(from).map((r) => classify(r).kind)).toEqual(["brief", "outline"])
+    expect(fx.engines.requests.some((r) => (r.params["q"] ?? "").startsWith("cancel-"))).toBe(false)
     const badReason = await service.request("POST", `${basePath(service)}/${run_id}/cancel`, { body: { reason: "x".repeat(201) } })
     expect(badReason.status).toBe(422)
   })
@@ -268,7 +260,7 @@ describe("with a model at 1 USD a call, a minute of one second", () => {
   for (const [name, answer] of [["{approved: false}", { approved: false }], ["{action: reject}", { action: "reject", reason: "too broad" }]] as const) {
     it(`rejecting the outline with ${name} cancels the run (outline_rejected)`, async () => {
       threeSections(`reject${name.length}`)
-      const from = model.requests.length
+      const from = fx.model.requests.length
       const { run_id } = await createRun(service, { topic: `Rejected ${name}`, depth: "light" }, "B")
       const gated = await waitForGate(service, run_id, "B")
       const response = await service.request("POST", `${basePath(service, "B")}/${run_id}/intervene`, { body: { request_id: gated.pending_request_id, response: answer } })
@@ -277,7 +269,7 @@ describe("with a model at 1 USD a call, a minute of one second", () => {
       expect(run.status).toBe("canceled")
       expect(run.terminal_reason).toBe("outline_rejected")
       expect(run.result).toBeNull()
-      expect(model.requests.slice(from).map((r) => classify(r).kind)).toEqual(["brief", "outline"])
+      expect(fx.model.requests.slice(from).map((r) => classify(r).kind)).toEqual(["brief", "outline"])
       const intervene = await service.request("POST", `${basePath(service)}/${run_id}/intervene`, { body: { request_id: gated.pending_request_id, response: "approve" } })
       expect(intervene.status).toBe(409)
     })
@@ -310,7 +302,7 @@ describe("with a model at 1 USD a call, a minute of one second", () => {
 describe("without a model", () => {
   let service: Service
   beforeAll(async () => {
-    service = await startService({ env: researchEnv(undefined, engines) })
+    service = await startService({ env: researchEnv(undefined, fx.engines) })
   })
   afterAll(() => stopAndClean(service))
 

@@ -6,17 +6,12 @@
  * finishes with a consistent report. A run waiting at the outline gate survives a restart too.
  */
 import { afterAll, beforeAll, expect, it } from "vitest"
-import { type FakeEngines, startFakeEngines } from "../fixtures/engines/fake-engines.ts"
 import { classify, type ResearchCall, researchScript } from "../fixtures/model/research-model.ts"
-import { type ScriptedModel, startScriptedModel } from "../fixtures/model/scripted-model.ts"
-import { type ResearchWeb, startResearchWeb } from "../fixtures/sites/research-web.ts"
 import { newDataDir, type Service, startService, stopAndClean } from "../support/service.ts"
 import { readSse } from "../support/sse.ts"
-import { allEvents, basePath, createRun, dataOf, getRun, markersOf, pageKey, researchEnv, resultsFrom, sourcesListOf, waitForGate, waitForTerminal } from "./helpers.ts"
+import { allEvents, basePath, createRun, dataOf, getRun, markersOf, pageKey, researchEnv, sourcesListOf, waitForGate, waitForTerminal, type ResearchFixtures, startResearchFixtures } from "./helpers.ts"
 
-let web: ResearchWeb
-let engines: FakeEngines
-let model: ScriptedModel
+let fx: ResearchFixtures
 let table: Record<string, ReadonlyArray<string>> = {}
 let service: Service | undefined
 
@@ -24,35 +19,31 @@ const H1 = "127.0.0.1" as const
 const H2 = "127.0.0.2" as const
 
 beforeAll(async () => {
-  web = await startResearchWeb()
-  engines = await startFakeEngines({ results: resultsFrom(() => table) })
-  model = await startScriptedModel(() => ({ text: "{}" }))
+  fx = await startResearchFixtures(() => table)
 })
 afterAll(async () => {
   await stopAndClean(service)
-  await model.close()
-  await engines.close()
-  await web.close()
+  await fx.close()
 })
 
 it("a run killed in the middle of gather resumes after the restart from its last checkpoint and finishes", async () => {
   table = {
-    "rs-1": [web.url(H1, "/doc/rs-1a"), web.url(H2, "/doc/rs-1b")],
-    "rs-2": [web.url(H1, "/doc/rs-2a"), web.url(H2, "/doc/rs-2b")],
-    "rs-3": [web.url(H1, "/doc/rs-3a"), web.url(H2, "/doc/rs-3b")]
+    "rs-1": [fx.web.url(H1, "/doc/rs-1a"), fx.web.url(H2, "/doc/rs-1b")],
+    "rs-2": [fx.web.url(H1, "/doc/rs-2a"), fx.web.url(H2, "/doc/rs-2b")],
+    "rs-3": [fx.web.url(H1, "/doc/rs-3a"), fx.web.url(H2, "/doc/rs-3b")]
   }
-  model.setScript(researchScript({
+  fx.model.setScript(researchScript({
     sections: [
       { title: "Restart first", queries: ["rs-1"] },
       { title: "Restart second", queries: ["rs-2"] },
       { title: "Restart third", queries: ["rs-3"] }
     ]
   }))
-  const from = model.requests.length
-  const hold = web.hold(web.url(H1, "/doc/rs-2a"))
+  const from = fx.model.requests.length
+  const hold = fx.web.hold(fx.web.url(H1, "/doc/rs-2a"))
 
   const dataDir = newDataDir()
-  const first = await startService({ dataDir, env: researchEnv(model, engines) })
+  const first = await startService({ dataDir, env: researchEnv(fx.model, fx.engines) })
   const { run_id } = await createRun(first, { topic: "Survives a crash", depth: "light", require_outline_approval: false })
   // The second section's first page is requested and held; the first section is gathered by then
   // (its last progress event says so).
@@ -67,17 +58,17 @@ it("a run killed in the middle of gather resumes after the restart from its last
   await first.kill()
   hold.release()
 
-  service = await startService({ dataDir, env: researchEnv(model, engines), credentials: { projectId: first.projectId, apiKey: first.apiKey } })
+  service = await startService({ dataDir, env: researchEnv(fx.model, fx.engines), credentials: { projectId: first.projectId, apiKey: first.apiKey } })
   const run = await waitForTerminal(service, run_id)
   expect(run.status, JSON.stringify(run.error)).toBe("done")
 
   // Done work is not redone: one brief, one outline; the first section's pages read once.
-  const calls = model.requests.slice(from).map(classify)
+  const calls = fx.model.requests.slice(from).map(classify)
   expect(calls.filter((c) => c.kind === "brief")).toHaveLength(1)
   expect(calls.filter((c) => c.kind === "outline")).toHaveLength(1)
-  expect(web.hits(web.url(H1, "/doc/rs-1a"))).toBe(1)
-  expect(web.hits(web.url(H2, "/doc/rs-1b"))).toBe(1)
-  expect(web.hits(web.url(H1, "/doc/rs-2a"))).toBe(2)
+  expect(fx.web.hits(fx.web.url(H1, "/doc/rs-1a"))).toBe(1)
+  expect(fx.web.hits(fx.web.url(H2, "/doc/rs-1b"))).toBe(1)
+  expect(fx.web.hits(fx.web.url(H1, "/doc/rs-2a"))).toBe(2)
 
   // One crosscheck and one write per section, with source ids unique across the run.
   const claims = calls.filter((c) => c.kind === "claims") as Array<Extract<ResearchCall, { kind: "claims" }>>
@@ -114,17 +105,17 @@ it("a run killed in the middle of gather resumes after the restart from its last
 })
 
 it("a run waiting at the outline gate still waits after a restart, and an approval then finishes it", async () => {
-  table = { "gate-1": [web.url(H1, "/doc/gate-1a"), web.url(H2, "/doc/gate-1b")] }
-  model.setScript(researchScript({ sections: [{ title: "Gate section", queries: ["gate-1"] }] }))
-  const from = model.requests.length
+  table = { "gate-1": [fx.web.url(H1, "/doc/gate-1a"), fx.web.url(H2, "/doc/gate-1b")] }
+  fx.model.setScript(researchScript({ sections: [{ title: "Gate section", queries: ["gate-1"] }] }))
+  const from = fx.model.requests.length
   const dataDir = newDataDir()
-  const first = await startService({ dataDir, env: researchEnv(model, engines) })
+  const first = await startService({ dataDir, env: researchEnv(fx.model, fx.engines) })
   const { run_id } = await createRun(first, { topic: "Waits across a restart", depth: "light" })
   const gated = await waitForGate(first, run_id)
   expect(gated.status).toBe("awaiting_input")
   await first.kill()
 
-  service = await startService({ dataDir, env: researchEnv(model, engines), credentials: { projectId: first.projectId, apiKey: first.apiKey } })
+  service = await startService({ dataDir, env: researchEnv(fx.model, fx.engines), credentials: { projectId: first.projectId, apiKey: first.apiKey } })
   const after = await getRun(service, run_id)
   expect(after.status).toBe("awaiting_input")
   expect(after.pending_request_id).toBe(gated.pending_request_id)
@@ -133,7 +124,7 @@ it("a run waiting at the outline gate still waits after a restart, and an approv
   expect(approved.status, approved.text).toBe(200)
   const run = await waitForTerminal(service, run_id)
   expect(run.status, JSON.stringify(run.error)).toBe("done")
-  const calls = model.requests.slice(from).map(classify)
+  const calls = fx.model.requests.slice(from).map(classify)
   expect(calls.map((c) => c.kind)).toEqual(["brief", "outline", "claims", "write"])
   const { events } = await allEvents(service, run_id)
   expect(events.map((e) => e.id)).toEqual(events.map((_, i) => i + 1))
