@@ -153,6 +153,8 @@ export class RunStore extends Context.Service<RunStore, {
   /** Saves the checkpoint, adds the step's cost, and appends `events` (progress of that step), in one transaction. */
   readonly completeStep: (runId: string, costUsd: number, checkpoint: Checkpoint, executor?: string, events?: ReadonlyArray<{ readonly type: string; readonly data: Record<string, unknown> }>) => Effect.Effect<void>
   readonly loadCheckpoint: (runId: string) => Effect.Effect<Checkpoint | undefined>
+  /** Only the named top-level fields of the checkpoint's history (a research run's outline, not its sources). */
+  readonly checkpointFields: (runId: string, fields: ReadonlyArray<string>) => Effect.Effect<Record<string, unknown> | undefined>
   /** Puts the step counter back to the checkpoint's step before a resumed run goes on. */
   readonly rewindSteps: (runId: string, step: number) => Effect.Effect<void>
   readonly setFeedback: (runId: string, feedback: unknown) => Effect.Effect<void>
@@ -433,6 +435,13 @@ export class RunStore extends Context.Service<RunStore, {
                 storageState: row.storage_state ?? undefined
               }
             }),
+            Effect.orDie
+          ),
+        checkpointFields: (runId, fields) =>
+          sql<{ fields: Record<string, unknown> | null }>`
+            SELECT (SELECT jsonb_object_agg(key, value) FROM jsonb_each(history) WHERE key IN ${sql.in(fields)}) AS fields
+            FROM run_checkpoints WHERE run_id = ${runId}`.pipe(
+            Effect.map((rows) => rows[0] === undefined ? undefined : rows[0].fields ?? {}),
             Effect.orDie
           ),
         rewindSteps: (runId, step) =>

@@ -21,6 +21,9 @@ import { parseLastEventId, runEventStream } from "../sse.ts"
 
 type Group = "deep_research" | "deep_research_flat" | "deep_research_standalone"
 
+/** What the run view needs of the run's state: not its sources, which can be hundreds of KB. */
+const gateFields = ["outline", "approved"]
+
 const handlersFor = (group: Group) =>
   HttpApiBuilder.group(
     WebAgentApi,
@@ -50,7 +53,7 @@ const handlersFor = (group: Group) =>
        */
       const view = (run: RunRow) =>
         Effect.gen(function*() {
-          const state = (yield* store.loadCheckpoint(run.id))?.history as ResearchState | undefined
+          const state = (yield* store.checkpointFields(run.id, gateFields)) as Partial<ResearchState> | undefined
           let outline = outlineOf(state)
           const atGate = outline !== null && state?.approved === false && !isTerminal(run.status)
           const latest = atGate ? yield* store.latestInputRequest(run.id) : undefined
@@ -113,7 +116,7 @@ const handlersFor = (group: Group) =>
             ))
             // Edits must name sections of this outline; checked now so a typo is a 422, not a silent no-op.
             if (typeof answer === "object" && "edits" in answer && answer.edits !== undefined) {
-              const outline = outlineOf((yield* store.loadCheckpoint(run.id))?.history)
+              const outline = outlineOf(yield* store.checkpointFields(run.id, gateFields))
               const request = run.request as unknown as CreateResearchRequest
               if (outline !== null) {
                 const { unknownSections } = applyOutlineEdits(outline, answer.edits, depthBudgets[request.depth])
