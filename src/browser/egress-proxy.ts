@@ -17,7 +17,7 @@ import { lookup } from "node:dns/promises"
 import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from "node:http"
 import { type AddressInfo, connect, isIP, type Socket } from "node:net"
 import type { Duplex } from "node:stream"
-import { checkPublicUrl, isPrivateAddress } from "../net/private-address.ts"
+import { resolvePublicAddresses } from "../net/private-address.ts"
 import { NavigationRefused } from "./errors.ts"
 
 export interface EgressProxy {
@@ -38,32 +38,28 @@ const hopByHop = new Set([
   "transfer-encoding", "upgrade"
 ])
 
-/** Resolves `url`'s host and returns an address to connect to, or the refusal. */
+/**
+ * Resolves `url`'s host and returns an address to connect to, or the refusal. Unless the origin
+ * is exempt, every address the host resolves to is checked (`resolvePublicAddresses`, the
+ * service's one classifier, which decides on the address bytes, so `[::ffff:127.0.0.1]` is
+ * loopback) and the connection goes to one of those very addresses, whatever DNS says a moment
+ * later. An exempt origin is matched on its exact `host:port` spelling: another spelling of the
+ * same address is not exempt.
+ */
 const resolveAllowed = async (url: string, allowed: ReadonlySet<string>): Promise<{ address: string } | { refused: NavigationRefused }> => {
   const parsed = new URL(url)
   const host = parsed.hostname.replace(/^\[|\]$/g, "")
   const port = parsed.port || (parsed.protocol === "https:" || parsed.protocol === "wss:" ? "443" : "80")
-  const exempt = allowed.has(`${host}:${port}`)
-  if (!exempt) {
-    const verdict = await Effect.runPromise(Effect.result(checkPublicUrl(url, false)))
-    if (verdict._tag === "Failure") {
-      const e = verdict.failure
-      return { refused: new NavigationRefused({ url: e.url, address: e.address, message: `connection refused: ${e.message}` }) }
-    }
+  if (allowed.has(`${host}:${port}`)) {
+    const addresses = isIP(host) !== 0 ? [host] : (await lookup(host, { all: true, verbatim: true })).map((r) => r.address)
+    return { address: addresses[0]! }
   }
-  // Resolve again and connect to the address checked here, whatever DNS says a moment later.
-  const addresses = isIP(host) !== 0 ? [host] : (await lookup(host, { all: true, verbatim: true })).map((r) => r.address)
-  const address = addresses.find((a) => exempt || !isPrivateAddress(a))
-  if (address === undefined || (!exempt && addresses.some(isPrivateAddress))) {
-    return {
-      refused: new NavigationRefused({
-        url,
-        address: addresses.find(isPrivateAddress) ?? host,
-        message: `connection refused: ${host} resolves to a private, loopback, link-local or metadata address`
-      })
-    }
+  const verdict = await Effect.runPromise(Effect.result(resolvePublicAddresses(url)))
+  if (verdict._tag === "Failure") {
+    const e = verdict.failure
+    return { refused: new NavigationRefused({ url: e.url, address: e.address, message: `connection refused: ${e.message}` }) }
   }
-  return { address }
+  return { address: verdict.success[0]! }
 }
 
 const exemptKeys = (origins: ReadonlyArray<string>): ReadonlySet<string> =>
