@@ -6,7 +6,7 @@
  */
 import { Schema } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
-import { Conflict, NotFound, ValidationError } from "../../domain/errors.ts"
+import { BadRequest, Conflict, NotFound, ValidationError } from "../../domain/errors.ts"
 import { Outline, ResearchInterveneRequest, ResearchResult, CreateResearchRequest } from "../../research/schema.ts"
 import { PageQuery } from "../pagination.ts"
 import { CancelRunRequest, FeedbackRequest } from "./do-anything.ts"
@@ -79,7 +79,7 @@ const endpoints = <const Name extends string, P extends Record<string, Schema.To
       params,
       query: { ...PageQuery, status: Schema.optional(MaxString(32)) },
       success: ResearchRunList,
-      error: ValidationError
+      error: [ValidationError, BadRequest]
     }),
     HttpApiEndpoint.get("getRun", `${base}/:rid`, { params: run, success: ResearchRunResponse, error: NotFound }),
     HttpApiEndpoint.get("runEvents", `${base}/:rid/events`, {
