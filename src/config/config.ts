@@ -30,6 +30,19 @@ export const AppConfigSchema = Config.all({
   /** Requests a key may make per rate-limit window (sliding window). */
   rateLimitRequests: Config.Int("WA_RATE_LIMIT_REQUESTS").pipe(Config.withDefault(600)),
   rateLimitWindowSeconds: Config.Int("WA_RATE_LIMIT_WINDOW_SECONDS").pipe(Config.withDefault(60)),
+  /** Requests failing authentication one client address may make per minute (each costs a lookup). */
+  authFailuresPerMinute: Config.Int("WA_AUTH_FAILURES_PER_MINUTE").pipe(Config.withDefault(60)),
+  /** Largest request body accepted (413 above it, refused before it is read). */
+  maxBodyBytes: Config.Int("WA_MAX_BODY_BYTES").pipe(Config.withDefault(1024 * 1024)),
+  /** A client must send its request headers within this time (slow-header clients get 408). */
+  headersTimeoutSeconds: Config.Int("WA_HEADERS_TIMEOUT_SECONDS").pipe(Config.withDefault(20)),
+  /** An event stream whose client reads nothing for this long is closed (the client reconnects). */
+  sseStallSeconds: Config.Int("WA_SSE_STALL_SECONDS").pipe(Config.withDefault(60)),
+  /**
+   * How long an Idempotency-Key claim holds without its request renewing it: after a crash the key
+   * is free again after this time instead of answering 409 for 24 hours.
+   */
+  idempotencyLeaseSeconds: Config.Int("WA_IDEMPOTENCY_LEASE_SECONDS").pipe(Config.withDefault(30)),
   /** Concurrent sessions a key may hold (plan-like default of the Dev tier). */
   maxConcurrentSessions: Config.Int("WA_MAX_CONCURRENT_SESSIONS").pipe(Config.withDefault(5)),
   /** How long a revoked key keeps working, so runs in flight do not get 401 (spec: one hour). */
@@ -101,7 +114,10 @@ export const loadAppConfig = (env?: Record<string, string | undefined>) =>
     for (const [name, value] of [
       ["WA_MAX_STEPS", parsed.maxSteps], ["WA_RUN_MINUTE_MS", parsed.runMinuteMs], ["WA_SESSION_IDLE_SECONDS", parsed.sessionIdleSeconds],
       ["WA_WEBHOOK_RETRY_BASE_MS", parsed.webhookRetryBaseMs], ["WA_WEB_SEARCH_WAIT_SECONDS", parsed.webSearchWaitSeconds],
-      ["WA_SSE_HEARTBEAT_SECONDS", parsed.sseHeartbeatSeconds], ["WA_KEY_REVOCATION_GRACE_SECONDS", parsed.keyRevocationGraceSeconds]
+      ["WA_SSE_HEARTBEAT_SECONDS", parsed.sseHeartbeatSeconds], ["WA_KEY_REVOCATION_GRACE_SECONDS", parsed.keyRevocationGraceSeconds],
+      ["WA_AUTH_FAILURES_PER_MINUTE", parsed.authFailuresPerMinute], ["WA_MAX_BODY_BYTES", parsed.maxBodyBytes],
+      ["WA_HEADERS_TIMEOUT_SECONDS", parsed.headersTimeoutSeconds], ["WA_SSE_STALL_SECONDS", parsed.sseStallSeconds],
+      ["WA_IDEMPOTENCY_LEASE_SECONDS", parsed.idempotencyLeaseSeconds]
     ] as const) {
       if (value < 1) return yield* Effect.die(new InvalidConfig(`invalid configuration: ${name} must be at least 1`))
     }

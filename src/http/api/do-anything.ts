@@ -7,7 +7,7 @@ import { Schema } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { BadRequest, Conflict, NotFound, TooManyRequests, ValidationError } from "../../domain/errors.ts"
 import { PageQuery } from "../pagination.ts"
-import { MaxString, OptionalNullable, ProjectIdParam } from "./schemas.ts"
+import { CallbackUrl, MaxString, OptionalNullable, ProjectIdParam } from "./schemas.ts"
 import { Authentication, Idempotency, RateLimit } from "./security.ts"
 
 const JsonObject = Schema.Record(Schema.String, Schema.Unknown)
@@ -23,7 +23,7 @@ export const CreateRunRequest = Schema.Struct({
   keep_alive: Schema.optional(Schema.Boolean),
   agentmail: Schema.optional(Schema.Boolean),
   cache_script: OptionalNullable(Schema.Boolean),
-  callback_url: OptionalNullable(MaxString(2083).annotate({ format: "uri" })),
+  callback_url: OptionalNullable(CallbackUrl),
   output_schema: OptionalNullable(JsonObject),
   recording: OptionalNullable(Schema.Struct({
     enabled: Schema.optional(Schema.Boolean),

@@ -6,7 +6,9 @@ import { NodeHttpServer } from "@effect/platform-node"
 import { Effect, Layer } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
 import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
-import { createServer } from "node:http"
+import { createServer, STATUS_CODES } from "node:http"
+import type { Duplex } from "node:stream"
+import { envelopeBody } from "../../domain/errors.ts"
 import { ApiKeys } from "../../auth/api-keys.ts"
 import { AppConfig } from "../../config/config.ts"
 import { WebAgentApi } from "../api/api.ts"
@@ -56,11 +58,47 @@ const Routes = Layer.mergeAll(
   requestContextMiddleware(WebAgentApi)
 ).pipe(Layer.provide(ApiKeys.layer))
 
+/**
+ * Errors Node answers itself, before a request reaches the router (header timeouts of slow
+ * clients, unparsable requests, oversized headers), answered in the envelope too.
+ */
+const clientErrorResponse = (error: NodeJS.ErrnoException): { status: number; code: string; detail: string } =>
+  error.code === "ERR_HTTP_REQUEST_TIMEOUT"
+    ? { status: 408, code: "request_timeout", detail: "the request headers or body did not arrive in time" }
+    : error.code === "HPE_HEADER_OVERFLOW"
+    ? { status: 431, code: "request_header_fields_too_large", detail: "the request headers are too large" }
+    : { status: 400, code: "bad_request", detail: "the request could not be parsed as HTTP" }
+
+const makeNodeServer = (headersTimeoutSeconds: number) => () => {
+  const headersTimeout = headersTimeoutSeconds * 1000
+  const server = createServer({
+    headersTimeout,
+    requestTimeout: Math.max(headersTimeout, 60_000),
+    // How often Node looks for connections past those timeouts.
+    connectionsCheckingInterval: Math.min(headersTimeout, 30_000)
+  })
+  server.on("clientError", (error: NodeJS.ErrnoException, socket: Duplex) => {
+    // A response is already under way (or the peer is gone): nothing can be said any more.
+    if (!socket.writable || (socket as { _httpMessage?: unknown })._httpMessage) return socket.destroy()
+    const { status, code, detail } = clientErrorResponse(error)
+    const body = JSON.stringify(envelopeBody(code, detail))
+    socket.end(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json\r\n` +
+        `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`
+    )
+  })
+  return server
+}
+
 /** Serves the API on WA_HOST:WA_PORT and logs the address it listens on (port 0 picks one). */
 export const HttpLive = Layer.unwrap(Effect.gen(function*() {
   const config = yield* AppConfig
   return HttpRouter.serve(Routes, { disableLogger: true, disableListenLog: true }).pipe(
-    Layer.provideMerge(NodeHttpServer.layer(createServer, { port: config.port, host: config.host, gracefulShutdownTimeout: "5 seconds" }))
+    Layer.provideMerge(NodeHttpServer.layer(makeNodeServer(config.headersTimeoutSeconds), {
+      port: config.port,
+      host: config.host,
+      gracefulShutdownTimeout: "5 seconds"
+    }))
   )
 }))
 

@@ -13,6 +13,7 @@ import type { ResearchState } from "../../research/report.ts"
 import { outlineOf, researchRunView } from "../../research/view.ts"
 import { ArtifactStore } from "../../store/artifacts.ts"
 import { type RunRow, RunStore } from "../../store/runs.ts"
+import { validateCallbackUrl } from "../../webhooks/callback-url.ts"
 import { RunNotifier } from "../../webhooks/run-notifier.ts"
 import { WebAgentApi } from "../api/api.ts"
 import { CurrentKey } from "../api/security.ts"
@@ -75,6 +76,7 @@ const handlersFor = (group: Group) =>
         .handle("createRun", ({ payload }) =>
           Effect.gen(function*() {
             const request: CreateResearchRequest = payload
+            yield* validateCallbackUrl(request.callback_url, config.allowPrivateNetworks)
             const { projectId } = yield* CurrentKey
             const run = yield* store.createStandaloneRun(projectId, "deep_research", { ...request }, {
               maxDurationMs: request.max_duration_minutes * config.runMinuteMs

@@ -14,6 +14,7 @@ import { SessionEntity } from "../../entities/session.ts"
 import { RunEventBus } from "../../events/run-event-bus.ts"
 import { type NewRun, type RunRow, RunStore, type SessionRow } from "../../store/runs.ts"
 import { ScreenshotStore } from "../../store/screenshots.ts"
+import { validateCallbackUrl } from "../../webhooks/callback-url.ts"
 import { RunNotifier } from "../../webhooks/run-notifier.ts"
 import { WebAgentApi } from "../api/api.ts"
 import type { CreateRunRequest } from "../api/do-anything.ts"
@@ -57,10 +58,12 @@ export const DoAnythingHandlers = HttpApiBuilder.group(
   "do_anything",
   Effect.fn(function*(handlers) {
     const ops = yield* DoAnythingOps
+    const { allowPrivateNetworks } = yield* AppConfig
     return handlers
       .handle("createSession", ({ payload }) =>
         Effect.gen(function*() {
           yield* checkRunRequest(payload, true)
+          yield* validateCallbackUrl(payload.callback_url, allowPrivateNetworks)
           const { session, run } = yield* ops.startSession(payload)
           return sessionView(session, [run])
         }))
@@ -92,6 +95,7 @@ export const DoAnythingHandlers = HttpApiBuilder.group(
       .handle("createRun", ({ params, payload }) =>
         Effect.gen(function*() {
           yield* checkRunRequest(payload, true)
+          yield* validateCallbackUrl(payload.callback_url, allowPrivateNetworks)
           const session = yield* ops.session(params.sid)
           const run = yield* ops.addRun(session, ops.newRun(payload))
           return runView(run)
@@ -156,9 +160,11 @@ export const DoAnythingFlatHandlers = HttpApiBuilder.group(
   "do_anything_flat",
   Effect.fn(function*(handlers) {
     const ops = yield* DoAnythingOps
+    const { allowPrivateNetworks } = yield* AppConfig
     return handlers
       .handle("createRun", ({ payload }) =>
         Effect.gen(function*() {
+          yield* validateCallbackUrl(payload.callback_url, allowPrivateNetworks)
           if (payload.session_id !== undefined && payload.session_id !== null) {
             yield* checkRunRequest(payload, true)
             const session = yield* ops.session(payload.session_id)
