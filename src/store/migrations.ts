@@ -198,13 +198,34 @@ const m0006_deep_research = Effect.gen(function*() {
     )`
 })
 
+const m0007_key_scopes = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  // What a key may do: `admin` (manage keys, read the webhook secret, and everything `run` may) or
+  // `run` (the products only). Every key before this migration could manage keys, so existing rows
+  // become `admin`; afterwards a row inserted without a scope gets the least privilege.
+  yield* sql`ALTER TABLE api_keys ADD COLUMN scope text NOT NULL DEFAULT 'admin' CHECK (scope IN ('admin', 'run'))`
+  yield* sql`ALTER TABLE api_keys ALTER COLUMN scope SET DEFAULT 'run'`
+  // Audit only: the key that minted this one (null for the bootstrap and CLI keys). A minted key
+  // does not depend on it: revoking the creator leaves the keys it created working.
+  yield* sql`ALTER TABLE api_keys ADD COLUMN created_by_key_id text REFERENCES api_keys(id) ON DELETE SET NULL`
+})
+
+const m0008_idempotency_lease = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  // Until when an in-flight Idempotency-Key claim holds; the request renews it while it runs, so
+  // a claim left by a dead process expires quickly instead of blocking the key for 24 hours.
+  yield* sql`ALTER TABLE idempotency_records ADD COLUMN locked_until timestamptz`
+})
+
 const all = {
   "0001_foundation": m0001_foundation,
   "0002_do_anything": m0002_do_anything,
   "0003_media": m0003_media,
   "0004_run_kinds": m0004_run_kinds,
   "0005_checkpoints": m0005_checkpoints,
-  "0006_deep_research": m0006_deep_research
+  "0006_deep_research": m0006_deep_research,
+  "0007_key_scopes": m0007_key_scopes,
+  "0008_idempotency_lease": m0008_idempotency_lease
 }
 
 export const migrations = Migrator.fromRecord(all)
