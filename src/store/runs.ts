@@ -4,13 +4,19 @@
  * locked while the next id is taken), and every new event is announced with NOTIFY so SSE streams
  * on any node wake up.
  */
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { conflict } from "../domain/errors.ts"
 import { makeId } from "../domain/ids.ts"
 import { canTransition, isTerminal, type RunStatus } from "../domain/run-state.ts"
 
 export const EVENTS_CHANNEL = "wa_run_events"
+
+/** The key already holds as many open sessions as it may. */
+export class SessionCapReached extends Schema.TaggedError<SessionCapReached>()("SessionCapReached", {
+  open: Schema.Int,
+  limit: Schema.Int
+}) {}
 
 /**
  * The execution writing to a run was superseded by another (its runner was presumed dead and the
@@ -119,7 +125,9 @@ export class RunStore extends Context.Service<RunStore, {
     readonly profileId: string | null
     readonly workspaceId: string | null
     readonly run: NewRun
-  }) => Effect.Effect<{ readonly session: SessionRow; readonly run: RunRow }>
+    /** Open sessions the key may hold; the count and the insert are one transaction. */
+    readonly maxOpenSessions: number
+  }) => Effect.Effect<{ readonly session: SessionRow; readonly run: RunRow }, SessionCapReached>
   readonly addRun: (sessionId: string, run: NewRun) => Effect.Effect<RunRow, ReturnType<typeof conflict>>
   /** A run without a session (WebSearch, DeepResearch), with its first event. */
   readonly createStandaloneRun: (projectId: string, kind: string, request: Record<string, unknown>, options?: { readonly maxDurationMs?: number }) => Effect.Effect<RunRow>
@@ -131,7 +139,6 @@ export class RunStore extends Context.Service<RunStore, {
   readonly listSessions: (projectId: string, status: string | undefined, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<SessionRow>>
   readonly runsOfSession: (sessionId: string) => Effect.Effect<ReadonlyArray<RunRow>>
   readonly getRun: (runId: string) => Effect.Effect<RunRow | undefined>
-  readonly openSessionCount: (apiKeyId: string) => Effect.Effect<number>
   readonly setSessionStatus: (sessionId: string, status: SessionRow["status"]) => Effect.Effect<void>
   readonly transition: (runId: string, to: RunStatus, options?: TransitionOptions) => Effect.Effect<RunRow, ReturnType<typeof conflict>>
   readonly appendEvent: (runId: string, type: string, data: Record<string, unknown>, executor?: string) => Effect.Effect<number>
@@ -200,6 +207,13 @@ export class RunStore extends Context.Service<RunStore, {
 
       const createSession: RunStore["Service"]["createSession"] = (input) =>
         sql.withTransaction(Effect.gen(function*() {
+          // The key's row lock serialises its creates on every node, so the count cannot go stale
+          // between the check and the insert (50 parallel creates against a cap of 5 give 5).
+          yield* sql`SELECT 1 FROM api_keys WHERE id = ${input.apiKeyId} FOR UPDATE`
+          const counted = yield* sql<{ open: number }>`
+            SELECT count(*)::int AS open FROM sessions WHERE api_key_id = ${input.apiKeyId} AND status <> 'closed'`
+          const open = counted[0]?.open ?? 0
+          if (open >= input.maxOpenSessions) return yield* new SessionCapReached({ open, limit: input.maxOpenSessions })
           const sessionId = makeId("sess")
           yield* sql`
             INSERT INTO sessions (id, project_id, api_key_id, status, profile_id, workspace_id)
@@ -209,7 +223,7 @@ export class RunStore extends Context.Service<RunStore, {
             UPDATE sessions SET latest_run_id = ${run.id} WHERE id = ${sessionId} RETURNING *`
           yield* insertEvent(run.id, "run.status_changed", { run_id: run.id, from: null, status: "pending" })
           return { session: sessions[0]!, run }
-        })).pipe(Effect.orDie)
+        })).pipe(Effect.catchTag("SqlError", Effect.die))
 
       const addRun: RunStore["Service"]["addRun"] = (sessionId, run) =>
         sql.withTransaction(Effect.gen(function*() {
@@ -341,11 +355,6 @@ export class RunStore extends Context.Service<RunStore, {
             ORDER BY id DESC LIMIT ${limit}`.pipe(Effect.orDie),
         runsOfSession: (sessionId) => sql<RunRow>`SELECT * FROM runs WHERE session_id = ${sessionId} ORDER BY id`.pipe(Effect.orDie),
         getRun: (runId) => sql<RunRow>`SELECT * FROM runs WHERE id = ${runId}`.pipe(Effect.map((rows) => rows[0]), Effect.orDie),
-        openSessionCount: (apiKeyId) =>
-          sql<{ n: number }>`SELECT count(*)::int AS n FROM sessions WHERE api_key_id = ${apiKeyId} AND status <> 'closed'`.pipe(
-            Effect.map((rows) => rows[0]?.n ?? 0),
-            Effect.orDie
-          ),
         setSessionStatus: (sessionId, status) =>
           sql`UPDATE sessions SET status = ${status}, updated_at = now(),
                 closed_at = CASE WHEN ${status} = 'closed' THEN now() ELSE closed_at END

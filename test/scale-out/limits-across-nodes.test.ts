@@ -70,4 +70,19 @@ describe.skipIf(databaseUrl === undefined || redisUrl === undefined)("limits acr
     const three = await a.request("POST", sessions(a), { body: { instructions: "three", keep_alive: false } })
     expect(three.status).toBe(201)
   })
+
+  it("50 parallel creates through both nodes open exactly as many sessions as the cap allows", async () => {
+    // Free the slots the tests above hold, so the cap of 2 is the only limit.
+    for (const node of [a, b]) {
+      const open = (await node.request("GET", `${sessions(node)}?limit=100`)).json.items as Array<{ id: string; status: string }>
+      for (const session of open.filter((s) => s.status !== "closed")) await node.request("POST", `${sessions(node)}/${session.id}/close`)
+    }
+    const responses = await Promise.all(Array.from({ length: 50 }, (_, i) =>
+      (i % 2 === 0 ? a : b).request("POST", sessions(i % 2 === 0 ? a : b), { body: { instructions: `parallel ${i}` } })))
+    const statuses = responses.map((r) => r.status)
+    expect(statuses.filter((s) => s === 201)).toHaveLength(2)
+    expect(statuses.filter((s) => s === 429)).toHaveLength(48)
+    const open = (await a.request("GET", `${sessions(a)}?limit=100`)).json.items.filter((s: { status: string }) => s.status !== "closed")
+    expect(open).toHaveLength(2)
+  })
 })

@@ -246,21 +246,20 @@ export class DoAnythingOps extends Context.Service<DoAnythingOps, {
       const startSession = (payload: CreateRunRequest) =>
         Effect.gen(function*() {
           const key = yield* CurrentKey
-          const open = yield* store.openSessionCount(key.keyId)
-          if (open >= config.maxConcurrentSessions) {
-            return yield* new TooManyRequests({
-              code: "too_many_concurrent_sessions",
-              detail: `this key already holds ${open} open sessions (limit ${config.maxConcurrentSessions}); close one or wait for one to end`,
-              extra: { limit: config.maxConcurrentSessions, active: open, retry_after_seconds: 5 }
-            })
-          }
           const created = yield* store.createSession({
             projectId: key.projectId,
             apiKeyId: key.keyId,
             profileId: payload.profile_id ?? null,
             workspaceId: payload.workspace_id ?? null,
-            run: toNewRun(config, payload)
-          })
+            run: toNewRun(config, payload),
+            maxOpenSessions: config.maxConcurrentSessions
+          }).pipe(Effect.catchTag("SessionCapReached", ({ open, limit }) =>
+            Effect.fail(new TooManyRequests({
+              code: "too_many_concurrent_sessions",
+              detail: `this key already holds ${open} open sessions (limit ${limit}); close one or wait for one to end`,
+              extra: { limit, active: open, retry_after_seconds: 5 }
+            }))
+          ))
           yield* execute(created.session.id, created.run.id)
           return created
         })
@@ -299,7 +298,7 @@ export class DoAnythingOps extends Context.Service<DoAnythingOps, {
             Effect.andThen(store.setSessionStatus(sessionId, "closed"))
           ),
         events: (row, lastEventId) =>
-          runEventStream(row.id, parseLastEventId(lastEventId), `${config.sseHeartbeatSeconds} seconds`).pipe(Effect.provide(context))
+          runEventStream(row.id, parseLastEventId(lastEventId), config).pipe(Effect.provide(context))
       })
     })
   )
