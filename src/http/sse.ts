@@ -2,10 +2,13 @@
  * Server-sent events of a run: replays every event after Last-Event-ID, then follows live events,
  * sends `stream.heartbeat` when idle, and ends after the run's terminal event. The stream pulls
  * from the database at the consumer's pace, so a slow consumer costs no memory; it resumes with
- * Last-Event-ID.
+ * Last-Event-ID. A client that stops reading altogether (its send buffer stays full for
+ * WA_SSE_STALL_SECONDS) is disconnected, so it holds no connection, fiber or subscription forever.
  */
-import { Duration, Effect, Option, Queue, Stream } from "effect"
-import { HttpServerResponse } from "effect/http"
+import { NodeHttpServerRequest } from "@effect/platform-node"
+import { Effect, Option, Queue, Schedule, Stream } from "effect"
+import { HttpServerRequest, HttpServerResponse } from "effect/http"
+import type { AppConfigShape } from "../config/config.ts"
 import { RunEventBus } from "../events/run-event-bus.ts"
 import { isTerminal } from "../domain/run-state.ts"
 import { type RunEvent, RunStore } from "../store/runs.ts"
@@ -23,11 +26,38 @@ export const parseLastEventId = (header: string | undefined): number => {
   return header !== undefined && Number.isSafeInteger(value) && value >= 0 ? value : 0
 }
 
-export const runEventStream = (runId: string, lastEventId: number, heartbeat: Duration.Input) =>
+/**
+ * Destroys the response once its send buffer has stayed above the high-water mark (the client
+ * reads nothing) for `stallSeconds`; checked a few times per bound.
+ */
+const dropWhenStalled = (request: HttpServerRequest.HttpServerRequest, stallSeconds: number) =>
+  Effect.suspend(() => {
+    const response = NodeHttpServerRequest.toServerResponse(request)
+    let fullSince: number | undefined
+    const check = Effect.sync(() => {
+      if (!response.writableNeedDrain) {
+        fullSince = undefined
+        return
+      }
+      const now = Date.now()
+      fullSince ??= now
+      if (now - fullSince >= stallSeconds * 1000) response.destroy()
+    })
+    return check.pipe(Effect.repeat(Schedule.spaced(`${Math.max(100, (stallSeconds * 1000) / 4)} millis`)))
+  })
+
+export const runEventStream = (
+  runId: string,
+  lastEventId: number,
+  config: Pick<AppConfigShape, "sseHeartbeatSeconds" | "sseStallSeconds">
+) =>
   Effect.gen(function*() {
     const store = yield* RunStore
     const bus = yield* RunEventBus
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const heartbeat = `${config.sseHeartbeatSeconds} seconds` as const
     const body = Stream.unwrap(Effect.gen(function*() {
+      yield* Effect.forkScoped(dropWhenStalled(request, config.sseStallSeconds))
       const wakeups = yield* bus.wakeups(runId)
       return Stream.unfold({ last: lastEventId, finished: false }, (state) =>
         Effect.gen(function*() {

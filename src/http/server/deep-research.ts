@@ -99,7 +99,7 @@ const handlersFor = (group: Group) =>
         .handle("getRun", ({ params }) => find(params.rid).pipe(Effect.flatMap(view)))
         .handle("runEvents", ({ params, headers }) =>
           find(params.rid).pipe(Effect.flatMap((run) =>
-            runEventStream(run.id, parseLastEventId(headers["last-event-id"]), `${config.sseHeartbeatSeconds} seconds`).pipe(
+            runEventStream(run.id, parseLastEventId(headers["last-event-id"]), config).pipe(
               Effect.provide(context)
             )
           )))

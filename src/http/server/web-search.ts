@@ -75,7 +75,7 @@ const handlersFor = (group: "web_search" | "web_search_flat") =>
         .handle("getRun", ({ params }) => find(params.rid).pipe(Effect.map((run) => view(run, flat))))
         .handle("runEvents", ({ params, headers }) =>
           find(params.rid).pipe(Effect.flatMap((run) =>
-            runEventStream(run.id, parseLastEventId(headers["last-event-id"]), `${config.sseHeartbeatSeconds} seconds`).pipe(
+            runEventStream(run.id, parseLastEventId(headers["last-event-id"]), config).pipe(
               Effect.provide(context)
             )
           )))
