@@ -17,6 +17,9 @@
  *   browser was launched locally. With a remote CDP browser only this guard applies.
  * - A refused main-frame navigation fails the agent's action (NavigationRefused); a refused
  *   iframe only blanks that frame and is reported in the action's outcome.
+ * - `checkPublicUrl` classifies addresses by their bytes (src/net/private-address.ts), so
+ *   127.0.0.1 spelled `[::ffff:7f00:1]` or `[::127.0.0.1]` is loopback too. An allowed origin
+ *   is exempt only in its exact spelling: another spelling of the same address is checked.
  */
 import { Effect, Result } from "effect"
 import type { BrowserContext, Frame, Request, Route } from "playwright-core"

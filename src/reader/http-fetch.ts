@@ -1,12 +1,16 @@
 /**
  * Fetches a page over HTTP for the Reader. Redirects are followed by hand so every hop is checked
- * against private, loopback, link-local and metadata addresses (`checkPublicUrl`) before it is
- * requested; the body is read up to a byte cap and decoded with the charset the server or the
- * document declares.
+ * against private, loopback, link-local and metadata addresses (`checkPublicUrl`, the service's
+ * one classifier) before it is requested; a hop that is neither trusted nor allowed private is
+ * sent through a client whose sockets resolve names with `publicLookup`, so the connection goes
+ * only to addresses checked at connect time (a name re-pointed at 127.0.0.1 between the check and
+ * the request is refused). The body is read up to a byte cap and decoded with the charset the
+ * server or the document declares.
  */
+import { NodeHttpClient } from "@effect/platform-node"
 import { Effect, Schema, Stream } from "effect"
-import { FetchHttpClient, HttpClient, HttpClientRequest } from "effect/http"
-import { checkPublicUrl } from "../net/private-address.ts"
+import { HttpClient, HttpClientRequest } from "effect/http"
+import { checkPublicUrl, PrivateLookupError, publicLookup } from "../net/private-address.ts"
 
 export const ReaderErrorReason = Schema.Literals([
   "invalid_url",
@@ -87,6 +91,19 @@ export const decodeBody = (bytes: Uint8Array, contentType: string | undefined): 
   }
 }
 
+/** A node:http client; with `guarded`, its sockets connect only to public addresses. */
+const nodeClient = (guarded: boolean) =>
+  NodeHttpClient.makeAgent(guarded ? { lookup: publicLookup } : {}).pipe(
+    Effect.flatMap((agent) => NodeHttpClient.makeNodeHttp.pipe(Effect.provideService(NodeHttpClient.HttpAgent, agent)))
+  )
+
+const refusedAtConnect = (error: unknown): PrivateLookupError | undefined => {
+  for (let e: unknown = error, depth = 0; e !== undefined && e !== null && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    if (e instanceof PrivateLookupError) return e
+  }
+  return undefined
+}
+
 const isRedirect = (status: number) => status === 301 || status === 302 || status === 303 || status === 307 || status === 308
 
 /**
@@ -95,11 +112,13 @@ const isRedirect = (status: number) => status === 301 || status === 302 || statu
  */
 export const fetchPage = (url: string, options: FetchOptions): Effect.Effect<FetchedPage, ReaderError> =>
   Effect.gen(function*() {
-    const client = yield* HttpClient.HttpClient
+    const open = yield* nodeClient(false)
+    const guarded = options.allowPrivate ? open : yield* nodeClient(true)
     let current = url
     for (let hop = 0; ; hop++) {
       yield* guardUrl(current, options)
       const requestUrl = current
+      const client: HttpClient.HttpClient = options.trustedOrigins.includes(new URL(requestUrl).origin) ? open : guarded
       const response = yield* client.execute(
         HttpClientRequest.get(requestUrl).pipe(
           HttpClientRequest.setHeaders({
@@ -109,7 +128,12 @@ export const fetchPage = (url: string, options: FetchOptions): Effect.Effect<Fet
           })
         )
       ).pipe(
-        Effect.mapError((error) => new ReaderError({ url: requestUrl, reason: "network", message: error.message }))
+        Effect.mapError((error) => {
+          const refused = refusedAtConnect(error)
+          return refused !== undefined
+            ? new ReaderError({ url: requestUrl, reason: "private_address", message: refused.message })
+            : new ReaderError({ url: requestUrl, reason: "network", message: error.message })
+        })
       )
       if (isRedirect(response.status)) {
         const location = response.headers["location"]
@@ -161,7 +185,6 @@ export const fetchPage = (url: string, options: FetchOptions): Effect.Effect<Fet
       duration: options.timeoutMs,
       orElse: () => Effect.fail(new ReaderError({ url, reason: "timeout", message: `fetching ${url} took more than ${options.timeoutMs} ms` }))
     }),
-    // fetch must not follow redirects itself, or the hops would escape the check above.
-    Effect.provideService(FetchHttpClient.RequestInit, { redirect: "manual" }),
-    Effect.provide(FetchHttpClient.layer)
+    // node:http does not follow redirects, so no hop escapes the check above.
+    Effect.scoped
   )
