@@ -210,6 +210,13 @@ const m0007_key_scopes = Effect.gen(function*() {
   yield* sql`ALTER TABLE api_keys ADD COLUMN created_by_key_id text REFERENCES api_keys(id) ON DELETE SET NULL`
 })
 
+const m0008_idempotency_lease = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  // Until when an in-flight Idempotency-Key claim holds; the request renews it while it runs, so
+  // a claim left by a dead process expires quickly instead of blocking the key for 24 hours.
+  yield* sql`ALTER TABLE idempotency_records ADD COLUMN locked_until timestamptz`
+})
+
 const all = {
   "0001_foundation": m0001_foundation,
   "0002_do_anything": m0002_do_anything,
@@ -217,7 +224,8 @@ const all = {
   "0004_run_kinds": m0004_run_kinds,
   "0005_checkpoints": m0005_checkpoints,
   "0006_deep_research": m0006_deep_research,
-  "0007_key_scopes": m0007_key_scopes
+  "0007_key_scopes": m0007_key_scopes,
+  "0008_idempotency_lease": m0008_idempotency_lease
 }
 
 export const migrations = Migrator.fromRecord(all)
