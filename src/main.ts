@@ -1,12 +1,13 @@
 /**
  * The `wa` command: `serve` (default: API + cluster runner + embedded database), `runner` (a
  * cluster runner without the API: /healthz, /readyz and /metrics only; needs DATABASE_URL), `migrate`,
- * `projects create --name N`, `keys create --project P [--name N]`. Commands other than `serve`
+ * `projects create --name N`, `keys create --project P [--name N] [--scope admin|run]` (admin by default:
+ * the operator runs it). Commands other than `serve`
  * print one JSON document on stdout and work whether or not the service runs on the same data dir.
  */
 import { NodeRuntime } from "@effect/platform-node"
 import { Cause, Effect, Exit, Layer, References } from "effect"
-import { ApiKeys } from "./auth/api-keys.ts"
+import { ApiKeys, apiKeyScopes, type ApiKeyScope } from "./auth/api-keys.ts"
 import { BootstrapLive } from "./auth/bootstrap.ts"
 import { Projects } from "./auth/projects.ts"
 import { AgentModel } from "./agent/model.ts"
@@ -32,7 +33,7 @@ import { HttpLive, logListening } from "./http/server/app.ts"
 import { JsonLoggerLive } from "./observability/logger.ts"
 import { databaseLayer } from "./store/database.ts"
 
-const usage = `usage: wa [serve | runner | migrate | projects create --name N | keys create --project P [--name N]]`
+const usage = `usage: wa [serve | runner | migrate | projects create --name N | keys create --project P [--name N] [--scope admin|run]]`
 
 class UsageError extends Error {}
 
@@ -123,11 +124,15 @@ const commands: Record<string, (args: ReadonlyArray<string>) => Effect.Effect<vo
     const name = flag(args, "name") ?? null
     if (projectId === undefined) throw new UsageError(`keys create needs --project\n${usage}`)
     if (name !== null && name.length > 100) throw new UsageError("--name is at most 100 characters")
+    const scope = flag(args, "scope") ?? "admin"
+    if (!(apiKeyScopes as ReadonlyArray<string>).includes(scope)) throw new UsageError(`--scope is admin or run\n${usage}`)
     return oneShot(Effect.gen(function*() {
       const project = yield* Projects.use((projects) => projects.find(projectId))
       if (project === undefined) return yield* Effect.die(new CommandFailed(`no project ${projectId}`))
-      const { row, secret } = yield* ApiKeys.use((keys) => keys.create(projectId, name))
-      return { project_id: projectId, key_id: row.id, secret_token: secret }
+      const { row, secret } = yield* ApiKeys.use((keys) =>
+        keys.create(projectId, name, { scope: scope as ApiKeyScope, createdByKeyId: null })
+      )
+      return { project_id: projectId, key_id: row.id, scope: row.scope, secret_token: secret }
     }))
   }
 }

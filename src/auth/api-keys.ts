@@ -1,6 +1,12 @@
 /**
  * API keys: creation (secret shown once), listing, revocation with a one-hour grace window, and
  * authentication of a bearer token.
+ *
+ * Scopes: an `admin` key may manage the project's keys and read its webhook secret; a `run` key may
+ * use the products only. A revoked key in its grace window keeps what a `run` key may do (so work
+ * in flight finishes) but manages nothing, whatever its scope. Minted keys are independent of the
+ * key that created them (`created_by_key_id` is recorded for audit only), so rotation works: create
+ * the new key with the old one, deploy it, revoke the old one.
  */
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
@@ -18,6 +24,9 @@ const LAST_USED_RESOLUTION_MS = 60 * 1000
 const AUTH_CACHE_MAX_MS = 30 * 1000
 const AUTH_CACHE_MAX = 10_000
 
+export const apiKeyScopes = ["admin", "run"] as const
+export type ApiKeyScope = typeof apiKeyScopes[number]
+
 export interface ApiKeyRow {
   readonly id: string
   readonly project_id: string
@@ -28,12 +37,20 @@ export interface ApiKeyRow {
   readonly disabled_at: Date | null
   readonly grace_until: Date | null
   readonly last_used_at: Date | null
+  readonly scope: ApiKeyScope
+  readonly created_by_key_id: string | null
+}
+
+export interface CreateApiKeyOptions {
+  readonly scope: ApiKeyScope
+  /** The key that asked for this one over the API; null for the bootstrap and CLI keys. */
+  readonly createdByKeyId: string | null
 }
 
 export type AuthenticationFailure = "malformed" | "unknown" | "revoked"
 
 export class ApiKeys extends Context.Service<ApiKeys, {
-  readonly create: (projectId: string, name: string | null) => Effect.Effect<{ readonly row: ApiKeyRow; readonly secret: string }>
+  readonly create: (projectId: string, name: string | null, options: CreateApiKeyOptions) => Effect.Effect<{ readonly row: ApiKeyRow; readonly secret: string }>
   readonly list: (projectId: string, limit: number, beforeId: string | undefined) => Effect.Effect<{
     readonly rows: ReadonlyArray<ApiKeyRow>
     readonly total: number
@@ -50,15 +67,17 @@ export class ApiKeys extends Context.Service<ApiKeys, {
       const { keyRevocationGraceSeconds } = yield* AppConfig
       const graceMs = keyRevocationGraceSeconds * 1000
       const authCacheMs = Math.min(AUTH_CACHE_MAX_MS, graceMs / 2)
-      const columnList = "id, project_id, user_id, prefix, name, created_at, disabled_at, grace_until, last_used_at"
+      const columnList =
+        "id, project_id, user_id, prefix, name, created_at, disabled_at, grace_until, last_used_at, scope, created_by_key_id"
       const columns = sql.literal(columnList)
 
-      const create = (projectId: string, name: string | null) =>
+      const create = (projectId: string, name: string | null, options: CreateApiKeyOptions) =>
         Effect.gen(function*() {
           const secret = generateApiKey()
           const rows = yield* sql<ApiKeyRow>`
-            INSERT INTO api_keys (id, project_id, prefix, name, secret_hash)
-            VALUES (${makeId("key")}, ${projectId}, ${displayPrefix(secret)}, ${name}, ${hashApiKey(secret)})
+            INSERT INTO api_keys (id, project_id, prefix, name, secret_hash, scope, created_by_key_id)
+            VALUES (${makeId("key")}, ${projectId}, ${displayPrefix(secret)}, ${name}, ${hashApiKey(secret)},
+              ${options.scope}, ${options.createdByKeyId})
             RETURNING ${columns}`
           return { row: rows[0]!, secret }
         }).pipe(Effect.orDie)
@@ -89,18 +108,30 @@ export class ApiKeys extends Context.Service<ApiKeys, {
           Effect.orDie
         )
 
-      // Revoking twice keeps the first grace window: a second call must not extend it.
+      // Keyed by the presented token: a hit costs one map lookup, no checksum and no hash. Only
+      // tokens the database accepted are remembered; the database itself stores only hashes.
+      const verified = new Map<string, { readonly row: ApiKeyRow; readonly at: number }>()
+
+      // Revoking twice keeps the first grace window: a second call must not extend it. This node
+      // forgets the key's cached row at once, so the key loses key management here immediately;
+      // other nodes learn it within the cache lifetime, and the key-management writes re-read the
+      // key from the database anyway (see `find` in requireFreshScope).
       const revoke = (projectId: string, keyId: string) =>
         sql<ApiKeyRow>`
           UPDATE api_keys
           SET disabled_at = coalesce(disabled_at, now()),
               grace_until = coalesce(grace_until, now() + ${`${graceMs} milliseconds`}::interval)
           WHERE project_id = ${projectId} AND id = ${keyId}
-          RETURNING ${columns}`.pipe(Effect.map((rows) => rows[0]), Effect.orDie)
-
-      // Keyed by the presented token: a hit costs one map lookup, no checksum and no hash. Only
-      // tokens the database accepted are remembered; the database itself stores only hashes.
-      const verified = new Map<string, { readonly row: ApiKeyRow; readonly at: number }>()
+          RETURNING ${columns}`.pipe(
+          Effect.map((rows) => rows[0]),
+          Effect.tap((row) =>
+            Effect.sync(() => {
+              if (row === undefined) return
+              for (const [token, entry] of verified) if (entry.row.id === row.id) verified.delete(token)
+            })
+          ),
+          Effect.orDie
+        )
       const lookUp = (token: string, now: number) =>
         Effect.gen(function*() {
           if (!isWellFormedApiKey(token)) return "malformed" as const

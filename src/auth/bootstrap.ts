@@ -16,7 +16,8 @@ export const BootstrapLive = Layer.effectDiscard(Effect.gen(function*() {
     yield* sql`SELECT pg_advisory_xact_lock(7261001)`
     if ((yield* projects.count) > 0) return undefined
     const project = yield* projects.create("default")
-    const { row, secret } = yield* keys.create(project.id, "default")
+    // The operator's first key: it must be able to create the others.
+    const { row, secret } = yield* keys.create(project.id, "default", { scope: "admin", createdByKeyId: null })
     return { project_id: project.id, key_id: row.id, secret_token: secret }
   })).pipe(Effect.orDie)
   if (created !== undefined) {

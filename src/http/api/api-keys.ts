@@ -1,10 +1,17 @@
-/** API key endpoints: `/v1/projects/{pid}/api_keys` (list, create, revoke). */
+/**
+ * API key endpoints: `/v1/projects/{pid}/api_keys` (list, create, revoke). All of them need an
+ * admin key that is not revoked (403 `forbidden` otherwise, `extra.required_scope: "admin"`).
+ */
 import { Schema } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
-import { BadRequest, NotFound } from "../../domain/errors.ts"
+import { BadRequest, Forbidden, NotFound } from "../../domain/errors.ts"
 import { PageQuery } from "../pagination.ts"
 import { OptionalNullable, MaxString, ProjectIdParam, Timestamp } from "./schemas.ts"
 import { Authentication, Idempotency, RateLimit } from "./security.ts"
+
+export const ApiKeyScope = Schema.Literals(["admin", "run"]).annotate({
+  description: "admin: manage API keys and read the webhook secret, plus everything run may; run: use the products (sessions, runs, research, searches)"
+})
 
 export const ApiKeyResponse = Schema.Struct({
   id: Schema.String,
@@ -15,7 +22,11 @@ export const ApiKeyResponse = Schema.Struct({
   created_at: Timestamp,
   disabled_at: Schema.optional(Schema.NullOr(Timestamp)),
   grace_until: Schema.optional(Schema.NullOr(Timestamp)),
-  last_used_at: Schema.optional(Schema.NullOr(Timestamp))
+  last_used_at: Schema.optional(Schema.NullOr(Timestamp)),
+  scope: ApiKeyScope,
+  created_by_key_id: Schema.NullOr(Schema.String).annotate({
+    description: "the key that created this one over the API (audit only; revoking it does not revoke this key); null for the bootstrap and CLI keys"
+  })
 })
 
 export const ApiKeyCreatedResponse = Schema.Struct({
@@ -30,28 +41,35 @@ export const ApiKeyListResponse = Schema.Struct({
 })
 
 export const CreateApiKeyRequest = Schema.Struct({
-  name: OptionalNullable(MaxString(100))
+  name: OptionalNullable(MaxString(100)),
+  scope: OptionalNullable(ApiKeyScope).annotate({ description: "default (absent or null): run" })
 })
 
 const strict = { errors: "all", onExcessProperty: "error" } as const
 
 export class ApiKeysApi extends HttpApiGroup.make("api_keys")
   .add(
-    HttpApiEndpoint.get("list", "/", { params: ProjectIdParam, query: PageQuery, success: ApiKeyListResponse, error: BadRequest }),
+    HttpApiEndpoint.get("list", "/", {
+      params: ProjectIdParam,
+      query: PageQuery,
+      success: ApiKeyListResponse,
+      error: [BadRequest, Forbidden]
+    }),
     HttpApiEndpoint.post("create", "/", {
       params: ProjectIdParam,
       payload: CreateApiKeyRequest,
-      success: ApiKeyCreatedResponse.annotate({ httpApiStatus: 201 })
+      success: ApiKeyCreatedResponse.annotate({ httpApiStatus: 201 }),
+      error: Forbidden
     }).annotate(HttpApi.PayloadParseOptions, strict),
     HttpApiEndpoint.get("get", "/:key_id", {
       params: { ...ProjectIdParam, key_id: Schema.String.check(Schema.isMaxLength(64)) },
       success: ApiKeyResponse,
-      error: NotFound
+      error: [NotFound, Forbidden]
     }),
     HttpApiEndpoint.delete("revoke", "/:key_id", {
       params: { ...ProjectIdParam, key_id: Schema.String.check(Schema.isMaxLength(64)) },
       success: ApiKeyResponse,
-      error: NotFound
+      error: [NotFound, Forbidden]
     })
   )
   .middleware(Idempotency)
@@ -60,6 +78,9 @@ export class ApiKeysApi extends HttpApiGroup.make("api_keys")
   .prefix("/v1/projects/:pid/api_keys")
   .annotateMerge(OpenApi.annotations({
     title: "API keys",
-    description: "Keys are scoped to one project; the secret is returned once. Revoking starts a one-hour grace window."
+    description: "Keys are scoped to one project; the secret is returned once. Revoking starts a one-hour grace window. " +
+      "Managing keys needs an admin key that is not revoked (403 forbidden otherwise); a run key, or a revoked key in its " +
+      "grace window, may use the products only. New keys are run keys unless the request says scope admin; a key created " +
+      "by another one is independent of it, so rotation is: create the new key, deploy it, revoke the old one."
   }))
 {}

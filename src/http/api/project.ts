@@ -1,6 +1,7 @@
-/** Project-level settings: the secret that signs the project's callbacks. */
+/** Project-level settings: the secret that signs the project's callbacks (admin keys only). */
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
+import { Forbidden } from "../../domain/errors.ts"
 import { ProjectIdParam } from "./schemas.ts"
 import { Authentication, RateLimit } from "./security.ts"
 
@@ -10,8 +11,9 @@ export class ProjectApi extends HttpApiGroup.make("project")
       params: ProjectIdParam,
       success: Schema.Struct({
         secret: Schema.String.annotate({ description: "whsec_... Standard Webhooks secret; verify webhook-signature with it" })
-      })
-    })
+      }),
+      error: Forbidden
+    }).annotate(OpenApi.Description, "Needs an admin key that is not revoked (403 forbidden otherwise).")
   )
   .middleware(RateLimit)
   .middleware(Authentication)

@@ -2,15 +2,54 @@
  * The middlewares every project endpoint carries, declared on the contract so the OpenAPI document
  * shows the bearer scheme and the errors they add. Implementations live in src/http/middleware.
  */
-import { Context } from "effect"
+import { Context, Effect } from "effect"
 import { HttpApiMiddleware, HttpApiSecurity } from "effect/http-api"
+import type { ApiKeyScope } from "../../auth/api-keys.ts"
 import { Conflict, Forbidden, TooManyRequests, Unauthorized, ValidationError } from "../../domain/errors.ts"
 
 /** The API key a request authenticated with, and the project it is scoped to. */
 export class CurrentKey extends Context.Service<CurrentKey, {
   readonly keyId: string
   readonly projectId: string
+  /** `admin` may manage keys and read the webhook secret; `run` may use the products only. */
+  readonly scope: ApiKeyScope
+  /** Revoked and in its grace window: it may finish work (what `run` may), nothing more. */
+  readonly revoked: boolean
 }>()("wa/http/CurrentKey") {}
+
+/**
+ * The 403 a key gets for an operation that needs `required`, or undefined when it may. `run` is
+ * what every authenticated key may do, a revoked one in its grace window included; `admin` needs
+ * an admin key that is not revoked.
+ */
+export const scopeFailure = (
+  key: { readonly scope: ApiKeyScope; readonly revoked: boolean },
+  required: ApiKeyScope
+): Forbidden | undefined => {
+  if (required === "run") return undefined
+  if (key.revoked) {
+    return new Forbidden({
+      code: "forbidden",
+      detail: "this API key is revoked: in its grace window it may still use the products, but not manage API keys or read the webhook secret",
+      extra: { required_scope: required, key_scope: key.scope, revoked: true }
+    })
+  }
+  if (key.scope !== required) {
+    return new Forbidden({
+      code: "forbidden",
+      detail: `this API key has scope ${key.scope}; this operation needs a key with scope ${required}`,
+      extra: { required_scope: required, key_scope: key.scope }
+    })
+  }
+  return undefined
+}
+
+/** Fails with 403 `forbidden` unless the request's key may act with `required` (see scopeFailure). */
+export const requireScope = (required: ApiKeyScope): Effect.Effect<void, Forbidden, CurrentKey> =>
+  CurrentKey.use((key) => {
+    const failure = scopeFailure(key, required)
+    return failure === undefined ? Effect.void : Effect.fail(failure)
+  })
 
 export class Authentication extends HttpApiMiddleware.Service<Authentication, { provides: CurrentKey }>()(
   "wa/http/Authentication",

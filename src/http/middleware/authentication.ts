@@ -1,6 +1,8 @@
 /**
  * Bearer authentication: 401 for a missing, malformed, unknown or revoked-past-grace key, 403 for
- * a valid key used on another project's path. Provides CurrentKey to everything after it.
+ * a valid key used on another project's path. Provides CurrentKey (with the key's scope, and
+ * whether it is revoked and in its grace window) to everything after it; the handlers that need a
+ * scope check it with requireScope.
  */
 import { Effect, Layer, Redacted } from "effect"
 import { HttpRouter } from "effect/http"
@@ -30,7 +32,13 @@ export const AuthenticationLive = Layer.effect(
           return yield* forbidden("this API key is not authorized for that project")
         }
         yield* Effect.annotateCurrentSpan({ project_id: result.project_id, api_key_id: result.id })
-        return yield* Effect.provideService(httpEffect, CurrentKey, { keyId: result.id, projectId: result.project_id })
+        return yield* Effect.provideService(httpEffect, CurrentKey, {
+          keyId: result.id,
+          projectId: result.project_id,
+          scope: result.scope,
+          // authenticate refuses a key past its grace window, so a set grace_until means "in it".
+          revoked: result.grace_until !== null
+        })
       })
     })
   })

@@ -1,10 +1,15 @@
-/** Handlers of /v1/projects/{pid}/api_keys. */
+/**
+ * Handlers of /v1/projects/{pid}/api_keys. Every one needs an admin key that is not revoked; the
+ * reads trust the authentication cache (at most 30 s old on another node), the writes re-read the
+ * calling key from the database so a key revoked a moment ago on another node cannot mint or
+ * revoke keys.
+ */
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
-import { type ApiKeyRow, ApiKeys } from "../../auth/api-keys.ts"
-import { notFound } from "../../domain/errors.ts"
+import { type ApiKeyRow, type ApiKeyScope, ApiKeys } from "../../auth/api-keys.ts"
+import { Forbidden, notFound } from "../../domain/errors.ts"
 import { WebAgentApi } from "../api/api.ts"
-import { CurrentKey } from "../api/security.ts"
+import { CurrentKey, requireScope, scopeFailure } from "../api/security.ts"
 import { DEFAULT_LIMIT, decodeCursor, toPage } from "../pagination.ts"
 
 const iso = (date: Date | null) => date === null ? null : date.toISOString()
@@ -18,8 +23,25 @@ export const toApiKeyResponse = (row: ApiKeyRow) => ({
   created_at: row.created_at.toISOString(),
   disabled_at: iso(row.disabled_at),
   grace_until: iso(row.grace_until),
-  last_used_at: iso(row.last_used_at)
+  last_used_at: iso(row.last_used_at),
+  scope: row.scope,
+  created_by_key_id: row.created_by_key_id
 })
+
+/**
+ * requireScope against the key's row as the database has it now rather than as authentication
+ * cached it: one primary-key read, for the rare operations a leaked key must lose at once.
+ */
+export const requireFreshScope = (keys: ApiKeys["Service"], required: ApiKeyScope) =>
+  Effect.gen(function*() {
+    yield* requireScope(required)
+    const { projectId, keyId } = yield* CurrentKey
+    const row = yield* keys.find(projectId, keyId)
+    const failure = row === undefined
+      ? new Forbidden({ code: "forbidden", detail: "this API key no longer exists", extra: { required_scope: required } })
+      : scopeFailure({ scope: row.scope, revoked: row.disabled_at !== null || row.grace_until !== null }, required)
+    if (failure !== undefined) return yield* Effect.fail(failure)
+  })
 
 export const ApiKeysHandlers = HttpApiBuilder.group(
   WebAgentApi,
@@ -29,6 +51,7 @@ export const ApiKeysHandlers = HttpApiBuilder.group(
     return handlers
       .handle("list", ({ query }) =>
         Effect.gen(function*() {
+          yield* requireScope("admin")
           const { projectId } = yield* CurrentKey
           const limit = query.limit ?? DEFAULT_LIMIT
           const before = yield* decodeCursor(query.cursor)
@@ -38,12 +61,18 @@ export const ApiKeysHandlers = HttpApiBuilder.group(
         }))
       .handle("create", ({ payload }) =>
         Effect.gen(function*() {
-          const { projectId } = yield* CurrentKey
-          const { row, secret } = yield* keys.create(projectId, payload.name ?? null)
+          yield* requireFreshScope(keys, "admin")
+          const { projectId, keyId } = yield* CurrentKey
+          // Run unless asked: least privilege. The new key does not depend on the one creating it.
+          const { row, secret } = yield* keys.create(projectId, payload.name ?? null, {
+            scope: payload.scope ?? "run",
+            createdByKeyId: keyId
+          })
           return { ...toApiKeyResponse(row), secret_token: secret }
         }))
       .handle("get", ({ params }) =>
         Effect.gen(function*() {
+          yield* requireScope("admin")
           const { projectId } = yield* CurrentKey
           const row = yield* keys.find(projectId, params.key_id)
           if (row === undefined) return yield* notFound("api_key_not_found", `no API key ${params.key_id} in this project`)
@@ -51,6 +80,8 @@ export const ApiKeysHandlers = HttpApiBuilder.group(
         }))
       .handle("revoke", ({ params }) =>
         Effect.gen(function*() {
+          // Any key of the project, the calling one included (revoking the key you hold is fine).
+          yield* requireFreshScope(keys, "admin")
           const { projectId } = yield* CurrentKey
           const row = yield* keys.revoke(projectId, params.key_id)
           if (row === undefined) return yield* notFound("api_key_not_found", `no API key ${params.key_id} in this project`)
