@@ -39,7 +39,7 @@ describe("while the service runs", () => {
     expect(project).toEqual({ project_id: expect.stringMatching(/^proj_/), name: "cli-live" })
 
     const key = json(await service.cli("keys", "create", "--project", project.project_id, "--name", "live-key"))
-    expect(key).toEqual({ project_id: project.project_id, key_id: expect.stringMatching(/^key_/), secret_token: expect.stringMatching(/^wa_[0-9A-Za-z]{28,}$/) })
+    expect(key).toEqual({ project_id: project.project_id, key_id: expect.stringMatching(/^key_/), scope: "admin", secret_token: expect.stringMatching(/^wa_[0-9A-Za-z]{28,}$/) })
 
     const listed = await listKeys(project.project_id, key.secret_token)
     expect(listed.status, listed.text).toBe(200)

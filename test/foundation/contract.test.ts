@@ -136,10 +136,14 @@ describe("authentication", () => {
     expect(revoked.status).toBe(200)
     expect(revoked.json.disabled_at).not.toBeNull()
     expect(new Date(revoked.json.grace_until).getTime()).toBeGreaterThan(Date.now())
-    // Inside the grace window (2 s in this test) the key still works ...
-    expect((await service.request("GET", keysPath(), { key: secret })).status).toBe(200)
+    // Inside the grace window (2 s in this test) the key still works for the products (it manages
+    // no keys: a run key, and revoked) ...
+    const sessionsPath = `/v1/projects/${service.projectId}/do_anything/sessions`
+    expect((await service.request("GET", sessionsPath, { key: secret })).status).toBe(200)
+    expect((await service.request("GET", keysPath(), { key: secret })).status).toBe(403)
     // ... and after it the key is refused.
     await new Promise((r) => setTimeout(r, 2500))
+    expect((await service.request("GET", sessionsPath, { key: secret })).status).toBe(401)
     expect((await service.request("GET", keysPath(), { key: secret })).status).toBe(401)
     expect((await service.request("DELETE", `${keysPath()}/key_unknown`)).status).toBe(404)
   })
@@ -193,7 +197,7 @@ describe("idempotency", () => {
   })
 
   it("keys are scoped to the API key", async () => {
-    const otherKey = (await service.request("POST", keysPath(), { body: { name: "second" } })).json.secret_token
+    const otherKey = (await service.request("POST", keysPath(), { body: { name: "second", scope: "admin" } })).json.secret_token
     const headers = { "idempotency-key": crypto.randomUUID() }
     const a = await service.request("POST", keysPath(), { body: { name: "scoped" }, headers })
     const b = await service.request("POST", keysPath(), { body: { name: "scoped" }, headers, key: otherKey })

@@ -60,7 +60,7 @@ const createUntilKilled = async (service: Service, kill: () => void, workers = 8
       inFlight++
       let response
       try {
-        response = await service.request("POST", path, { body: { name } })
+        response = await service.request("POST", path, { body: { name, scope: "admin" } })
       } catch {
         return // the service is gone; this write's outcome is unknown, which is allowed
       } finally {

@@ -100,7 +100,7 @@ for (const backend of backends) {
     })
 
     it("creates, lists, authenticates and revokes keys", async () => {
-      const created = await service.request("POST", keysPath(), { body: { name: "store-key" } })
+      const created = await service.request("POST", keysPath(), { body: { name: "store-key", scope: "admin" } })
       expect(created.status, created.text).toBe(201)
       const stored = await withDb((db) => db.query("SELECT project_id, name, secret_hash FROM api_keys WHERE id = $1", [created.json.id]))
       expect(stored.rows).toEqual([{ project_id: service.projectId, name: "store-key", secret_hash: expect.stringMatching(/^[0-9a-f]{64}$/) }])
