@@ -2,11 +2,17 @@
  * Every operator setting, read once at start through one Config and validated there, so a bad
  * value stops start-up with one line naming the variable instead of failing later.
  */
-import { Config, ConfigProvider, Context, Effect, Layer, Option, Redacted, Schema } from "effect"
+import { Config, ConfigProvider, Context, Effect, Layer, LogLevel, Option, Redacted, Schema } from "effect"
 import * as path from "node:path"
 
 const optionalString = (name: string) => Config.option(Config.NonEmptyString(name))
 const optionalRedacted = (name: string) => Config.option(Config.Redacted(name))
+
+/** WA_LOG_LEVEL in any case (`info`, `WARN`, `Debug`; `warning` means `Warn`), or undefined. */
+const parseLogLevel = (raw: string): LogLevel.LogLevel | undefined => {
+  const wanted = raw.trim().toLowerCase() === "warning" ? "warn" : raw.trim().toLowerCase()
+  return LogLevel.values.find((value) => value.toLowerCase() === wanted)
+}
 
 export const AppConfigSchema = Config.all({
   // 0 asks the OS for a free port (tests); the bound address is logged as "listening".
@@ -26,7 +32,7 @@ export const AppConfigSchema = Config.all({
   openAiApiKey: optionalRedacted("OPENAI_API_KEY"),
   anthropicApiKey: optionalRedacted("ANTHROPIC_API_KEY"),
   allowPrivateNetworks: Config.Boolean("WA_ALLOW_PRIVATE_NETWORKS").pipe(Config.withDefault(false)),
-  logLevel: Config.LogLevel("WA_LOG_LEVEL").pipe(Config.withDefault("Info" as const)),
+  logLevelName: Config.String("WA_LOG_LEVEL").pipe(Config.withDefault("Info")),
   /** Requests a key may make per rate-limit window (sliding window). */
   rateLimitRequests: Config.Int("WA_RATE_LIMIT_REQUESTS").pipe(Config.withDefault(600)),
   rateLimitWindowSeconds: Config.Int("WA_RATE_LIMIT_WINDOW_SECONDS").pipe(Config.withDefault(60)),
@@ -89,7 +95,8 @@ export const AppConfigSchema = Config.all({
   drainSeconds: Config.Int("WA_DRAIN_SECONDS").pipe(Config.withDefault(20))
 })
 
-export type AppConfigShape = Config.Success<typeof AppConfigSchema> & {
+export type AppConfigShape = Omit<Config.Success<typeof AppConfigSchema>, "logLevelName"> & {
+  readonly logLevel: LogLevel.LogLevel
   /** Absolute data directory. */
   readonly dataDirAbsolute: string
 }
@@ -128,7 +135,12 @@ export const loadAppConfig = (env?: Record<string, string | undefined>) =>
     if (parsed.clusterHealthCheckSeconds < 1) return yield* Effect.die(new InvalidConfig("invalid configuration: WA_CLUSTER_HEALTH_CHECK_SECONDS must be at least 1"))
     if (parsed.clusterLockExpirationSeconds < 3) return yield* Effect.die(new InvalidConfig("invalid configuration: WA_CLUSTER_LOCK_EXPIRATION_SECONDS must be at least 3"))
     if (parsed.drainSeconds < 0) return yield* Effect.die(new InvalidConfig("invalid configuration: WA_DRAIN_SECONDS must be at least 0"))
-    return { ...parsed, dataDirAbsolute: path.resolve(parsed.dataDir) } satisfies AppConfigShape
+    const { logLevelName, ...settings } = parsed
+    const logLevel = parseLogLevel(logLevelName)
+    if (logLevel === undefined) {
+      return yield* Effect.die(new InvalidConfig(`invalid configuration: WA_LOG_LEVEL must be one of ${LogLevel.values.join(", ")} (any case), not ${logLevelName}`))
+    }
+    return { ...settings, logLevel, dataDirAbsolute: path.resolve(parsed.dataDir) } satisfies AppConfigShape
   })
 
 const oneLine = (text: string) => text.replace(/\s*\n\s*/g, " ").trim()

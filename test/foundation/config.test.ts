@@ -1,0 +1,21 @@
+/** Settings read from the environment: forms a user types by hand are accepted. */
+import { Effect, Exit } from "effect"
+import { describe, expect, it } from "vitest"
+import { loadAppConfig } from "../../src/config/config.ts"
+
+const load = (env: Record<string, string>) => Effect.runPromise(Effect.exit(loadAppConfig(env)))
+
+describe("WA_LOG_LEVEL", () => {
+  it.each([["info", "Info"], ["warn", "Warn"], ["WARN", "Warn"], ["warning", "Warn"], ["Debug", "Debug"], ["error", "Error"]])(
+    "%s is accepted as %s",
+    async (raw, level) => {
+      const exit = await load({ WA_LOG_LEVEL: raw })
+      expect(Exit.isSuccess(exit) && exit.value.logLevel).toBe(level)
+    }
+  )
+
+  it("an unknown level stops start-up with a line naming the variable", async () => {
+    const exit = await load({ WA_LOG_LEVEL: "loud" })
+    expect(Exit.isFailure(exit) && String(exit.cause)).toContain("WA_LOG_LEVEL must be one of")
+  })
+})
