@@ -3,7 +3,12 @@
  * webhook secret, `run` keys use the products only, and a revoked key in its grace window keeps
  * what a run key may do but manages nothing, so revoking a leaked key contains it.
  */
+import { NodeServices } from "@effect/platform-node"
+import { PgClient, PgMigrator } from "@effect/sql-pg"
+import { Effect, Redacted } from "effect"
+import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { migrations } from "../../src/store/migrations.ts"
 import { embeddedDatabaseClient, type Service, startService, stopAndClean } from "../support/service.ts"
 
 let service: Service
@@ -235,26 +240,45 @@ describe("CLI and OpenAPI", () => {
 })
 
 describe("upgrade", () => {
-  it("keys that existed before scopes stay admin", async () => {
-    const dataDir = service.dataDir
-    const before = await createKey({ name: "pre-upgrade" })
-    // Take the database back to before the migration, as an older release left it.
-    const db = await embeddedDatabaseClient(dataDir)
+  /** Applies this build's migrations up to `upTo` (all of them by default) to the database at `url`. */
+  const migrate = (url: string, upTo = Number.MAX_SAFE_INTEGER) =>
+    Effect.runPromise(
+      PgMigrator.run({ loader: Effect.map(migrations, (all) => all.filter(([id]) => id <= upTo)), table: "wa_migrations" }).pipe(
+        Effect.provide(PgClient.layer({ url: Redacted.make(url) })),
+        Effect.provide(NodeServices.layer)
+      )
+    )
+
+  it("keys that existed before scopes become admin; later rows default to run", async () => {
+    // A database as the release before scopes left it (migrations up to 0006), on the service's
+    // embedded PostgreSQL, then upgraded by this build's migrations.
+    const admin = await embeddedDatabaseClient(service.dataDir)
+    const name = `wa_upgrade_${Date.now()}`
+    const url = `postgres://${admin.user}:${encodeURIComponent(admin.password ?? "")}@${admin.host}:${admin.port}/${name}`
+    await admin.query(`CREATE DATABASE ${name}`)
     try {
-      const removed = await db.query("DELETE FROM wa_migrations WHERE name = 'key_scopes' RETURNING migration_id")
-      expect(removed.rowCount).toBe(1)
-      await db.query("ALTER TABLE api_keys DROP COLUMN scope, DROP COLUMN created_by_key_id")
+      expect((await migrate(url, 6)).map(([id]) => id)).not.toContain(7)
+      const old = new pg.Client({ connectionString: url })
+      await old.connect()
+      try {
+        await old.query("INSERT INTO projects (id, name) VALUES ('proj_old', 'old')")
+        await old.query("INSERT INTO api_keys (id, project_id, prefix, secret_hash) VALUES ('key_old1', 'proj_old', 'wa_old1', 'h1'), ('key_old2', 'proj_old', 'wa_old2', 'h2')")
+        await migrate(url)
+        const rows = await old.query("SELECT id, scope, created_by_key_id FROM api_keys ORDER BY id")
+        expect(rows.rows).toEqual([
+          { id: "key_old1", scope: "admin", created_by_key_id: null },
+          { id: "key_old2", scope: "admin", created_by_key_id: null }
+        ])
+        // A row written without a scope after the upgrade gets the least privilege.
+        await old.query("INSERT INTO api_keys (id, project_id, prefix, secret_hash) VALUES ('key_new', 'proj_old', 'wa_new', 'h3')")
+        expect((await old.query("SELECT scope FROM api_keys WHERE id = 'key_new'")).rows[0].scope).toBe("run")
+        await expect(old.query("UPDATE api_keys SET scope = 'owner' WHERE id = 'key_new'")).rejects.toThrow()
+      } finally {
+        await old.end()
+      }
     } finally {
-      await db.end()
+      await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
+      await admin.end()
     }
-    await service.stop()
-    service = await startService({ dataDir, credentials: { projectId: service.projectId, apiKey: service.apiKey } })
-    const keys = await allKeys()
-    expect(keys.length).toBeGreaterThan(1)
-    expect(keys.every((k) => k.scope === "admin" && k.created_by_key_id === null)).toBe(true)
-    // The key that was a run key has become admin again: it could manage keys before scopes existed.
-    expect((await service.request("GET", keysPath(), { key: before.secret })).status).toBe(200)
-    // New keys over the API are run keys again.
-    expect((await createKey({ name: "post-upgrade" })).json.scope).toBe("run")
-  }, 120_000)
+  }, 60_000)
 })
