@@ -250,8 +250,18 @@ export interface RawRequest {
 
 /** One request over node:http with the path exactly as given. Rejects on network errors and timeouts. */
 export const rawRequest = (baseUrl: string, agent: http.Agent, request: RawRequest): Promise<RawResponse> =>
-  new Promise((resolvePromise, reject) => {
+  new Promise((resolveOuter, rejectOuter) => {
+    let deadline: NodeJS.Timeout | undefined
+    const resolvePromise = (response: RawResponse) => {
+      clearTimeout(deadline)
+      resolveOuter(response)
+    }
+    const reject = (error: unknown) => {
+      clearTimeout(deadline)
+      rejectOuter(error)
+    }
     const url = new URL(baseUrl)
+    const timeoutMs = request.timeoutMs ?? 20_000
     const body = request.body === undefined ? undefined : Buffer.isBuffer(request.body) ? request.body : Buffer.from(request.body, "utf8")
     const headers: Record<string, string> = { ...request.headers }
     if (body !== undefined) headers["content-length"] = String(body.length)
@@ -261,8 +271,7 @@ export const rawRequest = (baseUrl: string, agent: http.Agent, request: RawReque
       method: request.method,
       path: request.path,
       headers,
-      agent,
-      timeout: request.timeoutMs ?? 20_000
+      agent
     }, (res) => {
       const chunks: Array<Buffer> = []
       res.on("data", (chunk: Buffer) => chunks.push(chunk))
@@ -278,7 +287,8 @@ export const rawRequest = (baseUrl: string, agent: http.Agent, request: RawReque
         resolvePromise({ status: res.statusCode ?? 0, headers: res.headers, text, json })
       })
     })
-    req.on("timeout", () => req.destroy(new Error(`no response within ${request.timeoutMs ?? 20_000} ms`)))
+    // An absolute deadline: a stream that keeps sending heartbeats never goes idle.
+    deadline = setTimeout(() => req.destroy(new Error(`no complete response within ${timeoutMs} ms`)), timeoutMs)
     req.on("error", reject)
     req.end(body)
   })
