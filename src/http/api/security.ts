@@ -56,7 +56,7 @@ export class Authentication extends HttpApiMiddleware.Service<Authentication, { 
   {
     requiredForClient: true,
     security: { bearer: HttpApiSecurity.bearer },
-    error: [Unauthorized, Forbidden]
+    error: [Unauthorized, Forbidden, TooManyRequests]
   }
 ) {}
 

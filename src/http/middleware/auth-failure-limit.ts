@@ -1,26 +1,30 @@
 /**
  * Requests that fail authentication are limited per client address: every unknown key costs a
- * database lookup, so a client guessing keys is answered 429 without one once it has failed
- * `perMinute` times in the current minute. Counted in this process (an API node behind a proxy sees
- * the proxy's address; only failures count, so well-behaved clients behind it are not affected).
+ * database lookup, so an address that has failed `perMinute` times in the current minute is
+ * answered 429 without one. Tokens that authenticated before still get through (a typo from the
+ * same address, or a proxy shared with a key guesser, does not lock out a working key); they are
+ * then checked as usual. Counted in this process: behind a proxy every client has the proxy's
+ * address, but only failures count.
  */
 const WINDOW_MS = 60_000
-/** Beyond this many tracked addresses the table starts afresh, so it cannot grow without bound. */
-const MAX_ADDRESSES = 10_000
+/** Beyond this many tracked addresses (or known tokens) a table starts afresh, so none grows without bound. */
+const MAX_ENTRIES = 10_000
 
 export interface AuthFailureLimiter {
-  /** Seconds until the address may try again, or undefined when it may try now. */
-  readonly blockedFor: (address: string, now: number) => number | undefined
+  /** Seconds until the address may try this token again, or undefined when it may try now. */
+  readonly blockedFor: (address: string, token: string, now: number) => number | undefined
   readonly recordFailure: (address: string, now: number) => void
+  readonly recordSuccess: (token: string) => void
 }
 
 export const makeAuthFailureLimiter = (perMinute: number): AuthFailureLimiter => {
   const failures = new Map<string, { readonly window: number; count: number }>()
+  const knownTokens = new Set<string>()
   return {
-    blockedFor: (address, now) => {
+    blockedFor: (address, token, now) => {
       const entry = failures.get(address)
       const window = Math.floor(now / WINDOW_MS)
-      if (entry === undefined || entry.window !== window || entry.count < perMinute) return undefined
+      if (entry === undefined || entry.window !== window || entry.count < perMinute || knownTokens.has(token)) return undefined
       return Math.max(1, Math.ceil(((window + 1) * WINDOW_MS - now) / 1000))
     },
     recordFailure: (address, now) => {
@@ -30,8 +34,13 @@ export const makeAuthFailureLimiter = (perMinute: number): AuthFailureLimiter =>
         entry.count++
         return
       }
-      if (failures.size >= MAX_ADDRESSES) failures.clear()
+      if (failures.size >= MAX_ENTRIES) failures.clear()
       failures.set(address, { window, count: 1 })
+    },
+    recordSuccess: (token) => {
+      if (knownTokens.has(token)) return
+      if (knownTokens.size >= MAX_ENTRIES) knownTokens.clear()
+      knownTokens.add(token)
     }
   }
 }

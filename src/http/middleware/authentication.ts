@@ -1,13 +1,16 @@
 /**
  * Bearer authentication: 401 for a missing, malformed, unknown or revoked-past-grace key, 403 for
- * a valid key used on another project's path. Provides CurrentKey (with the key's scope, and
+ * a valid key used on another project's path, 429 for an address that keeps failing (see
+ * auth-failure-limit.ts). Provides CurrentKey (with the key's scope, and
  * whether it is revoked and in its grace window) to everything after it; the handlers that need a
  * scope check it with requireScope.
  */
-import { Effect, Layer, Redacted } from "effect"
-import { HttpRouter } from "effect/http"
+import { Effect, Layer, Option, Redacted } from "effect"
+import { HttpRouter, HttpServerRequest } from "effect/http"
 import { ApiKeys } from "../../auth/api-keys.ts"
-import { forbidden, unauthorized } from "../../domain/errors.ts"
+import { AppConfig } from "../../config/config.ts"
+import { forbidden, TooManyRequests, unauthorized } from "../../domain/errors.ts"
+import { makeAuthFailureLimiter } from "./auth-failure-limit.ts"
 import { Authentication, CurrentKey } from "../api/security.ts"
 
 const failureDetail = {
@@ -20,12 +23,28 @@ export const AuthenticationLive = Layer.effect(
   Authentication,
   Effect.gen(function*() {
     const keys = yield* ApiKeys
+    const config = yield* AppConfig
+    const failures = makeAuthFailureLimiter(config.authFailuresPerMinute)
     return Authentication.of({
       bearer: Effect.fnUntraced(function*(httpEffect, { credential }) {
         const token = Redacted.value(credential)
-        if (token === "") return yield* unauthorized(failureDetail.malformed)
-        const result = yield* keys.authenticate(token)
-        if (typeof result === "string") return yield* unauthorized(failureDetail[result])
+        const request = yield* HttpServerRequest.HttpServerRequest
+        const address = Option.getOrElse(request.remoteAddress, () => "unknown")
+        const waitSeconds = failures.blockedFor(address, token, Date.now())
+        if (waitSeconds !== undefined) {
+          return yield* new TooManyRequests({
+            code: "rate_limit_exceeded",
+            detail: `too many requests with a missing or wrong API key from this address; retry after ${waitSeconds} s`,
+            // The error envelope middleware turns retry_after_seconds into the Retry-After header.
+            extra: { retry_after_seconds: waitSeconds }
+          })
+        }
+        const result = token === "" ? "malformed" as const : yield* keys.authenticate(token)
+        if (typeof result === "string") {
+          failures.recordFailure(address, Date.now())
+          return yield* unauthorized(failureDetail[result])
+        }
+        failures.recordSuccess(token)
         const route = yield* HttpRouter.RouteContext
         const pid = route.params["pid"]
         if (pid !== undefined && pid !== result.project_id) {

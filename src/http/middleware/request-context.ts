@@ -4,7 +4,7 @@
  * router and the schema layer raise before a handler runs (unknown route 404, wrong method 405,
  * malformed JSON 400, schema failure 422, defects 500).
  */
-import { Cause, Effect, Option, type Types } from "effect"
+import { Cause, Effect, type Types } from "effect"
 import { HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApi, type HttpApiGroup } from "effect/http-api"
 import { HttpApiSchemaError } from "effect/http-api/HttpApiError"
@@ -12,7 +12,6 @@ import * as SchemaIssue from "effect/SchemaIssue"
 import { randomUUID } from "node:crypto"
 import { AppConfig } from "../../config/config.ts"
 import { envelopeBody, type FieldError } from "../../domain/errors.ts"
-import { makeAuthFailureLimiter } from "./auth-failure-limit.ts"
 import { guardRequest } from "./request-guard.ts"
 
 const requestIdPattern = /^[A-Za-z0-9._:-]{1,128}$/
@@ -144,26 +143,17 @@ export const requestContextMiddleware = <Id extends string, Groups extends HttpA
   const routes = routeTable(api)
   return HttpRouter.middleware(Effect.gen(function*() {
     const config = yield* AppConfig
-    const authFailures = makeAuthFailureLimiter(config.authFailuresPerMinute)
     return (httpEffect) =>
       Effect.gen(function*() {
         const request = yield* HttpServerRequest.HttpServerRequest
         const incoming = request.headers["x-request-id"]
         const requestId = incoming !== undefined && requestIdPattern.test(incoming) ? incoming : randomUUID()
         const started = performance.now()
-        const address = Option.getOrElse(request.remoteAddress, () => "unknown")
-        const waitSeconds = authFailures.blockedFor(address, Date.now())
-        const guarded = waitSeconds === undefined
-          ? guardRequest(request, config.maxBodyBytes, httpEffect)
-          : Effect.succeed(json(429, envelopeBody("rate_limit_exceeded", `too many requests with a missing or wrong API key from this address; retry after ${waitSeconds} s`, {
-            retry_after_seconds: waitSeconds
-          }), { "retry-after": String(waitSeconds) }))
-        const handled: Effect.Effect<HttpServerResponse.HttpServerResponse, Types.unhandled> = guarded.pipe(
+        const handled: Effect.Effect<HttpServerResponse.HttpServerResponse, Types.unhandled> = guardRequest(request, config.maxBodyBytes, httpEffect).pipe(
           Effect.catchCause((cause) => errorResponse(cause, request, routes)),
           Effect.map(ensureEnvelope),
-          Effect.tap((response) => {
-            if (response.status === 401) authFailures.recordFailure(address, Date.now())
-            return (response.status >= 500 ? Effect.logError : Effect.logInfo)("request").pipe(
+          Effect.tap((response) =>
+            (response.status >= 500 ? Effect.logError : Effect.logInfo)("request").pipe(
               Effect.annotateLogs({
                 method: request.method,
                 path: request.url.split("?")[0],
@@ -171,7 +161,7 @@ export const requestContextMiddleware = <Id extends string, Groups extends HttpA
                 duration_ms: Math.round((performance.now() - started) * 10) / 10
               })
             )
-          }),
+          ),
           Effect.map(HttpServerResponse.setHeader("x-request-id", requestId)),
           Effect.annotateLogs({ request_id: requestId })
         )
