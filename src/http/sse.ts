@@ -6,7 +6,7 @@
  * WA_SSE_STALL_SECONDS) is disconnected, so it holds no connection, fiber or subscription forever.
  */
 import { NodeHttpServerRequest } from "@effect/platform-node"
-import { Effect, Option, Queue, Schedule, Stream } from "effect"
+import { Effect, Option, Queue, Stream } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import type { AppConfigShape } from "../config/config.ts"
 import { RunEventBus } from "../events/run-event-bus.ts"
@@ -28,13 +28,14 @@ export const parseLastEventId = (header: string | undefined): number => {
 
 /**
  * Destroys the response once its send buffer has stayed above the high-water mark (the client
- * reads nothing) for `stallSeconds`; checked a few times per bound.
+ * reads nothing) for `stallSeconds`. Tied to the Node response, not to the body stream: a stream
+ * that has ended can still sit unsent in the buffer of a client that never reads.
  */
 const dropWhenStalled = (request: HttpServerRequest.HttpServerRequest, stallSeconds: number) =>
-  Effect.suspend(() => {
+  Effect.sync(() => {
     const response = NodeHttpServerRequest.toServerResponse(request)
     let fullSince: number | undefined
-    const check = Effect.sync(() => {
+    const timer = setInterval(() => {
       if (!response.writableNeedDrain) {
         fullSince = undefined
         return
@@ -42,8 +43,9 @@ const dropWhenStalled = (request: HttpServerRequest.HttpServerRequest, stallSeco
       const now = Date.now()
       fullSince ??= now
       if (now - fullSince >= stallSeconds * 1000) response.destroy()
-    })
-    return check.pipe(Effect.repeat(Schedule.spaced(`${Math.max(100, (stallSeconds * 1000) / 4)} millis`)))
+    }, Math.max(100, (stallSeconds * 1000) / 4))
+    timer.unref()
+    response.once("close", () => clearInterval(timer))
   })
 
 export const runEventStream = (
@@ -56,8 +58,8 @@ export const runEventStream = (
     const bus = yield* RunEventBus
     const request = yield* HttpServerRequest.HttpServerRequest
     const heartbeat = `${config.sseHeartbeatSeconds} seconds` as const
+    yield* dropWhenStalled(request, config.sseStallSeconds)
     const body = Stream.unwrap(Effect.gen(function*() {
-      yield* Effect.forkScoped(dropWhenStalled(request, config.sseStallSeconds))
       const wakeups = yield* bus.wakeups(runId)
       return Stream.unfold({ last: lastEventId, finished: false }, (state) =>
         Effect.gen(function*() {

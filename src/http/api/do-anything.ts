@@ -12,6 +12,14 @@ import { Authentication, Idempotency, RateLimit } from "./security.ts"
 
 const JsonObject = Schema.Record(Schema.String, Schema.Unknown)
 
+/** The largest `output_schema` accepted, as JSON text: it is sent to the model with every step. */
+export const MAX_OUTPUT_SCHEMA_BYTES = 64 * 1024
+
+const OutputSchema = JsonObject.check(Schema.makeFilter(
+  (schema) => Buffer.byteLength(JSON.stringify(schema)) <= MAX_OUTPUT_SCHEMA_BYTES || `must be at most ${MAX_OUTPUT_SCHEMA_BYTES} bytes of JSON`,
+  { description: `a JSON Schema of at most ${MAX_OUTPUT_SCHEMA_BYTES} bytes` }
+))
+
 export const CreateRunRequest = Schema.Struct({
   instructions: OptionalNullable(MaxString(10_000)),
   session_id: OptionalNullable(MaxString(64)),
@@ -24,7 +32,7 @@ export const CreateRunRequest = Schema.Struct({
   agentmail: Schema.optional(Schema.Boolean),
   cache_script: OptionalNullable(Schema.Boolean),
   callback_url: OptionalNullable(CallbackUrl),
-  output_schema: OptionalNullable(JsonObject),
+  output_schema: OptionalNullable(OutputSchema),
   recording: OptionalNullable(Schema.Struct({
     enabled: Schema.optional(Schema.Boolean),
     quality: Schema.optional(MaxString(32)),
