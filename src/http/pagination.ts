@@ -13,6 +13,8 @@ export const PageQuery = {
 
 export const DEFAULT_LIMIT = 20
 
+const cursorIdPattern = /^[a-z]{1,8}_[0-9a-z]{26}$/
+
 export const encodeCursor = (lastId: string): string => Buffer.from(JSON.stringify({ a: lastId })).toString("base64url")
 
 /** Decodes a cursor; a cursor the server did not make is a 400 naming the parameter. */
@@ -21,7 +23,9 @@ export const decodeCursor = (cursor: string | undefined) =>
     if (cursor === undefined) return Effect.succeed(undefined)
     try {
       const parsed = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8")) as { a?: unknown }
-      if (typeof parsed.a === "string") return Effect.succeed(parsed.a)
+      // Only an id of ours (prefix, then 26 base32 characters) is a cursor; anything else would
+      // reach the database as text (a NUL in it is a 500 there).
+      if (typeof parsed.a === "string" && cursorIdPattern.test(parsed.a)) return Effect.succeed(parsed.a)
     } catch {
       // fall through
     }
