@@ -31,7 +31,10 @@ export const ApiKeyResponse = Schema.Struct({
 
 export const ApiKeyCreatedResponse = Schema.Struct({
   ...ApiKeyResponse.fields,
-  secret_token: Schema.String
+  // Null only in an Idempotency-Key replay: the secret is returned once and never stored.
+  secret_token: Schema.NullOr(Schema.String).annotate({
+    description: "the full key, shown once; null when this response is an Idempotency-Key replay"
+  })
 })
 
 export const ApiKeyListResponse = Schema.Struct({
