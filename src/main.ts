@@ -28,6 +28,7 @@ import { WebSearch } from "./search/web-search.ts"
 import { WebSearchRuns } from "./search/web-search-runs.ts"
 import { Callbacks } from "./webhooks/callbacks.ts"
 import { RunNotifier } from "./webhooks/run-notifier.ts"
+import { callbackView } from "./http/views/callback-view.ts"
 import { AppConfig, clusterMode, loadAppConfig } from "./config/config.ts"
 import { HttpLive, logListening } from "./http/server/app.ts"
 import { JsonLoggerLive } from "./observability/logger.ts"
@@ -56,7 +57,7 @@ const logLayer = (level: "Info" | "Warn") =>
 
 /** Services of the products, over the database and the cluster. */
 const ProductServices = Layer.mergeAll(SessionEntityLive, ResearchEntityLive, WebSearchRuns.layer, StartupRecoveryLive).pipe(
-  Layer.provideMerge(RunNotifier.layer),
+  Layer.provideMerge(RunNotifier.layer(callbackView)),
   Layer.provideMerge(WebSearch.layerFetch),
   Layer.provideMerge(Reader.layer.pipe(Layer.provide(ReaderBrowser.layerFromPool))),
   Layer.provideMerge(Layer.mergeAll(

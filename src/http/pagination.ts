@@ -4,7 +4,7 @@
  * returned, so rows inserted while a client pages never shift or repeat what it reads.
  */
 import { Effect, Schema } from "effect"
-import { badRequest } from "../domain/errors.ts"
+import { badRequest } from "./errors.ts"
 
 export const PageQuery = {
   limit: Schema.optional(Schema.NumberFromString.check(Schema.isInt(), Schema.isBetween({ minimum: 1, maximum: 100 }))),

@@ -3,7 +3,7 @@
  * result and its parts, the outline a run asks to have approved, and the answers it accepts.
  */
 import { Effect, Schema } from "effect"
-import { MaxString, OptionalNullable } from "../http/api/schemas.ts"
+import { CallbackUrl, MaxString, OptionalNullable } from "../domain/schemas.ts"
 
 export const Depth = Schema.Literals(["light", "standard", "deep"])
 export type Depth = typeof Depth.Type
@@ -31,7 +31,7 @@ export const CreateResearchRequest = Schema.Struct({
   max_cost_usd: OptionalNullable(UsdAmount),
   domain_whitelist: OptionalNullable(DomainList),
   domain_blacklist: OptionalNullable(DomainList),
-  callback_url: OptionalNullable(MaxString(2083).check(Schema.isMinLength(1)).annotate({ format: "uri" }))
+  callback_url: OptionalNullable(CallbackUrl)
 })
 export type CreateResearchRequest = typeof CreateResearchRequest.Type
 

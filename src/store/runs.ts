@@ -6,7 +6,7 @@
  */
 import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
-import { conflict } from "../domain/errors.ts"
+import { conflict } from "../http/errors.ts"
 import { makeId } from "../domain/ids.ts"
 import { canTransition, isTerminal, type RunStatus } from "../domain/run-state.ts"
 

@@ -7,7 +7,7 @@
  *   is resolved and every address it resolves to must be public (src/net/private-address.ts).
  */
 import { Duration, Effect } from "effect"
-import { validationError } from "../domain/errors.ts"
+import { validationError } from "../http/errors.ts"
 import { resolvePublicAddresses } from "../net/private-address.ts"
 
 export const CALLBACK_URL_MAX_LENGTH = 2083

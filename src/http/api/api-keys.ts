@@ -4,7 +4,7 @@
  */
 import { Schema } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
-import { BadRequest, Forbidden, NotFound } from "../../domain/errors.ts"
+import { BadRequest, Forbidden, NotFound } from "../errors.ts"
 import { PageQuery } from "../pagination.ts"
 import { OptionalNullable, MaxString, ProjectIdParam, Timestamp } from "./schemas.ts"
 import { Authentication, Idempotency, RateLimit } from "./security.ts"

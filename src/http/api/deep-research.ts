@@ -6,7 +6,7 @@
  */
 import { Schema } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
-import { BadRequest, Conflict, NotFound, ValidationError } from "../../domain/errors.ts"
+import { BadRequest, Conflict, NotFound, ValidationError } from "../errors.ts"
 import { Outline, ResearchInterveneRequest, ResearchResult, CreateResearchRequest } from "../../research/schema.ts"
 import { PageQuery } from "../pagination.ts"
 import { CancelRunRequest, FeedbackRequest } from "./do-anything.ts"

@@ -5,7 +5,7 @@
  */
 import { Schema } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
-import { BadRequest, Conflict, NotFound, TooManyRequests, ValidationError } from "../../domain/errors.ts"
+import { BadRequest, Conflict, NotFound, TooManyRequests, ValidationError } from "../errors.ts"
 import { PageQuery } from "../pagination.ts"
 import { CallbackUrl, MaxString, OptionalNullable, ProjectIdParam } from "./schemas.ts"
 import { Authentication, Idempotency, RateLimit } from "./security.ts"

@@ -1,24 +1,6 @@
-/** Schema helpers shared by the contract: bounded strings, nullable fields, timestamps. */
+/** Schema helpers of the contract: the shared ones (src/domain/schemas.ts) and the project path parameter. */
 import { Schema } from "effect"
-import { CALLBACK_URL_MAX_LENGTH, callbackUrlFormProblem } from "../../webhooks/callback-url.ts"
 
-export const MaxString = (max: number) => Schema.String.check(Schema.isMaxLength(max))
-
-/** An optional field that also accepts null (the spec's "string or null"). */
-export const OptionalNullable = <S extends Schema.Top>(schema: S) => Schema.optional(Schema.NullOr(schema))
-
-/** Timestamps on the wire: RFC 3339 strings. */
-export const Timestamp = Schema.String.annotate({ format: "date-time" })
+export { CallbackUrl, MaxString, OptionalNullable, Timestamp } from "../../domain/schemas.ts"
 
 export const ProjectIdParam = { pid: Schema.String.check(Schema.isMaxLength(64)) }
-
-/**
- * A `callback_url`: an absolute http(s) URL with a host, at most 2083 characters, no credentials.
- * The address is checked by the handler (`validateCallbackUrl`, it needs DNS and the config).
- */
-export const CallbackUrl = MaxString(CALLBACK_URL_MAX_LENGTH).check(
-  Schema.makeFilter((url: string) => callbackUrlFormProblem(url) ?? true, {
-    expected: "an absolute http or https URL",
-    toJsonSchema: () => [{ pattern: "^[hH][tT][tT][pP][sS]?://" }, true]
-  })
-).annotate({ format: "uri" })

@@ -5,7 +5,7 @@
 import { Context, Effect } from "effect"
 import { HttpApiMiddleware, HttpApiSecurity } from "effect/http-api"
 import type { ApiKeyScope } from "../../auth/api-keys.ts"
-import { Conflict, Forbidden, TooManyRequests, Unauthorized, ValidationError } from "../../domain/errors.ts"
+import { Conflict, Forbidden, TooManyRequests, Unauthorized, ValidationError } from "../errors.ts"
 
 /** The API key a request authenticated with, and the project it is scoped to. */
 export class CurrentKey extends Context.Service<CurrentKey, {

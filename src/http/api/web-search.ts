@@ -5,7 +5,7 @@
  */
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
-import { NotFound, ValidationError } from "../../domain/errors.ts"
+import { NotFound, ValidationError } from "../errors.ts"
 import { WebSearchRequest, WebSearchResult } from "../../search/schema.ts"
 import { MaxString, ProjectIdParam } from "./schemas.ts"
 import { Authentication, Idempotency, RateLimit } from "./security.ts"

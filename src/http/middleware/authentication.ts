@@ -9,7 +9,7 @@ import { Effect, Layer, Option, Redacted } from "effect"
 import { HttpRouter, HttpServerRequest } from "effect/http"
 import { ApiKeys } from "../../auth/api-keys.ts"
 import { AppConfig } from "../../config/config.ts"
-import { forbidden, TooManyRequests, unauthorized } from "../../domain/errors.ts"
+import { forbidden, TooManyRequests, unauthorized } from "../errors.ts"
 import { makeAuthFailureLimiter } from "./auth-failure-limit.ts"
 import { Authentication, CurrentKey } from "../api/security.ts"
 

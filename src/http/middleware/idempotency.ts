@@ -16,7 +16,7 @@ import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { SqlClient } from "effect/sql"
 import { createHash } from "node:crypto"
 import { AppConfig } from "../../config/config.ts"
-import { conflict, statusOf, validationError } from "../../domain/errors.ts"
+import { conflict, statusOf, validationError } from "../errors.ts"
 import { CurrentKey, Idempotency } from "../api/security.ts"
 
 export const IDEMPOTENCY_WINDOW_HOURS = 24

@@ -1,7 +1,7 @@
 /** Applies the per-key sliding window and reports it in the RateLimit headers (IETF draft). */
 import { Effect, Layer } from "effect"
 import { HttpServerResponse } from "effect/http"
-import { TooManyRequests } from "../../domain/errors.ts"
+import { TooManyRequests } from "../errors.ts"
 import { CurrentKey, RateLimit } from "../api/security.ts"
 import { type RateDecision, RateLimitStore } from "./rate-limit-store.ts"
 

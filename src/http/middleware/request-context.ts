@@ -11,7 +11,7 @@ import { HttpApiSchemaError } from "effect/http-api/HttpApiError"
 import * as SchemaIssue from "effect/SchemaIssue"
 import { randomUUID } from "node:crypto"
 import { AppConfig } from "../../config/config.ts"
-import { envelopeBody, type FieldError } from "../../domain/errors.ts"
+import { envelopeBody, type FieldError } from "../errors.ts"
 import { guardRequest } from "./request-guard.ts"
 
 const requestIdPattern = /^[A-Za-z0-9._:-]{1,128}$/

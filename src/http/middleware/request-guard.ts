@@ -10,7 +10,7 @@
  */
 import { ByteSize, Effect } from "effect"
 import { HttpIncomingMessage, type HttpServerRequest, HttpServerResponse } from "effect/http"
-import { envelopeBody, type FieldError } from "../../domain/errors.ts"
+import { envelopeBody, type FieldError } from "../errors.ts"
 
 export const MAX_JSON_DEPTH = 64
 

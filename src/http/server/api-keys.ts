@@ -7,7 +7,7 @@
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { type ApiKeyRow, type ApiKeyScope, ApiKeys } from "../../auth/api-keys.ts"
-import { Forbidden, notFound } from "../../domain/errors.ts"
+import { Forbidden, notFound } from "../errors.ts"
 import { WebAgentApi } from "../api/api.ts"
 import { CurrentKey, requireScope, scopeFailure } from "../api/security.ts"
 import { DEFAULT_LIMIT, decodeCursor, toPage } from "../pagination.ts"

@@ -2,7 +2,7 @@
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { SqlClient } from "effect/sql"
-import { InternalError } from "../../domain/errors.ts"
+import { InternalError } from "../errors.ts"
 import { migrationCount } from "../../store/migrations.ts"
 import { WebAgentApi } from "../api/api.ts"
 

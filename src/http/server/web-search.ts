@@ -2,7 +2,7 @@
 import { Effect, Option } from "effect"
 import { HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
-import { notFound, validationError } from "../../domain/errors.ts"
+import { notFound, validationError } from "../errors.ts"
 import { flatStatus } from "../../domain/run-state.ts"
 import { RunEventBus } from "../../events/run-event-bus.ts"
 import type { WebSearchRequest, WebSearchResult } from "../../search/schema.ts"

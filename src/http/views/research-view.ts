@@ -1,8 +1,8 @@
 /** The wire shape of a DeepResearch run (all three prefixes, and its terminal callback). */
-import { flatStatus, isTerminal } from "../domain/run-state.ts"
-import type { RunRow } from "../store/runs.ts"
-import type { ResearchState } from "./report.ts"
-import type { CreateResearchRequest, Outline, ResearchResult } from "./schema.ts"
+import { flatStatus, isTerminal } from "../../domain/run-state.ts"
+import type { RunRow } from "../../store/runs.ts"
+import type { ResearchState } from "../../research/report.ts"
+import type { CreateResearchRequest, Outline, ResearchResult } from "../../research/schema.ts"
 
 const iso = (date: Date | null) => date === null ? null : date.toISOString()
 

@@ -1,6 +1,6 @@
 /** The wire shapes of sessions and runs, for both route conventions and for callbacks. */
-import { flatStatus } from "./run-state.ts"
-import { costFields, type RunRow, type SessionRow } from "../store/runs.ts"
+import { flatStatus } from "../../domain/run-state.ts"
+import { costFields, type RunRow, type SessionRow } from "../../store/runs.ts"
 
 const iso = (date: Date | null) => date === null ? null : date.toISOString()
 

@@ -1,0 +1,22 @@
+/** Schema helpers shared by every layer: bounded strings, nullable fields, timestamps, callback URLs. */
+import { Schema } from "effect"
+import { CALLBACK_URL_MAX_LENGTH, callbackUrlFormProblem } from "../webhooks/callback-url.ts"
+
+export const MaxString = (max: number) => Schema.String.check(Schema.isMaxLength(max))
+
+/** An optional field that also accepts null (the spec's "string or null"). */
+export const OptionalNullable = <S extends Schema.Top>(schema: S) => Schema.optional(Schema.NullOr(schema))
+
+/** Timestamps on the wire: RFC 3339 strings. */
+export const Timestamp = Schema.String.annotate({ format: "date-time" })
+
+/**
+ * A `callback_url`: an absolute http(s) URL with a host, at most 2083 characters, no credentials.
+ * The address is checked when the request arrives (`validateCallbackUrl`, it needs DNS and the config).
+ */
+export const CallbackUrl = MaxString(CALLBACK_URL_MAX_LENGTH).check(
+  Schema.makeFilter((url: string) => callbackUrlFormProblem(url) ?? true, {
+    expected: "an absolute http or https URL",
+    toJsonSchema: () => [{ pattern: "^[hH][tT][tT][pP][sS]?://" }, true]
+  })
+).annotate({ format: "uri" })
