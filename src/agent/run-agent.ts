@@ -118,7 +118,7 @@ export const runAgent = Effect.fn("runAgent")(function*(
       })
   })
 
-  const toolkit = toolkitFor(request.allowed_actions ?? [])
+  const toolkit = toolkitFor(request.allowed_actions ?? [], request.output_schema as Record<string, unknown> | null | undefined)
   const handlers = AgentToolkitHandlers.pipe(Layer.provide(Layer.succeed(RunContext, ctx)))
   let history = resume?.checkpoint !== undefined
     ? decodePrompt(resume.checkpoint.history)

@@ -59,9 +59,25 @@ export const AskHuman = tool("ask_human", "Ask the user a question and wait for 
   prompt: Schema.String,
   schema: Schema.optional(Schema.Record(Schema.String, Schema.Unknown))
 })
-export const Done = tool("done", "Finish the task with its final output (matching the output schema when one is given).", {
-  output: Schema.Unknown.annotate({ description: "the final result of the task" })
+const doneDescription = "Finish the task with its final output (matching the output schema when one is given)."
+
+// Schema.Any rather than Unknown: Unknown drops its annotations from the JSON schema the model sees.
+export const Done = tool("done", doneDescription, {
+  output: Schema.Any.annotate({ description: "the final result of the task" })
 })
+
+/**
+ * `done` for a run with an `output_schema`: its `output` parameter carries that schema as its JSON
+ * schema, as structured-output APIs do, so a model that follows tool schemas gets the shape right
+ * the first time. The value is still validated when the run finishes (with a repair loop), so the
+ * parameter itself accepts anything.
+ */
+const doneWithOutputSchema = (outputSchema: Record<string, unknown>) =>
+  tool("done", doneDescription, {
+    output: Schema.Any.check(Schema.makeFilter(() => true, { toJsonSchema: () => [outputSchema, true] })).annotate({
+      description: "the final result of the task, matching the output schema"
+    })
+  })
 
 export const allTools = [
   Navigate, Click, Type, PressKey, SelectOption, Scroll, Hover, GoBack, WaitFor, SwitchTab,
@@ -211,8 +227,14 @@ export const AgentToolkitHandlers = AgentToolkit.toLayer(Effect.gen(function*() 
 /** Observation text for the model: where it is and what it can act on. */
 export const observeForModel = withLease((lease) => observe(lease))
 
-/** The subset of the toolkit a run may use (empty list: all). */
-export const toolkitFor = (allowedActions: ReadonlyArray<string>) => {
+/**
+ * The subset of the toolkit a run may use (empty list: all), with `done` shaped by the run's
+ * `output_schema` when it has one.
+ */
+export const toolkitFor = (allowedActions: ReadonlyArray<string>, outputSchema?: Record<string, unknown> | null) => {
   const allowed = allowedActions.length === 0 ? allTools : allTools.filter((t) => allowedActions.includes(t.name) || t.name === "done")
-  return Toolkit.make(...allowed)
+  // A schema with $ref points into its own root, which would not resolve once nested under
+  // `output`; such a run keeps the plain `done` (the prompt still carries the schema).
+  const done = outputSchema && !JSON.stringify(outputSchema).includes("\"$ref\"") ? doneWithOutputSchema(outputSchema) : Done
+  return Toolkit.make(...allowed.map((t) => t.name === "done" ? done : t))
 }

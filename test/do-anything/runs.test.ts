@@ -81,6 +81,24 @@ describe("runs", () => {
     expect(run.output_schema).toEqual(schema)
   })
 
+  it("the done tool's output parameter carries the run's output_schema as its JSON schema", async () => {
+    const schema = { type: "object", properties: { title: { type: "string" } }, required: ["title"] }
+    const seen: Array<unknown> = []
+    model.setScript((request) => {
+      seen.push(request.tools?.find((t) => t.function.name === "done")?.function.parameters)
+      return { tool: "done", args: { output: { title: "ok" } } }
+    })
+    const { sid, rid } = await createSession({ instructions: "Say ok", output_schema: schema })
+    expect((await waitForStatus(sid, rid, terminal)).status).toBe("done")
+    expect(seen[0]).toMatchObject({ properties: { output: { ...schema, description: expect.any(String) } }, required: ["output"] })
+
+    // Without an output_schema the output is free-form.
+    seen.length = 0
+    const plain = await createSession({ instructions: "Say ok" })
+    expect((await waitForStatus(plain.sid, plain.rid, terminal)).status).toBe("done")
+    expect((seen[0] as { properties: { output: Record<string, unknown> } }).properties.output).not.toHaveProperty("properties")
+  })
+
   it("a follow-up run in the same session sees the cookie the earlier run set", async () => {
     model.setScript((request, turn) => {
       const page = lastUserText(request)
