@@ -217,6 +217,18 @@ const m0008_idempotency_lease = Effect.gen(function*() {
   yield* sql`ALTER TABLE idempotency_records ADD COLUMN locked_until timestamptz`
 })
 
+const m0009_delivery_outbox = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  // Deliveries are an outbox: a dispatcher on any node claims the due ones (SKIP LOCKED) and
+  // records each attempt, so retries survive a restart and a failed delivery can be retried.
+  yield* sql`ALTER TABLE webhook_deliveries ADD COLUMN next_attempt_at timestamptz`
+  yield* sql`ALTER TABLE webhook_deliveries ADD COLUMN updated_at timestamptz NOT NULL DEFAULT now()`
+  // Rows left pending by the in-process retries of earlier versions are due now.
+  yield* sql`UPDATE webhook_deliveries SET next_attempt_at = now() WHERE status IN ('pending', 'retrying')`
+  yield* sql`CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at) WHERE status IN ('pending', 'retrying')`
+  yield* sql`CREATE INDEX webhook_deliveries_project ON webhook_deliveries (project_id, id DESC)`
+})
+
 const all = {
   "0001_foundation": m0001_foundation,
   "0002_do_anything": m0002_do_anything,
@@ -225,7 +237,8 @@ const all = {
   "0005_checkpoints": m0005_checkpoints,
   "0006_deep_research": m0006_deep_research,
   "0007_key_scopes": m0007_key_scopes,
-  "0008_idempotency_lease": m0008_idempotency_lease
+  "0008_idempotency_lease": m0008_idempotency_lease,
+  "0009_delivery_outbox": m0009_delivery_outbox
 }
 
 export const migrations = Migrator.fromRecord(all)
