@@ -6,6 +6,7 @@ import { HttpApi, OpenApi } from "effect/http-api"
 import { ApiKeysApi } from "./api-keys.ts"
 import { DoAnythingApi, DoAnythingFlatApi, MediaApi } from "./do-anything.ts"
 import { ProjectApi } from "./project.ts"
+import { WebhookDeliveriesApi } from "./webhook-deliveries.ts"
 import { WebSearchApi, WebSearchFlatApi } from "./web-search.ts"
 import { DeepResearchApi, DeepResearchFlatApi, DeepResearchStandaloneApi } from "./deep-research.ts"
 import { SystemApi } from "./system.ts"
@@ -16,6 +17,7 @@ export class WebAgentApi extends HttpApi.make("web-agent-service")
   .add(MetricsApi)
   .add(ApiKeysApi)
   .add(ProjectApi)
+  .add(WebhookDeliveriesApi)
   .add(DoAnythingApi)
   .add(DoAnythingFlatApi)
   .add(WebSearchApi)

@@ -20,6 +20,7 @@ import { requestContextMiddleware } from "../middleware/request-context.ts"
 import { ApiKeysHandlers } from "./api-keys.ts"
 import { DoAnythingFlatHandlers, DoAnythingHandlers, DoAnythingOps, MediaHandlers } from "./do-anything.ts"
 import { ProjectHandlers } from "./project.ts"
+import { WebhookDeliveriesHandlers } from "./webhook-deliveries.ts"
 import { SystemHandlers } from "./system.ts"
 import { MetricsHandlers } from "./metrics.ts"
 import { WebSearchFlatHandlers, WebSearchHandlers } from "./web-search.ts"
@@ -38,6 +39,7 @@ const ApiRoutes = HttpApiBuilder.layer(WebAgentApi, { openapiPath: "/openapi.jso
     Layer.mergeAll(
       ApiKeysHandlers,
       ProjectHandlers,
+      WebhookDeliveriesHandlers,
       DoAnythingHandlers,
       DoAnythingFlatHandlers,
       WebSearchHandlers,
