@@ -92,7 +92,13 @@ export const AppConfigSchema = Config.all({
    */
   clusterLockExpirationSeconds: Config.Int("WA_CLUSTER_LOCK_EXPIRATION_SECONDS").pipe(Config.withDefault(15)),
   /** How long SIGTERM waits for runs in flight on this runner before handing its shards over. */
-  drainSeconds: Config.Int("WA_DRAIN_SECONDS").pipe(Config.withDefault(20))
+  drainSeconds: Config.Int("WA_DRAIN_SECONDS").pipe(Config.withDefault(20)),
+  /**
+   * Which local Chromium: `auto` (CHROMIUM_PATH, else a system Chromium, else the one bundled in
+   * the npm package @sparticuz/chromium), `system` (never the bundled one), `bundled` (only it).
+   * WA_BROWSER_CDP_URL overrides all three. See src/browser/chromium-executable.ts.
+   */
+  browser: Config.Literals(["auto", "system", "bundled"], "WA_BROWSER").pipe(Config.withDefault("auto" as const))
 })
 
 export type AppConfigShape = Omit<Config.Success<typeof AppConfigSchema>, "logLevelName"> & {
