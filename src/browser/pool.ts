@@ -12,6 +12,7 @@ import { access, constants } from "node:fs/promises"
 import { type Browser, type BrowserContext, type BrowserContextOptions, chromium, errors, type Page } from "playwright-core"
 import { ActionFailed, ActionTimeout, BrowserCrashed, type BrowserError, BrowserUnavailable, NavigationRefused } from "./errors.ts"
 import { AppConfig } from "../config/config.ts"
+import { browserChoices, type LocalChromium, selectChromium } from "./chromium-executable.ts"
 import { startEgressProxy } from "./egress-proxy.ts"
 import { installNavigationGuard, type NavigationGuard } from "./guard.ts"
 
@@ -39,8 +40,10 @@ export const browserMetrics = {
 }
 
 export interface BrowserPoolConfig {
-  /** Chromium binary to launch (ignored when `cdpUrl` is set). */
+  /** Chromium binary to launch (ignored when `cdpUrl` or `chromium` is set). */
   readonly executablePath: string
+  /** The selected local browser (chromium-executable.ts): prepared at the first launch, logged with its source. */
+  readonly chromium?: LocalChromium | undefined
   /** Connect to this remote browser over CDP instead of launching one. */
   readonly cdpUrl?: string | undefined
   /** Default of `LeaseOptions.allowPrivateNetworks`. */
@@ -105,7 +108,7 @@ export class BrowserPool extends Context.Service<BrowserPool, {
   /** The live browser, if one is running (diagnostics). */
   readonly currentBrowser: Effect.Effect<Option.Option<Browser>>
 }>()("web-agent-service/browser/BrowserPool") {
-  /** Pool configured from the environment (CHROMIUM_PATH, WA_BROWSER_CDP_URL, WA_ALLOW_PRIVATE_NETWORKS). */
+  /** Pool configured from the environment (CHROMIUM_PATH, WA_BROWSER, WA_BROWSER_CDP_URL, WA_DATA_DIR, WA_ALLOW_PRIVATE_NETWORKS). */
   static readonly layer = Layer.effect(
     BrowserPool,
     Effect.gen(function*() {
@@ -119,10 +122,14 @@ export class BrowserPool extends Context.Service<BrowserPool, {
     BrowserPool,
     Effect.gen(function*() {
       const app = yield* AppConfig
-      const executablePath = Option.isSome(app.chromiumPath) ? app.chromiumPath.value : yield* Effect.promise(defaultExecutablePath)
+      const cdpUrl = Option.getOrUndefined(app.browserCdpUrl)
+      const selected = cdpUrl !== undefined ? undefined : yield* Effect.promise(() =>
+        selectChromium({ explicitPath: Option.getOrUndefined(app.chromiumPath), choice: app.browser, dataDir: app.dataDirAbsolute })
+      )
       return yield* makeBrowserPool({
-        executablePath,
-        cdpUrl: Option.getOrUndefined(app.browserCdpUrl),
+        executablePath: selected?.executablePath ?? "",
+        chromium: selected,
+        cdpUrl,
         allowPrivateNetworks: app.allowPrivateNetworks
       })
     })
@@ -133,31 +140,35 @@ export class BrowserPool extends Context.Service<BrowserPool, {
 
 const fileExists = (path: string): Promise<boolean> => access(path, constants.X_OK).then(() => true, () => false)
 
-/** CHROMIUM_PATH, else Playwright's own browser cache when it holds a Chromium, else /usr/bin/chromium. */
-const defaultExecutablePath = async (): Promise<string> => {
-  try {
-    const cached = chromium.executablePath()
-    if (cached && await fileExists(cached)) return cached
-  } catch {
-    // playwright-core without a registry entry for this platform
-  }
-  return "/usr/bin/chromium"
-}
-
+/** The same settings as AppConfig, read directly (benchmarks and tools without an AppConfig). */
 export const browserPoolConfig = Effect.gen(function*() {
   const explicitPath = yield* Config.option(Config.String("CHROMIUM_PATH"))
-  const cdpUrl = yield* Config.option(Config.String("WA_BROWSER_CDP_URL"))
+  const rawCdpUrl = yield* Config.option(Config.String("WA_BROWSER_CDP_URL"))
+  const choice = yield* Config.Literals(browserChoices, "WA_BROWSER").pipe(Config.withDefault("auto" as const))
+  const dataDir = yield* Config.NonEmptyString("WA_DATA_DIR").pipe(Config.withDefault("./data"))
   const allowPrivateNetworks = yield* Config.Boolean("WA_ALLOW_PRIVATE_NETWORKS").pipe(Config.withDefault(false))
-  const executablePath = Option.isSome(explicitPath) && explicitPath.value !== ""
-    ? explicitPath.value
-    : yield* Effect.promise(defaultExecutablePath)
+  const cdpUrl = Option.isSome(rawCdpUrl) && rawCdpUrl.value !== "" ? rawCdpUrl.value : undefined
+  const selected = cdpUrl !== undefined ? undefined : yield* Effect.promise(() =>
+    selectChromium({ explicitPath: Option.getOrUndefined(explicitPath), choice, dataDir })
+  )
   const config: BrowserPoolConfig = {
-    executablePath,
-    cdpUrl: Option.isSome(cdpUrl) && cdpUrl.value !== "" ? cdpUrl.value : undefined,
+    executablePath: selected?.executablePath ?? "",
+    chromium: selected,
+    cdpUrl,
     allowPrivateNetworks
   }
   return config
 })
+
+/** Where a remote browser is, without credentials a CDP URL may carry in its path or query. */
+const cdpEndpointForLog = (cdpUrl: string): string => {
+  try {
+    const url = new URL(cdpUrl)
+    return `${url.protocol}//${url.host}`
+  } catch {
+    return "(unparsable URL)"
+  }
+}
 
 const closeQuietly = (f: () => Promise<unknown>, timeoutMs: number) =>
   Effect.promise(() =>
@@ -180,19 +191,43 @@ export const makeBrowserPool = Effect.fnUntraced(function*(config: BrowserPoolCo
     browserRestarts: 0
   }
 
-  const start = Effect.gen(function*() {
-    if (config.cdpUrl === undefined && !(yield* Effect.promise(() => fileExists(config.executablePath)))) {
+  const local: LocalChromium = config.chromium ?? {
+    source: "configured",
+    executablePath: config.executablePath,
+    prepare: () => Promise.resolve({ executablePath: config.executablePath, env: {}, details: {} })
+  }
+
+  /** The local binary, ready to launch (the bundled one is unpacked at its first launch). */
+  const prepareLocal = Effect.gen(function*() {
+    if (local.source !== "bundled" && !(yield* Effect.promise(() => fileExists(local.executablePath)))) {
+      const why = local.reason !== undefined ? `; ${local.reason}` : ""
       return yield* new BrowserUnavailable({
-        message: `Chromium not found or not executable at ${config.executablePath} (set CHROMIUM_PATH or WA_BROWSER_CDP_URL)`
+        message: `Chromium not found or not executable at ${local.executablePath} (set CHROMIUM_PATH or WA_BROWSER_CDP_URL${why})`
       })
     }
+    return yield* Effect.tryPromise({
+      try: () => local.prepare(),
+      catch: (cause) =>
+        new BrowserUnavailable({
+          message: `could not prepare the ${local.source} Chromium: ${cause instanceof Error ? cause.message : String(cause)}`
+        })
+    })
+  })
+
+  const start = Effect.gen(function*() {
+    const prepared = config.cdpUrl === undefined ? yield* prepareLocal : undefined
+    const executablePath = prepared?.executablePath ?? config.executablePath
     const browser = yield* Effect.tryPromise({
       try: () =>
         config.cdpUrl !== undefined
           ? chromium.connectOverCDP(config.cdpUrl, { timeout: launchTimeoutMs })
           : chromium.launch({
-            executablePath: config.executablePath,
+            executablePath,
+            ...(prepared !== undefined && Object.keys(prepared.env).length > 0 ? { env: { ...process.env, ...prepared.env } } : {}),
             headless: true,
+            // The pool's own flags for every binary, the bundled one included: @sparticuz/chromium's
+            // recommended `args` are for one-shot Lambda functions (--single-process, --no-zygote,
+            // --disable-web-security, site isolation off), wrong for a long-lived shared browser.
             args: [...chromiumArgs],
             timeout: launchTimeoutMs,
             // Playwright would kill Chromium on the first signal; the service closes it itself,
@@ -205,9 +240,23 @@ export const makeBrowserPool = Effect.fnUntraced(function*(config: BrowserPoolCo
         new BrowserUnavailable({
           message: config.cdpUrl !== undefined
             ? `could not connect to the browser at ${config.cdpUrl}: ${String(cause)}`
-            : `could not launch Chromium at ${config.executablePath}: ${String(cause)}`
+            : `could not launch Chromium at ${executablePath}: ${String(cause)}`
         })
     })
+    // One line naming the browser in use and where it came from.
+    yield* Effect.logInfo(state.browserLaunches === 0 ? "browser launched" : "browser relaunched").pipe(
+      Effect.annotateLogs(
+        config.cdpUrl !== undefined
+          ? { browser_source: "cdp", cdp_endpoint: cdpEndpointForLog(config.cdpUrl), browser_version: browser.version() }
+          : {
+            browser_source: local.source,
+            executable: executablePath,
+            browser_version: browser.version(),
+            ...(local.reason !== undefined ? { reason: local.reason } : {}),
+            ...prepared?.details
+          }
+      )
+    )
     if (state.browserLaunches > 0) {
       state.browserRestarts++
       yield* Metric.update(browserMetrics.restarts, 1)
