@@ -8,8 +8,9 @@ import { type ScriptedModel, startScriptedModel } from "../fixtures/model/script
 import { type ResearchWeb, startResearchWeb } from "../fixtures/sites/research-web.ts"
 import type { Service } from "../support/service.ts"
 import { readSse, type SseEvent } from "../support/sse.ts"
+import { TERMINAL, waitForRunStatus } from "../support/runs.ts"
 
-export const TERMINAL = ["done", "succeeded", "failed", "canceled"]
+export { TERMINAL } from "../support/runs.ts"
 
 /** Environment of a service with the scripted model and SearXNG (the only configured engine) faked. */
 export const researchEnv = (model: ScriptedModel | undefined, engines: FakeEngines, extra: Record<string, string> = {}) => ({
@@ -74,27 +75,11 @@ export const getRun = async (service: Service, rid: string, convention: Conventi
   return response.json
 }
 
-export const waitForRun = async (
-  service: Service,
-  rid: string,
-  until: (run: any) => boolean,
-  convention: Convention = "A",
-  what = "the expected state"
-) => {
-  let run: any
-  for (let i = 0; i < 1200; i++) {
-    run = await getRun(service, rid, convention)
-    if (until(run)) return run
-    await new Promise((r) => setTimeout(r, 100))
-  }
-  throw new Error(`run ${rid} never reached ${what}; last seen ${JSON.stringify({ status: run?.status, phase: run?.phase, error: run?.error })}`)
-}
-
 export const waitForTerminal = (service: Service, rid: string, convention: Convention = "A") =>
-  waitForRun(service, rid, (run) => TERMINAL.includes(run.status), convention, "a terminal state")
+  waitForRunStatus(service, `${basePath(service, convention)}/${rid}`, TERMINAL, { timeoutMs: 120_000 })
 
 export const waitForGate = (service: Service, rid: string, convention: Convention = "A") =>
-  waitForRun(service, rid, (run) => run.status === "awaiting_input" || TERMINAL.includes(run.status), convention, "awaiting_input")
+  waitForRunStatus(service, `${basePath(service, convention)}/${rid}`, ["awaiting_input", ...TERMINAL], { timeoutMs: 120_000 })
 
 /** Every event of a finished run (the stream ends after the terminal event). */
 export const allEvents = async (service: Service, rid: string, convention: Convention = "A", headers: Record<string, string> = {}) => {

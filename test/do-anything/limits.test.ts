@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type FixtureSites, startFixtureSites } from "../fixtures/sites/server.ts"
 import { type ScriptedModel, startScriptedModel } from "../fixtures/model/scripted-model.ts"
 import { type Service, startService, stopAndClean } from "../support/service.ts"
+import { eventually, waitForRunStatus } from "../support/runs.ts"
 
 let site: FixtureSites
 let model: ScriptedModel
@@ -23,14 +24,8 @@ afterAll(async () => {
 const terminal = ["done", "failed", "canceled"]
 const base = (service: Service) => `/v1/projects/${service.projectId}/do_anything`
 
-const waitForStatus = async (service: Service, sid: string, rid: string, statuses: ReadonlyArray<string>) => {
-  for (let i = 0; i < 600; i++) {
-    const run = (await service.request("GET", `${base(service)}/sessions/${sid}/runs/${rid}`)).json
-    if (statuses.includes(run.status)) return run
-    await new Promise((r) => setTimeout(r, 100))
-  }
-  throw new Error(`run ${rid} never reached ${statuses.join("/")}`)
-}
+const waitForStatus = (service: Service, sid: string, rid: string, statuses: ReadonlyArray<string>) =>
+  waitForRunStatus(service, `${base(service)}/sessions/${sid}/runs/${rid}`, statuses)
 
 const create = async (service: Service, body: Record<string, unknown>) => {
   const response = await service.request("POST", `${base(service)}/sessions`, { body: { keep_alive: false, ...body } })
@@ -96,23 +91,16 @@ describe("keep_alive", () => {
     const warm = await create(service, { instructions: "stay", keep_alive: true })
     await waitForStatus(service, warm.sid, warm.rid, terminal)
     expect((await service.request("GET", `${base(service)}/sessions/${warm.sid}`)).json.status).toBe("idle")
-    let status = "idle"
-    for (let i = 0; i < 100 && status !== "closed"; i++) {
-      await new Promise((r) => setTimeout(r, 200))
-      status = (await service.request("GET", `${base(service)}/sessions/${warm.sid}`)).json.status
-    }
-    expect(status).toBe("closed")
+    await eventually(`session ${warm.sid} closed after its idle timeout`, async () =>
+      (await service.request("GET", `${base(service)}/sessions/${warm.sid}`)).json.status === "closed" ? true : undefined, { timeoutMs: 20_000 })
     const refused = await service.request("POST", `${base(service)}/sessions/${warm.sid}/runs`, { body: { instructions: "too late" } })
     expect(refused.status).toBe(409)
 
     const cold = await create(service, { instructions: "go", keep_alive: false })
     await waitForStatus(service, cold.sid, cold.rid, terminal)
-    let coldStatus = ""
-    for (let i = 0; i < 20 && coldStatus !== "closed"; i++) {
-      coldStatus = (await service.request("GET", `${base(service)}/sessions/${cold.sid}`)).json.status
-      if (coldStatus !== "closed") await new Promise((r) => setTimeout(r, 100))
-    }
-    expect(coldStatus).toBe("closed")
+    // Released at once: closed within two seconds, well before the idle timeout would close it.
+    await eventually(`session ${cold.sid} closed right after its run`, async () =>
+      (await service.request("GET", `${base(service)}/sessions/${cold.sid}`)).json.status === "closed" ? true : undefined, { timeoutMs: 2_000 })
   })
 })
 

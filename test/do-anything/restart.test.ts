@@ -8,6 +8,7 @@ import { type FixtureSites, startFixtureSites } from "../fixtures/sites/server.t
 import { lastUserText, refOf, type ScriptedModel, startScriptedModel } from "../fixtures/model/scripted-model.ts"
 import { newDataDir, type Service, startService, stopAndClean } from "../support/service.ts"
 import { readSse } from "../support/sse.ts"
+import { TERMINAL, waitForRunStatus } from "../support/runs.ts"
 
 let site: FixtureSites
 let model: ScriptedModel
@@ -79,12 +80,7 @@ const runUntilKilled = async (instructions: string, body: Record<string, unknown
   await new Promise((resolve) => setTimeout(resolve, downtimeMs))
   const second = await startService({ dataDir, env: env(extraEnv), credentials })
   const path = `/v1/projects/${second.projectId}/do_anything/sessions/${created.json.id}/runs/${created.json.latest_run_id}`
-  let run: any
-  for (let i = 0; i < 300; i++) {
-    run = (await second.request("GET", path)).json
-    if (["done", "failed", "canceled"].includes(run.status)) break
-    await new Promise((r) => setTimeout(r, 100))
-  }
+  const run = await waitForRunStatus(second, path, TERMINAL, { timeoutMs: 30_000 })
   const { events } = await readSse(`${second.url}${path}/events`, { authorization: `Bearer ${second.apiKey}` })
   return { service: second, run, events }
 }

@@ -10,6 +10,7 @@ import { type FixtureSites, startFixtureSites } from "../fixtures/sites/server.t
 import { type ChatRequest, lastUserText, refOf, type ScriptedModel, startScriptedModel, toolResults } from "../fixtures/model/scripted-model.ts"
 import { type Service, startService, stopAndClean } from "../support/service.ts"
 import { readSse } from "../support/sse.ts"
+import { eventually, waitForRunStatus } from "../support/runs.ts"
 
 let site: FixtureSites
 let model: ScriptedModel
@@ -45,14 +46,8 @@ const createSession = async (body: Record<string, unknown>) => {
 
 const getRun = async (sid: string, rid: string) => (await service.request("GET", `${base()}/sessions/${sid}/runs/${rid}`)).json
 
-const waitForStatus = async (sid: string, rid: string, statuses: ReadonlyArray<string>) => {
-  for (let i = 0; i < 600; i++) {
-    const run = await getRun(sid, rid)
-    if (statuses.includes(run.status)) return run
-    await new Promise((r) => setTimeout(r, 100))
-  }
-  throw new Error(`run ${rid} never reached ${statuses.join("/")}`)
-}
+const waitForStatus = (sid: string, rid: string, statuses: ReadonlyArray<string>) =>
+  waitForRunStatus(service, `${base()}/sessions/${sid}/runs/${rid}`, statuses)
 
 const authHeaders = () => ({ authorization: `Bearer ${service.apiKey}` })
 
@@ -351,7 +346,7 @@ describe("callbacks", () => {
     model.setScript(() => ({ tool: "done", args: { output: { ok: true } } }))
     const { sid, rid } = await createSession({ instructions: "callback", callback_url: callbackUrl })
     await waitForStatus(sid, rid, terminal)
-    for (let i = 0; i < 100 && received.length === 0; i++) await new Promise((r) => setTimeout(r, 100))
+    await eventually("the callback delivered", () => received.length > 0 ? true : undefined, { timeoutMs: 10_000 })
     receiver.close()
     expect(received).toHaveLength(1)
     const secret = (await service.request("GET", `/v1/projects/${service.projectId}/webhook_secret`)).json.secret
@@ -369,12 +364,7 @@ describe("convention B", () => {
     expect(created.status).toBe(202)
     expect(created.json.run_id).toMatch(/^run_/)
     expect(created.json.session_id).toMatch(/^sess_/)
-    let run: any
-    for (let i = 0; i < 300; i++) {
-      run = (await service.request("GET", `/api/v1/projects/${service.projectId}/do_anything/runs/${created.json.run_id}`)).json
-      if (run.status === "succeeded" || run.status === "failed") break
-      await new Promise((r) => setTimeout(r, 100))
-    }
+    const run = await waitForRunStatus(service, `/api/v1/projects/${service.projectId}/do_anything/runs/${created.json.run_id}`, ["succeeded", "failed", "canceled"])
     expect(run.status).toBe("succeeded")
     expect(run.terminal_reason).toBe("done")
     // The same record read through Convention A.

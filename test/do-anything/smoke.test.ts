@@ -3,6 +3,7 @@ import { afterAll, beforeAll, expect, it } from "vitest"
 import { startFixtureSites, type FixtureSites } from "../fixtures/sites/server.ts"
 import { lastUserText, type ScriptedModel, startScriptedModel } from "../fixtures/model/scripted-model.ts"
 import { type Service, startService, stopAndClean } from "../support/service.ts"
+import { TERMINAL, waitForRunStatus } from "../support/runs.ts"
 
 let site: FixtureSites
 let model: ScriptedModel
@@ -19,14 +20,8 @@ afterAll(async () => {
   await site.close()
 })
 
-const waitForRun = async (sid: string, rid: string) => {
-  for (let i = 0; i < 300; i++) {
-    const run = (await service.request("GET", `/v1/projects/${service.projectId}/do_anything/sessions/${sid}/runs/${rid}`)).json
-    if (["done", "failed", "canceled"].includes(run.status)) return run
-    await new Promise((r) => setTimeout(r, 100))
-  }
-  throw new Error("run did not finish")
-}
+const waitForRun = (sid: string, rid: string) =>
+  waitForRunStatus(service, `/v1/projects/${service.projectId}/do_anything/sessions/${sid}/runs/${rid}`, TERMINAL, { timeoutMs: 30_000 })
 
 it("reads a value that only JavaScript renders", async () => {
   model.setScript((request, turn) => {

@@ -10,6 +10,7 @@ import { externalDatabase, type Service, startService, stopAndClean } from "../s
 import { readSse } from "../support/sse.ts"
 import { clusterNodeEnv, eventually, type RunnerNode, scrape, startRunner } from "./nodes.ts"
 import { insideOneWindow } from "../support/rate-window.ts"
+import { waitForRunStatus } from "../support/runs.ts"
 
 const databaseUrl = process.env["TEST_DATABASE_URL"] || undefined
 const redisUrl = process.env["TEST_REDIS_URL"] || undefined
@@ -132,11 +133,9 @@ describe.skipIf(databaseUrl === undefined || redisUrl === undefined)("scale-out:
     expect(response.status, response.text).toBe(201)
     return { sid: response.json.id as string, rid: response.json.latest_run_id as string }
   }
+  const runPath = (via: Service, sid: string, rid: string) => `${base(via)}/sessions/${sid}/runs/${rid}`
   const waitForStatus = (via: Service, sid: string, rid: string, statuses: ReadonlyArray<string>) =>
-    eventually(`run ${rid} ${statuses.join("/")}`, async () => {
-      const run = (await via.request("GET", `${base(via)}/sessions/${sid}/runs/${rid}`)).json
-      return statuses.includes(run.status) ? run : undefined
-    })
+    waitForRunStatus(via, runPath(via, sid, rid), statuses, { timeoutMs: 120_000 })
   /** The runner (index into runnerUrls) executing the only run in flight. */
   const runnerExecuting = () =>
     eventually("a runner with the run in flight", async () => {
@@ -334,10 +333,7 @@ describe.skipIf(databaseUrl === undefined || redisUrl === undefined)("scale-out:
     const via = apiNodes().find(alive)!
     const { sid, rid } = await createSession(via, { instructions: "resume ada", keep_alive: false })
     // Steps 1 and 2 (log in) are checkpointed; step 3 waits on the gate.
-    await eventually("step 3 under way", async () => {
-      const run = (await via.request("GET", `${base(via)}/sessions/${sid}/runs/${rid}`)).json
-      return run.status === "running" && run.step_count === 3 ? true : undefined
-    })
+    await waitForRunStatus(via, runPath(via, sid, rid), ["running"], { where: (run) => run.step_count === 3, whereDescription: "step_count 3" })
     const owner = runners()[await runnerExecuting()]
     const survivor = apiNodes().find((node) => node !== owner && alive(node))!
     owner.process.kill("SIGKILL")

@@ -6,7 +6,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type ScriptedModel, startScriptedModel } from "../fixtures/model/scripted-model.ts"
 import { externalDatabase, type Service, startService, stopAndClean } from "../support/service.ts"
-import { clusterNodeEnv, eventually } from "./nodes.ts"
+import { clusterNodeEnv } from "./nodes.ts"
+import { waitForRunStatus } from "../support/runs.ts"
 
 const databaseUrl = process.env["TEST_DATABASE_URL"] || undefined
 const redisUrl = process.env["TEST_REDIS_URL"] || undefined
@@ -54,10 +55,7 @@ describe.skipIf(databaseUrl === undefined || redisUrl === undefined)("limits acr
     const two = await b.request("POST", sessions(b), { body: { instructions: "two" } })
     expect([one.status, two.status]).toEqual([201, 201])
     for (const [node, session] of [[a, one], [b, two]] as const) {
-      await eventually("awaiting input", async () => {
-        const run = (await node.request("GET", `${sessions(node)}/${session.json.id}/runs/${session.json.latest_run_id}`)).json
-        return run.status === "awaiting_input" ? true : undefined
-      })
+      await waitForRunStatus(node, `${sessions(node)}/${session.json.id}/runs/${session.json.latest_run_id}`, ["awaiting_input"])
     }
     for (const node of [a, b]) {
       const refused = await node.request("POST", sessions(node), { body: { instructions: "three" } })

@@ -129,7 +129,7 @@ describe.skipIf(databaseUrl === undefined || redisUrl === undefined)("scale-out:
     failed.catch(() => {})
     nginx = child
     lb = `http://127.0.0.1:${port}`
-    await Promise.race([failed, eventually("nginx to answer", async () => (await fetch(`${lb}/healthz`)).status === 200 ? true : undefined, 150)])
+    await Promise.race([failed, eventually("nginx to answer", async () => (await fetch(`${lb}/healthz`)).status === 200 ? true : undefined, { timeoutMs: 30_000 })])
   }, 180_000)
 
   afterAll(async () => {

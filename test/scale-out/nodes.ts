@@ -1,6 +1,6 @@
 /**
  * Helpers for multi-process cluster tests: `wa runner` processes (no API: /healthz, /readyz,
- * /metrics), Prometheus text parsing, and waiting on conditions. `wa serve` nodes come from
+ * /metrics), Prometheus text parsing, and waiting on conditions (cluster defaults for the shared `eventually`). `wa serve` nodes come from
  * test/support/service.ts (startService with DATABASE_URL and the first node's credentials).
  */
 import { type ChildProcess, spawn } from "node:child_process"
@@ -9,6 +9,7 @@ import * as path from "node:path"
 import { cleanEnv } from "../support/processes.ts"
 import { type LogLine, newDataDir } from "../support/service.ts"
 import { onJsonLines } from "../support/json-lines.ts"
+import { eventually as shared, type PollOptions } from "../support/runs.ts"
 
 const root = path.resolve(import.meta.dirname, "../..")
 const mainScript = path.join(root, "src/main.ts")
@@ -77,12 +78,6 @@ export const scrape = async (baseUrl: string): Promise<Map<string, number>> => {
   return parseMetrics(await response.text())
 }
 
-/** Polls `check` until it returns a value other than undefined (bounded by `attempts`). */
-export const eventually = async <A>(what: string, check: () => Promise<A | undefined>, attempts = 600, everyMs = 200): Promise<A> => {
-  for (let i = 0; i < attempts; i++) {
-    const value = await check().catch(() => undefined)
-    if (value !== undefined) return value
-    await new Promise((r) => setTimeout(r, everyMs))
-  }
-  throw new Error(`gave up waiting: ${what}`)
-}
+/** The one poll-until helper (test/support/runs.ts); cluster checks scrape several nodes, so they poll less often. */
+export const eventually = <A>(what: string, check: () => Promise<A | undefined>, options: PollOptions = {}): Promise<A> =>
+  shared(what, check, { timeoutMs: 120_000, everyMs: 200, ...options })

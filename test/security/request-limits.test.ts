@@ -9,6 +9,7 @@ import { connect } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type ScriptedModel, startScriptedModel } from "../fixtures/model/scripted-model.ts"
 import { embeddedDatabaseClient, type Service, startService, stopAndClean } from "../support/service.ts"
+import { TERMINAL, waitForRunStatus } from "../support/runs.ts"
 
 let model: ScriptedModel
 let service: Service
@@ -177,11 +178,8 @@ describe("event streams", () => {
     expect(created.status).toBe(201)
     const eventsPath = `${sessions()}/${created.json.id}/runs/${created.json.latest_run_id}/events`
     // Wait for the run to end, so the whole (large) log is there to replay.
-    for (let i = 0; i < 300; i++) {
-      const run = (await service.request("GET", `${sessions()}/${created.json.id}/runs/${created.json.latest_run_id}`)).json
-      if (run.status === "done") break
-      await new Promise((r) => setTimeout(r, 100))
-    }
+    const run = await waitForRunStatus(service, `${sessions()}/${created.json.id}/runs/${created.json.latest_run_id}`, TERMINAL, { timeoutMs: 30_000 })
+    expect(run.status, JSON.stringify(run.error)).toBe("done")
     const reader = await fetch(service.url + eventsPath, { headers: { authorization: `Bearer ${service.apiKey}` } })
     const full = await reader.text()
     expect(full).toContain("event: run.completed")

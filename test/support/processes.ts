@@ -7,6 +7,7 @@ import { execFile } from "node:child_process"
 import { readFileSync } from "node:fs"
 import * as path from "node:path"
 import { createClient } from "redis"
+import { eventually } from "./runs.ts"
 
 const root = path.resolve(import.meta.dirname, "../..")
 const mainScript = path.join(root, "src/main.ts")
@@ -106,12 +107,7 @@ export const isAlive = alive
 
 /** Polls `check` until it returns true; throws with `what` after `timeoutMs`. */
 export const waitFor = async (what: string, check: () => boolean | Promise<boolean>, timeoutMs = 30_000): Promise<void> => {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    if (await check()) return
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((r) => setTimeout(r, 50))
-  }
+  await eventually(what, async () => (await check()) ? true : undefined, { timeoutMs })
 }
 
 /**

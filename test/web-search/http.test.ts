@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { FAKE_KEYS, type FakeEngines, startFakeEngines } from "../fixtures/engines/fake-engines.ts"
 import { type Service, startService, stopAndClean } from "../support/service.ts"
 import { readSse } from "../support/sse.ts"
+import { TERMINAL, waitForRunStatus } from "../support/runs.ts"
 
 let engines: FakeEngines
 let service: Service
@@ -79,12 +80,7 @@ describe("wait", () => {
     try {
       const created = await service.request("POST", path("A"), { body: { queries: ["slow"], engines: ["brave"] } })
       expect(created.status).toBe(202)
-      let run: any
-      for (let i = 0; i < 100; i++) {
-        run = (await service.request("GET", `${path("A")}/${created.json.run_id}`)).json
-        if (run.status === "done") break
-        await new Promise((r) => setTimeout(r, 100))
-      }
+      const run = await waitForRunStatus(service, `${path("A")}/${created.json.run_id}`, TERMINAL, { timeoutMs: 10_000 })
       expect(run.status).toBe("done")
       expect(run.results.results.length).toBeGreaterThan(0)
     } finally {

@@ -7,6 +7,7 @@ import type { AddressInfo } from "node:net"
 import { Webhook } from "standardwebhooks"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
 import { type Service, startService, stopAndClean } from "../support/service.ts"
+import { eventually } from "../support/runs.ts"
 
 /** A callback receiver on loopback that answers with the status the test sets. */
 const startReceiver = async () => {
@@ -34,16 +35,6 @@ const startReceiver = async () => {
   }
 }
 type Receiver = Awaited<ReturnType<typeof startReceiver>>
-
-const eventually = async <A>(what: string, probe: () => Promise<A | undefined>, timeoutMs = 30_000): Promise<A> => {
-  const deadline = Date.now() + timeoutMs
-  while (Date.now() < deadline) {
-    const value = await probe()
-    if (value !== undefined) return value
-    await new Promise((r) => setTimeout(r, 100))
-  }
-  throw new Error(`timed out waiting for ${what}`)
-}
 
 // No model is configured, so a run fails at once and its callback goes out.
 const env = (retryBaseMs: number) => ({ WA_ALLOW_PRIVATE_NETWORKS: "true", WA_WEBHOOK_RETRY_BASE_MS: String(retryBaseMs) })
