@@ -25,7 +25,10 @@ import { ArtifactStore } from "./store/artifacts.ts"
 import { Reader } from "./reader/reader.ts"
 import { ReaderBrowser } from "./reader/reader-browser.ts"
 import { WebSearch } from "./search/web-search.ts"
-import { WebSearchRuns } from "./search/web-search-runs.ts"
+import { Search } from "./search/search.ts"
+import { Research } from "./research/research.ts"
+import { Sessions } from "./entities/sessions.ts"
+import { WebSearchEntityLive } from "./entities/web-search.ts"
 import { Callbacks } from "./webhooks/callbacks.ts"
 import { RunNotifier } from "./webhooks/run-notifier.ts"
 import { callbackView } from "./http/views/callback-view.ts"
@@ -56,7 +59,8 @@ const logLayer = (level: "Info" | "Warn") =>
   }))
 
 /** Services of the products, over the database and the cluster. */
-const ProductServices = Layer.mergeAll(SessionEntityLive, ResearchEntityLive, WebSearchRuns.layer, StartupRecoveryLive).pipe(
+const ProductServices = Layer.mergeAll(Sessions.layer, Research.layer, Search.layer).pipe(
+  Layer.provideMerge(Layer.mergeAll(SessionEntityLive, ResearchEntityLive, WebSearchEntityLive, StartupRecoveryLive)),
   Layer.provideMerge(RunNotifier.layer(callbackView)),
   Layer.provideMerge(WebSearch.layerFetch),
   Layer.provideMerge(Reader.layer.pipe(Layer.provide(ReaderBrowser.layerFromPool))),

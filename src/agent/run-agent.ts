@@ -12,13 +12,17 @@ import { snapshotFormatHelp } from "../browser/observe.ts"
 import type { ContextLease } from "../browser/pool.ts"
 import { isTerminal } from "../domain/run-state.ts"
 import { RunEventBus } from "../events/run-event-bus.ts"
-import { type Checkpoint, type RunRow, RunStore } from "../store/runs.ts"
+import type { DoAnythingRequest, Run } from "../domain/run.ts"
+import { type Checkpoint, RunStore } from "../store/runs.ts"
 import { ScreenshotStore } from "../store/screenshots.ts"
 import { AgentModel } from "./model.ts"
 import { AgentToolkitHandlers, observeForModel, RunContext, toolkitFor } from "./tools.ts"
 
-const systemPrompt = (run: RunRow) => {
-  const request = run.request as { output_schema?: unknown; skills?: ReadonlyArray<string> }
+/** The DoAnything fields of a run's request (a run of another product has none). */
+const requestOf = (run: Run): Partial<DoAnythingRequest> => run.request._tag === "DoAnything" ? run.request : {}
+
+const systemPrompt = (run: Run) => {
+  const request = requestOf(run)
   return [
     "You are a web agent operating a real Chromium browser to carry out the user's task.",
     "Each turn you get the current page (URL, tabs, and a snapshot of what is visible) and act by calling tools.",
@@ -81,7 +85,7 @@ export const runAgent = Effect.fn("runAgent")(function*(
     yield* store.rewindSteps(runId, resume.checkpoint?.step ?? 0)
   }
 
-  const request = run.request as { output_schema?: object | null; allowed_actions?: ReadonlyArray<string> }
+  const request = requestOf(run)
   const validate = request.output_schema ? ajv.compile(request.output_schema) : undefined
   const finalOutput = yield* Ref.make<Option.Option<unknown>>(Option.none())
 

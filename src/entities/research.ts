@@ -30,11 +30,12 @@ import {
   writeSection
 } from "../research/pipeline.ts"
 import { assembleReport, citationNumbers, initialState, type ResearchState } from "../research/report.ts"
-import { type CreateResearchRequest, decodeOutlineAnswer, type Outline, type Phase } from "../research/schema.ts"
+import { decodeOutlineAnswer, type Outline, type Phase } from "../research/schema.ts"
 import { canonicalUrl } from "../search/canonical-url.ts"
 import { WebSearch } from "../search/web-search.ts"
 import { ArtifactStore } from "../store/artifacts.ts"
-import { type RunRow, RunStore, SupersededExecution } from "../store/runs.ts"
+import type { DeepResearchRequest, Run } from "../domain/run.ts"
+import { RunStore, SupersededExecution } from "../store/runs.ts"
 import { RunNotifier } from "../webhooks/run-notifier.ts"
 
 export const Execute = Rpc.make("Execute", { payload: { runId: Schema.String } })
@@ -69,10 +70,9 @@ const researchHandlers = Effect.gen(function*() {
   const sharding = yield* Sharding.Sharding
   const fibers = yield* FiberMap.make<string>()
 
-  const conduct = (run: RunRow) =>
+  const conduct = (run: Run, request: DeepResearchRequest) =>
     Effect.gen(function*() {
       const runId = run.id
-      const request = run.request as unknown as CreateResearchRequest
       const budget = depthBudgets[request.depth]
       if (Option.isNone(agentModel)) {
         return yield* new ResearchFailed({ code: "model_not_configured", detail: "DeepResearch needs a model; set WA_MODEL_BASE_URL (and WA_MODEL_API_KEY)" })
@@ -295,12 +295,12 @@ const researchHandlers = Effect.gen(function*() {
     })
 
   /** Runs the run in a fiber of the map (Interrupt stops it), bounded by the run's deadline. */
-  const execute = (run: RunRow) =>
+  const execute = (run: Run, request: DeepResearchRequest) =>
     Effect.gen(function*() {
       const remaining = run.deadline_at === null ? undefined : Math.max(0, run.deadline_at.getTime() - Date.now())
       const bounded = remaining === undefined
-        ? Effect.asSome(conduct(run))
-        : conduct(run).pipe(Effect.timeoutOption(Duration.millis(remaining)))
+        ? Effect.asSome(conduct(run, request))
+        : conduct(run, request).pipe(Effect.timeoutOption(Duration.millis(remaining)))
       const timed = bounded.pipe(Effect.flatMap((result) =>
         Option.isSome(result) ? Effect.void : store.transition(run.id, "canceled", {
           terminalReason: "duration_exceeded",
@@ -317,9 +317,9 @@ const researchHandlers = Effect.gen(function*() {
   const handleExecute = (runId: string) =>
     Effect.gen(function*() {
       const run = yield* store.getRun(runId)
-      if (run === undefined || run.kind !== "deep_research" || isTerminal(run.status)) return "handled" as const
+      if (run === undefined || run.request._tag !== "DeepResearch" || isTerminal(run.status)) return "handled" as const
       let handover = false
-      const outcome = yield* runHere(lifecycle, execute(run).pipe(Effect.map((moved) => void (handover = moved))))
+      const outcome = yield* runHere(lifecycle, execute(run, run.request).pipe(Effect.map((moved) => void (handover = moved))))
       return handover ? "refused" as const : outcome
     }).pipe(Effect.catchCause((cause) => Effect.logError("research run failed", cause).pipe(Effect.as("handled" as const))))
 

@@ -18,7 +18,8 @@ import { AppConfig } from "../config/config.ts"
 import { BrowserPool, type ContextLease } from "../browser/pool.ts"
 import { leaveForNextOwner, RunnerLifecycle, runHere } from "../cluster/lifecycle.ts"
 import { isTerminal } from "../domain/run-state.ts"
-import { type Checkpoint, type RunRow, RunStore, SupersededExecution } from "../store/runs.ts"
+import type { Run } from "../domain/run.ts"
+import { type Checkpoint, RunStore, SupersededExecution } from "../store/runs.ts"
 import { RunNotifier } from "../webhooks/run-notifier.ts"
 
 export const Execute = Rpc.make("Execute", { payload: { runId: Schema.String } })
@@ -82,7 +83,7 @@ const sessionHandlers = Effect.gen(function*() {
         const run = yield* store.getRun(runId)
         if (run === undefined) return
         yield* notifier.terminal(runId)
-        if ((run.request as { keep_alive?: boolean }).keep_alive === false) {
+        if (run.request._tag === "DoAnything" && run.request.keep_alive === false) {
           yield* release
           yield* store.setSessionStatus(sessionId, "closed")
         }
@@ -154,14 +155,14 @@ const sessionHandlers = Effect.gen(function*() {
      * session yet: the session moved here (its runner shut down while it idled), and its next run
      * starts with the cookies, storage and tabs the previous one left.
      */
-    const previousCheckpoint = (run: RunRow) =>
+    const previousCheckpoint = (run: Run) =>
       Effect.gen(function*() {
         if (lease !== undefined) return undefined
         const previous = (yield* store.runsOfSession(sessionId)).filter((other) => other.id < run.id).at(-1)
         return previous === undefined ? undefined : yield* store.loadCheckpoint(previous.id)
       })
 
-    const startRun = (run: RunRow) =>
+    const startRun = (run: Run) =>
       Effect.gen(function*() {
         const previous = yield* previousCheckpoint(run)
         const leased = yield* Effect.result(acquire(previous?.storageState))
@@ -179,7 +180,7 @@ const sessionHandlers = Effect.gen(function*() {
     const handleExecute = (runId: string) =>
       Effect.gen(function*() {
         const run = yield* store.getRun(runId)
-        if (run === undefined || run.session_id !== sessionId) return "handled" as const
+        if (run === undefined || run.session_id !== String(sessionId)) return "handled" as const
         if (run.status === "running") {
           // Delivered again after the runner that executed it died (or was drained): resume
           // from the last completed step in a context rebuilt from the checkpoint.

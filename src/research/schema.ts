@@ -2,37 +2,16 @@
  * DeepResearch on the wire: the request (CreateResearchRequest, unknown fields forbidden), the
  * result and its parts, the outline a run asks to have approved, and the answers it accepts.
  */
-import { Effect, Schema } from "effect"
-import { CallbackUrl, MaxString, OptionalNullable } from "../domain/schemas.ts"
+import { Schema } from "effect"
+import { deepResearchFields } from "../domain/run.ts"
+import { MaxString } from "../domain/schemas.ts"
 
-export const Depth = Schema.Literals(["light", "standard", "deep"])
-export type Depth = typeof Depth.Type
+export { Depth, UsdAmount } from "../domain/run.ts"
 
 export const Phases = ["brief", "plan", "hitl_outline", "gather", "crosscheck", "synthesize"] as const
 export type Phase = typeof Phases[number]
 
-const DomainList = Schema.Array(MaxString(253).check(Schema.isMinLength(1))).check(Schema.isMaxLength(200))
-
-/** A non-negative USD amount as a number or a decimal string ("0.50"). */
-export const UsdAmount = Schema.Union([
-  Schema.Number.check(Schema.isGreaterThanOrEqualTo(0), Schema.isFinite()),
-  Schema.String.check(Schema.isPattern(/^\d{1,9}(\.\d{1,6})?$/))
-]).annotate({ description: "USD: a number >= 0 or a decimal string such as \"2.50\"" })
-
-export const CreateResearchRequest = Schema.Struct({
-  topic: Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(2000)),
-  depth: Depth.pipe(Schema.withDecodingDefaultKey(Effect.succeed("standard" as const))),
-  output_format: Schema.Literal("report").pipe(Schema.withDecodingDefaultKey(Effect.succeed("report" as const))),
-  target_audience: OptionalNullable(MaxString(500)),
-  require_outline_approval: Schema.Boolean.pipe(Schema.withDecodingDefaultKey(Effect.succeed(true))),
-  max_duration_minutes: Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 10_000 })).pipe(
-    Schema.withDecodingDefaultKey(Effect.succeed(600))
-  ),
-  max_cost_usd: OptionalNullable(UsdAmount),
-  domain_whitelist: OptionalNullable(DomainList),
-  domain_blacklist: OptionalNullable(DomainList),
-  callback_url: OptionalNullable(CallbackUrl)
-})
+export const CreateResearchRequest = Schema.Struct(deepResearchFields)
 export type CreateResearchRequest = typeof CreateResearchRequest.Type
 
 export const ConfidenceSummary = Schema.Struct({

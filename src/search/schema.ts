@@ -3,41 +3,18 @@
  * errors the engine layer raises. The HTTP layer decodes requests with `WebSearchRequest` and
  * encodes results with `WebSearchResult`.
  */
-import { Effect, Schema } from "effect"
+import { Schema } from "effect"
+import { webSearchFields } from "../domain/run.ts"
 
-export const Freshness = Schema.Literals(["day", "week", "month", "year"])
-export type Freshness = typeof Freshness.Type
+export { Freshness } from "../domain/run.ts"
 
 /** How summaries were written: by the configured model, extractively (BM25 over sentences), or both. */
 export const SummaryMethod = Schema.Literals(["model", "extractive", "mixed"])
 export type SummaryMethod = typeof SummaryMethod.Type
 
-export const MAX_QUERIES = 50
-export const MAX_QUERY_LENGTH = 500
-export const MAX_SITES = 200
-export const DEFAULT_MAX_RESULTS_PER_QUERY = 10
+export { DEFAULT_MAX_RESULTS_PER_QUERY, MAX_QUERIES, MAX_QUERY_LENGTH, MAX_SITES } from "../domain/run.ts"
 
-const Query = Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(MAX_QUERY_LENGTH))
-const Site = Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(253))
-const SiteList = Schema.Array(Site).check(Schema.isMaxLength(MAX_SITES))
-
-export const WebSearchRequest = Schema.Struct({
-  queries: Schema.Array(Query).check(Schema.isMinLength(1), Schema.isMaxLength(MAX_QUERIES)),
-  /** Engine names; omitted or null means the default engine set (every configured engine). */
-  engines: Schema.optionalKey(Schema.NullOr(Schema.Array(Schema.String.check(Schema.isMaxLength(64))).check(Schema.isMaxLength(20)))),
-  max_results_per_query: Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 50 })).pipe(
-    Schema.withDecodingDefaultKey(Effect.succeed(DEFAULT_MAX_RESULTS_PER_QUERY))
-  ),
-  rerank: Schema.Boolean.pipe(Schema.withDecodingDefaultKey(Effect.succeed(false))),
-  summarize: Schema.Boolean.pipe(Schema.withDecodingDefaultKey(Effect.succeed(false))),
-  freshness: Schema.optionalKey(Schema.NullOr(Freshness)),
-  site_whitelist: Schema.optionalKey(Schema.NullOr(SiteList)),
-  site_blacklist: Schema.optionalKey(Schema.NullOr(SiteList)),
-  language: Schema.optionalKey(Schema.NullOr(Schema.String.check(Schema.isMinLength(2), Schema.isMaxLength(35)))),
-  objective: Schema.optionalKey(Schema.NullOr(Schema.String.check(Schema.isMaxLength(2000)))),
-  /** Read by the HTTP layer (block up to 30 s); the engine layer ignores it. */
-  wait: Schema.Boolean.pipe(Schema.withDecodingDefaultKey(Effect.succeed(true)))
-})
+export const WebSearchRequest = Schema.Struct(webSearchFields)
 export type WebSearchRequest = typeof WebSearchRequest.Type
 export type WebSearchRequestEncoded = typeof WebSearchRequest.Encoded
 

@@ -4,19 +4,25 @@
  * locked while the next id is taken), and every new event is announced with NOTIFY so SSE streams
  * on any node wake up.
  */
-import { Context, Effect, Layer, Schema } from "effect"
+import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
-import { conflict } from "../http/errors.ts"
+import {
+  InputRequestAnswered,
+  InputRequestNotFound,
+  InvalidTransition,
+  PreviousRunActive,
+  RunNotAwaitingInput,
+  RunNotFound,
+  SessionCapReached,
+  SessionClosed
+} from "../domain/errors.ts"
 import { makeId } from "../domain/ids.ts"
+import { kindOfTag, type Run, runFromRow, type RunKind, type RunRequest, type Session, sessionFromRow, storedRequest } from "../domain/run.ts"
 import { canTransition, isTerminal, type RunStatus } from "../domain/run-state.ts"
 
 export const EVENTS_CHANNEL = "wa_run_events"
 
-/** The key already holds as many open sessions as it may. */
-export class SessionCapReached extends Schema.TaggedError<SessionCapReached>()("SessionCapReached", {
-  open: Schema.Int,
-  limit: Schema.Int
-}) {}
+export { SessionCapReached } from "../domain/errors.ts"
 
 /**
  * The execution writing to a run was superseded by another (its runner was presumed dead and the
@@ -31,50 +37,16 @@ export class SupersededExecution extends Error {
   }
 }
 
-export interface SessionRow {
+/** Columns of a run row the store itself looks at while it holds the row's lock. */
+interface LockedRun {
   readonly id: string
-  readonly project_id: string
-  readonly api_key_id: string
-  readonly status: "running" | "idle" | "closed"
-  readonly profile_id: string | null
-  readonly workspace_id: string | null
-  readonly latest_run_id: string | null
-  readonly llm_cost_usd: string
-  readonly browser_cost_usd: string
-  readonly proxy_cost_usd: string
-  readonly created_at: Date
-  readonly updated_at: Date
-  readonly closed_at: Date | null
+  readonly session_id: string | null
+  readonly status: RunStatus
+  readonly phase: string | null
+  readonly executor: string | null
 }
 
-export interface RunRow {
-  readonly id: string
-  /** Null for runs that need no browser session (WebSearch). */
-  readonly session_id: string | null
-  readonly project_id: string
-  readonly kind: string
-  readonly status: RunStatus
-  readonly terminal_reason: string | null
-  readonly expired: boolean
-  readonly instructions: string | null
-  readonly request: Record<string, unknown>
-  readonly output: unknown
-  readonly error_code: string | null
-  readonly error_detail: string | null
-  readonly step_count: number
-  readonly max_steps: number
-  readonly model: string | null
-  readonly parent_run_id: string | null
-  readonly llm_cost_usd: string
-  readonly feedback: unknown
-  readonly created_at: Date
-  readonly updated_at: Date
-  readonly started_at: Date | null
-  readonly finished_at: Date | null
-  readonly deadline_at: Date | null
-  /** DeepResearch: the phase the run is in (null for other kinds). */
-  readonly phase: string | null
-}
+type Row = Record<string, unknown> & { readonly kind: string; readonly request: unknown }
 
 export interface RunEvent {
   readonly id: number
@@ -85,7 +57,7 @@ export interface RunEvent {
 
 export interface NewRun {
   readonly instructions: string | null
-  readonly request: Record<string, unknown>
+  readonly request: RunRequest
   readonly maxSteps: number
   readonly model: string | null
   /** Wall-clock budget of the run, from max_duration_minutes. */
@@ -127,28 +99,30 @@ export class RunStore extends Context.Service<RunStore, {
     readonly run: NewRun
     /** Open sessions the key may hold; the count and the insert are one transaction. */
     readonly maxOpenSessions: number
-  }) => Effect.Effect<{ readonly session: SessionRow; readonly run: RunRow }, SessionCapReached>
-  readonly addRun: (sessionId: string, run: NewRun) => Effect.Effect<RunRow, ReturnType<typeof conflict>>
+  }) => Effect.Effect<{ readonly session: Session; readonly run: Run }, SessionCapReached>
+  readonly addRun: (sessionId: string, run: NewRun) => Effect.Effect<Run, SessionClosed | PreviousRunActive>
   /** A run without a session (WebSearch, DeepResearch), with its first event. */
-  readonly createStandaloneRun: (projectId: string, kind: string, request: Record<string, unknown>, options?: { readonly maxDurationMs?: number }) => Effect.Effect<RunRow>
+  readonly createStandaloneRun: (projectId: string, request: RunRequest, options?: { readonly maxDurationMs?: number }) => Effect.Effect<Run>
   /** Runs of one kind in a project, newest first. */
-  readonly listRuns: (projectId: string, kind: string, status: string | undefined, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<RunRow>>
+  readonly listRuns: (projectId: string, kind: string, status: string | undefined, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<Run>>
   /** Enters a phase (DeepResearch), with its `run.phase_changed` event. */
   readonly setPhase: (runId: string, phase: string, executor?: string) => Effect.Effect<void>
-  readonly getSession: (projectId: string, sessionId: string) => Effect.Effect<SessionRow | undefined>
-  readonly listSessions: (projectId: string, status: string | undefined, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<SessionRow>>
-  readonly runsOfSession: (sessionId: string) => Effect.Effect<ReadonlyArray<RunRow>>
-  readonly getRun: (runId: string) => Effect.Effect<RunRow | undefined>
-  readonly setSessionStatus: (sessionId: string, status: SessionRow["status"]) => Effect.Effect<void>
-  readonly transition: (runId: string, to: RunStatus, options?: TransitionOptions) => Effect.Effect<RunRow, ReturnType<typeof conflict>>
+  readonly getSession: (projectId: string, sessionId: string) => Effect.Effect<Session | undefined>
+  readonly listSessions: (projectId: string, status: string | undefined, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<Session>>
+  readonly runsOfSession: (sessionId: string) => Effect.Effect<ReadonlyArray<Run>>
+  readonly getRun: (runId: string) => Effect.Effect<Run | undefined>
+  /** The run of that kind in the project (and in that session, when one is named), or RunNotFound. */
+  readonly findRun: (projectId: string, runId: string, kind: RunKind, sessionId?: string) => Effect.Effect<Run, RunNotFound>
+  readonly setSessionStatus: (sessionId: string, status: Session["status"]) => Effect.Effect<void>
+  readonly transition: (runId: string, to: RunStatus, options?: TransitionOptions) => Effect.Effect<Run, RunNotFound | InvalidTransition>
   readonly appendEvent: (runId: string, type: string, data: Record<string, unknown>, executor?: string) => Effect.Effect<number>
   /** Makes a new execution the owner of the run and returns its token. */
   readonly claimExecution: (runId: string) => Effect.Effect<string>
   readonly eventsAfter: (runId: string, afterId: number, limit: number) => Effect.Effect<ReadonlyArray<RunEvent>>
   readonly queueMessage: (runId: string, content: string) => Effect.Effect<void>
   readonly takeMessages: (runId: string) => Effect.Effect<ReadonlyArray<string>>
-  readonly createInputRequest: (runId: string, prompt: string, schema: unknown, executor?: string) => Effect.Effect<string, ReturnType<typeof conflict>>
-  readonly answerInputRequest: (runId: string, requestId: string, response: unknown) => Effect.Effect<void, ReturnType<typeof conflict>>
+  readonly createInputRequest: (runId: string, prompt: string, schema: unknown, executor?: string) => Effect.Effect<string, InvalidTransition>
+  readonly answerInputRequest: (runId: string, requestId: string, response: unknown) => Effect.Effect<void, InputRequestNotFound | InputRequestAnswered | RunNotAwaitingInput>
   readonly inputRequest: (requestId: string) => Effect.Effect<{ readonly status: string; readonly response: unknown } | undefined>
   /** The run's newest input request, if it has any. */
   readonly latestInputRequest: (runId: string) => Effect.Effect<{ readonly id: string; readonly status: string; readonly response: unknown } | undefined>
@@ -172,12 +146,12 @@ export class RunStore extends Context.Service<RunStore, {
       const sql = yield* SqlClient.SqlClient
 
       const lockRun = (runId: string, executor?: string) =>
-        sql<RunRow & { executor: string | null }>`SELECT * FROM runs WHERE id = ${runId} FOR UPDATE`.pipe(
+        sql<LockedRun>`SELECT id, session_id, status, phase, executor FROM runs WHERE id = ${runId} FOR UPDATE`.pipe(
           Effect.flatMap((rows) => {
             const row = rows[0]
             return executor !== undefined && row !== undefined && row.executor !== executor
               ? Effect.die(new SupersededExecution(runId))
-              : Effect.succeed(row as RunRow | undefined)
+              : Effect.succeed(row)
           })
         )
 
@@ -196,14 +170,14 @@ export class RunStore extends Context.Service<RunStore, {
         })
 
       const insertRun = (sessionId: string, projectId: string, run: NewRun) =>
-        sql<RunRow>`
+        sql<Row>`
           INSERT INTO runs (id, session_id, project_id, status, instructions, request, max_steps, model, parent_run_id, deadline_at)
           VALUES (
             ${makeId("run")}, ${sessionId}, ${projectId}, 'pending', ${run.instructions},
-            ${JSON.stringify(run.request)}::jsonb, ${run.maxSteps}, ${run.model}, ${run.parentRunId ?? null},
+            ${JSON.stringify(storedRequest(run.request))}::jsonb, ${run.maxSteps}, ${run.model}, ${run.parentRunId ?? null},
             ${run.maxDurationMs === null ? null : new Date(Date.now() + run.maxDurationMs)}
           )
-          RETURNING *`.pipe(Effect.map((rows) => rows[0]!))
+          RETURNING *`.pipe(Effect.map((rows) => runFromRow(rows[0]!)))
 
       const createSession: RunStore["Service"]["createSession"] = (input) =>
         sql.withTransaction(Effect.gen(function*() {
@@ -219,24 +193,22 @@ export class RunStore extends Context.Service<RunStore, {
             INSERT INTO sessions (id, project_id, api_key_id, status, profile_id, workspace_id)
             VALUES (${sessionId}, ${input.projectId}, ${input.apiKeyId}, 'running', ${input.profileId}, ${input.workspaceId})`
           const run = yield* insertRun(sessionId, input.projectId, input.run)
-          const sessions = yield* sql<SessionRow>`
+          const sessions = yield* sql`
             UPDATE sessions SET latest_run_id = ${run.id} WHERE id = ${sessionId} RETURNING *`
           yield* insertEvent(run.id, "run.status_changed", { run_id: run.id, from: null, status: "pending" })
-          return { session: sessions[0]!, run }
+          return { session: sessionFromRow(sessions[0]), run }
         })).pipe(Effect.catchTag("SqlError", Effect.die))
 
       const addRun: RunStore["Service"]["addRun"] = (sessionId, run) =>
         sql.withTransaction(Effect.gen(function*() {
-          const sessions = yield* sql<SessionRow>`SELECT * FROM sessions WHERE id = ${sessionId} FOR UPDATE`
+          const sessions = yield* sql<{ status: string; project_id: string; latest_run_id: string | null }>`
+            SELECT status, project_id, latest_run_id FROM sessions WHERE id = ${sessionId} FOR UPDATE`
           const session = sessions[0]!
-          if (session.status === "closed") return yield* conflict("the session is closed; create a new session", { session_id: sessionId })
+          if (session.status === "closed") return yield* new SessionClosed({ sessionId })
           if (session.latest_run_id !== null) {
             const latest = yield* lockRun(session.latest_run_id)
             if (latest !== undefined && !isTerminal(latest.status)) {
-              return yield* conflict("the previous run of this session is not terminal yet", {
-                run_id: latest.id,
-                status: latest.status
-              })
+              return yield* new PreviousRunActive({ runId: latest.id, status: latest.status })
             }
           }
           const created = yield* insertRun(sessionId, session.project_id, run)
@@ -248,12 +220,10 @@ export class RunStore extends Context.Service<RunStore, {
       const transition: RunStore["Service"]["transition"] = (runId, to, options = {}) =>
         sql.withTransaction(Effect.gen(function*() {
           const run = yield* lockRun(runId, options.executor)
-          if (run === undefined) return yield* conflict(`no run ${runId}`)
-          if (!canTransition(run.status, to)) {
-            return yield* conflict(`the run is ${run.status}; it cannot become ${to}`, { status: run.status })
-          }
+          if (run === undefined) return yield* new RunNotFound({ runId })
+          if (!canTransition(run.status, to)) return yield* new InvalidTransition({ runId, from: run.status, to })
           const terminal = isTerminal(to)
-          const rows = yield* sql<RunRow>`
+          const rows = yield* sql<Row>`
             UPDATE runs SET
               status = ${to},
               updated_at = now(),
@@ -266,7 +236,7 @@ export class RunStore extends Context.Service<RunStore, {
               expired = expired OR ${options.expired ?? false}
             WHERE id = ${runId}
             RETURNING *`
-          const updated = rows[0]!
+          const updated = runFromRow(rows[0]!)
           yield* insertEvent(runId, "run.status_changed", { run_id: runId, from: run.status, status: to, ...options.data })
           if (terminal) {
             yield* insertEvent(runId, "run.completed", {
@@ -287,7 +257,9 @@ export class RunStore extends Context.Service<RunStore, {
       const createInputRequest: RunStore["Service"]["createInputRequest"] = (runId, prompt, schema, executor) =>
         sql.withTransaction(Effect.gen(function*() {
           const run = yield* lockRun(runId, executor)
-          if (run === undefined || run.status !== "running") return yield* conflict("the run is not running")
+          if (run === undefined || run.status !== "running") {
+            return yield* new InvalidTransition({ runId, from: run?.status ?? "pending", to: "awaiting_input" })
+          }
           const id = makeId("ir")
           yield* sql`INSERT INTO input_requests (id, run_id, prompt, schema) VALUES (${id}, ${runId}, ${prompt}, ${schema === undefined ? null : JSON.stringify(schema)}::jsonb)`
           yield* sql`UPDATE runs SET status = 'awaiting_input', updated_at = now() WHERE id = ${runId}`
@@ -300,26 +272,30 @@ export class RunStore extends Context.Service<RunStore, {
         sql.withTransaction(Effect.gen(function*() {
           const run = yield* lockRun(runId)
           const requests = yield* sql<{ status: string }>`SELECT status FROM input_requests WHERE id = ${requestId} AND run_id = ${runId} FOR UPDATE`
-          if (requests[0] === undefined) return yield* conflict(`no input request ${requestId} on this run`, { input_request_id: requestId })
-          if (requests[0].status !== "pending") return yield* conflict("the input request was already answered", { input_request_id: requestId })
-          if (run === undefined || run.status !== "awaiting_input") return yield* conflict(`the run is ${run?.status}; it is not awaiting input`)
+          if (requests[0] === undefined) return yield* new InputRequestNotFound({ inputRequestId: requestId, field: "input_request_id" })
+          if (requests[0].status !== "pending") return yield* new InputRequestAnswered({ inputRequestId: requestId })
+          if (run === undefined || run.status !== "awaiting_input") return yield* new RunNotAwaitingInput({ runId, status: run?.status ?? "pending" })
           yield* sql`UPDATE input_requests SET status = 'answered', response = ${JSON.stringify(response)}::jsonb, resolved_at = now() WHERE id = ${requestId}`
           yield* sql`UPDATE runs SET status = 'running', updated_at = now() WHERE id = ${runId}`
           yield* insertEvent(runId, "run.input_request_resolved", { input_request_id: requestId, request_id: requestId })
           yield* insertEvent(runId, "run.status_changed", { run_id: runId, from: "awaiting_input", status: "running" })
         })).pipe(Effect.catchTag("SqlError", Effect.die))
 
-      const createStandaloneRun: RunStore["Service"]["createStandaloneRun"] = (projectId, kind, request, options = {}) =>
+      const createStandaloneRun: RunStore["Service"]["createStandaloneRun"] = (projectId, request, options = {}) =>
         sql.withTransaction(Effect.gen(function*() {
           const deadline = options.maxDurationMs === undefined ? null : `${options.maxDurationMs} milliseconds`
-          const rows = yield* sql<RunRow>`
+          const rows = yield* sql<Row>`
             INSERT INTO runs (id, session_id, project_id, kind, status, request, max_steps, deadline_at)
-            VALUES (${makeId("run")}, NULL, ${projectId}, ${kind}, 'pending', ${JSON.stringify(request)}::jsonb, 0,
+            VALUES (${makeId("run")}, NULL, ${projectId}, ${kindOfTag[request._tag]}, 'pending', ${JSON.stringify(storedRequest(request))}::jsonb, 0,
               CASE WHEN ${deadline}::text IS NULL THEN NULL ELSE now() + ${deadline}::interval END)
             RETURNING *`
-          yield* insertEvent(rows[0]!.id, "run.status_changed", { run_id: rows[0]!.id, from: null, status: "pending" })
-          return rows[0]!
+          const run = runFromRow(rows[0]!)
+          yield* insertEvent(run.id, "run.status_changed", { run_id: run.id, from: null, status: "pending" })
+          return run
         })).pipe(Effect.orDie)
+
+      const getRun: RunStore["Service"]["getRun"] = (runId) =>
+        sql<Row>`SELECT * FROM runs WHERE id = ${runId}`.pipe(Effect.orDie, Effect.map((rows) => rows[0] === undefined ? undefined : runFromRow(rows[0])))
 
       const setPhase: RunStore["Service"]["setPhase"] = (runId, phase, executor) =>
         sql.withTransaction(Effect.gen(function*() {
@@ -335,26 +311,35 @@ export class RunStore extends Context.Service<RunStore, {
         createStandaloneRun,
         setPhase,
         listRuns: (projectId, kind, status, limit, beforeId) =>
-          sql<RunRow>`
+          sql<Row>`
             SELECT * FROM runs
             WHERE project_id = ${projectId} AND kind = ${kind}
               ${status === undefined ? sql`` : sql`AND status = ${status}`}
               ${beforeId === undefined ? sql`` : sql`AND id < ${beforeId}`}
-            ORDER BY id DESC LIMIT ${limit}`.pipe(Effect.orDie),
+            ORDER BY id DESC LIMIT ${limit}`.pipe(Effect.orDie, Effect.map((rows) => rows.map(runFromRow))),
         getSession: (projectId, sessionId) =>
-          sql<SessionRow>`SELECT * FROM sessions WHERE id = ${sessionId} AND project_id = ${projectId}`.pipe(
-            Effect.map((rows) => rows[0]),
+          sql`SELECT * FROM sessions WHERE id = ${sessionId} AND project_id = ${projectId}`.pipe(
+            Effect.map((rows) => rows[0] === undefined ? undefined : sessionFromRow(rows[0])),
             Effect.orDie
           ),
         listSessions: (projectId, status, limit, beforeId) =>
-          sql<SessionRow>`
+          sql`
             SELECT * FROM sessions
             WHERE project_id = ${projectId}
               ${status === undefined ? sql`` : sql`AND status = ${status}`}
               ${beforeId === undefined ? sql`` : sql`AND id < ${beforeId}`}
-            ORDER BY id DESC LIMIT ${limit}`.pipe(Effect.orDie),
-        runsOfSession: (sessionId) => sql<RunRow>`SELECT * FROM runs WHERE session_id = ${sessionId} ORDER BY id`.pipe(Effect.orDie),
-        getRun: (runId) => sql<RunRow>`SELECT * FROM runs WHERE id = ${runId}`.pipe(Effect.map((rows) => rows[0]), Effect.orDie),
+            ORDER BY id DESC LIMIT ${limit}`.pipe(Effect.orDie, Effect.map((rows) => rows.map(sessionFromRow))),
+        runsOfSession: (sessionId) =>
+          sql<Row>`SELECT * FROM runs WHERE session_id = ${sessionId} ORDER BY id`.pipe(Effect.orDie, Effect.map((rows) => rows.map(runFromRow))),
+        getRun,
+        findRun: (projectId, runId, kind, sessionId) =>
+          getRun(runId).pipe(Effect.flatMap((run) =>
+            run === undefined || run.project_id !== projectId || run.kind !== kind
+              ? Effect.fail(new RunNotFound({ runId, kind }))
+              : sessionId !== undefined && run.session_id !== sessionId
+              ? Effect.fail(new RunNotFound({ runId, kind, sessionId }))
+              : Effect.succeed(run)
+          )),
         setSessionStatus: (sessionId, status) =>
           sql`UPDATE sessions SET status = ${status}, updated_at = now(),
                 closed_at = CASE WHEN ${status} = 'closed' THEN now() ELSE closed_at END
@@ -420,7 +405,7 @@ export class RunStore extends Context.Service<RunStore, {
             if (usd <= 0) return
             const totals = yield* sql<{ llm_cost_usd: string }>`
               UPDATE runs SET llm_cost_usd = llm_cost_usd + ${usd} WHERE id = ${runId} RETURNING llm_cost_usd`
-            const sessions = yield* sql<SessionRow>`
+            const sessions = yield* sql<{ llm_cost_usd: string; browser_cost_usd: string; proxy_cost_usd: string }>`
               UPDATE sessions SET llm_cost_usd = llm_cost_usd + ${usd}, updated_at = now()
               WHERE id = ${run.session_id} RETURNING *`
             yield* insertEvent(runId, "run.cost_update", {
@@ -465,7 +450,7 @@ export class RunStore extends Context.Service<RunStore, {
 const money = (value: string | number) => Number(value).toFixed(2)
 
 /** The four cost fields of the spec, as two-decimal strings. */
-export const costFields = (session: Pick<SessionRow, "llm_cost_usd" | "browser_cost_usd" | "proxy_cost_usd">) => {
+export const costFields = (session: Pick<Session, "llm_cost_usd" | "browser_cost_usd" | "proxy_cost_usd">) => {
   const total = Number(session.llm_cost_usd) + Number(session.browser_cost_usd) + Number(session.proxy_cost_usd)
   return {
     llm_cost_usd: money(session.llm_cost_usd),

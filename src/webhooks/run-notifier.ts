@@ -4,14 +4,15 @@
  * when they cancel one). The body is rendered by the HTTP layer's view, given at composition.
  */
 import { Context, Effect, Layer } from "effect"
-import { RunStore, type RunRow } from "../store/runs.ts"
+import type { Run } from "../domain/run.ts"
+import { RunStore } from "../store/runs.ts"
 import { Callbacks } from "./callbacks.ts"
 
 export class RunNotifier extends Context.Service<RunNotifier, {
   readonly terminal: (runId: string) => Effect.Effect<void>
 }>()("wa/webhooks/RunNotifier") {
   /** `render` gives the callback body of a run (src/http/views/callback-view.ts). */
-  static readonly layer = (render: (run: RunRow) => unknown) => Layer.effect(
+  static readonly layer = (render: (run: Run) => unknown) => Layer.effect(
     RunNotifier,
     Effect.gen(function*() {
       const store = yield* RunStore
@@ -19,8 +20,9 @@ export class RunNotifier extends Context.Service<RunNotifier, {
       return RunNotifier.of({
         terminal: Effect.fn("RunNotifier.terminal")(function*(runId: string) {
           const run = yield* store.getRun(runId)
-          const url = (run?.request as { callback_url?: string | null } | undefined)?.callback_url
-          if (run === undefined || url === undefined || url === null) return
+          if (run === undefined || run.request._tag === "WebSearch") return
+          const url = run.request.callback_url
+          if (url === undefined || url === null) return
           yield* callbacks.send({ projectId: run.project_id, runId, url, type: "run.completed", data: render(run) })
         })
       })

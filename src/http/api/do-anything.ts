@@ -7,47 +7,17 @@ import { Schema } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { BadRequest, Conflict, NotFound, TooManyRequests, ValidationError } from "../errors.ts"
 import { PageQuery } from "../pagination.ts"
-import { CallbackUrl, MaxString, OptionalNullable, ProjectIdParam } from "./schemas.ts"
+import { doAnythingFields } from "../../domain/run.ts"
+import { MaxString, OptionalNullable, ProjectIdParam } from "./schemas.ts"
 import { Authentication, Idempotency, RateLimit } from "./security.ts"
 
 const JsonObject = Schema.Record(Schema.String, Schema.Unknown)
 
-/** The largest `output_schema` accepted, as JSON text: it is sent to the model with every step. */
-export const MAX_OUTPUT_SCHEMA_BYTES = 64 * 1024
-
-const OutputSchema = JsonObject.check(Schema.makeFilter(
-  (schema) => Buffer.byteLength(JSON.stringify(schema)) <= MAX_OUTPUT_SCHEMA_BYTES || `must be at most ${MAX_OUTPUT_SCHEMA_BYTES} bytes of JSON`,
-  { description: `a JSON Schema of at most ${MAX_OUTPUT_SCHEMA_BYTES} bytes` }
-))
+export { MAX_OUTPUT_SCHEMA_BYTES } from "../../domain/run.ts"
 
 export const CreateRunRequest = Schema.Struct({
-  instructions: OptionalNullable(MaxString(10_000)),
-  session_id: OptionalNullable(MaxString(64)),
-  workspace_id: OptionalNullable(MaxString(64)),
-  profile_id: OptionalNullable(MaxString(64)),
-  skills: Schema.optional(Schema.Array(MaxString(200)).check(Schema.isMaxLength(50))),
-  allowed_actions: Schema.optional(Schema.Array(MaxString(64)).check(Schema.isMaxLength(50))),
-  max_duration_minutes: OptionalNullable(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 10_080 }))),
-  keep_alive: Schema.optional(Schema.Boolean),
-  agentmail: Schema.optional(Schema.Boolean),
-  cache_script: OptionalNullable(Schema.Boolean),
-  callback_url: OptionalNullable(CallbackUrl),
-  output_schema: OptionalNullable(OutputSchema),
-  recording: OptionalNullable(Schema.Struct({
-    enabled: Schema.optional(Schema.Boolean),
-    quality: Schema.optional(MaxString(32)),
-    capture_during_take_control: Schema.optional(Schema.Boolean)
-  })),
-  // Stored with the run; running runs on a schedule is the schedules issue's work.
-  schedule: OptionalNullable(Schema.Struct({
-    kind: Schema.Literals(["cron", "interval", "event", "autonomous"]),
-    expr: Schema.optional(MaxString(200)),
-    cron: Schema.optional(MaxString(200)),
-    interval_seconds: Schema.optional(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 31_536_000 }))),
-    tz: Schema.optional(MaxString(64)),
-    event: Schema.optional(MaxString(200))
-  })),
-  model: OptionalNullable(MaxString(100))
+  ...doAnythingFields,
+  instructions: OptionalNullable(MaxString(10_000))
 })
 export type CreateRunRequest = typeof CreateRunRequest.Type
 

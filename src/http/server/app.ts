@@ -18,7 +18,7 @@ import { RateLimitLive } from "../middleware/rate-limit.ts"
 import { RateLimitStore } from "../middleware/rate-limit-store.ts"
 import { requestContextMiddleware } from "../middleware/request-context.ts"
 import { ApiKeysHandlers } from "./api-keys.ts"
-import { DoAnythingFlatHandlers, DoAnythingHandlers, DoAnythingOps, MediaHandlers } from "./do-anything.ts"
+import { DoAnythingFlatHandlers, DoAnythingHandlers, MediaHandlers } from "./do-anything.ts"
 import { ProjectHandlers } from "./project.ts"
 import { WebhookDeliveriesHandlers } from "./webhook-deliveries.ts"
 import { SystemHandlers } from "./system.ts"
@@ -50,8 +50,7 @@ const ApiRoutes = HttpApiBuilder.layer(WebAgentApi, { openapiPath: "/openapi.jso
     ).pipe(
       Layer.provide(ProjectMiddlewares)
     )
-  ]),
-  Layer.provide(DoAnythingOps.layer)
+  ])
 )
 
 const Routes = Layer.mergeAll(

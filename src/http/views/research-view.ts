@@ -1,8 +1,7 @@
 /** The wire shape of a DeepResearch run (all three prefixes, and its terminal callback). */
 import { flatStatus, isTerminal } from "../../domain/run-state.ts"
-import type { RunRow } from "../../store/runs.ts"
-import type { ResearchState } from "../../research/report.ts"
-import type { CreateResearchRequest, Outline, ResearchResult } from "../../research/schema.ts"
+import type { DeepResearchRequest, Run } from "../../domain/run.ts"
+import type { Outline, ResearchResult } from "../../research/schema.ts"
 
 const iso = (date: Date | null) => date === null ? null : date.toISOString()
 
@@ -13,10 +12,10 @@ const usd = (value: number | string) => {
 }
 
 export const researchRunView = (
-  run: RunRow,
+  run: Run,
+  request: DeepResearchRequest,
   options: { readonly flat?: boolean; readonly outline?: Outline | null; readonly pendingRequestId?: string | null } = {}
 ) => {
-  const request = run.request as unknown as CreateResearchRequest
   const cap = request.max_cost_usd
   return {
     id: run.id,
@@ -43,6 +42,3 @@ export const researchRunView = (
     deadline_at: iso(run.deadline_at)
   }
 }
-
-/** The outline kept in a run's checkpoint state, if it has one yet. */
-export const outlineOf = (history: unknown): Outline | null => (history as ResearchState | undefined)?.outline ?? null

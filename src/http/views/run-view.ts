@@ -1,11 +1,12 @@
 /** The wire shapes of sessions and runs, for both route conventions and for callbacks. */
 import { flatStatus } from "../../domain/run-state.ts"
-import { costFields, type RunRow, type SessionRow } from "../../store/runs.ts"
+import type { Run, Session } from "../../domain/run.ts"
+import { costFields } from "../../store/runs.ts"
 
 const iso = (date: Date | null) => date === null ? null : date.toISOString()
 
-export const runView = (run: RunRow) => {
-  const request = run.request as Record<string, unknown>
+export const runView = (run: Run) => {
+  const request = run.request._tag === "DoAnything" ? run.request : undefined
   return {
     id: run.id,
     session_id: run.session_id,
@@ -19,11 +20,11 @@ export const runView = (run: RunRow) => {
     max_steps: run.max_steps,
     model: run.model,
     parent_run_id: run.parent_run_id,
-    skills: (request["skills"] as ReadonlyArray<string> | undefined) ?? [],
-    allowed_actions: (request["allowed_actions"] as ReadonlyArray<string> | undefined) ?? [],
-    keep_alive: request["keep_alive"] ?? true,
-    callback_url: request["callback_url"] ?? null,
-    output_schema: request["output_schema"] ?? null,
+    skills: request?.skills ?? [],
+    allowed_actions: request?.allowed_actions ?? [],
+    keep_alive: request?.keep_alive ?? true,
+    callback_url: request?.callback_url ?? null,
+    output_schema: request?.output_schema ?? null,
     llm_cost_usd: Number(run.llm_cost_usd).toFixed(2),
     created_at: run.created_at.toISOString(),
     started_at: iso(run.started_at),
@@ -32,7 +33,7 @@ export const runView = (run: RunRow) => {
   }
 }
 
-export const sessionView = (session: SessionRow, runs: ReadonlyArray<RunRow>) => ({
+export const sessionView = (session: Session, runs: ReadonlyArray<Run>) => ({
   id: session.id,
   project_id: session.project_id,
   status: session.status,
@@ -47,7 +48,7 @@ export const sessionView = (session: SessionRow, runs: ReadonlyArray<RunRow>) =>
 })
 
 /** Convention B's flat run envelope: `succeeded` as status, `done` as terminal_reason. */
-export const flatRunView = (run: RunRow) => {
+export const flatRunView = (run: Run) => {
   const view = runView(run)
   return {
     ...view,

@@ -1,0 +1,126 @@
+/**
+ * Errors of the domain, raised by the store and the product services. They say what went wrong
+ * in the domain's terms; the HTTP layer (src/http/domain-errors.ts) turns each into the
+ * `{code, detail, extra}` envelope of the contract.
+ */
+import { Schema } from "effect"
+import { RunKind, RunStatus } from "./run.ts"
+
+/** No run of that kind (in that session, when one is named) in the project. */
+export class RunNotFound extends Schema.TaggedError<RunNotFound>()("RunNotFound", {
+  runId: Schema.String,
+  kind: Schema.optional(RunKind),
+  sessionId: Schema.optional(Schema.String)
+}) {}
+
+export class SessionNotFound extends Schema.TaggedError<SessionNotFound>()("SessionNotFound", {
+  sessionId: Schema.String
+}) {}
+
+/** The session is closed: it takes no more runs. */
+export class SessionClosed extends Schema.TaggedError<SessionClosed>()("SessionClosed", {
+  sessionId: Schema.String
+}) {}
+
+/** The key already holds as many open sessions as it may. */
+export class SessionCapReached extends Schema.TaggedError<SessionCapReached>()("SessionCapReached", {
+  open: Schema.Int,
+  limit: Schema.Int
+}) {}
+
+/** A session runs one run at a time: its latest run has not ended. */
+export class PreviousRunActive extends Schema.TaggedError<PreviousRunActive>()("PreviousRunActive", {
+  runId: Schema.String,
+  status: RunStatus
+}) {}
+
+/** The run's state machine (src/domain/run-state.ts) does not allow this change. */
+export class InvalidTransition extends Schema.TaggedError<InvalidTransition>()("InvalidTransition", {
+  runId: Schema.String,
+  from: RunStatus,
+  to: RunStatus
+}) {}
+
+/** The operation needs a run that has not ended (a message, a cancel). */
+export class RunEnded extends Schema.TaggedError<RunEnded>()("RunEnded", {
+  runId: Schema.String,
+  status: RunStatus,
+  operation: Schema.Literals(["message", "cancel"])
+}) {}
+
+/** Feedback is for runs that ended. */
+export class RunNotEnded extends Schema.TaggedError<RunNotEnded>()("RunNotEnded", {
+  runId: Schema.String,
+  status: RunStatus
+}) {}
+
+/** Only a run that ran out of steps can be continued. */
+export class RunNotExpired extends Schema.TaggedError<RunNotExpired>()("RunNotExpired", {
+  runId: Schema.String
+}) {}
+
+export class RunNotAwaitingInput extends Schema.TaggedError<RunNotAwaitingInput>()("RunNotAwaitingInput", {
+  runId: Schema.String,
+  status: RunStatus
+}) {}
+
+/** No input request of that id is pending on the run. `field` is the name the caller used for the id. */
+export class InputRequestNotFound extends Schema.TaggedError<InputRequestNotFound>()("InputRequestNotFound", {
+  inputRequestId: Schema.String,
+  field: Schema.Literals(["input_request_id", "request_id"])
+}) {}
+
+export class InputRequestAnswered extends Schema.TaggedError<InputRequestAnswered>()("InputRequestAnswered", {
+  inputRequestId: Schema.String
+}) {}
+
+/** Names the request used that are not among the allowed ones (actions, engines, models, outline sections). */
+export class UnknownNames extends Schema.TaggedError<UnknownNames>()("UnknownNames", {
+  field: Schema.String,
+  what: Schema.String,
+  unknown: Schema.Array(Schema.String),
+  allowed: Schema.Array(Schema.String)
+}) {}
+
+/** A field the request needs (given the other fields) is missing. */
+export class MissingFields extends Schema.TaggedError<MissingFields>()("MissingFields", {
+  fields: Schema.Array(Schema.String)
+}) {}
+
+/** A field's value is not one this operation accepts. */
+export class InvalidField extends Schema.TaggedError<InvalidField>()("InvalidField", {
+  field: Schema.Array(Schema.String),
+  detail: Schema.String,
+  msg: Schema.String,
+  type: Schema.String
+}) {}
+
+export type DomainError =
+  | RunNotFound
+  | SessionNotFound
+  | SessionClosed
+  | SessionCapReached
+  | PreviousRunActive
+  | InvalidTransition
+  | RunEnded
+  | RunNotEnded
+  | RunNotExpired
+  | RunNotAwaitingInput
+  | InputRequestNotFound
+  | InputRequestAnswered
+  | UnknownNames
+  | MissingFields
+  | InvalidField
+  | UnknownSections
+  | ArtifactNotFound
+
+/** Outline edits name sections the outline does not have. */
+export class UnknownSections extends Schema.TaggedError<UnknownSections>()("UnknownSections", {
+  unknown: Schema.Array(Schema.String),
+  sections: Schema.Array(Schema.String)
+}) {}
+
+export class ArtifactNotFound extends Schema.TaggedError<ArtifactNotFound>()("ArtifactNotFound", {
+  runId: Schema.String,
+  artifactId: Schema.String
+}) {}

@@ -1,0 +1,208 @@
+/**
+ * The typed model of sessions and runs: branded ids, the run request as a union by product, and
+ * `Session` / `Run` as schema classes. Rows are decoded into these once, where the store reads
+ * them (src/store/runs.ts); nothing above the store looks at raw JSON.
+ */
+import { Effect, Schema } from "effect"
+import { RunStatuses } from "./run-state.ts"
+import { CallbackUrl, MaxString, OptionalNullable } from "./schemas.ts"
+
+export const ProjectId = Schema.String.pipe(Schema.brand("ProjectId"))
+export type ProjectId = typeof ProjectId.Type
+export const ApiKeyId = Schema.String.pipe(Schema.brand("ApiKeyId"))
+export type ApiKeyId = typeof ApiKeyId.Type
+export const SessionId = Schema.String.pipe(Schema.brand("SessionId"))
+export type SessionId = typeof SessionId.Type
+export const RunId = Schema.String.pipe(Schema.brand("RunId"))
+export type RunId = typeof RunId.Type
+
+export const RunStatus = Schema.Literals(RunStatuses)
+export const RunKind = Schema.Literals(["do_anything", "deep_research", "web_search"])
+export type RunKind = typeof RunKind.Type
+
+// --- DoAnything -----------------------------------------------------------------------------
+
+const JsonObject = Schema.Record(Schema.String, Schema.Unknown)
+
+/** The largest `output_schema` accepted, as JSON text: it is sent to the model with every step. */
+export const MAX_OUTPUT_SCHEMA_BYTES = 64 * 1024
+
+const OutputSchema = JsonObject.check(Schema.makeFilter(
+  (schema) => Buffer.byteLength(JSON.stringify(schema)) <= MAX_OUTPUT_SCHEMA_BYTES || `must be at most ${MAX_OUTPUT_SCHEMA_BYTES} bytes of JSON`,
+  { description: `a JSON Schema of at most ${MAX_OUTPUT_SCHEMA_BYTES} bytes` }
+))
+
+/** The fields of a DoAnything run request (the wire bounds `instructions`; a continued run's may be longer). */
+export const doAnythingFields = {
+  instructions: OptionalNullable(Schema.String),
+  session_id: OptionalNullable(MaxString(64)),
+  workspace_id: OptionalNullable(MaxString(64)),
+  profile_id: OptionalNullable(MaxString(64)),
+  skills: Schema.optional(Schema.Array(MaxString(200)).check(Schema.isMaxLength(50))),
+  allowed_actions: Schema.optional(Schema.Array(MaxString(64)).check(Schema.isMaxLength(50))),
+  max_duration_minutes: OptionalNullable(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 10_080 }))),
+  keep_alive: Schema.optional(Schema.Boolean),
+  agentmail: Schema.optional(Schema.Boolean),
+  cache_script: OptionalNullable(Schema.Boolean),
+  callback_url: OptionalNullable(CallbackUrl),
+  output_schema: OptionalNullable(OutputSchema),
+  recording: OptionalNullable(Schema.Struct({
+    enabled: Schema.optional(Schema.Boolean),
+    quality: Schema.optional(MaxString(32)),
+    capture_during_take_control: Schema.optional(Schema.Boolean)
+  })),
+  // Stored with the run; running runs on a schedule is the schedules issue's work.
+  schedule: OptionalNullable(Schema.Struct({
+    kind: Schema.Literals(["cron", "interval", "event", "autonomous"]),
+    expr: Schema.optional(MaxString(200)),
+    cron: Schema.optional(MaxString(200)),
+    interval_seconds: Schema.optional(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 31_536_000 }))),
+    tz: Schema.optional(MaxString(64)),
+    event: Schema.optional(MaxString(200))
+  })),
+  model: OptionalNullable(MaxString(100))
+}
+
+export const DoAnythingRequest = Schema.TaggedStruct("DoAnything", doAnythingFields)
+export type DoAnythingRequest = typeof DoAnythingRequest.Type
+
+// --- DeepResearch ---------------------------------------------------------------------------
+
+export const Depth = Schema.Literals(["light", "standard", "deep"])
+export type Depth = typeof Depth.Type
+
+const DomainList = Schema.Array(MaxString(253).check(Schema.isMinLength(1))).check(Schema.isMaxLength(200))
+
+/** A non-negative USD amount as a number or a decimal string ("0.50"). */
+export const UsdAmount = Schema.Union([
+  Schema.Number.check(Schema.isGreaterThanOrEqualTo(0), Schema.isFinite()),
+  Schema.String.check(Schema.isPattern(/^\d{1,9}(\.\d{1,6})?$/))
+]).annotate({ description: "USD: a number >= 0 or a decimal string such as \"2.50\"" })
+
+export const deepResearchFields = {
+  topic: Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(2000)),
+  depth: Depth.pipe(Schema.withDecodingDefaultKey(Effect.succeed("standard" as const))),
+  output_format: Schema.Literal("report").pipe(Schema.withDecodingDefaultKey(Effect.succeed("report" as const))),
+  target_audience: OptionalNullable(MaxString(500)),
+  require_outline_approval: Schema.Boolean.pipe(Schema.withDecodingDefaultKey(Effect.succeed(true))),
+  max_duration_minutes: Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 10_000 })).pipe(
+    Schema.withDecodingDefaultKey(Effect.succeed(600))
+  ),
+  max_cost_usd: OptionalNullable(UsdAmount),
+  domain_whitelist: OptionalNullable(DomainList),
+  domain_blacklist: OptionalNullable(DomainList),
+  callback_url: OptionalNullable(CallbackUrl)
+}
+
+export const DeepResearchRequest = Schema.TaggedStruct("DeepResearch", deepResearchFields)
+export type DeepResearchRequest = typeof DeepResearchRequest.Type
+
+// --- WebSearch ------------------------------------------------------------------------------
+
+export const Freshness = Schema.Literals(["day", "week", "month", "year"])
+export type Freshness = typeof Freshness.Type
+
+export const MAX_QUERIES = 50
+export const MAX_QUERY_LENGTH = 500
+export const MAX_SITES = 200
+export const DEFAULT_MAX_RESULTS_PER_QUERY = 10
+
+const Query = Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(MAX_QUERY_LENGTH))
+const Site = Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(253))
+const SiteList = Schema.Array(Site).check(Schema.isMaxLength(MAX_SITES))
+
+export const webSearchFields = {
+  queries: Schema.Array(Query).check(Schema.isMinLength(1), Schema.isMaxLength(MAX_QUERIES)),
+  /** Engine names; omitted or null means the default engine set (every configured engine). */
+  engines: Schema.optionalKey(Schema.NullOr(Schema.Array(Schema.String.check(Schema.isMaxLength(64))).check(Schema.isMaxLength(20)))),
+  max_results_per_query: Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 50 })).pipe(
+    Schema.withDecodingDefaultKey(Effect.succeed(DEFAULT_MAX_RESULTS_PER_QUERY))
+  ),
+  rerank: Schema.Boolean.pipe(Schema.withDecodingDefaultKey(Effect.succeed(false))),
+  summarize: Schema.Boolean.pipe(Schema.withDecodingDefaultKey(Effect.succeed(false))),
+  freshness: Schema.optionalKey(Schema.NullOr(Freshness)),
+  site_whitelist: Schema.optionalKey(Schema.NullOr(SiteList)),
+  site_blacklist: Schema.optionalKey(Schema.NullOr(SiteList)),
+  language: Schema.optionalKey(Schema.NullOr(Schema.String.check(Schema.isMinLength(2), Schema.isMaxLength(35)))),
+  objective: Schema.optionalKey(Schema.NullOr(Schema.String.check(Schema.isMaxLength(2000)))),
+  /** Read by the HTTP layer (block up to 30 s); the engine layer ignores it. */
+  wait: Schema.Boolean.pipe(Schema.withDecodingDefaultKey(Effect.succeed(true)))
+}
+
+export const WebSearchRunRequest = Schema.TaggedStruct("WebSearch", webSearchFields)
+export type WebSearchRunRequest = typeof WebSearchRunRequest.Type
+
+// --- Runs and sessions ----------------------------------------------------------------------
+
+/** What a run was asked to do, by product. The `kind` column of a run row is its tag. */
+export const RunRequest = Schema.Union([DoAnythingRequest, DeepResearchRequest, WebSearchRunRequest])
+export type RunRequest = typeof RunRequest.Type
+
+export const tagOfKind = { do_anything: "DoAnything", deep_research: "DeepResearch", web_search: "WebSearch" } as const
+export const kindOfTag = { DoAnything: "do_anything", DeepResearch: "deep_research", WebSearch: "web_search" } as const
+
+/** The request as stored (the `kind` column says which product it is for). */
+export const storedRequest = (request: RunRequest): Record<string, unknown> => {
+  const { _tag, ...fields } = request
+  return fields
+}
+
+export class Run extends Schema.Class<Run>("wa/domain/Run")({
+  id: RunId,
+  /** Null for runs that need no browser session (WebSearch, DeepResearch). */
+  session_id: Schema.NullOr(SessionId),
+  project_id: ProjectId,
+  kind: RunKind,
+  status: RunStatus,
+  terminal_reason: Schema.NullOr(Schema.String),
+  expired: Schema.Boolean,
+  instructions: Schema.NullOr(Schema.String),
+  request: RunRequest,
+  output: Schema.Unknown,
+  error_code: Schema.NullOr(Schema.String),
+  error_detail: Schema.NullOr(Schema.String),
+  step_count: Schema.Number,
+  max_steps: Schema.Number,
+  model: Schema.NullOr(Schema.String),
+  parent_run_id: Schema.NullOr(RunId),
+  llm_cost_usd: Schema.String,
+  feedback: Schema.Unknown,
+  created_at: Schema.Date,
+  updated_at: Schema.Date,
+  started_at: Schema.NullOr(Schema.Date),
+  finished_at: Schema.NullOr(Schema.Date),
+  deadline_at: Schema.NullOr(Schema.Date),
+  /** DeepResearch: the phase the run is in (null for other kinds). */
+  phase: Schema.NullOr(Schema.String)
+}) {}
+
+export class Session extends Schema.Class<Session>("wa/domain/Session")({
+  id: SessionId,
+  project_id: ProjectId,
+  api_key_id: ApiKeyId,
+  status: Schema.Literals(["running", "idle", "closed"]),
+  profile_id: Schema.NullOr(Schema.String),
+  workspace_id: Schema.NullOr(Schema.String),
+  latest_run_id: Schema.NullOr(RunId),
+  llm_cost_usd: Schema.String,
+  browser_cost_usd: Schema.String,
+  proxy_cost_usd: Schema.String,
+  created_at: Schema.Date,
+  updated_at: Schema.Date,
+  closed_at: Schema.NullOr(Schema.Date)
+}) {}
+
+const decodeRun = Schema.decodeUnknownSync(Run)
+const decodeSession = Schema.decodeUnknownSync(Session)
+
+/**
+ * A run row as read from PostgreSQL, decoded. The stored request gets its tag from the `kind`
+ * column. A row that does not decode is a defect (the store wrote it from a decoded request).
+ */
+export const runFromRow = (row: { readonly kind: string; readonly request: unknown } & Record<string, unknown>): Run =>
+  decodeRun({
+    ...row,
+    request: { ...(row.request as object), _tag: tagOfKind[row.kind as RunKind] }
+  })
+
+export const sessionFromRow = (row: unknown): Session => decodeSession(row)

@@ -1,0 +1,188 @@
+/**
+ * Sessions: the DoAnything product. It owns the rules of sessions and their runs (the request's
+ * cross-field rules, the model choice, the per-key session cap, which the store enforces
+ * atomically) and hands runs to the Session entity (src/entities/session.ts), which executes them.
+ * Cancel and close go through here too. The HTTP handlers only decode, call one method and render.
+ */
+import { Context, Effect, Layer, Option } from "effect"
+import { AgentModel } from "../agent/model.ts"
+import { toolNames } from "../agent/tools.ts"
+import { AppConfig } from "../config/config.ts"
+import {
+  MissingFields,
+  RunEnded,
+  RunNotExpired,
+  SessionNotFound,
+  UnknownNames
+} from "../domain/errors.ts"
+import { isTerminal } from "../domain/run-state.ts"
+import type { DoAnythingRequest, Run, Session } from "../domain/run.ts"
+import { type NewRun, RunStore } from "../store/runs.ts"
+import { RunNotifier } from "../webhooks/run-notifier.ts"
+import { cancelRun } from "./cancel.ts"
+import { SessionEntity } from "./session.ts"
+
+/**
+ * A Convention B run on an existing session without instructions observes: it reports the state
+ * the session's page is in (URL, title, what it shows) and changes nothing, with read-only actions.
+ */
+export const OBSERVE_INSTRUCTIONS =
+  "Report the current state of this session's browser: the URL and title of the current tab and what the page shows. " +
+  "Do not navigate, click, type or change anything; finish with done."
+export const OBSERVE_ACTIONS: ReadonlyArray<string> = ["read_page", "extract", "screenshot", "scroll", "done"]
+
+const hasInstructions = (request: DoAnythingRequest) =>
+  request.instructions !== undefined && request.instructions !== null && request.instructions.trim() !== ""
+
+export interface SessionWithRuns {
+  readonly session: Session
+  readonly runs: ReadonlyArray<Run>
+}
+
+export class Sessions extends Context.Service<Sessions, {
+  /** A new session with its first run. */
+  readonly create: (key: { readonly projectId: string; readonly keyId: string }, request: DoAnythingRequest) => Effect.Effect<
+    { readonly session: Session; readonly run: Run },
+    UnknownNames | MissingFields | import("../domain/errors.ts").SessionCapReached
+  >
+  readonly find: (projectId: string, sessionId: string) => Effect.Effect<SessionWithRuns, SessionNotFound>
+  readonly list: (projectId: string, status: string | undefined, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<SessionWithRuns>>
+  /**
+   * A follow-up run. `observeWithoutInstructions` (Convention B): a request without instructions
+   * becomes an observing run (OBSERVE_INSTRUCTIONS) instead of a 422.
+   */
+  readonly addRun: (projectId: string, sessionId: string, request: DoAnythingRequest, options?: { readonly observeWithoutInstructions?: boolean }) => Effect.Effect<
+    Run,
+    UnknownNames | MissingFields | SessionNotFound | import("../domain/errors.ts").SessionClosed | import("../domain/errors.ts").PreviousRunActive
+  >
+  readonly findRun: (projectId: string, runId: string, sessionId?: string) => Effect.Effect<Run, import("../domain/errors.ts").RunNotFound>
+  /** A run that ran out of steps, continued by a new run with `content` added to its instructions. */
+  readonly continueRun: (run: Run, content: string) => Effect.Effect<
+    Run,
+    RunNotExpired | SessionNotFound | UnknownNames | MissingFields | import("../domain/errors.ts").SessionClosed | import("../domain/errors.ts").PreviousRunActive
+  >
+  readonly message: (run: Run, content: string) => Effect.Effect<void, RunEnded>
+  readonly answer: (run: Run, inputRequestId: string, response: unknown) => Effect.Effect<
+    Run,
+    import("../domain/errors.ts").InputRequestNotFound | import("../domain/errors.ts").InputRequestAnswered | import("../domain/errors.ts").RunNotAwaitingInput
+  >
+  readonly cancel: (run: Run, reason: string | null) => Effect.Effect<
+    Run,
+    RunEnded | import("../domain/errors.ts").RunNotFound | import("../domain/errors.ts").InvalidTransition
+  >
+  /** Cancels what still runs, releases the browser and closes the session. */
+  readonly close: (projectId: string, sessionId: string) => Effect.Effect<SessionWithRuns, SessionNotFound>
+  readonly feedback: (run: Run, feedback: unknown) => Effect.Effect<Run>
+}>()("wa/entities/Sessions") {
+  static readonly layer = Layer.effect(
+    Sessions,
+    Effect.gen(function*() {
+      const store = yield* RunStore
+      const config = yield* AppConfig
+      const notifier = yield* RunNotifier
+      const model = yield* AgentModel
+      const clientFor = yield* SessionEntity.client
+      const models: ReadonlyArray<string> = Option.match(model, { onNone: () => [], onSome: (m) => [m.name] })
+
+      // Execution is fire-and-forget: the persisted Execute message reaches the entity even if
+      // the request that started it is gone.
+      const execute = (sessionId: string, runId: string) => clientFor(sessionId).Execute({ runId }, { discard: true }).pipe(Effect.orDie)
+      const cancel = cancelRun(store, notifier, (run) =>
+        run.session_id === null ? Effect.void : clientFor(run.session_id).Interrupt({ runId: run.id }, { discard: true }))
+
+      /** Rules the schema cannot express: names of allowed_actions and of the model, instructions present. */
+      const check = Effect.fn("Sessions.check")(function*(request: DoAnythingRequest) {
+        const unknown = (request.allowed_actions ?? []).filter((name) => !toolNames.includes(name))
+        if (unknown.length > 0) return yield* new UnknownNames({ field: "allowed_actions", what: "action", unknown, allowed: [...toolNames] })
+        if (request.model !== undefined && request.model !== null && !models.includes(request.model)) {
+          return yield* new UnknownNames({ field: "model", what: "model", unknown: [request.model], allowed: [...models] })
+        }
+        if (!hasInstructions(request)) return yield* new MissingFields({ fields: ["instructions"] })
+      })
+
+      /** The stored run of a request, with the defaults and limits of the configuration. */
+      const toNewRun = (request: DoAnythingRequest, parentRunId: string | null = null): NewRun => ({
+        instructions: request.instructions ?? null,
+        request: { keep_alive: true, agentmail: true, skills: [], allowed_actions: [], ...request },
+        maxSteps: config.maxSteps,
+        model: request.model ?? null,
+        maxDurationMs: request.max_duration_minutes === undefined || request.max_duration_minutes === null ? null : request.max_duration_minutes * config.runMinuteMs,
+        parentRunId
+      })
+
+      const find = Effect.fn("Sessions.find")(function*(projectId: string, sessionId: string) {
+        const session = yield* store.getSession(projectId, sessionId)
+        if (session === undefined) return yield* new SessionNotFound({ sessionId })
+        return { session, runs: yield* store.runsOfSession(session.id) }
+      })
+
+      const addRunTo = Effect.fn("Sessions.addRunTo")(function*(session: Session, request: DoAnythingRequest, parentRunId: string | null = null) {
+        yield* check(request)
+        const run = yield* store.addRun(session.id, toNewRun(request, parentRunId))
+        yield* execute(session.id, run.id)
+        return run
+      })
+
+      return Sessions.of({
+        create: Effect.fn("Sessions.create")(function*(key: { readonly projectId: string; readonly keyId: string }, request: DoAnythingRequest) {
+          yield* check(request)
+          const created = yield* store.createSession({
+            projectId: key.projectId,
+            apiKeyId: key.keyId,
+            profileId: request.profile_id ?? null,
+            workspaceId: request.workspace_id ?? null,
+            run: toNewRun(request),
+            maxOpenSessions: config.maxConcurrentSessions
+          })
+          yield* execute(created.session.id, created.run.id)
+          return created
+        }),
+        find,
+        list: Effect.fn("Sessions.list")(function*(projectId: string, status: string | undefined, limit: number, beforeId: string | undefined) {
+          const sessions = yield* store.listSessions(projectId, status, limit, beforeId)
+          return yield* Effect.forEach(sessions, (session) => store.runsOfSession(session.id).pipe(Effect.map((runs) => ({ session, runs }))))
+        }),
+        addRun: Effect.fn("Sessions.addRun")(function*(projectId: string, sessionId: string, request: DoAnythingRequest, options: { readonly observeWithoutInstructions?: boolean } = {}) {
+          const { session } = yield* find(projectId, sessionId)
+          const observe = options.observeWithoutInstructions === true && !hasInstructions(request)
+          return yield* addRunTo(session, observe
+            ? { ...request, instructions: OBSERVE_INSTRUCTIONS, allowed_actions: request.allowed_actions ?? OBSERVE_ACTIONS }
+            : request)
+        }),
+        findRun: Effect.fn("Sessions.findRun")(function*(projectId: string, runId: string, sessionId?: string) {
+          return yield* store.findRun(projectId, runId, "do_anything", sessionId)
+        }),
+        continueRun: Effect.fn("Sessions.continueRun")(function*(run: Run, content: string) {
+          if (!run.expired || run.request._tag !== "DoAnything" || run.session_id === null) return yield* new RunNotExpired({ runId: run.id })
+          const { session } = yield* find(run.project_id, run.session_id)
+          return yield* addRunTo(session, {
+            ...run.request,
+            instructions: `${content}\n\n(Continuing the earlier task: ${run.instructions ?? ""})`
+          }, run.id)
+        }),
+        message: Effect.fn("Sessions.message")(function*(run: Run, content: string) {
+          if (isTerminal(run.status)) return yield* new RunEnded({ runId: run.id, status: run.status, operation: "message" })
+          yield* store.queueMessage(run.id, content)
+        }),
+        answer: Effect.fn("Sessions.answer")(function*(run: Run, inputRequestId: string, response: unknown) {
+          yield* store.answerInputRequest(run.id, inputRequestId, response)
+          return (yield* store.getRun(run.id)) ?? run
+        }),
+        cancel,
+        close: Effect.fn("Sessions.close")(function*(projectId: string, sessionId: string) {
+          const { session, runs } = yield* find(projectId, sessionId)
+          for (const run of runs) {
+            if (!isTerminal(run.status)) yield* cancel(run, "session closed").pipe(Effect.ignore)
+          }
+          yield* clientFor(session.id).Close(undefined, { discard: true }).pipe(Effect.ignore)
+          yield* store.setSessionStatus(session.id, "closed")
+          return yield* find(projectId, sessionId)
+        }),
+        feedback: Effect.fn("Sessions.feedback")(function*(run: Run, feedback: unknown) {
+          yield* store.setFeedback(run.id, feedback)
+          return (yield* store.getRun(run.id)) ?? run
+        })
+      })
+    })
+  )
+}

@@ -1,0 +1,88 @@
+/**
+ * The WebSearch entity (Effect Cluster), one per run: it runs the run's search across its engines
+ * and ends the run with the result. `Execute` is persisted, so a search under way when its runner
+ * dies (or the all-in-one process is killed) is delivered again and run again, from the start, on
+ * the runner that holds the shard next (a `run.resumed` event says so). A search keeps no
+ * checkpoint: its engine calls are cheap to repeat and its result is written once, with the run's
+ * terminal state.
+ */
+import { Cause, Effect, Exit, Fiber, FiberMap, Option, Schema } from "effect"
+import { ClusterSchema, Entity, Sharding } from "effect/cluster"
+import { Rpc } from "effect/rpc"
+import { AgentModel } from "../agent/model.ts"
+import { leaveForNextOwner, RunnerLifecycle, runHere } from "../cluster/lifecycle.ts"
+import { isTerminal } from "../domain/run-state.ts"
+import type { Run, WebSearchRunRequest } from "../domain/run.ts"
+import { WebSearch } from "../search/web-search.ts"
+import { RunStore, SupersededExecution } from "../store/runs.ts"
+import { RunNotifier } from "../webhooks/run-notifier.ts"
+
+export const Execute = Rpc.make("Execute", { payload: { runId: Schema.String } })
+  .annotate(ClusterSchema.Persisted, true)
+
+export const WebSearchEntity = Entity.make("WebSearch", [Execute])
+
+const webSearchHandlers = Effect.gen(function*() {
+  const address = yield* Entity.CurrentAddress
+  const store = yield* RunStore
+  const search = yield* WebSearch
+  const model = yield* AgentModel
+  const notifier = yield* RunNotifier
+  const lifecycle = yield* RunnerLifecycle
+  const sharding = yield* Sharding.Sharding
+  const fibers = yield* FiberMap.make<string>()
+
+  const conduct = Effect.fn("WebSearchEntity.conduct")(function*(run: Run, request: WebSearchRunRequest) {
+    const executor = yield* store.claimExecution(run.id)
+    if (run.status === "pending") {
+      yield* store.transition(run.id, "running", { executor }).pipe(Effect.orDie)
+    } else {
+      yield* store.appendEvent(run.id, "run.resumed", { run_id: run.id, from_step: 0 }, executor)
+      yield* Effect.logInfo("run resumed").pipe(Effect.annotateLogs({ run_id: run.id, kind: "web_search" }))
+    }
+    const searching = search.run(request, {
+      onProgress: (event) => store.appendEvent(run.id, "run.search.progress", { ...event }, executor).pipe(Effect.asVoid)
+    })
+    // The search looks for a model in its context; with none it summarizes extractively.
+    const outcome = yield* Effect.result(Option.isSome(model) ? Effect.provide(searching, model.value.layer) : searching)
+    if (outcome._tag === "Success") {
+      yield* store.transition(run.id, "done", { output: outcome.success, terminalReason: "done", executor }).pipe(Effect.ignore)
+    } else {
+      yield* store.transition(run.id, "failed", {
+        terminalReason: "failed",
+        errorCode: "validation_error",
+        errorDetail: outcome.failure.message,
+        executor
+      }).pipe(Effect.ignore)
+    }
+  })
+
+  const execute = (run: Run, request: WebSearchRunRequest) =>
+    Effect.gen(function*() {
+      const fiber = yield* FiberMap.run(fibers, run.id, conduct(run, request))
+      const exit = yield* Fiber.await(fiber)
+      if (Exit.isFailure(exit)) {
+        const failure = Cause.squash(exit.cause)
+        if (failure instanceof SupersededExecution) return
+        yield* Effect.logError("web search run failed", exit.cause)
+        yield* store.transition(run.id, "failed", { terminalReason: "failed", errorCode: "internal_error", errorDetail: "the search failed" }).pipe(Effect.ignore)
+      }
+      yield* notifier.terminal(run.id)
+    })
+
+  const handleExecute = (runId: string) =>
+    Effect.gen(function*() {
+      const run = yield* store.getRun(runId)
+      if (run === undefined || run.request._tag !== "WebSearch" || isTerminal(run.status)) return "handled" as const
+      return yield* runHere(lifecycle, execute(run, run.request))
+    }).pipe(Effect.catchCause((cause) => Effect.logError("web search run failed", cause).pipe(Effect.as("handled" as const))))
+
+  return WebSearchEntity.of({
+    Execute: ({ payload }) =>
+      handleExecute(payload.runId).pipe(
+        Effect.flatMap((outcome) => outcome === "refused" ? leaveForNextOwner(sharding, address, payload.runId) : Effect.void)
+      )
+  })
+})
+
+export const WebSearchEntityLive = WebSearchEntity.toLayer(webSearchHandlers, { maxIdleTime: "1 minute" })

@@ -1,0 +1,101 @@
+/**
+ * Domain errors (src/domain/errors.ts) on the wire: each becomes the `{code, detail, extra}`
+ * envelope of its HTTP status. Handlers pipe a service call through `httpErrors`; the envelope
+ * errors a handler raises itself pass through unchanged.
+ */
+import { Effect } from "effect"
+import type {
+  DomainError,
+  InputRequestAnswered,
+  InputRequestNotFound,
+  InvalidField,
+  InvalidTransition,
+  MissingFields,
+  PreviousRunActive,
+  RunEnded,
+  RunNotAwaitingInput,
+  RunNotEnded,
+  RunNotExpired,
+  RunNotFound,
+  SessionCapReached,
+  SessionClosed,
+  SessionNotFound,
+  UnknownNames,
+  UnknownSections,
+  ArtifactNotFound
+} from "../domain/errors.ts"
+import { Conflict, NotFound, TooManyRequests, ValidationError, validationError } from "./errors.ts"
+
+const kindLabel = { do_anything: "run", deep_research: "research run", web_search: "web search run" } as const
+
+/** The envelope class each domain error becomes. */
+export type HttpErrorOf<E> = E extends RunNotFound | SessionNotFound | ArtifactNotFound ? NotFound
+  : E extends SessionCapReached ? TooManyRequests
+  : E extends UnknownNames | MissingFields | InvalidField | UnknownSections ? ValidationError
+  : E extends SessionClosed | PreviousRunActive | InvalidTransition | RunEnded | RunNotEnded | RunNotExpired | RunNotAwaitingInput | InputRequestNotFound | InputRequestAnswered ? Conflict
+  : E
+
+const isDomainError = (error: unknown): error is DomainError =>
+  typeof error === "object" && error !== null && "_tag" in error && typeof error._tag === "string" && error._tag in renderers
+
+const conflict = (detail: string, extra: Record<string, unknown> = {}) => new Conflict({ code: "conflict", detail, extra })
+
+const renderers: { readonly [K in DomainError["_tag"]]: (error: Extract<DomainError, { _tag: K }>) => NotFound | Conflict | TooManyRequests | ValidationError } = {
+  RunNotFound: (e) =>
+    new NotFound({
+      code: "run_not_found",
+      detail: e.sessionId === undefined ? `no ${kindLabel[e.kind ?? "do_anything"]} ${e.runId} in this project` : `no run ${e.runId} in session ${e.sessionId}`,
+      extra: {}
+    }),
+  SessionNotFound: (e) => new NotFound({ code: "session_not_found", detail: `no session ${e.sessionId} in this project`, extra: {} }),
+  SessionCapReached: (e) =>
+    new TooManyRequests({
+      code: "too_many_concurrent_sessions",
+      detail: `this key already holds ${e.open} open sessions (limit ${e.limit}); close one or wait for one to end`,
+      extra: { limit: e.limit, active: e.open, retry_after_seconds: 5 }
+    }),
+  SessionClosed: (e) => conflict("the session is closed; create a new session", { session_id: e.sessionId }),
+  PreviousRunActive: (e) => conflict("the previous run of this session is not terminal yet", { run_id: e.runId, status: e.status }),
+  InvalidTransition: (e) =>
+    e.to === "canceled"
+      ? conflict(`the run is ${e.from}; only a non-terminal run can be canceled`, { status: e.from })
+      : conflict(`the run is ${e.from}; it cannot become ${e.to}`, { status: e.from }),
+  RunEnded: (e) =>
+    e.operation === "message"
+      ? conflict(`the run is ${e.status}; messages go to a follow-up run`, { status: e.status })
+      : conflict(`the run is ${e.status}; only a non-terminal run can be canceled`, { status: e.status }),
+  RunNotEnded: (e) => conflict(`the run is ${e.status}; feedback is for finished runs`, { status: e.status }),
+  RunNotExpired: () => conflict("only a run that ran out of steps (expired) can be continued; add a follow-up run instead"),
+  RunNotAwaitingInput: (e) => conflict(`the run is ${e.status}; it is not awaiting input`, { status: e.status }),
+  InputRequestNotFound: (e) =>
+    e.field === "request_id"
+      ? conflict(`no pending input request ${e.inputRequestId} on this run`, { request_id: e.inputRequestId })
+      : conflict(`no input request ${e.inputRequestId} on this run`, { input_request_id: e.inputRequestId }),
+  InputRequestAnswered: (e) => conflict("the input request was already answered", { input_request_id: e.inputRequestId }),
+  UnknownNames: (e) =>
+    validationError(
+      `unknown ${e.what}(s): ${e.unknown.join(", ")}; valid: ${e.allowed.join(", ")}`,
+      e.unknown.map((name) => ({ loc: ["body", e.field], msg: `unknown ${e.what} ${name}; valid ${e.what}s: ${e.allowed.join(", ")}`, type: "enum" }))
+    ),
+  MissingFields: (e) =>
+    validationError(
+      e.fields.length === 1 && e.fields[0] === "instructions" ? "instructions are required" : `${e.fields.join(" and ")} required`,
+      e.fields.map((field) => ({ loc: ["body", field], msg: field === "instructions" ? "instructions are required" : "required", type: "missing" }))
+    ),
+  UnknownSections: (e) =>
+    validationError(`unknown section id(s): ${[...new Set(e.unknown)].join(", ")}`, e.unknown.map((id) => ({
+      loc: ["body", "response", "edits"],
+      msg: `no section ${id} in the outline; sections: ${e.sections.join(", ")}`,
+      type: "value_error"
+    }))),
+  ArtifactNotFound: (e) => new NotFound({ code: "artifact_not_found", detail: `no artifact ${e.artifactId} on run ${e.runId}`, extra: {} }),
+  InvalidField: (e) => validationError(e.detail, [{ loc: ["body", ...e.field], msg: e.msg, type: e.type }])
+}
+
+/** The envelope of a domain error; anything else is returned as it is. */
+export const toHttpError = <E>(error: E): HttpErrorOf<E> =>
+  (isDomainError(error) ? (renderers[error._tag] as (e: DomainError) => unknown)(error) : error) as HttpErrorOf<E>
+
+/** Maps the domain errors of an effect to their envelopes. */
+export const httpErrors = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, HttpErrorOf<E>, R> =>
+  Effect.mapError(effect, toHttpError)

@@ -1,0 +1,151 @@
+/**
+ * Research: the DeepResearch product. It creates runs and hands them to their entity
+ * (src/entities/research.ts), answers the outline approval gate (with edits checked against the
+ * outline), cancels, records feedback and reads artifacts. The HTTP handlers only decode, call
+ * one method and render.
+ */
+import { Context, Effect, Layer } from "effect"
+import { AppConfig } from "../config/config.ts"
+import { ArtifactNotFound, InputRequestNotFound, InvalidField, RunNotAwaitingInput, RunNotEnded, UnknownSections } from "../domain/errors.ts"
+import { isTerminal } from "../domain/run-state.ts"
+import type { DeepResearchRequest, Run } from "../domain/run.ts"
+import { cancelRun } from "../entities/cancel.ts"
+import { ResearchEntity } from "../entities/research.ts"
+import { ArtifactStore } from "../store/artifacts.ts"
+import { RunStore } from "../store/runs.ts"
+import { RunNotifier } from "../webhooks/run-notifier.ts"
+import { applyOutlineEdits, depthBudgets } from "./pipeline.ts"
+import type { ResearchState } from "./report.ts"
+import { decodeOutlineAnswer, type Outline, type OutlineEdit } from "./schema.ts"
+
+/** What the run view needs of the run's state: not its sources, which can be hundreds of KB. */
+const gateFields = ["outline", "approved"]
+
+/** The outline kept in a run's checkpoint state, if it has one yet. */
+const outlineOf = (history: Partial<ResearchState> | undefined): Outline | null => history?.outline ?? null
+
+const editsOf = (answer: typeof decodeOutlineAnswer extends (u: unknown) => Effect.Effect<infer A, any, any> ? A : never): ReadonlyArray<OutlineEdit> | undefined =>
+  typeof answer === "object" && "edits" in answer ? answer.edits : undefined
+
+/** A research run with what its view shows besides the row: the outline and the pending approval request. */
+export interface ResearchRun {
+  readonly run: Run
+  readonly request: DeepResearchRequest
+  readonly outline: Outline | null
+  readonly pendingRequestId: string | null
+}
+
+const requestOf = (run: Run): DeepResearchRequest => {
+  if (run.request._tag !== "DeepResearch") throw new Error(`run ${run.id} is not a research run`)
+  return run.request
+}
+
+export class Research extends Context.Service<Research, {
+  readonly create: (projectId: string, request: DeepResearchRequest) => Effect.Effect<Run>
+  readonly find: (projectId: string, runId: string) => Effect.Effect<Run, import("../domain/errors.ts").RunNotFound>
+  readonly list: (projectId: string, status: string | undefined, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<Run>>
+  /** The run with its outline; an answer the run has not taken in yet is shown applied. */
+  readonly details: (run: Run) => Effect.Effect<ResearchRun>
+  readonly answer: (run: Run, requestId: string, response: unknown) => Effect.Effect<
+    ResearchRun,
+    RunNotAwaitingInput | InputRequestNotFound | InvalidField | UnknownSections | import("../domain/errors.ts").InputRequestAnswered
+  >
+  readonly cancel: (run: Run, reason: string | null) => Effect.Effect<ResearchRun, import("../domain/errors.ts").RunEnded | import("../domain/errors.ts").RunNotFound | import("../domain/errors.ts").InvalidTransition>
+  readonly feedback: (run: Run, feedback: unknown) => Effect.Effect<ResearchRun, RunNotEnded>
+  readonly artifacts: (run: Run) => Effect.Effect<ReadonlyArray<{ readonly id: string; readonly run_id: string; readonly name: string; readonly content_type: string; readonly size_bytes: number; readonly created_at: Date }>>
+  readonly artifact: (run: Run, artifactId: string) => Effect.Effect<{ readonly contentType: string; readonly content: string }, ArtifactNotFound>
+}>()("wa/research/Research") {
+  static readonly layer = Layer.effect(
+    Research,
+    Effect.gen(function*() {
+      const store = yield* RunStore
+      const artifactStore = yield* ArtifactStore
+      const notifier = yield* RunNotifier
+      const config = yield* AppConfig
+      const clientFor = yield* ResearchEntity.client
+      const cancel = cancelRun(store, notifier, (run) => clientFor(run.id).Interrupt({ runId: run.id }, { discard: true }))
+
+      const gateState = (runId: string) =>
+        store.checkpointFields(runId, gateFields).pipe(Effect.map((fields) => fields as Partial<ResearchState> | undefined))
+
+      const details = Effect.fn("Research.details")(function*(run: Run) {
+        const request = requestOf(run)
+        const state = yield* gateState(run.id)
+        let outline = outlineOf(state)
+        const atGate = outline !== null && state?.approved === false && !isTerminal(run.status)
+        const latest = atGate ? yield* store.latestInputRequest(run.id) : undefined
+        if (outline !== null && latest?.status === "answered") {
+          const answer = yield* decodeOutlineAnswer(latest.response).pipe(Effect.option)
+          const edits = answer._tag === "Some" ? editsOf(answer.value) : undefined
+          if (edits !== undefined) outline = applyOutlineEdits(outline, edits, depthBudgets[request.depth]).outline
+        }
+        return {
+          run,
+          request,
+          outline,
+          pendingRequestId: run.status === "awaiting_input" && latest?.status === "pending" ? latest.id : null
+        }
+      })
+
+      const reread = (run: Run) => store.getRun(run.id).pipe(Effect.flatMap((current) => details(current ?? run)))
+
+      return Research.of({
+        create: Effect.fn("Research.create")(function*(projectId: string, request: DeepResearchRequest) {
+          const run = yield* store.createStandaloneRun(projectId, request, { maxDurationMs: request.max_duration_minutes * config.runMinuteMs })
+          // Fire-and-forget: the persisted Execute reaches the run's entity even if this request is gone.
+          yield* clientFor(run.id).Execute({ runId: run.id }, { discard: true }).pipe(Effect.orDie)
+          return run
+        }),
+        find: Effect.fn("Research.find")(function*(projectId: string, runId: string) {
+          return yield* store.findRun(projectId, runId, "deep_research")
+        }),
+        list: (projectId, status, limit, beforeId) => store.listRuns(projectId, "deep_research", status, limit, beforeId),
+        details,
+        answer: Effect.fn("Research.answer")(function*(run: Run, requestId: string, response: unknown) {
+          if (run.status !== "awaiting_input") return yield* new RunNotAwaitingInput({ runId: run.id, status: run.status })
+          const pending = yield* store.latestInputRequest(run.id)
+          if (pending === undefined || pending.id !== requestId || pending.status !== "pending") {
+            return yield* new InputRequestNotFound({ inputRequestId: requestId, field: "request_id" })
+          }
+          const answer = yield* decodeOutlineAnswer(response).pipe(Effect.mapError((error) =>
+            new InvalidField({
+              field: ["response"],
+              detail: "response is not an outline answer: use \"approve\", {approved}, {action: approve_with_edits, edits} or {action: reject}",
+              msg: error.message.slice(0, 500),
+              type: "value_error"
+            })
+          ))
+          // Edits must name sections of this outline; checked now so a typo is a 422, not a silent no-op.
+          const edits = editsOf(answer)
+          if (edits !== undefined) {
+            const outline = outlineOf(yield* gateState(run.id))
+            if (outline !== null) {
+              const { unknownSections } = applyOutlineEdits(outline, edits, depthBudgets[requestOf(run).depth])
+              if (unknownSections.length > 0) {
+                return yield* new UnknownSections({ unknown: unknownSections, sections: outline.sections.map((s) => s.section_id) })
+              }
+            }
+          }
+          yield* store.answerInputRequest(run.id, requestId, response).pipe(
+            Effect.catchTag("InputRequestNotFound", () => Effect.fail(new InputRequestNotFound({ inputRequestId: requestId, field: "request_id" })))
+          )
+          return yield* reread(run)
+        }),
+        cancel: Effect.fn("Research.cancel")(function*(run: Run, reason: string | null) {
+          return yield* details(yield* cancel(run, reason))
+        }),
+        feedback: Effect.fn("Research.feedback")(function*(run: Run, feedback: unknown) {
+          if (!isTerminal(run.status)) return yield* new RunNotEnded({ runId: run.id, status: run.status })
+          yield* store.setFeedback(run.id, feedback)
+          return yield* reread(run)
+        }),
+        artifacts: (run) => artifactStore.list(run.id),
+        artifact: Effect.fn("Research.artifact")(function*(run: Run, artifactId: string) {
+          const artifact = yield* artifactStore.content(run.id, artifactId)
+          if (artifact === undefined) return yield* new ArtifactNotFound({ runId: run.id, artifactId })
+          return artifact
+        })
+      })
+    })
+  )
+}
