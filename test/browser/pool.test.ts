@@ -11,11 +11,16 @@ layer(TestLayer, { excludeTestServices: true })("BrowserPool", (it) => {
     Effect.gen(function*() {
       const pool = yield* BrowserPool
       const before = yield* pool.stats
+      const metricsBefore = {
+        leased: (yield* Metric.value(browserMetrics.contextsLeased)).count,
+        launches: (yield* Metric.value(browserMetrics.launches)).count
+      }
       const context = yield* Effect.scoped(Effect.gen(function*() {
         const { lease, site } = yield* leaseAndSite
         yield* navigate(lease, `${site.url}/page/1`)
         const during = yield* pool.stats
         assert.strictEqual(during.contextsOpen, before.contextsOpen + 1)
+        assert.strictEqual((yield* Metric.value(browserMetrics.contextsOpen)).value, during.contextsOpen)
         assert.strictEqual(lease.pages().length, 1)
         return lease.context
       }))
@@ -25,9 +30,12 @@ layer(TestLayer, { excludeTestServices: true })("BrowserPool", (it) => {
       // A closed context refuses new pages.
       const reopened = yield* Effect.promise(() => context.newPage().then(() => "opened", () => "closed"))
       assert.strictEqual(reopened, "closed")
-      // The same figures are published as metrics.
-      assert.isAtLeast((yield* Metric.value(browserMetrics.contextsLeased)).count, 1)
-      assert.isAtLeast((yield* Metric.value(browserMetrics.launches)).count, 1)
+      // The same figures are published as metrics: one more lease, and a launch only if this
+      // lease had to start the browser (the counters move exactly as the pool's own stats).
+      assert.strictEqual((yield* Metric.value(browserMetrics.contextsLeased)).count, metricsBefore.leased + 1)
+      assert.strictEqual((yield* Metric.value(browserMetrics.launches)).count, metricsBefore.launches + (after.browserLaunches - before.browserLaunches))
+      assert.strictEqual(after.browserLaunches - before.browserLaunches, before.browserLaunches === 0 ? 1 : 0)
+      assert.strictEqual((yield* Metric.value(browserMetrics.contextsOpen)).value, after.contextsOpen)
     }))
 
   it.effect("withEphemeralPage gives a working page and closes it afterwards", () =>

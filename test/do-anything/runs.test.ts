@@ -250,10 +250,36 @@ describe("cancel", () => {
   it("cancels a run right after creation (pending or just started)", async () => {
     model.setScript(() => ({ tool: "done", args: { output: "should not finish" } }))
     const { sid, rid } = await createSession({ instructions: "quick" })
-    const canceled = await service.request("POST", `${base()}/sessions/${sid}/runs/${rid}/cancel`, { body: {} })
-    expect([200, 409]).toContain(canceled.status)
-    const run = await waitForStatus(sid, rid, terminal)
-    if (canceled.status === 200) expect(run.status).toBe("canceled")
+    const canceled = await service.request("POST", `${base()}/sessions/${sid}/runs/${rid}/cancel`, { body: { reason: "right away" } })
+    const eventsUrl = `${service.url}${base()}/sessions/${sid}/runs/${rid}/events`
+    // The stream ends after the terminal event, so these are all the events the run will have.
+    const logged = async () => (await readSse(eventsUrl, authHeaders())).events.filter((e) => e.event !== "stream.heartbeat")
+    const events = await logged()
+    const changes = events.filter((e) => e.event === "run.status_changed").map((e) => e.data.data)
+    const completed = events.filter((e) => e.event === "run.completed")
+    expect(completed, "exactly one terminal event").toHaveLength(1)
+    expect(events.at(-1)!.event).toBe("run.completed")
+    if (canceled.status === 200) {
+      // Canceled while pending or running: the answer, the run and its events all say canceled.
+      expect(canceled.json).toMatchObject({ id: rid, status: "canceled", terminal_reason: "canceled" })
+      expect(changes.at(-1)).toMatchObject({ from: expect.stringMatching(/^(pending|running)$/), status: "canceled", reason: "right away" })
+      expect(completed[0]!.data.data).toMatchObject({ status: "canceled", terminal_reason: "canceled" })
+      // The model's "done" may still reach the interrupted execution: it must not finish the run.
+      // A whole second run to its end is the barrier (no sleep): by then that answer came long ago.
+      const other = await createSession({ instructions: "barrier" })
+      expect((await waitForStatus(other.sid, other.rid, terminal)).status).toBe("done")
+      const run = await getRun(sid, rid)
+      expect(run).toMatchObject({ status: "canceled", terminal_reason: "canceled", output: null })
+      expect((await logged()).map((e) => e.id)).toEqual(events.map((e) => e.id))
+    } else {
+      // The run had already ended (the model answers at once): 409 names its status, and it is done.
+      expect(canceled.status, canceled.text).toBe(409)
+      expect(canceled.json).toMatchObject({ code: "conflict", extra: { status: "done" } })
+      const run = await getRun(sid, rid)
+      expect(run).toMatchObject({ status: "done", output: "should not finish" })
+      expect(changes.at(-1)).toMatchObject({ from: "running", status: "done" })
+      expect(changes.some((change) => change.status === "canceled")).toBe(false)
+    }
   })
 })
 

@@ -270,7 +270,21 @@ describe("OpenAPI and docs", () => {
       "/v1/deep_research/{rid}"
     ]))
     expect(Object.keys(spec.paths["/v1/deep_research"])).toEqual(expect.arrayContaining(["post", "get"]))
-    expect(spec.components.securitySchemes).toBeDefined()
+    // The bearer scheme is declared, and every project endpoint requires it (a client generator
+    // reads this to send the key; an operation without it would be shown as public).
+    const schemes: Record<string, { type?: string; scheme?: string }> = spec.components?.securitySchemes ?? {}
+    const bearer = Object.entries(schemes).find(([, scheme]) => scheme.type === "http" && scheme.scheme?.toLowerCase() === "bearer")
+    expect(bearer, `securitySchemes: ${JSON.stringify(schemes)}`).toBeDefined()
+    const [schemeName] = bearer!
+    const methods = ["get", "put", "post", "delete", "patch"]
+    const projectOperations = Object.entries(spec.paths as Record<string, Record<string, any>>)
+      .filter(([path]) => /^\/(api\/)?v1\/(projects\/\{pid\}|deep_research)/.test(path))
+      .flatMap(([path, item]) => Object.entries(item).filter(([method]) => methods.includes(method)).map(([method, operation]) => ({ where: `${method.toUpperCase()} ${path}`, operation })))
+    expect(projectOperations.length).toBeGreaterThan(20)
+    const unsecured = projectOperations
+      .filter(({ operation }) => !((operation.security ?? spec.security ?? []) as Array<Record<string, unknown>>).some((requirement) => schemeName in requirement))
+      .map(({ where }) => where)
+    expect(unsecured, "project operations without the bearer requirement").toEqual([])
     const docs = await service.request("GET", "/docs", { key: null })
     expect(docs.status).toBe(200)
     expect(docs.text).not.toMatch(/<script[^>]+src="https?:/)
