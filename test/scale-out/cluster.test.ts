@@ -373,6 +373,10 @@ describe.skipIf(databaseUrl === undefined || redisUrl === undefined)("scale-out:
     try {
       // Once the frozen runner's locks expire, a survivor takes its shards and resumes the run.
       await readSse(eventsUrl, headers, { timeoutMs: 90_000, stopAfter: (seen) => seen.some((event) => event.event === "run.resumed") })
+      // The take-over is the survivor's to announce: its log names the run it resumed.
+      const resumedOn = await eventually("a survivor's log line announcing it resumed the run", async () =>
+        runners().find((node) => node !== owner && node.logs.some((line) => line.message === "run resumed" && line.annotations["run_id"] === rid)))
+      expect(resumedOn).not.toBe(owner)
       gate("frozen").open()
       const run = await waitForStatus(survivor, sid, rid, terminal)
       expect(run.status).toBe("done")
@@ -383,7 +387,10 @@ describe.skipIf(databaseUrl === undefined || redisUrl === undefined)("scale-out:
     // Thawed, the old execution receives its own model answer and acts on it, but every write it
     // attempts is refused: the run's log and charges stay as the survivor left them.
     const before = (await readSse(eventsUrl, headers)).events
-    await new Promise((resolve) => setTimeout(resolve, 4000))
+    // The thawed runner says when its execution noticed the take-over and stopped: only then is
+    // "nothing more was written" a finding rather than a race.
+    await eventually("the thawed runner to log that its execution was taken over", async () =>
+      owner.logs.some((line) => line.message === "run taken over by another runner; this execution stopped" && line.annotations["run_id"] === rid) ? true : undefined)
     const after = (await readSse(eventsUrl, headers)).events
     expect(after.map((event) => event.id)).toEqual(before.map((event) => event.id))
     const ids = after.map((event) => event.id)
