@@ -15,6 +15,7 @@ import { classify, type ResearchCall, researchScript, type SourceLine } from "..
 import { docTitle } from "../fixtures/sites/research-web.ts"
 import { type Service, startService, stopAndClean } from "../support/service.ts"
 import { readSse } from "../support/sse.ts"
+import { eventually } from "../support/runs.ts"
 import {
   allEvents,
   basePath,
@@ -583,7 +584,7 @@ describe("callbacks", () => {
       const run = await waitForTerminal(service, run_id)
       expect(run.status).toBe("done")
       expect(run.callback_url).toBe(callbackUrl)
-      for (let i = 0; i < 100 && received.length === 0; i++) await new Promise((r) => setTimeout(r, 100))
+      await eventually("the callback delivered", () => received.length > 0 || undefined, { timeoutMs: 10_000 })
       expect(received).toHaveLength(1)
       const secret = (await service.request("GET", `/v1/projects/${service.projectId}/webhook_secret`)).json.secret
       const payload = new Webhook(secret).verify(received[0]!.body, received[0]!.headers) as any
@@ -598,7 +599,7 @@ describe("callbacks", () => {
       await waitForGate(service, gatedRun.run_id)
       const canceled = await service.request("POST", `${basePath(service)}/${gatedRun.run_id}/cancel`, { body: { reason: "no longer needed" } })
       expect(canceled.status).toBe(200)
-      for (let i = 0; i < 100 && received.length === 0; i++) await new Promise((r) => setTimeout(r, 100))
+      await eventually("the callback delivered", () => received.length > 0 || undefined, { timeoutMs: 10_000 })
       // Give a second (duplicate) delivery the time to arrive, if one were coming.
       await new Promise((r) => setTimeout(r, 1000))
       expect(received).toHaveLength(1)
