@@ -1,35 +1,158 @@
 /**
  * Live delivery of run events across processes: one LISTEN per process on the events channel,
- * fanned out to the streams that follow a run. A subscriber only gets a wake-up (a sliding queue of
- * one), then reads the events from the database, so a slow consumer holds no buffer and never
- * misses an event.
+ * fanned out to the streams that follow a run.
+ *
+ * - `wakeups`: a sliding queue of one that receives a value on every NOTIFY for the run (the agent
+ *   uses it to notice messages and interventions).
+ * - `follow`: for event streams. The run's followers in this process share one reader: on a NOTIFY
+ *   it reads the new events from the database once (`eventsAfter` from the highest id it has) into
+ *   a short buffer of recent events, then wakes every follower, which takes its events from that
+ *   buffer. One query per wakeup instead of one per follower per event, and one copy of each event
+ *   however many streams send it. A follower behind the buffer (replay, or a slow client) reads the
+ *   database itself, so a slow consumer still holds no buffer of its own and never misses an event.
+ *   Every node has its own listener, so events written by any node reach the streams on every node.
  */
 import { PgClient } from "@effect/sql-pg"
-import { Context, Effect, Layer, Queue, Schedule } from "effect"
-import { EVENTS_CHANNEL } from "../store/runs.ts"
+import { Cause, Context, Effect, Layer, Queue, Schedule, type Scope } from "effect"
+import { EVENTS_CHANNEL, type RunEvent } from "../store/runs.ts"
+
+/** Recent events kept per followed run; a follower further behind reads the database. */
+const FEED_EVENTS = 512
+/** Events read per query by the shared reader (it reads again while there are more). */
+const FEED_BATCH = 200
+
+export interface RunFeed {
+  /** Receives a value whenever the shared buffer has new events (or was reset); sliding, one slot. */
+  readonly wakeups: Queue.Dequeue<void>
+  /**
+   * Up to `limit` events with ids above `afterId` from the shared buffer, `[]` when the follower is
+   * as far as the buffer (a wakeup comes when there is more), or undefined when the buffer does not
+   * reach back to `afterId + 1` (the follower reads the database).
+   */
+  readonly after: (afterId: number, limit: number) => ReadonlyArray<RunEvent> | undefined
+  /** Wakes this follower alone (its own timer, for heartbeats). */
+  readonly poke: () => void
+  /** Changes whenever the followers are woken for new events (a poke leaves it as it is). */
+  readonly version: () => number
+}
+
+type ReadEvents = (runId: string, afterId: number, limit: number) => Effect.Effect<ReadonlyArray<RunEvent>>
+
+interface Feed {
+  readonly runId: string
+  readonly raw: Set<Queue.Queue<void>>
+  readonly followers: Set<Queue.Queue<void>>
+  read: ReadEvents | undefined
+  /** Contiguous ascending events read by the shared reader; `lastId` is the id of the last one read. */
+  events: Array<RunEvent>
+  lastId: number | undefined
+  fetching: boolean
+  again: boolean
+  /** The id of the newest event announced, for the first read of a fresh feed. */
+  announced: number
+  version: number
+}
 
 export class RunEventBus extends Context.Service<RunEventBus, {
   /** A queue that receives a value whenever the run has a new event; released with the scope. */
-  readonly wakeups: (runId: string) => Effect.Effect<Queue.Dequeue<void>, never, import("effect").Scope.Scope>
+  readonly wakeups: (runId: string) => Effect.Effect<Queue.Dequeue<void>, never, Scope.Scope>
+  /** Follows the run's events through the shared per-run reader (see above); released with the scope. */
+  readonly follow: (runId: string, read: ReadEvents) => Effect.Effect<RunFeed, never, Scope.Scope>
 }>()("wa/events/RunEventBus") {
   static readonly layer = Layer.effect(
     RunEventBus,
     Effect.gen(function*() {
       const pg = yield* PgClient.PgClient
-      const subscribers = new Map<string, Set<Queue.Queue<void>>>()
+      const scope = yield* Effect.scope
+      const feeds = new Map<string, Feed>()
+
+      const feedOf = (runId: string) => {
+        let feed = feeds.get(runId)
+        if (feed === undefined) {
+          feed = { runId, raw: new Set(), followers: new Set(), read: undefined, events: [], lastId: undefined, fetching: false, again: false, announced: 0, version: 0 }
+          feeds.set(runId, feed)
+        }
+        return feed
+      }
+      const release = (feed: Feed) => {
+        if (feed.raw.size === 0 && feed.followers.size === 0 && feeds.get(feed.runId) === feed) feeds.delete(feed.runId)
+      }
+      const wakeFollowers = (feed: Feed) => {
+        feed.version++
+        for (const queue of feed.followers) Queue.offerUnsafe(queue, undefined)
+      }
+
+      // The shared reader of one run: reads until it has everything announced, then wakes the
+      // followers. A notification that comes while it reads makes it read once more.
+      const refresh = (feed: Feed): Effect.Effect<void> =>
+        Effect.gen(function*() {
+          do {
+            feed.again = false
+            const read = feed.read
+            if (read === undefined || feed.followers.size === 0) break
+            const from = feed.lastId ?? Math.max(0, feed.announced - 1)
+            const events = yield* read(feed.runId, from, FEED_BATCH)
+            if (feed.lastId !== undefined && feed.lastId !== from) {
+              feed.again = true // reset and read by another meanwhile: read again from where it is
+              continue
+            }
+            if (events.length > 0) {
+              if (feed.lastId === undefined) feed.events = []
+              feed.events.push(...events)
+              if (feed.events.length > FEED_EVENTS) feed.events.splice(0, feed.events.length - FEED_EVENTS)
+              feed.lastId = events[events.length - 1]!.id
+              if (events.length === FEED_BATCH) feed.again = true
+            }
+            wakeFollowers(feed)
+          } while (feed.again)
+        }).pipe(
+          Effect.catchCause((cause) =>
+            Effect.sync(() => {
+              // Forget the buffer: the followers read the database themselves until the next read works.
+              feed.events = []
+              feed.lastId = undefined
+              wakeFollowers(feed)
+            }).pipe(Effect.andThen(Cause.hasInterruptsOnly(cause) ? Effect.void : Effect.logWarning("reading new run events failed", cause)))
+          ),
+          Effect.ensuring(Effect.sync(() => {
+            feed.fetching = false
+          }))
+        )
+
+      const announce = (runId: string, id: number) =>
+        Effect.gen(function*() {
+          const feed = feeds.get(runId)
+          if (feed === undefined) return
+          for (const queue of feed.raw) Queue.offerUnsafe(queue, undefined)
+          if (Number.isSafeInteger(id) && id > feed.announced) feed.announced = id
+          if (feed.followers.size === 0 || feed.read === undefined) return
+          if (feed.fetching) {
+            feed.again = true
+            return
+          }
+          feed.fetching = true
+          yield* Effect.forkIn(refresh(feed), scope)
+        })
 
       const listen = Effect.gen(function*() {
         const notifications = yield* pg.listen(EVENTS_CHANNEL)
         while (true) {
           const notification = yield* Queue.take(notifications)
-          const runId = notification.payload.slice(0, notification.payload.lastIndexOf(":"))
-          const queues = subscribers.get(runId)
-          if (queues !== undefined) for (const queue of queues) Queue.offerUnsafe(queue, undefined)
+          const colon = notification.payload.lastIndexOf(":")
+          yield* announce(notification.payload.slice(0, colon), Number(notification.payload.slice(colon + 1)))
         }
       }).pipe(Effect.scoped)
-      // The listener reconnects after a database hiccup; streams fall back to their heartbeat poll meanwhile.
+      // The listener reconnects after a database hiccup; streams fall back to their heartbeat poll
+      // meanwhile. The buffers are dropped on a reconnect, since notifications may have been missed.
       yield* listen.pipe(
         Effect.catchCause((cause) => Effect.logWarning("event listener lost its connection", cause)),
+        Effect.andThen(Effect.sync(() => {
+          for (const feed of feeds.values()) {
+            if (feed.fetching) continue
+            feed.events = []
+            feed.lastId = undefined
+          }
+        })),
         Effect.repeat(Schedule.spaced("1 second")),
         Effect.forkScoped
       )
@@ -39,18 +162,50 @@ export class RunEventBus extends Context.Service<RunEventBus, {
           Effect.acquireRelease(
             Effect.gen(function*() {
               const queue = yield* Queue.sliding<void>(1)
-              let set = subscribers.get(runId)
-              if (set === undefined) subscribers.set(runId, set = new Set())
-              set.add(queue)
+              feedOf(runId).raw.add(queue)
               return queue
             }),
             (queue) =>
               Effect.sync(() => {
-                const set = subscribers.get(runId)
-                set?.delete(queue)
-                if (set?.size === 0) subscribers.delete(runId)
+                const feed = feeds.get(runId)
+                if (feed === undefined) return
+                feed.raw.delete(queue)
+                release(feed)
               })
-          )
+          ),
+        follow: (runId, read) =>
+          Effect.acquireRelease(
+            Effect.gen(function*() {
+              const queue = yield* Queue.sliding<void>(1)
+              const feed = feedOf(runId)
+              feed.read ??= read
+              feed.followers.add(queue)
+              const after = (afterId: number, limit: number): ReadonlyArray<RunEvent> | undefined => {
+                const events = feed.events
+                const lastId = feed.lastId
+                if (lastId === undefined || events.length === 0) return undefined
+                if (afterId >= lastId) return []
+                const first = events[0]!.id
+                if (afterId < first - 1) return undefined
+                // Ids are consecutive per run; the search is only a safety net.
+                let index = afterId + 1 - first
+                if (events[index]?.id !== afterId + 1) index = events.findIndex((event) => event.id > afterId)
+                return index === -1 ? [] : events.slice(index, index + limit)
+              }
+              const poke = () => void Queue.offerUnsafe(queue, undefined)
+              return { queue, feed, view: { wakeups: queue, after, poke, version: () => feed.version } satisfies RunFeed }
+            }),
+            ({ feed, queue }) =>
+              Effect.sync(() => {
+                feed.followers.delete(queue)
+                if (feed.followers.size === 0) {
+                  feed.events = []
+                  feed.lastId = undefined
+                  feed.read = undefined
+                }
+                release(feed)
+              })
+          ).pipe(Effect.map(({ view }) => view))
       })
     })
   )

@@ -1,12 +1,16 @@
 /**
  * Server-sent events of a run: replays every event after Last-Event-ID, then follows live events,
- * sends `stream.heartbeat` when idle, and ends after the run's terminal event. The stream pulls
- * from the database at the consumer's pace, so a slow consumer costs no memory; it resumes with
- * Last-Event-ID. A client that stops reading altogether (its send buffer stays full for
- * WA_SSE_STALL_SECONDS) is disconnected, so it holds no connection, fiber or subscription forever.
+ * sends `stream.heartbeat` when idle, and ends after the run's terminal event. The stream pulls at
+ * the consumer's pace: live events come from the run's shared reader (RunEventBus.follow: one
+ * database read per wakeup for all the streams of the run in this process, each event encoded
+ * once), and a stream behind that reader's short buffer (replay, a slow consumer) reads the database
+ * itself, so a slow consumer costs no memory; it resumes with Last-Event-ID. After a heartbeat the
+ * stream reads the database once more, in case a notification was lost. A client that stops reading
+ * altogether (its send buffer stays full for WA_SSE_STALL_SECONDS) is disconnected, so it holds no
+ * connection, fiber or subscription forever.
  */
 import { NodeHttpServerRequest } from "@effect/platform-node"
-import { Effect, Option, Queue, Stream } from "effect"
+import { Effect, Queue, Stream } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import type { AppConfigShape } from "../config/config.ts"
 import { RunEventBus } from "../events/run-event-bus.ts"
@@ -17,6 +21,25 @@ const encoder = new TextEncoder()
 
 const frame = (event: RunEvent) =>
   `id: ${event.id}\nevent: ${event.type}\ndata: ${JSON.stringify({ type: event.type, data: event.data, created_at: event.created_at })}\n\n`
+
+/** Encoded frames of events read by a run's shared reader, so many streams share one copy. */
+const encodedFrames = new WeakMap<RunEvent, Uint8Array>()
+const encodeFrame = (event: RunEvent) => {
+  let bytes = encodedFrames.get(event)
+  if (bytes === undefined) encodedFrames.set(event, bytes = encoder.encode(frame(event)))
+  return bytes
+}
+const encodeFrames = (events: ReadonlyArray<RunEvent>): Uint8Array => {
+  if (events.length === 1) return encodeFrame(events[0]!)
+  const parts = events.map(encodeFrame)
+  const chunk = new Uint8Array(parts.reduce((total, part) => total + part.length, 0))
+  let offset = 0
+  for (const part of parts) {
+    chunk.set(part, offset)
+    offset += part.length
+  }
+  return chunk
+}
 
 const heartbeatFrame = () => `event: stream.heartbeat\ndata: ${JSON.stringify({ type: "stream.heartbeat", data: {} })}\n\n`
 
@@ -57,29 +80,58 @@ export const runEventStream = (
     const store = yield* RunStore
     const bus = yield* RunEventBus
     const request = yield* HttpServerRequest.HttpServerRequest
-    const heartbeat = `${config.sseHeartbeatSeconds} seconds` as const
+    const heartbeatMs = config.sseHeartbeatSeconds * 1000
     yield* dropWhenStalled(request, config.sseStallSeconds)
     const body = Stream.unwrap(Effect.gen(function*() {
-      const wakeups = yield* bus.wakeups(runId)
-      return Stream.unfold({ last: lastEventId, finished: false }, (state) =>
+      const feed = yield* bus.follow(runId, store.eventsAfter)
+      // Heartbeats: one long-lived timer per stream wakes it a few times per heartbeat period, and
+      // it sends one when it has sent nothing for that long. Cheaper than a timeout on every wait,
+      // which allocated a timer and a racing fiber per event for each of many streams.
+      let lastSent = Date.now()
+      yield* Effect.acquireRelease(
+        Effect.sync(() => {
+          const timer = setInterval(feed.poke, Math.max(50, heartbeatMs / 4))
+          timer.unref()
+          return timer
+        }),
+        (timer) => Effect.sync(() => clearInterval(timer))
+      )
+      return Stream.unfold({ last: lastEventId, finished: false, poll: false }, (state) =>
         Effect.gen(function*() {
           if (state.finished) return undefined
+          let poll = state.poll
           while (true) {
-            const events = yield* store.eventsAfter(runId, state.last, 200)
+            // Taken before reading: a wakeup that comes while the reads below wait is not lost.
+            const version = feed.version()
+            const shared = poll ? undefined : feed.after(state.last, 200)
+            const events = shared ?? (yield* store.eventsAfter(runId, state.last, 200))
             if (events.length > 0) {
               const finished = events.some((event) => event.type === "run.completed")
-              const chunk = encoder.encode(events.map(frame).join(""))
-              return [chunk, { last: events[events.length - 1]!.id, finished }] as const
+              // Frames of the shared buffer are encoded once for every stream; others here.
+              const chunk = shared !== undefined ? encodeFrames(events) : encoder.encode(events.map(frame).join(""))
+              lastSent = Date.now()
+              return [chunk, { last: events[events.length - 1]!.id, finished, poll: false }] as const
             }
-            // Nothing after Last-Event-ID and the run is over: the client has everything.
-            const run = yield* store.getRun(runId)
-            if (run === undefined || isTerminal(run.status)) {
-              const tail = yield* store.eventsAfter(runId, state.last, 1)
-              if (tail.length === 0) return undefined
-              continue
+            if (shared === undefined) {
+              // Nothing after Last-Event-ID and the run is over: the client has everything.
+              const run = yield* store.getRun(runId)
+              if (run === undefined || isTerminal(run.status)) {
+                const tail = yield* store.eventsAfter(runId, state.last, 1)
+                if (tail.length === 0) return undefined
+                poll = true
+                continue
+              }
             }
-            const woke = yield* Queue.take(wakeups).pipe(Effect.timeoutOption(heartbeat))
-            if (Option.isNone(woke)) return [encoder.encode(heartbeatFrame()), state] as const
+            // Up to date (with the database, or with the shared reader, which wakes us when it has more).
+            poll = false
+            while (true) {
+              yield* Queue.take(feed.wakeups)
+              if (Date.now() - lastSent >= heartbeatMs) {
+                lastSent = Date.now()
+                return [encoder.encode(heartbeatFrame()), { ...state, poll: true }] as const
+              }
+              if (feed.version() !== version) break // new events (not just the heartbeat timer)
+            }
           }
         }))
     }))
