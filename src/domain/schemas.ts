@@ -1,6 +1,6 @@
 /** Schema helpers shared by every layer: bounded strings, nullable fields, timestamps, callback URLs. */
 import { Schema } from "effect"
-import { CALLBACK_URL_MAX_LENGTH, callbackUrlFormProblem } from "../webhooks/callback-url.ts"
+import { CALLBACK_URL_MAX_LENGTH, callbackUrlFormProblem } from "./callback-url.ts"
 
 export const MaxString = (max: number) => Schema.String.check(Schema.isMaxLength(max))
 

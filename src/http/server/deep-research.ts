@@ -34,7 +34,7 @@ const handlersFor = (group: Group) =>
       return handlers
         .handle("createRun", ({ payload }) =>
           Effect.gen(function*() {
-            yield* validateCallbackUrl(payload.callback_url, config.allowPrivateNetworks)
+            yield* httpErrors(validateCallbackUrl(payload.callback_url, config.allowPrivateNetworks))
             const { projectId } = yield* CurrentKey
             const request = { _tag: "DeepResearch" as const, ...payload }
             const run = yield* research.create(projectId, request)

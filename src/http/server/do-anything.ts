@@ -39,7 +39,7 @@ export const DoAnythingHandlers = HttpApiBuilder.group(
     return handlers
       .handle("createSession", ({ payload }) =>
         Effect.gen(function*() {
-          yield* validateCallbackUrl(payload.callback_url, allowPrivateNetworks)
+          yield* httpErrors(validateCallbackUrl(payload.callback_url, allowPrivateNetworks))
           const { session, run } = yield* httpErrors(sessions.create(yield* CurrentKey, tagged(payload)))
           return sessionView(session, [run])
         }))
@@ -62,7 +62,7 @@ export const DoAnythingHandlers = HttpApiBuilder.group(
         ))
       .handle("createRun", ({ params, payload }) =>
         Effect.gen(function*() {
-          yield* validateCallbackUrl(payload.callback_url, allowPrivateNetworks)
+          yield* httpErrors(validateCallbackUrl(payload.callback_url, allowPrivateNetworks))
           const { projectId } = yield* CurrentKey
           return runView(yield* httpErrors(sessions.addRun(projectId, params.sid, tagged(payload))))
         }))
@@ -121,7 +121,7 @@ export const DoAnythingFlatHandlers = HttpApiBuilder.group(
     return handlers
       .handle("createRun", ({ payload }) =>
         Effect.gen(function*() {
-          yield* validateCallbackUrl(payload.callback_url, allowPrivateNetworks)
+          yield* httpErrors(validateCallbackUrl(payload.callback_url, allowPrivateNetworks))
           const key = yield* CurrentKey
           // With session_id: a follow-up run on that session; without instructions it observes the page.
           if (payload.session_id !== undefined && payload.session_id !== null) {
