@@ -6,6 +6,7 @@
  */
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
+import { withMethodSpans } from "../observability/spans.ts"
 import {
   InputRequestAnswered,
   InputRequestNotFound,
@@ -305,7 +306,7 @@ export class RunStore extends Context.Service<RunStore, {
           yield* insertEvent(runId, "run.phase_changed", { run_id: runId, phase })
         })).pipe(Effect.orDie)
 
-      return RunStore.of({
+      return RunStore.of(withMethodSpans("RunStore", {
         createSession,
         addRun,
         createStandaloneRun,
@@ -442,7 +443,7 @@ export class RunStore extends Context.Service<RunStore, {
           sql`UPDATE runs SET step_count = ${step}, updated_at = now() WHERE id = ${runId}`.pipe(Effect.asVoid, Effect.orDie),
         setFeedback: (runId, feedback) =>
           sql`UPDATE runs SET feedback = ${JSON.stringify(feedback)}::jsonb WHERE id = ${runId}`.pipe(Effect.asVoid, Effect.orDie)
-      })
+      }))
     })
   )
 }

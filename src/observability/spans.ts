@@ -1,0 +1,19 @@
+/**
+ * Spans for every method of a service object, named `Service.method`, so a trace shows each store
+ * call under the request or run that made it. For services whose methods are plain functions
+ * returning effects (the stores); product services declare theirs with `Effect.fn` instead.
+ */
+import { Effect } from "effect"
+
+export const withMethodSpans = <S extends object>(serviceName: string, service: S): S => {
+  const traced: Record<string, unknown> = {}
+  for (const [name, value] of Object.entries(service)) {
+    traced[name] = typeof value !== "function"
+      ? value
+      : (...args: Array<unknown>) => {
+        const result = (value as (...args: Array<unknown>) => unknown)(...args)
+        return Effect.isEffect(result) ? Effect.withSpan(result, `${serviceName}.${name}`) : result
+      }
+  }
+  return traced as S
+}
