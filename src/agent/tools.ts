@@ -5,11 +5,12 @@
  * result so it can retry, switch tool or give up.
  */
 import { Context, Effect, Option, Schema } from "effect"
-import { LanguageModel, Tool, Toolkit } from "effect/ai"
+import { type AiError, LanguageModel, Tool, Toolkit } from "effect/ai"
 import * as actions from "../browser/actions.ts"
+import type { ActionError } from "../browser/errors.ts"
 import { observe } from "../browser/observe.ts"
 import type { ContextLease } from "../browser/pool.ts"
-import { extractFromPage } from "../reader/extract-in-page.ts"
+import { type ExtractionError, extractFromPage } from "../reader/extract-in-page.ts"
 
 const Failure = Schema.Struct({ error: Schema.String, code: Schema.String })
 
@@ -105,16 +106,21 @@ export class RunContext extends Context.Service<RunContext, {
 
 type ToolFailure = typeof Failure.Type
 
-const describeError = (error: unknown): ToolFailure => {
-  const known = error as { _tag?: string; code?: string; error?: string; message?: string; reason?: string }
-  return {
-    code: known.code ?? known._tag ?? "ToolError",
-    error: known.error ?? known.message ?? known.reason ?? String(error)
-  }
-}
+/** A tool's own refusal (no tab, no model, output refused, ...), with the code the model sees. */
+export class ToolRefused extends Schema.TaggedError<ToolRefused>()("ToolRefused", {
+  code: Schema.String,
+  message: Schema.String
+}) {}
+
+/** Everything a tool body can fail with; each carries a message written for the model. */
+type ToolError = ToolRefused | ActionError | ExtractionError | AiError.AiError
+
+/** What the model reads of a failure: the refusal's own code, else the error's tag, and its message. */
+const describeError = (error: ToolError): ToolFailure =>
+  error._tag === "ToolRefused" ? { code: error.code, error: error.message } : { code: error._tag, error: error.message }
 
 /** Wraps a tool body with its events; failures become the tool's returned failure. */
-const instrumented = <A>(ctx: RunContext["Service"], name: string, params: unknown, body: Effect.Effect<A, unknown, RunContext>) =>
+const instrumented = <A>(ctx: RunContext["Service"], name: string, params: unknown, body: Effect.Effect<A, ToolError, RunContext>) =>
   Effect.gen(function*() {
     yield* ctx.emit("run.action.started", { action: name, params })
     const result = yield* Effect.result(Effect.provideService(body, RunContext, ctx))
@@ -135,14 +141,14 @@ const summarize = (value: unknown): unknown => {
 const withLease = <A, E>(f: (lease: ContextLease) => Effect.Effect<A, E>) => Effect.flatMap(RunContext, (ctx) => f(ctx.lease))
 
 const page = withLease((lease) =>
-  Effect.fromNullishOr(lease.page()).pipe(Effect.mapError(() => ({ code: "NoPage", error: "no tab is open" })))
+  Effect.fromNullishOr(lease.page()).pipe(Effect.mapError(() => new ToolRefused({ code: "NoPage", message: "no tab is open" })))
 )
 
 /** Asks the model for JSON matching a JSON schema from the page's content. */
 const extractJson = (markdown: string, schema: unknown, instruction: string | undefined) =>
   Effect.gen(function*() {
     const model = yield* Effect.serviceOption(LanguageModel.LanguageModel)
-    if (Option.isNone(model)) return yield* Effect.fail({ code: "NoModel", error: "no model is configured" })
+    if (Option.isNone(model)) return yield* new ToolRefused({ code: "NoModel", message: "no model is configured" })
     const response = yield* LanguageModel.generateText({
       prompt: [
         { role: "system", content: "You extract data from web pages. Answer with JSON only, no prose, no code fences." },
@@ -156,14 +162,14 @@ const extractJson = (markdown: string, schema: unknown, instruction: string | un
     try {
       return JSON.parse(text) as unknown
     } catch {
-      return yield* Effect.fail({ code: "InvalidJson", error: "the model did not return JSON" })
+      return yield* new ToolRefused({ code: "InvalidJson", message: "the model did not return JSON" })
     }
   })
 
 /** Handlers bound to one run: the toolkit layer is built per run with its RunContext. */
 export const AgentToolkitHandlers = AgentToolkit.toLayer(Effect.gen(function*() {
   const ctx = yield* RunContext
-  const instrumented_ = <A>(name: string, params: unknown, body: Effect.Effect<A, unknown, RunContext>) =>
+  const instrumented_ = <A>(name: string, params: unknown, body: Effect.Effect<A, ToolError, RunContext>) =>
     instrumented(ctx, name, params, body)
   return AgentToolkit.of({
   navigate: (params) => instrumented_("navigate", params, withLease((lease) => actions.navigate(lease, params.url))),
@@ -218,7 +224,7 @@ export const AgentToolkitHandlers = AgentToolkit.toLayer(Effect.gen(function*() 
     instrumented_("done", params, Effect.gen(function*() {
       const ctx = yield* RunContext
       const refused = yield* ctx.finish(params.output)
-      if (refused !== undefined) return yield* Effect.fail({ code: "InvalidOutput", error: refused })
+      if (refused !== undefined) return yield* new ToolRefused({ code: "InvalidOutput", message: refused })
       return { accepted: true }
     }))
   })
