@@ -23,6 +23,17 @@ const hasBadCharacter = (value: string) => value.includes("\u0000") || !value.is
 
 /** Why the request target is refused, or undefined when it is fine. */
 export const checkRequestTarget = (url: string): string | undefined => {
+  // Fast path (nearly every request): printable ASCII without '%' decodes to itself, so it holds
+  // neither NUL nor a lone surrogate; nothing to split or decode.
+  let plain = true
+  for (let i = 0; i < url.length; i++) {
+    const c = url.charCodeAt(i)
+    if (c < 0x21 || c > 0x7e || c === 0x25) {
+      plain = false
+      break
+    }
+  }
+  if (plain) return undefined
   const queryAt = url.indexOf("?")
   const path = queryAt === -1 ? url : url.slice(0, queryAt)
   const parts = [path, ...(queryAt === -1 ? [] : url.slice(queryAt + 1).split(/[&=]/))]
