@@ -113,6 +113,7 @@ export type DomainError =
   | InvalidField
   | UnknownSections
   | ArtifactNotFound
+  | ParentRunNotReady
 
 /** Outline edits name sections the outline does not have. */
 export class UnknownSections extends Schema.TaggedError<UnknownSections>()("UnknownSections", {
@@ -123,4 +124,15 @@ export class UnknownSections extends Schema.TaggedError<UnknownSections>()("Unkn
 export class ArtifactNotFound extends Schema.TaggedError<ArtifactNotFound>()("ArtifactNotFound", {
   runId: Schema.String,
   artifactId: Schema.String
+}) {}
+
+/**
+ * A run derived from another (refine, follow-up) needs its parent to have ended, or, for a
+ * follow-up on a report, to have finished successfully (`done`).
+ */
+export class ParentRunNotReady extends Schema.TaggedError<ParentRunNotReady>()("ParentRunNotReady", {
+  runId: Schema.String,
+  status: RunStatus,
+  operation: Schema.Literals(["refine", "followup"]),
+  needs: Schema.Literals(["ended", "done"])
 }) {}

@@ -129,7 +129,15 @@ export const webSearchFields = {
   wait: Schema.Boolean.pipe(Schema.withDecodingDefaultKey(Effect.succeed(true)))
 }
 
-export const WebSearchRunRequest = Schema.TaggedStruct("WebSearch", webSearchFields)
+/**
+ * Fields of a stored WebSearch run that are not on the wire: a follow-up run (send_followup) leaves
+ * out the pages its parent (and the parent's own parents) already returned.
+ */
+export const webSearchDerivedFields = {
+  exclude_canonical_urls: Schema.optionalKey(Schema.Array(Schema.String))
+}
+
+export const WebSearchRunRequest = Schema.TaggedStruct("WebSearch", { ...webSearchFields, ...webSearchDerivedFields })
 export type WebSearchRunRequest = typeof WebSearchRunRequest.Type
 
 // --- Runs and sessions ----------------------------------------------------------------------

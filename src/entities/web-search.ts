@@ -13,6 +13,7 @@ import { AgentModel } from "../agent/model.ts"
 import { leaveForNextOwner, RunnerLifecycle, runHere } from "../cluster/lifecycle.ts"
 import { isTerminal } from "../domain/run-state.ts"
 import type { Run, WebSearchRunRequest } from "../domain/run.ts"
+import type { WebSearchResult } from "../search/schema.ts"
 import { WebSearch } from "../search/web-search.ts"
 import { RunStore, SupersededExecution } from "../store/runs.ts"
 import { RunNotifier } from "../webhooks/run-notifier.ts"
@@ -20,7 +21,26 @@ import { RunNotifier } from "../webhooks/run-notifier.ts"
 export const Execute = Rpc.make("Execute", { payload: { runId: Schema.String } })
   .annotate(ClusterSchema.Persisted, true)
 
-export const WebSearchEntity = Entity.make("WebSearch", [Execute])
+/** Stops the run's search here at once (after a cancel). */
+export const Interrupt = Rpc.make("Interrupt", { payload: { runId: Schema.String } })
+
+export const WebSearchEntity = Entity.make("WebSearch", [Execute, Interrupt])
+
+/**
+ * A follow-up's result: the pages an earlier run of the chain returned are left out, the rest
+ * renumbered and cut to the run's own limit (it searched deeper to make up for them).
+ */
+const leaveOut = (result: WebSearchResult, excluded: ReadonlySet<string>, limit: number): WebSearchResult => {
+  const kept = result.results.filter((item) => !excluded.has(item.canonical_url)).slice(0, limit)
+  const removed = result.results.filter((item) => excluded.has(item.canonical_url)).length
+  return {
+    ...result,
+    results: kept.map((item, index) => ({ ...item, final_rank: index + 1 })),
+    total_unique_results: Math.max(kept.length, result.total_unique_results - removed),
+    is_summarized: kept.some((item) => item.summary !== null),
+    excluded_count: removed
+  }
+}
 
 const webSearchHandlers = Effect.gen(function*() {
   const address = yield* Entity.CurrentAddress
@@ -40,13 +60,19 @@ const webSearchHandlers = Effect.gen(function*() {
       yield* store.appendEvent(run.id, "run.resumed", { run_id: run.id, from_step: 0 }, executor)
       yield* Effect.logInfo("run resumed").pipe(Effect.annotateLogs({ run_id: run.id, kind: "web_search" }))
     }
-    const searching = search.run(request, {
+    // A follow-up searches deeper (twice the results per query) to make up for the pages it leaves out.
+    const excluded = new Set(request.exclude_canonical_urls ?? [])
+    const limit = request.max_results_per_query * new Set(request.queries.map((query) => query.trim()).filter((query) => query !== "")).size
+    const searched = excluded.size === 0 ? request : { ...request, max_results_per_query: Math.min(50, request.max_results_per_query * 2) }
+    const searching = search.run(searched, {
       onProgress: (event) => store.appendEvent(run.id, "run.search.progress", { ...event }, executor).pipe(Effect.asVoid)
     })
     // The search looks for a model in its context; with none it summarizes extractively.
     const outcome = yield* Effect.result(Option.isSome(model) ? Effect.provide(searching, model.value.layer) : searching)
     if (outcome._tag === "Success") {
-      yield* store.transition(run.id, "done", { output: outcome.success, terminalReason: "done", executor }).pipe(Effect.ignore)
+      // A follow-up (it has an exclusion list, perhaps empty) always says how many pages it left out.
+      const output = request.exclude_canonical_urls === undefined ? outcome.success : leaveOut(outcome.success, excluded, limit)
+      yield* store.transition(run.id, "done", { output, terminalReason: "done", executor }).pipe(Effect.ignore)
     } else {
       yield* store.transition(run.id, "failed", {
         terminalReason: "failed",
@@ -64,10 +90,15 @@ const webSearchHandlers = Effect.gen(function*() {
       if (Exit.isFailure(exit)) {
         const failure = Cause.squash(exit.cause)
         if (failure instanceof SupersededExecution) return
-        yield* Effect.logError("web search run failed", exit.cause)
-        yield* store.transition(run.id, "failed", { terminalReason: "failed", errorCode: "internal_error", errorDetail: "the search failed" }).pipe(Effect.ignore)
+        // Canceled meanwhile (Interrupt, or the run ended under it): the cancel wrote the end.
+        const current = yield* store.getRun(run.id)
+        if (!Cause.hasInterruptsOnly(exit.cause) && current !== undefined && !isTerminal(current.status)) {
+          yield* Effect.logError("web search run failed", exit.cause)
+          yield* store.transition(run.id, "failed", { terminalReason: "failed", errorCode: "internal_error", errorDetail: "the search failed" }).pipe(Effect.ignore)
+        }
       }
-      yield* notifier.terminal(run.id)
+      const ended = yield* store.getRun(run.id)
+      if (ended !== undefined && isTerminal(ended.status)) yield* notifier.terminal(run.id)
     })
 
   const handleExecute = (runId: string) =>
@@ -81,7 +112,8 @@ const webSearchHandlers = Effect.gen(function*() {
     Execute: ({ payload }) =>
       handleExecute(payload.runId).pipe(
         Effect.flatMap((outcome) => outcome === "refused" ? leaveForNextOwner(sharding, address, payload.runId) : Effect.void)
-      )
+      ),
+    Interrupt: ({ payload }) => FiberMap.remove(fibers, payload.runId).pipe(Rpc.fork)
   })
 })
 

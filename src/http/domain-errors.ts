@@ -22,7 +22,8 @@ import type {
   SessionNotFound,
   UnknownNames,
   UnknownSections,
-  ArtifactNotFound
+  ArtifactNotFound,
+  ParentRunNotReady
 } from "../domain/errors.ts"
 import { Conflict, NotFound, TooManyRequests, ValidationError, validationError } from "./errors.ts"
 
@@ -32,7 +33,7 @@ const kindLabel = { do_anything: "run", deep_research: "research run", web_searc
 export type HttpErrorOf<E> = E extends RunNotFound | SessionNotFound | ArtifactNotFound ? NotFound
   : E extends SessionCapReached ? TooManyRequests
   : E extends UnknownNames | MissingFields | InvalidField | UnknownSections ? ValidationError
-  : E extends SessionClosed | PreviousRunActive | InvalidTransition | RunEnded | RunNotEnded | RunNotExpired | RunNotAwaitingInput | InputRequestNotFound | InputRequestAnswered ? Conflict
+  : E extends SessionClosed | PreviousRunActive | InvalidTransition | RunEnded | RunNotEnded | RunNotExpired | RunNotAwaitingInput | InputRequestNotFound | InputRequestAnswered | ParentRunNotReady ? Conflict
   : E
 
 const isDomainError = (error: unknown): error is DomainError =>
@@ -89,6 +90,11 @@ const renderers: { readonly [K in DomainError["_tag"]]: (error: Extract<DomainEr
       type: "value_error"
     }))),
   ArtifactNotFound: (e) => new NotFound({ code: "artifact_not_found", detail: `no artifact ${e.artifactId} on run ${e.runId}`, extra: {} }),
+  ParentRunNotReady: (e) =>
+    conflict(
+      `the run is ${e.status}; a ${e.operation === "refine" ? "refinement" : "follow-up"} needs a run that ${e.needs === "done" ? "finished successfully (done)" : "has ended"}`,
+      { run_id: e.runId, status: e.status }
+    ),
   InvalidField: (e) => validationError(e.detail, [{ loc: ["body", ...e.field], msg: e.msg, type: e.type }])
 }
 

@@ -18,6 +18,25 @@ export const WebSearchRequest = Schema.Struct(webSearchFields)
 export type WebSearchRequest = typeof WebSearchRequest.Type
 export type WebSearchRequestEncoded = typeof WebSearchRequest.Encoded
 
+/** A refinement's or follow-up's text: 1..2000 characters. */
+const DerivedText = Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(2000))
+const Wait = webSearchFields.wait.annotate({ description: "block up to WA_WEB_SEARCH_WAIT_SECONDS (30 s) for the result, as on create; default true" })
+
+/** POST .../runs/{rid}/refine: the same search narrowed by `text` (appended to every query, and the objective). */
+export const RefineWebSearchRequest = Schema.Struct({
+  text: DerivedText.annotate({ description: "what to narrow the search to; appended to each query and used as the objective" }),
+  wait: Wait
+})
+export type RefineWebSearchRequest = typeof RefineWebSearchRequest.Type
+
+/** POST .../runs/{rid}/followup: new queries with the original's settings, leaving out what it returned. */
+export const WebSearchFollowupRequest = Schema.Struct({
+  queries: webSearchFields.queries.annotate({ description: "the follow-up's queries (1..50, each 1..500 characters)" }),
+  text: Schema.optionalKey(Schema.NullOr(DerivedText)).annotate({ description: "the follow-up's objective; omitted or null keeps the original's" }),
+  wait: Wait
+})
+export type WebSearchFollowupRequest = typeof WebSearchFollowupRequest.Type
+
 /** Decodes a request from plain input, filling defaults (for callers that are not the HTTP layer). */
 export const decodeWebSearchRequest = Schema.decodeUnknownEffect(WebSearchRequest)
 
@@ -49,7 +68,9 @@ export const WebSearchResult = Schema.Struct({
   engine_answer: Schema.NullOr(Schema.String),
   /** Engines that failed, timed out or had an open circuit for at least one query of this run. */
   unresponsive_engines: Schema.Array(Schema.String),
-  summary_method: Schema.NullOr(SummaryMethod)
+  summary_method: Schema.NullOr(SummaryMethod),
+  /** A follow-up run only: pages left out because an earlier run of the chain already returned them. */
+  excluded_count: Schema.optionalKey(Schema.Int)
 })
 export type WebSearchResult = typeof WebSearchResult.Type
 

@@ -2,24 +2,72 @@
  * Search: the WebSearch product. A request becomes a run (status, events, polling like every run
  * kind) executed by its WebSearch entity (src/entities/web-search.ts): engine progress arrives as
  * `run.search.progress` events and the result is the run's output.
+ *
+ * A run can be canceled, refined (the same search narrowed by a text) and followed up (new
+ * queries with the same settings, leaving out the pages already returned); both derived runs
+ * carry `parent_run_id` and answer like a create (the wait rule included).
  */
-import { Context, Effect, Layer, Queue } from "effect"
+import { Context, Effect, Layer, Option, Queue, Schema } from "effect"
 import { AppConfig } from "../config/config.ts"
-import { type RunNotFound, UnknownNames } from "../domain/errors.ts"
+import { type InvalidTransition, ParentRunNotReady, type RunEnded, type RunNotFound, UnknownNames } from "../domain/errors.ts"
 import { isTerminal } from "../domain/run-state.ts"
-import type { Run, WebSearchRunRequest } from "../domain/run.ts"
+import { MAX_QUERY_LENGTH, type Run, type WebSearchRunRequest } from "../domain/run.ts"
+import { cancelRun } from "../entities/cancel.ts"
 import { WebSearchEntity } from "../entities/web-search.ts"
 import { RunEventBus } from "../events/run-event-bus.ts"
 import { RunStore } from "../store/runs.ts"
+import { RunNotifier } from "../webhooks/run-notifier.ts"
+import { WebSearchResult } from "./schema.ts"
 import { WebSearch } from "./web-search.ts"
+
+/** A run that was started, and whether it ended within the wait (the run is its newest state either way). */
+export interface Started {
+  readonly run: Run
+  readonly ended: boolean
+}
+
+const requestOf = (run: Run): WebSearchRunRequest => {
+  if (run.request._tag !== "WebSearch") throw new Error(`run ${run.id} is not a web search run`)
+  return run.request
+}
+
+/**
+ * A query refined by a text: the text appended (whitespace collapsed), cut at a word boundary to
+ * the query limit, so engines see the original terms first.
+ */
+export const refineQuery = (query: string, text: string): string => {
+  const joined = `${query.trim()} ${text}`.replace(/\s+/g, " ").trim()
+  if (joined.length <= MAX_QUERY_LENGTH) return joined
+  const cut = joined.slice(0, MAX_QUERY_LENGTH)
+  const space = cut.lastIndexOf(" ")
+  return space > query.trim().length ? cut.slice(0, space) : cut
+}
+
+const decodeResult = Schema.decodeUnknownOption(WebSearchResult)
 
 export class Search extends Context.Service<Search, {
   /**
    * Starts a run. With `wait`, waits up to WA_WEB_SEARCH_WAIT_SECONDS for it to end; `ended`
    * says whether it did (the run returned is the newest state either way).
    */
-  readonly create: (projectId: string, request: WebSearchRunRequest) => Effect.Effect<{ readonly run: Run; readonly ended: boolean }, UnknownNames>
+  readonly create: (projectId: string, request: WebSearchRunRequest) => Effect.Effect<Started, UnknownNames>
   readonly find: (projectId: string, runId: string) => Effect.Effect<Run, RunNotFound>
+  /** Cancels a run that has not ended (its search is interrupted, the callback sent); an ended one is RunEnded. */
+  readonly cancel: (run: Run, reason: string | null) => Effect.Effect<Run, RunEnded | RunNotFound | InvalidTransition>
+  /**
+   * A new run of the same search refined by `text`: every query gets the text appended, the text
+   * becomes the objective, all other settings are the original's. The original may still run.
+   */
+  readonly refine: (run: Run, input: { readonly text: string; readonly wait: boolean }) => Effect.Effect<Started, UnknownNames>
+  /**
+   * A new run with new queries and the original's settings (`text`, if given, becomes its
+   * objective) that leaves out every page the original, and the runs it derives from, returned.
+   * The original must have ended.
+   */
+  readonly followup: (
+    run: Run,
+    input: { readonly queries: ReadonlyArray<string>; readonly text: string | null; readonly wait: boolean }
+  ) => Effect.Effect<Started, UnknownNames | ParentRunNotReady>
 }>()("wa/search/Search") {
   static readonly layer = Layer.effect(
     Search,
@@ -28,7 +76,9 @@ export class Search extends Context.Service<Search, {
       const search = yield* WebSearch
       const bus = yield* RunEventBus
       const config = yield* AppConfig
+      const notifier = yield* RunNotifier
       const clientFor = yield* WebSearchEntity.client
+      const cancel = cancelRun(store, notifier, (run) => clientFor(run.id).Interrupt({ runId: run.id }, { discard: true }))
 
       /** The run once it has ended, or as it is when `seconds` have passed. */
       const awaitEnd = (runId: string, seconds: number) =>
@@ -42,12 +92,16 @@ export class Search extends Context.Service<Search, {
           }
         }))
 
-      const create = Effect.fn("Search.create")(function*(projectId: string, request: WebSearchRunRequest) {
+      const start = Effect.fn("Search.start")(function*(
+        projectId: string,
+        request: WebSearchRunRequest,
+        derived: { readonly parentRunId: string; readonly instructions: string | null } | undefined = undefined
+      ) {
         // Unknown engines are refused before anything is created.
         const engines: ReadonlyArray<string> = search.engines
         const unknown = (request.engines ?? []).filter((name) => !engines.includes(name))
         if (unknown.length > 0) return yield* new UnknownNames({ field: "engines", what: "engine", unknown, allowed: [...search.engines] })
-        const created = yield* store.createStandaloneRun(projectId, request)
+        const created = yield* store.createStandaloneRun(projectId, request, derived ?? {})
         // Fire-and-forget: the persisted Execute reaches the run's entity even if this request is gone.
         yield* clientFor(created.id).Execute({ runId: created.id }, { discard: true }).pipe(Effect.orDie)
         const run = request.wait ? yield* awaitEnd(created.id, config.webSearchWaitSeconds) : created
@@ -55,9 +109,37 @@ export class Search extends Context.Service<Search, {
       })
 
       return Search.of({
-        create,
+        create: (projectId, request) => start(projectId, request),
         find: Effect.fn("Search.find")(function*(projectId: string, runId: string) {
           return yield* store.findRun(projectId, runId, "web_search")
+        }),
+        cancel,
+        refine: Effect.fn("Search.refine")(function*(run: Run, input: { readonly text: string; readonly wait: boolean }) {
+          const original = requestOf(run)
+          const text = input.text.replace(/\s+/g, " ").trim()
+          return yield* start(run.project_id, {
+            ...original,
+            queries: [...new Set(original.queries.map((query) => refineQuery(query, text)))],
+            objective: text,
+            wait: input.wait
+          }, { parentRunId: run.id, instructions: input.text })
+        }),
+        followup: Effect.fn("Search.followup")(function*(
+          run: Run,
+          input: { readonly queries: ReadonlyArray<string>; readonly text: string | null; readonly wait: boolean }
+        ) {
+          if (!isTerminal(run.status)) return yield* new ParentRunNotReady({ runId: run.id, status: run.status, operation: "followup", needs: "ended" })
+          const original = requestOf(run)
+          const returned = Option.match(decodeResult(run.output), { onNone: () => [], onSome: (result) => result.results.map((item) => item.canonical_url) })
+          const { objective, ...settings } = original
+          const text = input.text?.trim() || null
+          return yield* start(run.project_id, {
+            ...settings,
+            queries: input.queries,
+            ...(text !== null ? { objective: text } : objective !== undefined ? { objective } : {}),
+            wait: input.wait,
+            exclude_canonical_urls: [...new Set([...(original.exclude_canonical_urls ?? []), ...returned])]
+          }, { parentRunId: run.id, instructions: input.text })
         })
       })
     })

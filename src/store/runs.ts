@@ -103,7 +103,13 @@ export class RunStore extends Context.Service<RunStore, {
   }) => Effect.Effect<{ readonly session: Session; readonly run: Run }, SessionCapReached>
   readonly addRun: (sessionId: string, run: NewRun) => Effect.Effect<Run, SessionClosed | PreviousRunActive>
   /** A run without a session (WebSearch, DeepResearch), with its first event. */
-  readonly createStandaloneRun: (projectId: string, request: RunRequest, options?: { readonly maxDurationMs?: number }) => Effect.Effect<Run>
+  readonly createStandaloneRun: (projectId: string, request: RunRequest, options?: {
+    readonly maxDurationMs?: number
+    /** The run this one derives from (a refinement or a follow-up). */
+    readonly parentRunId?: string | null
+    /** What the derived run was asked on top of its request (a refinement's text). */
+    readonly instructions?: string | null
+  }) => Effect.Effect<Run>
   /** Runs of one kind in a project, newest first. */
   readonly listRuns: (projectId: string, kind: string, status: string | undefined, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<Run>>
   /** Enters a phase (DeepResearch), with its `run.phase_changed` event. */
@@ -286,9 +292,10 @@ export class RunStore extends Context.Service<RunStore, {
         sql.withTransaction(Effect.gen(function*() {
           const deadline = options.maxDurationMs === undefined ? null : `${options.maxDurationMs} milliseconds`
           const rows = yield* sql<Row>`
-            INSERT INTO runs (id, session_id, project_id, kind, status, request, max_steps, deadline_at)
+            INSERT INTO runs (id, session_id, project_id, kind, status, request, max_steps, deadline_at, parent_run_id, instructions)
             VALUES (${makeId("run")}, NULL, ${projectId}, ${kindOfTag[request._tag]}, 'pending', ${JSON.stringify(storedRequest(request))}::jsonb, 0,
-              CASE WHEN ${deadline}::text IS NULL THEN NULL ELSE now() + ${deadline}::interval END)
+              CASE WHEN ${deadline}::text IS NULL THEN NULL ELSE now() + ${deadline}::interval END,
+              ${options.parentRunId ?? null}, ${options.instructions ?? null})
             RETURNING *`
           const run = runFromRow(rows[0]!)
           yield* insertEvent(run.id, "run.status_changed", { run_id: run.id, from: null, status: "pending" })

@@ -2,11 +2,14 @@
  * WebSearch runs under both conventions: `/v1/projects/{pid}/web_search/runs` and
  * `/api/v1/projects/{pid}/web_search/runs`. With `wait` (default true) the POST blocks up to 30 s
  * and answers 200 with the result; past that, or with `wait: false`, 202 and the client polls.
+ * A run can be canceled, refined (`POST .../runs/{rid}/refine`) and followed up
+ * (`POST .../runs/{rid}/followup`); a derived run shows its `parent_run_id`.
  */
 import { Schema } from "effect"
-import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
-import { NotFound, ValidationError } from "../errors.ts"
-import { WebSearchRequest, WebSearchResult } from "../../search/schema.ts"
+import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
+import { BadRequest, Conflict, NotFound, ValidationError } from "../errors.ts"
+import { RefineWebSearchRequest, WebSearchFollowupRequest, WebSearchRequest, WebSearchResult } from "../../search/schema.ts"
+import { CancelRunRequest } from "./do-anything.ts"
 import { MaxString, ProjectIdParam } from "./schemas.ts"
 import { Authentication, Idempotency, RateLimit } from "./security.ts"
 
@@ -16,6 +19,21 @@ export const WebSearchRunResponse = Schema.Struct({
   session_id: Schema.Null,
   kind: Schema.Literal("web_search"),
   status: Schema.String,
+  /** The run this one was refined or followed up from; null for a run created directly. */
+  parent_run_id: Schema.NullOr(Schema.String),
+  /** What the run searches: the request as decoded (defaults filled in). */
+  request: Schema.Struct({
+    queries: Schema.Array(Schema.String),
+    engines: Schema.NullOr(Schema.Array(Schema.String)),
+    max_results_per_query: Schema.Int,
+    rerank: Schema.Boolean,
+    summarize: Schema.Boolean,
+    freshness: Schema.NullOr(Schema.String),
+    site_whitelist: Schema.NullOr(Schema.Array(Schema.String)),
+    site_blacklist: Schema.NullOr(Schema.Array(Schema.String)),
+    language: Schema.NullOr(Schema.String),
+    objective: Schema.NullOr(Schema.String)
+  }),
   terminal_reason: Schema.NullOr(Schema.String),
   error: Schema.NullOr(Schema.Struct({ code: Schema.String, detail: Schema.String })),
   results: Schema.NullOr(WebSearchResult),
@@ -26,6 +44,9 @@ export const WebSearchRunResponse = Schema.Struct({
 
 const EventStream = Schema.String.pipe(HttpApiSchema.asText({ contentType: "text/event-stream" }))
 const runParams = { ...ProjectIdParam, rid: MaxString(64) }
+const strict = { errors: "all", onExcessProperty: "error" } as const
+/** A derived run answers like a create: 200 with the result within the wait, else 202. */
+const started = [WebSearchRunResponse, WebSearchRunResponse.annotate({ httpApiStatus: 202 })] as const
 
 const endpoints = <const Name extends string>(name: Name) =>
   HttpApiGroup.make(name)
@@ -33,7 +54,7 @@ const endpoints = <const Name extends string>(name: Name) =>
       HttpApiEndpoint.post("createRun", "/runs", {
         params: ProjectIdParam,
         payload: WebSearchRequest,
-        success: [WebSearchRunResponse, WebSearchRunResponse.annotate({ httpApiStatus: 202 })],
+        success: started,
         error: ValidationError
       }),
       HttpApiEndpoint.get("getRun", "/runs/:rid", { params: runParams, success: WebSearchRunResponse, error: NotFound }),
@@ -42,7 +63,42 @@ const endpoints = <const Name extends string>(name: Name) =>
         headers: { "last-event-id": Schema.optional(Schema.String) },
         success: EventStream,
         error: NotFound
-      })
+      }),
+      HttpApiEndpoint.post("cancel", "/runs/:rid/cancel", {
+        params: runParams,
+        payload: CancelRunRequest,
+        success: WebSearchRunResponse,
+        error: [ValidationError, BadRequest, NotFound, Conflict]
+      }).annotate(
+        OpenApi.Description,
+        "Cancels a run that has not ended: it becomes canceled (terminal_reason canceled, the reason in its " +
+          "run.status_changed event), its search stops and its callback is sent. A run that has ended is 409 conflict."
+      ),
+      HttpApiEndpoint.post("refine", "/runs/:rid/refine", {
+        params: runParams,
+        payload: RefineWebSearchRequest,
+        success: started,
+        error: [ValidationError, BadRequest, NotFound]
+      }).annotate(HttpApi.PayloadParseOptions, strict).annotate(
+        OpenApi.Description,
+        "Starts a new run of the same search narrowed by `text`: each query gets the text appended (cut to 500 " +
+          "characters at a word), the text becomes the objective, and engines, max_results_per_query, rerank, " +
+          "summarize, freshness, site lists and language are the original's. The original may still be running. " +
+          "The new run has parent_run_id set and answers like a create: 200 with results within the wait, else 202."
+      ),
+      HttpApiEndpoint.post("followup", "/runs/:rid/followup", {
+        params: runParams,
+        payload: WebSearchFollowupRequest,
+        success: started,
+        error: [ValidationError, BadRequest, NotFound, Conflict]
+      }).annotate(HttpApi.PayloadParseOptions, strict).annotate(
+        OpenApi.Description,
+        "Starts a new run with new `queries` and the original's settings (`text`, if given, is its objective). " +
+          "Its results leave out every page (by canonical_url) the original, and the runs it was derived from, " +
+          "returned; it searches twice as deep per query to make up for them, and results.excluded_count says how " +
+          "many were left out. The original must have ended (409 conflict otherwise). parent_run_id is set; " +
+          "answers like a create: 200 with results within the wait, else 202."
+      )
     )
     .middleware(Idempotency)
     .middleware(RateLimit)

@@ -4,7 +4,7 @@ import { HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { AppConfig } from "../../config/config.ts"
 import { RunEventBus } from "../../events/run-event-bus.ts"
-import { Search } from "../../search/search.ts"
+import { Search, type Started } from "../../search/search.ts"
 import { RunStore } from "../../store/runs.ts"
 import { WebAgentApi } from "../api/api.ts"
 import { CurrentKey } from "../api/security.ts"
@@ -22,20 +22,36 @@ const handlersFor = (group: "web_search" | "web_search_flat") =>
       const context = yield* Effect.context<RunEventBus | RunStore>()
       const flat = group === "web_search_flat"
       const find = (runId: string) => CurrentKey.use(({ projectId }) => httpErrors(search.find(projectId, runId)))
+      /** Ended within the wait: 200 with the result; otherwise 202 and the client polls. */
+      const answer = ({ run, ended }: Started) =>
+        ended ? webSearchRunView(run, flat) : HttpServerResponse.jsonUnsafe(webSearchRunView(run, flat), { status: 202 })
 
       return handlers
         .handle("createRun", ({ payload }) =>
           Effect.gen(function*() {
             const { projectId } = yield* CurrentKey
-            const { run, ended } = yield* httpErrors(search.create(projectId, { _tag: "WebSearch", ...payload }))
-            // Ended within the wait: 200 with the result; otherwise 202 and the client polls.
-            return ended ? webSearchRunView(run, flat) : HttpServerResponse.jsonUnsafe(webSearchRunView(run, flat), { status: 202 })
+            return answer(yield* httpErrors(search.create(projectId, { _tag: "WebSearch", ...payload })))
           }))
         .handle("getRun", ({ params }) => find(params.rid).pipe(Effect.map((run) => webSearchRunView(run, flat))))
         .handle("runEvents", ({ params, headers }) =>
           find(params.rid).pipe(Effect.flatMap((run) =>
             runEventStream(run.id, parseLastEventId(headers["last-event-id"]), config).pipe(Effect.provide(context))
           )))
+        .handle("cancel", ({ params, payload }) =>
+          find(params.rid).pipe(
+            Effect.flatMap((run) => httpErrors(search.cancel(run, payload.reason ?? null))),
+            Effect.map((run) => webSearchRunView(run, flat))
+          ))
+        .handle("refine", ({ params, payload }) =>
+          find(params.rid).pipe(
+            Effect.flatMap((run) => httpErrors(search.refine(run, payload))),
+            Effect.map(answer)
+          ))
+        .handle("followup", ({ params, payload }) =>
+          find(params.rid).pipe(
+            Effect.flatMap((run) => httpErrors(search.followup(run, { queries: payload.queries, text: payload.text ?? null, wait: payload.wait }))),
+            Effect.map(answer)
+          ))
     })
   )
 
