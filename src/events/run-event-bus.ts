@@ -22,18 +22,14 @@ const FEED_EVENTS = 512
 const FEED_BATCH = 200
 
 export interface RunFeed {
-  /** Receives a value whenever the shared buffer has new events (or was reset); sliding, one slot. */
-  readonly wakeups: Queue.Dequeue<void>
   /**
    * Up to `limit` events with ids above `afterId` from the shared buffer, `[]` when the follower is
-   * as far as the buffer (a wakeup comes when there is more), or undefined when the buffer does not
-   * reach back to `afterId + 1` (the follower reads the database).
+   * as far as the buffer (its `wake` is called when there is more), or undefined when the buffer
+   * does not reach back to `afterId + 1` (the follower reads the database).
    */
   readonly after: (afterId: number, limit: number) => ReadonlyArray<RunEvent> | undefined
-  /** Wakes this follower alone (its own timer, for heartbeats). */
-  readonly poke: () => void
-  /** Changes whenever the followers are woken for new events (a poke leaves it as it is). */
-  readonly version: () => number
+  /** Stops following; call it once, when the stream ends. */
+  readonly unsubscribe: () => void
 }
 
 type ReadEvents = (runId: string, afterId: number, limit: number) => Effect.Effect<ReadonlyArray<RunEvent>>
@@ -41,7 +37,7 @@ type ReadEvents = (runId: string, afterId: number, limit: number) => Effect.Effe
 interface Feed {
   readonly runId: string
   readonly raw: Set<Queue.Queue<void>>
-  readonly followers: Set<Queue.Queue<void>>
+  readonly followers: Set<() => void>
   read: ReadEvents | undefined
   /** Contiguous ascending events read by the shared reader; `lastId` is the id of the last one read. */
   events: Array<RunEvent>
@@ -50,14 +46,16 @@ interface Feed {
   again: boolean
   /** The id of the newest event announced, for the first read of a fresh feed. */
   announced: number
-  version: number
 }
 
 export class RunEventBus extends Context.Service<RunEventBus, {
   /** A queue that receives a value whenever the run has a new event; released with the scope. */
   readonly wakeups: (runId: string) => Effect.Effect<Queue.Dequeue<void>, never, Scope.Scope>
-  /** Follows the run's events through the shared per-run reader (see above); released with the scope. */
-  readonly follow: (runId: string, read: ReadEvents) => Effect.Effect<RunFeed, never, Scope.Scope>
+  /**
+   * Follows the run's events through the shared per-run reader (see above): `wake` is called (in
+   * the listener's fiber; it must not block) whenever the shared buffer has new events or was reset.
+   */
+  readonly follow: (runId: string, read: ReadEvents, wake: () => void) => Effect.Effect<RunFeed>
 }>()("wa/events/RunEventBus") {
   static readonly layer = Layer.effect(
     RunEventBus,
@@ -69,7 +67,7 @@ export class RunEventBus extends Context.Service<RunEventBus, {
       const feedOf = (runId: string) => {
         let feed = feeds.get(runId)
         if (feed === undefined) {
-          feed = { runId, raw: new Set(), followers: new Set(), read: undefined, events: [], lastId: undefined, fetching: false, again: false, announced: 0, version: 0 }
+          feed = { runId, raw: new Set(), followers: new Set(), read: undefined, events: [], lastId: undefined, fetching: false, again: false, announced: 0 }
           feeds.set(runId, feed)
         }
         return feed
@@ -78,8 +76,7 @@ export class RunEventBus extends Context.Service<RunEventBus, {
         if (feed.raw.size === 0 && feed.followers.size === 0 && feeds.get(feed.runId) === feed) feeds.delete(feed.runId)
       }
       const wakeFollowers = (feed: Feed) => {
-        feed.version++
-        for (const queue of feed.followers) Queue.offerUnsafe(queue, undefined)
+        for (const wake of [...feed.followers]) wake()
       }
 
       // The shared reader of one run: reads until it has everything announced, then wakes the
@@ -173,39 +170,37 @@ export class RunEventBus extends Context.Service<RunEventBus, {
                 release(feed)
               })
           ),
-        follow: (runId, read) =>
-          Effect.acquireRelease(
-            Effect.gen(function*() {
-              const queue = yield* Queue.sliding<void>(1)
-              const feed = feedOf(runId)
-              feed.read ??= read
-              feed.followers.add(queue)
-              const after = (afterId: number, limit: number): ReadonlyArray<RunEvent> | undefined => {
-                const events = feed.events
-                const lastId = feed.lastId
-                if (lastId === undefined || events.length === 0) return undefined
-                if (afterId >= lastId) return []
-                const first = events[0]!.id
-                if (afterId < first - 1) return undefined
-                // Ids are consecutive per run; the search is only a safety net.
-                let index = afterId + 1 - first
-                if (events[index]?.id !== afterId + 1) index = events.findIndex((event) => event.id > afterId)
-                return index === -1 ? [] : events.slice(index, index + limit)
+        follow: (runId, read, wake) =>
+          Effect.sync((): RunFeed => {
+            const feed = feedOf(runId)
+            feed.read ??= read
+            feed.followers.add(wake)
+            let subscribed = true
+            const after = (afterId: number, limit: number): ReadonlyArray<RunEvent> | undefined => {
+              const events = feed.events
+              const lastId = feed.lastId
+              if (lastId === undefined || events.length === 0) return undefined
+              if (afterId >= lastId) return []
+              const first = events[0]!.id
+              if (afterId < first - 1) return undefined
+              // Ids are consecutive per run; the search is only a safety net.
+              let index = afterId + 1 - first
+              if (events[index]?.id !== afterId + 1) index = events.findIndex((event) => event.id > afterId)
+              return index === -1 ? [] : events.slice(index, index + limit)
+            }
+            const unsubscribe = () => {
+              if (!subscribed) return
+              subscribed = false
+              feed.followers.delete(wake)
+              if (feed.followers.size === 0) {
+                feed.events = []
+                feed.lastId = undefined
+                feed.read = undefined
               }
-              const poke = () => void Queue.offerUnsafe(queue, undefined)
-              return { queue, feed, view: { wakeups: queue, after, poke, version: () => feed.version } satisfies RunFeed }
-            }),
-            ({ feed, queue }) =>
-              Effect.sync(() => {
-                feed.followers.delete(queue)
-                if (feed.followers.size === 0) {
-                  feed.events = []
-                  feed.lastId = undefined
-                  feed.read = undefined
-                }
-                release(feed)
-              })
-          ).pipe(Effect.map(({ view }) => view))
+              release(feed)
+            }
+            return { after, unsubscribe }
+          })
       })
     })
   )

@@ -10,7 +10,8 @@
  * connection, fiber or subscription forever.
  */
 import { NodeHttpServerRequest } from "@effect/platform-node"
-import { Effect, Queue, Stream } from "effect"
+import { Effect } from "effect"
+import { Readable } from "node:stream"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import type { AppConfigShape } from "../config/config.ts"
 import { RunEventBus } from "../events/run-event-bus.ts"
@@ -80,62 +81,103 @@ export const runEventStream = (
     const store = yield* RunStore
     const bus = yield* RunEventBus
     const request = yield* HttpServerRequest.HttpServerRequest
+    const context = yield* Effect.context<never>()
+    const run = Effect.runPromiseWith(context)
     const heartbeatMs = config.sseHeartbeatSeconds * 1000
     yield* dropWhenStalled(request, config.sseStallSeconds)
-    const body = Stream.unwrap(Effect.gen(function*() {
-      const feed = yield* bus.follow(runId, store.eventsAfter)
-      // Heartbeats: one long-lived timer per stream wakes it a few times per heartbeat period, and
-      // it sends one when it has sent nothing for that long. Cheaper than a timeout on every wait,
-      // which allocated a timer and a racing fiber per event for each of many streams.
-      let lastSent = Date.now()
-      yield* Effect.acquireRelease(
-        Effect.sync(() => {
-          const timer = setInterval(feed.poke, Math.max(50, heartbeatMs / 4))
-          timer.unref()
-          return timer
-        }),
-        (timer) => Effect.sync(() => clearInterval(timer))
-      )
-      return Stream.unfold({ last: lastEventId, finished: false, poll: false }, (state) =>
-        Effect.gen(function*() {
-          if (state.finished) return undefined
-          let poll = state.poll
-          while (true) {
-            // Taken before reading: a wakeup that comes while the reads below wait is not lost.
-            const version = feed.version()
-            const shared = poll ? undefined : feed.after(state.last, 200)
-            const events = shared ?? (yield* store.eventsAfter(runId, state.last, 200))
-            if (events.length > 0) {
-              const finished = events.some((event) => event.type === "run.completed")
-              // Frames of the shared buffer are encoded once for every stream; others here.
-              const chunk = shared !== undefined ? encodeFrames(events) : encoder.encode(events.map(frame).join(""))
-              lastSent = Date.now()
-              return [chunk, { last: events[events.length - 1]!.id, finished, poll: false }] as const
-            }
-            if (shared === undefined) {
-              // Nothing after Last-Event-ID and the run is over: the client has everything.
-              const run = yield* store.getRun(runId)
-              if (run === undefined || isTerminal(run.status)) {
-                const tail = yield* store.eventsAfter(runId, state.last, 1)
-                if (tail.length === 0) return undefined
-                poll = true
-                continue
-              }
-            }
-            // Up to date (with the database, or with the shared reader, which wakes us when it has more).
-            poll = false
-            while (true) {
-              yield* Queue.take(feed.wakeups)
-              if (Date.now() - lastSent >= heartbeatMs) {
-                lastSent = Date.now()
-                return [encoder.encode(heartbeatFrame()), { ...state, poll: true }] as const
-              }
-              if (feed.version() !== version) break // new events (not just the heartbeat timer)
-            }
+
+    // The body is a plain Node Readable that Node pulls at the client's pace (it calls `read` when
+    // its buffer has room). Live events are pushed straight from the shared buffer, with no fiber
+    // or timer per event: an Effect loop per stream allocated per event for every one of many
+    // streams, which kept a busy node's young generation full of objects that lived long enough
+    // to be promoted (hundreds of MB of old-space garbage for 1,000 followers at 10 events/s).
+    let last = lastEventId
+    let finished = false
+    let wanted = false // Node asked for data and nothing was pushed since
+    let busy = false // a database read is in flight
+    let fromDatabase = true // the next read skips the shared buffer (start, after a heartbeat)
+    let lastSent = Date.now()
+    let pump = () => {}
+    const feed = yield* bus.follow(runId, store.eventsAfter, () => pump())
+    const body = new Readable({
+      read() {
+        wanted = true
+        pump()
+      },
+      destroy(error, callback) {
+        finished = true
+        clearInterval(heartbeat)
+        feed.unsubscribe()
+        callback(error)
+      }
+    })
+    const send = (chunk: Uint8Array) => {
+      lastSent = Date.now()
+      wanted = body.push(chunk)
+    }
+    const deliver = (events: ReadonlyArray<RunEvent>, shared: boolean) => {
+      last = events[events.length - 1]!.id
+      // Frames of the shared buffer are encoded once for every stream; others here.
+      send(shared ? encodeFrames(events) : encoder.encode(events.map(frame).join("")))
+      if (events.some((event) => event.type === "run.completed")) {
+        finished = true
+        body.push(null)
+      }
+    }
+    const readDatabase = () => {
+      busy = true
+      fromDatabase = false
+      run(Effect.gen(function*() {
+        const events = yield* store.eventsAfter(runId, last, 200)
+        if (events.length > 0) return { events, end: false }
+        // Nothing after Last-Event-ID and the run is over: the client has everything.
+        const row = yield* store.getRun(runId)
+        if (row === undefined || isTerminal(row.status)) {
+          const tail = yield* store.eventsAfter(runId, last, 200)
+          return { events: tail, end: tail.length === 0 }
+        }
+        return { events, end: false }
+      })).then(
+        ({ events, end }) => {
+          busy = false
+          if (finished) return
+          if (end) {
+            finished = true
+            body.push(null)
+            return
           }
-        }))
-    }))
-    return HttpServerResponse.stream(body, {
+          if (events.length > 0) {
+            deliver(events, false)
+            // More may be waiting in the database (a replay of more than one batch).
+            fromDatabase = true
+          }
+          pump()
+        },
+        (error) => {
+          busy = false
+          body.destroy(error instanceof Error ? error : new Error(String(error)))
+        }
+      )
+    }
+    pump = () => {
+      while (wanted && !busy && !finished) {
+        const shared = fromDatabase ? undefined : feed.after(last, 200)
+        if (shared === undefined) return readDatabase()
+        if (shared.length === 0) return // up to date with the shared reader; it wakes us
+        deliver(shared, true)
+      }
+    }
+    // Heartbeats: one timer per stream; after a heartbeat the stream reads the database once, in
+    // case a notification was lost (the listener reconnected).
+    const heartbeat = setInterval(() => {
+      if (finished || busy || Date.now() - lastSent < heartbeatMs) return
+      send(encoder.encode(heartbeatFrame()))
+      fromDatabase = true
+      pump()
+    }, Math.max(50, heartbeatMs / 4))
+    heartbeat.unref()
+
+    return HttpServerResponse.raw(body, {
       contentType: "text/event-stream",
       headers: { "cache-control": "no-cache", "x-accel-buffering": "no", connection: "keep-alive" }
     })
