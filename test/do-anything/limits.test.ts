@@ -1,13 +1,15 @@
 /**
- * DoAnything limits and failures: duration limit, step budget and continue, the per-key session
- * cap, no model configured, and a Chromium killed in the middle of a run.
+ * DoAnything limits and failures through HTTP: step budget and continue, refused private
+ * addresses, the per-key session cap, and a Chromium killed in the middle of a run. The duration
+ * limit, the idle timeout, keep_alive false and a service without a model are tested in-process
+ * under TestClock (test/in-process/limits.test.ts).
  */
 import { execFileSync } from "node:child_process"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type FixtureSites, startFixtureSites } from "../fixtures/sites/server.ts"
 import { type ScriptedModel, startScriptedModel } from "../fixtures/model/scripted-model.ts"
 import { type Service, startService, stopAndClean } from "../support/service.ts"
-import { eventually, waitForRunStatus } from "../support/runs.ts"
+import { waitForRunStatus } from "../support/runs.ts"
 
 let site: FixtureSites
 let model: ScriptedModel
@@ -35,25 +37,13 @@ const create = async (service: Service, body: Record<string, unknown>) => {
 
 const modelEnv = () => ({ WA_MODEL_BASE_URL: model.baseUrl, WA_MODEL: "scripted", WA_ALLOW_PRIVATE_NETWORKS: "true" })
 
-describe("duration and steps", () => {
+describe("steps", () => {
   let service: Service
-  // A minute of max_duration_minutes lasts one second here, and a run has three steps.
+  // A run has three steps.
   beforeAll(async () => {
-    service = await startService({ env: { ...modelEnv(), WA_RUN_MINUTE_MS: "1000", WA_MAX_STEPS: "3", WA_SESSION_IDLE_SECONDS: "2" } })
+    service = await startService({ env: { ...modelEnv(), WA_MAX_STEPS: "3" } })
   })
   afterAll(() => stopAndClean(service))
-
-  it("a run past max_duration_minutes ends canceled with duration_exceeded", async () => {
-    model.setScript(async () => {
-      await new Promise((r) => setTimeout(r, 400))
-      return { tool: "scroll", args: { direction: "down" } }
-    })
-    const { sid, rid } = await create(service, { instructions: "never ends", max_duration_minutes: 1 })
-    const run = await waitForStatus(service, sid, rid, terminal)
-    expect(run.status).toBe("canceled")
-    expect(run.error).toEqual({ code: "duration_exceeded", detail: expect.any(String) })
-    expect(run.terminal_reason).toBe("duration_exceeded")
-  })
 
   it("a run that uses its step budget is marked expired, and continue starts a follow-up with a fresh budget", async () => {
     model.setScript(() => ({ tool: "navigate", args: { url: `${site.url}/page/1` } }))
@@ -76,31 +66,6 @@ describe("duration and steps", () => {
 
     const notExpired = await service.request("POST", `${base(service)}/sessions/${sid}/runs/${continued.json.id}/continue`, { body: { content: "more" } })
     expect(notExpired.status).toBe(409)
-  })
-})
-
-describe("keep_alive", () => {
-  let service: Service
-  beforeAll(async () => {
-    service = await startService({ env: { ...modelEnv(), WA_SESSION_IDLE_SECONDS: "2" } })
-  })
-  afterAll(() => stopAndClean(service))
-
-  it("a kept-alive session stays warm after its run and is released after the idle timeout; keep_alive false releases at once", async () => {
-    model.setScript(() => ({ tool: "done", args: { output: 1 } }))
-    const warm = await create(service, { instructions: "stay", keep_alive: true })
-    await waitForStatus(service, warm.sid, warm.rid, terminal)
-    expect((await service.request("GET", `${base(service)}/sessions/${warm.sid}`)).json.status).toBe("idle")
-    await eventually(`session ${warm.sid} closed after its idle timeout`, async () =>
-      (await service.request("GET", `${base(service)}/sessions/${warm.sid}`)).json.status === "closed" ? true : undefined, { timeoutMs: 20_000 })
-    const refused = await service.request("POST", `${base(service)}/sessions/${warm.sid}/runs`, { body: { instructions: "too late" } })
-    expect(refused.status).toBe(409)
-
-    const cold = await create(service, { instructions: "go", keep_alive: false })
-    await waitForStatus(service, cold.sid, cold.rid, terminal)
-    // Released at once: closed within two seconds, well before the idle timeout would close it.
-    await eventually(`session ${cold.sid} closed right after its run`, async () =>
-      (await service.request("GET", `${base(service)}/sessions/${cold.sid}`)).json.status === "closed" ? true : undefined, { timeoutMs: 2_000 })
   })
 })
 
@@ -150,21 +115,6 @@ describe("session cap", () => {
     expect((await service.request("POST", `${base(service)}/sessions/${sid}/close`)).json.status).toBe("closed")
     model.setScript(() => ({ tool: "done", args: { output: 1 } }))
     expect((await service.request("POST", `${base(service)}/sessions`, { body: { instructions: "now", keep_alive: false } })).status).toBe(201)
-  })
-})
-
-describe("no model configured", () => {
-  let service: Service
-  beforeAll(async () => {
-    service = await startService({ env: { WA_ALLOW_PRIVATE_NETWORKS: "true" } })
-  })
-  afterAll(() => stopAndClean(service))
-
-  it("the service runs and a run fails at once with model_not_configured", async () => {
-    const { sid, rid } = await create(service, { instructions: "anything" })
-    const run = await waitForStatus(service, sid, rid, terminal)
-    expect(run.status).toBe("failed")
-    expect(run.error.code).toBe("model_not_configured")
   })
 })
 
