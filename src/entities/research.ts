@@ -112,12 +112,14 @@ const researchHandlers = Effect.gen(function*() {
         if (current === undefined || isTerminal(current.status)) return yield* new RunEnded()
       })
       const canSpend = () => spent < cap
+      // A refinement's instructions and a follow-up's earlier report (seeded in its first checkpoint).
+      const derivation = { instructions: state.instructions ?? null, prior: state.context?.markdown ?? null }
 
       // brief
       if (state.brief === null) {
         yield* enter("brief")
         if (!canSpend()) return yield* new ResearchFailed({ code: "cost_cap_reached", detail: "max_cost_usd was reached before the brief was written" })
-        const brief = yield* writeBrief(model, cost, { topic: request.topic, audience: request.target_audience ?? null })
+        const brief = yield* writeBrief(model, cost, { topic: request.topic, audience: request.target_audience ?? null, ...derivation })
         yield* save({ ...state, brief: brief.value }, brief.usd)
       }
       const brief = state.brief!
@@ -127,7 +129,7 @@ const researchHandlers = Effect.gen(function*() {
         yield* ensureActive
         yield* enter("plan")
         if (!canSpend()) return yield* new ResearchFailed({ code: "cost_cap_reached", detail: "max_cost_usd was reached before the outline was planned" })
-        const planned = yield* planOutline(model, cost, { topic: request.topic, brief, budget })
+        const planned = yield* planOutline(model, cost, { topic: request.topic, brief, budget, ...derivation })
         // A model that proposes nothing still gets a report: one section on the whole topic.
         const outline: Outline = planned.value.sections.length > 0 ? planned.value : {
           title: brief.title,
@@ -224,7 +226,7 @@ const researchHandlers = Effect.gen(function*() {
         } else if (claims.length === 0) {
           yield* save(written("_The sources found do not support a clear answer for this section._", "model"), 0)
         } else {
-          const text = yield* writeSection(model, cost, { section, claims, numbers, audience: request.target_audience ?? null, notes: state.notes })
+          const text = yield* writeSection(model, cost, { section, claims, numbers, audience: request.target_audience ?? null, notes: state.notes, ...derivation })
           yield* save(written(text.value, "model"), text.usd, { phase: "synthesize", section_id: section.section_id })
         }
       }

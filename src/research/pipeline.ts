@@ -36,6 +36,33 @@ export const depthBudgets: Record<Depth, DepthBudget> = {
   deep: { sections: 8, queriesPerSection: 3, sourcesPerSection: 5 }
 }
 
+/** Characters of a follow-up's earlier report given to the writer with each section. */
+const PRIOR_CHARS_FOR_WRITER = 4_000
+
+/** What a derived run adds to its prompts: a refinement's instructions, a follow-up's earlier report. */
+export interface Derivation {
+  readonly instructions?: string | null | undefined
+  /** The earlier report (Markdown) a follow-up builds on. */
+  readonly prior?: string | null | undefined
+}
+
+const derivationText = (derived: Derivation, role: "brief" | "plan" | "write"): string => {
+  const parts: Array<string> = []
+  if (derived.prior !== undefined && derived.prior !== null && derived.prior !== "") {
+    const guide = role === "brief"
+      ? "This is a follow-up question on the earlier report below: aim the brief at what it does not already answer."
+      : role === "plan"
+      ? "This is a follow-up on the earlier report below: plan sections for what it does not already cover; do not repeat its sections."
+      : "The reader already has the earlier report below: build on it, refer to it where useful, and do not repeat what it says."
+    const text = role === "write" ? derived.prior.slice(0, PRIOR_CHARS_FOR_WRITER) : derived.prior
+    parts.push(`${guide}\n--- earlier report ---\n${text}\n--- end of earlier report ---`)
+  }
+  if (derived.instructions !== undefined && derived.instructions !== null && derived.instructions.trim() !== "") {
+    parts.push(`Instructions for this revision of the report (follow them): ${derived.instructions.trim()}`)
+  }
+  return parts.length === 0 ? "" : `\n\n${parts.join("\n\n")}`
+}
+
 /** Characters of each source given to the model. */
 const SOURCE_CHARS = 4_000
 /** Characters of each source kept in the run's checkpoint. */
@@ -85,7 +112,7 @@ const BriefSchema = Schema.Struct({
 export const writeBrief = (
   model: LanguageModel.LanguageModel,
   cost: CostOf,
-  input: { readonly topic: string; readonly audience: string | null }
+  input: { readonly topic: string; readonly audience: string | null } & Derivation
 ): Effect.Effect<Priced<Brief>, AiError.AiError> =>
   model.generateObject({
     objectName: "research_brief",
@@ -99,7 +126,7 @@ export const writeBrief = (
       },
       {
         role: "user",
-        content: `Topic: ${input.topic}\nAudience: ${input.audience ?? "a general technical reader"}`
+        content: `Topic: ${input.topic}\nAudience: ${input.audience ?? "a general technical reader"}` + derivationText(input, "brief")
       }
     ]
   }).pipe(Effect.map((response) => priced({
@@ -139,7 +166,7 @@ export const normalizeOutline = (title: string, proposed: typeof OutlineSchema.T
 export const planOutline = (
   model: LanguageModel.LanguageModel,
   cost: CostOf,
-  input: { readonly topic: string; readonly brief: Brief; readonly budget: DepthBudget }
+  input: { readonly topic: string; readonly brief: Brief; readonly budget: DepthBudget } & Derivation
 ): Effect.Effect<Priced<Outline>, AiError.AiError> =>
   model.generateObject({
     objectName: "research_outline",
@@ -154,7 +181,7 @@ export const planOutline = (
       {
         role: "user",
         content: `Topic: ${input.topic}\nTitle: ${input.brief.title}\nObjective: ${input.brief.objective}\n` +
-          `Key questions:\n${input.brief.key_questions.map((q) => `- ${q}`).join("\n")}`
+          `Key questions:\n${input.brief.key_questions.map((q) => `- ${q}`).join("\n")}` + derivationText(input, "plan")
       }
     ]
   }).pipe(Effect.map((response) => priced(normalizeOutline(input.brief.title, response.value, input.budget), response.usage, cost)))
@@ -347,7 +374,7 @@ export const writeSection = (
     readonly numbers: ReadonlyMap<string, number>
     readonly audience: string | null
     readonly notes: ReadonlyArray<string>
-  }
+  } & Derivation
 ): Effect.Effect<Priced<string>, AiError.AiError> =>
   model.generateText({
     prompt: [
@@ -362,7 +389,8 @@ export const writeSection = (
         content: `Section: ${input.section.title}\nAudience: ${input.audience ?? "a general technical reader"}\n` +
           (input.notes.length > 0 ? `Reviewer notes:\n${input.notes.map((n) => `- ${n}`).join("\n")}\n` : "") +
           `Claims:\n` +
-          input.claims.map((c) => `- (${c.confidence}) ${c.text} ${c.source_ids.map((id) => `[${input.numbers.get(id)}]`).join("")}`).join("\n")
+          input.claims.map((c) => `- (${c.confidence}) ${c.text} ${c.source_ids.map((id) => `[${input.numbers.get(id)}]`).join("")}`).join("\n") +
+          derivationText(input, "write")
       }
     ]
   }).pipe(Effect.map((response) => {

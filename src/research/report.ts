@@ -16,7 +16,20 @@ export interface WrittenSection {
   readonly method: "model" | "extractive"
 }
 
+/** The report a follow-up run builds on: its parent's, cut to PRIOR_REPORT_CHARS. */
+export interface PriorReport {
+  readonly run_id: string
+  readonly markdown: string
+}
+
+/** Characters of the parent's report a follow-up keeps (and gives to the brief and the planner). */
+export const PRIOR_REPORT_CHARS = 12_000
+
 export interface ResearchState {
+  /** A refinement's text: instructions for the planner and the writer (null for other runs). */
+  readonly instructions?: string | null
+  /** A follow-up's parent report, given as context so the new report builds on it (null for other runs). */
+  readonly context?: PriorReport | null
   readonly brief: Brief | null
   readonly outline: Outline | null
   /** Reviewer notes from the outline approval (plain-string edits). */

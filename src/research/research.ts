@@ -1,12 +1,14 @@
 /**
  * Research: the DeepResearch product. It creates runs and hands them to their entity
  * (src/entities/research.ts), answers the outline approval gate (with edits checked against the
- * outline), cancels, records feedback and reads artifacts. The HTTP handlers only decode, call
- * one method and render.
+ * outline), cancels, records feedback and reads artifacts, and derives runs from finished ones:
+ * a follow-up question (a new topic that builds on the parent's report) and a refinement (the
+ * parent's topic again, rewritten by instructions from the parent's sources). The HTTP handlers
+ * only decode, call one method and render.
  */
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Option, Schema } from "effect"
 import { AppConfig } from "../config/config.ts"
-import { ArtifactNotFound, InputRequestNotFound, InvalidField, RunNotAwaitingInput, RunNotEnded, UnknownSections } from "../domain/errors.ts"
+import { ArtifactNotFound, InputRequestNotFound, InvalidField, ParentRunNotReady, RunNotAwaitingInput, RunNotEnded, UnknownSections } from "../domain/errors.ts"
 import { isTerminal } from "../domain/run-state.ts"
 import type { DeepResearchRequest, Run } from "../domain/run.ts"
 import { cancelRun } from "../entities/cancel.ts"
@@ -15,8 +17,10 @@ import { ArtifactStore } from "../store/artifacts.ts"
 import { RunStore } from "../store/runs.ts"
 import { RunNotifier } from "../webhooks/run-notifier.ts"
 import { applyOutlineEdits, depthBudgets } from "./pipeline.ts"
-import type { ResearchState } from "./report.ts"
-import { decodeOutlineAnswer, type Outline, type OutlineEdit } from "./schema.ts"
+import { initialState, PRIOR_REPORT_CHARS, type ResearchState } from "./report.ts"
+import { decodeOutlineAnswer, type Outline, type OutlineEdit, ResearchResult } from "./schema.ts"
+
+const decodeResult = Schema.decodeUnknownOption(ResearchResult)
 
 /** What the run view needs of the run's state: not its sources, which can be hundreds of KB. */
 const gateFields = ["outline", "approved"]
@@ -54,6 +58,20 @@ export class Research extends Context.Service<Research, {
   readonly feedback: (run: Run, feedback: unknown) => Effect.Effect<ResearchRun, RunNotEnded>
   readonly artifacts: (run: Run) => Effect.Effect<ReadonlyArray<{ readonly id: string; readonly run_id: string; readonly name: string; readonly content_type: string; readonly size_bytes: number; readonly created_at: Date }>>
   readonly artifact: (run: Run, artifactId: string) => Effect.Effect<{ readonly contentType: string; readonly content: string }, ArtifactNotFound>
+  /**
+   * A follow-up question on a finished report: a new run whose topic is the question, with the
+   * parent's settings, and the parent's report given to the brief, the planner and the writer so
+   * the new report builds on it. The parent must be `done`.
+   */
+  readonly followup: (run: Run, question: string) => Effect.Effect<Run, ParentRunNotReady>
+  /**
+   * The parent's topic again, rewritten by `text` (instructions for the planner and the writer).
+   * When the parent's outline was final (approved, or no approval asked), its brief, outline,
+   * sources and claims are reused: nothing is searched again, every section is written anew (and
+   * sections the parent did not cross-check are cross-checked). Otherwise the run plans again
+   * from the parent's brief, with the text. The parent must have ended.
+   */
+  readonly refine: (run: Run, text: string) => Effect.Effect<Run, ParentRunNotReady>
 }>()("wa/research/Research") {
   static readonly layer = Layer.effect(
     Research,
@@ -89,12 +107,56 @@ export class Research extends Context.Service<Research, {
 
       const reread = (run: Run) => store.getRun(run.id).pipe(Effect.flatMap((current) => details(current ?? run)))
 
+      /**
+       * Creates a run and hands it to its entity. A derived run's first checkpoint (`seed`) is saved
+       * before the entity is told, so its execution starts from it.
+       */
+      const start = Effect.fn("Research.start")(function*(
+        projectId: string,
+        request: DeepResearchRequest,
+        derived: { readonly parentRunId: string; readonly instructions: string | null; readonly seed: ResearchState } | undefined = undefined
+      ) {
+        const run = yield* store.createStandaloneRun(projectId, request, {
+          maxDurationMs: request.max_duration_minutes * config.runMinuteMs,
+          ...(derived === undefined ? {} : { parentRunId: derived.parentRunId, instructions: derived.instructions })
+        })
+        if (derived !== undefined) {
+          yield* store.completeStep(run.id, 0, { step: 0, history: derived.seed, url: null, tabs: [], dirtyForm: false, storageState: undefined })
+        }
+        // Fire-and-forget: the persisted Execute reaches the run's entity even if this request is gone.
+        yield* clientFor(run.id).Execute({ runId: run.id }, { discard: true }).pipe(Effect.orDie)
+        return run
+      })
+
       return Research.of({
-        create: Effect.fn("Research.create")(function*(projectId: string, request: DeepResearchRequest) {
-          const run = yield* store.createStandaloneRun(projectId, request, { maxDurationMs: request.max_duration_minutes * config.runMinuteMs })
-          // Fire-and-forget: the persisted Execute reaches the run's entity even if this request is gone.
-          yield* clientFor(run.id).Execute({ runId: run.id }, { discard: true }).pipe(Effect.orDie)
-          return run
+        create: (projectId, request) => start(projectId, request),
+        followup: Effect.fn("Research.followup")(function*(run: Run, question: string) {
+          if (run.status !== "done") return yield* new ParentRunNotReady({ runId: run.id, status: run.status, operation: "followup", needs: "done" })
+          const report = Option.match(decodeResult(run.output), { onNone: () => "", onSome: (result) => result.final_md })
+          return yield* start(run.project_id, { ...requestOf(run), topic: question }, {
+            parentRunId: run.id,
+            instructions: null,
+            seed: { ...initialState, context: { run_id: run.id, markdown: report.slice(0, PRIOR_REPORT_CHARS) } }
+          })
+        }),
+        refine: Effect.fn("Research.refine")(function*(run: Run, text: string) {
+          if (!isTerminal(run.status)) return yield* new ParentRunNotReady({ runId: run.id, status: run.status, operation: "refine", needs: "ended" })
+          const request = requestOf(run)
+          const checkpoint = yield* store.loadCheckpoint(run.id)
+          const parent: ResearchState = { ...initialState, ...(checkpoint?.history as Partial<ResearchState> | undefined) }
+          // The outline is final once approved (or when no approval was asked): its sources and
+          // claims still hold. An outline rejected or never approved is planned again, with the text.
+          const outlineFinal = parent.outline !== null && (parent.approved || !request.require_outline_approval)
+          const seed: ResearchState = {
+            ...initialState,
+            instructions: text,
+            context: parent.context ?? null,
+            brief: parent.brief,
+            ...(outlineFinal
+              ? { outline: parent.outline, notes: parent.notes, approved: true, sources: parent.sources, gathered: parent.gathered, claims: parent.claims }
+              : {})
+          }
+          return yield* start(run.project_id, request, { parentRunId: run.id, instructions: text, seed })
         }),
         find: Effect.fn("Research.find")(function*(projectId: string, runId: string) {
           return yield* store.findRun(projectId, runId, "deep_research")

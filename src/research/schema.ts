@@ -87,6 +87,18 @@ export const OutlineAnswer = Schema.Union([
 export type OutlineAnswer = typeof OutlineAnswer.Type
 export const decodeOutlineAnswer = Schema.decodeUnknownEffect(OutlineAnswer)
 
+const DerivedText = Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(2000))
+
+/** POST .../{rid}/followup: a follow-up question on a finished report (unknown fields forbidden). */
+export const ResearchFollowupRequest = Schema.Struct({
+  text: DerivedText.annotate({ description: "the follow-up question (1..2000 characters); it becomes the new run's topic" })
+})
+
+/** POST .../{rid}/refine: instructions to redo a report (unknown fields forbidden). */
+export const ResearchRefineRequest = Schema.Struct({
+  text: DerivedText.annotate({ description: "instructions for the planner and the writer (1..2000 characters), e.g. \"more on costs, shorter\"" })
+})
+
 /** The intervene body of DeepResearch (answers the outline approval request). */
 export const ResearchInterveneRequest = Schema.Struct({
   kind: Schema.optional(Schema.Literal("answer_input_request")),

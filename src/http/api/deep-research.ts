@@ -7,7 +7,14 @@
 import { Schema } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { BadRequest, Conflict, NotFound, ValidationError } from "../errors.ts"
-import { Outline, ResearchInterveneRequest, ResearchResult, CreateResearchRequest } from "../../research/schema.ts"
+import {
+  CreateResearchRequest,
+  Outline,
+  ResearchFollowupRequest,
+  ResearchInterveneRequest,
+  ResearchRefineRequest,
+  ResearchResult
+} from "../../research/schema.ts"
 import { PageQuery } from "../pagination.ts"
 import { CancelRunRequest, FeedbackRequest } from "./do-anything.ts"
 import { MaxString, ProjectIdParam } from "./schemas.ts"
@@ -23,6 +30,10 @@ export const ResearchRunResponse = Schema.Struct({
   project_id: Schema.String,
   kind: Schema.Literal("deep_research"),
   status: Schema.String,
+  /** The run this one was derived from (followup, refine); null for a run created directly. */
+  parent_run_id: Schema.NullOr(Schema.String),
+  /** A refinement's text (instructions for the planner and the writer); null otherwise. */
+  instructions: Schema.NullOr(Schema.String),
   /** While running: brief, plan, hitl_outline, gather, crosscheck, synthesize. */
   phase: Schema.NullOr(Schema.String),
   terminal_reason: Schema.NullOr(Schema.String),
@@ -64,6 +75,7 @@ const strict = { errors: "all", onExcessProperty: "error" } as const
 const EventStream = Schema.String.pipe(HttpApiSchema.asText({ contentType: "text/event-stream" }))
 const ArtifactContent = Schema.String.pipe(HttpApiSchema.asText({ contentType: "text/markdown" }))
 const writeErrors = [ValidationError, NotFound, Conflict] as const
+const deriveErrors = [ValidationError, BadRequest, NotFound, Conflict] as const
 
 /** The operations, under `base` (a path without a trailing slash) with `params` for its variables. */
 const endpoints = <const Name extends string, P extends Record<string, Schema.Top>>(name: Name, base: `/${string}`, params: P) => {
@@ -106,6 +118,31 @@ const endpoints = <const Name extends string, P extends Record<string, Schema.To
       success: ResearchRunResponse,
       error: writeErrors
     }).annotate(HttpApi.PayloadParseOptions, strict),
+    HttpApiEndpoint.post("followup", `${base}/:rid/followup`, {
+      params: run,
+      payload: ResearchFollowupRequest,
+      success: ResearchRunResponse.annotate({ httpApiStatus: 202 }),
+      error: deriveErrors
+    }).annotate(HttpApi.PayloadParseOptions, strict).annotate(
+      OpenApi.Description,
+      "send_followup: a follow-up question on a finished report. Starts a new run (202) whose topic is `text`, with " +
+        "the parent's depth, audience, domain lists, budgets, require_outline_approval and callback_url; the parent's " +
+        "report is given to the brief, the planner and the writer, so the new report builds on it and does not repeat " +
+        "it. parent_run_id is set. The parent must have finished successfully (done); 409 conflict otherwise."
+    ),
+    HttpApiEndpoint.post("refine", `${base}/:rid/refine`, {
+      params: run,
+      payload: ResearchRefineRequest,
+      success: ResearchRunResponse.annotate({ httpApiStatus: 202 }),
+      error: deriveErrors
+    }).annotate(HttpApi.PayloadParseOptions, strict).annotate(
+      OpenApi.Description,
+      "refine: the same topic and settings again, with `text` as instructions for the planner and the writer " +
+        "(shown as `instructions`). When the parent's outline was final (approved, or no approval asked) its brief, " +
+        "outline, sources and claims are reused: nothing is searched again and every section is rewritten; otherwise " +
+        "the run plans again from the parent's brief with the text (and asks for approval again if the parent did). " +
+        "Starts a new run (202) with parent_run_id set. The parent must have ended; 409 conflict otherwise."
+    ),
     HttpApiEndpoint.get("listArtifacts", `${base}/:rid/artifacts`, { params: run, success: ArtifactList, error: NotFound }),
     HttpApiEndpoint.get("getArtifact", `${base}/:rid/artifacts/:aid`, {
       params: { ...run, aid: MaxString(64) },

@@ -30,6 +30,9 @@ const handlersFor = (group: Group) =>
       const render = (details: ResearchRun) =>
         researchRunView(details.run, details.request, { flat, outline: details.outline, pendingRequestId: details.pendingRequestId })
       const simple = (run: ResearchRun["run"]) => run.request._tag === "DeepResearch" ? researchRunView(run, run.request, { flat }) : undefined
+      /** A run just started, as create answers it (202). */
+      const simple202 = (run: ResearchRun["run"]) =>
+        research.details(run).pipe(Effect.map((details) => HttpServerResponse.jsonUnsafe(render(details), { status: 202 })))
 
       return handlers
         .handle("createRun", ({ payload }) =>
@@ -69,6 +72,16 @@ const handlersFor = (group: Group) =>
           find(params.rid).pipe(
             Effect.flatMap((run) => httpErrors(research.feedback(run, payload))),
             Effect.map(render)
+          ))
+        .handle("followup", ({ params, payload }) =>
+          find(params.rid).pipe(
+            Effect.flatMap((run) => httpErrors(research.followup(run, payload.text))),
+            Effect.flatMap(simple202)
+          ))
+        .handle("refine", ({ params, payload }) =>
+          find(params.rid).pipe(
+            Effect.flatMap((run) => httpErrors(research.refine(run, payload.text))),
+            Effect.flatMap(simple202)
           ))
         .handle("listArtifacts", ({ params }) =>
           find(params.rid).pipe(

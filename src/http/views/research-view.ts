@@ -24,6 +24,8 @@ export const researchRunView = (
     project_id: run.project_id,
     kind: "deep_research" as const,
     status: options.flat === true ? flatStatus(run.status) : run.status,
+    parent_run_id: run.parent_run_id,
+    instructions: run.instructions,
     phase: isTerminal(run.status) ? null : run.phase,
     terminal_reason: run.status === "done" ? "done" : run.terminal_reason,
     error: run.error_code === null ? null : { code: run.error_code, detail: run.error_detail ?? "" },
