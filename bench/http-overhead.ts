@@ -17,7 +17,7 @@
  * Internal modes (spawned by the script itself): --bare-server, --load=<json>.
  */
 import { type ChildProcess, spawn } from "node:child_process"
-import { mkdtempSync, rmSync } from "node:fs"
+import { mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { Agent, request } from "node:http"
 import { tmpdir } from "node:os"
 import * as path from "node:path"
@@ -171,6 +171,29 @@ const spawnServer = (argv: Array<string>, env: Record<string, string>) =>
     }, 60_000).unref()
   })
 
+/** CPU seconds (user + system) a process has used so far, from /proc (Linux); NaN elsewhere. */
+const cpuSeconds = (pid: number | undefined) => {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")
+    return (Number(fields[11]) + Number(fields[12])) / 100 // utime, stime in clock ticks (USER_HZ 100)
+  } catch {
+    return Number.NaN
+  }
+}
+
+/**
+ * Runs the load and also measures the server's CPU time per answered request: on a machine shared
+ * with other work, req/s of both servers swing with what else runs, while CPU per request does not
+ * much, so the CPU ratio is the steadier figure. It includes the warm-up requests' CPU, spread
+ * over the measured ones; (a) and (b) are treated alike.
+ */
+const runLoadOn = async (pid: number | undefined, spec: LoadSpec) => {
+  const before = cpuSeconds(pid)
+  const result = await runLoad(spec)
+  const cpuUsPerRequest = ((cpuSeconds(pid) - before) * 1e6) / Math.max(1, result.requests * (spec.warmupSeconds + spec.durationSeconds) / spec.durationSeconds)
+  return { ...result, cpuUsPerRequest }
+}
+
 const runLoad = (spec: LoadSpec) =>
   new Promise<LoadResult>((resolve, reject) => {
     const child = spawn(process.execPath, [self, `--load=${JSON.stringify(spec)}`], { cwd: root, stdio: ["ignore", "pipe", "inherit"] })
@@ -223,6 +246,7 @@ const driver = async () => {
   const dataDir = mkdtempSync(path.join(tmpdir(), "wa-bench-http-"))
   const children: Array<ChildProcess> = []
   const ratios: Array<number> = []
+  const cpuRatios: Array<number> = []
   const aRps: Array<number> = []
   const bRps: Array<number> = []
   let non200 = 0
@@ -243,9 +267,9 @@ const driver = async () => {
     const spec = { concurrency, warmupSeconds, durationSeconds }
 
     for (let round = 1; round <= rounds; round++) {
-      const a = await runLoad({ ...spec, url: `${bare.url}/constant`, headers: {} })
+      const a = await runLoadOn(bare.child.pid, { ...spec, url: `${bare.url}/constant`, headers: {} })
       show(`round ${round} (a) bare Effect HTTP server, constant JSON`, a)
-      const b = await runLoad({
+      const b = await runLoadOn(service.child.pid, {
         ...spec,
         url: `${service.url}/v1/projects/${project_id}/api_keys/${key_id}`,
         headers: { authorization: `Bearer ${secret_token}` }
@@ -259,6 +283,8 @@ const driver = async () => {
       aRps.push(a.rps)
       bRps.push(b.rps)
       ratios.push(b.rps / a.rps)
+      cpuRatios.push(a.cpuUsPerRequest / b.cpuUsPerRequest)
+      console.log(`round ${round} server CPU per request: (a) ${a.cpuUsPerRequest.toFixed(0)} µs, (b) ${b.cpuUsPerRequest.toFixed(0)} µs; ratio a/b ${(a.cpuUsPerRequest / b.cpuUsPerRequest).toFixed(2)}`)
       console.log(`round ${round} ratio b/a: ${(b.rps / a.rps).toFixed(2)}`)
     }
   } finally {
@@ -267,6 +293,10 @@ const driver = async () => {
   }
 
   const ratio = median(ratios)
+  console.log(
+    `CPU per request ratio (a)/(b): median ${median(cpuRatios).toFixed(2)} (rounds: ${cpuRatios.map((r) => r.toFixed(2)).join(", ")}); ` +
+      "what b/a would be if both servers had a core to themselves"
+  )
   console.log(`(a) median ${median(aRps).toFixed(0)} req/s, (b) median ${median(bRps).toFixed(0)} req/s`)
   console.log(
     `ratio b/a: median over rounds ${ratio.toFixed(2)} (rounds: ${ratios.map((r) => r.toFixed(2)).join(", ")}); ` +
