@@ -83,10 +83,13 @@ export class RunEventBus extends Context.Service<RunEventBus, {
       // followers. A notification that comes while it reads makes it read once more.
       const refresh = (feed: Feed): Effect.Effect<void> =>
         Effect.gen(function*() {
-          do {
+          while (true) {
             feed.again = false
             const read = feed.read
-            if (read === undefined || feed.followers.size === 0) break
+            if (read === undefined || feed.followers.size === 0) {
+              feed.fetching = false
+              return
+            }
             const from = feed.lastId ?? Math.max(0, feed.announced - 1)
             const events = yield* read(feed.runId, from, FEED_BATCH)
             if (feed.lastId !== undefined && feed.lastId !== from) {
@@ -101,7 +104,13 @@ export class RunEventBus extends Context.Service<RunEventBus, {
               if (events.length === FEED_BATCH) feed.again = true
             }
             wakeFollowers(feed)
-          } while (feed.again)
+            // Checked and cleared with no yield in between, so a notification that comes in the
+            // meantime either sees `fetching` false (and starts a read) or sets `again` (read again).
+            if (!feed.again) {
+              feed.fetching = false
+              return
+            }
+          }
         }).pipe(
           Effect.catchCause((cause) =>
             Effect.sync(() => {
