@@ -9,7 +9,7 @@
  * A draining runner (SIGTERM, see src/cluster/lifecycle.ts) starts no run and resumes none: their
  * Execute is left unprocessed and handled by the runner that takes the shard after the handover.
  */
-import { Cause, Effect, Exit, Fiber, FiberMap, Layer, Schema, Scope } from "effect"
+import { Cause, Clock, Effect, Exit, Fiber, FiberMap, Layer, Schema, Scope } from "effect"
 import { ClusterSchema, Entity, Sharding } from "effect/cluster"
 import { Rpc } from "effect/rpc"
 import { type AgentSettings, runAgent } from "../agent/run-agent.ts"
@@ -66,13 +66,25 @@ const sessionHandlers = Effect.gen(function*() {
       return acquired
     })
 
-    // Passivation after idling releases the browser and closes the session. At shutdown the
-    // session stays open: its shard moves to another runner, where its next run (or the one
-    // still pending or under way) starts from the last checkpoint's cookies, storage and tabs.
+    // When the entity last finished handling a message: the idle window counts from there.
+    let lastActive = yield* Clock.currentTimeMillis
+    const touch = Clock.currentTimeMillis.pipe(Effect.map((now) => {
+      lastActive = now
+    }))
+    const idleMs = config.sessionIdleSeconds * 1000
+
+    // Passivation after idling releases the browser and closes the session. When the entity stops
+    // for any other reason (the runner shuts down, or its shard moves to another runner when the
+    // cluster rebalances) the session stays open: it moves with its shard, and its next run (or
+    // the one still pending or under way) starts there from the last checkpoint's cookies,
+    // storage and tabs. The cluster does not say why an entity stops, so the idle time decides
+    // (with a second of slack for the passivation timer).
     yield* Effect.addFinalizer(() =>
       Effect.gen(function*() {
         yield* release
         if (yield* lifecycle.draining) return
+        const idleFor = (yield* Clock.currentTimeMillis) - lastActive
+        if (idleFor < idleMs - 1000) return
         const open = (yield* store.runsOfSession(sessionId)).some((run) => !isTerminal(run.status))
         if (!open) yield* store.setSessionStatus(sessionId, "closed")
       }).pipe(Effect.ignore)
@@ -200,7 +212,8 @@ const sessionHandlers = Effect.gen(function*() {
     return SessionEntity.of({
       Execute: ({ payload }) =>
         handleExecute(payload.runId).pipe(
-          Effect.flatMap((outcome) => outcome === "refused" ? leaveForNextOwner(sharding, address, payload.runId) : Effect.void)
+          Effect.flatMap((outcome) => outcome === "refused" ? leaveForNextOwner(sharding, address, payload.runId) : Effect.void),
+          Effect.ensuring(touch)
         ),
       Interrupt: ({ payload }) => FiberMap.remove(runs, payload.runId).pipe(Rpc.fork),
       Close: () =>
