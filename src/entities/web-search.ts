@@ -56,6 +56,8 @@ const webSearchHandlers = Effect.gen(function*() {
     const executor = yield* store.claimExecution(run.id)
     if (run.status === "pending") {
       yield* store.transition(run.id, "running", { executor }).pipe(Effect.orDie)
+      // Names the runner executing the run (the take-over is "run resumed" below).
+      yield* Effect.logInfo("run started").pipe(Effect.annotateLogs({ run_id: run.id, kind: "web_search" }))
     } else {
       yield* store.appendEvent(run.id, "run.resumed", { run_id: run.id, from_step: 0 }, executor)
       yield* Effect.logInfo("run resumed").pipe(Effect.annotateLogs({ run_id: run.id, kind: "web_search" }))
