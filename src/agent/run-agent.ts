@@ -12,7 +12,7 @@ import { snapshotFormatHelp } from "../browser/observe.ts"
 import type { ContextLease } from "../browser/pool.ts"
 import { isTerminal } from "../domain/run-state.ts"
 import { RunEventBus } from "../events/run-event-bus.ts"
-import type { DoAnythingRequest, Run } from "../domain/run.ts"
+import type { DoAnythingRequest, Run, RunId } from "../domain/run.ts"
 import { type Checkpoint, RunStore } from "../store/runs.ts"
 import { ScreenshotStore } from "../store/screenshots.ts"
 import { AgentModel } from "./model.ts"
@@ -53,7 +53,7 @@ export interface AgentSettings {
  * the same run (at-least-once delivery): a run that is no longer pending is left as it is.
  */
 export const runAgent = Effect.fn("runAgent")(function*(
-  runId: string,
+  runId: RunId,
   lease: ContextLease,
   settings: AgentSettings,
   /** The token of this execution (RunStore.claimExecution): every write is refused once superseded. */

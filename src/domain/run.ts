@@ -35,7 +35,7 @@ const OutputSchema = JsonObject.check(Schema.makeFilter(
 /** The fields of a DoAnything run request (the wire bounds `instructions`; a continued run's may be longer). */
 export const doAnythingFields = {
   instructions: OptionalNullable(Schema.String),
-  session_id: OptionalNullable(MaxString(64)),
+  session_id: OptionalNullable(SessionId.check(Schema.isMaxLength(64))),
   workspace_id: OptionalNullable(MaxString(64)),
   profile_id: OptionalNullable(MaxString(64)),
   skills: Schema.optional(Schema.Array(MaxString(200)).check(Schema.isMaxLength(50))),

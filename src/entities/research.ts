@@ -10,7 +10,7 @@
  * The run's deadline (max_duration_minutes) covers the gate; past it the run ends `canceled`
  * with `duration_exceeded`.
  */
-import { Cause, Data, Duration, Effect, Exit, Fiber, FiberMap, Option, Queue, Schema } from "effect"
+import { Cause, Data, Duration, Effect, Exit, Fiber, FiberMap, Option, Queue } from "effect"
 import { LanguageModel } from "effect/ai"
 import { ClusterSchema, Entity, Sharding } from "effect/cluster"
 import { Rpc } from "effect/rpc"
@@ -34,14 +34,14 @@ import { decodeOutlineAnswer, type Outline, type Phase } from "../research/schem
 import { canonicalUrl } from "../search/canonical-url.ts"
 import { WebSearch } from "../search/web-search.ts"
 import { ArtifactStore } from "../store/artifacts.ts"
-import type { DeepResearchRequest, Run } from "../domain/run.ts"
+import { type DeepResearchRequest, type Run, RunId } from "../domain/run.ts"
 import { RunStore, SupersededExecution } from "../store/runs.ts"
 import { RunNotifier } from "../webhooks/run-notifier.ts"
 
-export const Execute = Rpc.make("Execute", { payload: { runId: Schema.String } })
+export const Execute = Rpc.make("Execute", { payload: { runId: RunId } })
   .annotate(ClusterSchema.Persisted, true)
 /** Stops the run's execution here at once (after a cancel). */
-export const Interrupt = Rpc.make("Interrupt", { payload: { runId: Schema.String } })
+export const Interrupt = Rpc.make("Interrupt", { payload: { runId: RunId } })
 
 export const ResearchEntity = Entity.make("DeepResearch", [Execute, Interrupt])
 
@@ -254,7 +254,7 @@ const researchHandlers = Effect.gen(function*() {
    * The answer to the run's outline approval request: the pending one (asked again after a
    * resume), an answer that came while no runner executed the run, or a new request.
    */
-  const awaitOutlineAnswer = (runId: string, outline: Outline, executor: string) =>
+  const awaitOutlineAnswer = (runId: RunId, outline: Outline, executor: string) =>
     Effect.scoped(Effect.gen(function*() {
       const wakeups = yield* bus.wakeups(runId)
       const latest = yield* store.latestInputRequest(runId)
@@ -273,7 +273,7 @@ const researchHandlers = Effect.gen(function*() {
       }
     }))
 
-  const finish = (runId: string, outcome: Exit.Exit<void, unknown>) =>
+  const finish = (runId: RunId, outcome: Exit.Exit<void, unknown>) =>
     Effect.gen(function*() {
       if (Exit.isFailure(outcome)) {
         const failure = Cause.squash(outcome.cause)
@@ -316,7 +316,7 @@ const researchHandlers = Effect.gen(function*() {
       return Exit.isFailure(exit) && Cause.squash(exit.cause) instanceof Handover
     })
 
-  const handleExecute = (runId: string) =>
+  const handleExecute = (runId: RunId) =>
     Effect.gen(function*() {
       const run = yield* store.getRun(runId)
       if (run === undefined || run.request._tag !== "DeepResearch" || isTerminal(run.status)) return "handled" as const

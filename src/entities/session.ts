@@ -9,7 +9,7 @@
  * A draining runner (SIGTERM, see src/cluster/lifecycle.ts) starts no run and resumes none: their
  * Execute is left unprocessed and handled by the runner that takes the shard after the handover.
  */
-import { Cause, Clock, Effect, Exit, Fiber, FiberMap, Layer, Schema, Scope } from "effect"
+import { Cause, Clock, Effect, Exit, Fiber, FiberMap, Layer, Scope } from "effect"
 import { ClusterSchema, Entity, Sharding } from "effect/cluster"
 import { Rpc } from "effect/rpc"
 import { type AgentSettings, runAgent } from "../agent/run-agent.ts"
@@ -18,20 +18,21 @@ import { AppConfig } from "../config/config.ts"
 import { BrowserPool, type ContextLease } from "../browser/pool.ts"
 import { leaveForNextOwner, RunnerLifecycle, runHere } from "../cluster/lifecycle.ts"
 import { isTerminal } from "../domain/run-state.ts"
-import type { Run } from "../domain/run.ts"
+import { type Run, RunId, SessionId } from "../domain/run.ts"
 import { type Checkpoint, RunStore, SupersededExecution } from "../store/runs.ts"
 import { RunNotifier } from "../webhooks/run-notifier.ts"
 
-export const Execute = Rpc.make("Execute", { payload: { runId: Schema.String } })
+export const Execute = Rpc.make("Execute", { payload: { runId: RunId } })
   .annotate(ClusterSchema.Persisted, true)
-export const Interrupt = Rpc.make("Interrupt", { payload: { runId: Schema.String } })
+export const Interrupt = Rpc.make("Interrupt", { payload: { runId: RunId } })
 export const Close = Rpc.make("Close")
 
 export const SessionEntity = Entity.make("Session", [Execute, Interrupt, Close])
 
 const sessionHandlers = Effect.gen(function*() {
     const address = yield* Entity.CurrentAddress
-    const sessionId = address.entityId
+    // A Session entity is addressed by its session id.
+    const sessionId = SessionId.make(address.entityId)
     const pool = yield* BrowserPool
     const store = yield* RunStore
     const notifier = yield* RunNotifier
@@ -90,7 +91,7 @@ const sessionHandlers = Effect.gen(function*() {
       }).pipe(Effect.ignore)
     )
 
-    const finishRun = (runId: string) =>
+    const finishRun = (runId: RunId) =>
       Effect.gen(function*() {
         const run = yield* store.getRun(runId)
         if (run === undefined) return
@@ -118,7 +119,7 @@ const sessionHandlers = Effect.gen(function*() {
       })
 
     /** Ends a run that cannot go on here with a clear error, and tells whoever waits for it. */
-    const failRun = (runId: string, errorCode: string, errorDetail: string) =>
+    const failRun = (runId: RunId, errorCode: string, errorDetail: string) =>
       store.transition(runId, "failed", { terminalReason: "failed", errorCode, errorDetail }).pipe(
         Effect.ignore,
         Effect.andThen(finishRun(runId))
@@ -129,7 +130,7 @@ const sessionHandlers = Effect.gen(function*() {
      * then finishes the run, unless another runner took the run over meanwhile: then this one
      * only stops.
      */
-    const execute = <E, R>(runId: string, agent: Effect.Effect<void, E, R>) =>
+    const execute = <E, R>(runId: RunId, agent: Effect.Effect<void, E, R>) =>
       Effect.gen(function*() {
         const fiber = yield* FiberMap.run(runs, runId, agent)
         const exit = yield* Fiber.await(fiber)
@@ -138,7 +139,7 @@ const sessionHandlers = Effect.gen(function*() {
         yield* finishRun(runId)
       })
 
-    const resumeRun = (runId: string) =>
+    const resumeRun = (runId: RunId) =>
       Effect.gen(function*() {
         const checkpoint = yield* store.loadCheckpoint(runId)
         if (checkpoint?.dirtyForm === true) {
@@ -189,10 +190,10 @@ const sessionHandlers = Effect.gen(function*() {
         yield* execute(run.id, runAgent(run.id, leased.success, settings, executor))
       })
 
-    const handleExecute = (runId: string) =>
+    const handleExecute = (runId: RunId) =>
       Effect.gen(function*() {
         const run = yield* store.getRun(runId)
-        if (run === undefined || run.session_id !== String(sessionId)) return "handled" as const
+        if (run === undefined || run.session_id !== sessionId) return "handled" as const
         if (run.status === "running") {
           // Delivered again after the runner that executed it died (or was drained): resume
           // from the last completed step in a context rebuilt from the checkpoint.

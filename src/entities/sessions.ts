@@ -16,7 +16,7 @@ import {
   UnknownNames
 } from "../domain/errors.ts"
 import { isTerminal } from "../domain/run-state.ts"
-import type { DoAnythingRequest, Run, Session } from "../domain/run.ts"
+import type { DoAnythingRequest, Run, RunId, Session, SessionId } from "../domain/run.ts"
 import { type NewRun, RunStore } from "../store/runs.ts"
 import { RunNotifier } from "../webhooks/run-notifier.ts"
 import { cancelRun } from "./cancel.ts"
@@ -45,17 +45,18 @@ export class Sessions extends Context.Service<Sessions, {
     { readonly session: Session; readonly run: Run },
     UnknownNames | MissingFields | import("../domain/errors.ts").SessionCapReached
   >
+  /** A lookup: any id is accepted, one that names no session of the project is SessionNotFound. */
   readonly find: (projectId: string, sessionId: string) => Effect.Effect<SessionWithRuns, SessionNotFound>
   readonly list: (projectId: string, status: string | undefined, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<SessionWithRuns>>
   /**
    * A follow-up run. `observeWithoutInstructions` (Convention B): a request without instructions
    * becomes an observing run (OBSERVE_INSTRUCTIONS) instead of a 422.
    */
-  readonly addRun: (projectId: string, sessionId: string, request: DoAnythingRequest, options?: { readonly observeWithoutInstructions?: boolean }) => Effect.Effect<
+  readonly addRun: (projectId: string, sessionId: SessionId, request: DoAnythingRequest, options?: { readonly observeWithoutInstructions?: boolean }) => Effect.Effect<
     Run,
     UnknownNames | MissingFields | SessionNotFound | import("../domain/errors.ts").SessionClosed | import("../domain/errors.ts").PreviousRunActive
   >
-  readonly findRun: (projectId: string, runId: string, sessionId?: string) => Effect.Effect<Run, import("../domain/errors.ts").RunNotFound>
+  readonly findRun: (projectId: string, runId: RunId, sessionId?: SessionId) => Effect.Effect<Run, import("../domain/errors.ts").RunNotFound>
   /** A run that ran out of steps, continued by a new run with `content` added to its instructions. */
   readonly continueRun: (run: Run, content: string) => Effect.Effect<
     Run,
@@ -71,7 +72,7 @@ export class Sessions extends Context.Service<Sessions, {
     RunEnded | import("../domain/errors.ts").RunNotFound | import("../domain/errors.ts").InvalidTransition
   >
   /** Cancels what still runs, releases the browser and closes the session. */
-  readonly close: (projectId: string, sessionId: string) => Effect.Effect<SessionWithRuns, SessionNotFound>
+  readonly close: (projectId: string, sessionId: SessionId) => Effect.Effect<SessionWithRuns, SessionNotFound>
   readonly feedback: (run: Run, feedback: unknown) => Effect.Effect<Run>
 }>()("wa/entities/Sessions") {
   static readonly layer = Layer.effect(
@@ -86,7 +87,7 @@ export class Sessions extends Context.Service<Sessions, {
 
       // Execution is fire-and-forget: the persisted Execute message reaches the entity even if
       // the request that started it is gone.
-      const execute = (sessionId: string, runId: string) => clientFor(sessionId).Execute({ runId }, { discard: true }).pipe(Effect.orDie)
+      const execute = (sessionId: SessionId, runId: RunId) => clientFor(sessionId).Execute({ runId }, { discard: true }).pipe(Effect.orDie)
       const cancel = cancelRun(store, notifier, (run) =>
         run.session_id === null ? Effect.void : clientFor(run.session_id).Interrupt({ runId: run.id }, { discard: true }))
 
@@ -101,7 +102,7 @@ export class Sessions extends Context.Service<Sessions, {
       })
 
       /** The stored run of a request, with the defaults and limits of the configuration. */
-      const toNewRun = (request: DoAnythingRequest, parentRunId: string | null = null): NewRun => ({
+      const toNewRun = (request: DoAnythingRequest, parentRunId: RunId | null = null): NewRun => ({
         instructions: request.instructions ?? null,
         request: { keep_alive: true, agentmail: true, skills: [], allowed_actions: [], ...request },
         maxSteps: config.maxSteps,
@@ -116,7 +117,7 @@ export class Sessions extends Context.Service<Sessions, {
         return { session, runs: yield* store.runsOfSession(session.id) }
       })
 
-      const addRunTo = Effect.fn("Sessions.addRunTo")(function*(session: Session, request: DoAnythingRequest, parentRunId: string | null = null) {
+      const addRunTo = Effect.fn("Sessions.addRunTo")(function*(session: Session, request: DoAnythingRequest, parentRunId: RunId | null = null) {
         yield* check(request)
         const run = yield* store.addRun(session.id, toNewRun(request, parentRunId))
         yield* execute(session.id, run.id)
@@ -142,14 +143,14 @@ export class Sessions extends Context.Service<Sessions, {
           const sessions = yield* store.listSessions(projectId, status, limit, beforeId)
           return yield* Effect.forEach(sessions, (session) => store.runsOfSession(session.id).pipe(Effect.map((runs) => ({ session, runs }))))
         }),
-        addRun: Effect.fn("Sessions.addRun")(function*(projectId: string, sessionId: string, request: DoAnythingRequest, options: { readonly observeWithoutInstructions?: boolean } = {}) {
+        addRun: Effect.fn("Sessions.addRun")(function*(projectId: string, sessionId: SessionId, request: DoAnythingRequest, options: { readonly observeWithoutInstructions?: boolean } = {}) {
           const { session } = yield* find(projectId, sessionId)
           const observe = options.observeWithoutInstructions === true && !hasInstructions(request)
           return yield* addRunTo(session, observe
             ? { ...request, instructions: OBSERVE_INSTRUCTIONS, allowed_actions: request.allowed_actions ?? OBSERVE_ACTIONS }
             : request)
         }),
-        findRun: Effect.fn("Sessions.findRun")(function*(projectId: string, runId: string, sessionId?: string) {
+        findRun: Effect.fn("Sessions.findRun")(function*(projectId: string, runId: RunId, sessionId?: SessionId) {
           return yield* store.findRun(projectId, runId, "do_anything", sessionId)
         }),
         continueRun: Effect.fn("Sessions.continueRun")(function*(run: Run, content: string) {
@@ -169,7 +170,7 @@ export class Sessions extends Context.Service<Sessions, {
           return (yield* store.getRun(run.id)) ?? run
         }),
         cancel,
-        close: Effect.fn("Sessions.close")(function*(projectId: string, sessionId: string) {
+        close: Effect.fn("Sessions.close")(function*(projectId: string, sessionId: SessionId) {
           const { session, runs } = yield* find(projectId, sessionId)
           for (const run of runs) {
             if (!isTerminal(run.status)) yield* cancel(run, "session closed").pipe(Effect.ignore)

@@ -6,23 +6,23 @@
  * checkpoint: its engine calls are cheap to repeat and its result is written once, with the run's
  * terminal state.
  */
-import { Cause, Effect, Exit, Fiber, FiberMap, Option, Schema } from "effect"
+import { Cause, Effect, Exit, Fiber, FiberMap, Option } from "effect"
 import { ClusterSchema, Entity, Sharding } from "effect/cluster"
 import { Rpc } from "effect/rpc"
 import { AgentModel } from "../agent/model.ts"
 import { leaveForNextOwner, RunnerLifecycle, runHere } from "../cluster/lifecycle.ts"
 import { isTerminal } from "../domain/run-state.ts"
-import type { Run, WebSearchRunRequest } from "../domain/run.ts"
+import { type Run, RunId, type WebSearchRunRequest } from "../domain/run.ts"
 import type { WebSearchResult } from "../search/schema.ts"
 import { WebSearch } from "../search/web-search.ts"
 import { RunStore, SupersededExecution } from "../store/runs.ts"
 import { RunNotifier } from "../webhooks/run-notifier.ts"
 
-export const Execute = Rpc.make("Execute", { payload: { runId: Schema.String } })
+export const Execute = Rpc.make("Execute", { payload: { runId: RunId } })
   .annotate(ClusterSchema.Persisted, true)
 
 /** Stops the run's search here at once (after a cancel). */
-export const Interrupt = Rpc.make("Interrupt", { payload: { runId: Schema.String } })
+export const Interrupt = Rpc.make("Interrupt", { payload: { runId: RunId } })
 
 export const WebSearchEntity = Entity.make("WebSearch", [Execute, Interrupt])
 
@@ -103,7 +103,7 @@ const webSearchHandlers = Effect.gen(function*() {
       if (ended !== undefined && isTerminal(ended.status)) yield* notifier.terminal(run.id)
     })
 
-  const handleExecute = (runId: string) =>
+  const handleExecute = (runId: RunId) =>
     Effect.gen(function*() {
       const run = yield* store.getRun(runId)
       if (run === undefined || run.request._tag !== "WebSearch" || isTerminal(run.status)) return "handled" as const

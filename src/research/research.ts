@@ -10,7 +10,7 @@ import { Context, Effect, Layer, Option, Schema } from "effect"
 import { AppConfig } from "../config/config.ts"
 import { ArtifactNotFound, InputRequestNotFound, InvalidField, ParentRunNotReady, RunNotAwaitingInput, RunNotEnded, UnknownSections } from "../domain/errors.ts"
 import { isTerminal } from "../domain/run-state.ts"
-import type { DeepResearchRequest, Run } from "../domain/run.ts"
+import type { DeepResearchRequest, Run, RunId } from "../domain/run.ts"
 import { cancelRun } from "../entities/cancel.ts"
 import { ResearchEntity } from "../entities/research.ts"
 import { ArtifactStore } from "../store/artifacts.ts"
@@ -46,7 +46,7 @@ const requestOf = (run: Run): DeepResearchRequest => {
 
 export class Research extends Context.Service<Research, {
   readonly create: (projectId: string, request: DeepResearchRequest) => Effect.Effect<Run>
-  readonly find: (projectId: string, runId: string) => Effect.Effect<Run, import("../domain/errors.ts").RunNotFound>
+  readonly find: (projectId: string, runId: RunId) => Effect.Effect<Run, import("../domain/errors.ts").RunNotFound>
   readonly list: (projectId: string, status: string | undefined, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<Run>>
   /** The run with its outline; an answer the run has not taken in yet is shown applied. */
   readonly details: (run: Run) => Effect.Effect<ResearchRun>
@@ -83,7 +83,7 @@ export class Research extends Context.Service<Research, {
       const clientFor = yield* ResearchEntity.client
       const cancel = cancelRun(store, notifier, (run) => clientFor(run.id).Interrupt({ runId: run.id }, { discard: true }))
 
-      const gateState = (runId: string) =>
+      const gateState = (runId: RunId) =>
         store.checkpointFields(runId, gateFields).pipe(Effect.map((fields) => fields as Partial<ResearchState> | undefined))
 
       const details = Effect.fn("Research.details")(function*(run: Run) {
@@ -114,7 +114,7 @@ export class Research extends Context.Service<Research, {
       const start = Effect.fn("Research.start")(function*(
         projectId: string,
         request: DeepResearchRequest,
-        derived: { readonly parentRunId: string; readonly instructions: string | null; readonly seed: ResearchState } | undefined = undefined
+        derived: { readonly parentRunId: RunId; readonly instructions: string | null; readonly seed: ResearchState } | undefined = undefined
       ) {
         const run = yield* store.createStandaloneRun(projectId, request, {
           maxDurationMs: request.max_duration_minutes * config.runMinuteMs,
@@ -158,7 +158,7 @@ export class Research extends Context.Service<Research, {
           }
           return yield* start(run.project_id, request, { parentRunId: run.id, instructions: text, seed })
         }),
-        find: Effect.fn("Research.find")(function*(projectId: string, runId: string) {
+        find: Effect.fn("Research.find")(function*(projectId: string, runId: RunId) {
           return yield* store.findRun(projectId, runId, "deep_research")
         }),
         list: (projectId, status, limit, beforeId) => store.listRuns(projectId, "deep_research", status, limit, beforeId),

@@ -11,7 +11,7 @@ import { Context, Effect, Layer, Option, Queue, Schema } from "effect"
 import { AppConfig } from "../config/config.ts"
 import { type InvalidTransition, ParentRunNotReady, type RunEnded, type RunNotFound, UnknownNames } from "../domain/errors.ts"
 import { isTerminal } from "../domain/run-state.ts"
-import { MAX_QUERY_LENGTH, type Run, type WebSearchRunRequest } from "../domain/run.ts"
+import { MAX_QUERY_LENGTH, type Run, type RunId, type WebSearchRunRequest } from "../domain/run.ts"
 import { cancelRun } from "../entities/cancel.ts"
 import { WebSearchEntity } from "../entities/web-search.ts"
 import { RunEventBus } from "../events/run-event-bus.ts"
@@ -51,7 +51,7 @@ export class Search extends Context.Service<Search, {
    * says whether it did (the run returned is the newest state either way).
    */
   readonly create: (projectId: string, request: WebSearchRunRequest) => Effect.Effect<Started, UnknownNames>
-  readonly find: (projectId: string, runId: string) => Effect.Effect<Run, RunNotFound>
+  readonly find: (projectId: string, runId: RunId) => Effect.Effect<Run, RunNotFound>
   /** Cancels a run that has not ended (its search is interrupted, the callback sent); an ended one is RunEnded. */
   readonly cancel: (run: Run, reason: string | null) => Effect.Effect<Run, RunEnded | RunNotFound | InvalidTransition>
   /**
@@ -81,7 +81,7 @@ export class Search extends Context.Service<Search, {
       const cancel = cancelRun(store, notifier, (run) => clientFor(run.id).Interrupt({ runId: run.id }, { discard: true }))
 
       /** The run once it has ended, or as it is when `seconds` have passed. */
-      const awaitEnd = (runId: string, seconds: number) =>
+      const awaitEnd = (runId: RunId, seconds: number) =>
         Effect.scoped(Effect.gen(function*() {
           const wakeups = yield* bus.wakeups(runId)
           const deadline = Date.now() + seconds * 1000
@@ -95,7 +95,7 @@ export class Search extends Context.Service<Search, {
       const start = Effect.fn("Search.start")(function*(
         projectId: string,
         request: WebSearchRunRequest,
-        derived: { readonly parentRunId: string; readonly instructions: string | null } | undefined = undefined
+        derived: { readonly parentRunId: RunId; readonly instructions: string | null } | undefined = undefined
       ) {
         // Unknown engines are refused before anything is created.
         const engines: ReadonlyArray<string> = search.engines
@@ -110,7 +110,7 @@ export class Search extends Context.Service<Search, {
 
       return Search.of({
         create: (projectId, request) => start(projectId, request),
-        find: Effect.fn("Search.find")(function*(projectId: string, runId: string) {
+        find: Effect.fn("Search.find")(function*(projectId: string, runId: RunId) {
           return yield* store.findRun(projectId, runId, "web_search")
         }),
         cancel,

@@ -18,7 +18,18 @@ import {
   SessionClosed
 } from "../domain/errors.ts"
 import { makeId } from "../domain/ids.ts"
-import { kindOfTag, type Run, runFromRow, type RunKind, type RunRequest, type Session, sessionFromRow, storedRequest } from "../domain/run.ts"
+import {
+  kindOfTag,
+  type Run,
+  runFromRow,
+  type RunId,
+  type RunKind,
+  type RunRequest,
+  type Session,
+  sessionFromRow,
+  type SessionId,
+  storedRequest
+} from "../domain/run.ts"
 import { canTransition, isTerminal, type RunStatus } from "../domain/run-state.ts"
 
 export const EVENTS_CHANNEL = "wa_run_events"
@@ -40,8 +51,8 @@ export class SupersededExecution extends Error {
 
 /** Columns of a run row the store itself looks at while it holds the row's lock. */
 interface LockedRun {
-  readonly id: string
-  readonly session_id: string | null
+  readonly id: RunId
+  readonly session_id: SessionId | null
   readonly status: RunStatus
   readonly phase: string | null
   readonly executor: string | null
@@ -63,7 +74,7 @@ export interface NewRun {
   readonly model: string | null
   /** Wall-clock budget of the run, from max_duration_minutes. */
   readonly maxDurationMs: number | null
-  readonly parentRunId?: string | null
+  readonly parentRunId?: RunId | null
 }
 
 /** What a run needs to go on elsewhere: its conversation, step, page and browser storage. */
@@ -101,51 +112,56 @@ export class RunStore extends Context.Service<RunStore, {
     /** Open sessions the key may hold; the count and the insert are one transaction. */
     readonly maxOpenSessions: number
   }) => Effect.Effect<{ readonly session: Session; readonly run: Run }, SessionCapReached>
-  readonly addRun: (sessionId: string, run: NewRun) => Effect.Effect<Run, SessionClosed | PreviousRunActive>
+  readonly addRun: (sessionId: SessionId, run: NewRun) => Effect.Effect<Run, SessionClosed | PreviousRunActive>
   /** A run without a session (WebSearch, DeepResearch), with its first event. */
   readonly createStandaloneRun: (projectId: string, request: RunRequest, options?: {
     readonly maxDurationMs?: number
     /** The run this one derives from (a refinement or a follow-up). */
-    readonly parentRunId?: string | null
+    readonly parentRunId?: RunId | null
     /** What the derived run was asked on top of its request (a refinement's text). */
     readonly instructions?: string | null
   }) => Effect.Effect<Run>
   /** Runs of one kind in a project, newest first. */
-  readonly listRuns: (projectId: string, kind: string, status: string | undefined, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<Run>>
+  readonly listRuns: (projectId: string, kind: RunKind, status: string | undefined, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<Run>>
   /** Enters a phase (DeepResearch), with its `run.phase_changed` event. */
-  readonly setPhase: (runId: string, phase: string, executor?: string) => Effect.Effect<void>
+  readonly setPhase: (runId: RunId, phase: string, executor?: string) => Effect.Effect<void>
+  /** A lookup by any id (as getRun): one that names no session of the project finds nothing. */
   readonly getSession: (projectId: string, sessionId: string) => Effect.Effect<Session | undefined>
   readonly listSessions: (projectId: string, status: string | undefined, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<Session>>
-  readonly runsOfSession: (sessionId: string) => Effect.Effect<ReadonlyArray<Run>>
+  readonly runsOfSession: (sessionId: SessionId) => Effect.Effect<ReadonlyArray<Run>>
+  /**
+   * getRun, transition, appendEvent and eventsAfter still take a plain string: the SSE stream, the
+   * event bus, the SSE bench and the in-process test helpers call them with one (a RunId is one).
+   */
   readonly getRun: (runId: string) => Effect.Effect<Run | undefined>
   /** The run of that kind in the project (and in that session, when one is named), or RunNotFound. */
-  readonly findRun: (projectId: string, runId: string, kind: RunKind, sessionId?: string) => Effect.Effect<Run, RunNotFound>
-  readonly setSessionStatus: (sessionId: string, status: Session["status"]) => Effect.Effect<void>
+  readonly findRun: (projectId: string, runId: RunId, kind: RunKind, sessionId?: SessionId) => Effect.Effect<Run, RunNotFound>
+  readonly setSessionStatus: (sessionId: SessionId, status: Session["status"]) => Effect.Effect<void>
   readonly transition: (runId: string, to: RunStatus, options?: TransitionOptions) => Effect.Effect<Run, RunNotFound | InvalidTransition>
   readonly appendEvent: (runId: string, type: string, data: Record<string, unknown>, executor?: string) => Effect.Effect<number>
   /** Makes a new execution the owner of the run and returns its token. */
-  readonly claimExecution: (runId: string) => Effect.Effect<string>
+  readonly claimExecution: (runId: RunId) => Effect.Effect<string>
   readonly eventsAfter: (runId: string, afterId: number, limit: number) => Effect.Effect<ReadonlyArray<RunEvent>>
-  readonly queueMessage: (runId: string, content: string) => Effect.Effect<void>
-  readonly takeMessages: (runId: string) => Effect.Effect<ReadonlyArray<string>>
-  readonly createInputRequest: (runId: string, prompt: string, schema: unknown, executor?: string) => Effect.Effect<string, InvalidTransition>
-  readonly answerInputRequest: (runId: string, requestId: string, response: unknown) => Effect.Effect<void, InputRequestNotFound | InputRequestAnswered | RunNotAwaitingInput>
+  readonly queueMessage: (runId: RunId, content: string) => Effect.Effect<void>
+  readonly takeMessages: (runId: RunId) => Effect.Effect<ReadonlyArray<string>>
+  readonly createInputRequest: (runId: RunId, prompt: string, schema: unknown, executor?: string) => Effect.Effect<string, InvalidTransition>
+  readonly answerInputRequest: (runId: RunId, requestId: string, response: unknown) => Effect.Effect<void, InputRequestNotFound | InputRequestAnswered | RunNotAwaitingInput>
   readonly inputRequest: (requestId: string) => Effect.Effect<{ readonly status: string; readonly response: unknown } | undefined>
   /** The run's newest input request, if it has any. */
-  readonly latestInputRequest: (runId: string) => Effect.Effect<{ readonly id: string; readonly status: string; readonly response: unknown } | undefined>
-  readonly recordStep: (runId: string, executor?: string) => Effect.Effect<number>
+  readonly latestInputRequest: (runId: RunId) => Effect.Effect<{ readonly id: string; readonly status: string; readonly response: unknown } | undefined>
+  readonly recordStep: (runId: RunId, executor?: string) => Effect.Effect<number>
   /**
    * Ends a step: its model cost is charged and the checkpoint saved in one transaction, so a step
    * interrupted before this point is neither charged nor remembered, and is done again on resume.
    */
   /** Saves the checkpoint, adds the step's cost, and appends `events` (progress of that step), in one transaction. */
-  readonly completeStep: (runId: string, costUsd: number, checkpoint: Checkpoint, executor?: string, events?: ReadonlyArray<{ readonly type: string; readonly data: Record<string, unknown> }>) => Effect.Effect<void>
-  readonly loadCheckpoint: (runId: string) => Effect.Effect<Checkpoint | undefined>
+  readonly completeStep: (runId: RunId, costUsd: number, checkpoint: Checkpoint, executor?: string, events?: ReadonlyArray<{ readonly type: string; readonly data: Record<string, unknown> }>) => Effect.Effect<void>
+  readonly loadCheckpoint: (runId: RunId) => Effect.Effect<Checkpoint | undefined>
   /** Only the named top-level fields of the checkpoint's history (a research run's outline, not its sources). */
-  readonly checkpointFields: (runId: string, fields: ReadonlyArray<string>) => Effect.Effect<Record<string, unknown> | undefined>
+  readonly checkpointFields: (runId: RunId, fields: ReadonlyArray<string>) => Effect.Effect<Record<string, unknown> | undefined>
   /** Puts the step counter back to the checkpoint's step before a resumed run goes on. */
-  readonly rewindSteps: (runId: string, step: number) => Effect.Effect<void>
-  readonly setFeedback: (runId: string, feedback: unknown) => Effect.Effect<void>
+  readonly rewindSteps: (runId: RunId, step: number) => Effect.Effect<void>
+  readonly setFeedback: (runId: RunId, feedback: unknown) => Effect.Effect<void>
 }>()("wa/store/RunStore") {
   static readonly layer = Layer.effect(
     RunStore,
@@ -176,7 +192,7 @@ export class RunStore extends Context.Service<RunStore, {
           return id
         })
 
-      const insertRun = (sessionId: string, projectId: string, run: NewRun) =>
+      const insertRun = (sessionId: SessionId, projectId: string, run: NewRun) =>
         sql<Row>`
           INSERT INTO runs (id, session_id, project_id, status, instructions, request, max_steps, model, parent_run_id, deadline_at)
           VALUES (
@@ -195,7 +211,8 @@ export class RunStore extends Context.Service<RunStore, {
             SELECT count(*)::int AS open FROM sessions WHERE api_key_id = ${input.apiKeyId} AND status <> 'closed'`
           const open = counted[0]?.open ?? 0
           if (open >= input.maxOpenSessions) return yield* new SessionCapReached({ open, limit: input.maxOpenSessions })
-          const sessionId = makeId("sess")
+          // The store mints ids: a new one is branded where it is made.
+          const sessionId = makeId("sess") as SessionId
           yield* sql`
             INSERT INTO sessions (id, project_id, api_key_id, status, profile_id, workspace_id)
             VALUES (${sessionId}, ${input.projectId}, ${input.apiKeyId}, 'running', ${input.profileId}, ${input.workspaceId})`
@@ -208,7 +225,7 @@ export class RunStore extends Context.Service<RunStore, {
 
       const addRun: RunStore["Service"]["addRun"] = (sessionId, run) =>
         sql.withTransaction(Effect.gen(function*() {
-          const sessions = yield* sql<{ status: string; project_id: string; latest_run_id: string | null }>`
+          const sessions = yield* sql<{ status: string; project_id: string; latest_run_id: RunId | null }>`
             SELECT status, project_id, latest_run_id FROM sessions WHERE id = ${sessionId} FOR UPDATE`
           const session = sessions[0]!
           if (session.status === "closed") return yield* new SessionClosed({ sessionId })

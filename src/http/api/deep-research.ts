@@ -17,7 +17,7 @@ import {
 } from "../../research/schema.ts"
 import { PageQuery } from "../pagination.ts"
 import { CancelRunRequest, FeedbackRequest } from "./do-anything.ts"
-import { MaxString, ProjectIdParam } from "./schemas.ts"
+import { MaxString, ProjectIdParam, RunIdParam } from "./schemas.ts"
 import { Authentication, Idempotency, RateLimit } from "./security.ts"
 
 const Money = Schema.String.annotate({ description: "USD, two decimals" })
@@ -79,7 +79,7 @@ const deriveErrors = [ValidationError, BadRequest, NotFound, Conflict] as const
 
 /** The operations, under `base` (a path without a trailing slash) with `params` for its variables. */
 const endpoints = <const Name extends string, P extends Record<string, Schema.Top>>(name: Name, base: `/${string}`, params: P) => {
-  const run = { ...params, rid: MaxString(64) }
+  const run = { ...params, rid: RunIdParam }
   return HttpApiGroup.make(name).add(
     HttpApiEndpoint.post("createRun", base, {
       params,

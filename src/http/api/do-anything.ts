@@ -8,7 +8,7 @@ import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "
 import { BadRequest, Conflict, NotFound, TooManyRequests, ValidationError } from "../errors.ts"
 import { PageQuery } from "../pagination.ts"
 import { doAnythingFields } from "../../domain/run.ts"
-import { MaxString, OptionalNullable, ProjectIdParam } from "./schemas.ts"
+import { MaxString, OptionalNullable, ProjectIdParam, RunIdParam, SessionIdParam } from "./schemas.ts"
 import { Authentication, Idempotency, RateLimit } from "./security.ts"
 
 const JsonObject = Schema.Record(Schema.String, Schema.Unknown)
@@ -92,8 +92,8 @@ export const SessionListResponse = Schema.Struct({
 })
 
 const strict = { errors: "all", onExcessProperty: "error" } as const
-const sessionParams = { ...ProjectIdParam, sid: MaxString(64) }
-const runParams = { ...sessionParams, rid: MaxString(64) }
+const sessionParams = { ...ProjectIdParam, sid: SessionIdParam }
+const runParams = { ...sessionParams, rid: RunIdParam }
 const writeErrors = [ValidationError, NotFound, Conflict] as const
 const EventStream = Schema.String.pipe(HttpApiSchema.asText({ contentType: "text/event-stream" }))
 const LastEventId = { "last-event-id": Schema.optional(Schema.String) }
@@ -173,9 +173,9 @@ export class DoAnythingFlatApi extends HttpApiGroup.make("do_anything_flat")
       success: FlatRunResponse.annotate({ httpApiStatus: 202 }),
       error: [...writeErrors, TooManyRequests]
     }),
-    HttpApiEndpoint.get("getRun", "/runs/:rid", { params: { ...ProjectIdParam, rid: MaxString(64) }, success: FlatRunResponse, error: NotFound }),
+    HttpApiEndpoint.get("getRun", "/runs/:rid", { params: { ...ProjectIdParam, rid: RunIdParam }, success: FlatRunResponse, error: NotFound }),
     HttpApiEndpoint.get("runEvents", "/runs/:rid/events", {
-      params: { ...ProjectIdParam, rid: MaxString(64) },
+      params: { ...ProjectIdParam, rid: RunIdParam },
       headers: LastEventId,
       success: EventStream,
       error: NotFound

@@ -10,7 +10,7 @@ import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "
 import { BadRequest, Conflict, NotFound, ValidationError } from "../errors.ts"
 import { RefineWebSearchRequest, WebSearchFollowupRequest, WebSearchRequest, WebSearchResult } from "../../search/schema.ts"
 import { CancelRunRequest } from "./do-anything.ts"
-import { MaxString, ProjectIdParam } from "./schemas.ts"
+import { ProjectIdParam, RunIdParam } from "./schemas.ts"
 import { Authentication, Idempotency, RateLimit } from "./security.ts"
 
 export const WebSearchRunResponse = Schema.Struct({
@@ -43,7 +43,7 @@ export const WebSearchRunResponse = Schema.Struct({
 })
 
 const EventStream = Schema.String.pipe(HttpApiSchema.asText({ contentType: "text/event-stream" }))
-const runParams = { ...ProjectIdParam, rid: MaxString(64) }
+const runParams = { ...ProjectIdParam, rid: RunIdParam }
 const strict = { errors: "all", onExcessProperty: "error" } as const
 /** A derived run answers like a create: 200 with the result within the wait, else 202. */
 const started = [WebSearchRunResponse, WebSearchRunResponse.annotate({ httpApiStatus: 202 })] as const

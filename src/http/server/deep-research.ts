@@ -13,6 +13,7 @@ import { httpErrors } from "../domain-errors.ts"
 import { DEFAULT_LIMIT, decodeCursor, toPage } from "../pagination.ts"
 import { parseLastEventId, runEventStream } from "../sse.ts"
 import { researchRunView } from "../views/research-view.ts"
+import type { RunId } from "../../domain/run.ts"
 
 type Group = "deep_research" | "deep_research_flat" | "deep_research_standalone"
 
@@ -26,7 +27,7 @@ const handlersFor = (group: Group) =>
       const context = yield* Effect.context<RunEventBus | RunStore>()
       const flat = group === "deep_research_flat"
 
-      const find = (runId: string) => CurrentKey.use(({ projectId }) => httpErrors(research.find(projectId, runId)))
+      const find = (runId: RunId) => CurrentKey.use(({ projectId }) => httpErrors(research.find(projectId, runId)))
       const render = (details: ResearchRun) =>
         researchRunView(details.run, details.request, { flat, outline: details.outline, pendingRequestId: details.pendingRequestId })
       const simple = (run: ResearchRun["run"]) => run.request._tag === "DeepResearch" ? researchRunView(run, run.request, { flat }) : undefined

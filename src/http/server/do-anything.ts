@@ -18,6 +18,7 @@ import { badRequest, notFound, validationError } from "../errors.ts"
 import { DEFAULT_LIMIT, decodeCursor, toPage } from "../pagination.ts"
 import { parseLastEventId, runEventStream } from "../sse.ts"
 import { flatRunView, runView, sessionView } from "../views/run-view.ts"
+import type { RunId, SessionId } from "../../domain/run.ts"
 
 const tagged = <P extends object>(payload: P) => ({ _tag: "DoAnything" as const, ...payload })
 
@@ -35,7 +36,7 @@ export const DoAnythingHandlers = HttpApiBuilder.group(
     const sessions = yield* Sessions
     const { allowPrivateNetworks } = yield* AppConfig
     const context = yield* Effect.context<AppConfig | RunEventBus | RunStore>()
-    const run = (sid: string, rid: string) => CurrentKey.use(({ projectId }) => httpErrors(sessions.findRun(projectId, rid, sid)))
+    const run = (sid: SessionId, rid: RunId) => CurrentKey.use(({ projectId }) => httpErrors(sessions.findRun(projectId, rid, sid)))
     return handlers
       .handle("createSession", ({ payload }) =>
         Effect.gen(function*() {
@@ -117,7 +118,7 @@ export const DoAnythingFlatHandlers = HttpApiBuilder.group(
     const sessions = yield* Sessions
     const { allowPrivateNetworks } = yield* AppConfig
     const context = yield* Effect.context<AppConfig | RunEventBus | RunStore>()
-    const run = (rid: string) => CurrentKey.use(({ projectId }) => httpErrors(sessions.findRun(projectId, rid)))
+    const run = (rid: RunId) => CurrentKey.use(({ projectId }) => httpErrors(sessions.findRun(projectId, rid)))
     return handlers
       .handle("createRun", ({ payload }) =>
         Effect.gen(function*() {

@@ -11,6 +11,7 @@ import { CurrentKey } from "../api/security.ts"
 import { httpErrors } from "../domain-errors.ts"
 import { parseLastEventId, runEventStream } from "../sse.ts"
 import { webSearchRunView } from "../views/web-search-view.ts"
+import type { RunId } from "../../domain/run.ts"
 
 const handlersFor = (group: "web_search" | "web_search_flat") =>
   HttpApiBuilder.group(
@@ -21,7 +22,7 @@ const handlersFor = (group: "web_search" | "web_search_flat") =>
       const config = yield* AppConfig
       const context = yield* Effect.context<RunEventBus | RunStore>()
       const flat = group === "web_search_flat"
-      const find = (runId: string) => CurrentKey.use(({ projectId }) => httpErrors(search.find(projectId, runId)))
+      const find = (runId: RunId) => CurrentKey.use(({ projectId }) => httpErrors(search.find(projectId, runId)))
       /** Ended within the wait: 200 with the result; otherwise 202 and the client polls. */
       const answer = ({ run, ended }: Started) =>
         ended ? webSearchRunView(run, flat) : HttpServerResponse.jsonUnsafe(webSearchRunView(run, flat), { status: 202 })
