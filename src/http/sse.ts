@@ -96,9 +96,19 @@ export const runEventStream = (
     let wanted = false // Node asked for data and nothing was pushed since
     let busy = false // a database read is in flight
     let fromDatabase = true // the next read skips the shared buffer (start, after a heartbeat)
+    // Caught up with the database (a read returned less than a batch) while the shared buffer does
+    // not hold our position yet: any newer event is announced after we subscribed, so the shared
+    // reader wakes us; reading the database again meanwhile (two more queries per stream at connect)
+    // would find nothing.
+    let waitForFeed = false
+    let wakes = 0 // wakeups from the shared reader, to tell whether one came during a database read
     let lastSent = Date.now()
     let pump = () => {}
-    const feed = yield* bus.follow(runId, store.eventsAfter, () => pump())
+    const feed = yield* bus.follow(runId, store.eventsAfter, () => {
+      wakes++
+      waitForFeed = false
+      pump()
+    })
     const body = new Readable({
       read() {
         wanted = true
@@ -127,6 +137,7 @@ export const runEventStream = (
     const readDatabase = () => {
       busy = true
       fromDatabase = false
+      const wakesBefore = wakes
       run(Effect.gen(function*() {
         const events = yield* store.eventsAfter(runId, last, 200)
         if (events.length > 0) return { events, end: false }
@@ -146,11 +157,13 @@ export const runEventStream = (
             body.push(null)
             return
           }
-          if (events.length > 0) {
-            deliver(events, false)
-            // More may be waiting in the database (a replay of more than one batch).
-            fromDatabase = true
-          }
+          if (events.length > 0) deliver(events, false)
+          // More may be waiting in the database (a replay of more than one batch); otherwise this
+          // stream is caught up, and waits for the shared reader (or the heartbeat) instead of
+          // reading the database again and again while the run is quiet.
+          if (events.length >= 200) fromDatabase = true
+          // (A wakeup during the read may have moved the shared buffer past us: then it is read.)
+          else waitForFeed = wakes === wakesBefore
           pump()
         },
         (error) => {
@@ -162,7 +175,7 @@ export const runEventStream = (
     pump = () => {
       while (wanted && !busy && !finished) {
         const shared = fromDatabase ? undefined : feed.after(last, 200)
-        if (shared === undefined) return readDatabase()
+        if (shared === undefined) return waitForFeed ? undefined : readDatabase()
         if (shared.length === 0) return // up to date with the shared reader; it wakes us
         deliver(shared, true)
       }
