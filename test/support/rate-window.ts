@@ -8,3 +8,16 @@ export const insideOneWindow = async (windowSeconds: number, needSeconds: number
   const left = windowMs - (Date.now() % windowMs)
   if (left < needSeconds * 1000) await new Promise((resolve) => setTimeout(resolve, left + 200))
 }
+
+/**
+ * A window length (whole seconds, at least `minSeconds`) whose current epoch-aligned window has at
+ * least `roomSeconds` left. A suite that picks its window with this, before it starts the service,
+ * runs inside one window without waiting for the next (an hour-long window waits up to
+ * `needSeconds` whenever the suite happens to start near the top of the hour).
+ */
+export const roomyWindow = (minSeconds: number, roomSeconds: number, now = Date.now()): number => {
+  for (let seconds = minSeconds; ; seconds++) {
+    const windowMs = seconds * 1000
+    if (windowMs - (now % windowMs) >= roomSeconds * 1000) return seconds
+  }
+}
