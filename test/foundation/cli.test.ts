@@ -57,8 +57,12 @@ describe("while the service runs", () => {
     expect((await service.request("GET", "/readyz", { key: null })).status).toBe(200)
   })
 
+  // Both tests below look at the same command's result: run it once.
+  let unknownProject: ReturnType<Service["cli"]> | undefined
+  const keysCreateUnknown = () => (unknownProject ??= service.cli("keys", "create", "--project", "proj_unknown"))
+
   it("keys create for an unknown project fails with a non-zero exit and prints no key", async () => {
-    const result = await service.cli("keys", "create", "--project", "proj_unknown")
+    const result = await keysCreateUnknown()
     expect(result.code).not.toBe(0)
     expect(result.stdout).not.toContain("wa_")
     expect(result.stdout + result.stderr).toContain("proj_unknown")
@@ -68,16 +72,18 @@ describe("while the service runs", () => {
   // logs through the default logger to stdout (src/main.ts, `Effect.die(new CommandFailed(...))`),
   // so stdout (the JSON channel) carries a stack trace and stderr is empty.
   it("keys create for an unknown project reports the error on stderr, not on stdout", async () => {
-    const result = await service.cli("keys", "create", "--project", "proj_unknown")
+    const result = await keysCreateUnknown()
     expect(result.code).not.toBe(0)
     expect(result.stderr).toContain("proj_unknown")
     expect(result.stdout).toBe("")
   })
 
   it("usage errors exit non-zero", async () => {
-    expect((await service.cli("projects", "create")).code).not.toBe(0)
-    expect((await service.cli("keys", "create")).code).not.toBe(0)
-    expect((await service.cli("frobnicate")).code).not.toBe(0)
+    // Three independent CLI processes, run side by side (each is a full Node start).
+    const [project, key, unknown] = await Promise.all([service.cli("projects", "create"), service.cli("keys", "create"), service.cli("frobnicate")])
+    expect(project.code).not.toBe(0)
+    expect(key.code).not.toBe(0)
+    expect(unknown.code).not.toBe(0)
   })
 
   it("migrate succeeds and is idempotent; wa_migrations has every migration once", async () => {
@@ -132,7 +138,9 @@ describe("while the service is stopped", () => {
   })
 })
 
-describe("configuration errors", () => {
+// Each case is a separate `serve` process rejected at startup (before anything listens or a
+// database starts), independent of the others and of the shared service: run them side by side.
+describe.concurrent("configuration errors", () => {
   const bad: ReadonlyArray<readonly [string, string]> = [
     ["WA_PORT", "abc"],
     ["WA_PORT", "70000"],
@@ -143,7 +151,7 @@ describe("configuration errors", () => {
     ["WA_MODEL_PROVIDER", "oracle"]
   ]
   for (const [name, value] of bad) {
-    it(`serve with ${name}=${value} exits 2 with one line on stderr naming the variable`, async () => {
+    it(`serve with ${name}=${value} exits 2 with one line on stderr naming the variable`, async ({ expect }) => {
       const dataDir = newDataDir()
       cleanup.push(dataDir)
       const result = await runWa(["serve"], cleanEnv(dataDir, { [name]: value }))
