@@ -67,17 +67,19 @@ const env = (extra: Record<string, string> = {}) => ({
   ...extra
 })
 
-const runUntilKilled = async (instructions: string, body: Record<string, unknown> = {}, extraEnv: Record<string, string> = {}, downtimeMs = 0) => {
+/** Kills the service while the run holds; it stays down until `downUntilMs` after the run was created (its deadline counts from then). */
+const runUntilKilled = async (instructions: string, body: Record<string, unknown> = {}, extraEnv: Record<string, string> = {}, downUntilMs = 0) => {
   arm()
   const dataDir = newDataDir()
   const first = await startService({ dataDir, env: env(extraEnv) })
   const created = await first.request("POST", `/v1/projects/${first.projectId}/do_anything/sessions`, { body: { instructions, keep_alive: false, ...body } })
   expect(created.status).toBe(201)
+  const createdAt = Date.now()
   await holding
   await first.kill()
   const credentials = { projectId: first.projectId, apiKey: first.apiKey }
   release()
-  await new Promise((resolve) => setTimeout(resolve, downtimeMs))
+  await new Promise((resolve) => setTimeout(resolve, Math.max(0, createdAt + downUntilMs - Date.now())))
   const second = await startService({ dataDir, env: env(extraEnv), credentials })
   const path = `/v1/projects/${second.projectId}/do_anything/sessions/${created.json.id}/runs/${created.json.latest_run_id}`
   const run = await waitForRunStatus(second, path, TERMINAL, { timeoutMs: 30_000 })
@@ -110,7 +112,8 @@ it("a run whose form held unsubmitted input when the service died fails with can
 
 it("a run whose duration limit passed while its runner was down ends canceled with duration_exceeded", async () => {
   await stopAndClean(service)
-  // A minute lasts six seconds here; the service dies within it and stays down past it.
+  // A minute lasts six seconds here; the service dies within it and stays down past it (until
+  // 6.5 s after the run was created, when its deadline was set).
   const result = await runUntilKilled("wait past the deadline", { max_duration_minutes: 1 }, { WA_RUN_MINUTE_MS: "6000" }, 6500)
   service = result.service
   // The restarted service took the run up again (so the first one had not ended it) ...

@@ -96,11 +96,13 @@ describe("a claim left by a killed process", () => {
     // While the first request runs, the key is taken.
     expect((await first.request("POST", path, { body, headers })).status).toBe(409)
     await first.kill()
+    // Nothing renews the claim after the kill: its 2 s lease is over 2.5 s later (the restart takes part of that).
+    const killedAt = Date.now()
     await inFlight
     engines.setBehavior("searxng", {})
 
     service = await startService({ env, dataDir: first.dataDir, credentials: { projectId: first.projectId, apiKey: first.apiKey } })
-    await new Promise((r) => setTimeout(r, 2_500))
+    await new Promise((r) => setTimeout(r, Math.max(0, killedAt + 2_500 - Date.now())))
     const retried = await service.request("POST", path, { body, headers })
     expect([200, 202]).toContain(retried.status)
     expect(retried.json.run_id ?? retried.json.id).toBeDefined()
