@@ -35,6 +35,8 @@ const listKeys = (projectId: string, key: string) => service.request("GET", `/v1
 
 describe("while the service runs", () => {
   it("projects create and keys create use its database; the new key works at once", async () => {
+    // A key for the default project, without a name: an independent CLI process, run alongside.
+    const unnamedCreated = service.cli("keys", "create", "--project", service.projectId)
     const project = json(await service.cli("projects", "create", "--name", "cli-live"))
     expect(project).toEqual({ project_id: expect.stringMatching(/^proj_/), name: "cli-live" })
 
@@ -47,8 +49,7 @@ describe("while the service runs", () => {
     // Scoped to its own project.
     expect((await listKeys(service.projectId, key.secret_token)).status).toBe(403)
 
-    // A key for the default project, without a name.
-    const unnamed = json(await service.cli("keys", "create", "--project", service.projectId))
+    const unnamed = json(await unnamedCreated)
     const mine = await listKeys(service.projectId, unnamed.secret_token)
     expect(mine.status).toBe(200)
     expect(mine.json.items).toContainEqual(expect.objectContaining({ id: unnamed.key_id, name: null }))
