@@ -4,6 +4,7 @@
  * (`run_not_found`, `monitor_not_in_alignment`, ...).
  */
 import { Schema } from "effect"
+import { HttpServerResponse } from "effect/http"
 
 const envelope = {
   code: Schema.String,
@@ -74,6 +75,10 @@ export const validationError = (detail: string, errors: ReadonlyArray<FieldError
   new ValidationError({ code: "validation_error", detail, extra: { errors } })
 
 /** The JSON body of an error, for responses built outside HttpApi (router-level failures). */
+/** A JSON response built outside HttpApi (router-level and pre-routing refusals). */
+export const jsonResponse = (status: number, body: unknown, headers: Record<string, string> = {}) =>
+  HttpServerResponse.jsonUnsafe(body, { status, headers })
+
 export const envelopeBody = (code: string, detail: string, extra: Extra = {}) => ({ code, detail, extra })
 
 const statusByClass = new Map<Function, number>([

@@ -11,13 +11,10 @@ import { HttpApiSchemaError } from "effect/http-api/HttpApiError"
 import * as SchemaIssue from "effect/SchemaIssue"
 import { randomUUID } from "node:crypto"
 import { AppConfig } from "../../config/config.ts"
-import { envelopeBody, type FieldError } from "../errors.ts"
+import { envelopeBody, jsonResponse as json, type FieldError } from "../errors.ts"
 import { guardRequest } from "./request-guard.ts"
 
 const requestIdPattern = /^[A-Za-z0-9._:-]{1,128}$/
-
-const json = (status: number, body: unknown, headers: Record<string, string> = {}) =>
-  HttpServerResponse.jsonUnsafe(body, { status, headers })
 
 const locPrefix = { Params: "path", Query: "query", Headers: "header", Payload: "body", Body: "response", ResponseHeaders: "response" } as const
 

@@ -9,15 +9,12 @@
  * The body read here is cached on the request, so the handler's decoding reuses it.
  */
 import { ByteSize, Effect } from "effect"
-import { HttpIncomingMessage, type HttpServerRequest, HttpServerResponse } from "effect/http"
-import { envelopeBody, type FieldError } from "../errors.ts"
+import { HttpIncomingMessage, type HttpServerRequest, type HttpServerResponse } from "effect/http"
+import { envelopeBody, jsonResponse as json, type FieldError } from "../errors.ts"
 
 export const MAX_JSON_DEPTH = 64
 
 const bodyMethods = new Set(["POST", "PUT", "PATCH", "DELETE"])
-
-const json = (status: number, body: unknown, headers: Record<string, string> = {}) =>
-  HttpServerResponse.jsonUnsafe(body, { status, headers })
 
 const hasBadCharacter = (value: string) => value.includes("\u0000") || !value.isWellFormed()
 

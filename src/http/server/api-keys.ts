@@ -11,8 +11,8 @@ import { Forbidden, notFound } from "../errors.ts"
 import { WebAgentApi } from "../api/api.ts"
 import { CurrentKey, requireScope, scopeFailure } from "../api/security.ts"
 import { DEFAULT_LIMIT, decodeCursor, toPage } from "../pagination.ts"
+import { iso } from "../views/timestamps.ts"
 
-const iso = (date: Date | null) => date === null ? null : date.toISOString()
 
 export const toApiKeyResponse = (row: ApiKeyRow) => ({
   id: row.id,

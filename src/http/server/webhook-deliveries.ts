@@ -6,8 +6,8 @@ import { WebAgentApi } from "../api/api.ts"
 import { CurrentKey } from "../api/security.ts"
 import { conflict, notFound } from "../errors.ts"
 import { DEFAULT_LIMIT, decodeCursor, toPage } from "../pagination.ts"
+import { iso } from "../views/timestamps.ts"
 
-const iso = (date: Date | null) => date === null ? null : date.toISOString()
 
 const deliveryView = (row: DeliveryRow) => ({
   id: row.id,

@@ -2,8 +2,8 @@
 import { flatStatus, isTerminal } from "../../domain/run-state.ts"
 import type { DeepResearchRequest, Run } from "../../domain/run.ts"
 import type { Outline, ResearchResult } from "../../research/schema.ts"
+import { iso } from "./timestamps.ts"
 
-const iso = (date: Date | null) => date === null ? null : date.toISOString()
 
 /** A USD amount as a decimal string with at least two decimals ("7.50", "0.005"). */
 const usd = (value: number | string) => {

@@ -2,8 +2,8 @@
 import { flatStatus } from "../../domain/run-state.ts"
 import type { Run, Session } from "../../domain/run.ts"
 import { costFields } from "../../store/runs.ts"
+import { iso } from "./timestamps.ts"
 
-const iso = (date: Date | null) => date === null ? null : date.toISOString()
 
 export const runView = (run: Run) => {
   const request = run.request._tag === "DoAnything" ? run.request : undefined

@@ -2,8 +2,8 @@
 import { flatStatus } from "../../domain/run-state.ts"
 import type { Run } from "../../domain/run.ts"
 import type { WebSearchResult } from "../../search/schema.ts"
+import { iso } from "./timestamps.ts"
 
-const iso = (date: Date | null) => date === null ? null : date.toISOString()
 
 /** The search a run does, as its request was decoded (the wire fields only). */
 const requestView = (run: Run) => {
