@@ -31,6 +31,9 @@ import { Sessions } from "./entities/sessions.ts"
 import { WebSearchEntityLive } from "./entities/web-search.ts"
 import { Callbacks } from "./webhooks/callbacks.ts"
 import { RunNotifier } from "./webhooks/run-notifier.ts"
+import { NotificationChannelsLive } from "./webhooks/notification-channels.ts"
+import { SchedulesLive } from "./schedules/schedules.ts"
+import { TrackLive } from "./track/track-live.ts"
 import { callbackView } from "./http/views/callback-view.ts"
 import { AppConfig, clusterMode, loadAppConfig } from "./config/config.ts"
 import { HttpLive, logListening } from "./http/server/app.ts"
@@ -59,9 +62,10 @@ const logLayer = (level: "Info" | "Warn") =>
   }))
 
 /** Services of the products, over the database and the cluster. */
-const ProductServices = Layer.mergeAll(Sessions.layer, Research.layer, Search.layer).pipe(
+const ProductServices = Layer.mergeAll(Sessions.layer, Research.layer, Search.layer, TrackLive).pipe(
   Layer.provideMerge(Layer.mergeAll(SessionEntityLive, ResearchEntityLive, WebSearchEntityLive, StartupRecoveryLive)),
   Layer.provideMerge(RunNotifier.layer(callbackView)),
+  Layer.provideMerge(Layer.mergeAll(NotificationChannelsLive, SchedulesLive)),
   Layer.provideMerge(WebSearch.layerFetch),
   Layer.provideMerge(Reader.layer.pipe(Layer.provide(ReaderBrowser.layerFromPool))),
   Layer.provideMerge(Layer.mergeAll(

@@ -5,6 +5,9 @@
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { Migrator } from "effect/sql"
+import { m0010_schedules } from "../schedules/migration.ts"
+import { m0012_track } from "../track/migration.ts"
+import { m0011_notification_channels } from "../webhooks/migration.ts"
 
 const m0001_foundation = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
@@ -238,7 +241,10 @@ const all = {
   "0006_deep_research": m0006_deep_research,
   "0007_key_scopes": m0007_key_scopes,
   "0008_idempotency_lease": m0008_idempotency_lease,
-  "0009_delivery_outbox": m0009_delivery_outbox
+  "0009_delivery_outbox": m0009_delivery_outbox,
+  "0010_schedules": m0010_schedules,
+  "0011_notification_channels": m0011_notification_channels,
+  "0012_track": m0012_track
 }
 
 export const migrations = Migrator.fromRecord(all)

@@ -11,6 +11,9 @@ import { WebSearchApi, WebSearchFlatApi } from "./web-search.ts"
 import { DeepResearchApi, DeepResearchFlatApi, DeepResearchStandaloneApi } from "./deep-research.ts"
 import { SystemApi } from "./system.ts"
 import { MetricsApi } from "./metrics.ts"
+import { InboxApi } from "./inbox.ts"
+import { TrackApi, TrackFlatApi } from "./track.ts"
+import { WebhookEndpointsApi } from "./webhook-endpoints.ts"
 
 export class WebAgentApi extends HttpApi.make("web-agent-service")
   .add(SystemApi)
@@ -18,6 +21,8 @@ export class WebAgentApi extends HttpApi.make("web-agent-service")
   .add(ApiKeysApi)
   .add(ProjectApi)
   .add(WebhookDeliveriesApi)
+  .add(WebhookEndpointsApi)
+  .add(InboxApi)
   .add(DoAnythingApi)
   .add(DoAnythingFlatApi)
   .add(WebSearchApi)
@@ -25,6 +30,8 @@ export class WebAgentApi extends HttpApi.make("web-agent-service")
   .add(DeepResearchApi)
   .add(DeepResearchFlatApi)
   .add(DeepResearchStandaloneApi)
+  .add(TrackApi)
+  .add(TrackFlatApi)
   .add(MediaApi)
   // Collect every schema failure so extra.errors[] lists all bad fields at once.
   .annotate(HttpApi.PayloadParseOptions, { errors: "all" })

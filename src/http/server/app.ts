@@ -21,6 +21,9 @@ import { ApiKeysHandlers } from "./api-keys.ts"
 import { DoAnythingFlatHandlers, DoAnythingHandlers, MediaHandlers } from "./do-anything.ts"
 import { ProjectHandlers } from "./project.ts"
 import { WebhookDeliveriesHandlers } from "./webhook-deliveries.ts"
+import { WebhookEndpointsHandlers } from "./webhook-endpoints.ts"
+import { InboxHandlers } from "./inbox.ts"
+import { TrackFlatHandlers, TrackHandlers } from "./track.ts"
 import { SystemHandlers } from "./system.ts"
 import { MetricsHandlers } from "./metrics.ts"
 import { WebSearchFlatHandlers, WebSearchHandlers } from "./web-search.ts"
@@ -46,7 +49,11 @@ const ApiRoutes = HttpApiBuilder.layer(WebAgentApi, { openapiPath: "/openapi.jso
       WebSearchFlatHandlers,
       DeepResearchHandlers,
       DeepResearchFlatHandlers,
-      DeepResearchStandaloneHandlers
+      DeepResearchStandaloneHandlers,
+      WebhookEndpointsHandlers,
+      InboxHandlers,
+      TrackHandlers,
+      TrackFlatHandlers
     ).pipe(
       Layer.provide(ProjectMiddlewares)
     )

@@ -1,0 +1,3 @@
+import { Layer } from "effect"
+
+export const SchedulesLive = Layer.empty

@@ -1,0 +1,3 @@
+import { Layer } from "effect"
+
+export const NotificationChannelsLive = Layer.empty
