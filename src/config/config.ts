@@ -71,6 +71,10 @@ export const AppConfigSchema = Config.all({
   ).pipe(Config.withDefault("1,3")),
   /** First retry delay of callbacks (exponential backoff). */
   webhookRetryBaseMs: Config.Int("WA_WEBHOOK_RETRY_BASE_MS").pipe(Config.withDefault(1000)),
+  /** Shortest interval a schedule may have (interval_seconds, and the gap between two cron slots). */
+  scheduleMinIntervalSeconds: Config.Int("WA_SCHEDULE_MIN_INTERVAL_SECONDS").pipe(Config.withDefault(60)),
+  /** How often each process's scheduler looks for due schedules when nothing is due sooner. */
+  schedulerPollMs: Config.Int("WA_SCHEDULER_POLL_MS").pipe(Config.withDefault(500)),
   /** How long a WebSearch POST with wait=true blocks before answering 202 (spec: 30 s). */
   webSearchWaitSeconds: Config.Int("WA_WEB_SEARCH_WAIT_SECONDS").pipe(Config.withDefault(30)),
   // Scale-out (src/cluster/): how this process joins the cluster. WA_CLUSTER defaults to
@@ -130,7 +134,8 @@ export const loadAppConfig = (env?: Record<string, string | undefined>) =>
       ["WA_SSE_HEARTBEAT_SECONDS", parsed.sseHeartbeatSeconds], ["WA_KEY_REVOCATION_GRACE_SECONDS", parsed.keyRevocationGraceSeconds],
       ["WA_AUTH_FAILURES_PER_MINUTE", parsed.authFailuresPerMinute], ["WA_MAX_BODY_BYTES", parsed.maxBodyBytes],
       ["WA_HEADERS_TIMEOUT_SECONDS", parsed.headersTimeoutSeconds], ["WA_SSE_STALL_SECONDS", parsed.sseStallSeconds],
-      ["WA_IDEMPOTENCY_LEASE_SECONDS", parsed.idempotencyLeaseSeconds]
+      ["WA_IDEMPOTENCY_LEASE_SECONDS", parsed.idempotencyLeaseSeconds],
+      ["WA_SCHEDULE_MIN_INTERVAL_SECONDS", parsed.scheduleMinIntervalSeconds], ["WA_SCHEDULER_POLL_MS", parsed.schedulerPollMs]
     ] as const) {
       if (value < 1) return yield* Effect.die(new InvalidConfig(`invalid configuration: ${name} must be at least 1`))
     }
