@@ -75,6 +75,8 @@ export const AppConfigSchema = Config.all({
   scheduleMinIntervalSeconds: Config.Int("WA_SCHEDULE_MIN_INTERVAL_SECONDS").pipe(Config.withDefault(60)),
   /** How often each process's scheduler looks for due schedules when nothing is due sooner. */
   schedulerPollMs: Config.Int("WA_SCHEDULER_POLL_MS").pipe(Config.withDefault(500)),
+  /** Consecutive failed ticks after which an active monitor becomes `failing`. */
+  trackMaxConsecutiveFailures: Config.Int("WA_TRACK_MAX_CONSECUTIVE_FAILURES").pipe(Config.withDefault(5)),
   /** How long a WebSearch POST with wait=true blocks before answering 202 (spec: 30 s). */
   webSearchWaitSeconds: Config.Int("WA_WEB_SEARCH_WAIT_SECONDS").pipe(Config.withDefault(30)),
   // Scale-out (src/cluster/): how this process joins the cluster. WA_CLUSTER defaults to
@@ -135,7 +137,8 @@ export const loadAppConfig = (env?: Record<string, string | undefined>) =>
       ["WA_AUTH_FAILURES_PER_MINUTE", parsed.authFailuresPerMinute], ["WA_MAX_BODY_BYTES", parsed.maxBodyBytes],
       ["WA_HEADERS_TIMEOUT_SECONDS", parsed.headersTimeoutSeconds], ["WA_SSE_STALL_SECONDS", parsed.sseStallSeconds],
       ["WA_IDEMPOTENCY_LEASE_SECONDS", parsed.idempotencyLeaseSeconds],
-      ["WA_SCHEDULE_MIN_INTERVAL_SECONDS", parsed.scheduleMinIntervalSeconds], ["WA_SCHEDULER_POLL_MS", parsed.schedulerPollMs]
+      ["WA_SCHEDULE_MIN_INTERVAL_SECONDS", parsed.scheduleMinIntervalSeconds], ["WA_SCHEDULER_POLL_MS", parsed.schedulerPollMs],
+      ["WA_TRACK_MAX_CONSECUTIVE_FAILURES", parsed.trackMaxConsecutiveFailures]
     ] as const) {
       if (value < 1) return yield* Effect.die(new InvalidConfig(`invalid configuration: ${name} must be at least 1`))
     }
