@@ -5,7 +5,9 @@
  * A target that is not public (checked before each attempt and again when the socket resolves
  * the host) is refused without retry: the delivery is `failed` with the reason in `last_error`.
  *
- * Deliveries are an outbox in PostgreSQL: `send` records one (once per run and event type) and
+ * Deliveries are an outbox in PostgreSQL: `send` records one (once per run and event type; a
+ * monitor's notification passes its tick id as the run id, so a tick executed twice after a
+ * failover still notifies once) and
  * wakes this node's dispatcher; the dispatcher of any node claims due deliveries with SKIP LOCKED
  * (pushing their next attempt past the attempt timeout, so a node that dies mid-attempt leaves
  * them to the others), attempts them, and records the outcome with the next attempt time. Retries
@@ -65,10 +67,19 @@ const post = (url: string, headers: Record<string, string>, body: string, allowP
 export const DeliveryStatus = Schema.Literals(["pending", "retrying", "delivered", "failed"])
 export type DeliveryStatus = typeof DeliveryStatus.Type
 
+/**
+ * The channel a delivery went out on: `callback_url` (a run's or a monitor's own URL),
+ * `global_webhook` (a project webhook endpoint), `console_inbox` (recorded, not sent over HTTP).
+ */
+export const DeliveryChannel = Schema.Literals(["callback_url", "global_webhook", "console_inbox"])
+export type DeliveryChannel = typeof DeliveryChannel.Type
+
 export interface DeliveryRow {
   readonly id: string
   readonly project_id: string
   readonly run_id: string | null
+  readonly monitor_id: string | null
+  readonly channel: DeliveryChannel
   readonly url: string
   readonly event_type: string
   readonly payload: unknown
@@ -82,10 +93,43 @@ export interface DeliveryRow {
   readonly next_attempt_at: Date | null
 }
 
-/** Only a failed delivery can be retried. */
+/**
+ * Only a failed delivery with an HTTP target can be retried (`reason` says why another cannot:
+ * an inbox delivery, one whose webhook endpoint did not exist).
+ */
 export class DeliveryNotRetryable extends Schema.TaggedError<DeliveryNotRetryable>()("DeliveryNotRetryable", {
-  status: DeliveryStatus
+  status: DeliveryStatus,
+  reason: Schema.optional(Schema.String)
 }) {}
+
+/** What `send` records. */
+export interface SendInput {
+  readonly projectId: string
+  /** The run (or a monitor's tick) the event is about: one delivery per (runId, type). */
+  readonly runId: string | null
+  readonly url: string
+  readonly type: string
+  readonly data: unknown
+  readonly monitorId?: string | null | undefined
+  /** Default `callback_url`. */
+  readonly channel?: DeliveryChannel | undefined
+  /** The `whsec_` secret that signs it; absent or null: the project's webhook secret. */
+  readonly secret?: string | null | undefined
+  /**
+   * Record the delivery as already settled, without any attempt: `delivered` (a console inbox
+   * notification) or `failed` with the reason (a target that does not exist).
+   */
+  readonly settled?: { readonly status: "delivered" } | { readonly status: "failed"; readonly error: string } | undefined
+}
+
+/** A delivery a dispatcher claimed, with the secret that signs it. */
+interface ClaimedRow {
+  readonly id: string
+  readonly url: string
+  readonly payload: unknown
+  readonly attempts: number
+  readonly secret: string
+}
 
 /** Due deliveries one dispatcher pass claims at most. */
 const CLAIM_BATCH = 20
@@ -93,17 +137,15 @@ const CLAIM_BATCH = 20
 const POLL_INTERVAL_MS = 1_000
 
 export class Callbacks extends Context.Service<Callbacks, {
-  /** Records a signed POST of `{type, data}` to the URL and wakes the dispatcher; returns the delivery id. */
-  readonly send: (input: {
-    readonly projectId: string
-    readonly runId: string | null
-    readonly url: string
-    readonly type: string
-    readonly data: unknown
-  }) => Effect.Effect<string>
-  /** The project's deliveries, newest first (optionally of one run or status). */
+  /**
+   * Records a signed POST of `{type, timestamp, data}` to the URL and wakes the dispatcher; returns
+   * the delivery id, the existing one when the run already has a delivery of that type.
+   */
+  readonly send: (input: SendInput) => Effect.Effect<string>
+  /** The project's deliveries, newest first (optionally of one run, monitor or status). */
   readonly list: (projectId: string, filter: {
     readonly runId?: string | undefined
+    readonly monitorId?: string | undefined
     readonly status?: DeliveryStatus | undefined
     readonly limit: number
     readonly beforeId?: string | undefined
@@ -141,7 +183,7 @@ export class Callbacks extends Context.Service<Callbacks, {
 
       // Claims due deliveries for this node: their next attempt moves past the attempt timeout, so
       // no other dispatcher takes them meanwhile, and they come back if this node dies.
-      const claim = sql.withTransaction(sql<{ id: string; url: string; payload: unknown; attempts: number; webhook_secret: string }>`
+      const claim = sql.withTransaction(sql<ClaimedRow>`
         UPDATE webhook_deliveries d
         SET next_attempt_at = now() + ${`${2 * ATTEMPT_TIMEOUT_MS} milliseconds`}::interval, updated_at = now()
         FROM projects p
@@ -152,12 +194,12 @@ export class Callbacks extends Context.Service<Callbacks, {
           LIMIT ${CLAIM_BATCH}
           FOR UPDATE SKIP LOCKED
         )
-        RETURNING d.id, d.url, d.payload, d.attempts, p.webhook_secret`)
+        RETURNING d.id, d.url, d.payload, d.attempts, COALESCE(d.secret, p.webhook_secret) AS secret`)
 
-      const deliver = (row: { id: string; url: string; payload: unknown; attempts: number; webhook_secret: string }) =>
+      const deliver = (row: ClaimedRow) =>
         Effect.gen(function*() {
           const body = typeof row.payload === "string" ? row.payload : JSON.stringify(row.payload)
-          const { status, error, final } = yield* attempt(row.id, row.url, row.webhook_secret, body)
+          const { status, error, final } = yield* attempt(row.id, row.url, row.secret, body)
           const attempts = row.attempts + 1
           const outcome: DeliveryStatus = error === null ? "delivered" : final || attempts >= MAX_ATTEMPTS ? "failed" : "retrying"
           // Exponential backoff: the base, then twice that, four times, ...
@@ -183,7 +225,7 @@ export class Callbacks extends Context.Service<Callbacks, {
       )
 
       const columns = sql.literal(
-        "id, project_id, run_id, url, event_type, payload, status, attempts, last_status_code, last_error, created_at, updated_at, delivered_at, next_attempt_at"
+        "id, project_id, run_id, monitor_id, channel, url, event_type, payload, status, attempts, last_status_code, last_error, created_at, updated_at, delivered_at, next_attempt_at"
       )
 
       return Callbacks.of({
@@ -191,11 +233,25 @@ export class Callbacks extends Context.Service<Callbacks, {
           Effect.gen(function*() {
             const id = `msg_${makeId("dlv").slice(4)}`
             const body = JSON.stringify({ type: input.type, timestamp: new Date().toISOString(), data: input.data })
-            yield* sql`
-              INSERT INTO webhook_deliveries (id, project_id, run_id, url, event_type, payload, next_attempt_at)
-              VALUES (${id}, ${input.projectId}, ${input.runId}, ${input.url}, ${input.type}, ${body}::jsonb, now())
-              ON CONFLICT DO NOTHING`
-            yield* Queue.offer(wake, undefined)
+            const settled = input.settled
+            const status: DeliveryStatus = settled?.status ?? "pending"
+            const error = settled?.status === "failed" ? settled.error : null
+            const inserted = yield* sql<{ id: string }>`
+              INSERT INTO webhook_deliveries (id, project_id, run_id, monitor_id, channel, secret, url, event_type, payload,
+                status, last_error, next_attempt_at, delivered_at)
+              VALUES (${id}, ${input.projectId}, ${input.runId}, ${input.monitorId ?? null}, ${input.channel ?? "callback_url"},
+                ${input.secret ?? null}, ${input.url}, ${input.type}, ${body}::jsonb, ${status}, ${error},
+                CASE WHEN ${settled === undefined} THEN now() ELSE NULL END,
+                CASE WHEN ${status === "delivered"} THEN now() ELSE NULL END)
+              ON CONFLICT DO NOTHING
+              RETURNING id`
+            if (inserted[0] === undefined) {
+              // Already recorded (the same run and type): that delivery stands.
+              const existing = input.runId === null ? [] : yield* sql<{ id: string }>`
+                SELECT id FROM webhook_deliveries WHERE run_id = ${input.runId} AND event_type = ${input.type}`
+              return existing[0]?.id ?? id
+            }
+            if (settled === undefined) yield* Queue.offer(wake, undefined)
             return id
           }).pipe(Effect.orDie),
         list: (projectId, filter) =>
@@ -203,6 +259,7 @@ export class Callbacks extends Context.Service<Callbacks, {
             SELECT ${columns} FROM webhook_deliveries
             WHERE project_id = ${projectId}
               ${filter.runId === undefined ? sql`` : sql`AND run_id = ${filter.runId}`}
+              ${filter.monitorId === undefined ? sql`` : sql`AND monitor_id = ${filter.monitorId}`}
               ${filter.status === undefined ? sql`` : sql`AND status = ${filter.status}`}
               ${filter.beforeId === undefined ? sql`` : sql`AND id < ${filter.beforeId}`}
             ORDER BY id DESC LIMIT ${filter.limit}`.pipe(Effect.orDie),
@@ -215,16 +272,23 @@ export class Callbacks extends Context.Service<Callbacks, {
           Effect.gen(function*() {
             const rows = yield* sql<DeliveryRow>`
               UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = now(), updated_at = now()
-              WHERE project_id = ${projectId} AND id = ${deliveryId} AND status = 'failed'
+              WHERE project_id = ${projectId} AND id = ${deliveryId} AND status = 'failed' AND url ~* '^https?://'
               RETURNING ${columns}`.pipe(Effect.orDie)
             if (rows[0] !== undefined) {
               yield* Queue.offer(wake, undefined)
               return rows[0]
             }
-            const existing = yield* sql<{ status: DeliveryStatus }>`
-              SELECT status FROM webhook_deliveries WHERE project_id = ${projectId} AND id = ${deliveryId}`.pipe(Effect.orDie)
-            if (existing[0] === undefined) return undefined
-            return yield* new DeliveryNotRetryable({ status: existing[0].status })
+            const existing = yield* sql<{ status: DeliveryStatus; channel: DeliveryChannel }>`
+              SELECT status, channel FROM webhook_deliveries WHERE project_id = ${projectId} AND id = ${deliveryId}`.pipe(Effect.orDie)
+            const row = existing[0]
+            if (row === undefined) return undefined
+            if (row.status !== "failed") return yield* new DeliveryNotRetryable({ status: row.status })
+            return yield* new DeliveryNotRetryable({
+              status: row.status,
+              reason: row.channel === "console_inbox"
+                ? "an inbox delivery is not sent over HTTP; there is nothing to retry"
+                : "the delivery has no HTTP target (its webhook endpoint did not exist); there is nothing to retry"
+            })
           })
       })
     })

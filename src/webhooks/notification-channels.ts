@@ -1,3 +1,163 @@
-import { Layer } from "effect"
+/**
+ * The one entry point through which Track notifies: a monitor's channel is resolved to a
+ * delivery in the outbox (src/webhooks/callbacks.ts), recorded once per (tick, type).
+ *
+ * - `callback_url`: a POST to the monitor's URL, signed with the monitor's `notify_secret`.
+ * - `global_webhook`: a POST to the project webhook endpoint's URL, signed with the endpoint's
+ *   secret (both copied into the delivery when it is recorded). An endpoint that no longer exists
+ *   gives a delivery recorded as `failed` with the reason, its `url` the endpoint's API path.
+ * - `console_inbox`: a notification in the project's inbox, and a delivery recorded as
+ *   `delivered` whose `url` is the notification's API path (`/v1/projects/{pid}/inbox/{id}`).
+ */
+import { Context, Effect, Layer } from "effect"
+import { AppConfig } from "../config/config.ts"
+import { InvalidField } from "../domain/errors.ts"
+import { Callbacks, type DeliveryChannel } from "./callbacks.ts"
+import { Inbox } from "./inbox.ts"
+import { validateTargetUrl, WebhookEndpoints } from "./webhook-endpoints.ts"
 
-export const NotificationChannelsLive = Layer.empty
+export interface NotifyChannel {
+  readonly kind: DeliveryChannel
+  readonly url: string | null
+  readonly webhook_id: string | null
+}
+
+export interface NotifyInput {
+  readonly projectId: string
+  readonly monitorId: string
+  /** The fired tick: one notification per (tickId, type). */
+  readonly tickId: string
+  readonly channel: NotifyChannel
+  /** The monitor's notify_secret (whsec_ + base64), which signs `callback_url` deliveries. */
+  readonly secret: string
+  /** e.g. "monitor.change_detected" */
+  readonly type: string
+  readonly data: unknown
+  /** The inbox title; default: taken from `data.title` or `data.summary` if a string, else from the type. */
+  readonly title?: string | undefined
+}
+
+const TITLE_MAX = 200
+
+/** "monitor.change_detected" → "Change detected". */
+const titleOf = (input: NotifyInput): string => {
+  if (input.title !== undefined) return input.title.slice(0, TITLE_MAX)
+  const data = input.data as { title?: unknown; summary?: unknown } | null
+  if (typeof data === "object" && data !== null) {
+    if (typeof data.title === "string" && data.title !== "") return data.title.slice(0, TITLE_MAX)
+    if (typeof data.summary === "string" && data.summary !== "") return data.summary.slice(0, TITLE_MAX)
+  }
+  const words = (input.type.split(".").pop() ?? input.type).replaceAll("_", " ")
+  return (words.charAt(0).toUpperCase() + words.slice(1)).slice(0, TITLE_MAX)
+}
+
+const invalid = (field: ReadonlyArray<string>, msg: string, type: string) =>
+  new InvalidField({ field: ["notify_channel", ...field], detail: `notify_channel: ${msg}`, msg, type })
+
+export class NotificationChannels extends Context.Service<NotificationChannels, {
+  /** Records the notification on the channel; idempotent per (tickId, type). */
+  readonly notify: (input: NotifyInput) => Effect.Effect<{ readonly deliveryId: string | null }>
+  /**
+   * Checks a channel when a monitor is created or changed: the field that matches the kind is
+   * given and the other is not, a callback URL passes the callback_url checks, a webhook endpoint
+   * exists in the project. Fails with InvalidField on `notify_channel.<field>` (a 422).
+   */
+  readonly validateChannel: (projectId: string, channel: NotifyChannel) => Effect.Effect<void, InvalidField>
+}>()("wa/webhooks/NotificationChannels") {
+  static readonly layer = Layer.effect(
+    NotificationChannels,
+    Effect.gen(function*() {
+      const callbacks = yield* Callbacks
+      const endpoints = yield* WebhookEndpoints
+      const inbox = yield* Inbox
+      const config = yield* AppConfig
+
+      const notify = Effect.fn("NotificationChannels.notify")(function*(input: NotifyInput) {
+        const { channel } = input
+        const base = {
+          projectId: input.projectId,
+          runId: input.tickId,
+          monitorId: input.monitorId,
+          channel: channel.kind,
+          type: input.type,
+          data: input.data
+        }
+        switch (channel.kind) {
+          case "callback_url": {
+            if (channel.url === null) {
+              const deliveryId = yield* callbacks.send({
+                ...base,
+                url: "",
+                settled: { status: "failed", error: "the monitor's notify_channel has no url" }
+              })
+              return { deliveryId }
+            }
+            const deliveryId = yield* callbacks.send({ ...base, url: channel.url, secret: input.secret })
+            return { deliveryId }
+          }
+          case "global_webhook": {
+            const webhookId = channel.webhook_id ?? ""
+            const endpoint = webhookId === "" ? undefined : yield* endpoints.findWithSecret(input.projectId, webhookId)
+            if (endpoint === undefined) {
+              const deliveryId = yield* callbacks.send({
+                ...base,
+                url: `/v1/projects/${input.projectId}/webhooks/${webhookId}`,
+                settled: { status: "failed", error: `webhook endpoint ${webhookId || "(none)"} does not exist in this project` }
+              })
+              return { deliveryId }
+            }
+            const deliveryId = yield* callbacks.send({ ...base, url: endpoint.url, secret: endpoint.secret })
+            return { deliveryId }
+          }
+          case "console_inbox": {
+            const notification = yield* inbox.add({
+              projectId: input.projectId,
+              monitorId: input.monitorId,
+              tickId: input.tickId,
+              type: input.type,
+              title: titleOf(input),
+              data: input.data
+            })
+            const deliveryId = yield* callbacks.send({
+              ...base,
+              url: `/v1/projects/${input.projectId}/inbox/${notification.id}`,
+              settled: { status: "delivered" }
+            })
+            return { deliveryId }
+          }
+        }
+      })
+
+      const validateChannel = Effect.fn("NotificationChannels.validateChannel")(function*(projectId: string, channel: NotifyChannel) {
+        switch (channel.kind) {
+          case "callback_url": {
+            if (channel.webhook_id !== null) return yield* invalid(["webhook_id"], "webhook_id is for kind global_webhook; kind callback_url takes url", "value_error.extra")
+            if (channel.url === null) return yield* invalid(["url"], "url is required when kind is callback_url", "missing")
+            return yield* validateTargetUrl(channel.url, config.allowPrivateNetworks, ["notify_channel", "url"])
+          }
+          case "global_webhook": {
+            if (channel.url !== null) return yield* invalid(["url"], "url is for kind callback_url; kind global_webhook takes webhook_id", "value_error.extra")
+            if (channel.webhook_id === null) return yield* invalid(["webhook_id"], "webhook_id is required when kind is global_webhook", "missing")
+            const endpoint = yield* endpoints.find(projectId, channel.webhook_id)
+            if (endpoint === undefined) {
+              return yield* invalid(["webhook_id"], `no webhook endpoint ${channel.webhook_id} in this project; create one with POST /v1/projects/{pid}/webhooks`, "value_error.webhook_not_found")
+            }
+            return
+          }
+          case "console_inbox": {
+            if (channel.url !== null) return yield* invalid(["url"], "kind console_inbox takes neither url nor webhook_id", "value_error.extra")
+            if (channel.webhook_id !== null) return yield* invalid(["webhook_id"], "kind console_inbox takes neither url nor webhook_id", "value_error.extra")
+            return
+          }
+        }
+      })
+
+      return NotificationChannels.of({ notify, validateChannel })
+    })
+  )
+}
+
+/** Every service of the notification channels, over Callbacks, the database and the config. */
+export const NotificationChannelsLive = NotificationChannels.layer.pipe(
+  Layer.provideMerge(Layer.mergeAll(WebhookEndpoints.layer, Inbox.layer))
+)

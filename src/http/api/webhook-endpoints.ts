@@ -1,4 +1,81 @@
-/** Project webhook endpoints (the `global_webhook` notification channel). Placeholder until built. */
-import { HttpApiGroup } from "effect/http-api"
+/**
+ * Project webhook endpoints (`/v1/projects/{pid}/webhooks`), the `global_webhook` notification
+ * channel: a URL with its own signing secret, shown once at creation. Monitors name one by id.
+ */
+import { Schema } from "effect"
+import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
+import { CALLBACK_URL_MAX_LENGTH, callbackUrlFormProblem } from "../../domain/callback-url.ts"
+import { MAX_WEBHOOK_ENDPOINTS } from "../../webhooks/webhook-endpoints.ts"
+import { BadRequest, Conflict, Forbidden, NotFound, ValidationError } from "../errors.ts"
+import { PageQuery } from "../pagination.ts"
+import { MaxString, OptionalNullable, ProjectIdParam, Timestamp } from "./schemas.ts"
+import { Authentication, Idempotency, RateLimit } from "./security.ts"
 
-export class WebhookEndpointsApi extends HttpApiGroup.make("webhook_endpoints").prefix("/v1/projects/:pid/webhooks") {}
+/** The endpoint's URL: the form rules of a callback_url, named `url` in the messages. */
+export const WebhookUrl = MaxString(CALLBACK_URL_MAX_LENGTH).check(
+  Schema.makeFilter((url: string) => callbackUrlFormProblem(url)?.replaceAll("callback_url", "url") ?? true, {
+    expected: "an absolute http or https URL",
+    toJsonSchema: () => [{ pattern: "^[hH][tT][tT][pP][sS]?://" }, true]
+  })
+).annotate({ format: "uri" })
+
+export const WebhookEndpointResponse = Schema.Struct({
+  id: Schema.String.annotate({ description: "wh_...; a monitor's notify_channel {kind: global_webhook, webhook_id} names it" }),
+  url: Schema.String,
+  description: Schema.NullOr(Schema.String),
+  created_at: Timestamp
+})
+
+export const WebhookEndpointCreatedResponse = Schema.Struct({
+  ...WebhookEndpointResponse.fields,
+  secret: Schema.NullOr(Schema.String).annotate({
+    description: "whsec_... Standard Webhooks secret that signs this endpoint's deliveries; shown once (null in an Idempotency-Key replay)"
+  })
+})
+
+export const CreateWebhookEndpointRequest = Schema.Struct({
+  url: WebhookUrl,
+  description: OptionalNullable(MaxString(500))
+})
+
+const strict = { errors: "all", onExcessProperty: "error" } as const
+const WebhookIdParam = { ...ProjectIdParam, webhook_id: MaxString(64) }
+
+export class WebhookEndpointsApi extends HttpApiGroup.make("webhook_endpoints")
+  .add(
+    HttpApiEndpoint.post("create", "/", {
+      params: ProjectIdParam,
+      payload: CreateWebhookEndpointRequest,
+      success: WebhookEndpointCreatedResponse.annotate({ httpApiStatus: 201 }),
+      error: [Forbidden, Conflict, ValidationError]
+    }).annotate(HttpApi.PayloadParseOptions, strict).annotate(
+      OpenApi.Description,
+      `Admin keys only. The url must be public (unless the service allows private networks), as a callback_url; ` +
+        `a project holds at most ${MAX_WEBHOOK_ENDPOINTS} endpoints (409 webhook_endpoint_limit_reached).`
+    ),
+    HttpApiEndpoint.get("list", "/", {
+      params: ProjectIdParam,
+      query: PageQuery,
+      success: Schema.Struct({ items: Schema.Array(WebhookEndpointResponse), next_cursor: Schema.NullOr(Schema.String) }),
+      error: BadRequest
+    }),
+    HttpApiEndpoint.get("get", "/:webhook_id", { params: WebhookIdParam, success: WebhookEndpointResponse, error: NotFound }),
+    HttpApiEndpoint.delete("delete", "/:webhook_id", {
+      params: WebhookIdParam,
+      success: HttpApiSchema.NoContent,
+      error: [NotFound, Forbidden]
+    }).annotate(
+      OpenApi.Description,
+      "Admin keys only. Deliveries already recorded keep going to the URL; a monitor still naming the endpoint records its next notifications as failed deliveries."
+    )
+  )
+  .middleware(Idempotency)
+  .middleware(RateLimit)
+  .middleware(Authentication)
+  .prefix("/v1/projects/:pid/webhooks")
+  .annotateMerge(OpenApi.annotations({
+    title: "Webhook endpoints",
+    description: "Project-level webhook endpoints: the global_webhook notification channel of monitors. Each has its own " +
+      "Standard Webhooks secret (webhook-id, webhook-timestamp, webhook-signature: v1,<base64 HMAC-SHA256>), shown once."
+  }))
+{}

@@ -9,9 +9,11 @@ import { DEFAULT_LIMIT, decodeCursor, toPage } from "../pagination.ts"
 import { iso } from "../views/timestamps.ts"
 
 
-const deliveryView = (row: DeliveryRow) => ({
+export const deliveryView = (row: DeliveryRow) => ({
   id: row.id,
   run_id: row.run_id,
+  monitor_id: row.monitor_id,
+  channel: row.channel,
   url: row.url,
   event_type: row.event_type,
   status: row.status,
@@ -38,7 +40,13 @@ export const WebhookDeliveriesHandlers = HttpApiBuilder.group(
           const { projectId } = yield* CurrentKey
           const limit = query.limit ?? DEFAULT_LIMIT
           const beforeId = yield* decodeCursor(query.cursor)
-          const rows = yield* callbacks.list(projectId, { runId: query.run_id, status: query.status, limit: limit + 1, beforeId })
+          const rows = yield* callbacks.list(projectId, {
+            runId: query.run_id,
+            monitorId: query.monitor_id,
+            status: query.status,
+            limit: limit + 1,
+            beforeId
+          })
           const page = toPage(rows, limit)
           return { items: page.items.map(deliveryView), next_cursor: page.next_cursor }
         }))
@@ -53,8 +61,8 @@ export const WebhookDeliveriesHandlers = HttpApiBuilder.group(
         Effect.gen(function*() {
           const { projectId } = yield* CurrentKey
           const row = yield* callbacks.retry(projectId, params.delivery_id).pipe(
-            Effect.catchTag("DeliveryNotRetryable", ({ status }) =>
-              Effect.fail(conflict(`the delivery is ${status}; only a failed delivery can be retried`, { status })))
+            Effect.catchTag("DeliveryNotRetryable", ({ status, reason }) =>
+              Effect.fail(conflict(reason ?? `the delivery is ${status}; only a failed delivery can be retried`, { status })))
           )
           if (row === undefined) return yield* missing(params.delivery_id)
           return deliveryView(row)
