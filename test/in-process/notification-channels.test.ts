@@ -1,0 +1,316 @@
+/**
+ * NotificationChannels.notify on its three channels, in-process: the real NotificationChannels,
+ * WebhookEndpoints, Inbox and Callbacks (its dispatcher included) on a database of this file, and
+ * a loopback receiver that verifies every request's signature with the `standardwebhooks` library.
+ *
+ * - callback_url: signed with the monitor's secret (not the project's), recorded with the monitor,
+ *   the channel and the tick as run_id;
+ * - global_webhook: signed with the endpoint's secret; an endpoint that does not exist gives a
+ *   failed delivery saying so, which cannot be retried;
+ * - console_inbox: an inbox notification and a delivery recorded as delivered, nothing sent;
+ * - concurrent notify calls for one (tick, type) record one delivery, send one request;
+ * - a receiver that fails twice gets the delivery on the third attempt, same id and signature scheme.
+ */
+import { assert, expect, layer } from "@effect/vitest"
+import { Context, Effect, Layer, References } from "effect"
+import { createServer, type Server } from "node:http"
+import type { AddressInfo } from "node:net"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import * as path from "node:path"
+import pg from "pg"
+import { Webhook } from "standardwebhooks"
+import { inject } from "vitest"
+import { Projects } from "../../src/auth/projects.ts"
+import { AppConfig } from "../../src/config/config.ts"
+import { makeId } from "../../src/domain/ids.ts"
+import { databaseLayer } from "../../src/store/database.ts"
+import { Callbacks, type DeliveryRow } from "../../src/webhooks/callbacks.ts"
+import { Inbox } from "../../src/webhooks/inbox.ts"
+import { NotificationChannels, NotificationChannelsLive } from "../../src/webhooks/notification-channels.ts"
+import { newWebhookSecret, WebhookEndpoints } from "../../src/webhooks/webhook-endpoints.ts"
+import { SqlClient } from "effect/sql"
+
+interface Received {
+  readonly headers: Record<string, string>
+  readonly body: string
+}
+
+/** A loopback receiver: requests by path; each path answers with its scripted statuses, then 204. */
+const startReceiver = () =>
+  new Promise<{ url: string; byPath: Map<string, Array<Received>>; script: (p: string, statuses: Array<number>) => void; close: () => Promise<void> }>((resolve) => {
+    const byPath = new Map<string, Array<Received>>()
+    const scripts = new Map<string, Array<number>>()
+    const server: Server = createServer((req, res) => {
+      let body = ""
+      req.on("data", (chunk) => (body += chunk))
+      req.on("end", () => {
+        const p = req.url ?? "/"
+        const list = byPath.get(p) ?? []
+        list.push({ headers: req.headers as Record<string, string>, body })
+        byPath.set(p, list)
+        res.writeHead(scripts.get(p)?.shift() ?? 204).end()
+      })
+    })
+    server.listen(0, "127.0.0.1", () =>
+      resolve({
+        url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+        byPath,
+        script: (p, statuses) => void scripts.set(p, statuses),
+        close: () => new Promise<void>((done) => server.close(() => done()))
+      }))
+  })
+
+class Env extends Context.Service<Env, {
+  readonly receiver: Awaited<ReturnType<typeof startReceiver>>
+  readonly projectId: string
+  readonly projectSecret: string
+}>()("test/notification-channels/Env") {}
+
+const adminQuery = (url: string, statement: string) =>
+  Effect.promise(async () => {
+    const client = new pg.Client({ connectionString: url })
+    await client.connect()
+    try {
+      await client.query(statement)
+    } finally {
+      await client.end()
+    }
+  })
+
+/** A database of this file on the tier's PostgreSQL, and the configuration pointing at it. */
+const ConfigLive = Layer.unwrap(Effect.gen(function*() {
+  const admin = inject("inProcessPostgresUrl")
+  const name = `wa_test_${process.pid}_${Math.random().toString(36).slice(2, 10)}`
+  yield* Effect.acquireRelease(
+    adminQuery(admin, `CREATE DATABASE ${name}`),
+    () => adminQuery(admin, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).pipe(Effect.ignore)
+  )
+  const url = new URL(admin)
+  url.pathname = `/${name}`
+  const dataDir = yield* Effect.acquireRelease(
+    Effect.sync(() => mkdtempSync(path.join(tmpdir(), "wa-notify-"))),
+    (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
+  )
+  return AppConfig.layerFrom({
+    DATABASE_URL: url.toString(),
+    WA_DATA_DIR: dataDir,
+    // The receiver is on loopback; retries come quickly.
+    WA_ALLOW_PRIVATE_NETWORKS: "true",
+    WA_WEBHOOK_RETRY_BASE_MS: "50",
+    WA_LOG_LEVEL: "Warn"
+  })
+}))
+
+const EnvLive = Layer.effect(
+  Env,
+  Effect.gen(function*() {
+    const receiver = yield* Effect.acquireRelease(Effect.promise(startReceiver), (r) => Effect.promise(() => r.close()))
+    const project = yield* Projects.use((projects) => projects.create("notification-channels"))
+    const sql = yield* SqlClient.SqlClient
+    const [row] = yield* sql<{ webhook_secret: string }>`SELECT webhook_secret FROM projects WHERE id = ${project.id}`
+    return Env.of({ receiver, projectId: project.id, projectSecret: row!.webhook_secret })
+  }).pipe(Effect.orDie)
+)
+
+const TestLayer = EnvLive.pipe(
+  Layer.provideMerge(NotificationChannelsLive),
+  Layer.provideMerge(Layer.mergeAll(Callbacks.layer, Projects.layer)),
+  Layer.provideMerge(databaseLayer("own")),
+  Layer.provideMerge(Layer.succeed(References.MinimumLogLevel, "Warn")),
+  Layer.provideMerge(ConfigLive)
+)
+
+/** The delivery, once `done` holds for it (the dispatcher works on its own; re-read until then). */
+const awaitDelivery = (projectId: string, id: string, done: (row: DeliveryRow) => boolean) =>
+  Effect.gen(function*() {
+    const callbacks = yield* Callbacks
+    while (true) {
+      const row = yield* callbacks.find(projectId, id)
+      if (row !== undefined && done(row)) return row
+      yield* Effect.sleep("20 millis")
+    }
+  })
+
+const verify = (secret: string, received: Received) =>
+  new Webhook(secret).verify(received.body, {
+    "webhook-id": received.headers["webhook-id"]!,
+    "webhook-timestamp": received.headers["webhook-timestamp"]!,
+    "webhook-signature": received.headers["webhook-signature"]!
+  })
+
+const ids = () => ({ monitorId: makeId("mon"), tickId: makeId("tick") })
+
+layer(TestLayer, { excludeTestServices: true })("NotificationChannels", (it) => {
+  it.effect("callback_url: a POST to the URL signed with the monitor's secret, recorded with monitor, channel and tick", () =>
+    Effect.gen(function*() {
+      const { receiver, projectId, projectSecret } = yield* Env
+      const channels = yield* NotificationChannels
+      const { monitorId, tickId } = ids()
+      const secret = newWebhookSecret()
+      const data = { monitor_id: monitorId, changes: [{ path: "price", old: 120, new: 99 }] }
+      const { deliveryId } = yield* channels.notify({
+        projectId, monitorId, tickId, secret, type: "monitor.change_detected", data,
+        channel: { kind: "callback_url", url: `${receiver.url}/callback`, webhook_id: null }
+      })
+      assert(deliveryId !== null)
+      const row = yield* awaitDelivery(projectId, deliveryId, (r) => r.status === "delivered")
+      expect(row).toMatchObject({ run_id: tickId, monitor_id: monitorId, channel: "callback_url", url: `${receiver.url}/callback`, event_type: "monitor.change_detected", attempts: 1 })
+      const [received] = receiver.byPath.get("/callback")!
+      expect(received!.headers["webhook-id"]).toBe(deliveryId)
+      expect(verify(secret, received!)).toMatchObject({ type: "monitor.change_detected", data })
+      // Signed with the monitor's secret, not the project's.
+      expect(() => verify(projectSecret, received!)).toThrow()
+    }))
+
+  it.effect("global_webhook: a POST to the endpoint's URL signed with the endpoint's secret", () =>
+    Effect.gen(function*() {
+      const { receiver, projectId } = yield* Env
+      const channels = yield* NotificationChannels
+      const { row: endpoint, secret: endpointSecret } = yield* WebhookEndpoints.use((e) =>
+        e.create(projectId, { url: `${receiver.url}/global`, description: "ops" })
+      ).pipe(Effect.orDie)
+      const channel = { kind: "global_webhook" as const, url: null, webhook_id: endpoint.id }
+      yield* channels.validateChannel(projectId, channel)
+      const { monitorId, tickId } = ids()
+      const { deliveryId } = yield* channels.notify({
+        projectId, monitorId, tickId, secret: newWebhookSecret(), type: "monitor.change_detected", data: { n: 1 }, channel
+      })
+      assert(deliveryId !== null)
+      const row = yield* awaitDelivery(projectId, deliveryId, (r) => r.status === "delivered")
+      expect(row).toMatchObject({ channel: "global_webhook", monitor_id: monitorId, run_id: tickId, url: `${receiver.url}/global` })
+      const [received] = receiver.byPath.get("/global")!
+      expect(verify(endpointSecret, received!)).toMatchObject({ type: "monitor.change_detected", data: { n: 1 } })
+    }))
+
+  it.effect("global_webhook to an endpoint that does not exist: a failed delivery saying so, not retryable", () =>
+    Effect.gen(function*() {
+      const { projectId } = yield* Env
+      const channels = yield* NotificationChannels
+      const callbacks = yield* Callbacks
+      const { monitorId, tickId } = ids()
+      const channel = { kind: "global_webhook" as const, url: null, webhook_id: "wh_00000000000000000000000000" }
+      const invalid = yield* Effect.flip(channels.validateChannel(projectId, channel))
+      expect(invalid).toMatchObject({ _tag: "InvalidField", field: ["notify_channel", "webhook_id"], type: "value_error.webhook_not_found" })
+
+      const { deliveryId } = yield* channels.notify({
+        projectId, monitorId, tickId, secret: newWebhookSecret(), type: "monitor.change_detected", data: {}, channel
+      })
+      assert(deliveryId !== null)
+      const row = yield* callbacks.find(projectId, deliveryId)
+      expect(row).toMatchObject({ status: "failed", channel: "global_webhook", attempts: 0, next_attempt_at: null })
+      expect(row!.last_error).toContain("wh_00000000000000000000000000 does not exist")
+      const retried = yield* Effect.flip(callbacks.retry(projectId, deliveryId))
+      expect(retried).toMatchObject({ _tag: "DeliveryNotRetryable", status: "failed" })
+      expect(retried.reason).toContain("no HTTP target")
+    }))
+
+  it.effect("console_inbox: an unread notification and a delivery recorded as delivered; nothing is sent", () =>
+    Effect.gen(function*() {
+      const { receiver, projectId } = yield* Env
+      const channels = yield* NotificationChannels
+      const inbox = yield* Inbox
+      const callbacks = yield* Callbacks
+      const { monitorId, tickId } = ids()
+      const before = yield* inbox.unreadCount(projectId)
+      const sentBefore = [...receiver.byPath.values()].flat().length
+      const { deliveryId } = yield* channels.notify({
+        projectId, monitorId, tickId, secret: newWebhookSecret(), type: "monitor.change_detected",
+        data: { title: "Price dropped to 99", price: 99 }, channel: { kind: "console_inbox", url: null, webhook_id: null }
+      })
+      assert(deliveryId !== null)
+      const [notification] = yield* inbox.list(projectId, { limit: 1 })
+      expect(notification).toMatchObject({ monitor_id: monitorId, tick_id: tickId, type: "monitor.change_detected", title: "Price dropped to 99", data: { price: 99 }, read_at: null })
+      expect(yield* inbox.unreadCount(projectId)).toBe(before + 1)
+      const row = yield* callbacks.find(projectId, deliveryId)
+      expect(row).toMatchObject({ status: "delivered", channel: "console_inbox", attempts: 0, url: `/v1/projects/${projectId}/inbox/${notification!.id}` })
+      expect(row!.delivered_at).not.toBeNull()
+      expect([...receiver.byPath.values()].flat().length).toBe(sentBefore)
+      const retried = yield* Effect.flip(callbacks.retry(projectId, deliveryId))
+      expect(retried).toMatchObject({ _tag: "DeliveryNotRetryable", status: "delivered" })
+    }))
+
+  it.effect("concurrent notify calls for one tick and type record one delivery per channel and send once", () =>
+    Effect.gen(function*() {
+      const { receiver, projectId } = yield* Env
+      const channels = yield* NotificationChannels
+      const callbacks = yield* Callbacks
+      const inbox = yield* Inbox
+      const { secret: endpointSecret, row: endpoint } = yield* WebhookEndpoints.use((e) =>
+        e.create(projectId, { url: `${receiver.url}/once-global`, description: null })
+      ).pipe(Effect.orDie)
+      const monitorSecret = newWebhookSecret()
+      const cases = [
+        { kind: "callback_url" as const, url: `${receiver.url}/once-callback`, webhook_id: null, path: "/once-callback", secret: monitorSecret },
+        { kind: "global_webhook" as const, url: null, webhook_id: endpoint.id, path: "/once-global", secret: endpointSecret },
+        { kind: "console_inbox" as const, url: null, webhook_id: null, path: undefined, secret: undefined }
+      ]
+      for (const c of cases) {
+        const { monitorId, tickId } = ids()
+        const results = yield* Effect.forEach(
+          Array.from({ length: 8 }, () => undefined),
+          () => channels.notify({
+            projectId, monitorId, tickId, secret: monitorSecret, type: "monitor.change_detected", data: { kind: c.kind },
+            channel: { kind: c.kind, url: c.url, webhook_id: c.webhook_id }
+          }),
+          { concurrency: "unbounded" }
+        )
+        const deliveryIds = new Set(results.map((r) => r.deliveryId))
+        expect(deliveryIds.size).toBe(1)
+        const rows = yield* callbacks.list(projectId, { runId: tickId, limit: 100 })
+        expect(rows.map((r) => r.id)).toEqual([...deliveryIds])
+        // Another type of the same tick is another delivery.
+        const other = yield* channels.notify({
+          projectId, monitorId, tickId, secret: monitorSecret, type: "monitor.stopped", data: {},
+          channel: { kind: c.kind, url: c.url, webhook_id: c.webhook_id }
+        })
+        expect(deliveryIds.has(other.deliveryId)).toBe(false)
+        const byMonitor = yield* callbacks.list(projectId, { monitorId, limit: 100 })
+        expect(byMonitor.map((r) => r.event_type).sort()).toEqual(["monitor.change_detected", "monitor.stopped"])
+        if (c.path === undefined) {
+          const notifications = (yield* inbox.list(projectId, { limit: 100 })).filter((n) => n.tick_id === tickId)
+          expect(notifications.map((n) => n.type).sort()).toEqual(["monitor.change_detected", "monitor.stopped"])
+        } else {
+          yield* awaitDelivery(projectId, [...deliveryIds][0]!, (r) => r.status === "delivered")
+          yield* awaitDelivery(projectId, other.deliveryId!, (r) => r.status === "delivered")
+          const received = receiver.byPath.get(c.path)!
+          expect(received.length).toBe(2)
+          for (const r of received) verify(c.secret!, r)
+        }
+      }
+    }))
+
+  it.effect("a delivery the receiver refused twice is delivered on the third attempt", () =>
+    Effect.gen(function*() {
+      const { receiver, projectId } = yield* Env
+      const channels = yield* NotificationChannels
+      const { monitorId, tickId } = ids()
+      const secret = newWebhookSecret()
+      receiver.script("/flaky", [500, 503])
+      const { deliveryId } = yield* channels.notify({
+        projectId, monitorId, tickId, secret, type: "monitor.change_detected", data: { x: 1 },
+        channel: { kind: "callback_url", url: `${receiver.url}/flaky`, webhook_id: null }
+      })
+      const row = yield* awaitDelivery(projectId, deliveryId!, (r) => r.status === "delivered" || r.status === "failed")
+      expect(row).toMatchObject({ status: "delivered", attempts: 3, last_status_code: 204, last_error: null })
+      const received = receiver.byPath.get("/flaky")!
+      expect(received.length).toBe(3)
+      for (const attempt of received) {
+        expect(attempt.headers["webhook-id"]).toBe(deliveryId)
+        verify(secret, attempt)
+      }
+    }))
+
+  it.effect("validateChannel: the field matching the kind is required, the other refused", () =>
+    Effect.gen(function*() {
+      const { projectId } = yield* Env
+      const channels = yield* NotificationChannels
+      const refused = (channel: Parameters<typeof channels.validateChannel>[1]) => Effect.flip(channels.validateChannel(projectId, channel))
+      expect(yield* refused({ kind: "callback_url", url: null, webhook_id: null })).toMatchObject({ field: ["notify_channel", "url"], type: "missing" })
+      expect(yield* refused({ kind: "callback_url", url: "ftp://example.com/x", webhook_id: null })).toMatchObject({ field: ["notify_channel", "url"] })
+      expect(yield* refused({ kind: "global_webhook", url: null, webhook_id: null })).toMatchObject({ field: ["notify_channel", "webhook_id"], type: "missing" })
+      expect(yield* refused({ kind: "console_inbox", url: "https://example.com", webhook_id: null })).toMatchObject({ field: ["notify_channel", "url"] })
+      yield* channels.validateChannel(projectId, { kind: "console_inbox", url: null, webhook_id: null })
+      yield* channels.validateChannel(projectId, { kind: "callback_url", url: "http://127.0.0.1:9/hook", webhook_id: null })
+    }))
+})
