@@ -1,3 +1,377 @@
-import { Layer } from "effect"
+/**
+ * Durable schedules, shared by the products (Track monitors first, DoAnything scheduled sessions
+ * later). The product names the owner (`{kind, id}`), stores its schedule with `set` (inside its
+ * own transaction if it likes) and registers, once per process, the handler that fires an owner
+ * of its kind for a slot; the handler hands the slot to the owning entity.
+ *
+ * Every process runs the same loop. A pass, in one transaction, claims due schedules
+ * (`FOR UPDATE SKIP LOCKED`, a batch at a time), records a firing per schedule for its slot
+ * (primary key owner + slot, `ON CONFLICT DO NOTHING`) and advances next_fire_at to the first slot
+ * after now. So a slot is recorded once however many processes look, and after downtime a
+ * schedule fires once to catch up, not once per missed slot. After the commit the pass calls the
+ * handlers of the firings it recorded and marks them dispatched. A firing left undispatched (the
+ * process died in between, the handler failed or hung) is dispatched again by any process once
+ * its lease (the grace period) runs out, with backoff on repeated failures. Delivery to the
+ * handler is therefore at least once per slot: handlers must be idempotent per (owner, slot).
+ *
+ * Time is the Effect Clock's (passed to the queries, not SQL's now()), so tests drive it with
+ * TestClock. Owners of a kind no handler is registered for in this process are left to a process
+ * that has one.
+ */
+import { Clock, Context, Duration, Effect, Exit, Layer, Metric, Queue, Schema, type Scope } from "effect"
+import { SqlClient } from "effect/sql"
+import { AppConfig } from "../config/config.ts"
+import { CanonicalSchedule, canonicalSchedule, nextSlot, type ScheduleSpec, validateSchedule } from "./spec.ts"
 
-export const SchedulesLive = Layer.empty
+/** Who a schedule belongs to: a product's kind (`monitor`) and the owner's id in it. */
+export interface ScheduleOwner {
+  readonly kind: string
+  readonly id: string
+}
+
+export interface ScheduleState {
+  readonly spec: CanonicalSchedule
+  /** The slot that fires next; null while paused. */
+  readonly next_fire_at: Date | null
+  readonly paused: boolean
+  /** The slot fired last (null before the first). */
+  readonly last_slot_at: Date | null
+  /** Interval slots are anchor_at + k * interval_seconds. */
+  readonly anchor_at: Date
+}
+
+/** Fires an owner for a slot. Called at least once per slot, so it must be idempotent. */
+export type FireHandler = (ownerId: string, slot: Date) => Effect.Effect<void, unknown>
+
+export interface SchedulerOptions {
+  /** How long the loop waits at most before looking again (it wakes earlier for a slot due sooner). */
+  readonly pollMs: number
+  /** Lease of a dispatch: a firing not marked dispatched within it is dispatched again (and the handler call is cut off). */
+  readonly graceMs?: number | undefined
+  /** Schedules (and retried firings) one pass claims at most. */
+  readonly batchSize?: number | undefined
+  /** Handler calls in flight at once per process. */
+  readonly concurrency?: number | undefined
+  /** Dispatched firings are kept this long, then pruned. */
+  readonly retentionMs?: number | undefined
+  /** false: no background loop; `runDue` drives passes (tests). */
+  readonly loop?: boolean | undefined
+}
+
+const DEFAULT_GRACE_MS = 10_000
+const DEFAULT_BATCH = 500
+const DEFAULT_CONCURRENCY = 32
+const DEFAULT_RETENTION_MS = 3_600_000
+const PRUNE_EVERY_MS = 5 * 60_000
+const PRUNE_BATCH = 100_000
+/** Retries back off as grace * 2^n, n at most this. */
+const MAX_BACKOFF_EXPONENT = 6
+/** Least wait between passes when something is due but locked by another process. */
+const MIN_WAIT_MS = 50
+
+export const schedulerMetrics = {
+  fired: Metric.counter("wa_schedule_firings_total", { description: "Schedule slots recorded (fired) by this process", incremental: true }),
+  redispatched: Metric.counter("wa_schedule_redispatches_total", { description: "Undispatched firings this process dispatched again", incremental: true }),
+  failed: Metric.counter("wa_schedule_dispatch_failures_total", { description: "Firing handler calls that failed or timed out", incremental: true }),
+  lateness: Metric.histogram("wa_schedule_lateness_ms", {
+    description: "How long after its slot a firing was recorded",
+    boundaries: [10, 50, 100, 250, 500, 1000, 2000, 5000, 10_000, 60_000]
+  })
+}
+
+interface FiringRow {
+  readonly owner_kind: string
+  readonly owner_id: string
+  readonly slot_at: Date
+}
+
+const decodeStoredSpec = Schema.decodeUnknownSync(CanonicalSchedule)
+
+export class Schedules extends Context.Service<Schedules, {
+  /**
+   * Creates or replaces the owner's schedule. The first slot is `firstAt` (e.g. now, to fire at
+   * once), else the first slot after now. Interval slots are anchored at `anchor` (default now).
+   * `paused: true` stores it paused. Runs on the ambient SQL client, so it joins the caller's
+   * `sql.withTransaction`. The spec must be valid (see validateSchedule); an invalid one is a defect.
+   */
+  readonly set: (owner: ScheduleOwner, spec: ScheduleSpec | CanonicalSchedule, options?: {
+    readonly anchor?: Date | undefined
+    readonly firstAt?: Date | undefined
+    readonly paused?: boolean | undefined
+  }) => Effect.Effect<void>
+  /** Stops firing (next_fire_at NULL); false when the owner has no schedule. */
+  readonly pause: (owner: ScheduleOwner) => Effect.Effect<boolean>
+  /** Fires again from the first slot after now (missed slots are not fired); false when the owner has no schedule. */
+  readonly resume: (owner: ScheduleOwner) => Effect.Effect<boolean>
+  /** Deletes the schedule and its firings. */
+  readonly remove: (owner: ScheduleOwner) => Effect.Effect<void>
+  readonly get: (owner: ScheduleOwner) => Effect.Effect<ScheduleState | undefined>
+  /**
+   * This process fires owners of `kind` with `fire` until the caller's scope closes (register it
+   * while building the product's layer). A later registration of the same kind replaces it.
+   */
+  readonly register: (kind: string, fire: FireHandler) => Effect.Effect<void, never, Scope.Scope>
+  /** One pass now: claims and dispatches what is due. The loop calls it; tests and benches may too. Returns the firings dispatched. */
+  readonly runDue: Effect.Effect<number>
+}>()("wa/schedules/Schedules") {
+  /** The service with its loop forked in the current scope. */
+  static readonly make = (options: SchedulerOptions) => makeSchedules(options)
+
+  static readonly layer = Layer.effect(
+    Schedules,
+    Effect.gen(function*() {
+      const config = yield* AppConfig
+      return yield* makeSchedules({ pollMs: config.schedulerPollMs })
+    })
+  )
+}
+
+export const SchedulesLive = Schedules.layer
+
+const makeSchedules = Effect.fnUntraced(function*(options: SchedulerOptions) {
+  const sql = yield* SqlClient.SqlClient
+  const graceMs = options.graceMs ?? DEFAULT_GRACE_MS
+  const batch = options.batchSize ?? DEFAULT_BATCH
+  const concurrency = options.concurrency ?? DEFAULT_CONCURRENCY
+  const retentionMs = options.retentionMs ?? DEFAULT_RETENTION_MS
+  const handlers = new Map<string, FireHandler>()
+  const wake = yield* Queue.sliding<void>(1)
+  const now = Effect.map(Clock.currentTimeMillis, (millis) => new Date(millis))
+
+  /** Schedules of registered kinds that are due: recorded as firings and advanced, in one transaction. */
+  const claimDue = (kinds: ReadonlyArray<string>, at: Date) =>
+    sql.withTransaction(Effect.gen(function*() {
+      const due = yield* sql<{ owner_kind: string; owner_id: string; spec: unknown; anchor_at: Date; next_fire_at: Date }>`
+        SELECT owner_kind, owner_id, spec, anchor_at, next_fire_at FROM schedules
+        WHERE next_fire_at <= ${at} AND owner_kind IN ${sql.in(kinds)}
+        ORDER BY next_fire_at
+        LIMIT ${batch}
+        FOR UPDATE SKIP LOCKED`
+      if (due.length === 0) return { claimed: 0, fresh: [] as ReadonlyArray<FiringRow> }
+      const advanced = due.map((row) => {
+        let next: string | null = null
+        try {
+          next = nextSlot(decodeStoredSpec(row.spec), at, row.anchor_at).toISOString()
+        } catch {
+          // Validation refuses schedules without a next slot; a stored one that has none stops here.
+        }
+        return { owner_kind: row.owner_kind, owner_id: row.owner_id, slot_at: row.next_fire_at.toISOString(), next_fire_at: next }
+      })
+      // The data-modifying CTE runs whether or not the INSERT refers to it.
+      const fresh = yield* sql<FiringRow>`
+        WITH u AS (
+          SELECT * FROM jsonb_to_recordset(${JSON.stringify(advanced)}::jsonb)
+            AS u(owner_kind text, owner_id text, slot_at timestamptz, next_fire_at timestamptz)
+        ), advanced AS (
+          UPDATE schedules s SET next_fire_at = u.next_fire_at, last_slot_at = u.slot_at, updated_at = ${at}
+          FROM u WHERE s.owner_kind = u.owner_kind AND s.owner_id = u.owner_id
+        )
+        INSERT INTO schedule_firings (owner_kind, owner_id, slot_at, fired_at, retry_at)
+        SELECT owner_kind, owner_id, slot_at, ${at}, ${new Date(at.getTime() + graceMs)} FROM u
+        ON CONFLICT DO NOTHING
+        RETURNING owner_kind, owner_id, slot_at`
+      for (const row of advanced) {
+        if (row.next_fire_at === null) yield* Effect.logWarning("schedule has no next slot; it stops").pipe(Effect.annotateLogs({ owner_kind: row.owner_kind, owner_id: row.owner_id }))
+      }
+      return { claimed: due.length, fresh }
+    }))
+
+  /** Firings of registered kinds whose lease ran out undispatched: leased again, with backoff. */
+  const claimRetries = (kinds: ReadonlyArray<string>, at: Date) =>
+    sql<FiringRow & { attempts: number }>`
+      UPDATE schedule_firings f
+      SET attempts = f.attempts + 1,
+        retry_at = ${at}::timestamptz + make_interval(secs => ${graceMs / 1000}::double precision * power(2, least(f.attempts, ${MAX_BACKOFF_EXPONENT})))
+      FROM (
+        SELECT owner_kind, owner_id, slot_at FROM schedule_firings
+        WHERE dispatched_at IS NULL AND retry_at <= ${at} AND owner_kind IN ${sql.in(kinds)}
+        ORDER BY retry_at
+        LIMIT ${batch}
+        FOR UPDATE SKIP LOCKED
+      ) d
+      WHERE f.owner_kind = d.owner_kind AND f.owner_id = d.owner_id AND f.slot_at = d.slot_at
+      RETURNING f.owner_kind, f.owner_id, f.slot_at, f.attempts`
+
+  const markDispatched = (firing: FiringRow) =>
+    Effect.flatMap(now, (at) =>
+      sql`
+        UPDATE schedule_firings SET dispatched_at = ${at}, last_error = NULL
+        WHERE owner_kind = ${firing.owner_kind} AND owner_id = ${firing.owner_id} AND slot_at = ${firing.slot_at}`)
+
+  const markFailed = (firing: FiringRow, error: string) =>
+    sql`
+      UPDATE schedule_firings SET last_error = ${error.slice(0, 2000)}
+      WHERE owner_kind = ${firing.owner_kind} AND owner_id = ${firing.owner_id} AND slot_at = ${firing.slot_at}`
+
+  /** Calls the kind's handler, cut off at the lease, and records the outcome. Never fails. */
+  const dispatch = (firing: FiringRow & { readonly attempts?: number }) => {
+    const fire = handlers.get(firing.owner_kind)
+    // Unregistered since the claim (its layer is closing): the lease runs out and another process takes it.
+    if (fire === undefined) return Effect.succeed(false)
+    return fire(firing.owner_id, firing.slot_at).pipe(
+      Effect.timeout(Duration.millis(graceMs)),
+      Effect.exit,
+      Effect.flatMap((exit) =>
+        Exit.isSuccess(exit)
+          ? Effect.as(markDispatched(firing), true)
+          : Effect.gen(function*() {
+            yield* Metric.update(schedulerMetrics.failed, 1)
+            const error = String(Exit.isFailure(exit) ? exit.cause : "")
+            yield* Effect.logWarning("schedule firing failed; it is dispatched again after the grace period").pipe(
+              Effect.annotateLogs({
+                owner_kind: firing.owner_kind,
+                owner_id: firing.owner_id,
+                slot: firing.slot_at.toISOString(),
+                attempts: firing.attempts ?? 1,
+                error
+              })
+            )
+            yield* markFailed(firing, error)
+            return false
+          })
+      ),
+      Effect.catchCause((cause) => Effect.as(Effect.logWarning("recording a schedule firing's outcome failed", cause), false)),
+      Effect.withSpan("Schedules.fire", {
+        attributes: { "schedule.owner_kind": firing.owner_kind, "schedule.owner_id": firing.owner_id, "schedule.slot": firing.slot_at.toISOString() }
+      })
+    )
+  }
+
+  /** One pass; `busy` when a batch came back full (more may be due at once). */
+  const pass = Effect.gen(function*() {
+    const kinds = [...handlers.keys()]
+    if (kinds.length === 0) return { dispatched: 0, busy: false }
+    const at = yield* now
+    const { claimed, fresh } = yield* claimDue(kinds, at)
+    const retries = yield* claimRetries(kinds, at)
+    for (const firing of fresh) yield* Metric.update(schedulerMetrics.lateness, Math.max(0, at.getTime() - firing.slot_at.getTime()))
+    if (fresh.length > 0) yield* Metric.update(schedulerMetrics.fired, fresh.length)
+    if (retries.length > 0) yield* Metric.update(schedulerMetrics.redispatched, retries.length)
+    const outcomes = yield* Effect.forEach([...fresh, ...retries], dispatch, { concurrency })
+    return { dispatched: outcomes.filter(Boolean).length, busy: claimed >= batch || retries.length >= batch }
+  }).pipe(Effect.orDie)
+
+  /** How long to wait for the next due slot or retry of a registered kind, at most the poll interval. */
+  const untilDue = Effect.gen(function*() {
+    const kinds = [...handlers.keys()]
+    if (kinds.length === 0) return options.pollMs
+    const at = yield* now
+    const [row] = yield* sql<{ due: Date | null }>`
+      SELECT least(
+        (SELECT min(next_fire_at) FROM schedules WHERE next_fire_at IS NOT NULL AND owner_kind IN ${sql.in(kinds)}),
+        (SELECT min(retry_at) FROM schedule_firings WHERE dispatched_at IS NULL AND owner_kind IN ${sql.in(kinds)})
+      ) AS due`
+    if (row?.due == null) return options.pollMs
+    return Math.min(options.pollMs, Math.max(Math.min(MIN_WAIT_MS, options.pollMs), row.due.getTime() - at.getTime()))
+  }).pipe(Effect.orDie)
+
+  /** Deletes dispatched firings past the retention, a bounded batch at a time. */
+  const prune = Effect.gen(function*() {
+    const at = yield* now
+    yield* sql`
+      DELETE FROM schedule_firings WHERE ctid IN (
+        SELECT ctid FROM schedule_firings
+        WHERE fired_at < ${new Date(at.getTime() - retentionMs)} AND dispatched_at IS NOT NULL
+        LIMIT ${PRUNE_BATCH}
+      )`
+  }).pipe(Effect.orDie)
+
+  if (options.loop !== false) {
+    yield* Effect.gen(function*() {
+      let prunedAt = 0
+      while (true) {
+        const { busy } = yield* pass.pipe(
+          Effect.catchCause((cause) => Effect.as(Effect.logWarning("scheduler pass failed", cause), { dispatched: 0, busy: false }))
+        )
+        if (busy) continue
+        const at = yield* Clock.currentTimeMillis
+        if (at - prunedAt >= PRUNE_EVERY_MS) {
+          prunedAt = at
+          yield* prune.pipe(Effect.catchCause((cause) => Effect.logWarning("pruning schedule firings failed", cause)))
+        }
+        const waitMs = yield* untilDue.pipe(Effect.catchCause(() => Effect.succeed(options.pollMs)))
+        yield* Queue.take(wake).pipe(Effect.timeoutOption(Duration.millis(waitMs)))
+      }
+    }).pipe(Effect.forkScoped)
+  }
+
+  const wakeLoop = Queue.offer(wake, undefined).pipe(Effect.asVoid)
+  const key = (owner: ScheduleOwner) => sql`owner_kind = ${owner.kind} AND owner_id = ${owner.id}`
+
+  const set = Effect.fn("Schedules.set")(function*(owner: ScheduleOwner, spec: ScheduleSpec | CanonicalSchedule, setOptions?: {
+    readonly anchor?: Date | undefined
+    readonly firstAt?: Date | undefined
+    readonly paused?: boolean | undefined
+  }) {
+    const problem = validateSchedule(spec, 0)
+    if (problem !== undefined) return yield* Effect.die(new Error(`invalid schedule for ${owner.kind} ${owner.id}: ${problem.path.join(".")}: ${problem.message}`))
+    const canonical = canonicalSchedule(spec)
+    const at = yield* now
+    const anchor = setOptions?.anchor ?? at
+    const paused = setOptions?.paused === true
+    const next = paused ? null : setOptions?.firstAt ?? nextSlot(canonical, at, anchor)
+    yield* sql`
+      INSERT INTO schedules (owner_kind, owner_id, spec, anchor_at, next_fire_at, paused, created_at, updated_at)
+      VALUES (${owner.kind}, ${owner.id}, ${JSON.stringify(canonical)}::jsonb, ${anchor}, ${next}, ${paused}, ${at}, ${at})
+      ON CONFLICT (owner_kind, owner_id) DO UPDATE SET
+        spec = EXCLUDED.spec, anchor_at = EXCLUDED.anchor_at, next_fire_at = EXCLUDED.next_fire_at,
+        paused = EXCLUDED.paused, updated_at = EXCLUDED.updated_at`.pipe(Effect.orDie)
+    yield* wakeLoop
+  })
+
+  const pause = Effect.fn("Schedules.pause")(function*(owner: ScheduleOwner) {
+    const at = yield* now
+    const rows = yield* sql`
+      UPDATE schedules SET paused = true, next_fire_at = NULL, updated_at = ${at}
+      WHERE ${key(owner)} RETURNING owner_id`.pipe(Effect.orDie)
+    return rows.length > 0
+  })
+
+  const resume = Effect.fn("Schedules.resume")(function*(owner: ScheduleOwner) {
+    const at = yield* now
+    const [row] = yield* sql<{ spec: unknown; anchor_at: Date }>`SELECT spec, anchor_at FROM schedules WHERE ${key(owner)}`.pipe(Effect.orDie)
+    if (row === undefined) return false
+    const next = nextSlot(decodeStoredSpec(row.spec), at, row.anchor_at)
+    yield* sql`
+      UPDATE schedules SET paused = false, next_fire_at = ${next}, updated_at = ${at}
+      WHERE ${key(owner)}`.pipe(Effect.orDie)
+    yield* wakeLoop
+    return true
+  })
+
+  const remove = Effect.fn("Schedules.remove")(function*(owner: ScheduleOwner) {
+    yield* sql`DELETE FROM schedules WHERE ${key(owner)}`.pipe(Effect.orDie)
+    yield* sql`DELETE FROM schedule_firings WHERE ${key(owner)}`.pipe(Effect.orDie)
+  })
+
+  const get = Effect.fn("Schedules.get")(function*(owner: ScheduleOwner) {
+    const [row] = yield* sql<{ spec: unknown; next_fire_at: Date | null; paused: boolean; last_slot_at: Date | null; anchor_at: Date }>`
+      SELECT spec, next_fire_at, paused, last_slot_at, anchor_at FROM schedules WHERE ${key(owner)}`.pipe(Effect.orDie)
+    if (row === undefined) return undefined
+    return {
+      spec: decodeStoredSpec(row.spec),
+      next_fire_at: row.next_fire_at,
+      paused: row.paused,
+      last_slot_at: row.last_slot_at,
+      anchor_at: row.anchor_at
+    } satisfies ScheduleState
+  })
+
+  const register = (kind: string, fire: FireHandler) =>
+    Effect.acquireRelease(
+      Effect.andThen(Effect.sync(() => handlers.set(kind, fire)), wakeLoop),
+      () => Effect.sync(() => {
+        if (handlers.get(kind) === fire) handlers.delete(kind)
+      })
+    ).pipe(Effect.asVoid)
+
+  return Schedules.of({
+    set,
+    pause,
+    resume,
+    remove,
+    get,
+    register,
+    runDue: Effect.map(pass, ({ dispatched }) => dispatched)
+  })
+})

@@ -1,0 +1,190 @@
+/**
+ * What a schedule is on the wire and when it fires.
+ *
+ * The wire form (the spec's CreateMonitorRequest.schedule) is `{kind: "cron", expr, tz}` or
+ * `{kind: "interval", interval_seconds}`. The spec names the cron key `expr` in its schema and
+ * `cron` on the feature page, so both are accepted (both given: they must be equal). Expressions
+ * are parsed by Effect's `Cron` (5 fields, or 6 with seconds first) in the schedule's IANA time
+ * zone (UTC when none is given). Stored and answered in one canonical form, `{kind, expr, tz}` or
+ * `{kind, interval_seconds}`.
+ *
+ * The minimum interval is an operator setting, so it is not part of the schema: `validateSchedule`
+ * checks it (and everything else) and names the field, for a 422.
+ */
+import { Cron, DateTime, Option, Result, Schema } from "effect"
+
+const MAX_EXPR_LENGTH = 200
+const MAX_TZ_LENGTH = 64
+/** interval_seconds above this would overflow Date arithmetic long before it is useful (10 years). */
+const MAX_INTERVAL_SECONDS = 10 * 365 * 24 * 3600
+
+/** A fixed instant to look at a cron's slots from, so validation does not depend on today's date. */
+const REFERENCE = new Date("2025-01-01T00:00:00Z")
+
+/** A field of the schedule object and what is wrong with it, for a 422 `validation_error`. */
+export interface ScheduleProblem {
+  readonly path: ReadonlyArray<string>
+  readonly message: string
+}
+
+/**
+ * A named IANA zone (`Europe/Berlin`, `UTC`), not an offset: an offset does not follow daylight
+ * saving, which is what a cron user means by a zone.
+ */
+const zoneProblem = (tz: string): string | undefined => {
+  if (!/^[A-Za-z]/.test(tz)) return `tz must be an IANA time zone name such as "Europe/Berlin", not ${JSON.stringify(tz)}`
+  return Option.isSome(DateTime.zoneMakeNamed(tz)) ? undefined : `unknown time zone ${JSON.stringify(tz)} (use an IANA name such as "Europe/Berlin")`
+}
+
+/** Parsed expressions by `tz \0 expr`: parsing is pure, and the scheduler meets the same few often. */
+const parsedCrons = new Map<string, Cron.Cron>()
+
+const parseCron = (expr: string, tz: string): Result.Result<Cron.Cron, string> => {
+  const key = `${tz}\u0000${expr}`
+  const cached = parsedCrons.get(key)
+  if (cached !== undefined) return Result.succeed(cached)
+  const parsed = Cron.parse(expr, tz)
+  if (Result.isFailure(parsed)) return Result.fail(parsed.failure.message)
+  if (parsedCrons.size >= 1_000) parsedCrons.clear()
+  parsedCrons.set(key, parsed.success)
+  return Result.succeed(parsed.success)
+}
+
+/** The problem of a cron expression in a zone, without the minimum interval. */
+const cronProblem = (expr: string, tz: string): ScheduleProblem | undefined => {
+  const zone = zoneProblem(tz)
+  if (zone !== undefined) return { path: ["tz"], message: zone }
+  const parsed = parseCron(expr, tz)
+  if (Result.isFailure(parsed)) return { path: ["expr"], message: `invalid cron expression ${JSON.stringify(expr)}: ${parsed.failure}` }
+  try {
+    Cron.next(parsed.success, REFERENCE)
+  } catch {
+    return { path: ["expr"], message: `cron expression ${JSON.stringify(expr)} never fires` }
+  }
+  return undefined
+}
+
+const CronExpr = Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(MAX_EXPR_LENGTH))
+
+/** `{kind: "cron", expr | cron, tz?}`: the expression under either name, parsed in the zone. */
+export const CronScheduleSpec = Schema.Struct({
+  kind: Schema.Literal("cron"),
+  expr: Schema.optionalKey(CronExpr),
+  cron: Schema.optionalKey(CronExpr),
+  tz: Schema.optionalKey(Schema.NullOr(Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(MAX_TZ_LENGTH))))
+}).check(Schema.makeFilter((spec) => {
+  if (spec.expr === undefined && spec.cron === undefined) return { path: ["expr"], issue: "a cron schedule needs expr (or its alias cron)" }
+  if (spec.expr !== undefined && spec.cron !== undefined && spec.expr !== spec.cron) {
+    return { path: ["cron"], issue: "expr and cron name the same expression: give one, or the same value in both" }
+  }
+  const problem = cronProblem(exprOf(spec) ?? "", spec.tz ?? "UTC")
+  if (problem === undefined) return undefined
+  // The expression's problem is reported under the key the caller used.
+  const path = problem.path[0] === "expr" && spec.expr === undefined ? ["cron"] : problem.path
+  return { path, issue: problem.message }
+}))
+
+export const IntervalScheduleSpec = Schema.Struct({
+  kind: Schema.Literal("interval"),
+  interval_seconds: Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: MAX_INTERVAL_SECONDS }))
+})
+
+/** The wire schedule of a create or refine request (decode it with `onExcessProperty: "error"`). */
+export const ScheduleSpec = Schema.Union([CronScheduleSpec, IntervalScheduleSpec]).annotate({
+  message: "schedule must be {kind: \"cron\", expr, tz} or {kind: \"interval\", interval_seconds}"
+})
+export type ScheduleSpec = typeof ScheduleSpec.Type
+
+/** The one stored and answered form: the cron key is `expr`, the zone is always named. */
+export const CanonicalSchedule = Schema.Union([
+  Schema.Struct({ kind: Schema.Literal("cron"), expr: Schema.String, tz: Schema.String }),
+  Schema.Struct({ kind: Schema.Literal("interval"), interval_seconds: Schema.Int })
+])
+export type CanonicalSchedule = typeof CanonicalSchedule.Type
+
+/** Strict decoding of the wire form (unknown fields are errors), for callers outside HttpApi. */
+export const decodeScheduleSpec = Schema.decodeUnknownEffect(ScheduleSpec)
+export const scheduleParseOptions = { errors: "all", onExcessProperty: "error" } as const
+
+/** The cron expression under whichever key it was given (undefined only for an invalid spec). */
+const exprOf = (spec: { readonly expr?: string | undefined; readonly cron?: string | undefined }) => spec.expr ?? spec.cron
+
+/** The stored and answered form of a (valid) schedule. */
+export const canonicalSchedule = (spec: ScheduleSpec | CanonicalSchedule): CanonicalSchedule =>
+  spec.kind === "interval"
+    ? { kind: "interval", interval_seconds: spec.interval_seconds }
+    : { kind: "cron", expr: exprOf(spec) ?? "", tz: spec.tz ?? "UTC" }
+
+/** The parsed cron of a canonical spec; throws on an invalid one (they are validated before they are stored). */
+const cronOf = (spec: { readonly expr: string; readonly tz: string }): Cron.Cron => {
+  const parsed = parseCron(spec.expr, spec.tz)
+  if (Result.isFailure(parsed)) throw new Error(`invalid cron expression ${JSON.stringify(spec.expr)}: ${parsed.failure}`)
+  return parsed.success
+}
+
+/**
+ * The first slot strictly after `after`. Interval slots are `anchor + k * interval_seconds`
+ * (anchored, e.g. at creation, so they do not drift with processing time); the anchor defaults
+ * to `after`, i.e. one interval from it. Throws for a cron that never fires again (validation
+ * refuses those).
+ */
+export const nextSlot = (spec: ScheduleSpec | CanonicalSchedule, after: Date, anchor: Date = after): Date => {
+  const canonical = canonicalSchedule(spec)
+  if (canonical.kind === "interval") {
+    const step = canonical.interval_seconds * 1000
+    const k = Math.floor((after.getTime() - anchor.getTime()) / step) + 1
+    return new Date(anchor.getTime() + k * step)
+  }
+  return Cron.next(cronOf(canonical), after)
+}
+
+/**
+ * The shortest gap between two consecutive slots of a cron, looked at over a day and a bit of
+ * slots from a fixed date, stopping as soon as one gap is under `minimumSeconds`. With a single
+ * seconds value every gap is a whole number of minutes (daylight saving moves by 30 or 60
+ * minutes), so a minimum of a minute or less needs no look at all.
+ */
+const cronGapUnder = (cron: Cron.Cron, minimumSeconds: number): number | undefined => {
+  if (minimumSeconds <= 1 || (cron.seconds.size === 1 && minimumSeconds <= 60)) return undefined
+  let previous = Cron.next(cron, REFERENCE)
+  const horizon = previous.getTime() + 26 * 3600_000
+  for (let i = 0; i < 2_000 && previous.getTime() < horizon; i++) {
+    const following = Cron.next(cron, previous)
+    const gapSeconds = (following.getTime() - previous.getTime()) / 1000
+    if (gapSeconds < minimumSeconds) return gapSeconds
+    previous = following
+  }
+  return undefined
+}
+
+/**
+ * Everything wrong with a schedule, first problem only, with the field it is in: the cron
+ * expression and zone (as the schema checks them), and the operator's minimum interval
+ * (`WA_SCHEDULE_MIN_INTERVAL_SECONDS`) for intervals and for the gap between two cron slots.
+ */
+export const validateSchedule = (spec: ScheduleSpec | CanonicalSchedule, minimumSeconds: number): ScheduleProblem | undefined => {
+  if (spec.kind === "interval") {
+    if (!Number.isInteger(spec.interval_seconds) || spec.interval_seconds < 1 || spec.interval_seconds > MAX_INTERVAL_SECONDS) {
+      return { path: ["interval_seconds"], message: `interval_seconds must be a whole number of seconds from 1 to ${MAX_INTERVAL_SECONDS}` }
+    }
+    if (spec.interval_seconds < minimumSeconds) {
+      return { path: ["interval_seconds"], message: `interval_seconds must be at least ${minimumSeconds}` }
+    }
+    return undefined
+  }
+  const alias: string | undefined = "cron" in spec ? spec.cron : undefined
+  const exprKey = spec.expr === undefined && alias !== undefined ? "cron" : "expr"
+  if (alias !== undefined && spec.expr !== undefined && alias !== spec.expr) {
+    return { path: ["cron"], message: "expr and cron name the same expression: give one, or the same value in both" }
+  }
+  const expr = spec.expr ?? alias
+  if (expr === undefined || expr.length === 0) return { path: ["expr"], message: "a cron schedule needs expr (or its alias cron)" }
+  const tz = spec.tz ?? "UTC"
+  const problem = cronProblem(expr, tz)
+  if (problem !== undefined) return problem.path[0] === "expr" ? { ...problem, path: [exprKey] } : problem
+  const gap = cronGapUnder(cronOf({ expr, tz }), minimumSeconds)
+  if (gap !== undefined) {
+    return { path: [exprKey], message: `cron expression ${JSON.stringify(expr)} fires ${gap} s apart; schedules must be at least ${minimumSeconds} s apart` }
+  }
+  return undefined
+}
