@@ -46,7 +46,7 @@ export type FireHandler = (ownerId: string, slot: Date) => Effect.Effect<void, u
 export interface SchedulerOptions {
   /** How long the loop waits at most before looking again (it wakes earlier for a slot due sooner). */
   readonly pollMs: number
-  /** Lease of a dispatch: a firing not marked dispatched within it is dispatched again (and the handler call is cut off). */
+  /** Lease of a dispatch: a firing not marked dispatched within it is dispatched again (a handler call is cut off at half of it). */
   readonly graceMs?: number | undefined
   /** Schedules (and retried firings) one pass claims at most. */
   readonly batchSize?: number | undefined
@@ -101,7 +101,7 @@ export class Schedules extends Context.Service<Schedules, {
   }) => Effect.Effect<void>
   /** Stops firing (next_fire_at NULL); false when the owner has no schedule. */
   readonly pause: (owner: ScheduleOwner) => Effect.Effect<boolean>
-  /** Fires again from the first slot after now (missed slots are not fired); false when the owner has no schedule. */
+  /** A paused schedule fires again from the first slot after now (missed slots are not fired); false when the owner has no schedule. */
   readonly resume: (owner: ScheduleOwner) => Effect.Effect<boolean>
   /** Deletes the schedule and its firings. */
   readonly remove: (owner: ScheduleOwner) => Effect.Effect<void>
@@ -192,28 +192,34 @@ const makeSchedules = Effect.fnUntraced(function*(options: SchedulerOptions) {
       WHERE f.owner_kind = d.owner_kind AND f.owner_id = d.owner_id AND f.slot_at = d.slot_at
       RETURNING f.owner_kind, f.owner_id, f.slot_at, f.attempts`
 
-  const markDispatched = (firing: FiringRow) =>
-    Effect.flatMap(now, (at) =>
+  /** Marks the firings whose handlers succeeded, in one statement. */
+  const markDispatched = (firings: ReadonlyArray<FiringRow>) =>
+    firings.length === 0 ? Effect.void : Effect.flatMap(now, (at) =>
       sql`
-        UPDATE schedule_firings SET dispatched_at = ${at}, last_error = NULL
-        WHERE owner_kind = ${firing.owner_kind} AND owner_id = ${firing.owner_id} AND slot_at = ${firing.slot_at}`)
+        UPDATE schedule_firings f SET dispatched_at = ${at}, last_error = NULL
+        FROM jsonb_to_recordset(${JSON.stringify(firings.map((f) => ({ owner_kind: f.owner_kind, owner_id: f.owner_id, slot_at: f.slot_at.toISOString() })))}::jsonb)
+          AS u(owner_kind text, owner_id text, slot_at timestamptz)
+        WHERE f.owner_kind = u.owner_kind AND f.owner_id = u.owner_id AND f.slot_at = u.slot_at`.pipe(Effect.asVoid))
 
   const markFailed = (firing: FiringRow, error: string) =>
     sql`
       UPDATE schedule_firings SET last_error = ${error.slice(0, 2000)}
       WHERE owner_kind = ${firing.owner_kind} AND owner_id = ${firing.owner_id} AND slot_at = ${firing.slot_at}`
 
-  /** Calls the kind's handler, cut off at the lease, and records the outcome. Never fails. */
+  /**
+   * Calls the kind's handler, cut off at half the lease (so the pass marks its batch before the
+   * lease runs out), and records a failure. True when the handler succeeded. Never fails.
+   */
   const dispatch = (firing: FiringRow & { readonly attempts?: number }) => {
     const fire = handlers.get(firing.owner_kind)
     // Unregistered since the claim (its layer is closing): the lease runs out and another process takes it.
     if (fire === undefined) return Effect.succeed(false)
     return fire(firing.owner_id, firing.slot_at).pipe(
-      Effect.timeout(Duration.millis(graceMs)),
+      Effect.timeout(Duration.millis(graceMs / 2)),
       Effect.exit,
       Effect.flatMap((exit) =>
         Exit.isSuccess(exit)
-          ? Effect.as(markDispatched(firing), true)
+          ? Effect.succeed(true)
           : Effect.gen(function*() {
             yield* Metric.update(schedulerMetrics.failed, 1)
             const error = String(Exit.isFailure(exit) ? exit.cause : "")
@@ -230,7 +236,7 @@ const makeSchedules = Effect.fnUntraced(function*(options: SchedulerOptions) {
             return false
           })
       ),
-      Effect.catchCause((cause) => Effect.as(Effect.logWarning("recording a schedule firing's outcome failed", cause), false)),
+      Effect.catchCause((cause) => Effect.as(Effect.logWarning("recording a schedule firing's failure failed", cause), false)),
       Effect.withSpan("Schedules.fire", {
         attributes: { "schedule.owner_kind": firing.owner_kind, "schedule.owner_id": firing.owner_id, "schedule.slot": firing.slot_at.toISOString() }
       })
@@ -247,8 +253,11 @@ const makeSchedules = Effect.fnUntraced(function*(options: SchedulerOptions) {
     for (const firing of fresh) yield* Metric.update(schedulerMetrics.lateness, Math.max(0, at.getTime() - firing.slot_at.getTime()))
     if (fresh.length > 0) yield* Metric.update(schedulerMetrics.fired, fresh.length)
     if (retries.length > 0) yield* Metric.update(schedulerMetrics.redispatched, retries.length)
-    const outcomes = yield* Effect.forEach([...fresh, ...retries], dispatch, { concurrency })
-    return { dispatched: outcomes.filter(Boolean).length, busy: claimed >= batch || retries.length >= batch }
+    const firings = [...fresh, ...retries]
+    const outcomes = yield* Effect.forEach(firings, dispatch, { concurrency })
+    const succeeded = firings.filter((_, i) => outcomes[i])
+    yield* markDispatched(succeeded)
+    return { dispatched: succeeded.length, busy: claimed >= batch || retries.length >= batch }
   }).pipe(Effect.orDie)
 
   /** How long to wait for the next due slot or retry of a registered kind, at most the poll interval. */
@@ -329,12 +338,14 @@ const makeSchedules = Effect.fnUntraced(function*(options: SchedulerOptions) {
 
   const resume = Effect.fn("Schedules.resume")(function*(owner: ScheduleOwner) {
     const at = yield* now
-    const [row] = yield* sql<{ spec: unknown; anchor_at: Date }>`SELECT spec, anchor_at FROM schedules WHERE ${key(owner)}`.pipe(Effect.orDie)
+    const [row] = yield* sql<{ spec: unknown; anchor_at: Date; paused: boolean }>`SELECT spec, anchor_at, paused FROM schedules WHERE ${key(owner)}`.pipe(Effect.orDie)
     if (row === undefined) return false
+    // Not paused: its next slot stands (moving it could skip a slot that is due).
+    if (!row.paused) return true
     const next = nextSlot(decodeStoredSpec(row.spec), at, row.anchor_at)
     yield* sql`
       UPDATE schedules SET paused = false, next_fire_at = ${next}, updated_at = ${at}
-      WHERE ${key(owner)}`.pipe(Effect.orDie)
+      WHERE ${key(owner)} AND paused`.pipe(Effect.orDie)
     yield* wakeLoop
     return true
   })

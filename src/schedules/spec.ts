@@ -64,6 +64,9 @@ const cronProblem = (expr: string, tz: string): ScheduleProblem | undefined => {
   return undefined
 }
 
+/** The cron expression under whichever key it was given (undefined only for an invalid spec). */
+const exprOf = (spec: { readonly expr?: string | undefined; readonly cron?: string | undefined }) => spec.expr ?? spec.cron
+
 const CronExpr = Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(MAX_EXPR_LENGTH))
 
 /** `{kind: "cron", expr | cron, tz?}`: the expression under either name, parsed in the zone. */
@@ -102,12 +105,11 @@ export const CanonicalSchedule = Schema.Union([
 ])
 export type CanonicalSchedule = typeof CanonicalSchedule.Type
 
-/** Strict decoding of the wire form (unknown fields are errors), for callers outside HttpApi. */
-export const decodeScheduleSpec = Schema.decodeUnknownEffect(ScheduleSpec)
+/** The parse options of the API's request bodies: every error, unknown fields refused. */
 export const scheduleParseOptions = { errors: "all", onExcessProperty: "error" } as const
 
-/** The cron expression under whichever key it was given (undefined only for an invalid spec). */
-const exprOf = (spec: { readonly expr?: string | undefined; readonly cron?: string | undefined }) => spec.expr ?? spec.cron
+/** Strict decoding of the wire form, for callers outside HttpApi (a schedule the model proposed). */
+export const decodeScheduleSpec = (input: unknown) => Schema.decodeUnknownEffect(ScheduleSpec)(input, scheduleParseOptions)
 
 /** The stored and answered form of a (valid) schedule. */
 export const canonicalSchedule = (spec: ScheduleSpec | CanonicalSchedule): CanonicalSchedule =>

@@ -218,6 +218,10 @@ layer(DatabaseLive, { excludeTestServices: true })("scheduler", (it) => {
       yield* schedules.set(owner, { kind: "interval", interval_seconds: 60 })
       yield* setTime(60)
       expect(yield* schedules.runDue).toBe(1)
+      // Resuming a schedule that is not paused changes nothing.
+      yield* setTime(90)
+      expect(yield* schedules.resume(owner)).toBe(true)
+      expect((yield* schedules.get(owner))?.next_fire_at).toEqual(seconds(120))
       expect(yield* schedules.pause(owner)).toBe(true)
       expect(yield* schedules.get(owner)).toMatchObject({ paused: true, next_fire_at: null, last_slot_at: seconds(60) })
       yield* setTime(400)
@@ -326,6 +330,27 @@ layer(DatabaseLive, { excludeTestServices: true })("scheduler", (it) => {
       expect(row).toMatchObject({ attempts: 3, last_error: null, dispatched_at: seconds(90) })
       yield* setTime(200)
       expect(yield* schedules.runDue).toBe(0)
+    }).pipe(Effect.provide(TestClock.layer())))
+
+  it.effect("a handler that hangs is cut off at half the grace period and its firing dispatched again", () =>
+    Effect.gen(function*() {
+      yield* setTime(0)
+      const schedules = yield* scheduler({ graceMs: 10_000 })
+      const entered = yield* Deferred.make<void>()
+      let calls = 0
+      yield* schedules.register("hangs", () =>
+        Effect.suspend(() => ++calls === 1 ? Effect.andThen(Deferred.succeed(entered, undefined), Effect.never) : Effect.void))
+      yield* schedules.set({ kind: "hangs", id: "m" }, { kind: "interval", interval_seconds: 3600 }, { firstAt: seconds(60) })
+      yield* setTime(60)
+      const pass = yield* Effect.forkChild(schedules.runDue)
+      yield* Deferred.await(entered)
+      // A second at a time (the cut-off's timer may start just after the handler): done by 5 s.
+      for (let second = 1; second <= 9 && pass.pollUnsafe() === undefined; second++) yield* TestClock.adjust("1 second")
+      expect(yield* Fiber.join(pass)).toBe(0)
+      expect(yield* firingRows("hangs")).toMatchObject([{ attempts: 1, dispatched_at: null, last_error: expect.stringContaining("Timeout") }])
+      yield* setTime(70)
+      expect(yield* schedules.runDue).toBe(1)
+      expect(calls).toBe(2)
     }).pipe(Effect.provide(TestClock.layer())))
 
   it.effect("a firing recorded by a process that died before dispatching it is dispatched by another", () =>
