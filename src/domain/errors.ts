@@ -95,6 +95,34 @@ export class InvalidField extends Schema.TaggedError<InvalidField>()("InvalidFie
   type: Schema.String
 }) {}
 
+/** No monitor with that id in the project. */
+export class MonitorNotFound extends Schema.TaggedError<MonitorNotFound>()("MonitorNotFound", {
+  monitorId: Schema.String
+}) {}
+
+/** A run, snapshot or delivery of a monitor that the monitor does not have. */
+export class MonitorPartNotFound extends Schema.TaggedError<MonitorPartNotFound>()("MonitorPartNotFound", {
+  what: Schema.Literals(["run", "snapshot", "delivery"]),
+  id: Schema.String,
+  monitorId: Schema.String
+}) {}
+
+/** A message or intervention for a monitor that is not aligning (or a question already answered). */
+export class MonitorNotInAlignment extends Schema.TaggedError<MonitorNotInAlignment>()("MonitorNotInAlignment", {
+  monitorId: Schema.String,
+  status: Schema.String,
+  requestId: Schema.optional(Schema.String)
+}) {}
+
+/** An action the monitor's status does not allow (resume an active monitor, anything on a canceled one). */
+export class MonitorActionRefused extends Schema.TaggedError<MonitorActionRefused>()("MonitorActionRefused", {
+  action: Schema.String,
+  status: Schema.String
+}) {}
+
+/** Alignment mode needs a model (the supervisor); none is configured. */
+export class AlignmentNeedsModel extends Schema.TaggedError<AlignmentNeedsModel>()("AlignmentNeedsModel", {}) {}
+
 export type DomainError =
   | RunNotFound
   | SessionNotFound
@@ -114,6 +142,11 @@ export type DomainError =
   | UnknownSections
   | ArtifactNotFound
   | ParentRunNotReady
+  | MonitorNotFound
+  | MonitorPartNotFound
+  | MonitorNotInAlignment
+  | MonitorActionRefused
+  | AlignmentNeedsModel
 
 /** Outline edits name sections the outline does not have. */
 export class UnknownSections extends Schema.TaggedError<UnknownSections>()("UnknownSections", {

@@ -23,17 +23,22 @@ import type {
   UnknownNames,
   UnknownSections,
   ArtifactNotFound,
-  ParentRunNotReady
+  ParentRunNotReady,
+  MonitorNotFound,
+  MonitorPartNotFound,
+  MonitorNotInAlignment,
+  MonitorActionRefused,
+  AlignmentNeedsModel
 } from "../domain/errors.ts"
 import { Conflict, NotFound, TooManyRequests, ValidationError, validationError } from "./errors.ts"
 
 const kindLabel = { do_anything: "run", deep_research: "research run", web_search: "web search run" } as const
 
 /** The envelope class each domain error becomes. */
-export type HttpErrorOf<E> = E extends RunNotFound | SessionNotFound | ArtifactNotFound ? NotFound
+export type HttpErrorOf<E> = E extends RunNotFound | SessionNotFound | ArtifactNotFound | MonitorNotFound | MonitorPartNotFound ? NotFound
   : E extends SessionCapReached ? TooManyRequests
-  : E extends UnknownNames | MissingFields | InvalidField | UnknownSections ? ValidationError
-  : E extends SessionClosed | PreviousRunActive | InvalidTransition | RunEnded | RunNotEnded | RunNotExpired | RunNotAwaitingInput | InputRequestNotFound | InputRequestAnswered | ParentRunNotReady ? Conflict
+  : E extends UnknownNames | MissingFields | InvalidField | UnknownSections | AlignmentNeedsModel ? ValidationError
+  : E extends SessionClosed | PreviousRunActive | InvalidTransition | RunEnded | RunNotEnded | RunNotExpired | RunNotAwaitingInput | InputRequestNotFound | InputRequestAnswered | ParentRunNotReady | MonitorNotInAlignment | MonitorActionRefused ? Conflict
   : E
 
 const isDomainError = (error: unknown): error is DomainError =>
@@ -95,7 +100,25 @@ const renderers: { readonly [K in DomainError["_tag"]]: (error: Extract<DomainEr
       `the run is ${e.status}; a ${e.operation === "refine" ? "refinement" : "follow-up"} needs a run that ${e.needs === "done" ? "finished successfully (done)" : "has ended"}`,
       { run_id: e.runId, status: e.status }
     ),
-  InvalidField: (e) => validationError(e.detail, [{ loc: ["body", ...e.field], msg: e.msg, type: e.type }])
+  InvalidField: (e) => validationError(e.detail, [{ loc: ["body", ...e.field], msg: e.msg, type: e.type }]),
+  MonitorNotFound: (e) => new NotFound({ code: "monitor_not_found", detail: `no monitor ${e.monitorId} in this project`, extra: {} }),
+  MonitorPartNotFound: (e) =>
+    new NotFound({ code: `${e.what}_not_found`, detail: `no ${e.what === "run" ? "tick run" : e.what} ${e.id} of monitor ${e.monitorId}`, extra: {} }),
+  MonitorNotInAlignment: (e) =>
+    new Conflict({
+      code: "monitor_not_in_alignment",
+      detail: e.requestId === undefined
+        ? `the monitor is ${e.status}; messages and interventions are for a monitor in alignment (pending_clarification)`
+        : `no open alignment question ${e.requestId} on this monitor`,
+      extra: { status: e.status, ...(e.requestId === undefined ? {} : { request_id: e.requestId }) }
+    }),
+  MonitorActionRefused: (e) => conflict(`the monitor is ${e.status}; it cannot ${e.action}`, { status: e.status, action: e.action }),
+  AlignmentNeedsModel: () =>
+    new ValidationError({
+      code: "alignment_requires_model",
+      detail: "alignment mode (no schedule) needs a model to ask the clarifying questions, and none is configured; give a schedule (direct mode) or configure WA_MODEL_BASE_URL",
+      extra: { errors: [{ loc: ["body", "schedule"], msg: "required when no model is configured", type: "missing" }] }
+    })
 }
 
 /** The envelope of a domain error; anything else is returned as it is. */

@@ -1,5 +1,5 @@
 /**
- * Server-sent events of a run: replays every event after Last-Event-ID, then follows live events,
+ * Server-sent events of a run (or a monitor): replays every event after Last-Event-ID, then follows live events,
  * sends `stream.heartbeat` when idle, and ends after the run's terminal event. The stream pulls at
  * the consumer's pace: live events come from the run's shared reader (RunEventBus.follow: one
  * database read per wakeup for all the streams of the run in this process, each event encoded
@@ -72,6 +72,19 @@ const dropWhenStalled = (request: HttpServerRequest.HttpServerRequest, stallSeco
     response.once("close", () => clearInterval(timer))
   })
 
+/**
+ * What a stream follows: a run, or a monitor (whose events share the run events' channel, keyed
+ * by the monitor id).
+ */
+export interface EventSource {
+  readonly key: string
+  readonly read: (key: string, afterId: number, limit: number) => Effect.Effect<ReadonlyArray<RunEvent>>
+  /** Whether the source has ended (no event will follow the ones stored). */
+  readonly ended: Effect.Effect<boolean>
+  /** The event after which the stream ends. */
+  readonly isLast: (event: RunEvent) => boolean
+}
+
 export const runEventStream = (
   runId: string,
   lastEventId: number,
@@ -79,6 +92,20 @@ export const runEventStream = (
 ) =>
   Effect.gen(function*() {
     const store = yield* RunStore
+    return yield* eventStream({
+      key: runId,
+      read: store.eventsAfter,
+      ended: Effect.map(store.getRun(runId), (row) => row === undefined || isTerminal(row.status)),
+      isLast: (event) => event.type === "run.completed"
+    }, lastEventId, config)
+  })
+
+export const eventStream = (
+  source: EventSource,
+  lastEventId: number,
+  config: Pick<AppConfigShape, "sseHeartbeatSeconds" | "sseStallSeconds">
+) =>
+  Effect.gen(function*() {
     const bus = yield* RunEventBus
     const request = yield* HttpServerRequest.HttpServerRequest
     const context = yield* Effect.context<never>()
@@ -104,7 +131,7 @@ export const runEventStream = (
     let wakes = 0 // wakeups from the shared reader, to tell whether one came during a database read
     let lastSent = Date.now()
     let pump = () => {}
-    const feed = yield* bus.follow(runId, store.eventsAfter, () => {
+    const feed = yield* bus.follow(source.key, source.read, () => {
       wakes++
       waitForFeed = false
       pump()
@@ -129,7 +156,7 @@ export const runEventStream = (
       last = events[events.length - 1]!.id
       // Frames of the shared buffer are encoded once for every stream; others here.
       send(shared ? encodeFrames(events) : encoder.encode(events.map(frame).join("")))
-      if (events.some((event) => event.type === "run.completed")) {
+      if (events.some(source.isLast)) {
         finished = true
         body.push(null)
       }
@@ -139,12 +166,11 @@ export const runEventStream = (
       fromDatabase = false
       const wakesBefore = wakes
       run(Effect.gen(function*() {
-        const events = yield* store.eventsAfter(runId, last, 200)
+        const events = yield* source.read(source.key, last, 200)
         if (events.length > 0) return { events, end: false }
-        // Nothing after Last-Event-ID and the run is over: the client has everything.
-        const row = yield* store.getRun(runId)
-        if (row === undefined || isTerminal(row.status)) {
-          const tail = yield* store.eventsAfter(runId, last, 200)
+        // Nothing after Last-Event-ID and the source has ended: the client has everything.
+        if (yield* source.ended) {
+          const tail = yield* source.read(source.key, last, 200)
           return { events: tail, end: tail.length === 0 }
         }
         return { events, end: false }

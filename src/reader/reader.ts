@@ -18,6 +18,7 @@ import { Cache, Clock, Config, Context, Duration, Effect, Exit, Layer } from "ef
 import type { Page } from "playwright-core"
 import { type Extracted, extractFromHtml, extractFromPage } from "./extract-in-page.ts"
 import { fetchPage, type FetchOptions, guardUrl, ReaderError } from "./http-fetch.ts"
+import { htmlText } from "./html-text.ts"
 import { ReaderBrowser } from "./reader-browser.ts"
 
 export { ReaderError } from "./http-fetch.ts"
@@ -97,6 +98,19 @@ const codeTypes = new Set(["application/json", "application/ld+json", "text/csv"
 /** Statuses that often mean "not for plain HTTP clients" rather than "not there". */
 const browserWorthyStatuses = new Set([401, 403, 429, 503])
 
+/** A document whose text is its body (plain text, JSON, or text already extracted). */
+const plainExtracted = (url: string, text: string): Extracted => ({
+  title: text.trimStart().split("\n", 1)[0]?.slice(0, 200) || url,
+  byline: null,
+  excerpt: null,
+  siteName: null,
+  lang: null,
+  publishedTime: null,
+  markdown: text,
+  text,
+  method: "body"
+})
+
 const cacheKey = (url: string): string => {
   try {
     const parsed = new URL(url.trim())
@@ -110,6 +124,12 @@ const cacheKey = (url: string): string => {
 export class Reader extends Context.Service<Reader, {
   /** Reads the page at `url` (from the cache when fresh). */
   readonly read: (url: string) => Effect.Effect<ReadResult, ReaderError>
+  /**
+   * Reads the page now (never from the cache) for change detection: HTTP first with a fast text
+   * extraction (html-text.ts), the browser when the server refuses plain clients or the page
+   * yields too little text without scripts.
+   */
+  readonly readFresh: (url: string) => Effect.Effect<ReadResult, ReaderError>
   /** Extracts already-fetched HTML as if it came from `url` (no network, no cache). */
   readonly extractHtml: (html: string, url: string) => Effect.Effect<ReadResult, ReaderError>
 }>()("wa/reader/Reader") {
@@ -287,7 +307,39 @@ export class Reader extends Context.Service<Reader, {
       Effect.flatMap(extractStatic(html, url), (extracted) =>
         Effect.map(Clock.currentTimeMillis, (now) => toResult(url, url, "text/html", "http", extracted, now)))
 
-    return Reader.of({ read, extractHtml })
+    const readFresh = Effect.fnUntraced(function*(url: string) {
+      yield* guardUrl(url, fetchOptions)
+      const now = yield* Clock.currentTimeMillis
+      const fetched = yield* fetchPage(url, fetchOptions).pipe(
+        Effect.map((page) => ({ page, refused: undefined })),
+        Effect.catchIf(
+          (error) => error.reason === "http_status" && error.status !== undefined && browserWorthyStatuses.has(error.status),
+          (refused) => Effect.succeed({ page: undefined, refused })
+        )
+      )
+      if (fetched.page === undefined) {
+        const rendered = yield* Effect.mapError(renderInBrowser(url), () => fetched.refused!)
+        return toResult(url, rendered.finalUrl, "text/html", "browser", rendered.extracted, now)
+      }
+      const page = fetched.page
+      if (!htmlTypes.has(page.mediaType)) {
+        if (textTypes.has(page.mediaType) || codeTypes.has(page.mediaType)) {
+          return toResult(url, page.finalUrl, page.mediaType, "http", plainExtracted(page.finalUrl, page.body), now)
+        }
+        return yield* new ReaderError({ url, reason: "unsupported_content", message: `${page.finalUrl} is ${page.mediaType}, not a web page` })
+      }
+      const { title, text } = htmlText(page.body)
+      if (text.length < settings.minTextChars && /<script\b/i.test(page.body)) {
+        // Little text and scripts: an app shell; what the browser renders is the content.
+        const rendered = yield* Effect.option(renderInBrowser(page.finalUrl))
+        if (rendered._tag === "Some" && rendered.value.extracted.text.length > text.length) {
+          return toResult(url, rendered.value.finalUrl, page.mediaType, "browser", rendered.value.extracted, now)
+        }
+      }
+      return toResult(url, page.finalUrl, page.mediaType, "http", { ...plainExtracted(page.finalUrl, text), title }, now)
+    })
+
+    return Reader.of({ read, readFresh, extractHtml })
   })
 
   /** With explicit settings (tests, embedding); needs a ReaderBrowser. */

@@ -1,0 +1,39 @@
+/**
+ * The Monitor entity (Effect Cluster), one per monitor: it executes the monitor's ticks and its
+ * alignment steps, one at a time. Both messages are persisted with a primary key (the tick run's
+ * id; the monitor and the alignment turn), so a message sent twice (a scheduler re-dispatching a
+ * firing after a crash) is stored once, and a message under way when its runner dies is delivered
+ * again on the runner that holds the shard next. The handlers are idempotent: a tick that ended
+ * only makes sure its notification was recorded; an alignment turn already answered is skipped.
+ */
+import { Effect, Schema } from "effect"
+import { ClusterSchema, Entity } from "effect/cluster"
+import { Rpc } from "effect/rpc"
+import { Supervisor } from "../track/supervisor.ts"
+import { TickExecutor } from "../track/tick.ts"
+
+export const Tick = Rpc.make("Tick", {
+  payload: { tickId: Schema.String },
+  primaryKey: (payload) => payload.tickId
+}).annotate(ClusterSchema.Persisted, true)
+
+/** Runs the supervisor once for the monitor's conversation as it is after `turn` turns. */
+export const Align = Rpc.make("Align", {
+  payload: { monitorId: Schema.String, turn: Schema.Int },
+  primaryKey: (payload) => `${payload.monitorId}:${payload.turn}`
+}).annotate(ClusterSchema.Persisted, true)
+
+export const MonitorEntity = Entity.make("Monitor", [Tick, Align])
+
+export const MonitorEntityLive = MonitorEntity.toLayer(
+  Effect.gen(function*() {
+    const ticks = yield* TickExecutor
+    const supervisor = yield* Supervisor
+    return MonitorEntity.of({
+      Tick: ({ payload }) => ticks.execute(payload.tickId),
+      Align: ({ payload }) => supervisor.step(payload.monitorId, payload.turn)
+    })
+  }),
+  // Monitors tick every minute or less often: an idle entity is let go between ticks.
+  { maxIdleTime: "30 seconds" }
+)

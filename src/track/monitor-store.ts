@@ -1,0 +1,382 @@
+/**
+ * Monitors in PostgreSQL: the monitor rows, their event log (ids per monitor, written in the same
+ * transaction as the change they report and announced on the shared events channel, so the SSE
+ * machinery of runs serves monitors too), tick runs and snapshots.
+ *
+ * A tick's outcome (snapshot, tick run, the monitor's counters and status, and its events) is
+ * written in one transaction, so a tick interrupted before that point left nothing and is done
+ * again when its message is delivered again.
+ */
+import { Context, Effect, Layer, Schema } from "effect"
+import { SqlClient } from "effect/sql"
+import { MonitorNotFound } from "../domain/errors.ts"
+import { makeId } from "../domain/ids.ts"
+import {
+  type AlignmentTurn,
+  Monitor,
+  type MonitorId,
+  type MonitorStatus,
+  type NotifyChannel,
+  type PageResult,
+  type PendingQuestion,
+  Snapshot,
+  TickRun,
+  type TickRunId
+} from "../domain/monitor.ts"
+import type { CanonicalSchedule } from "../schedules/spec.ts"
+import { EVENTS_CHANNEL, type RunEvent } from "../store/runs.ts"
+
+const decodeMonitor = Schema.decodeUnknownSync(Monitor)
+const decodeTick = Schema.decodeUnknownSync(TickRun)
+const decodeSnapshot = Schema.decodeUnknownSync(Snapshot)
+
+const json = (value: unknown) => value === null || value === undefined ? null : JSON.stringify(value)
+
+export interface NewMonitor {
+  readonly projectId: string
+  readonly createdByKeyId: string | null
+  readonly status: MonitorStatus
+  readonly intent: string
+  readonly channel: NotifyChannel
+  readonly notifySecret: string
+  readonly schedule: CanonicalSchedule | null
+  readonly targetUrls: ReadonlyArray<string> | null
+  readonly extractionSchema: Record<string, unknown> | null
+  readonly triggerDsl: Record<string, unknown> | null
+  readonly stopConditionDsl: Record<string, unknown> | null
+  readonly profileId: string | null
+}
+
+/** The fields `refine` (and the end of alignment) may set. */
+export interface MonitorSettings {
+  readonly intent_text?: string
+  readonly notify_channel?: NotifyChannel
+  readonly schedule?: CanonicalSchedule | null
+  readonly target_urls?: ReadonlyArray<string> | null
+  readonly extraction_schema?: Record<string, unknown> | null
+  readonly trigger_dsl?: Record<string, unknown> | null
+  readonly stop_condition_dsl?: Record<string, unknown> | null
+  readonly profile_id?: string | null
+}
+
+/** A successful tick's outcome. */
+export interface TickSuccess {
+  readonly contentHash: string
+  readonly extracted: unknown | null
+  readonly text: string
+  readonly pages: ReadonlyArray<PageResult>
+  readonly diff: unknown | null
+  readonly changed: boolean
+  readonly fired: boolean
+  readonly fetchedAt: Date
+  readonly llmCostMicros: number
+  /** The monitor's status after this tick (`completed` when its stop condition was met). */
+  readonly status: MonitorStatus
+  readonly statusReason: string | null
+  readonly events: ReadonlyArray<{ readonly type: string; readonly data: Record<string, unknown> }>
+}
+
+const monitorColumns = `id, project_id, created_by_key_id, status, status_reason, intent_text, notify_channel, notify_secret,
+  schedule, target_urls, extraction_schema, trigger_dsl, stop_condition_dsl, profile_id, baseline_extracted,
+  baseline_extracted_at, last_tick_at, last_tick_n, consecutive_failures, last_snapshot_id, alignment, pending_question,
+  created_at, updated_at`
+
+export class MonitorStore extends Context.Service<MonitorStore, {
+  readonly create: (input: NewMonitor) => Effect.Effect<Monitor>
+  /** The monitor of the project, or MonitorNotFound. */
+  readonly find: (projectId: string, monitorId: string) => Effect.Effect<Monitor, MonitorNotFound>
+  readonly get: (monitorId: string) => Effect.Effect<Monitor | undefined>
+  readonly list: (projectId: string, options: { readonly offset: number; readonly limit: number; readonly status?: MonitorStatus | undefined }) => Effect.Effect<{ readonly items: ReadonlyArray<Monitor>; readonly total: number }>
+  /**
+   * Changes the status (and the settings given) if the current status is one of `from`; with its
+   * `monitor.status_changed` event when the status changes. Returns the monitor after, or the
+   * current one unchanged (with `changed: false`) when its status was not in `from`.
+   */
+  readonly update: (monitorId: MonitorId, input: {
+    readonly from: ReadonlyArray<MonitorStatus>
+    readonly to?: MonitorStatus
+    readonly reason?: string | null
+    readonly settings?: MonitorSettings
+    readonly resetFailures?: boolean
+    readonly alignment?: ReadonlyArray<AlignmentTurn>
+    readonly pendingQuestion?: PendingQuestion | null
+    readonly events?: ReadonlyArray<{ readonly type: string; readonly data: Record<string, unknown> }>
+  }) => Effect.Effect<{ readonly monitor: Monitor; readonly changed: boolean }, MonitorNotFound>
+  readonly remove: (monitorId: MonitorId) => Effect.Effect<void>
+  readonly appendEvent: (monitorId: MonitorId, type: string, data: Record<string, unknown>) => Effect.Effect<number>
+  readonly eventsAfter: (monitorId: string, afterId: number, limit: number) => Effect.Effect<ReadonlyArray<RunEvent>>
+  /** The tick run of a schedule slot (made once: a second call returns the first), or a new run_now tick. */
+  readonly createTick: (monitor: Monitor, trigger: "schedule" | "run_now", slotAt: Date | null) => Effect.Effect<TickRun>
+  readonly getTick: (tickId: string) => Effect.Effect<TickRun | undefined>
+  readonly findTick: (monitorId: MonitorId, tickId: string) => Effect.Effect<TickRun | undefined>
+  readonly listTicks: (monitorId: MonitorId, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<TickRun>>
+  /** Numbers the tick (once) and records its start, with `monitor.tick.started`. */
+  readonly startTick: (tick: TickRun) => Effect.Effect<TickRun>
+  readonly completeTick: (tick: TickRun, outcome: TickSuccess) => Effect.Effect<{ readonly monitor: Monitor; readonly snapshot: Snapshot }>
+  /**
+   * Records a failed tick: the monitor's consecutive failures go up and, at `failLimit`, an
+   * active monitor becomes `failing`.
+   */
+  readonly failTick: (tick: TickRun, error: { readonly code: string; readonly detail: string; readonly pages: ReadonlyArray<PageResult>; readonly llmCostMicros: number }, failLimit: number) => Effect.Effect<Monitor>
+  /** Ends a tick that did not run (its monitor was paused or ended meanwhile); not a failure. */
+  readonly skipTick: (tick: TickRun, reason: string) => Effect.Effect<void>
+  readonly snapshot: (snapshotId: string) => Effect.Effect<Snapshot | undefined>
+  readonly findSnapshot: (monitorId: MonitorId, snapshotId: string) => Effect.Effect<Snapshot | undefined>
+  readonly listSnapshots: (monitorId: MonitorId, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<Snapshot>>
+}>()("wa/track/MonitorStore") {
+  static readonly layer = Layer.effect(
+    MonitorStore,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const columns = sql.literal(monitorColumns)
+
+      const lock = (monitorId: string) =>
+        sql<Record<string, unknown>>`SELECT ${columns} FROM monitors WHERE id = ${monitorId} FOR UPDATE`.pipe(
+          Effect.map((rows) => rows[0] === undefined ? undefined : decodeMonitor(rows[0]))
+        )
+
+      // Must run inside a transaction that holds the monitor row lock.
+      const insertEvent = (monitorId: string, type: string, data: Record<string, unknown>) =>
+        Effect.gen(function*() {
+          const rows = yield* sql<{ id: string }>`
+            INSERT INTO monitor_events (monitor_id, id, type, data)
+            SELECT ${monitorId}, coalesce(max(id), 0) + 1, ${type}, ${JSON.stringify(data)}::jsonb
+            FROM monitor_events WHERE monitor_id = ${monitorId}
+            RETURNING id::text`
+          const id = Number(rows[0]!.id)
+          yield* sql`SELECT pg_notify(${EVENTS_CHANNEL}, ${`${monitorId}:${id}`})`
+          return id
+        })
+
+      const selectMonitor = (monitorId: string) =>
+        sql<Record<string, unknown>>`SELECT ${columns} FROM monitors WHERE id = ${monitorId}`.pipe(
+          Effect.map((rows) => rows[0] === undefined ? undefined : decodeMonitor(rows[0]))
+        )
+
+      const tickColumns = sql.literal(
+        "id, monitor_id, project_id, n, trigger, slot_at, status, changed, fired, snapshot_id, pages, error_code, error_detail, llm_cost_micros::int AS llm_cost_micros, created_at, started_at, finished_at"
+      )
+      const snapshotColumns = sql.literal("id, monitor_id, run_id, n, content_hash, extracted, text, pages, diff, changed, fetched_at, created_at")
+
+      const tickStatusEvent = (monitor: Monitor, to: MonitorStatus, reason: string | null) =>
+        monitor.status === to ? Effect.void : insertEvent(monitor.id, "monitor.status_changed", { from: monitor.status, to, reason })
+
+      return MonitorStore.of({
+        create: (input) =>
+          sql.withTransaction(Effect.gen(function*() {
+            const id = makeId("mon")
+            const rows = yield* sql<Record<string, unknown>>`
+              INSERT INTO monitors (id, project_id, created_by_key_id, status, intent_text, notify_channel, notify_secret, schedule,
+                target_urls, extraction_schema, trigger_dsl, stop_condition_dsl, profile_id)
+              VALUES (${id}, ${input.projectId}, ${input.createdByKeyId}, ${input.status}, ${input.intent}, ${json(input.channel)}::jsonb,
+                ${input.notifySecret}, ${json(input.schedule)}::jsonb, ${json(input.targetUrls)}::jsonb, ${json(input.extractionSchema)}::jsonb,
+                ${json(input.triggerDsl)}::jsonb, ${json(input.stopConditionDsl)}::jsonb, ${input.profileId})
+              RETURNING ${columns}`
+            yield* insertEvent(id, "monitor.created", { monitor_id: id, status: input.status, mode: input.schedule === null ? "alignment" : "direct" })
+            return decodeMonitor(rows[0])
+          })).pipe(Effect.orDie, Effect.withSpan("MonitorStore.create")),
+        find: (projectId, monitorId) =>
+          selectMonitor(monitorId).pipe(
+            Effect.orDie,
+            Effect.flatMap((monitor) =>
+              monitor === undefined || monitor.project_id !== projectId ? Effect.fail(new MonitorNotFound({ monitorId })) : Effect.succeed(monitor)
+            )
+          ),
+        get: (monitorId) => selectMonitor(monitorId).pipe(Effect.orDie),
+        list: (projectId, options) =>
+          Effect.gen(function*() {
+            const status = options.status === undefined ? sql`` : sql`AND status = ${options.status}`
+            const rows = yield* sql<Record<string, unknown>>`
+              SELECT ${columns} FROM monitors WHERE project_id = ${projectId} ${status}
+              ORDER BY id DESC LIMIT ${options.limit} OFFSET ${options.offset}`
+            const count = yield* sql<{ total: string }>`SELECT count(*)::text AS total FROM monitors WHERE project_id = ${projectId} ${status}`
+            return { items: rows.map((row) => decodeMonitor(row)), total: Number(count[0]!.total) }
+          }).pipe(Effect.orDie),
+        update: (monitorId, input) =>
+          sql.withTransaction(Effect.gen(function*() {
+            const current = yield* lock(monitorId)
+            if (current === undefined) return yield* new MonitorNotFound({ monitorId })
+            if (!input.from.includes(current.status)) return { monitor: current, changed: false }
+            const to = input.to ?? current.status
+            const settings = input.settings ?? {}
+            const set = (key: keyof MonitorSettings) => key in settings
+            const rows = yield* sql<Record<string, unknown>>`
+              UPDATE monitors SET
+                status = ${to},
+                status_reason = ${input.to !== undefined ? (input.reason ?? null) : current.status_reason},
+                intent_text = ${settings.intent_text ?? current.intent_text},
+                notify_channel = ${json(settings.notify_channel ?? current.notify_channel)}::jsonb,
+                schedule = ${json(set("schedule") ? settings.schedule : current.schedule)}::jsonb,
+                target_urls = ${json(set("target_urls") ? settings.target_urls : current.target_urls)}::jsonb,
+                extraction_schema = ${json(set("extraction_schema") ? settings.extraction_schema : current.extraction_schema)}::jsonb,
+                trigger_dsl = ${json(set("trigger_dsl") ? settings.trigger_dsl : current.trigger_dsl)}::jsonb,
+                stop_condition_dsl = ${json(set("stop_condition_dsl") ? settings.stop_condition_dsl : current.stop_condition_dsl)}::jsonb,
+                profile_id = ${set("profile_id") ? (settings.profile_id ?? null) : current.profile_id},
+                consecutive_failures = ${input.resetFailures === true ? 0 : current.consecutive_failures},
+                alignment = ${json(input.alignment ?? current.alignment)}::jsonb,
+                pending_question = ${json(input.pendingQuestion !== undefined ? input.pendingQuestion : current.pending_question)}::jsonb,
+                updated_at = now()
+              WHERE id = ${monitorId}
+              RETURNING ${columns}`
+            if (to !== current.status) yield* insertEvent(monitorId, "monitor.status_changed", { from: current.status, to, reason: input.reason ?? null })
+            if (input.settings !== undefined && Object.keys(input.settings).length > 0) {
+              yield* insertEvent(monitorId, "monitor.updated", { fields: Object.keys(input.settings) })
+            }
+            for (const event of input.events ?? []) yield* insertEvent(monitorId, event.type, event.data)
+            return { monitor: decodeMonitor(rows[0]), changed: true }
+          })).pipe(
+            Effect.catchTag("SqlError", (error) => Effect.die(error)),
+            Effect.withSpan("MonitorStore.update")
+          ),
+        remove: (monitorId) => sql`DELETE FROM monitors WHERE id = ${monitorId}`.pipe(Effect.asVoid, Effect.orDie),
+        appendEvent: (monitorId, type, data) =>
+          sql.withTransaction(Effect.gen(function*() {
+            yield* sql`SELECT id FROM monitors WHERE id = ${monitorId} FOR UPDATE`
+            return yield* insertEvent(monitorId, type, data)
+          })).pipe(Effect.orDie),
+        eventsAfter: (monitorId, afterId, limit) =>
+          sql<{ id: string; type: string; data: Record<string, unknown>; created_at: Date }>`
+            SELECT id::text, type, data, created_at FROM monitor_events
+            WHERE monitor_id = ${monitorId} AND id > ${afterId} ORDER BY monitor_events.id LIMIT ${limit}`.pipe(
+            Effect.map((rows) => rows.map((row) => ({ ...row, id: Number(row.id) }))),
+            Effect.orDie
+          ),
+        createTick: (monitor, trigger, slotAt) =>
+          Effect.gen(function*() {
+            const inserted = yield* sql<Record<string, unknown>>`
+              INSERT INTO monitor_runs (id, monitor_id, project_id, trigger, slot_at)
+              VALUES (${makeId("tick")}, ${monitor.id}, ${monitor.project_id}, ${trigger}, ${slotAt})
+              ON CONFLICT (monitor_id, slot_at) DO NOTHING
+              RETURNING ${tickColumns}`
+            if (inserted[0] !== undefined) return decodeTick(inserted[0])
+            const existing = yield* sql<Record<string, unknown>>`
+              SELECT ${tickColumns} FROM monitor_runs WHERE monitor_id = ${monitor.id} AND slot_at = ${slotAt}`
+            return decodeTick(existing[0])
+          }).pipe(Effect.orDie, Effect.withSpan("MonitorStore.createTick")),
+        getTick: (tickId) =>
+          sql<Record<string, unknown>>`SELECT ${tickColumns} FROM monitor_runs WHERE id = ${tickId}`.pipe(
+            Effect.map((rows) => rows[0] === undefined ? undefined : decodeTick(rows[0])),
+            Effect.orDie
+          ),
+        findTick: (monitorId, tickId) =>
+          sql<Record<string, unknown>>`SELECT ${tickColumns} FROM monitor_runs WHERE id = ${tickId} AND monitor_id = ${monitorId}`.pipe(
+            Effect.map((rows) => rows[0] === undefined ? undefined : decodeTick(rows[0])),
+            Effect.orDie
+          ),
+        listTicks: (monitorId, limit, beforeId) =>
+          sql<Record<string, unknown>>`
+            SELECT ${tickColumns} FROM monitor_runs WHERE monitor_id = ${monitorId}
+            ${beforeId === undefined ? sql`` : sql`AND id < ${beforeId}`}
+            ORDER BY id DESC LIMIT ${limit}`.pipe(Effect.map((rows) => rows.map((row) => decodeTick(row))), Effect.orDie),
+        startTick: (tick) =>
+          sql.withTransaction(Effect.gen(function*() {
+            const monitor = yield* lock(tick.monitor_id)
+            if (monitor === undefined) return tick
+            const rows = yield* sql<Record<string, unknown>>`
+              UPDATE monitor_runs SET
+                n = coalesce(n, ${monitor.last_tick_n + 1}),
+                started_at = coalesce(started_at, now())
+              WHERE id = ${tick.id}
+              RETURNING ${tickColumns}`
+            const started = decodeTick(rows[0])
+            if (tick.n === null) {
+              yield* sql`UPDATE monitors SET last_tick_n = ${started.n}, updated_at = now() WHERE id = ${tick.monitor_id}`
+            }
+            yield* insertEvent(tick.monitor_id, "monitor.tick.started", {
+              run_id: tick.id,
+              n: started.n,
+              trigger: tick.trigger,
+              slot_at: tick.slot_at?.toISOString() ?? null,
+              resumed: tick.started_at !== null
+            })
+            return started
+          })).pipe(Effect.orDie, Effect.withSpan("MonitorStore.startTick")),
+        completeTick: (tick, outcome) =>
+          sql.withTransaction(Effect.gen(function*() {
+            const monitor = (yield* lock(tick.monitor_id))!
+            const snapshotId = makeId("snap")
+            const snapshots = yield* sql<Record<string, unknown>>`
+              INSERT INTO monitor_snapshots (id, monitor_id, run_id, n, content_hash, extracted, text, pages, diff, changed, fetched_at)
+              VALUES (${snapshotId}, ${tick.monitor_id}, ${tick.id}, ${tick.n ?? monitor.last_tick_n}, ${outcome.contentHash},
+                ${json(outcome.extracted)}::jsonb, ${outcome.text}, ${JSON.stringify(outcome.pages)}::jsonb, ${json(outcome.diff)}::jsonb,
+                ${outcome.changed}, ${outcome.fetchedAt})
+              RETURNING ${snapshotColumns}`
+            yield* sql`
+              UPDATE monitor_runs SET status = 'done', changed = ${outcome.changed}, fired = ${outcome.fired}, snapshot_id = ${snapshotId},
+                pages = ${JSON.stringify(outcome.pages)}::jsonb, llm_cost_micros = llm_cost_micros + ${outcome.llmCostMicros}, finished_at = now()
+              WHERE id = ${tick.id}`
+            // A good tick heals a failing monitor; a monitor paused or canceled meanwhile keeps that status.
+            const healed: MonitorStatus = monitor.status === "failing" ? "active" : monitor.status
+            const to: MonitorStatus = outcome.status === "completed" && (healed === "active" || healed === "paused") ? "completed" : healed
+            const first = monitor.baseline_extracted_at === null
+            const rows = yield* sql<Record<string, unknown>>`
+              UPDATE monitors SET
+                last_tick_at = now(), consecutive_failures = 0, last_snapshot_id = ${snapshotId},
+                baseline_extracted = CASE WHEN baseline_extracted_at IS NULL THEN ${json(outcome.extracted)}::jsonb ELSE baseline_extracted END,
+                baseline_extracted_at = coalesce(baseline_extracted_at, now()),
+                status = ${to}, status_reason = ${to !== monitor.status ? outcome.statusReason : monitor.status_reason}, updated_at = now()
+              WHERE id = ${tick.monitor_id}
+              RETURNING ${columns}`
+            for (const event of outcome.events) yield* insertEvent(tick.monitor_id, event.type, event.data)
+            yield* insertEvent(tick.monitor_id, "monitor.tick.completed", {
+              run_id: tick.id,
+              n: tick.n,
+              snapshot_id: snapshotId,
+              changed: outcome.changed,
+              fired: outcome.fired,
+              baseline: first
+            })
+            yield* tickStatusEvent(monitor, to, outcome.statusReason)
+            return { monitor: decodeMonitor(rows[0]), snapshot: decodeSnapshot(snapshots[0]) }
+          })).pipe(Effect.orDie, Effect.withSpan("MonitorStore.completeTick")),
+        failTick: (tick, error, failLimit) =>
+          sql.withTransaction(Effect.gen(function*() {
+            const monitor = (yield* lock(tick.monitor_id))!
+            yield* sql`
+              UPDATE monitor_runs SET status = 'failed', error_code = ${error.code}, error_detail = ${error.detail},
+                pages = ${JSON.stringify(error.pages)}::jsonb, llm_cost_micros = llm_cost_micros + ${error.llmCostMicros}, finished_at = now()
+              WHERE id = ${tick.id}`
+            const failures = monitor.consecutive_failures + 1
+            const to: MonitorStatus = monitor.status === "active" && failures >= failLimit ? "failing" : monitor.status
+            const reason = to === "failing" ? `${failures} consecutive ticks failed; last: ${error.detail}`.slice(0, 500) : monitor.status_reason
+            const rows = yield* sql<Record<string, unknown>>`
+              UPDATE monitors SET last_tick_at = now(), consecutive_failures = ${failures}, status = ${to},
+                status_reason = ${reason}, updated_at = now()
+              WHERE id = ${tick.monitor_id}
+              RETURNING ${columns}`
+            yield* insertEvent(tick.monitor_id, "monitor.tick.failed", {
+              run_id: tick.id,
+              n: tick.n,
+              error: { code: error.code, detail: error.detail },
+              consecutive_failures: failures
+            })
+            yield* tickStatusEvent(monitor, to, reason)
+            return decodeMonitor(rows[0])
+          })).pipe(Effect.orDie, Effect.withSpan("MonitorStore.failTick")),
+        skipTick: (tick, reason) =>
+          sql.withTransaction(Effect.gen(function*() {
+            yield* sql`SELECT id FROM monitors WHERE id = ${tick.monitor_id} FOR UPDATE`
+            yield* sql`UPDATE monitor_runs SET status = 'skipped', error_detail = ${reason}, finished_at = now() WHERE id = ${tick.id}`
+            yield* insertEvent(tick.monitor_id, "monitor.tick.skipped", { run_id: tick.id, reason })
+          })).pipe(Effect.orDie),
+        snapshot: (snapshotId) =>
+          sql<Record<string, unknown>>`SELECT ${snapshotColumns} FROM monitor_snapshots WHERE id = ${snapshotId}`.pipe(
+            Effect.map((rows) => rows[0] === undefined ? undefined : decodeSnapshot(rows[0])),
+            Effect.orDie
+          ),
+        findSnapshot: (monitorId, snapshotId) =>
+          sql<Record<string, unknown>>`SELECT ${snapshotColumns} FROM monitor_snapshots WHERE id = ${snapshotId} AND monitor_id = ${monitorId}`.pipe(
+            Effect.map((rows) => rows[0] === undefined ? undefined : decodeSnapshot(rows[0])),
+            Effect.orDie
+          ),
+        listSnapshots: (monitorId, limit, beforeId) =>
+          sql<Record<string, unknown>>`
+            SELECT ${snapshotColumns} FROM monitor_snapshots WHERE monitor_id = ${monitorId}
+            ${beforeId === undefined ? sql`` : sql`AND id < ${beforeId}`}
+            ORDER BY id DESC LIMIT ${limit}`.pipe(Effect.map((rows) => rows.map((row) => decodeSnapshot(row))), Effect.orDie)
+      })
+    })
+  )
+}
+
+export type { TickRunId }

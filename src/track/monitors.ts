@@ -1,0 +1,272 @@
+/**
+ * Monitors: the Track product's service. It owns the rules (validation beyond the schema, the
+ * state machine of pause/resume/refine/cancel, alignment messages and interventions) and hands
+ * work to the Monitor entity: ticks (from the scheduler, or run_now) and alignment steps.
+ *
+ * Direct mode (a schedule given): `active` at once, first tick at once (the baseline), then on
+ * the schedule. Alignment mode: `pending_clarification` and the supervisor's first step.
+ */
+import { Context, Effect, Layer, Option } from "effect"
+import { SqlClient } from "effect/sql"
+import { randomBytes } from "node:crypto"
+import { AgentModel } from "../agent/model.ts"
+import { AppConfig } from "../config/config.ts"
+import { AlignmentNeedsModel, type InvalidField, MonitorActionRefused, MonitorNotInAlignment, type MonitorNotFound, MonitorPartNotFound } from "../domain/errors.ts"
+import {
+  type CreateMonitorRequest,
+  isTerminalMonitor,
+  type Monitor,
+  type MonitorId,
+  type MonitorPatch,
+  type MonitorStatus,
+  type NotifyChannel,
+  type Snapshot,
+  type TickRun
+} from "../domain/monitor.ts"
+import { MonitorEntity } from "../entities/monitor.ts"
+import { Schedules } from "../schedules/schedules.ts"
+import { Callbacks, type DeliveryNotRetryable, type DeliveryRow } from "../webhooks/callbacks.ts"
+import { NotificationChannels } from "../webhooks/notification-channels.ts"
+import { MonitorStore, type MonitorSettings } from "./monitor-store.ts"
+import { checkRules, checkSchedule } from "./settings.ts"
+import { MONITOR_OWNER } from "./tick.ts"
+
+const channelOf = (spec: { readonly kind: NotifyChannel["kind"]; readonly url?: string | null | undefined; readonly webhook_id?: string | null | undefined }): NotifyChannel => ({
+  kind: spec.kind,
+  url: spec.url ?? null,
+  webhook_id: spec.webhook_id ?? null
+})
+
+/** A Standard Webhooks secret: `whsec_` and 32 random bytes in base64. */
+const newSecret = () => `whsec_${randomBytes(32).toString("base64")}`
+
+const owner = (monitorId: string) => ({ kind: MONITOR_OWNER, id: monitorId })
+
+export class Monitors extends Context.Service<Monitors, {
+  readonly create: (projectId: string, keyId: string | null, request: CreateMonitorRequest) => Effect.Effect<Monitor, InvalidField | AlignmentNeedsModel>
+  readonly list: (projectId: string, options: { readonly page: number; readonly pageSize: number; readonly status?: MonitorStatus | undefined }) => Effect.Effect<{ readonly items: ReadonlyArray<Monitor>; readonly total: number }>
+  readonly find: (projectId: string, monitorId: string) => Effect.Effect<Monitor, MonitorNotFound>
+  readonly pause: (monitor: Monitor, reason: string | null) => Effect.Effect<Monitor, MonitorActionRefused>
+  readonly resume: (monitor: Monitor, reason: string | null) => Effect.Effect<Monitor, MonitorActionRefused>
+  readonly cancel: (monitor: Monitor, reason: string | null) => Effect.Effect<Monitor, MonitorActionRefused>
+  readonly refine: (monitor: Monitor, patch: MonitorPatch, reason: string | null) => Effect.Effect<Monitor, MonitorActionRefused | InvalidField | AlignmentNeedsModel>
+  readonly remove: (monitor: Monitor) => Effect.Effect<void>
+  readonly message: (monitor: Monitor, input: { readonly content: string; readonly kind: string }) => Effect.Effect<Monitor, MonitorNotInAlignment>
+  readonly intervene: (monitor: Monitor, input: { readonly request_id: string; readonly kind: "answer" | "skip" | "abandon"; readonly response: string }) => Effect.Effect<Monitor, MonitorNotInAlignment>
+  /** A tick now, outside the schedule (a paused monitor too; not an ended one). */
+  readonly runNow: (monitor: Monitor) => Effect.Effect<TickRun, MonitorActionRefused>
+  readonly ticks: (monitor: Monitor, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<TickRun>>
+  readonly tick: (monitor: Monitor, tickId: string) => Effect.Effect<TickRun, MonitorPartNotFound>
+  readonly snapshots: (monitor: Monitor, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<Snapshot>>
+  readonly snapshot: (monitor: Monitor, snapshotId: string) => Effect.Effect<Snapshot, MonitorPartNotFound>
+  readonly deliveries: (monitor: Monitor, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<DeliveryRow>>
+  readonly retryDelivery: (monitor: Monitor, deliveryId: string) => Effect.Effect<DeliveryRow, MonitorPartNotFound | DeliveryNotRetryable>
+  /** Dispatches a tick of a schedule slot to the monitor's entity (the scheduler's handler). */
+  readonly fire: (monitorId: string, slot: Date) => Effect.Effect<void>
+}>()("wa/track/Monitors") {
+  static readonly layer = Layer.effect(
+    Monitors,
+    Effect.gen(function*() {
+      const store = yield* MonitorStore
+      const schedules = yield* Schedules
+      const channels = yield* NotificationChannels
+      const callbacks = yield* Callbacks
+      const model = yield* AgentModel
+      const config = yield* AppConfig
+      const sql = yield* SqlClient.SqlClient
+      const clientFor = yield* MonitorEntity.client
+
+      const dispatchTick = (tick: TickRun) => clientFor(tick.monitor_id).Tick({ tickId: tick.id }, { discard: true }).pipe(Effect.orDie)
+      const align = (monitor: Monitor) =>
+        clientFor(monitor.id).Align({ monitorId: monitor.id, turn: monitor.alignment.length }, { discard: true }).pipe(Effect.orDie)
+
+      const fire = Effect.fn("Monitors.fire")(function*(monitorId: string, slot: Date) {
+        const monitor = yield* store.get(monitorId)
+        if (monitor === undefined || isTerminalMonitor(monitor.status)) return
+        const tick = yield* store.createTick(monitor, "schedule", slot)
+        yield* dispatchTick(tick)
+      })
+      yield* schedules.register(MONITOR_OWNER, fire)
+
+      const refuse = (monitor: Monitor, action: string) => new MonitorActionRefused({ action, status: monitor.status })
+
+      /** The checks of settings the schema cannot make; returns the schedule in canonical form. */
+      const check = Effect.fn("Monitors.check")(function*(projectId: string, input: {
+        readonly schedule?: CreateMonitorRequest["schedule"]
+        readonly trigger_dsl?: Record<string, unknown> | null | undefined
+        readonly stop_condition_dsl?: Record<string, unknown> | null | undefined
+        readonly notify_channel?: NotifyChannel | undefined
+      }) {
+        yield* checkRules(input)
+        if (input.notify_channel !== undefined) yield* channels.validateChannel(projectId, input.notify_channel)
+        return input.schedule === undefined || input.schedule === null ? input.schedule : yield* checkSchedule(input.schedule, config.scheduleMinIntervalSeconds)
+      })
+
+      const transition = (monitor: Monitor, action: string, from: ReadonlyArray<MonitorStatus>, to: MonitorStatus, reason: string | null, extra: {
+        readonly resetFailures?: boolean
+        readonly settings?: MonitorSettings
+      } = {}) =>
+        store.update(monitor.id, { from, to, reason, ...extra }).pipe(
+          Effect.orDie,
+          Effect.flatMap(({ monitor: after, changed }) => changed ? Effect.succeed(after) : Effect.fail(refuse(after, action)))
+        )
+
+      return Monitors.of({
+        create: Effect.fn("Monitors.create")(function*(projectId: string, keyId: string | null, request: CreateMonitorRequest) {
+          const channel = channelOf(request.notify_channel)
+          const schedule = yield* check(projectId, { ...request, notify_channel: channel })
+          const direct = schedule !== undefined && schedule !== null
+          if (!direct && Option.isNone(model)) return yield* new AlignmentNeedsModel()
+          const monitor = yield* sql.withTransaction(Effect.gen(function*() {
+            const created = yield* store.create({
+              projectId,
+              createdByKeyId: keyId,
+              status: direct ? "active" : "pending_clarification",
+              intent: request.intent,
+              channel,
+              notifySecret: newSecret(),
+              schedule: schedule ?? null,
+              targetUrls: request.target_urls ?? null,
+              extractionSchema: request.extraction_schema ?? null,
+              triggerDsl: request.trigger_dsl ?? null,
+              stopConditionDsl: request.stop_condition_dsl ?? null,
+              profileId: request.profile_id ?? null
+            })
+            // The first tick runs at once (the baseline), then on the schedule.
+            if (direct) yield* schedules.set(owner(created.id), schedule, { anchor: created.created_at, firstAt: created.created_at })
+            return created
+          })).pipe(Effect.orDie)
+          if (!direct) yield* align(monitor)
+          yield* Effect.logInfo("monitor created").pipe(Effect.annotateLogs({ monitor_id: monitor.id, mode: direct ? "direct" : "alignment" }))
+          return monitor
+        }),
+        list: (projectId, options) => store.list(projectId, { offset: (options.page - 1) * options.pageSize, limit: options.pageSize, status: options.status }),
+        find: (projectId, monitorId) => store.find(projectId, monitorId),
+        pause: Effect.fn("Monitors.pause")(function*(monitor: Monitor, reason: string | null) {
+          const after = yield* transition(monitor, "pause", ["active", "failing"], "paused", reason)
+          yield* schedules.pause(owner(monitor.id))
+          return after
+        }),
+        resume: Effect.fn("Monitors.resume")(function*(monitor: Monitor, reason: string | null) {
+          // A failing monitor is resumed too: its failure count starts again.
+          const after = yield* transition(monitor, "resume", ["paused", "failing"], "active", reason, { resetFailures: true })
+          yield* schedules.resume(owner(monitor.id))
+          return after
+        }),
+        cancel: Effect.fn("Monitors.cancel")(function*(monitor: Monitor, reason: string | null) {
+          const after = yield* transition(monitor, "cancel", ["pending_clarification", "active", "paused", "failing"], "canceled", reason ?? "user_canceled")
+          yield* schedules.remove(owner(monitor.id))
+          return after
+        }),
+        refine: Effect.fn("Monitors.refine")(function*(monitor: Monitor, patch: MonitorPatch, reason: string | null) {
+          if (isTerminalMonitor(monitor.status)) return yield* refuse(monitor, "refine")
+          const channel = patch.notify_channel === undefined ? undefined : channelOf(patch.notify_channel)
+          const schedule = yield* check(monitor.project_id, { ...patch, notify_channel: channel })
+          const settings: MonitorSettings = {
+            ...(patch.intent === undefined ? {} : { intent_text: patch.intent }),
+            ...(channel === undefined ? {} : { notify_channel: channel }),
+            ...("schedule" in patch ? { schedule: schedule ?? null } : {}),
+            ...("target_urls" in patch ? { target_urls: patch.target_urls ?? null } : {}),
+            ...("extraction_schema" in patch ? { extraction_schema: patch.extraction_schema ?? null } : {}),
+            ...("trigger_dsl" in patch ? { trigger_dsl: patch.trigger_dsl ?? null } : {}),
+            ...("stop_condition_dsl" in patch ? { stop_condition_dsl: patch.stop_condition_dsl ?? null } : {}),
+            ...("profile_id" in patch ? { profile_id: patch.profile_id ?? null } : {})
+          }
+          const nextSchedule = "schedule" in settings ? settings.schedule ?? null : monitor.schedule
+          // A monitor without a schedule goes back to alignment; one aligning that gets a schedule is active.
+          if (nextSchedule === null && Option.isNone(model)) return yield* new AlignmentNeedsModel()
+          const to: MonitorStatus = nextSchedule === null
+            ? "pending_clarification"
+            : monitor.status === "pending_clarification" || monitor.status === "failing" ? "active" : monitor.status
+          const after = yield* sql.withTransaction(Effect.gen(function*() {
+            const refined = yield* transition(monitor, "refine", [monitor.status], to, reason ?? (to !== monitor.status ? "refined" : monitor.status_reason), {
+              settings,
+              resetFailures: true
+            })
+            if (nextSchedule === null) yield* schedules.remove(owner(monitor.id))
+            else if ("schedule" in settings || monitor.status === "pending_clarification") {
+              yield* schedules.set(owner(monitor.id), nextSchedule, { anchor: new Date(), ...(monitor.status === "pending_clarification" ? { firstAt: new Date() } : {}) })
+              if (to === "paused") yield* schedules.pause(owner(monitor.id))
+            }
+            return refined
+          })).pipe(Effect.catchTag("SqlError", (error) => Effect.die(error)))
+          if (after.status === "pending_clarification" && monitor.status !== "pending_clarification") yield* align(after)
+          return after
+        }),
+        remove: Effect.fn("Monitors.remove")(function*(monitor: Monitor) {
+          yield* sql.withTransaction(Effect.gen(function*() {
+            yield* schedules.remove(owner(monitor.id))
+            yield* store.remove(monitor.id)
+          })).pipe(Effect.orDie)
+        }),
+        message: Effect.fn("Monitors.message")(function*(monitor: Monitor, input: { readonly content: string; readonly kind: string }) {
+          if (monitor.status !== "pending_clarification") return yield* new MonitorNotInAlignment({ monitorId: monitor.id, status: monitor.status })
+          const { monitor: after, changed } = yield* store.update(monitor.id, {
+            from: ["pending_clarification"],
+            alignment: [...monitor.alignment, { role: "user", content: input.content, kind: input.kind }],
+            events: [{ type: "alignment.message", data: { role: "user", kind: input.kind, content: input.content } }]
+          }).pipe(Effect.orDie)
+          if (!changed) return yield* new MonitorNotInAlignment({ monitorId: monitor.id, status: after.status })
+          yield* align(after)
+          return after
+        }),
+        intervene: Effect.fn("Monitors.intervene")(function*(monitor: Monitor, input: { readonly request_id: string; readonly kind: "answer" | "skip" | "abandon"; readonly response: string }) {
+          if (monitor.status !== "pending_clarification") return yield* new MonitorNotInAlignment({ monitorId: monitor.id, status: monitor.status })
+          if (monitor.pending_question?.request_id !== input.request_id) {
+            return yield* new MonitorNotInAlignment({ monitorId: monitor.id, status: monitor.status, requestId: input.request_id })
+          }
+          if (input.kind === "abandon") {
+            const { monitor: after, changed } = yield* store.update(monitor.id, {
+              from: ["pending_clarification"],
+              to: "canceled",
+              reason: "user_abandoned_alignment",
+              pendingQuestion: null,
+              events: [{ type: "alignment.abandoned", data: { request_id: input.request_id } }]
+            }).pipe(Effect.orDie)
+            if (!changed) return yield* new MonitorNotInAlignment({ monitorId: monitor.id, status: after.status })
+            return after
+          }
+          const content = input.kind === "skip" ? "(the user skipped this question; decide yourself)" : input.response
+          const { monitor: after, changed } = yield* store.update(monitor.id, {
+            from: ["pending_clarification"],
+            alignment: [...monitor.alignment, { role: "user", content, request_id: input.request_id, kind: input.kind }],
+            pendingQuestion: null,
+            events: [{ type: "alignment.answered", data: { request_id: input.request_id, kind: input.kind, response: input.response } }]
+          }).pipe(Effect.orDie)
+          if (!changed) return yield* new MonitorNotInAlignment({ monitorId: monitor.id, status: after.status })
+          yield* align(after)
+          return after
+        }),
+        runNow: Effect.fn("Monitors.runNow")(function*(monitor: Monitor) {
+          if (isTerminalMonitor(monitor.status)) return yield* refuse(monitor, "run_now")
+          const tick = yield* store.createTick(monitor, "run_now", null)
+          yield* dispatchTick(tick)
+          return tick
+        }),
+        ticks: (monitor, limit, beforeId) => store.listTicks(monitor.id, limit, beforeId),
+        tick: (monitor, tickId) =>
+          store.findTick(monitor.id, tickId).pipe(
+            Effect.flatMap((tick) => tick === undefined ? Effect.fail(new MonitorPartNotFound({ what: "run", id: tickId, monitorId: monitor.id })) : Effect.succeed(tick))
+          ),
+        snapshots: (monitor, limit, beforeId) => store.listSnapshots(monitor.id, limit, beforeId),
+        snapshot: (monitor, snapshotId) =>
+          store.findSnapshot(monitor.id, snapshotId).pipe(
+            Effect.flatMap((snapshot) =>
+              snapshot === undefined ? Effect.fail(new MonitorPartNotFound({ what: "snapshot", id: snapshotId, monitorId: monitor.id })) : Effect.succeed(snapshot)
+            )
+          ),
+        deliveries: (monitor, limit, beforeId) => callbacks.list(monitor.project_id, { monitorId: monitor.id, limit, beforeId }),
+        retryDelivery: Effect.fn("Monitors.retryDelivery")(function*(monitor: Monitor, deliveryId: string) {
+          const row = yield* callbacks.find(monitor.project_id, deliveryId)
+          if (row === undefined || row.monitor_id !== monitor.id) return yield* new MonitorPartNotFound({ what: "delivery", id: deliveryId, monitorId: monitor.id })
+          const retried = yield* callbacks.retry(monitor.project_id, deliveryId)
+          if (retried === undefined) return yield* new MonitorPartNotFound({ what: "delivery", id: deliveryId, monitorId: monitor.id })
+          return retried
+        }),
+        fire
+      })
+    })
+  )
+}
+
+export type { MonitorId }

@@ -1,0 +1,224 @@
+/**
+ * One tick of a monitor: read the target pages (or search the intent when it has none), extract
+ * (JSON with the model when the monitor has an `extraction_schema`, a text fingerprint
+ * otherwise), compare with the previous snapshot, evaluate the trigger and stop rules, store the
+ * snapshot with its diff, and notify on the monitor's channel when the trigger fired.
+ *
+ * Decisions (README "Track"):
+ * - A tick whose pages do not all read fails as a whole (no snapshot): a page that is down for a
+ *   minute must not look like a change twice.
+ * - The fingerprint is of the normalized text with date-like noise masked (clocks, "3 minutes
+ *   ago"), so a page's clock is not a change. With extraction, the hash is of the extracted JSON.
+ * - Search-only ticks (no target_urls) search the intent; the snapshot is the result set (title
+ *   and URL per result), extracted as `{results: [{title, url}]}`, so rules can look at it.
+ * - Notification is idempotent per (tick, type): a tick that ended but whose notification was not
+ *   recorded (the runner died in between) records it when its message is delivered again.
+ */
+import { Context, Data, Effect, Layer, Option, Result } from "effect"
+import { createHash } from "node:crypto"
+import { AgentModel } from "../agent/model.ts"
+import { AppConfig } from "../config/config.ts"
+import type { Monitor, PageResult, Snapshot, TickRun } from "../domain/monitor.ts"
+import { Reader } from "../reader/reader.ts"
+import { Schedules } from "../schedules/schedules.ts"
+import { decodeWebSearchRequest } from "../search/schema.ts"
+import { WebSearch } from "../search/web-search.ts"
+import { NotificationChannels } from "../webhooks/notification-channels.ts"
+import { diffJson, diffText, textChangeSummary } from "./diff.ts"
+import { ExtractionFailed, extractStructured } from "./extraction.ts"
+import { normalizeText } from "./fingerprint.ts"
+import { MonitorStore } from "./monitor-store.ts"
+import { DEFAULT_TRIGGER, evaluate, parseStopCondition, parseTrigger, type Rule } from "./rules.ts"
+
+/** Text kept in a snapshot (and diffed), at most. */
+const MAX_SNAPSHOT_TEXT = 200_000
+/** Pages of one tick read at the same time. */
+const PAGE_CONCURRENCY = 4
+
+export const MONITOR_OWNER = "monitor"
+
+const sha256 = (text: string) => createHash("sha256").update(text).digest("hex")
+
+/** JSON with sorted keys, so equal objects hash equally. */
+const stableJson = (value: unknown): string =>
+  value === null || typeof value !== "object"
+    ? JSON.stringify(value) ?? "null"
+    : Array.isArray(value)
+    ? `[${value.map(stableJson).join(",")}]`
+    : `{${Object.keys(value).sort().map((key) => `${JSON.stringify(key)}:${stableJson((value as Record<string, unknown>)[key])}`).join(",")}}`
+
+const ruleOf = (input: Record<string, unknown> | null, parse: typeof parseTrigger, fallback: Rule | null): Rule | null => {
+  if (input === null) return fallback
+  const parsed = parse(input)
+  // Rules were validated when they were set; one that no longer parses is treated as absent.
+  return Result.isSuccess(parsed) ? parsed.success : fallback
+}
+
+/** The body of a monitor's notification (`monitor.triggered`). */
+export const notificationData = (monitor: Monitor, tick: Pick<TickRun, "id" | "n">, snapshot: Snapshot) => ({
+  monitor_id: monitor.id,
+  run_id: tick.id,
+  tick_n: tick.n,
+  intent: monitor.intent_text,
+  snapshot_id: snapshot.id,
+  changed: snapshot.changed,
+  extracted: snapshot.extracted,
+  diff: snapshot.diff,
+  target_urls: monitor.target_urls,
+  fetched_at: snapshot.fetched_at.toISOString()
+})
+
+interface Observation {
+  readonly text: string
+  readonly extracted: unknown | null
+  readonly pages: ReadonlyArray<PageResult>
+  readonly costUsd: number
+}
+
+class TickFailed extends Data.TaggedError("TickFailed")<{
+  readonly code: string
+  readonly detail: string
+  readonly pages: ReadonlyArray<PageResult>
+  readonly costUsd: number
+}> {}
+
+export class TickExecutor extends Context.Service<TickExecutor, {
+  /** Runs the tick to its end (or finishes what a previous execution left: its notification). */
+  readonly execute: (tickId: string) => Effect.Effect<void>
+}>()("wa/track/TickExecutor") {
+  static readonly layer = Layer.effect(
+    TickExecutor,
+    Effect.gen(function*() {
+      const store = yield* MonitorStore
+      const reader = yield* Reader
+      const webSearch = yield* WebSearch
+      const model = yield* AgentModel
+      const channels = yield* NotificationChannels
+      const schedules = yield* Schedules
+      const config = yield* AppConfig
+
+      const readPages = (urls: ReadonlyArray<string>) =>
+        Effect.forEach(urls, (url) => Effect.result(reader.readFresh(url)), { concurrency: PAGE_CONCURRENCY })
+
+      const observe = Effect.fn("Track.observe")(function*(monitor: Monitor) {
+        const urls = monitor.target_urls ?? []
+        if (urls.length === 0) {
+          // Search-only: the result set is the snapshot.
+          const request = yield* decodeWebSearchRequest({ queries: [monitor.intent_text.replace(/\s+/g, " ").trim().slice(0, 500)], summarize: false, wait: false }).pipe(Effect.orDie)
+          const outcome = yield* Effect.result(webSearch.run(request))
+          if (Result.isFailure(outcome)) return yield* Effect.fail(new TickFailed({ code: "search_failed", detail: outcome.failure.message, pages: [], costUsd: 0 }))
+          const results = outcome.success.results.map((item) => ({ title: item.title, url: item.canonical_url }))
+          return {
+            text: results.map((item) => `${item.title} ${item.url}`).join("\n"),
+            extracted: { results },
+            pages: [],
+            costUsd: 0
+          } satisfies Observation
+        }
+        const reads = yield* readPages(urls)
+        const pages: Array<PageResult> = reads.map((read, index) =>
+          Result.isSuccess(read)
+            ? { url: urls[index]!, final_url: read.success.finalUrl, ok: true, method: read.success.method, content_hash: sha256(normalizeText(read.success.text, { ignoreDates: true })), error: null }
+            : { url: urls[index]!, final_url: null, ok: false, method: null, content_hash: null, error: read.failure.message.slice(0, 500) }
+        )
+        const failed = pages.filter((page) => !page.ok)
+        if (failed.length > 0) {
+          return yield* Effect.fail(new TickFailed({ code: "fetch_failed", detail: `${failed.length} of ${pages.length} page(s) could not be read: ${failed.map((page) => `${page.url}: ${page.error}`).join("; ")}`.slice(0, 1000), pages, costUsd: 0 }))
+        }
+        const texts = reads.map((read) => Result.isSuccess(read) ? read.success.text : "")
+        const text = texts.length === 1 ? texts[0]! : texts.map((body, index) => `## ${urls[index]}\n${body}`).join("\n\n")
+        if (monitor.extraction_schema === null) return { text, extracted: null, pages, costUsd: 0 } satisfies Observation
+        if (Option.isNone(model)) return yield* Effect.fail(new TickFailed({ code: "model_not_configured", detail: "the monitor has an extraction_schema and no model is configured", pages, costUsd: 0 }))
+        const extracted = yield* extractStructured(model.value, { intent: monitor.intent_text, schema: monitor.extraction_schema, text }).pipe(
+          Effect.mapError((error: ExtractionFailed) => new TickFailed({ code: "extraction_failed", detail: error.detail, pages, costUsd: error.costUsd }))
+        )
+        return { text, extracted: extracted.value, pages, costUsd: extracted.costUsd } satisfies Observation
+      })
+
+      const notify = (monitor: Monitor, tick: Pick<TickRun, "id" | "n">, snapshot: Snapshot) =>
+        channels.notify({
+          projectId: monitor.project_id,
+          monitorId: monitor.id,
+          tickId: tick.id,
+          channel: monitor.notify_channel,
+          secret: monitor.notify_secret,
+          type: "monitor.triggered",
+          data: notificationData(monitor, tick, snapshot)
+        }).pipe(
+          Effect.tap(({ deliveryId }) => store.appendEvent(monitor.id, "monitor.notification.queued", { run_id: tick.id, delivery_id: deliveryId, channel: monitor.notify_channel.kind })),
+          Effect.withSpan("Track.notify")
+        )
+
+      const run = Effect.fn("Track.tick")(function*(monitor: Monitor, queued: TickRun) {
+        const tick = yield* store.startTick(queued)
+        const previous = monitor.last_snapshot_id === null ? undefined : yield* store.snapshot(monitor.last_snapshot_id)
+        const observed = yield* Effect.result(observe(monitor))
+        if (Result.isFailure(observed)) {
+          const failure = observed.failure
+          yield* store.failTick(tick, { code: failure.code, detail: failure.detail, pages: failure.pages, llmCostMicros: Math.round(failure.costUsd * 1e6) }, config.trackMaxConsecutiveFailures)
+          yield* Effect.logWarning("monitor tick failed").pipe(Effect.annotateLogs({ monitor_id: monitor.id, run_id: tick.id, code: failure.code }))
+          return
+        }
+        const { extracted, pages, costUsd } = observed.success
+        const text = normalizeText(observed.success.text, { ignoreDates: true }).slice(0, MAX_SNAPSHOT_TEXT)
+        const contentHash = sha256(extracted === null ? text : stableJson(extracted))
+        const first = previous === undefined
+        const changed = !first && previous.content_hash !== contentHash
+        const diff = first
+          ? null
+          : extracted !== null
+          ? { kind: "json", changes: diffJson(previous.extracted, extracted) }
+          : { kind: "text", ...textChangeSummary(previous.text, text), unified: diffText(previous.text, text, { fromLabel: `snapshot ${previous.n}`, toLabel: `snapshot ${tick.n}` }).slice(0, MAX_SNAPSHOT_TEXT) }
+        const now = new Date()
+        const facts = { first, changed, extracted, previousExtracted: previous?.extracted ?? null, text, tickN: tick.n ?? 1, now }
+        const trigger = ruleOf(monitor.trigger_dsl, parseTrigger, DEFAULT_TRIGGER)!
+        const fired = evaluate(trigger, facts)
+        const stop = ruleOf(monitor.stop_condition_dsl, parseStopCondition, null)
+        const stopped = stop !== null && evaluate(stop, facts)
+        const { monitor: after, snapshot } = yield* store.completeTick(tick, {
+          contentHash,
+          extracted,
+          text,
+          pages,
+          diff,
+          changed,
+          fired,
+          fetchedAt: now,
+          llmCostMicros: Math.round(costUsd * 1e6),
+          status: stopped ? "completed" : monitor.status,
+          statusReason: stopped ? "stop_condition_met" : null,
+          events: changed ? [{ type: "monitor.change_detected", data: { run_id: tick.id, n: tick.n, diff } }] : []
+        })
+        if (fired) yield* notify(after, tick, snapshot)
+        if (after.status === "completed") yield* schedules.remove({ kind: MONITOR_OWNER, id: monitor.id })
+      })
+
+      return TickExecutor.of({
+        execute: (tickId) =>
+          Effect.gen(function*() {
+            const tick = yield* store.getTick(tickId)
+            if (tick === undefined) return
+            const monitor = yield* store.get(tick.monitor_id)
+            if (monitor === undefined) return
+            if (tick.status === "done") {
+              // Ended before: make sure its notification was recorded (idempotent per tick).
+              if (tick.fired === true && tick.snapshot_id !== null) {
+                const snapshot = yield* store.snapshot(tick.snapshot_id)
+                if (snapshot !== undefined) yield* notify(monitor, tick, snapshot)
+              }
+              return
+            }
+            if (tick.status === "failed" || tick.status === "skipped") return
+            // A paused, aligning or ended monitor skips scheduled ticks (run_now still runs unless it ended).
+            const runs = monitor.status === "active" || monitor.status === "failing" ||
+              (tick.trigger === "run_now" && (monitor.status === "paused" || monitor.status === "pending_clarification"))
+            if (!runs) {
+              yield* store.skipTick(tick, `the monitor is ${monitor.status}`)
+              return
+            }
+            yield* run(monitor, tick)
+          }).pipe(Effect.catchCause((cause) => Effect.logError("monitor tick crashed", cause)))
+      })
+    })
+  )
+}
