@@ -103,7 +103,8 @@ export class MonitorStore extends Context.Service<MonitorStore, {
     readonly events?: ReadonlyArray<{ readonly type: string; readonly data: Record<string, unknown> }>
   }) => Effect.Effect<{ readonly monitor: Monitor; readonly changed: boolean }, MonitorNotFound>
   readonly remove: (monitorId: MonitorId) => Effect.Effect<void>
-  readonly appendEvent: (monitorId: MonitorId, type: string, data: Record<string, unknown>) => Effect.Effect<number>
+  /** Appends an event; returns its id, or undefined when the monitor is gone. */
+  readonly appendEvent: (monitorId: string, type: string, data: Record<string, unknown>) => Effect.Effect<number | undefined>
   readonly eventsAfter: (monitorId: string, afterId: number, limit: number) => Effect.Effect<ReadonlyArray<RunEvent>>
   /** The tick run of a schedule slot (made once: a second call returns the first), or a new run_now tick. */
   readonly createTick: (monitor: Monitor, trigger: "schedule" | "run_now", slotAt: Date | null) => Effect.Effect<TickRun>
@@ -231,8 +232,8 @@ export class MonitorStore extends Context.Service<MonitorStore, {
         remove: (monitorId) => sql`DELETE FROM monitors WHERE id = ${monitorId}`.pipe(Effect.asVoid, Effect.orDie),
         appendEvent: (monitorId, type, data) =>
           sql.withTransaction(Effect.gen(function*() {
-            yield* sql`SELECT id FROM monitors WHERE id = ${monitorId} FOR UPDATE`
-            return yield* insertEvent(monitorId, type, data)
+            const exists = yield* sql`SELECT id FROM monitors WHERE id = ${monitorId} FOR UPDATE`
+            return exists.length === 0 ? undefined : yield* insertEvent(monitorId, type, data)
           })).pipe(Effect.orDie),
         eventsAfter: (monitorId, afterId, limit) =>
           sql<{ id: string; type: string; data: Record<string, unknown>; created_at: Date }>`

@@ -87,6 +87,17 @@ export class Monitors extends Context.Service<Monitors, {
         yield* dispatchTick(tick)
       })
       yield* schedules.register(MONITOR_OWNER, fire)
+      // Every attempt at a monitor's notification shows on the monitor's event stream.
+      yield* callbacks.onAttempt((attempt) =>
+        attempt.monitorId === null ? Effect.void : store.appendEvent(attempt.monitorId, attempt.status === "delivered" ? "monitor.delivery.succeeded" : "monitor.delivery.failed", {
+          run_id: attempt.runId,
+          delivery_id: attempt.deliveryId,
+          attempts: attempt.attempts,
+          status_code: attempt.statusCode,
+          error: attempt.error,
+          final: attempt.status === "delivered" || attempt.status === "failed"
+        }).pipe(Effect.asVoid)
+      )
 
       const refuse = (monitor: Monitor, action: string) => new MonitorActionRefused({ action, status: monitor.status })
 

@@ -125,6 +125,8 @@ export interface SendInput {
 /** A delivery a dispatcher claimed, with the secret that signs it. */
 interface ClaimedRow {
   readonly id: string
+  readonly run_id: string | null
+  readonly monitor_id: string | null
   readonly url: string
   readonly payload: unknown
   readonly attempts: number
@@ -135,6 +137,17 @@ interface ClaimedRow {
 const CLAIM_BATCH = 20
 /** How often a dispatcher looks for due deliveries when nothing woke it. */
 const POLL_INTERVAL_MS = 1_000
+
+/** What one recorded attempt came to. */
+export interface AttemptOutcome {
+  readonly deliveryId: string
+  readonly runId: string | null
+  readonly monitorId: string | null
+  readonly status: DeliveryStatus
+  readonly attempts: number
+  readonly statusCode: number | null
+  readonly error: string | null
+}
 
 export class Callbacks extends Context.Service<Callbacks, {
   /**
@@ -153,6 +166,11 @@ export class Callbacks extends Context.Service<Callbacks, {
   readonly find: (projectId: string, deliveryId: string) => Effect.Effect<DeliveryRow | undefined>
   /** Makes a failed delivery due again (attempts go on counting). */
   readonly retry: (projectId: string, deliveryId: string) => Effect.Effect<DeliveryRow | undefined, DeliveryNotRetryable>
+  /**
+   * Calls `listener` after every attempt this node's dispatcher records (Track reports its
+   * monitors' deliveries on their event streams this way). A failing listener is logged only.
+   */
+  readonly onAttempt: (listener: (attempt: AttemptOutcome) => Effect.Effect<void>) => Effect.Effect<void>
 }>()("wa/webhooks/Callbacks") {
   static readonly layer = Layer.effect(
     Callbacks,
@@ -194,7 +212,8 @@ export class Callbacks extends Context.Service<Callbacks, {
           LIMIT ${CLAIM_BATCH}
           FOR UPDATE SKIP LOCKED
         )
-        RETURNING d.id, d.url, d.payload, d.attempts, COALESCE(d.secret, p.webhook_secret) AS secret`)
+        RETURNING d.id, d.run_id, d.monitor_id, d.url, d.payload, d.attempts, COALESCE(d.secret, p.webhook_secret) AS secret`)
+      const listeners: Array<(attempt: AttemptOutcome) => Effect.Effect<void>> = []
 
       const deliver = (row: ClaimedRow) =>
         Effect.gen(function*() {
@@ -211,6 +230,10 @@ export class Callbacks extends Context.Service<Callbacks, {
               delivered_at = CASE WHEN ${error === null} THEN now() ELSE delivered_at END
             WHERE id = ${row.id}`
           if (outcome === "failed") yield* Effect.logWarning("callback delivery failed").pipe(Effect.annotateLogs({ delivery_id: row.id, attempts, error }))
+          const recorded: AttemptOutcome = { deliveryId: row.id, runId: row.run_id, monitorId: row.monitor_id, status: outcome, attempts, statusCode: status, error }
+          for (const listener of listeners) {
+            yield* listener(recorded).pipe(Effect.catchCause((cause) => Effect.logWarning("delivery listener failed", cause)))
+          }
         })
 
       // The dispatcher: a pass over what is due, then a wait for a wake-up or the poll interval.
@@ -229,6 +252,9 @@ export class Callbacks extends Context.Service<Callbacks, {
       )
 
       return Callbacks.of({
+        onAttempt: (listener) => Effect.sync(() => {
+          listeners.push(listener)
+        }),
         send: (input) =>
           Effect.gen(function*() {
             const id = `msg_${makeId("dlv").slice(4)}`

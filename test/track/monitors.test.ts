@@ -312,6 +312,13 @@ describe("direct mode", () => {
     const mine = received.slice(before).filter((r) => r.headers["webhook-id"] === delivery.id)
     expect(mine).toHaveLength(1)
     expect(verified(created.json.notify_secret, mine[0]!).data.run_id).toBe(tick.id)
+    // Each attempt shows on the monitor's event stream.
+    const stream = await readSse(`${service.url}${monitorPath(id)}/events`, { authorization: `Bearer ${service.apiKey}` }, {
+      timeoutMs: 10_000,
+      stopAfter: (events) => events.some((event) => event.event === "monitor.delivery.succeeded")
+    })
+    const attempts = stream.events.filter((event) => event.event.startsWith("monitor.delivery.")).map((event) => [event.event, event.data.data.attempts])
+    expect(attempts).toEqual([["monitor.delivery.failed", 1], ["monitor.delivery.failed", 2], ["monitor.delivery.succeeded", 3]])
   })
 })
 
