@@ -13,11 +13,16 @@ import { type Service, startService, stopAndClean } from "../support/service.ts"
 let service: Service
 let doc: SchemaObject
 let lists: Array<Operation>
+/** A real monitor, for the lists under one (its runs, snapshots, deliveries). */
+let monitorId: string
 const agent = new http.Agent({ keepAlive: true, maxSockets: 4 })
 
 beforeAll(async () => {
   service = await startService({ env: { WA_RATE_LIMIT_REQUESTS: "1000000" } })
   doc = (await service.request("GET", "/openapi.json", { key: null })).json
+  monitorId = (await service.request("POST", `/v1/projects/${service.projectId}/track/monitors`, {
+    body: { intent: "list parameters", notify_channel: { kind: "console_inbox" }, schedule: { kind: "interval", interval_seconds: 3600 }, target_urls: ["http://127.0.0.1:9/"] }
+  })).json.id
   lists = operationsOf(doc).filter((op) =>
     op.method === "GET" && ["cursor", "limit"].every((name) => op.parameters.some((p) => p.in === "query" && p.name === name))
   )
@@ -53,7 +58,7 @@ const badStatuses = (schema: SchemaObject): Array<string> => {
   return out
 }
 
-const pathOf = (op: Operation) => fillPath(op.path, { pid: encodeURIComponent(service.projectId) })
+const pathOf = (op: Operation) => fillPath(op.path, { pid: encodeURIComponent(service.projectId), mid: monitorId })
 
 const check = async (op: Operation, query: string) => {
   const path = `${pathOf(op)}?${query}`
