@@ -8,6 +8,7 @@ import { createServer, type IncomingMessage, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import { Webhook } from "standardwebhooks"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { type FakeEngines, startFakeEngines } from "../fixtures/engines/fake-engines.ts"
 import { promptText, type ScriptedModel, startScriptedModel } from "../fixtures/model/scripted-model.ts"
 import { type Service, startService, stopAndClean } from "../support/service.ts"
 import { eventually } from "../support/runs.ts"
@@ -20,6 +21,9 @@ interface Received {
 
 let service: Service
 let model: ScriptedModel
+let engines: FakeEngines
+/** What the fake search engine answers (a search-only monitor's snapshot). */
+let searchHits = [{ title: "Widget review", url: "https://reviews.example/widget", snippet: "A review" }]
 let pages: Server
 let pagesUrl: string
 let receiver: Server
@@ -107,8 +111,10 @@ beforeAll(async () => {
     }
     return { text: "{}" }
   })
+  engines = await startFakeEngines({ results: () => searchHits })
   service = await startService({
     env: {
+      WA_SEARXNG_URL: engines.url,
       WA_ALLOW_PRIVATE_NETWORKS: "true",
       WA_MODEL_BASE_URL: model.baseUrl,
       WA_MODEL_API_KEY: "test",
@@ -125,6 +131,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await stopAndClean(service)
   await model?.close()
+  await engines?.close()
   await new Promise((resolve) => pages?.close(resolve))
   await new Promise((resolve) => receiver?.close(resolve))
 })
@@ -319,6 +326,27 @@ describe("direct mode", () => {
     })
     const attempts = stream.events.filter((event) => event.event.startsWith("monitor.delivery.")).map((event) => [event.event, event.data.data.attempts])
     expect(attempts).toEqual([["monitor.delivery.failed", 1], ["monitor.delivery.failed", 2], ["monitor.delivery.succeeded", 3]])
+  })
+})
+
+describe("search-only monitors", () => {
+  it("snapshot the result set of a search of the intent and fire when it changes", async () => {
+    const created = await create({
+      intent: "new widget reviews",
+      notify_channel: { kind: "console_inbox" },
+      schedule: { kind: "interval", interval_seconds: 3600 }
+    })
+    expect(created.status).toBe(201)
+    const id = created.json.id
+    const [baseline] = await finishedTicks(id, 1)
+    expect(baseline).toMatchObject({ status: "done", changed: false })
+    expect((await get(id)).baseline_extracted).toEqual({ results: [{ title: "Widget review", url: "https://reviews.example/widget" }] })
+    searchHits = [...searchHits, { title: "Second widget review", url: "https://blog.example/widget-2", snippet: "Another" }]
+    const changed = await runNow(id)
+    expect(changed).toMatchObject({ status: "done", changed: true, fired: true })
+    const snapshot = (await service.request("GET", `${monitorPath(id)}/snapshots/${changed.snapshot_id}`)).json
+    expect(snapshot.diff.kind).toBe("json")
+    expect(snapshot.diff.changes).toContainEqual({ op: "added", path: "/results/1", new: { title: "Second widget review", url: "https://blog.example/widget-2" } })
   })
 })
 
