@@ -14,7 +14,7 @@
  * - Notification is idempotent per (tick, type): a tick that ended but whose notification was not
  *   recorded (the runner died in between) records it when its message is delivered again.
  */
-import { Context, Data, Effect, Layer, Option, Result } from "effect"
+import { Cause, Context, Data, Effect, Layer, Option, Result } from "effect"
 import { createHash } from "node:crypto"
 import { AgentModel } from "../agent/model.ts"
 import { AppConfig } from "../config/config.ts"
@@ -216,8 +216,20 @@ export class TickExecutor extends Context.Service<TickExecutor, {
               yield* store.skipTick(tick, `the monitor is ${monitor.status}`)
               return
             }
-            yield* run(monitor, tick)
-          }).pipe(Effect.catchCause((cause) => Effect.logError("monitor tick crashed", cause)))
+            yield* run(monitor, tick).pipe(
+              // A defect ends the tick as failed (an interruption leaves it to the next delivery).
+              Effect.catchDefect((defect) =>
+                Effect.logError("monitor tick crashed", defect).pipe(
+                  Effect.andThen(store.getTick(tick.id)),
+                  Effect.flatMap((current) =>
+                    current?.status === "running"
+                      ? store.failTick(current, { code: "internal_error", detail: "the tick failed unexpectedly", pages: [], llmCostMicros: 0 }, config.trackMaxConsecutiveFailures)
+                      : Effect.void
+                  )
+                )
+              )
+            )
+          }).pipe(Effect.catchCause((cause) => Cause.hasInterruptsOnly(cause) ? Effect.failCause(cause) : Effect.logError("monitor tick crashed", cause)))
       })
     })
   )
