@@ -30,13 +30,19 @@
  *
  *   --changing=F  a fraction F of the pages changes every interval (diff + inbox notification);
  *                 0 by default: every tick is a fetch, a fingerprint and "no change".
- *   --profile     starts the service with the inspector on a loopback port and records a CPU profile
- *                 of the window (Profiler over the DevTools protocol); prints the top functions and
- *                 files by self time and keeps the .cpuprofile.
+ *   --profile     opens the service's inspector on a loopback port (SIGUSR1, --inspect-port=0) and,
+ *                 over the window, records a CPU profile (top functions and files by self time; the
+ *                 .cpuprofile is kept), the event-loop delay (perf_hooks.monitorEventLoopDelay,
+ *                 evaluated in the service) and a sampling heap profile (live memory by allocation site).
+ *   --sql-activity  samples pg_stat_activity of the service's connections every 50 ms over the
+ *                 window: states (active, idle in transaction, …), wait events, the busiest statements.
+ *   --sql-log     logs every statement during the window (ALTER SYSTEM log_statement = 'all' on the
+ *                 bench's own embedded database) and counts statements per finished tick by text.
+ *                 Logging costs PostgreSQL time: use it for counting, not for the latency figures.
  *
  * Goal (issue 11): p99 lateness <= 2 s. Loopback only; the data dir is removed at the end.
  */
-import { readFileSync, readdirSync, writeFileSync, mkdtempSync } from "node:fs"
+import { mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs"
 import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
@@ -57,6 +63,8 @@ const SETTLE_S = Number(option("settle", "15"))
 const CHANGING = Number(option("changing", "0"))
 const PAGES_PER_MONITOR = Number(option("pages", "1"))
 const PROFILE = flag("profile")
+const SQL_ACTIVITY = flag("sql-activity")
+const SQL_LOG = flag("sql-log")
 const GOAL_P99_MS = 2_000
 
 const CLK_TCK = 100
@@ -247,6 +255,78 @@ const summariseProfile = (profile: CpuProfile) => {
   return { totalMs: total / 1000, functions: top(byFunction, 30), files: top(byFile, 25) }
 }
 
+interface HeapNode {
+  readonly callFrame: { readonly functionName: string; readonly url: string; readonly lineNumber: number }
+  readonly selfSize: number
+  readonly children: ReadonlyArray<HeapNode>
+}
+const summariseHeap = (head: HeapNode) => {
+  const root = path.resolve(import.meta.dirname, "..")
+  const bySite = new Map<string, number>()
+  let total = 0
+  const walk = (node: HeapNode, ours: string | undefined) => {
+    const frame = node.callFrame
+    const file = frame.url.replace(`file://${root}/`, "").replace(/^.*node_modules\//, "node_modules/")
+    // Attribute to the innermost frame of our own code (src/) if any, else the frame itself.
+    const here = file.startsWith("src/") ? `${frame.functionName || "(anonymous)"} ${file}:${frame.lineNumber + 1}` : ours
+    if (node.selfSize > 0) {
+      const key = `${frame.functionName || "(anonymous)"} ${file || "(native)"}:${frame.lineNumber + 1}${here !== undefined && !file.startsWith("src/") ? `  ← ${here}` : ""}`
+      bySite.set(key, (bySite.get(key) ?? 0) + node.selfSize)
+      total += node.selfSize
+    }
+    for (const child of node.children) walk(child, here)
+  }
+  walk(head, undefined)
+  return {
+    totalMb: total / 1048576,
+    top: [...bySite.entries()].sort((a, b) => b[1] - a[1]).slice(0, 20).map(([site, bytes]) => `    ${round1(bytes / 1048576).toString().padStart(7)} MB  ${site}`)
+  }
+}
+
+/** Statement text without literals and extra space, for grouping. */
+const normaliseSql = (text: string) =>
+  text.replace(/\s+/g, " ").replace(/'(?:[^']|'')*'/g, "?").replace(/\b\d+\b/g, "?").replace(/\$\d+/g, "?").trim().slice(0, 150)
+
+/** pg_stat_activity of the service's connections, sampled every 50 ms. */
+const activitySampler = (client: { query: (text: string) => Promise<{ rows: Array<any> }> }) => {
+  const states = new Map<string, number>()
+  const active = new Map<string, number>()
+  const waits = new Map<string, number>()
+  let samples = 0
+  let stopped = false
+  const loop = (async () => {
+    while (!stopped) {
+      const { rows } = await client.query(`SELECT state, wait_event_type, wait_event, query FROM pg_stat_activity
+        WHERE application_name = 'web-agent-service' AND pid <> pg_backend_pid()`)
+      samples++
+      for (const row of rows) {
+        states.set(row.state ?? "null", (states.get(row.state ?? "null") ?? 0) + 1)
+        if (row.state === "active" || row.state === "idle in transaction") {
+          const key = `${row.state === "active" ? "" : "[idle in tx, last] "}${normaliseSql(row.query ?? "")}`
+          active.set(key, (active.get(key) ?? 0) + 1)
+          const wait = row.wait_event === null ? `${row.state}: on CPU` : `${row.state}: ${row.wait_event_type}/${row.wait_event}`
+          waits.set(wait, (waits.get(wait) ?? 0) + 1)
+        }
+      }
+      await sleep(50)
+    }
+  })()
+  return {
+    stop: async () => {
+      stopped = true
+      await loop
+      const avg = (n: number) => round2(n / Math.max(1, samples))
+      const top = (map: Map<string, number>, count: number) => [...map.entries()].sort((a, b) => b[1] - a[1]).slice(0, count)
+      return [
+        `  pg_stat_activity, ${samples} samples (average connections in each state): ${top(states, 10).map(([k, v]) => `${k} ${avg(v)}`).join(", ")}`,
+        `    active / idle-in-transaction by wait: ${top(waits, 8).map(([k, v]) => `${k} ${avg(v)}`).join(", ")}`,
+        "    busiest statements (average connections on each):",
+        ...top(active, 15).map(([k, v]) => `      ${avg(v).toString().padStart(5)}  ${k}`)
+      ]
+    }
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // the bench
 // ---------------------------------------------------------------------------------------------
@@ -395,7 +475,31 @@ const main = async () => {
     await profiler.call("Profiler.enable")
     await profiler.call("Profiler.setSamplingInterval", { interval: 1000 })
     await profiler.call("Profiler.start")
+    await profiler.call("HeapProfiler.enable")
+    await profiler.call("HeapProfiler.startSampling", { samplingInterval: 32768 })
+    const started = await profiler.call("Runtime.evaluate", {
+      expression: `(() => { const h = process.getBuiltinModule("node:perf_hooks").monitorEventLoopDelay({ resolution: 10 }); h.enable(); globalThis.__benchLoopDelay = h; return "ok" })()`,
+      returnByValue: true
+    })
+    if (started?.result?.value !== "ok") console.log(`profile: event-loop delay monitor not started: ${JSON.stringify(started)}`)
   } else if (PROFILE) console.log("profile: no inspector URL found; not profiling")
+  const pgLogFile = path.join((() => {
+    try {
+      return readFileSync(path.join(service.dataDir, "postgres.location"), "utf8").trim()
+    } catch {
+      return path.join(service.dataDir, "postgres")
+    }
+  })(), "server.log")
+  let pgLogOffset = 0
+  if (SQL_LOG) {
+    await db.query("ALTER SYSTEM SET log_statement = 'all'")
+    await db.query("ALTER SYSTEM SET log_line_prefix = '%m [%p] %a '")
+    await db.query("SELECT pg_reload_conf()")
+    await sleep(200)
+    pgLogOffset = statSync(pgLogFile).size
+  }
+  const activityClient = SQL_ACTIVITY ? await embeddedDatabaseClient(service.dataDir) : undefined
+  const activity = activityClient === undefined ? undefined : activitySampler(activityClient)
   console.log(`window: ${WINDOW_S} s from ${windowStart.toISOString()} (load average ${load0})`)
   await sleep(WINDOW_S * 1000)
   const windowEnd = new Date()
@@ -409,7 +513,48 @@ const main = async () => {
   const pgStats1 = await statsQuery()
   let profileSummary: ReturnType<typeof summariseProfile> | undefined
   let profileFile: string | undefined
+  let loopDelay: { p50: number; p99: number; max: number; mean: number } | undefined
+  let heapSummary: ReturnType<typeof summariseHeap> | undefined
+  const activityLines = activity === undefined ? undefined : await activity.stop()
+  await activityClient?.end()
+  let statementLines: Array<string> | undefined
+  if (SQL_LOG) {
+    await db.query("ALTER SYSTEM RESET log_statement")
+    await db.query("SELECT pg_reload_conf()")
+    const text = readFileSync(pgLogFile, "utf8").slice(pgLogOffset)
+    // One entry per "<time> [pid] app LOG:  statement: …" / "execute <name>: …", continued on lines without a prefix.
+    const counts = new Map<string, number>()
+    let current: string | undefined
+    const flush = () => {
+      if (current !== undefined) counts.set(normaliseSql(current), (counts.get(normaliseSql(current)) ?? 0) + 1)
+      current = undefined
+    }
+    for (const line of text.split("\n")) {
+      const entry = /^\d{4}-\d\d-\d\d [\d:.]+ \w+ \[\d+\] (\S*) (\w+):\s+(.*)$/.exec(line)
+      if (entry !== null) {
+        flush()
+        const [, app, level, message] = entry
+        if (app !== "web-agent-service" || level !== "LOG") continue
+        const statement = /^(?:statement|execute [^:]*): (.*)$/.exec(message!)
+        if (statement !== null) current = statement[1]!
+      } else if (current !== undefined) current += " " + line
+    }
+    flush()
+    const total = [...counts.values()].reduce((a, b) => a + b, 0)
+    const ticksDone = Math.max(1, Number((await db.query(`SELECT count(*)::bigint AS n FROM monitor_runs WHERE finished_at >= $1 AND finished_at < $2`, [windowStart, windowEnd])).rows[0].n))
+    statementLines = [
+      `  SQL statements in the window: ${total} (${round1(total / ticksDone)} per finished tick, ${ticksDone} ticks); by text, per tick:`,
+      ...[...counts.entries()].sort((a, b) => b[1] - a[1]).slice(0, 30).map(([k, v]) => `    ${round2(v / ticksDone).toString().padStart(6)}  ${k}`)
+    ]
+  }
   if (profiler !== undefined) {
+    const delay = await profiler.call("Runtime.evaluate", {
+      expression: `(() => { const h = globalThis.__benchLoopDelay; h.disable(); return { p50: h.percentile(50) / 1e6, p99: h.percentile(99) / 1e6, max: h.max / 1e6, mean: h.mean / 1e6 } })()`,
+      returnByValue: true
+    })
+    loopDelay = delay?.result?.value
+    const heap = await profiler.call("HeapProfiler.stopSampling") as { profile: { head: HeapNode } }
+    if (heap?.profile?.head !== undefined) heapSummary = summariseHeap(heap.profile.head)
     const { profile } = await profiler.call("Profiler.stop") as { profile: CpuProfile }
     profiler.close()
     profileFile = path.join(profileDir!, "service-window.cpuprofile")
@@ -508,6 +653,15 @@ const main = async () => {
     console.log("  by function (self time):")
     for (const line of profileSummary.functions) console.log(line)
   }
+  if (loopDelay !== undefined) {
+    console.log(`event-loop delay of the service over the window: mean ${round1(loopDelay.mean)} ms, p50 ${round1(loopDelay.p50)} ms, p99 ${round1(loopDelay.p99)} ms, max ${round1(loopDelay.max)} ms`)
+  }
+  if (heapSummary !== undefined) {
+    console.log(`live heap allocated during the window and still held at its end (sampling): ${round1(heapSummary.totalMb)} MB; top sites:`)
+    for (const line of heapSummary.top) console.log(line)
+  }
+  if (activityLines !== undefined) for (const line of activityLines) console.log(line)
+  if (statementLines !== undefined) for (const line of statementLines) console.log(line)
 
   clearInterval(rssTimer)
   clearInterval(trimLogs)
