@@ -197,6 +197,15 @@ describe("workspaces", () => {
       expect((await response.json()).code).toBe("invalid_signature")
     }
 
+    // A name that needs percent-encoding round-trips through the API and the signed URL.
+    const odd = "my report (1) — ü.txt"
+    expect((await upload(ws.id, odd, new TextEncoder().encode("odd"))).status).toBe(201)
+    const oddFile = (await service.request("GET", `${workspaces()}/${ws.id}/files/${encodeURIComponent(odd)}`)).json
+    expect(oddFile.name).toBe(odd)
+    const oddDownload = await fetch(service.url + oddFile.download_url)
+    expect(await oddDownload.text()).toBe("odd")
+    expect(oddDownload.headers.get("content-disposition")).toContain(`filename*=UTF-8''${encodeURIComponent(odd)}`)
+
     // A URL correctly signed (with the service's shared secret) whose time has passed.
     const client = await embeddedDatabaseClient(service.dataDir)
     const secret = (await client.query("SELECT value FROM service_secrets WHERE name = 'url_signing'")).rows[0].value as string
