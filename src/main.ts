@@ -22,6 +22,7 @@ import { RunEventBus } from "./events/run-event-bus.ts"
 import { RunStore } from "./store/runs.ts"
 import { ScreenshotStore } from "./store/screenshots.ts"
 import { ArtifactStore } from "./store/artifacts.ts"
+import { WorkspaceStore } from "./workspaces/workspace-store.ts"
 import { Reader } from "./reader/reader.ts"
 import { ReaderBrowser } from "./reader/reader-browser.ts"
 import { WebSearch } from "./search/web-search.ts"
@@ -73,6 +74,7 @@ const ProductServices = Layer.mergeAll(Sessions.layer, Research.layer, Search.la
     RunEventBus.layer,
     ScreenshotStore.layer,
     ArtifactStore.layer,
+    WorkspaceStore.layer,
     AgentModel.layer,
     BrowserPool.layerFromAppConfig,
     Callbacks.layer

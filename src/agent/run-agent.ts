@@ -17,6 +17,8 @@ import { type Checkpoint, RunStore } from "../store/runs.ts"
 import { ScreenshotStore } from "../store/screenshots.ts"
 import { AgentModel } from "./model.ts"
 import { AgentToolkitHandlers, observeForModel, RunContext, toolkitFor } from "./tools.ts"
+import { FileToolContext, FileToolkitHandlers, fileToolNames, watchDownloads, workspacePrompt } from "./file-tools.ts"
+import { WorkspaceStore } from "../workspaces/workspace-store.ts"
 
 /** The DoAnything fields of a run's request (a run of another product has none). */
 const requestOf = (run: Run): Partial<DoAnythingRequest> => run.request._tag === "DoAnything" ? run.request : {}
@@ -122,12 +124,31 @@ export const runAgent = Effect.fn("runAgent")(function*(
       })
   })
 
-  const toolkit = toolkitFor(request.allowed_actions ?? [], request.output_schema as Record<string, unknown> | null | undefined)
-  const handlers = AgentToolkitHandlers.pipe(Layer.provide(Layer.succeed(RunContext, ctx)))
+  // The session's workspace (if any) gives the file tools, and the pages' downloads are saved there.
+  const workspaces = yield* WorkspaceStore
+  const session = run.session_id === null ? undefined : yield* store.getSession(run.project_id, run.session_id)
+  const workspaceId = session?.workspace_id ?? null
+  const emit = ctx.emit
+  const downloads = workspaceId === null ? undefined : yield* watchDownloads({ lease, workspaceId, store: workspaces, emit })
+  const settleDownloads = downloads?.settle ?? Effect.void
+  const fileHandlers = FileToolkitHandlers.pipe(Layer.provide(Layer.succeed(FileToolContext, FileToolContext.of({
+    workspaceId,
+    lease,
+    store: workspaces,
+    emit,
+    settleDownloads
+  }))))
+
+  const toolkit = toolkitFor(
+    request.allowed_actions ?? [],
+    request.output_schema as Record<string, unknown> | null | undefined,
+    workspaceId === null ? fileToolNames : []
+  )
+  const handlers = Layer.merge(AgentToolkitHandlers.pipe(Layer.provide(Layer.succeed(RunContext, ctx))), fileHandlers)
   let history = resume?.checkpoint !== undefined
     ? decodePrompt(resume.checkpoint.history)
     : Prompt.make([
-      { role: "system", content: systemPrompt(run) },
+      { role: "system", content: workspaceId === null ? systemPrompt(run) : `${systemPrompt(run)}\n${workspacePrompt}` },
       { role: "user", content: `Task:\n${run.instructions ?? "(continue the previous task)"}` }
     ])
 
@@ -201,6 +222,7 @@ export const runAgent = Effect.fn("runAgent")(function*(
       if (current === undefined || isTerminal(current.status)) return
       const output = yield* Ref.get(finalOutput)
       if (Option.isSome(output)) {
+        yield* settleDownloads // a file the page is still downloading belongs to this run's result
         yield* store.transition(runId, "done", { output: output.value, terminalReason: "done", executor }).pipe(Effect.ignore)
         return
       }
@@ -238,7 +260,7 @@ export const runAgent = Effect.fn("runAgent")(function*(
       errorDetail: crashed ? "the browser of this session crashed; the session's next run gets a fresh browser" : (error.message ?? String(error))
     }).pipe(Effect.ignore)
   }
-})
+}, Effect.scoped)
 
 const takeScreenshot = (ctx: RunContext["Service"]) => screenshot(ctx.lease)
 

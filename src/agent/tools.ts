@@ -11,6 +11,7 @@ import type { ActionError } from "../browser/errors.ts"
 import { observe } from "../browser/observe.ts"
 import type { ContextLease } from "../browser/pool.ts"
 import { type ExtractionError, extractFromPage } from "../reader/extract-in-page.ts"
+import { fileTools } from "./file-tools.ts"
 
 const Failure = Schema.Struct({ error: Schema.String, code: Schema.String })
 
@@ -80,14 +81,17 @@ const doneWithOutputSchema = (outputSchema: Record<string, unknown>) =>
     })
   })
 
-export const allTools = [
+const browserTools = [
   Navigate, Click, Type, PressKey, SelectOption, Scroll, Hover, GoBack, WaitFor, SwitchTab,
   ReadPage, Extract, Screenshot, AskHuman, Done
 ] as const
 
+/** Every tool: the browser's and the workspace's (file-tools.ts, handled by FileToolkitHandlers). */
+export const allTools = [...browserTools, ...fileTools] as const
+
 export const toolNames: ReadonlyArray<string> = allTools.map((t) => t.name)
 
-export const AgentToolkit = Toolkit.make(...allTools)
+export const AgentToolkit = Toolkit.make(...browserTools)
 
 /** What a tool handler needs from the run it serves. */
 export class RunContext extends Context.Service<RunContext, {
@@ -237,8 +241,14 @@ export const observeForModel = withLease((lease) => observe(lease))
  * The subset of the toolkit a run may use (empty list: all), with `done` shaped by the run's
  * `output_schema` when it has one.
  */
-export const toolkitFor = (allowedActions: ReadonlyArray<string>, outputSchema?: Record<string, unknown> | null) => {
-  const allowed = allowedActions.length === 0 ? allTools : allTools.filter((t) => allowedActions.includes(t.name) || t.name === "done")
+export const toolkitFor = (
+  allowedActions: ReadonlyArray<string>,
+  outputSchema?: Record<string, unknown> | null,
+  /** Tools the run cannot have whatever the list says (the file tools without a workspace). */
+  unavailable: ReadonlyArray<string> = []
+) => {
+  const offered = allTools.filter((t) => !unavailable.includes(t.name))
+  const allowed = allowedActions.length === 0 ? offered : offered.filter((t) => allowedActions.includes(t.name) || t.name === "done")
   // A schema with $ref points into its own root, which would not resolve once nested under
   // `output`; such a run keeps the plain `done` (the prompt still carries the schema).
   const done = outputSchema && !JSON.stringify(outputSchema).includes("\"$ref\"") ? doneWithOutputSchema(outputSchema) : Done

@@ -316,7 +316,9 @@ export const makeBrowserPool = Effect.fnUntraced(function*(config: BrowserPoolCo
             ...(options.storageState !== undefined ? { storageState: options.storageState } : {}),
             ...(options.userAgent !== undefined ? { userAgent: options.userAgent } : {}),
             ...(proxy !== undefined ? { proxy: { server: proxy.server } } : {}),
-            viewport: options.viewport ?? { width: 1280, height: 800 }
+            viewport: options.viewport ?? { width: 1280, height: 800 },
+            // Downloads are kept (a session with a workspace saves them there, see agent/file-tools.ts).
+            acceptDownloads: true
           })
           try {
             const guard = await installNavigationGuard(context, {

@@ -104,7 +104,9 @@ export const AppConfigSchema = Config.all({
    * the npm package @sparticuz/chromium), `system` (never the bundled one), `bundled` (only it).
    * WA_BROWSER_CDP_URL overrides all three. See src/browser/chromium-executable.ts.
    */
-  browser: Config.Literals(["auto", "system", "bundled"], "WA_BROWSER").pipe(Config.withDefault("auto" as const))
+  browser: Config.Literals(["auto", "system", "bundled"], "WA_BROWSER").pipe(Config.withDefault("auto" as const)),
+  /** Largest file a workspace holds (uploads over it get 413; page downloads over it are not kept). */
+  workspaceMaxFileBytes: Config.Int("WA_WORKSPACE_MAX_FILE_BYTES").pipe(Config.withDefault(100 * 1024 * 1024))
 })
 
 export type AppConfigShape = Omit<Config.Success<typeof AppConfigSchema>, "logLevelName"> & {
@@ -138,7 +140,8 @@ export const loadAppConfig = (env?: Record<string, string | undefined>) =>
       ["WA_HEADERS_TIMEOUT_SECONDS", parsed.headersTimeoutSeconds], ["WA_SSE_STALL_SECONDS", parsed.sseStallSeconds],
       ["WA_IDEMPOTENCY_LEASE_SECONDS", parsed.idempotencyLeaseSeconds],
       ["WA_SCHEDULE_MIN_INTERVAL_SECONDS", parsed.scheduleMinIntervalSeconds], ["WA_SCHEDULER_POLL_MS", parsed.schedulerPollMs],
-      ["WA_TRACK_MAX_CONSECUTIVE_FAILURES", parsed.trackMaxConsecutiveFailures]
+      ["WA_TRACK_MAX_CONSECUTIVE_FAILURES", parsed.trackMaxConsecutiveFailures],
+      ["WA_WORKSPACE_MAX_FILE_BYTES", parsed.workspaceMaxFileBytes]
     ] as const) {
       if (value < 1) return yield* Effect.die(new InvalidConfig(`invalid configuration: ${name} must be at least 1`))
     }

@@ -147,6 +147,8 @@ export type DomainError =
   | MonitorNotInAlignment
   | MonitorActionRefused
   | AlignmentNeedsModel
+  | WorkspaceNotFound
+  | WorkspaceFileNotFound
 
 /** Outline edits name sections the outline does not have. */
 export class UnknownSections extends Schema.TaggedError<UnknownSections>()("UnknownSections", {
@@ -168,4 +170,15 @@ export class ParentRunNotReady extends Schema.TaggedError<ParentRunNotReady>()("
   status: RunStatus,
   operation: Schema.Literals(["refine", "followup"]),
   needs: Schema.Literals(["ended", "done"])
+}) {}
+
+/** No workspace with that id in the project (or it was deleted). */
+export class WorkspaceNotFound extends Schema.TaggedError<WorkspaceNotFound>()("WorkspaceNotFound", {
+  workspaceId: Schema.String
+}) {}
+
+/** No file of that name in the workspace. */
+export class WorkspaceFileNotFound extends Schema.TaggedError<WorkspaceFileNotFound>()("WorkspaceFileNotFound", {
+  workspaceId: Schema.String,
+  name: Schema.String
 }) {}

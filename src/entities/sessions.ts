@@ -19,6 +19,7 @@ import { isTerminal } from "../domain/run-state.ts"
 import type { DoAnythingRequest, Run, RunId, Session, SessionId } from "../domain/run.ts"
 import { type NewRun, RunStore } from "../store/runs.ts"
 import { RunNotifier } from "../webhooks/run-notifier.ts"
+import { WorkspaceStore } from "../workspaces/workspace-store.ts"
 import { cancelRun } from "./cancel.ts"
 import { SessionEntity } from "./session.ts"
 
@@ -43,7 +44,7 @@ export class Sessions extends Context.Service<Sessions, {
   /** A new session with its first run. */
   readonly create: (key: { readonly projectId: string; readonly keyId: string }, request: DoAnythingRequest) => Effect.Effect<
     { readonly session: Session; readonly run: Run },
-    UnknownNames | MissingFields | import("../domain/errors.ts").SessionCapReached
+    UnknownNames | MissingFields | import("../domain/errors.ts").SessionCapReached | import("../domain/errors.ts").WorkspaceNotFound
   >
   /** A lookup: any id is accepted, one that names no session of the project is SessionNotFound. */
   readonly find: (projectId: string, sessionId: string) => Effect.Effect<SessionWithRuns, SessionNotFound>
@@ -82,6 +83,7 @@ export class Sessions extends Context.Service<Sessions, {
       const config = yield* AppConfig
       const notifier = yield* RunNotifier
       const model = yield* AgentModel
+      const workspaces = yield* WorkspaceStore
       const clientFor = yield* SessionEntity.client
       const models: ReadonlyArray<string> = Option.match(model, { onNone: () => [], onSome: (m) => [m.name] })
 
@@ -127,6 +129,8 @@ export class Sessions extends Context.Service<Sessions, {
       return Sessions.of({
         create: Effect.fn("Sessions.create")(function*(key: { readonly projectId: string; readonly keyId: string }, request: DoAnythingRequest) {
           yield* check(request)
+          // The session's workspace must be one of the project's: 404 workspace_not_found, nothing created.
+          if (request.workspace_id !== undefined && request.workspace_id !== null) yield* workspaces.find(key.projectId, request.workspace_id)
           const created = yield* store.createSession({
             projectId: key.projectId,
             apiKeyId: key.keyId,

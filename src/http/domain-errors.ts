@@ -28,14 +28,16 @@ import type {
   MonitorPartNotFound,
   MonitorNotInAlignment,
   MonitorActionRefused,
-  AlignmentNeedsModel
+  AlignmentNeedsModel,
+  WorkspaceNotFound,
+  WorkspaceFileNotFound
 } from "../domain/errors.ts"
 import { Conflict, NotFound, TooManyRequests, ValidationError, validationError } from "./errors.ts"
 
 const kindLabel = { do_anything: "run", deep_research: "research run", web_search: "web search run" } as const
 
 /** The envelope class each domain error becomes. */
-export type HttpErrorOf<E> = E extends RunNotFound | SessionNotFound | ArtifactNotFound | MonitorNotFound | MonitorPartNotFound ? NotFound
+export type HttpErrorOf<E> = E extends RunNotFound | SessionNotFound | ArtifactNotFound | MonitorNotFound | MonitorPartNotFound | WorkspaceNotFound | WorkspaceFileNotFound ? NotFound
   : E extends SessionCapReached ? TooManyRequests
   : E extends UnknownNames | MissingFields | InvalidField | UnknownSections | AlignmentNeedsModel ? ValidationError
   : E extends SessionClosed | PreviousRunActive | InvalidTransition | RunEnded | RunNotEnded | RunNotExpired | RunNotAwaitingInput | InputRequestNotFound | InputRequestAnswered | ParentRunNotReady | MonitorNotInAlignment | MonitorActionRefused ? Conflict
@@ -118,7 +120,10 @@ const renderers: { readonly [K in DomainError["_tag"]]: (error: Extract<DomainEr
       code: "alignment_requires_model",
       detail: "alignment mode (no schedule) needs a model to ask the clarifying questions, and none is configured; give a schedule (direct mode) or configure WA_MODEL_BASE_URL",
       extra: { errors: [{ loc: ["body", "schedule"], msg: "required when no model is configured", type: "missing" }] }
-    })
+    }),
+  WorkspaceNotFound: (e) => new NotFound({ code: "workspace_not_found", detail: `no workspace ${e.workspaceId} in this project`, extra: { workspace_id: e.workspaceId } }),
+  WorkspaceFileNotFound: (e) =>
+    new NotFound({ code: "file_not_found", detail: `no file ${JSON.stringify(e.name)} in workspace ${e.workspaceId}`, extra: { workspace_id: e.workspaceId, name: e.name } })
 }
 
 /** The envelope of a domain error; anything else is returned as it is. */

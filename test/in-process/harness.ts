@@ -43,6 +43,7 @@ import { callbackView } from "../../src/http/views/callback-view.ts"
 import { databaseLayer } from "../../src/store/database.ts"
 import { RunStore } from "../../src/store/runs.ts"
 import { ScreenshotStore } from "../../src/store/screenshots.ts"
+import { WorkspaceStore } from "../../src/workspaces/workspace-store.ts"
 import { Callbacks } from "../../src/webhooks/callbacks.ts"
 import { RunNotifier } from "../../src/webhooks/run-notifier.ts"
 import { type FixtureSites, startFixtureSites } from "../fixtures/sites/server.ts"
@@ -138,6 +139,7 @@ export const inProcess = (env: Record<string, string | undefined> = {}) =>
       RunStore.layer,
       RunEventBus.layer,
       ScreenshotStore.layer,
+      WorkspaceStore.layer,
       AgentModel.layer,
       BrowserPool.layerFromAppConfig,
       Callbacks.layer,

@@ -16,6 +16,19 @@ export const MAX_JSON_DEPTH = 64
 
 const bodyMethods = new Set(["POST", "PUT", "PATCH", "DELETE"])
 
+/**
+ * Routes whose body the handler streams with a limit of its own (workspace file uploads, limited
+ * by WA_WORKSPACE_MAX_FILE_BYTES): not read here, and not under WA_MAX_BODY_BYTES.
+ */
+const streamedUploads: ReadonlyArray<{ readonly method: string; readonly path: RegExp }> = [
+  { method: "PUT", path: /^\/v1\/projects\/[^/?]+\/workspaces\/[^/?]+\/files\/[^/?]+$/ }
+]
+
+export const isStreamedUpload = (method: string, url: string): boolean => {
+  const path = url.split("?")[0] ?? ""
+  return streamedUploads.some((route) => route.method === method && route.path.test(path))
+}
+
 const hasBadCharacter = (value: string) => value.includes("\u0000") || !value.isWellFormed()
 
 /** Why the request target is refused, or undefined when it is fine. */
@@ -114,7 +127,7 @@ export const guardRequest = <E, R>(
   Effect.gen(function*() {
     const targetProblem = checkRequestTarget(request.url)
     if (targetProblem !== undefined) return json(400, envelopeBody("bad_request", targetProblem))
-    if (!bodyMethods.has(request.method)) return yield* next
+    if (!bodyMethods.has(request.method) || isStreamedUpload(request.method, request.url)) return yield* next
     const declared = Number(request.headers["content-length"])
     if (Number.isFinite(declared) && declared > maxBodyBytes) return tooLarge(maxBodyBytes)
     if (request.headers["content-length"] === undefined && request.headers["transfer-encoding"] === undefined) return yield* next

@@ -25,6 +25,7 @@ import { WebhookEndpointsHandlers } from "./webhook-endpoints.ts"
 import { InboxHandlers } from "./inbox.ts"
 import { TrackFlatHandlers, TrackHandlers } from "./track.ts"
 import { SystemHandlers } from "./system.ts"
+import { WorkspaceDownloadHandlers, WorkspacesHandlers, WorkspaceUploadHandlers } from "./workspaces.ts"
 import { MetricsHandlers } from "./metrics.ts"
 import { WebSearchFlatHandlers, WebSearchHandlers } from "./web-search.ts"
 import { DeepResearchFlatHandlers, DeepResearchHandlers, DeepResearchStandaloneHandlers } from "./deep-research.ts"
@@ -39,6 +40,7 @@ const ApiRoutes = HttpApiBuilder.layer(WebAgentApi, { openapiPath: "/openapi.jso
     SystemHandlers,
     MetricsHandlers,
     MediaHandlers,
+    WorkspaceDownloadHandlers,
     Layer.mergeAll(
       ApiKeysHandlers,
       ProjectHandlers,
@@ -53,7 +55,9 @@ const ApiRoutes = HttpApiBuilder.layer(WebAgentApi, { openapiPath: "/openapi.jso
       WebhookEndpointsHandlers,
       InboxHandlers,
       TrackHandlers,
-      TrackFlatHandlers
+      TrackFlatHandlers,
+      WorkspacesHandlers,
+      WorkspaceUploadHandlers
     ).pipe(
       Layer.provide(ProjectMiddlewares)
     )

@@ -1,0 +1,137 @@
+/**
+ * Workspaces: a project's file areas, shared by its sessions (a DoAnything session created with
+ * `workspace_id` gives its agent the file tools). `/v1/projects/{pid}/workspaces` (create, list,
+ * get, delete), their files (upload as a raw body, list, get, delete), and the signed download
+ * URL of a file (`/v1/workspace_files/...`, no API key: the signature is the credential).
+ */
+import { Schema } from "effect"
+import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
+import { BadRequest, Forbidden, NotFound, ValidationError } from "../errors.ts"
+import { PageQuery } from "../pagination.ts"
+import { MaxString, OptionalNullable, ProjectIdParam, Timestamp } from "./schemas.ts"
+import { Authentication, Idempotency, RateLimit } from "./security.ts"
+
+const envelope = {
+  code: Schema.String,
+  detail: Schema.String,
+  extra: Schema.Record(Schema.String, Schema.Unknown)
+}
+
+/** 413: the uploaded file is larger than WA_WORKSPACE_MAX_FILE_BYTES; nothing was stored. */
+export class PayloadTooLarge extends Schema.Error<PayloadTooLarge>("PayloadTooLarge")(envelope, {
+  httpApiStatus: 413,
+  description: "payload_too_large: the file is larger than the limit (extra.limit_bytes); nothing was stored"
+}) {}
+
+export const WorkspaceResponse = Schema.Struct({
+  id: Schema.String.annotate({ description: "ws_..." }),
+  project_id: Schema.String,
+  name: Schema.NullOr(Schema.String),
+  file_count: Schema.Int,
+  size_bytes: Schema.Number.annotate({ description: "total bytes of the workspace's files" }),
+  created_at: Timestamp,
+  updated_at: Timestamp
+})
+
+export const WorkspaceListResponse = Schema.Struct({
+  items: Schema.Array(WorkspaceResponse),
+  total: Schema.Int,
+  next_cursor: Schema.NullOr(Schema.String)
+})
+
+export const CreateWorkspaceRequest = Schema.Struct({ name: OptionalNullable(MaxString(200)) })
+
+export const WorkspaceFileResponse = Schema.Struct({
+  workspace_id: Schema.String,
+  name: Schema.String,
+  size_bytes: Schema.Number,
+  content_type: Schema.String,
+  source: Schema.Literals(["upload", "download", "agent"]).annotate({
+    description: "upload: through the API; download: saved from a page the agent browsed; agent: written by the agent's write_file"
+  }),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+  download_url: Schema.String.annotate({ description: "signed URL path (no API key needed), valid about 15 minutes" }),
+  download_url_expires_at: Timestamp
+})
+
+export const WorkspaceFileListResponse = Schema.Struct({ items: Schema.Array(WorkspaceFileResponse) })
+
+const WorkspaceIdParam = Schema.String.check(Schema.isMaxLength(64))
+const FileNameParam = Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(255)).annotate({
+  description: "the file's name, percent-encoded in the path; 1 to 255 characters, no / or \\ or control characters"
+})
+const workspaceParams = { ...ProjectIdParam, wid: WorkspaceIdParam }
+const fileParams = { ...workspaceParams, name: FileNameParam }
+
+export class WorkspacesApi extends HttpApiGroup.make("workspaces")
+  .add(
+    HttpApiEndpoint.post("create", "/", {
+      params: ProjectIdParam,
+      payload: CreateWorkspaceRequest,
+      success: WorkspaceResponse.annotate({ httpApiStatus: 201 }),
+      error: ValidationError
+    }).annotate(HttpApi.PayloadParseOptions, { errors: "all", onExcessProperty: "error" }),
+    HttpApiEndpoint.get("list", "/", {
+      params: ProjectIdParam,
+      query: PageQuery,
+      success: WorkspaceListResponse,
+      error: BadRequest
+    }),
+    HttpApiEndpoint.get("get", "/:wid", { params: workspaceParams, success: WorkspaceResponse, error: NotFound }),
+    HttpApiEndpoint.delete("delete", "/:wid", { params: workspaceParams, success: WorkspaceResponse, error: NotFound }),
+    HttpApiEndpoint.get("listFiles", "/:wid/files", { params: workspaceParams, success: WorkspaceFileListResponse, error: NotFound }),
+    HttpApiEndpoint.get("getFile", "/:wid/files/:name", { params: fileParams, success: WorkspaceFileResponse, error: NotFound }),
+    HttpApiEndpoint.delete("deleteFile", "/:wid/files/:name", { params: fileParams, success: WorkspaceFileResponse, error: NotFound })
+  )
+  .middleware(Idempotency)
+  .middleware(RateLimit)
+  .middleware(Authentication)
+  .prefix("/v1/projects/:pid/workspaces")
+  .annotateMerge(OpenApi.annotations({
+    title: "Workspaces",
+    description: "File areas of a project. A DoAnything session created with workspace_id gives its agent the tools " +
+      "upload_file, list_files, read_file and write_file, and files its pages download are saved there " +
+      "(run.file_downloaded events). Deleting a workspace deletes its files."
+  }))
+{}
+
+/**
+ * The upload is its own group: its body is streamed into the database as it arrives (not read
+ * whole, so the request-body limit WA_MAX_BODY_BYTES does not apply; WA_WORKSPACE_MAX_FILE_BYTES
+ * does), and it takes no Idempotency-Key (a PUT of the same bytes to the same name is
+ * idempotent by itself).
+ */
+export class WorkspaceUploadApi extends HttpApiGroup.make("workspace_upload")
+  .add(
+    HttpApiEndpoint.put("putFile", "/:wid/files/:name", {
+      params: fileParams,
+      payload: HttpApiSchema.StreamUint8Array({ contentType: "application/octet-stream" }),
+      success: WorkspaceFileResponse.annotate({ httpApiStatus: 201 }),
+      error: [NotFound, ValidationError, PayloadTooLarge, BadRequest]
+    }).annotateMerge(OpenApi.annotations({
+      description: "Uploads the request body as the file `name` (replacing a file of that name). Any Content-Type " +
+        "is accepted and kept as the file's type. Larger than WA_WORKSPACE_MAX_FILE_BYTES: 413 payload_too_large, and nothing is stored."
+    }))
+  )
+  .middleware(RateLimit)
+  .middleware(Authentication)
+  .prefix("/v1/projects/:pid/workspaces")
+  .annotateMerge(OpenApi.annotations({ title: "Workspace uploads", description: "Streamed file uploads (raw body)." }))
+{}
+
+export class WorkspaceDownloadApi extends HttpApiGroup.make("workspace_download")
+  .add(
+    HttpApiEndpoint.get("download", "/v1/workspace_files/:wid/:name", {
+      params: { wid: WorkspaceIdParam, name: FileNameParam },
+      query: { expires: Schema.NumberFromString, signature: MaxString(128) },
+      success: HttpApiSchema.StreamUint8Array({ contentType: "application/octet-stream" }),
+      error: [NotFound, Forbidden]
+    })
+  )
+  .annotateMerge(OpenApi.annotations({
+    title: "Workspace downloads",
+    description: "Signed, short-lived file URLs (no API key needed); an expired or altered URL is 403 " +
+      "(url_expired or invalid_signature). Get a fresh URL from the file's GET."
+  }))
+{}

@@ -1,0 +1,345 @@
+/**
+ * WorkspaceStore: a project's workspaces and their files, in PostgreSQL so every runner reads the
+ * same bytes (see migration.ts for the layout), and the signed download URLs of those files.
+ *
+ * - Writes stream: bytes are cut into chunks of CHUNK_BYTES and inserted as they arrive, so an
+ *   upload never sits in memory whole. The size limit is enforced while reading; past it the
+ *   upload stops with FileTooLarge and its chunks are deleted: nothing is stored.
+ * - A file is switched to its new content in one transaction at the end of the write (the old
+ *   content is deleted there), so a reader sees the old file or the new one, never a mix.
+ * - Download URLs carry `expires` and an HMAC-SHA256 `signature` over the workspace, the name and
+ *   the expiry, keyed by the service's shared URL-signing secret (service_secrets 'url_signing',
+ *   the same one screenshot URLs use), so any node can check a URL another node issued.
+ */
+import { Context, Effect, Layer, Schema, Stream } from "effect"
+import { SqlClient } from "effect/sql"
+import { createHmac, randomUUID, timingSafeEqual } from "node:crypto"
+import { AppConfig } from "../config/config.ts"
+import { makeId } from "../domain/ids.ts"
+import { WorkspaceFileNotFound, WorkspaceNotFound } from "../domain/errors.ts"
+
+/** Bytes per stored chunk: bytea values stay small and a download streams chunk by chunk. */
+export const CHUNK_BYTES = 1024 * 1024
+/** Lifetime of a signed download URL. */
+export const FILE_URL_TTL_SECONDS = 15 * 60
+/** A blob no file points at after this long is an upload whose process died; it is swept. */
+const ORPHAN_BLOB_AGE = "1 day"
+
+/** The file is larger than the configured limit; nothing was stored. */
+export class FileTooLarge extends Schema.TaggedError<FileTooLarge>()("FileTooLarge", {
+  limitBytes: Schema.Number
+}) {}
+
+/** The file name breaks the rules of `fileNameProblem`. */
+export class InvalidFileName extends Schema.TaggedError<InvalidFileName>()("InvalidFileName", {
+  name: Schema.String,
+  reason: Schema.String
+}) {}
+
+export interface WorkspaceRow {
+  readonly id: string
+  readonly project_id: string
+  readonly name: string | null
+  readonly file_count: number
+  readonly size_bytes: number
+  readonly created_at: Date
+  readonly updated_at: Date
+}
+
+/** Where a file came from. */
+export type FileSource = "upload" | "download" | "agent"
+
+export interface WorkspaceFileRow {
+  readonly workspace_id: string
+  readonly name: string
+  readonly size_bytes: number
+  readonly content_type: string
+  readonly source: FileSource
+  readonly created_at: Date
+  readonly updated_at: Date
+}
+
+export interface SignedUrl {
+  /** Path and query, relative to the service's base URL. */
+  readonly url: string
+  readonly expires_at: Date
+}
+
+export interface PutOptions {
+  readonly contentType: string
+  readonly source: FileSource
+  /** `replace` overwrites a file of that name; `rename` keeps it and picks `name (1).ext`, ... */
+  readonly onConflict: "replace" | "rename"
+  /** Limit for this write; the configured WA_WORKSPACE_MAX_FILE_BYTES when absent. */
+  readonly maxBytes?: number
+}
+
+/**
+ * Why a file name is refused, or undefined. Names are flat (no folders): 1 to 255 characters,
+ * no `/` or `\`, no control characters, not `.` or `..`.
+ */
+export const fileNameProblem = (name: string): string | undefined => {
+  if (name.length === 0) return "the name is empty"
+  if (name.length > 255) return "the name is longer than 255 characters"
+  if (!name.isWellFormed()) return "the name holds an invalid character"
+  if (/[\u0000-\u001f\u007f/\\]/.test(name)) return "the name may not contain /, \\ or control characters"
+  if (name === "." || name === "..") return "the name may not be . or .."
+  return undefined
+}
+
+/** A name for a download suggested by a page: its last path segment, cleaned of what fileNameProblem refuses. */
+export const sanitizeFileName = (suggested: string): string => {
+  const base = suggested.split(/[/\\]/).at(-1) ?? ""
+  const cleaned = base.replace(/[\u0000-\u001f\u007f]/g, "").trim().slice(0, 255)
+  return cleaned === "" || cleaned === "." || cleaned === ".." ? "download" : cleaned.toWellFormed()
+}
+
+/** `report.csv` → `report (n).csv` */
+const numbered = (name: string, n: number): string => {
+  const dot = name.lastIndexOf(".")
+  const [stem, ext] = dot > 0 ? [name.slice(0, dot), name.slice(dot)] : [name, ""]
+  return `${stem} (${n})${ext}`.slice(-255)
+}
+
+const contentTypes: Record<string, string> = {
+  txt: "text/plain", csv: "text/csv", json: "application/json", html: "text/html", htm: "text/html", md: "text/markdown",
+  xml: "application/xml", pdf: "application/pdf", png: "image/png", jpg: "image/jpeg", jpeg: "image/jpeg", gif: "image/gif",
+  webp: "image/webp", svg: "image/svg+xml", zip: "application/zip", gz: "application/gzip", tsv: "text/tab-separated-values",
+  xlsx: "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", docx: "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+}
+
+/** A content type from a file name's extension (application/octet-stream when unknown). */
+export const contentTypeOf = (name: string): string =>
+  contentTypes[name.slice(name.lastIndexOf(".") + 1).toLowerCase()] ?? "application/octet-stream"
+
+export class WorkspaceStore extends Context.Service<WorkspaceStore, {
+  readonly create: (projectId: string, name: string | null) => Effect.Effect<WorkspaceRow>
+  /** Newest first; `beforeId` is the cursor. */
+  readonly list: (projectId: string, limit: number, beforeId: string | undefined) => Effect.Effect<{ readonly rows: ReadonlyArray<WorkspaceRow>; readonly total: number }>
+  readonly find: (projectId: string, workspaceId: string) => Effect.Effect<WorkspaceRow, WorkspaceNotFound>
+  /** Deletes the workspace with its files. */
+  readonly remove: (projectId: string, workspaceId: string) => Effect.Effect<WorkspaceRow, WorkspaceNotFound>
+  readonly listFiles: (workspaceId: string) => Effect.Effect<ReadonlyArray<WorkspaceFileRow>>
+  readonly findFile: (workspaceId: string, name: string) => Effect.Effect<WorkspaceFileRow, WorkspaceFileNotFound>
+  /** Streams `body` into the file `name`; the row of the file as stored (its name may differ under `rename`). */
+  readonly putFile: <E>(workspaceId: string, name: string, body: Stream.Stream<Uint8Array, E>, options: PutOptions) => Effect.Effect<
+    WorkspaceFileRow,
+    E | FileTooLarge | InvalidFileName | WorkspaceNotFound
+  >
+  /** The first `limit` bytes of the file (all of it without a limit), and whether there was more. */
+  readonly readFile: (workspaceId: string, name: string, limit?: number) => Effect.Effect<
+    { readonly file: WorkspaceFileRow; readonly bytes: Uint8Array; readonly truncated: boolean },
+    WorkspaceFileNotFound
+  >
+  /** The file's bytes as a stream of its chunks (for a download response). */
+  readonly streamFile: (workspaceId: string, name: string) => Effect.Effect<
+    { readonly file: WorkspaceFileRow; readonly stream: Stream.Stream<Uint8Array> },
+    WorkspaceFileNotFound
+  >
+  readonly deleteFile: (workspaceId: string, name: string) => Effect.Effect<WorkspaceFileRow, WorkspaceFileNotFound>
+  /** A download URL for the file, valid FILE_URL_TTL_SECONDS. */
+  readonly signUrl: (workspaceId: string, name: string) => Effect.Effect<SignedUrl>
+  /** Checks a download URL's signature and expiry (the signature first: a forged expiry is "invalid"). */
+  readonly verifyUrl: (workspaceId: string, name: string, expires: number, signature: string) => Effect.Effect<"ok" | "expired" | "invalid">
+  readonly maxFileBytes: number
+}>()("wa/workspaces/WorkspaceStore") {
+  static readonly layer = Layer.effect(
+    WorkspaceStore,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const config = yield* AppConfig
+      const [secret] = yield* sql<{ value: string }>`SELECT value FROM service_secrets WHERE name = 'url_signing'`.pipe(Effect.orDie)
+      const sign = (workspaceId: string, name: string, expires: number) =>
+        createHmac("sha256", secret!.value).update(`workspace_file\u0000${workspaceId}\u0000${name}\u0000${expires}`).digest("base64url")
+
+      const workspaceColumns = sql`
+        w.id, w.project_id, w.name, w.created_at, w.updated_at,
+        (SELECT count(*)::int FROM workspace_files f WHERE f.workspace_id = w.id) AS file_count,
+        (SELECT coalesce(sum(f.size_bytes), 0)::float8 FROM workspace_files f WHERE f.workspace_id = w.id) AS size_bytes`
+      const fileColumns = sql`workspace_id, name, size_bytes::float8 AS size_bytes, content_type, source, created_at, updated_at`
+
+      const find = (projectId: string, workspaceId: string) =>
+        sql<WorkspaceRow>`SELECT ${workspaceColumns} FROM workspaces w WHERE w.id = ${workspaceId} AND w.project_id = ${projectId}`.pipe(
+          Effect.orDie,
+          Effect.flatMap((rows) => rows[0] === undefined ? Effect.fail(new WorkspaceNotFound({ workspaceId })) : Effect.succeed(rows[0]))
+        )
+
+      const findFile = (workspaceId: string, name: string) =>
+        sql<WorkspaceFileRow & { blob_id: string }>`
+          SELECT ${fileColumns}, blob_id FROM workspace_files WHERE workspace_id = ${workspaceId} AND name = ${name}`.pipe(
+          Effect.orDie,
+          Effect.flatMap((rows) => rows[0] === undefined ? Effect.fail(new WorkspaceFileNotFound({ workspaceId, name })) : Effect.succeed(rows[0]))
+        )
+
+      const dropBlob = (blobId: string) => sql`DELETE FROM workspace_blobs WHERE id = ${blobId}`.pipe(Effect.orDie, Effect.asVoid)
+
+      /** Writes the stream as chunks of `blobId`; fails with FileTooLarge past `limit`. */
+      const writeChunks = <E>(blobId: string, body: Stream.Stream<Uint8Array, E>, limit: number) =>
+        Effect.gen(function*() {
+          let pending: Array<Uint8Array> = []
+          let pendingBytes = 0
+          let total = 0
+          let seq = 0
+          const flush = Effect.suspend(() => {
+            if (pendingBytes === 0) return Effect.void
+            const data = Buffer.concat(pending, pendingBytes)
+            pending = []
+            pendingBytes = 0
+            return sql`INSERT INTO workspace_blob_chunks (blob_id, seq, data) VALUES (${blobId}, ${seq++}, ${data})`.pipe(Effect.orDie, Effect.asVoid)
+          })
+          yield* Stream.runForEach(body, (bytes) =>
+            Effect.gen(function*() {
+              total += bytes.length
+              if (total > limit) return yield* new FileTooLarge({ limitBytes: limit })
+              pending.push(bytes)
+              pendingBytes += bytes.length
+              if (pendingBytes >= CHUNK_BYTES) yield* flush
+            }))
+          yield* flush
+          return total
+        })
+
+      /** Points the file at the finished blob in one transaction; the file's previous blob is deleted. */
+      const commit = (workspaceId: string, requested: string, blobId: string, size: number, options: PutOptions) =>
+        sql.withTransaction(Effect.gen(function*() {
+          yield* sql`UPDATE workspace_blobs SET size_bytes = ${size} WHERE id = ${blobId}`
+          const touched = yield* sql`UPDATE workspaces SET updated_at = now() WHERE id = ${workspaceId} RETURNING id`
+          if (touched.length === 0) return yield* new WorkspaceNotFound({ workspaceId })
+          if (options.onConflict === "replace") {
+            const previous = yield* sql<{ blob_id: string }>`
+              SELECT blob_id FROM workspace_files WHERE workspace_id = ${workspaceId} AND name = ${requested} FOR UPDATE`
+            const rows = yield* sql<WorkspaceFileRow>`
+              INSERT INTO workspace_files (workspace_id, name, blob_id, size_bytes, content_type, source)
+              VALUES (${workspaceId}, ${requested}, ${blobId}, ${size}, ${options.contentType}, ${options.source})
+              ON CONFLICT (workspace_id, name) DO UPDATE SET
+                blob_id = excluded.blob_id, size_bytes = excluded.size_bytes, content_type = excluded.content_type,
+                source = excluded.source, updated_at = now()
+              RETURNING ${fileColumns}`
+            if (previous[0] !== undefined && previous[0].blob_id !== blobId) yield* sql`DELETE FROM workspace_blobs WHERE id = ${previous[0].blob_id}`
+            return rows[0]!
+          }
+          // The workspace row is locked by the UPDATE above, so two renames cannot pick one name.
+          for (let n = 0; ; n++) {
+            const candidate = n === 0 ? requested : numbered(requested, n)
+            const rows = yield* sql<WorkspaceFileRow>`
+              INSERT INTO workspace_files (workspace_id, name, blob_id, size_bytes, content_type, source)
+              VALUES (${workspaceId}, ${candidate}, ${blobId}, ${size}, ${options.contentType}, ${options.source})
+              ON CONFLICT (workspace_id, name) DO NOTHING
+              RETURNING ${fileColumns}`
+            if (rows[0] !== undefined) return rows[0]
+          }
+        })).pipe(Effect.catchTag("SqlError", Effect.die))
+
+      const putFile = <E>(workspaceId: string, name: string, body: Stream.Stream<Uint8Array, E>, options: PutOptions) =>
+        Effect.gen(function*() {
+          const problem = fileNameProblem(name)
+          if (problem !== undefined) return yield* new InvalidFileName({ name, reason: problem })
+          // Leftovers of uploads whose process died mid-way (the index on created_at keeps it cheap).
+          yield* sql`
+            DELETE FROM workspace_blobs b WHERE b.created_at < now() - ${ORPHAN_BLOB_AGE}::interval
+              AND NOT EXISTS (SELECT 1 FROM workspace_files f WHERE f.blob_id = b.id)`.pipe(Effect.orDie)
+          const blobId = `blob_${randomUUID()}`
+          const created = yield* sql`
+            INSERT INTO workspace_blobs (id, workspace_id) SELECT ${blobId}, id FROM workspaces WHERE id = ${workspaceId} RETURNING id`.pipe(Effect.orDie)
+          if (created.length === 0) return yield* new WorkspaceNotFound({ workspaceId })
+          const limit = options.maxBytes ?? config.workspaceMaxFileBytes
+          return yield* writeChunks(blobId, body, limit).pipe(
+            Effect.flatMap((size) => commit(workspaceId, name, blobId, size, options)),
+            // Nothing of a failed, refused or abandoned write stays behind.
+            Effect.onError(() => dropBlob(blobId))
+          )
+        })
+
+      const chunkSeqs = (blobId: string) =>
+        sql<{ seq: number }>`SELECT seq FROM workspace_blob_chunks WHERE blob_id = ${blobId} ORDER BY seq`.pipe(
+          Effect.orDie,
+          Effect.map((rows) => rows.map((row) => row.seq))
+        )
+      const chunk = (blobId: string, seq: number) =>
+        sql<{ data: Buffer }>`SELECT data FROM workspace_blob_chunks WHERE blob_id = ${blobId} AND seq = ${seq}`.pipe(
+          Effect.orDie,
+          Effect.flatMap((rows) => rows[0] === undefined
+            ? Effect.die(new Error("the file was replaced or deleted while it was read"))
+            : Effect.succeed(new Uint8Array(rows[0].data.buffer, rows[0].data.byteOffset, rows[0].data.byteLength)))
+        )
+
+      const publicFile = ({ blob_id: _, ...file }: WorkspaceFileRow & { blob_id: string }): WorkspaceFileRow => file
+
+      return WorkspaceStore.of({
+        maxFileBytes: config.workspaceMaxFileBytes,
+        create: (projectId, name) =>
+          sql<WorkspaceRow>`
+            INSERT INTO workspaces (id, project_id, name) VALUES (${makeId("ws")}, ${projectId}, ${name})
+            RETURNING id, project_id, name, created_at, updated_at, 0 AS file_count, 0 AS size_bytes`.pipe(
+            Effect.map((rows) => rows[0]!),
+            Effect.orDie
+          ),
+        list: (projectId, limit, beforeId) =>
+          Effect.all({
+            rows: sql<WorkspaceRow>`
+              SELECT ${workspaceColumns} FROM workspaces w
+              WHERE w.project_id = ${projectId} ${beforeId === undefined ? sql`` : sql`AND w.id < ${beforeId}`}
+              ORDER BY w.id DESC LIMIT ${limit}`,
+            total: sql<{ total: number }>`SELECT count(*)::int AS total FROM workspaces WHERE project_id = ${projectId}`.pipe(
+              Effect.map((rows) => rows[0]?.total ?? 0)
+            )
+          }).pipe(Effect.orDie),
+        find,
+        remove: (projectId, workspaceId) =>
+          Effect.gen(function*() {
+            const row = yield* find(projectId, workspaceId)
+            yield* sql`DELETE FROM workspaces WHERE id = ${workspaceId} AND project_id = ${projectId}`.pipe(Effect.orDie)
+            return row
+          }),
+        listFiles: (workspaceId) =>
+          sql<WorkspaceFileRow>`SELECT ${fileColumns} FROM workspace_files WHERE workspace_id = ${workspaceId} ORDER BY name`.pipe(Effect.orDie),
+        findFile: (workspaceId, name) => Effect.map(findFile(workspaceId, name), publicFile),
+        putFile,
+        readFile: (workspaceId, name, limit) =>
+          Effect.gen(function*() {
+            const file = yield* findFile(workspaceId, name)
+            const parts: Array<Uint8Array> = []
+            let read = 0
+            for (const seq of yield* chunkSeqs(file.blob_id)) {
+              if (limit !== undefined && read >= limit) break
+              const data = yield* chunk(file.blob_id, seq)
+              parts.push(data)
+              read += data.length
+            }
+            const all = Buffer.concat(parts)
+            const bytes = limit !== undefined && all.length > limit ? all.subarray(0, limit) : all
+            return { file: publicFile(file), bytes: new Uint8Array(bytes), truncated: bytes.length < file.size_bytes }
+          }),
+        streamFile: (workspaceId, name) =>
+          Effect.gen(function*() {
+            const file = yield* findFile(workspaceId, name)
+            const seqs = yield* chunkSeqs(file.blob_id)
+            return { file: publicFile(file), stream: Stream.mapEffect(Stream.fromIterable(seqs), (seq) => chunk(file.blob_id, seq)) }
+          }),
+        deleteFile: (workspaceId, name) =>
+          sql.withTransaction(Effect.gen(function*() {
+            const rows = yield* sql<WorkspaceFileRow & { blob_id: string }>`
+              DELETE FROM workspace_files WHERE workspace_id = ${workspaceId} AND name = ${name} RETURNING ${fileColumns}, blob_id`
+            if (rows[0] === undefined) return yield* new WorkspaceFileNotFound({ workspaceId, name })
+            yield* sql`DELETE FROM workspace_blobs WHERE id = ${rows[0].blob_id}`
+            yield* sql`UPDATE workspaces SET updated_at = now() WHERE id = ${workspaceId}`
+            return publicFile(rows[0])
+          })).pipe(Effect.catchTag("SqlError", Effect.die)),
+        signUrl: (workspaceId, name) =>
+          Effect.sync(() => {
+            const expires = Math.floor(Date.now() / 1000) + FILE_URL_TTL_SECONDS
+            const url = `/v1/workspace_files/${encodeURIComponent(workspaceId)}/${encodeURIComponent(name)}` +
+              `?expires=${expires}&signature=${sign(workspaceId, name, expires)}`
+            return { url, expires_at: new Date(expires * 1000) }
+          }),
+        verifyUrl: (workspaceId, name, expires, signature) =>
+          Effect.sync(() => {
+            const expected = Buffer.from(sign(workspaceId, name, expires))
+            const given = Buffer.from(signature)
+            if (expected.length !== given.length || !timingSafeEqual(expected, given)) return "invalid" as const
+            return expires < Date.now() / 1000 ? "expired" as const : "ok" as const
+          })
+      })
+    })
+  )
+}
