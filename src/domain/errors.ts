@@ -147,6 +147,9 @@ export type DomainError =
   | MonitorNotInAlignment
   | MonitorActionRefused
   | AlignmentNeedsModel
+  | ProfileNotFound
+  | ProfileInUse
+  | LoginNotStarted
 
 /** Outline edits name sections the outline does not have. */
 export class UnknownSections extends Schema.TaggedError<UnknownSections>()("UnknownSections", {
@@ -168,4 +171,21 @@ export class ParentRunNotReady extends Schema.TaggedError<ParentRunNotReady>()("
   status: RunStatus,
   operation: Schema.Literals(["refine", "followup"]),
   needs: Schema.Literals(["ended", "done"])
+}) {}
+
+/** No profile with that id in the project. */
+export class ProfileNotFound extends Schema.TaggedError<ProfileNotFound>()("ProfileNotFound", {
+  profileId: Schema.String
+}) {}
+
+/** The profile is leased to an open session (one session at a time per browser identity). */
+export class ProfileInUse extends Schema.TaggedError<ProfileInUse>()("ProfileInUse", {
+  profileId: Schema.String,
+  sessionId: Schema.String
+}) {}
+
+/** A confirm names a site no interactive login was started for on this profile. */
+export class LoginNotStarted extends Schema.TaggedError<LoginNotStarted>()("LoginNotStarted", {
+  profileId: Schema.String,
+  siteId: Schema.String
 }) {}

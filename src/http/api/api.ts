@@ -14,6 +14,7 @@ import { MetricsApi } from "./metrics.ts"
 import { InboxApi } from "./inbox.ts"
 import { TrackApi, TrackFlatApi } from "./track.ts"
 import { WebhookEndpointsApi } from "./webhook-endpoints.ts"
+import { ProfilesApi } from "./profiles.ts"
 
 export class WebAgentApi extends HttpApi.make("web-agent-service")
   .add(SystemApi)
@@ -33,6 +34,7 @@ export class WebAgentApi extends HttpApi.make("web-agent-service")
   .add(TrackApi)
   .add(TrackFlatApi)
   .add(MediaApi)
+  .add(ProfilesApi)
   // Collect every schema failure so extra.errors[] lists all bad fields at once.
   .annotate(HttpApi.PayloadParseOptions, { errors: "all" })
   .annotate(HttpApi.QueryParseOptions, { errors: "all" })

@@ -25,6 +25,7 @@ import { WebhookEndpointsHandlers } from "./webhook-endpoints.ts"
 import { InboxHandlers } from "./inbox.ts"
 import { TrackFlatHandlers, TrackHandlers } from "./track.ts"
 import { SystemHandlers } from "./system.ts"
+import { ProfilesHandlers } from "./profiles.ts"
 import { MetricsHandlers } from "./metrics.ts"
 import { WebSearchFlatHandlers, WebSearchHandlers } from "./web-search.ts"
 import { DeepResearchFlatHandlers, DeepResearchHandlers, DeepResearchStandaloneHandlers } from "./deep-research.ts"
@@ -53,7 +54,8 @@ const ApiRoutes = HttpApiBuilder.layer(WebAgentApi, { openapiPath: "/openapi.jso
       WebhookEndpointsHandlers,
       InboxHandlers,
       TrackHandlers,
-      TrackFlatHandlers
+      TrackFlatHandlers,
+      ProfilesHandlers
     ).pipe(
       Layer.provide(ProjectMiddlewares)
     )
