@@ -22,6 +22,7 @@ import { type Run, RunId, SessionId } from "../domain/run.ts"
 import { type Checkpoint, RunStore, SupersededExecution } from "../store/runs.ts"
 import { RunNotifier } from "../webhooks/run-notifier.ts"
 import { ProfileStore } from "../profiles/profile-store.ts"
+import { prepareRestore } from "../profiles/restore.ts"
 
 export const Execute = Rpc.make("Execute", { payload: { runId: RunId } })
   .annotate(ClusterSchema.Persisted, true)
@@ -58,10 +59,13 @@ const sessionHandlers = Effect.gen(function*() {
       if (lease !== undefined && !lease.lease.crashed()) return lease.lease
       yield* release // a crashed context is dropped; the session's next run gets a fresh one
       const scope = yield* Scope.make()
-      const options = storageState === undefined || storageState === null
+      // Cookies (and IndexedDB) through Playwright, local storage by an init script (profiles/restore.ts).
+      const restore = prepareRestore(storageState)
+      const options = restore.storageState === undefined
         ? { allowPrivateNetworks: config.allowPrivateNetworks }
-        : { allowPrivateNetworks: config.allowPrivateNetworks, storageState: storageState as never }
+        : { allowPrivateNetworks: config.allowPrivateNetworks, storageState: restore.storageState as never }
       const acquired = yield* pool.acquireContext(options).pipe(
+        Effect.tap((opened) => Effect.promise(() => restore.apply(opened.context).catch(() => undefined))),
         Scope.provide(scope),
         Effect.onError(() => Scope.close(scope, Exit.void))
       )

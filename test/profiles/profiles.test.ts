@@ -43,6 +43,16 @@ beforeAll(async () => {
       if (page.includes("Sign in")) return { tool: "done", args: { output: { member: null } } }
       return { tool: "navigate", args: { url: `${site.url}/members` } }
     }
+    const storeLocal = task.match(/^store local token (\w+)/)
+    if (storeLocal !== null) {
+      if (page.includes(`Local token: ${storeLocal[1]}`)) return { tool: "done", args: { output: "stored" } }
+      return { tool: "navigate", args: { url: `${site.url}/storage?set=${storeLocal[1]}&idb=0` } }
+    }
+    if (task.startsWith("read local storage")) {
+      const local = page.match(/Local token: (\w+)/)?.[1]
+      if (local !== undefined) return { tool: "done", args: { output: { local } } }
+      return { tool: "navigate", args: { url: `${site.url}/storage?idb=0` } }
+    }
     const store = task.match(/^store token (\w+)/)
     if (store !== null) {
       if (page.includes(`IDB token: ${store[1]}`)) return { tool: "done", args: { output: "stored" } }
@@ -211,6 +221,15 @@ describe("sessions with a profile", () => {
     await runSession({ instructions: "store token tok42", profile_id: profile.id, keep_alive: false })
     const second = await runSession({ instructions: "read storage", profile_id: profile.id, keep_alive: false })
     expect(second.run.output).toEqual({ local: "tok42", idb: "tok42" })
+  })
+
+  it("local storage alone is restored into the first page of its origin", async () => {
+    const profile = await createProfile({ name: "local" })
+    await runSession({ instructions: "store local token loc7", profile_id: profile.id, keep_alive: false })
+    const second = await runSession({ instructions: "read local storage", profile_id: profile.id, keep_alive: false })
+    expect(second.run.output).toEqual({ local: "loc7" })
+    const stranger = await runSession({ instructions: "read local storage", keep_alive: false })
+    expect(stranger.run.output).toEqual({ local: "none" })
   })
 
   it("a profile serves one open session at a time: 409 profile_in_use, free again once it closes", async () => {
