@@ -15,10 +15,12 @@ export interface PageRead {
   readonly text: string
 }
 
-export const readPagesAsProfile = (profileId: string, urls: ReadonlyArray<string>, allowPrivateNetworks: boolean) =>
+export const readPagesAsProfile = (projectId: string, profileId: string, urls: ReadonlyArray<string>, allowPrivateNetworks: boolean) =>
   Effect.gen(function*() {
     const profiles = yield* ProfileStore
     const pool = yield* BrowserPool
+    // A deleted profile fails the tick rather than reading the pages signed out.
+    if (!(yield* profiles.exists(projectId, profileId))) return urls.map(() => Result.fail({ message: `profile ${profileId} no longer exists` }))
     const loaded = yield* Effect.result(profiles.loadState(profileId))
     if (Result.isFailure(loaded)) {
       return urls.map(() => Result.fail({ message: `the profile's saved state could not be read: ${loaded.failure.reason}` }))

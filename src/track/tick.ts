@@ -123,7 +123,7 @@ export class TickExecutor extends Context.Service<TickExecutor, {
         const reads: ReadonlyArray<Result.Result<{ readonly finalUrl: string; readonly method: "http" | "browser"; readonly text: string }, { readonly message: string }>> =
           monitor.profile_id === null
             ? yield* readPages(urls)
-            : yield* readPagesAsProfile(monitor.profile_id, urls, config.allowPrivateNetworks).pipe(Effect.provide(asProfile))
+            : yield* readPagesAsProfile(monitor.project_id, monitor.profile_id, urls, config.allowPrivateNetworks).pipe(Effect.provide(asProfile))
         const pages: Array<PageResult> = reads.map((read, index) =>
           Result.isSuccess(read)
             ? { url: urls[index]!, final_url: read.success.finalUrl, ok: true, method: read.success.method, content_hash: sha256(normalizeText(read.success.text, { ignoreDates: true })), error: null }
