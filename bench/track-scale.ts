@@ -368,8 +368,18 @@ const main = async () => {
   }
   const pid = service.process.pid!
   cleanup = () => stopAndClean(service)
-  // The service logs at Info; the harness keeps every line: let it go.
-  const trimLogs = setInterval(() => (service.logs.length = 0), 5_000)
+  // The service logs at Info; the harness keeps every line: count them by level and message, then let them go.
+  const logCounts = new Map<string, number>()
+  let countLogs = false
+  const trimLogs = setInterval(() => {
+    if (countLogs) {
+      for (const line of service.logs) {
+        const key = `${line.level} ${line.message}${line.level !== "INFO" && line.level !== "DEBUG" ? ` ${JSON.stringify(line.annotations).slice(0, 160)}` : ""}`
+        logCounts.set(key, (logCounts.get(key) ?? 0) + 1)
+      }
+    }
+    service.logs.length = 0
+  }, 1_000)
   const db = await embeddedDatabaseClient(service.dataDir)
   const postmaster = Number(readFileSync(path.join((() => {
     try {
@@ -462,6 +472,8 @@ const main = async () => {
   }
   const windowStart = new Date()
   inWindow = true
+  service.logs.length = 0
+  countLogs = true
   const fixture0 = fixtureRequests
   const cpuW0 = cpuSeconds(pid)
   const pgW0 = pg.sample()
@@ -504,6 +516,7 @@ const main = async () => {
   await sleep(WINDOW_S * 1000)
   const windowEnd = new Date()
   inWindow = false
+  countLogs = false
   const cpuW1 = cpuSeconds(pid)
   const pgW1 = pg.sample()
   const machineW1 = machineCpu()
@@ -643,6 +656,8 @@ const main = async () => {
     `${perTick(dbA, dbB, "updated")} updated, ${perTick(dbA, dbB, "deleted")} deleted, ${perTick(dbA, dbB, "fetched")} fetched`)
   console.log(`    by table (ins/upd/del per tick; seq scans in window): ${tableDeltas.slice(0, 10).map((t) =>
     `${t.name} ${round1(t.ins / Math.max(1, Number(finishedInWindow.n)))}/${round1(t.upd / Math.max(1, Number(finishedInWindow.n)))}/${round1(t.del / Math.max(1, Number(finishedInWindow.n)))}${t.seq > 0 ? ` seq ${t.seq}` : ""}`).join("; ")}`)
+  const logLines = [...logCounts.entries()].sort((a, b) => b[1] - a[1])
+  console.log(`  service log lines in the window: ${logLines.reduce((a, [, n]) => a + n, 0)}; by level and message: ${logLines.slice(0, 8).map(([k, n]) => `${n} × ${k}`).join("; ")}`)
   if (errors.length > 0) console.log(`  failed ticks by code: ${errors.map((e: any) => `${e.error_code} × ${e.n} (${String(e.example).slice(0, 160)})`).join("; ")}`)
   const verdict = lateness.p99 <= GOAL_P99_MS && notStarted.length === 0 && ticks.length >= Number(expected)
   console.log(`  goal p99 lateness <= ${GOAL_P99_MS / 1000} s: ${verdict ? "met" : "NOT met"}`)

@@ -35,6 +35,8 @@ import { RunNotifier } from "./webhooks/run-notifier.ts"
 import { NotificationChannelsLive } from "./webhooks/notification-channels.ts"
 import { SchedulesLive } from "./schedules/schedules.ts"
 import { TrackLive } from "./track/track-live.ts"
+import { Profiles } from "./profiles/profiles.ts"
+import { ProfileEntityLive } from "./entities/profile.ts"
 import { callbackView } from "./http/views/callback-view.ts"
 import { AppConfig, clusterMode, loadAppConfig } from "./config/config.ts"
 import { HttpLive, logListening } from "./http/server/app.ts"
@@ -63,8 +65,9 @@ const logLayer = (level: "Info" | "Warn") =>
   }))
 
 /** Services of the products, over the database and the cluster. */
-const ProductServices = Layer.mergeAll(Sessions.layer, Research.layer, Search.layer, TrackLive).pipe(
-  Layer.provideMerge(Layer.mergeAll(SessionEntityLive, ResearchEntityLive, WebSearchEntityLive, StartupRecoveryLive)),
+const ProductServices = Profiles.layer.pipe(
+  Layer.provideMerge(Layer.mergeAll(Sessions.layer, Research.layer, Search.layer, TrackLive)),
+  Layer.provideMerge(Layer.mergeAll(SessionEntityLive, ResearchEntityLive, WebSearchEntityLive, StartupRecoveryLive, ProfileEntityLive)),
   Layer.provideMerge(RunNotifier.layer(callbackView)),
   Layer.provideMerge(Layer.mergeAll(NotificationChannelsLive, SchedulesLive)),
   Layer.provideMerge(WebSearch.layerFetch),

@@ -4,6 +4,7 @@
  */
 import { Config, ConfigProvider, Context, Effect, Layer, LogLevel, Option, Redacted, Schema } from "effect"
 import * as path from "node:path"
+import { parseSecretKey } from "../profiles/secret-key.ts"
 
 const optionalString = (name: string) => Config.option(Config.NonEmptyString(name))
 const optionalRedacted = (name: string) => Config.option(Config.Redacted(name))
@@ -106,7 +107,12 @@ export const AppConfigSchema = Config.all({
    */
   browser: Config.Literals(["auto", "system", "bundled"], "WA_BROWSER").pipe(Config.withDefault("auto" as const)),
   /** Largest file a workspace holds (uploads over it get 413; page downloads over it are not kept). */
-  workspaceMaxFileBytes: Config.Int("WA_WORKSPACE_MAX_FILE_BYTES").pipe(Config.withDefault(100 * 1024 * 1024))
+  workspaceMaxFileBytes: Config.Int("WA_WORKSPACE_MAX_FILE_BYTES").pipe(Config.withDefault(100 * 1024 * 1024)),
+  /**
+   * The key that encrypts saved browser state (profiles) at rest: 32 bytes as 64 hex characters or
+   * base64. Unset: generated once into <WA_DATA_DIR>/secret.key (mode 0600). See src/profiles/secret-key.ts.
+   */
+  secretKey: optionalRedacted("WA_SECRET_KEY")
 })
 
 export type AppConfigShape = Omit<Config.Success<typeof AppConfigSchema>, "logLevelName"> & {
@@ -147,6 +153,9 @@ export const loadAppConfig = (env?: Record<string, string | undefined>) =>
     }
     if (parsed.cluster._tag === "Some" && parsed.cluster.value === "socket" && Option.isNone(parsed.databaseUrl)) {
       return yield* Effect.die(new InvalidConfig("invalid configuration: WA_CLUSTER=socket needs DATABASE_URL (runners share one external PostgreSQL)"))
+    }
+    if (Option.isSome(parsed.secretKey) && parseSecretKey(Redacted.value(parsed.secretKey.value)) === undefined) {
+      return yield* Effect.die(new InvalidConfig("invalid configuration: WA_SECRET_KEY must be 32 bytes, as 64 hex characters or base64"))
     }
     if (parsed.clusterShards < 1) return yield* Effect.die(new InvalidConfig("invalid configuration: WA_CLUSTER_SHARDS must be at least 1"))
     if (parsed.clusterHealthCheckSeconds < 1) return yield* Effect.die(new InvalidConfig("invalid configuration: WA_CLUSTER_HEALTH_CHECK_SECONDS must be at least 1"))

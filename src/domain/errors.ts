@@ -149,6 +149,9 @@ export type DomainError =
   | AlignmentNeedsModel
   | WorkspaceNotFound
   | WorkspaceFileNotFound
+  | ProfileNotFound
+  | ProfileInUse
+  | LoginNotStarted
 
 /** Outline edits name sections the outline does not have. */
 export class UnknownSections extends Schema.TaggedError<UnknownSections>()("UnknownSections", {
@@ -181,4 +184,21 @@ export class WorkspaceNotFound extends Schema.TaggedError<WorkspaceNotFound>()("
 export class WorkspaceFileNotFound extends Schema.TaggedError<WorkspaceFileNotFound>()("WorkspaceFileNotFound", {
   workspaceId: Schema.String,
   name: Schema.String
+}) {}
+
+/** No profile with that id in the project. */
+export class ProfileNotFound extends Schema.TaggedError<ProfileNotFound>()("ProfileNotFound", {
+  profileId: Schema.String
+}) {}
+
+/** The profile is leased to an open session (one session at a time per browser identity). */
+export class ProfileInUse extends Schema.TaggedError<ProfileInUse>()("ProfileInUse", {
+  profileId: Schema.String,
+  sessionId: Schema.String
+}) {}
+
+/** A confirm names a site no interactive login was started for on this profile. */
+export class LoginNotStarted extends Schema.TaggedError<LoginNotStarted>()("LoginNotStarted", {
+  profileId: Schema.String,
+  siteId: Schema.String
 }) {}

@@ -21,6 +21,8 @@ import { isTerminal } from "../domain/run-state.ts"
 import { type Run, RunId, SessionId } from "../domain/run.ts"
 import { type Checkpoint, RunStore, SupersededExecution } from "../store/runs.ts"
 import { RunNotifier } from "../webhooks/run-notifier.ts"
+import { ProfileStore } from "../profiles/profile-store.ts"
+import { prepareRestore } from "../profiles/restore.ts"
 
 export const Execute = Rpc.make("Execute", { payload: { runId: RunId } })
   .annotate(ClusterSchema.Persisted, true)
@@ -40,6 +42,7 @@ const sessionHandlers = Effect.gen(function*() {
     const lifecycle = yield* RunnerLifecycle
     const sharding = yield* Sharding.Sharding
     const runs = yield* FiberMap.make<string>()
+    const profiles = yield* ProfileStore
     const settings: AgentSettings = {
       stepScreenshots: config.stepScreenshots,
       vision: config.modelVision
@@ -56,15 +59,46 @@ const sessionHandlers = Effect.gen(function*() {
       if (lease !== undefined && !lease.lease.crashed()) return lease.lease
       yield* release // a crashed context is dropped; the session's next run gets a fresh one
       const scope = yield* Scope.make()
-      const options = storageState === undefined || storageState === null
+      // Cookies (and IndexedDB) through Playwright, local storage by an init script (profiles/restore.ts).
+      const restore = prepareRestore(storageState)
+      const options = restore.storageState === undefined
         ? { allowPrivateNetworks: config.allowPrivateNetworks }
-        : { allowPrivateNetworks: config.allowPrivateNetworks, storageState: storageState as never }
+        : { allowPrivateNetworks: config.allowPrivateNetworks, storageState: restore.storageState as never }
       const acquired = yield* pool.acquireContext(options).pipe(
+        Effect.tap((opened) => Effect.promise(() => restore.apply(opened.context).catch(() => undefined))),
         Scope.provide(scope),
         Effect.onError(() => Scope.close(scope, Exit.void))
       )
       lease = { lease: acquired, scope }
       return acquired
+    })
+
+    // The session's profile (read once from its row): its saved state starts the session's first
+    // browser context, and the context's state is saved back into it at every run end and when the
+    // browser is released. undefined until read; null when the session has none.
+    let profileId: string | null | undefined
+    const bindProfile = (projectId: string) =>
+      profileId !== undefined ? Effect.void : store.getSession(projectId, sessionId).pipe(Effect.map((session) => {
+        profileId = session?.profile_id ?? null
+      }))
+    /** The state a new context starts from: a checkpoint's (newer, this session's own), else the profile's. */
+    const stateToRestore = (projectId: string, checkpointState: unknown) =>
+      Effect.gen(function*() {
+        yield* bindProfile(projectId)
+        if (lease !== undefined || checkpointState !== undefined && checkpointState !== null) return checkpointState
+        return profileId === null || profileId === undefined ? undefined : yield* profiles.loadState(profileId)
+      })
+    const saveProfile = Effect.suspend(() => {
+      const current = lease
+      const id = profileId
+      if (current === undefined || current.lease.crashed() || id === undefined || id === null) return Effect.void
+      return Effect.tryPromise(() => current.lease.context.storageState({ indexedDB: true })).pipe(
+        Effect.timeout("10 seconds"),
+        Effect.flatMap((state) => profiles.saveState(id, state, sessionId)),
+        Effect.flatMap((saved) => saved ? Effect.void : Effect.logWarning("profile state not saved: another session holds the profile now")),
+        Effect.catchCause((cause) => Effect.logWarning("could not save the profile's browser state", cause)),
+        Effect.annotateLogs({ session_id: sessionId, profile_id: id })
+      )
     })
 
     // When the entity last finished handling a message: the idle window counts from there.
@@ -82,6 +116,7 @@ const sessionHandlers = Effect.gen(function*() {
     // (with a second of slack for the passivation timer).
     yield* Effect.addFinalizer(() =>
       Effect.gen(function*() {
+        yield* saveProfile
         yield* release
         if (yield* lifecycle.draining) return
         const idleFor = (yield* Clock.currentTimeMillis) - lastActive
@@ -96,6 +131,7 @@ const sessionHandlers = Effect.gen(function*() {
         const run = yield* store.getRun(runId)
         if (run === undefined) return
         yield* notifier.terminal(runId)
+        yield* saveProfile
         if (run.request._tag === "DoAnything" && run.request.keep_alive === false) {
           yield* release
           yield* store.setSessionStatus(sessionId, "closed")
@@ -139,7 +175,7 @@ const sessionHandlers = Effect.gen(function*() {
         yield* finishRun(runId)
       })
 
-    const resumeRun = (runId: RunId) =>
+    const resumeRun = (runId: RunId, projectId: string) =>
       Effect.gen(function*() {
         const checkpoint = yield* store.loadCheckpoint(runId)
         if (checkpoint?.dirtyForm === true) {
@@ -147,7 +183,12 @@ const sessionHandlers = Effect.gen(function*() {
           yield* failRun(runId, "cannot_resume", "the runner executing this run stopped while a form held unsubmitted input, which cannot be restored; start a follow-up run")
           return
         }
-        const leased = yield* Effect.result(acquire(checkpoint?.storageState))
+        const restore = yield* Effect.result(stateToRestore(projectId, checkpoint?.storageState))
+        if (restore._tag === "Failure") {
+          yield* failRun(runId, "profile_state_unreadable", `the profile's saved state could not be read: ${restore.failure.reason}`)
+          return
+        }
+        const leased = yield* Effect.result(acquire(restore.success))
         if (leased._tag === "Failure") {
           yield* failRun(runId, "browser_unavailable", "the run could not resume: no browser on this runner")
           return
@@ -178,7 +219,12 @@ const sessionHandlers = Effect.gen(function*() {
     const startRun = (run: Run) =>
       Effect.gen(function*() {
         const previous = yield* previousCheckpoint(run)
-        const leased = yield* Effect.result(acquire(previous?.storageState))
+        const restore = yield* Effect.result(stateToRestore(run.project_id, previous?.storageState))
+        if (restore._tag === "Failure") {
+          yield* failRun(run.id, "profile_state_unreadable", `the profile's saved state could not be read: ${restore.failure.reason}`)
+          return
+        }
+        const leased = yield* Effect.result(acquire(restore.success))
         if (leased._tag === "Failure") {
           yield* failRun(run.id, "browser_unavailable", String((leased.failure as { message?: string }).message ?? leased.failure))
           return
@@ -197,7 +243,7 @@ const sessionHandlers = Effect.gen(function*() {
         if (run.status === "running") {
           // Delivered again after the runner that executed it died (or was drained): resume
           // from the last completed step in a context rebuilt from the checkpoint.
-          return yield* runHere(lifecycle, resumeRun(run.id))
+          return yield* runHere(lifecycle, resumeRun(run.id, run.project_id))
         }
         if (run.status !== "pending") {
           // Waiting for a person (or paused) when its runner died: the question is lost with the
@@ -220,6 +266,7 @@ const sessionHandlers = Effect.gen(function*() {
       Close: () =>
         Effect.gen(function*() {
           yield* FiberMap.clear(runs)
+          yield* saveProfile
           yield* release
           yield* store.setSessionStatus(sessionId, "closed")
         }).pipe(Rpc.fork)
@@ -229,4 +276,4 @@ const sessionHandlers = Effect.gen(function*() {
 /** The entity, passivated (browser released, session closed) after WA_SESSION_IDLE_SECONDS idle. */
 export const SessionEntityLive = Layer.unwrap(Effect.map(AppConfig, (config) =>
   SessionEntity.toLayer(sessionHandlers, { maxIdleTime: `${config.sessionIdleSeconds} seconds` })
-))
+)).pipe(Layer.provide(ProfileStore.layer))

@@ -5,6 +5,7 @@
  * Cancel and close go through here too. The HTTP handlers only decode, call one method and render.
  */
 import { Context, Effect, Layer, Option } from "effect"
+import { SqlClient } from "effect/sql"
 import { AgentModel } from "../agent/model.ts"
 import { toolNames } from "../agent/tools.ts"
 import { AppConfig } from "../config/config.ts"
@@ -18,6 +19,7 @@ import {
 import { isTerminal } from "../domain/run-state.ts"
 import type { DoAnythingRequest, Run, RunId, Session, SessionId } from "../domain/run.ts"
 import { type NewRun, RunStore } from "../store/runs.ts"
+import { ProfileStore } from "../profiles/profile-store.ts"
 import { RunNotifier } from "../webhooks/run-notifier.ts"
 import { WorkspaceStore } from "../workspaces/workspace-store.ts"
 import { cancelRun } from "./cancel.ts"
@@ -44,7 +46,7 @@ export class Sessions extends Context.Service<Sessions, {
   /** A new session with its first run. */
   readonly create: (key: { readonly projectId: string; readonly keyId: string }, request: DoAnythingRequest) => Effect.Effect<
     { readonly session: Session; readonly run: Run },
-    UnknownNames | MissingFields | import("../domain/errors.ts").SessionCapReached | import("../domain/errors.ts").WorkspaceNotFound
+    UnknownNames | MissingFields | import("../domain/errors.ts").SessionCapReached | import("../domain/errors.ts").WorkspaceNotFound | import("../domain/errors.ts").ProfileNotFound | import("../domain/errors.ts").ProfileInUse
   >
   /** A lookup: any id is accepted, one that names no session of the project is SessionNotFound. */
   readonly find: (projectId: string, sessionId: string) => Effect.Effect<SessionWithRuns, SessionNotFound>
@@ -85,6 +87,8 @@ export class Sessions extends Context.Service<Sessions, {
       const model = yield* AgentModel
       const workspaces = yield* WorkspaceStore
       const clientFor = yield* SessionEntity.client
+      const sql = yield* SqlClient.SqlClient
+      const profiles = yield* ProfileStore
       const models: ReadonlyArray<string> = Option.match(model, { onNone: () => [], onSome: (m) => [m.name] })
 
       // Execution is fire-and-forget: the persisted Execute message reaches the entity even if
@@ -113,6 +117,15 @@ export class Sessions extends Context.Service<Sessions, {
         parentRunId
       })
 
+      /** A session about to close by itself: its latest run ended and did not keep the session alive. */
+      const closing = (projectId: string, sessionId: string) =>
+        Effect.gen(function*() {
+          const session = yield* store.getSession(projectId, sessionId)
+          if (session === undefined || session.status === "closed") return true
+          const latest = (yield* store.runsOfSession(session.id)).at(-1)
+          return latest !== undefined && isTerminal(latest.status) && latest.request._tag === "DoAnything" && latest.request.keep_alive === false
+        })
+
       const find = Effect.fn("Sessions.find")(function*(projectId: string, sessionId: string) {
         const session = yield* store.getSession(projectId, sessionId)
         if (session === undefined) return yield* new SessionNotFound({ sessionId })
@@ -131,13 +144,31 @@ export class Sessions extends Context.Service<Sessions, {
           yield* check(request)
           // The session's workspace must be one of the project's: 404 workspace_not_found, nothing created.
           if (request.workspace_id !== undefined && request.workspace_id !== null) yield* workspaces.find(key.projectId, request.workspace_id)
-          const created = yield* store.createSession({
+          const profileId = request.profile_id ?? null
+          const insert = store.createSession({
             projectId: key.projectId,
             apiKeyId: key.keyId,
-            profileId: request.profile_id ?? null,
+            profileId,
             workspaceId: request.workspace_id ?? null,
             run: toNewRun(request),
             maxOpenSessions: config.maxConcurrentSessions
+          })
+          // A profile is leased in the transaction that inserts the session (its row lock
+          // serialises creates on one profile across nodes); an unknown profile creates nothing.
+          const leaseAndInsert = (id: string) =>
+            sql.withTransaction(profiles.lease(key.projectId, id).pipe(Effect.andThen(insert))).pipe(Effect.catchTag("SqlError", Effect.die))
+          const created = profileId === null ? yield* insert : yield* Effect.gen(function*() {
+            // The holder may be closing already (its last run ended with keep_alive false and it
+            // is saving the profile): wait for that, briefly, instead of answering 409.
+            for (let attempt = 0;; attempt++) {
+              const outcome = yield* Effect.result(leaseAndInsert(profileId))
+              if (outcome._tag === "Success") return outcome.success
+              const failure = outcome.failure
+              if (failure._tag !== "ProfileInUse" || attempt >= 50 || !(yield* closing(key.projectId, failure.sessionId))) {
+                return yield* Effect.fail(failure)
+              }
+              yield* Effect.sleep("100 millis")
+            }
           })
           yield* execute(created.session.id, created.run.id)
           return created
@@ -179,7 +210,11 @@ export class Sessions extends Context.Service<Sessions, {
           for (const run of runs) {
             if (!isTerminal(run.status)) yield* cancel(run, "session closed").pipe(Effect.ignore)
           }
-          yield* clientFor(session.id).Close(undefined, { discard: true }).pipe(Effect.ignore)
+          // A session holding a profile saves the profile's state before it is closed (closing
+          // frees the profile for the next session): wait for the entity, within limits.
+          yield* (session.profile_id === null
+            ? clientFor(session.id).Close(undefined, { discard: true })
+            : clientFor(session.id).Close(undefined).pipe(Effect.timeout("20 seconds"))).pipe(Effect.ignore)
           yield* store.setSessionStatus(session.id, "closed")
           return yield* find(projectId, sessionId)
         }),
@@ -189,5 +224,5 @@ export class Sessions extends Context.Service<Sessions, {
         })
       })
     })
-  )
+  ).pipe(Layer.provide(ProfileStore.layer))
 }

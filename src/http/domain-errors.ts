@@ -30,17 +30,20 @@ import type {
   MonitorActionRefused,
   AlignmentNeedsModel,
   WorkspaceNotFound,
-  WorkspaceFileNotFound
+  WorkspaceFileNotFound,
+  ProfileNotFound,
+  ProfileInUse,
+  LoginNotStarted
 } from "../domain/errors.ts"
 import { Conflict, NotFound, TooManyRequests, ValidationError, validationError } from "./errors.ts"
 
 const kindLabel = { do_anything: "run", deep_research: "research run", web_search: "web search run" } as const
 
 /** The envelope class each domain error becomes. */
-export type HttpErrorOf<E> = E extends RunNotFound | SessionNotFound | ArtifactNotFound | MonitorNotFound | MonitorPartNotFound | WorkspaceNotFound | WorkspaceFileNotFound ? NotFound
+export type HttpErrorOf<E> = E extends RunNotFound | SessionNotFound | ArtifactNotFound | MonitorNotFound | MonitorPartNotFound | WorkspaceNotFound | WorkspaceFileNotFound | ProfileNotFound ? NotFound
   : E extends SessionCapReached ? TooManyRequests
   : E extends UnknownNames | MissingFields | InvalidField | UnknownSections | AlignmentNeedsModel ? ValidationError
-  : E extends SessionClosed | PreviousRunActive | InvalidTransition | RunEnded | RunNotEnded | RunNotExpired | RunNotAwaitingInput | InputRequestNotFound | InputRequestAnswered | ParentRunNotReady | MonitorNotInAlignment | MonitorActionRefused ? Conflict
+  : E extends SessionClosed | PreviousRunActive | InvalidTransition | RunEnded | RunNotEnded | RunNotExpired | RunNotAwaitingInput | InputRequestNotFound | InputRequestAnswered | ParentRunNotReady | MonitorNotInAlignment | MonitorActionRefused | ProfileInUse | LoginNotStarted ? Conflict
   : E
 
 const isDomainError = (error: unknown): error is DomainError =>
@@ -123,7 +126,20 @@ const renderers: { readonly [K in DomainError["_tag"]]: (error: Extract<DomainEr
     }),
   WorkspaceNotFound: (e) => new NotFound({ code: "workspace_not_found", detail: `no workspace ${e.workspaceId} in this project`, extra: { workspace_id: e.workspaceId } }),
   WorkspaceFileNotFound: (e) =>
-    new NotFound({ code: "file_not_found", detail: `no file ${JSON.stringify(e.name)} in workspace ${e.workspaceId}`, extra: { workspace_id: e.workspaceId, name: e.name } })
+    new NotFound({ code: "file_not_found", detail: `no file ${JSON.stringify(e.name)} in workspace ${e.workspaceId}`, extra: { workspace_id: e.workspaceId, name: e.name } }),
+  ProfileNotFound: (e) => new NotFound({ code: "profile_not_found", detail: `no profile ${e.profileId} in this project`, extra: { profile_id: e.profileId } }),
+  ProfileInUse: (e) =>
+    new Conflict({
+      code: "profile_in_use",
+      detail: `profile ${e.profileId} is in use by open session ${e.sessionId}; a profile serves one session at a time (close that session first)`,
+      extra: { profile_id: e.profileId, session_id: e.sessionId }
+    }),
+  LoginNotStarted: (e) =>
+    new Conflict({
+      code: "interactive_login_not_started",
+      detail: `no interactive login for site ${e.siteId} on profile ${e.profileId}; start one with POST /profiles/login`,
+      extra: { profile_id: e.profileId, site_id: e.siteId }
+    })
 }
 
 /** The envelope of a domain error; anything else is returned as it is. */

@@ -8,6 +8,7 @@ import { Migrator } from "effect/sql"
 import { m0010_schedules } from "../schedules/migration.ts"
 import { m0012_track } from "../track/migration.ts"
 import { m0011_notification_channels } from "../webhooks/migration.ts"
+import { m0013_profiles } from "../profiles/migration.ts"
 import { m0014_workspaces } from "../workspaces/migration.ts"
 
 const m0001_foundation = Effect.gen(function*() {
@@ -246,6 +247,7 @@ const all = {
   "0010_schedules": m0010_schedules,
   "0011_notification_channels": m0011_notification_channels,
   "0012_track": m0012_track,
+  "0013_profiles": m0013_profiles,
   "0014_workspaces": m0014_workspaces
 }
 

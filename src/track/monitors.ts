@@ -11,7 +11,7 @@ import { SqlClient } from "effect/sql"
 import { randomBytes } from "node:crypto"
 import { AgentModel } from "../agent/model.ts"
 import { AppConfig } from "../config/config.ts"
-import { AlignmentNeedsModel, type InvalidField, MonitorActionRefused, MonitorNotInAlignment, type MonitorNotFound, MonitorPartNotFound } from "../domain/errors.ts"
+import { AlignmentNeedsModel, InvalidField, MonitorActionRefused, MonitorNotInAlignment, type MonitorNotFound, MonitorPartNotFound } from "../domain/errors.ts"
 import {
   type CreateMonitorRequest,
   isTerminalMonitor,
@@ -30,6 +30,7 @@ import { NotificationChannels } from "../webhooks/notification-channels.ts"
 import { MonitorStore, type MonitorSettings } from "./monitor-store.ts"
 import { checkRules, checkSchedule } from "./settings.ts"
 import { MONITOR_OWNER } from "./tick.ts"
+import { ProfileStore } from "../profiles/profile-store.ts"
 
 const channelOf = (spec: { readonly kind: NotifyChannel["kind"]; readonly url?: string | null | undefined; readonly webhook_id?: string | null | undefined }): NotifyChannel => ({
   kind: spec.kind,
@@ -75,6 +76,7 @@ export class Monitors extends Context.Service<Monitors, {
       const config = yield* AppConfig
       const sql = yield* SqlClient.SqlClient
       const clientFor = yield* MonitorEntity.client
+      const profiles = yield* ProfileStore
 
       const dispatchTick = (tick: TickRun) => clientFor(tick.monitor_id).Tick({ tickId: tick.id }, { discard: true }).pipe(Effect.orDie)
       const align = (monitor: Monitor) =>
@@ -107,8 +109,13 @@ export class Monitors extends Context.Service<Monitors, {
         readonly trigger_dsl?: Record<string, unknown> | null | undefined
         readonly stop_condition_dsl?: Record<string, unknown> | null | undefined
         readonly notify_channel?: NotifyChannel | undefined
+        readonly profile_id?: string | null | undefined
       }) {
         yield* checkRules(input)
+        // A monitor reads its pages as the profile: it must be one of the project's (422, a field of the body).
+        if (input.profile_id !== undefined && input.profile_id !== null && !(yield* profiles.exists(projectId, input.profile_id))) {
+          return yield* new InvalidField({ field: ["profile_id"], detail: `no profile ${input.profile_id} in this project`, msg: "no such profile in this project", type: "not_found" })
+        }
         if (input.notify_channel !== undefined) yield* channels.validateChannel(projectId, input.notify_channel)
         return input.schedule === undefined || input.schedule === null ? input.schedule : yield* checkSchedule(input.schedule, config.scheduleMinIntervalSeconds)
       })
@@ -277,7 +284,7 @@ export class Monitors extends Context.Service<Monitors, {
         fire
       })
     })
-  )
+  ).pipe(Layer.provide(ProfileStore.layer))
 }
 
 export type { MonitorId }

@@ -20,6 +20,9 @@ import { AgentModel } from "../agent/model.ts"
 import { AppConfig } from "../config/config.ts"
 import type { Monitor, PageResult, Snapshot, TickRun } from "../domain/monitor.ts"
 import { Reader } from "../reader/reader.ts"
+import { BrowserPool } from "../browser/pool.ts"
+import { readPagesAsProfile } from "../profiles/profile-pages.ts"
+import { ProfileStore } from "../profiles/profile-store.ts"
 import { Schedules } from "../schedules/schedules.ts"
 import { decodeWebSearchRequest } from "../search/schema.ts"
 import { WebSearch } from "../search/web-search.ts"
@@ -96,6 +99,8 @@ export class TickExecutor extends Context.Service<TickExecutor, {
       const channels = yield* NotificationChannels
       const schedules = yield* Schedules
       const config = yield* AppConfig
+      // A monitor with a profile reads its pages in a browser carrying the profile (profile-pages.ts).
+      const asProfile = Layer.mergeAll(Layer.succeed(ProfileStore, yield* ProfileStore), Layer.succeed(BrowserPool, yield* BrowserPool))
 
       const readPages = (urls: ReadonlyArray<string>) =>
         Effect.forEach(urls, (url) => Effect.result(reader.readFresh(url)), { concurrency: PAGE_CONCURRENCY })
@@ -115,7 +120,10 @@ export class TickExecutor extends Context.Service<TickExecutor, {
             costUsd: 0
           } satisfies Observation
         }
-        const reads = yield* readPages(urls)
+        const reads: ReadonlyArray<Result.Result<{ readonly finalUrl: string; readonly method: "http" | "browser"; readonly text: string }, { readonly message: string }>> =
+          monitor.profile_id === null
+            ? yield* readPages(urls)
+            : yield* readPagesAsProfile(monitor.project_id, monitor.profile_id, urls, config.allowPrivateNetworks).pipe(Effect.provide(asProfile))
         const pages: Array<PageResult> = reads.map((read, index) =>
           Result.isSuccess(read)
             ? { url: urls[index]!, final_url: read.success.finalUrl, ok: true, method: read.success.method, content_hash: sha256(normalizeText(read.success.text, { ignoreDates: true })), error: null }
@@ -232,5 +240,5 @@ export class TickExecutor extends Context.Service<TickExecutor, {
           }).pipe(Effect.catchCause((cause) => Cause.hasInterruptsOnly(cause) ? Effect.failCause(cause) : Effect.logError("monitor tick crashed", cause)))
       })
     })
-  )
+  ).pipe(Layer.provide(ProfileStore.layer))
 }

@@ -15,6 +15,7 @@ import { InboxApi } from "./inbox.ts"
 import { TrackApi, TrackFlatApi } from "./track.ts"
 import { WebhookEndpointsApi } from "./webhook-endpoints.ts"
 import { WorkspaceDownloadApi, WorkspacesApi, WorkspaceUploadApi } from "./workspaces.ts"
+import { ProfilesApi } from "./profiles.ts"
 
 export class WebAgentApi extends HttpApi.make("web-agent-service")
   .add(SystemApi)
@@ -37,6 +38,7 @@ export class WebAgentApi extends HttpApi.make("web-agent-service")
   .add(WorkspacesApi)
   .add(WorkspaceUploadApi)
   .add(WorkspaceDownloadApi)
+  .add(ProfilesApi)
   // Collect every schema failure so extra.errors[] lists all bad fields at once.
   .annotate(HttpApi.PayloadParseOptions, { errors: "all" })
   .annotate(HttpApi.QueryParseOptions, { errors: "all" })

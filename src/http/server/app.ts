@@ -26,6 +26,7 @@ import { InboxHandlers } from "./inbox.ts"
 import { TrackFlatHandlers, TrackHandlers } from "./track.ts"
 import { SystemHandlers } from "./system.ts"
 import { WorkspaceDownloadHandlers, WorkspacesHandlers, WorkspaceUploadHandlers } from "./workspaces.ts"
+import { ProfilesHandlers } from "./profiles.ts"
 import { MetricsHandlers } from "./metrics.ts"
 import { WebSearchFlatHandlers, WebSearchHandlers } from "./web-search.ts"
 import { DeepResearchFlatHandlers, DeepResearchHandlers, DeepResearchStandaloneHandlers } from "./deep-research.ts"
@@ -57,7 +58,8 @@ const ApiRoutes = HttpApiBuilder.layer(WebAgentApi, { openapiPath: "/openapi.jso
       TrackHandlers,
       TrackFlatHandlers,
       WorkspacesHandlers,
-      WorkspaceUploadHandlers
+      WorkspaceUploadHandlers,
+      ProfilesHandlers
     ).pipe(
       Layer.provide(ProjectMiddlewares)
     )
