@@ -23,8 +23,13 @@ import { AppConfig, type AppConfigShape, clusterMode } from "../config/config.ts
 /** What every mode provides to the entities and their clients. */
 export type ClusterLayer = Layer.Layer<Sharding.Sharding | Runners.Runners | MessageStorage.MessageStorage, ConfigError, SqlClient.SqlClient>
 
-/** The all-in-one cluster, exactly as before scale-out. */
-export const SingleRunnerLive: ClusterLayer = SingleRunner.layer({ runnerStorage: "sql" }).pipe(
+/**
+ * The all-in-one cluster. Messages are stored in PostgreSQL (entities survive restarts); runner and
+ * shard-lock state is in memory: the data dir's lock already makes this process the only runner,
+ * and shard locks refreshed through a busy connection pool would time out under load and make the
+ * runner drop (and re-acquire) every shard.
+ */
+export const SingleRunnerLive: ClusterLayer = SingleRunner.layer({ runnerStorage: "memory" }).pipe(
   Layer.provide(NodeCrypto.layerDigest)
 )
 

@@ -17,13 +17,19 @@ export const Tick = Rpc.make("Tick", {
   primaryKey: (payload) => payload.tickId
 }).annotate(ClusterSchema.Persisted, true)
 
+/** The tick of a schedule slot (sent by the scheduler's handler; once per slot by its key). */
+export const Fire = Rpc.make("Fire", {
+  payload: { monitorId: Schema.String, slot: Schema.String },
+  primaryKey: (payload) => `${payload.monitorId}@${payload.slot}`
+}).annotate(ClusterSchema.Persisted, true)
+
 /** Runs the supervisor once for the monitor's conversation as it is after `turn` turns. */
 export const Align = Rpc.make("Align", {
   payload: { monitorId: Schema.String, turn: Schema.Int },
   primaryKey: (payload) => `${payload.monitorId}:${payload.turn}`
 }).annotate(ClusterSchema.Persisted, true)
 
-export const MonitorEntity = Entity.make("Monitor", [Tick, Align])
+export const MonitorEntity = Entity.make("Monitor", [Tick, Fire, Align])
 
 export const MonitorEntityLive = MonitorEntity.toLayer(
   Effect.gen(function*() {
@@ -31,9 +37,11 @@ export const MonitorEntityLive = MonitorEntity.toLayer(
     const supervisor = yield* Supervisor
     return MonitorEntity.of({
       Tick: ({ payload }) => ticks.execute(payload.tickId),
+      Fire: ({ payload }) => ticks.fire(payload.monitorId, new Date(payload.slot)),
       Align: ({ payload }) => supervisor.step(payload.monitorId, payload.turn)
     })
   }),
-  // Monitors tick every minute or less often: an idle entity is let go between ticks.
-  { maxIdleTime: "30 seconds" }
+  // Monitors tick every minute or less often: an idle entity is let go between ticks, so thousands
+  // of monitors do not all stay resident.
+  { maxIdleTime: "10 seconds" }
 )

@@ -28,6 +28,9 @@ export const m0012_track = Effect.gen(function*() {
       last_snapshot_id text,
       alignment jsonb NOT NULL DEFAULT '[]',
       pending_question jsonb,
+      -- The id of the monitor's newest event: an event takes the next one in the statement that
+      -- writes it (the row update serializes writers without a separate lock).
+      event_seq bigint NOT NULL DEFAULT 0,
       created_at timestamptz NOT NULL DEFAULT now(),
       updated_at timestamptz NOT NULL DEFAULT now()
     )`

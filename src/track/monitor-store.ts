@@ -20,6 +20,7 @@ import {
   type PageResult,
   type PendingQuestion,
   Snapshot,
+  SnapshotId,
   TickRun,
   type TickRunId
 } from "../domain/monitor.ts"
@@ -31,6 +32,10 @@ const decodeTick = Schema.decodeUnknownSync(TickRun)
 const decodeSnapshot = Schema.decodeUnknownSync(Snapshot)
 
 const json = (value: unknown) => value === null || value === undefined ? null : JSON.stringify(value)
+
+/** Events as the JSON records `insertEvents` numbers (`ord` from 1). */
+const eventsJson = (events: ReadonlyArray<{ readonly type: string; readonly data: Record<string, unknown> }>) =>
+  JSON.stringify(events.map((event, index) => ({ ord: index + 1, type: event.type, data: event.data })))
 
 export interface NewMonitor {
   readonly projectId: string
@@ -113,7 +118,12 @@ export class MonitorStore extends Context.Service<MonitorStore, {
   readonly listTicks: (monitorId: MonitorId, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<TickRun>>
   /** Numbers the tick (once) and records its start, with `monitor.tick.started`. */
   readonly startTick: (tick: TickRun) => Effect.Effect<TickRun>
-  readonly completeTick: (tick: TickRun, outcome: TickSuccess) => Effect.Effect<{ readonly monitor: Monitor; readonly snapshot: Snapshot }>
+  /**
+   * Records a successful tick: its snapshot, the tick run, the monitor's counters and status, and
+   * the events, atomically. `seen` is the monitor as the tick read it; when its status changed
+   * meanwhile (paused, canceled) the outcome is applied under the row lock instead.
+   */
+  readonly completeTick: (tick: TickRun, seen: Monitor, outcome: TickSuccess) => Effect.Effect<{ readonly status: MonitorStatus; readonly snapshot: Snapshot }>
   /**
    * Records a failed tick: the monitor's consecutive failures go up and, at `failLimit`, an
    * active monitor becomes `failing`.
@@ -136,18 +146,24 @@ export class MonitorStore extends Context.Service<MonitorStore, {
           Effect.map((rows) => rows[0] === undefined ? undefined : decodeMonitor(rows[0]))
         )
 
-      // Must run inside a transaction that holds the monitor row lock.
-      const insertEvent = (monitorId: string, type: string, data: Record<string, unknown>) =>
-        Effect.gen(function*() {
-          const rows = yield* sql<{ id: string }>`
+      /**
+       * Appends events in one statement: they take the next ids of the monitor's `event_seq` (the
+       * row update serializes concurrent writers) and one NOTIFY announces the newest.
+       */
+      const insertEvents = (monitorId: string, events: ReadonlyArray<{ readonly type: string; readonly data: Record<string, unknown> }>) =>
+        sql<{ id: string | null }>`
+          WITH m AS (
+            UPDATE monitors SET event_seq = event_seq + ${events.length} WHERE id = ${monitorId} RETURNING event_seq
+          ), e AS (
             INSERT INTO monitor_events (monitor_id, id, type, data)
-            SELECT ${monitorId}, coalesce(max(id), 0) + 1, ${type}, ${JSON.stringify(data)}::jsonb
-            FROM monitor_events WHERE monitor_id = ${monitorId}
-            RETURNING id::text`
-          const id = Number(rows[0]!.id)
-          yield* sql`SELECT pg_notify(${EVENTS_CHANNEL}, ${`${monitorId}:${id}`})`
-          return id
-        })
+            SELECT ${monitorId}, m.event_seq - ${events.length} + ev.ord, ev.type, ev.data
+            FROM m, jsonb_to_recordset(${eventsJson(events)}::jsonb) AS ev(ord int, type text, data jsonb)
+            RETURNING id
+          )
+          SELECT max(id)::text AS id, pg_notify(${EVENTS_CHANNEL}, ${monitorId} || ':' || max(id)::text) FROM e`.pipe(
+          Effect.map((rows) => rows[0]?.id == null ? undefined : Number(rows[0].id))
+        )
+      const insertEvent = (monitorId: string, type: string, data: Record<string, unknown>) => insertEvents(monitorId, [{ type, data }])
 
       const selectMonitor = (monitorId: string) =>
         sql<Record<string, unknown>>`SELECT ${columns} FROM monitors WHERE id = ${monitorId}`.pipe(
@@ -230,11 +246,7 @@ export class MonitorStore extends Context.Service<MonitorStore, {
             Effect.withSpan("MonitorStore.update")
           ),
         remove: (monitorId) => sql`DELETE FROM monitors WHERE id = ${monitorId}`.pipe(Effect.asVoid, Effect.orDie),
-        appendEvent: (monitorId, type, data) =>
-          sql.withTransaction(Effect.gen(function*() {
-            const exists = yield* sql`SELECT id FROM monitors WHERE id = ${monitorId} FOR UPDATE`
-            return exists.length === 0 ? undefined : yield* insertEvent(monitorId, type, data)
-          })).pipe(Effect.orDie),
+        appendEvent: (monitorId, type, data) => insertEvent(monitorId, type, data).pipe(Effect.orDie),
         eventsAfter: (monitorId, afterId, limit) =>
           sql<{ id: string; type: string; data: Record<string, unknown>; created_at: Date }>`
             SELECT id::text, type, data, created_at FROM monitor_events
@@ -270,66 +282,107 @@ export class MonitorStore extends Context.Service<MonitorStore, {
             ${beforeId === undefined ? sql`` : sql`AND id < ${beforeId}`}
             ORDER BY id DESC LIMIT ${limit}`.pipe(Effect.map((rows) => rows.map((row) => decodeTick(row))), Effect.orDie),
         startTick: (tick) =>
-          sql.withTransaction(Effect.gen(function*() {
-            const monitor = yield* lock(tick.monitor_id)
-            if (monitor === undefined) return tick
-            const rows = yield* sql<Record<string, unknown>>`
-              UPDATE monitor_runs SET
-                n = coalesce(n, ${monitor.last_tick_n + 1}),
-                started_at = coalesce(started_at, now())
-              WHERE id = ${tick.id}
-              RETURNING ${tickColumns}`
-            const started = decodeTick(rows[0])
-            if (tick.n === null) {
-              yield* sql`UPDATE monitors SET last_tick_n = ${started.n}, updated_at = now() WHERE id = ${tick.monitor_id}`
-            }
-            yield* insertEvent(tick.monitor_id, "monitor.tick.started", {
-              run_id: tick.id,
-              n: started.n,
-              trigger: tick.trigger,
-              slot_at: tick.slot_at?.toISOString() ?? null,
-              resumed: tick.started_at !== null
-            })
-            return started
-          })).pipe(Effect.orDie, Effect.withSpan("MonitorStore.startTick")),
-        completeTick: (tick, outcome) =>
-          sql.withTransaction(Effect.gen(function*() {
-            const monitor = (yield* lock(tick.monitor_id))!
+          // One statement: the tick is numbered once (a tick started before keeps its number),
+          // its start recorded, and `monitor.tick.started` appended and announced.
+          sql<Record<string, unknown>>`
+            WITH m AS (
+              UPDATE monitors SET last_tick_n = last_tick_n + ${tick.n === null ? 1 : 0}, event_seq = event_seq + 1, updated_at = now()
+              WHERE id = ${tick.monitor_id} RETURNING last_tick_n, event_seq
+            ), r AS (
+              UPDATE monitor_runs SET n = coalesce(n, (SELECT last_tick_n FROM m)), started_at = coalesce(started_at, now())
+              WHERE id = ${tick.id} AND EXISTS (SELECT 1 FROM m)
+              RETURNING ${tickColumns}
+            ), e AS (
+              INSERT INTO monitor_events (monitor_id, id, type, data)
+              SELECT ${tick.monitor_id}, m.event_seq, 'monitor.tick.started', jsonb_build_object(
+                'run_id', r.id, 'n', r.n, 'trigger', r.trigger, 'slot_at', ${tick.slot_at?.toISOString() ?? null}::text,
+                'resumed', ${tick.started_at !== null})
+              FROM m, r
+              RETURNING id
+            )
+            SELECT r.* FROM r, (SELECT pg_notify(${EVENTS_CHANNEL}, ${tick.monitor_id} || ':' || (SELECT id FROM e)::text)) AS notified`.pipe(
+            Effect.map((rows) => rows[0] === undefined ? tick : decodeTick(rows[0])),
+            Effect.orDie,
+            Effect.withSpan("MonitorStore.startTick")
+          ),
+        completeTick: (tick, seen, outcome) =>
+          Effect.gen(function*() {
             const snapshotId = makeId("snap")
-            const snapshots = yield* sql<Record<string, unknown>>`
-              INSERT INTO monitor_snapshots (id, monitor_id, run_id, n, content_hash, extracted, text, pages, diff, changed, fetched_at)
-              VALUES (${snapshotId}, ${tick.monitor_id}, ${tick.id}, ${tick.n ?? monitor.last_tick_n}, ${outcome.contentHash},
-                ${json(outcome.extracted)}::jsonb, ${outcome.text}, ${JSON.stringify(outcome.pages)}::jsonb, ${json(outcome.diff)}::jsonb,
-                ${outcome.changed}, ${outcome.fetchedAt})
-              RETURNING ${snapshotColumns}`
-            yield* sql`
-              UPDATE monitor_runs SET status = 'done', changed = ${outcome.changed}, fired = ${outcome.fired}, snapshot_id = ${snapshotId},
-                pages = ${JSON.stringify(outcome.pages)}::jsonb, llm_cost_micros = llm_cost_micros + ${outcome.llmCostMicros}, finished_at = now()
-              WHERE id = ${tick.id}`
+            const n = tick.n ?? seen.last_tick_n
             // A good tick heals a failing monitor; a monitor paused or canceled meanwhile keeps that status.
-            const healed: MonitorStatus = monitor.status === "failing" ? "active" : monitor.status
-            const to: MonitorStatus = outcome.status === "completed" && (healed === "active" || healed === "paused") ? "completed" : healed
-            const first = monitor.baseline_extracted_at === null
-            const rows = yield* sql<Record<string, unknown>>`
-              UPDATE monitors SET
-                last_tick_at = now(), consecutive_failures = 0, last_snapshot_id = ${snapshotId},
-                baseline_extracted = CASE WHEN baseline_extracted_at IS NULL THEN ${json(outcome.extracted)}::jsonb ELSE baseline_extracted END,
-                baseline_extracted_at = coalesce(baseline_extracted_at, now()),
-                status = ${to}, status_reason = ${to !== monitor.status ? outcome.statusReason : monitor.status_reason}, updated_at = now()
-              WHERE id = ${tick.monitor_id}
-              RETURNING ${columns}`
-            for (const event of outcome.events) yield* insertEvent(tick.monitor_id, event.type, event.data)
-            yield* insertEvent(tick.monitor_id, "monitor.tick.completed", {
+            const settle = (current: Monitor) => {
+              const healed: MonitorStatus = current.status === "failing" ? "active" : current.status
+              const to: MonitorStatus = outcome.status === "completed" && (healed === "active" || healed === "paused") ? "completed" : healed
+              const events = [
+                ...outcome.events,
+                {
+                  type: "monitor.tick.completed",
+                  data: { run_id: tick.id, n, snapshot_id: snapshotId, changed: outcome.changed, fired: outcome.fired, baseline: current.baseline_extracted_at === null }
+                },
+                ...(to === current.status ? [] : [{ type: "monitor.status_changed", data: { from: current.status, to, reason: outcome.statusReason } }])
+              ]
+              return { to, reason: to !== current.status ? outcome.statusReason : current.status_reason, events }
+            }
+            const write = (current: Monitor, guard: "seen" | "locked") => {
+              const { to, reason, events } = settle(current)
+              const statusGuard = guard === "seen" ? sql`AND status = ${current.status}` : sql``
+              // One statement (atomic without a transaction): the monitor row first, so nothing
+              // else is written when its status is no longer the one the tick saw.
+              return sql<{ matched: string }>`
+                WITH m AS (
+                  UPDATE monitors SET
+                    last_tick_at = now(), consecutive_failures = 0, last_snapshot_id = ${snapshotId},
+                    baseline_extracted = CASE WHEN baseline_extracted_at IS NULL THEN ${json(outcome.extracted)}::jsonb ELSE baseline_extracted END,
+                    baseline_extracted_at = coalesce(baseline_extracted_at, now()),
+                    status = ${to}, status_reason = ${reason}, event_seq = event_seq + ${events.length}, updated_at = now()
+                  WHERE id = ${tick.monitor_id} ${statusGuard}
+                  RETURNING event_seq
+                ), s AS (
+                  INSERT INTO monitor_snapshots (id, monitor_id, run_id, n, content_hash, extracted, text, pages, diff, changed, fetched_at)
+                  SELECT ${snapshotId}, ${tick.monitor_id}, ${tick.id}, ${n}, ${outcome.contentHash}, ${json(outcome.extracted)}::jsonb,
+                    ${outcome.text}, ${JSON.stringify(outcome.pages)}::jsonb, ${json(outcome.diff)}::jsonb, ${outcome.changed}, ${outcome.fetchedAt}
+                  FROM m
+                  RETURNING id
+                ), r AS (
+                  UPDATE monitor_runs SET status = 'done', changed = ${outcome.changed}, fired = ${outcome.fired}, snapshot_id = ${snapshotId},
+                    pages = ${JSON.stringify(outcome.pages)}::jsonb, llm_cost_micros = llm_cost_micros + ${outcome.llmCostMicros}, finished_at = now()
+                  WHERE id = ${tick.id} AND EXISTS (SELECT 1 FROM m)
+                  RETURNING id
+                ), e AS (
+                  INSERT INTO monitor_events (monitor_id, id, type, data)
+                  SELECT ${tick.monitor_id}, m.event_seq - ${events.length} + ev.ord, ev.type, ev.data
+                  FROM m, jsonb_to_recordset(${eventsJson(events)}::jsonb) AS ev(ord int, type text, data jsonb)
+                  RETURNING id
+                )
+                SELECT (SELECT count(*) FROM m)::text AS matched,
+                  (SELECT pg_notify(${EVENTS_CHANNEL}, ${tick.monitor_id} || ':' || max(id)::text) FROM e) AS notified`.pipe(
+                Effect.map((rows) => rows[0]?.matched === "1" ? to : undefined)
+              )
+            }
+            let status = yield* write(seen, "seen")
+            if (status === undefined) {
+              status = yield* sql.withTransaction(Effect.gen(function*() {
+                const current = yield* lock(tick.monitor_id)
+                return current === undefined ? undefined : yield* write(current, "locked")
+              }))
+            }
+            const snapshot = new Snapshot({
+              id: SnapshotId.make(snapshotId),
+              monitor_id: tick.monitor_id,
               run_id: tick.id,
-              n: tick.n,
-              snapshot_id: snapshotId,
+              n,
+              content_hash: outcome.contentHash,
+              extracted: outcome.extracted,
+              text: outcome.text,
+              pages: outcome.pages,
+              diff: outcome.diff,
               changed: outcome.changed,
-              fired: outcome.fired,
-              baseline: first
+              fetched_at: outcome.fetchedAt,
+              created_at: outcome.fetchedAt
             })
-            yield* tickStatusEvent(monitor, to, outcome.statusReason)
-            return { monitor: decodeMonitor(rows[0]), snapshot: decodeSnapshot(snapshots[0]) }
-          })).pipe(Effect.orDie, Effect.withSpan("MonitorStore.completeTick")),
+            // The monitor was deleted under the tick: nothing was written.
+            return { status: status ?? "canceled", snapshot }
+          }).pipe(Effect.orDie, Effect.withSpan("MonitorStore.completeTick")),
         failTick: (tick, error, failLimit) =>
           sql.withTransaction(Effect.gen(function*() {
             const monitor = (yield* lock(tick.monitor_id))!

@@ -82,12 +82,10 @@ export class Monitors extends Context.Service<Monitors, {
       const align = (monitor: Monitor) =>
         clientFor(monitor.id).Align({ monitorId: monitor.id, turn: monitor.alignment.length }, { discard: true }).pipe(Effect.orDie)
 
-      const fire = Effect.fn("Monitors.fire")(function*(monitorId: string, slot: Date) {
-        const monitor = yield* store.get(monitorId)
-        if (monitor === undefined || isTerminalMonitor(monitor.status)) return
-        const tick = yield* store.createTick(monitor, "schedule", slot)
-        yield* dispatchTick(tick)
-      })
+      // The scheduler's handler only hands the slot to the monitor's entity (one persisted message,
+      // once per slot by its key); the entity makes the tick run and executes it.
+      const fire = (monitorId: string, slot: Date) =>
+        clientFor(monitorId).Fire({ monitorId, slot: slot.toISOString() }, { discard: true }).pipe(Effect.orDie)
       yield* schedules.register(MONITOR_OWNER, fire)
       // Every attempt at a monitor's notification shows on the monitor's event stream.
       yield* callbacks.onAttempt((attempt) =>

@@ -18,7 +18,7 @@ import { Cause, Context, Data, Effect, Layer, Option, Result } from "effect"
 import { createHash } from "node:crypto"
 import { AgentModel } from "../agent/model.ts"
 import { AppConfig } from "../config/config.ts"
-import type { Monitor, PageResult, Snapshot, TickRun } from "../domain/monitor.ts"
+import { isTerminalMonitor, type Monitor, type PageResult, type Snapshot, type TickRun } from "../domain/monitor.ts"
 import { Reader } from "../reader/reader.ts"
 import { BrowserPool } from "../browser/pool.ts"
 import { readPagesAsProfile } from "../profiles/profile-pages.ts"
@@ -86,8 +86,10 @@ class TickFailed extends Data.TaggedError("TickFailed")<{
 }> {}
 
 export class TickExecutor extends Context.Service<TickExecutor, {
-  /** Runs the tick to its end (or finishes what a previous execution left: its notification). */
+  /** Runs a tick run made before (run_now) to its end, or finishes what an earlier execution left. */
   readonly execute: (tickId: string) => Effect.Effect<void>
+  /** The tick of a schedule slot: its run is made once per slot, then executed like the others. */
+  readonly fire: (monitorId: string, slot: Date) => Effect.Effect<void>
 }>()("wa/track/TickExecutor") {
   static readonly layer = Layer.effect(
     TickExecutor,
@@ -183,7 +185,7 @@ export class TickExecutor extends Context.Service<TickExecutor, {
         const fired = evaluate(trigger, facts)
         const stop = ruleOf(monitor.stop_condition_dsl, parseStopCondition, null)
         const stopped = stop !== null && evaluate(stop, facts)
-        const { monitor: after, snapshot } = yield* store.completeTick(tick, {
+        const { status, snapshot } = yield* store.completeTick(tick, monitor, {
           contentHash,
           extracted,
           text,
@@ -197,9 +199,43 @@ export class TickExecutor extends Context.Service<TickExecutor, {
           statusReason: stopped ? "stop_condition_met" : null,
           events: changed ? [{ type: "monitor.change_detected", data: { run_id: tick.id, n: tick.n, diff } }] : []
         })
-        if (fired) yield* notify(after, tick, snapshot)
-        if (after.status === "completed") yield* schedules.remove({ kind: MONITOR_OWNER, id: monitor.id })
+        if (fired) yield* notify(monitor, tick, snapshot)
+        if (status === "completed") yield* schedules.remove({ kind: MONITOR_OWNER, id: monitor.id })
       })
+
+      /** Runs the tick to its end (or finishes what a previous execution left: its notification). */
+      const executeTick = (monitor: Monitor, tick: TickRun) =>
+        Effect.gen(function*() {
+          if (tick.status === "done") {
+            // Ended before: make sure its notification was recorded (idempotent per tick).
+            if (tick.fired === true && tick.snapshot_id !== null) {
+              const snapshot = yield* store.snapshot(tick.snapshot_id)
+              if (snapshot !== undefined) yield* notify(monitor, tick, snapshot)
+            }
+            return
+          }
+          if (tick.status === "failed" || tick.status === "skipped") return
+          // A paused, aligning or ended monitor skips scheduled ticks (run_now still runs unless it ended).
+          const runs = monitor.status === "active" || monitor.status === "failing" ||
+            (tick.trigger === "run_now" && (monitor.status === "paused" || monitor.status === "pending_clarification"))
+          if (!runs) {
+            yield* store.skipTick(tick, `the monitor is ${monitor.status}`)
+            return
+          }
+          yield* run(monitor, tick).pipe(
+            // A defect ends the tick as failed (an interruption leaves it to the next delivery).
+            Effect.catchDefect((defect) =>
+              Effect.logError("monitor tick crashed", defect).pipe(
+                Effect.andThen(store.getTick(tick.id)),
+                Effect.flatMap((current) =>
+                  current?.status === "running"
+                    ? store.failTick(current, { code: "internal_error", detail: "the tick failed unexpectedly", pages: [], llmCostMicros: 0 }, config.trackMaxConsecutiveFailures)
+                    : Effect.void
+                )
+              )
+            )
+          )
+        }).pipe(Effect.catchCause((cause) => Cause.hasInterruptsOnly(cause) ? Effect.failCause(cause) : Effect.logError("monitor tick crashed", cause)))
 
       return TickExecutor.of({
         execute: (tickId) =>
@@ -208,36 +244,16 @@ export class TickExecutor extends Context.Service<TickExecutor, {
             if (tick === undefined) return
             const monitor = yield* store.get(tick.monitor_id)
             if (monitor === undefined) return
-            if (tick.status === "done") {
-              // Ended before: make sure its notification was recorded (idempotent per tick).
-              if (tick.fired === true && tick.snapshot_id !== null) {
-                const snapshot = yield* store.snapshot(tick.snapshot_id)
-                if (snapshot !== undefined) yield* notify(monitor, tick, snapshot)
-              }
-              return
-            }
-            if (tick.status === "failed" || tick.status === "skipped") return
-            // A paused, aligning or ended monitor skips scheduled ticks (run_now still runs unless it ended).
-            const runs = monitor.status === "active" || monitor.status === "failing" ||
-              (tick.trigger === "run_now" && (monitor.status === "paused" || monitor.status === "pending_clarification"))
-            if (!runs) {
-              yield* store.skipTick(tick, `the monitor is ${monitor.status}`)
-              return
-            }
-            yield* run(monitor, tick).pipe(
-              // A defect ends the tick as failed (an interruption leaves it to the next delivery).
-              Effect.catchDefect((defect) =>
-                Effect.logError("monitor tick crashed", defect).pipe(
-                  Effect.andThen(store.getTick(tick.id)),
-                  Effect.flatMap((current) =>
-                    current?.status === "running"
-                      ? store.failTick(current, { code: "internal_error", detail: "the tick failed unexpectedly", pages: [], llmCostMicros: 0 }, config.trackMaxConsecutiveFailures)
-                      : Effect.void
-                  )
-                )
-              )
-            )
-          }).pipe(Effect.catchCause((cause) => Cause.hasInterruptsOnly(cause) ? Effect.failCause(cause) : Effect.logError("monitor tick crashed", cause)))
+            yield* executeTick(monitor, tick)
+          }),
+        fire: (monitorId, slot) =>
+          Effect.gen(function*() {
+            const monitor = yield* store.get(monitorId)
+            if (monitor === undefined || isTerminalMonitor(monitor.status)) return
+            // The slot's tick run is made once (unique per monitor and slot); a second delivery finds it.
+            const tick = yield* store.createTick(monitor, "schedule", slot)
+            yield* executeTick(monitor, tick)
+          })
       })
     })
   ).pipe(Layer.provide(ProfileStore.layer))
