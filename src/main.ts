@@ -22,6 +22,7 @@ import { RunEventBus } from "./events/run-event-bus.ts"
 import { RunStore } from "./store/runs.ts"
 import { ScreenshotStore } from "./store/screenshots.ts"
 import { ArtifactStore } from "./store/artifacts.ts"
+import { TakeControl } from "./control/take-control.ts"
 import { Reader } from "./reader/reader.ts"
 import { ReaderBrowser } from "./reader/reader-browser.ts"
 import { WebSearch } from "./search/web-search.ts"
@@ -65,6 +66,7 @@ const logLayer = (level: "Info" | "Warn") =>
 const ProductServices = Layer.mergeAll(Sessions.layer, Research.layer, Search.layer, TrackLive).pipe(
   Layer.provideMerge(Layer.mergeAll(SessionEntityLive, ResearchEntityLive, WebSearchEntityLive, StartupRecoveryLive)),
   Layer.provideMerge(RunNotifier.layer(callbackView)),
+  Layer.provideMerge(TakeControl.layer),
   Layer.provideMerge(Layer.mergeAll(NotificationChannelsLive, SchedulesLive)),
   Layer.provideMerge(WebSearch.layerFetch),
   Layer.provideMerge(Reader.layer.pipe(Layer.provide(ReaderBrowser.layerFromPool))),

@@ -103,6 +103,7 @@ export const runAgent = Effect.fn("runAgent")(function*(
     askHuman: (prompt, schema) =>
       Effect.scoped(Effect.gen(function*() {
         const wakeups = yield* bus.wakeups(runId)
+        yield* waitWhilePaused
         const requestId = yield* store.createInputRequest(runId, prompt, schema, executor).pipe(Effect.orDie)
         while (true) {
           const answer = yield* store.inputRequest(requestId)
@@ -121,6 +122,19 @@ export const runAgent = Effect.fn("runAgent")(function*(
         return undefined
       })
   })
+
+  // Take control (src/control/): while a person holds the browser the run is paused; the agent
+  // finishes the step under way, waits here, then observes the page afresh before it acts.
+  let personHadControl = false
+  const waitWhilePaused = Effect.scoped(Effect.gen(function*() {
+    const wakeups = yield* bus.wakeups(runId)
+    while (true) {
+      const current = yield* store.getRun(runId)
+      if (current === undefined || current.status !== "paused") return
+      personHadControl = true
+      yield* Queue.take(wakeups).pipe(Effect.timeoutOption("2 seconds"))
+    }
+  }))
 
   const toolkit = toolkitFor(request.allowed_actions ?? [], request.output_schema as Record<string, unknown> | null | undefined)
   const handlers = AgentToolkitHandlers.pipe(Layer.provide(Layer.succeed(RunContext, ctx)))
@@ -146,6 +160,9 @@ export const runAgent = Effect.fn("runAgent")(function*(
     }
     const userText = [
       ...messages.map((message) => `Message from the user: ${message}`),
+      ...(personHadControl
+        ? ["A person took control of the browser and has handed it back; the page may have changed. Look at the current page below before acting."]
+        : []),
       `Step ${stepNumber}. Current page:\n${observation.text}`
     ].join("\n\n")
     const turn = Prompt.make([{
@@ -160,6 +177,7 @@ export const runAgent = Effect.fn("runAgent")(function*(
       toolChoice: "required"
     }).pipe(Effect.provide(Layer.merge(model.layer, handlers)))
 
+    personHadControl = false
     if (response.text.trim() !== "") yield* ctx.emit("run.message", { role: "agent", content: response.text })
 
     // Old observations are dropped from the history: the next turn carries a fresh one.
@@ -199,6 +217,10 @@ export const runAgent = Effect.fn("runAgent")(function*(
     while (true) {
       const current = yield* store.getRun(runId)
       if (current === undefined || isTerminal(current.status)) return
+      if (current.status === "paused") {
+        yield* waitWhilePaused
+        continue
+      }
       const output = yield* Ref.get(finalOutput)
       if (Option.isSome(output)) {
         yield* store.transition(runId, "done", { output: output.value, terminalReason: "done", executor }).pipe(Effect.ignore)

@@ -104,7 +104,14 @@ export const AppConfigSchema = Config.all({
    * the npm package @sparticuz/chromium), `system` (never the bundled one), `bundled` (only it).
    * WA_BROWSER_CDP_URL overrides all three. See src/browser/chromium-executable.ts.
    */
-  browser: Config.Literals(["auto", "system", "bundled"], "WA_BROWSER").pipe(Config.withDefault("auto" as const))
+  browser: Config.Literals(["auto", "system", "bundled"], "WA_BROWSER").pipe(Config.withDefault("auto" as const)),
+  // Take control (src/control/): how long a control URL waits for a person (spec: about 5
+  // minutes), and how long a connected control page may stay without input before the agent
+  // gets the browser back (spec: about 30 s). Tests shorten both.
+  controlConnectSeconds: Config.Int("WA_CONTROL_CONNECT_SECONDS").pipe(Config.withDefault(300)),
+  controlIdleSeconds: Config.Int("WA_CONTROL_IDLE_SECONDS").pipe(Config.withDefault(30)),
+  /** The service's public base URL (https://agents.example.com), for control URLs; else the request's Host. */
+  publicUrl: optionalString("WA_PUBLIC_URL")
 })
 
 export type AppConfigShape = Omit<Config.Success<typeof AppConfigSchema>, "logLevelName"> & {
@@ -138,7 +145,8 @@ export const loadAppConfig = (env?: Record<string, string | undefined>) =>
       ["WA_HEADERS_TIMEOUT_SECONDS", parsed.headersTimeoutSeconds], ["WA_SSE_STALL_SECONDS", parsed.sseStallSeconds],
       ["WA_IDEMPOTENCY_LEASE_SECONDS", parsed.idempotencyLeaseSeconds],
       ["WA_SCHEDULE_MIN_INTERVAL_SECONDS", parsed.scheduleMinIntervalSeconds], ["WA_SCHEDULER_POLL_MS", parsed.schedulerPollMs],
-      ["WA_TRACK_MAX_CONSECUTIVE_FAILURES", parsed.trackMaxConsecutiveFailures]
+      ["WA_TRACK_MAX_CONSECUTIVE_FAILURES", parsed.trackMaxConsecutiveFailures],
+      ["WA_CONTROL_CONNECT_SECONDS", parsed.controlConnectSeconds], ["WA_CONTROL_IDLE_SECONDS", parsed.controlIdleSeconds]
     ] as const) {
       if (value < 1) return yield* Effect.die(new InvalidConfig(`invalid configuration: ${name} must be at least 1`))
     }

@@ -28,7 +28,8 @@ import type {
   MonitorPartNotFound,
   MonitorNotInAlignment,
   MonitorActionRefused,
-  AlignmentNeedsModel
+  AlignmentNeedsModel,
+  ControlNotAvailable
 } from "../domain/errors.ts"
 import { Conflict, NotFound, TooManyRequests, ValidationError, validationError } from "./errors.ts"
 
@@ -38,7 +39,7 @@ const kindLabel = { do_anything: "run", deep_research: "research run", web_searc
 export type HttpErrorOf<E> = E extends RunNotFound | SessionNotFound | ArtifactNotFound | MonitorNotFound | MonitorPartNotFound ? NotFound
   : E extends SessionCapReached ? TooManyRequests
   : E extends UnknownNames | MissingFields | InvalidField | UnknownSections | AlignmentNeedsModel ? ValidationError
-  : E extends SessionClosed | PreviousRunActive | InvalidTransition | RunEnded | RunNotEnded | RunNotExpired | RunNotAwaitingInput | InputRequestNotFound | InputRequestAnswered | ParentRunNotReady | MonitorNotInAlignment | MonitorActionRefused ? Conflict
+  : E extends SessionClosed | PreviousRunActive | InvalidTransition | RunEnded | RunNotEnded | RunNotExpired | RunNotAwaitingInput | InputRequestNotFound | InputRequestAnswered | ParentRunNotReady | MonitorNotInAlignment | MonitorActionRefused | ControlNotAvailable ? Conflict
   : E
 
 const isDomainError = (error: unknown): error is DomainError =>
@@ -113,6 +114,7 @@ const renderers: { readonly [K in DomainError["_tag"]]: (error: Extract<DomainEr
       extra: { status: e.status, ...(e.requestId === undefined ? {} : { request_id: e.requestId }) }
     }),
   MonitorActionRefused: (e) => conflict(`the monitor is ${e.status}; it cannot ${e.action}`, { status: e.status, action: e.action }),
+  ControlNotAvailable: (e) => conflict(e.detail, { status: e.status }),
   AlignmentNeedsModel: () =>
     new ValidationError({
       code: "alignment_requires_model",

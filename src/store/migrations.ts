@@ -7,6 +7,7 @@ import { SqlClient } from "effect/sql"
 import { Migrator } from "effect/sql"
 import { m0010_schedules } from "../schedules/migration.ts"
 import { m0012_track } from "../track/migration.ts"
+import { m0015_take_control } from "../control/migration.ts"
 import { m0011_notification_channels } from "../webhooks/migration.ts"
 
 const m0001_foundation = Effect.gen(function*() {
@@ -244,7 +245,8 @@ const all = {
   "0009_delivery_outbox": m0009_delivery_outbox,
   "0010_schedules": m0010_schedules,
   "0011_notification_channels": m0011_notification_channels,
-  "0012_track": m0012_track
+  "0012_track": m0012_track,
+  "0015_take_control": m0015_take_control
 }
 
 export const migrations = Migrator.fromRecord(all)

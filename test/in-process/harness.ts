@@ -43,6 +43,7 @@ import { callbackView } from "../../src/http/views/callback-view.ts"
 import { databaseLayer } from "../../src/store/database.ts"
 import { RunStore } from "../../src/store/runs.ts"
 import { ScreenshotStore } from "../../src/store/screenshots.ts"
+import { TakeControl } from "../../src/control/take-control.ts"
 import { Callbacks } from "../../src/webhooks/callbacks.ts"
 import { RunNotifier } from "../../src/webhooks/run-notifier.ts"
 import { type FixtureSites, startFixtureSites } from "../fixtures/sites/server.ts"
@@ -134,6 +135,7 @@ export const inProcess = (env: Record<string, string | undefined> = {}) =>
   Layer.mergeAll(Sessions.layer, TenantLive).pipe(
     Layer.provideMerge(SessionEntityLive),
     Layer.provideMerge(RunNotifier.layer(callbackView)),
+    Layer.provideMerge(TakeControl.layer),
     Layer.provideMerge(Layer.mergeAll(
       RunStore.layer,
       RunEventBus.layer,
