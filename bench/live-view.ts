@@ -80,7 +80,10 @@ try {
   const taken = await service.request("POST", `${base}/sessions/${sid}/runs/${rid}/intervene`, { body: { kind: "take_control", reason: "bench" } })
   if (taken.status !== 200) throw new Error(`take_control answered ${taken.status}: ${taken.text}`)
 
-  const socket = new WebSocket(`${String(taken.json.standalone_control_url).replace(/^http/, "ws")}/ws`)
+  const socketUrl = new URL(String(taken.json.standalone_control_url))
+  socketUrl.protocol = "ws:"
+  socketUrl.pathname += "/ws"
+  const socket = new WebSocket(socketUrl)
   socket.binaryType = "arraybuffer"
   const frameTimes: Array<number> = []
   socket.addEventListener("message", (event) => {

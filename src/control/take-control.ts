@@ -14,8 +14,9 @@
  * Only a pending or active grant's URL works. Each state change and its events are written in
  * one transaction with the run's status, so every API node and runner agrees on them.
  *
- * The token in the URL is `<grant id>.<exp>.<HMAC-SHA256(url_signing secret, control:<grant>:<run>:<exp>)>`:
- * unforgeable, bound to one run, and it expires (exp is the connect deadline).
+ * The URL is `/v1/control/<grant id>?exp=<exp>&sig=<HMAC-SHA256(url_signing secret, control:<grant>:<run>:<exp>)>`
+ * (like the signed media URLs: the secret part stays out of the path, which the request log
+ * records): unforgeable, bound to one run, and it expires (exp is the connect deadline).
  */
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
@@ -73,8 +74,15 @@ const grantFromRow = (row: GrantRow): Grant => ({
   connectedAt: row.connected_at === null ? null : new Date(row.connected_at)
 })
 
-/** The path of a control page (the WebSocket is the same path plus `/ws`). */
-export const controlPath = (token: string) => `/v1/control/${token}`
+/** The path and query of a control page (the WebSocket is the same path plus `/ws`, same query). */
+export const controlPath = (grantId: string, exp: number, signature: string) => `/v1/control/${grantId}?exp=${exp}&sig=${signature}`
+
+/** The signed parts of a control URL as received (any of them may be missing or forged). */
+export interface ControlCredentials {
+  readonly grantId: string
+  readonly exp: string | undefined
+  readonly sig: string | undefined
+}
 
 export class TakeControl extends Context.Service<TakeControl, {
   /** intervene take_control: a new control URL (any earlier pending one stops working). */
@@ -83,8 +91,8 @@ export class TakeControl extends Context.Service<TakeControl, {
   readonly refresh: (run: Run, baseUrl: string) => Effect.Effect<IssuedUrl, ControlNotAvailable>
   /** intervene release_control, the page's release button, or idle: paused → running. */
   readonly release: (runId: RunId, trigger: string) => Effect.Effect<Run, ControlNotAvailable>
-  /** Checks a token's signature and its grant's state (a pending grant past its deadline expires here). */
-  readonly verify: (token: string) => Effect.Effect<TokenCheck>
+  /** Checks a URL's signature and its grant's state (a pending grant past its deadline expires here). */
+  readonly verify: (credentials: ControlCredentials) => Effect.Effect<TokenCheck>
   /** A control page connected: a pending grant becomes active and the run paused. */
   readonly connect: (grantId: string) => Effect.Effect<ConnectOutcome>
   /** Expires the run's pending grants whose deadline passed (emits run.take_control_expired). */
@@ -136,7 +144,7 @@ export class TakeControl extends Context.Service<TakeControl, {
           yield* sql`
             INSERT INTO control_grants (id, run_id, session_id, reason, status, expires_at)
             VALUES (${id}, ${run.id}, ${run.session_id}, ${reason}, 'pending', ${new Date(exp * 1000)})`
-          const url = `${baseUrl.replace(/\/$/, "")}${controlPath(`${id}.${exp}.${sign(id, run.id, exp)}`)}`
+          const url = `${baseUrl.replace(/\/$/, "")}${controlPath(id, exp, sign(id, run.id, exp))}`
           yield* store.appendEvent(run.id, "run.take_control_pending", { run_id: run.id, standalone_control_url: url, exp, reason })
           return { standalone_control_url: url, exp }
         })
@@ -183,13 +191,13 @@ export class TakeControl extends Context.Service<TakeControl, {
             yield* store.appendEvent(runId, "run.user_released", { run_id: runId, trigger })
             return run
           })),
-        verify: (token) =>
+        verify: ({ grantId, exp: expText, sig: signature }) =>
           Effect.gen(function*() {
-            const match = /^(ctl_[0-9a-z]{26})\.(\d{1,12})\.([A-Za-z0-9_-]{43})$/.exec(token)
-            if (match === null) return { _tag: "Invalid" } as const
-            const [, grantId, expText, signature] = match
+            if (!/^ctl_[0-9a-z]{26}$/.test(grantId) || !/^\d{1,12}$/.test(expText ?? "") || !/^[A-Za-z0-9_-]{43}$/.test(signature ?? "")) {
+              return { _tag: "Invalid" } as const
+            }
             const exp = Number(expText)
-            const grant = yield* grantById(grantId!)
+            const grant = yield* grantById(grantId)
             if (grant === undefined) return { _tag: "Invalid" } as const
             const expected = Buffer.from(sign(grant.id, grant.runId, exp))
             const given = Buffer.from(signature!)

@@ -116,7 +116,13 @@ const events = async (sid: string, rid: string): Promise<Array<{ type: string; d
 const eventOf = async (sid: string, rid: string, type: string) =>
   eventually(`a ${type} event`, async () => (await events(sid, rid)).filter((e) => e.type === type).at(-1), { timeoutMs: 30_000 })
 
-const wsUrl = (controlUrl: string) => `${controlUrl.replace(/^http/, "ws")}/ws`
+/** The control page's WebSocket: its path plus `/ws`, the same signed query. */
+const wsUrl = (controlUrl: string) => {
+  const url = new URL(controlUrl)
+  url.protocol = "ws:"
+  url.pathname += "/ws"
+  return url.toString()
+}
 
 /** A WebSocket to the control page's socket (as the page opens it), with what it received. */
 const openSocket = async (controlUrl: string) => {
@@ -158,7 +164,7 @@ describe("take control", () => {
     expect(taken.status, taken.text).toBe(200)
     expect(taken.json.status).toBe("running")
     const controlUrl = taken.json.standalone_control_url as string
-    expect(controlUrl).toMatch(new RegExp(`^${service.url}/v1/control/ctl_[0-9a-z]{26}\\.\\d+\\.[A-Za-z0-9_-]{43}$`))
+    expect(controlUrl).toMatch(new RegExp(`^${service.url}/v1/control/ctl_[0-9a-z]{26}\\?exp=\\d+&sig=[A-Za-z0-9_-]{43}$`))
     expect(taken.json.exp).toBeGreaterThan(Date.now() / 1000)
     const pending = await eventOf(sid, rid, "run.take_control_pending")
     expect(pending.data).toMatchObject({ standalone_control_url: controlUrl, exp: taken.json.exp, reason: "captcha" })
@@ -225,14 +231,25 @@ describe("take control", () => {
 
     const first = (await intervene(sid, rid, { kind: "take_control", reason: "2fa" })).json
     const firstUrl = first.standalone_control_url as string
-    // Tampered: another signature, another exp, another grant id.
-    const [prefix, exp, signature] = firstUrl.split("/").at(-1)!.split(".")
-    const flipped = signature!.slice(0, -1) + (signature!.endsWith("A") ? "B" : "A")
-    for (const token of [`${prefix}.${exp}.${flipped}`, `${prefix}.${Number(exp) + 3600}.${signature}`, `ctl_00000000000000000000000000.${exp}.${signature}`, "nonsense"]) {
-      const response = await fetch(`${service.url}/v1/control/${token}`)
-      expect(response.status, token).toBe(403)
+    // Tampered: another signature, another exp, another grant id, parts missing.
+    const signed = new URL(firstUrl)
+    const grant = signed.pathname.split("/").at(-1)!
+    const exp = signed.searchParams.get("exp")!
+    const sig = signed.searchParams.get("sig")!
+    const flipped = sig.slice(0, -1) + (sig.endsWith("A") ? "B" : "A")
+    for (const tampered of [
+      `${grant}?exp=${exp}&sig=${flipped}`,
+      `${grant}?exp=${Number(exp) + 3600}&sig=${sig}`,
+      `ctl_00000000000000000000000000?exp=${exp}&sig=${sig}`,
+      `${grant}?exp=${exp}`,
+      `${grant}`,
+      "nonsense"
+    ]) {
+      const response = await fetch(`${service.url}/v1/control/${tampered}`)
+      expect(response.status, tampered).toBe(403)
       expect((await response.json()).code).toBe("control_url_invalid")
     }
+    await expect(openSocket(`${service.url}/v1/control/${grant}?exp=${exp}&sig=${flipped}`)).rejects.toThrow()
     expect((await fetch(firstUrl)).status).toBe(200)
 
     // Nobody connects within WA_CONTROL_CONNECT_SECONDS.

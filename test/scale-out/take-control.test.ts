@@ -92,10 +92,14 @@ describe("take control through a second API node", () => {
 
     const taken = await holder.request("POST", `${runPath}/intervene`, { body: { kind: "take_control", reason: "across nodes" } })
     expect(taken.status, taken.text).toBe(200)
-    const token = String(taken.json.standalone_control_url).split("/").at(-1)!
-    expect((await fetch(`${other.url}/v1/control/${token}`)).status).toBe(200)
+    // The same URL on the other node.
+    const onOther = new URL(String(taken.json.standalone_control_url))
+    onOther.host = new URL(other.url).host
+    expect((await fetch(onOther)).status).toBe(200)
 
-    const socket = new WebSocket(`${other.url.replace(/^http/, "ws")}/v1/control/${token}/ws`)
+    onOther.protocol = "ws:"
+    onOther.pathname += "/ws"
+    const socket = new WebSocket(onOther)
     socket.binaryType = "arraybuffer"
     const texts: Array<any> = []
     let frames = 0

@@ -38,9 +38,9 @@ export const ControlHandlers = HttpApiBuilder.group(
   "control",
   Effect.fn(function*(handlers) {
     const take = yield* TakeControl
-    return handlers.handle("controlPage", ({ params }) =>
+    return handlers.handle("controlPage", ({ params, query }) =>
       Effect.gen(function*() {
-        const check = yield* take.verify(params.token)
+        const check = yield* take.verify({ grantId: params.grant, exp: query.exp, sig: query.sig })
         if (check._tag !== "Valid") return yield* new Forbidden({ ...refused(check), extra: {} })
         return HttpServerResponse.text(controlPageHtml({ runId: check.grant.runId, reason: check.grant.reason }), {
           contentType: "text/html; charset=utf-8",
@@ -64,7 +64,7 @@ const decodeClientMessage = Schema.decodeUnknownOption(Schema.fromJsonString(Cli
 /** Inputs sent to the runner in one RPC at most (mouse moves of a fast hand pile up). */
 const MAX_BATCH = 64
 
-/** The WebSocket of the control page: GET /v1/control/{token}/ws. */
+/** The WebSocket of the control page: GET /v1/control/{grant}/ws?exp=...&sig=... */
 export const ControlSocketRoute = HttpRouter.use((router) =>
   Effect.gen(function*() {
     const take = yield* TakeControl
@@ -167,13 +167,14 @@ export const ControlSocketRoute = HttpRouter.use((router) =>
         yield* write.write(new CloseEvent(1000, reason.slice(0, 120))).pipe(Effect.ignore)
       }))
 
-    yield* router.add("GET", "/v1/control/:token/ws", Effect.gen(function*() {
+    yield* router.add("GET", "/v1/control/:grant/ws", Effect.gen(function*() {
       const request = yield* HttpServerRequest.HttpServerRequest
       if ((request.headers["upgrade"] ?? "").toLowerCase() !== "websocket") {
         return jsonResponse(400, envelopeBody("bad_request", "this endpoint is the control page's WebSocket; open the control page instead"))
       }
-      const { token } = yield* HttpRouter.params
-      const check = yield* take.verify(token ?? "")
+      const { grant } = yield* HttpRouter.params
+      const query = new URL(request.url, "http://control").searchParams
+      const check = yield* take.verify({ grantId: grant ?? "", exp: query.get("exp") ?? undefined, sig: query.get("sig") ?? undefined })
       if (check._tag !== "Valid") return jsonResponse(403, envelopeBody(refused(check).code, refused(check).detail))
       const outcome = yield* take.connect(check.grant.id)
       if (outcome === "unavailable") {

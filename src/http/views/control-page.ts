@@ -1,6 +1,6 @@
 /**
  * The control page a person opens from a take-control URL: the agent's page drawn live on a
- * canvas (JPEG frames over the page's WebSocket, `<this URL>/ws`), the person's mouse, wheel and
+ * canvas (JPEG frames over the page's WebSocket, `<this path>/ws` with the same query), the person's mouse, wheel and
  * keyboard sent back, and a release button. Self-contained: no script, style or font from
  * anywhere else (the Content-Security-Policy of the response allows nothing else).
  *
@@ -49,7 +49,7 @@ export const controlPageHtml = (options: { readonly runId: string; readonly reas
   const context = canvas.getContext("2d");
   const status = document.getElementById("status");
   const release = document.getElementById("release");
-  const wsUrl = (location.protocol === "https:" ? "wss://" : "ws://") + location.host + location.pathname.replace(/\\/$/, "") + "/ws";
+  const wsUrl = (location.protocol === "https:" ? "wss://" : "ws://") + location.host + location.pathname.replace(/\\/$/, "") + "/ws" + location.search;
   const ws = new WebSocket(wsUrl);
   ws.binaryType = "arraybuffer";
   let viewport = { width: 1280, height: 800 };
