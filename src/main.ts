@@ -23,6 +23,7 @@ import { RunStore } from "./store/runs.ts"
 import { ScreenshotStore } from "./store/screenshots.ts"
 import { ArtifactStore } from "./store/artifacts.ts"
 import { WorkspaceStore } from "./workspaces/workspace-store.ts"
+import { TakeControl } from "./control/take-control.ts"
 import { Reader } from "./reader/reader.ts"
 import { ReaderBrowser } from "./reader/reader-browser.ts"
 import { WebSearch } from "./search/web-search.ts"
@@ -69,6 +70,7 @@ const ProductServices = Profiles.layer.pipe(
   Layer.provideMerge(Layer.mergeAll(Sessions.layer, Research.layer, Search.layer, TrackLive)),
   Layer.provideMerge(Layer.mergeAll(SessionEntityLive, ResearchEntityLive, WebSearchEntityLive, StartupRecoveryLive, ProfileEntityLive)),
   Layer.provideMerge(RunNotifier.layer(callbackView)),
+  Layer.provideMerge(TakeControl.layer),
   Layer.provideMerge(Layer.mergeAll(NotificationChannelsLive, SchedulesLive)),
   Layer.provideMerge(WebSearch.layerFetch),
   Layer.provideMerge(Reader.layer.pipe(Layer.provide(ReaderBrowser.layerFromPool))),

@@ -105,6 +105,7 @@ export const runAgent = Effect.fn("runAgent")(function*(
     askHuman: (prompt, schema) =>
       Effect.scoped(Effect.gen(function*() {
         const wakeups = yield* bus.wakeups(runId)
+        yield* waitWhilePaused
         const requestId = yield* store.createInputRequest(runId, prompt, schema, executor).pipe(Effect.orDie)
         while (true) {
           const answer = yield* store.inputRequest(requestId)
@@ -123,6 +124,20 @@ export const runAgent = Effect.fn("runAgent")(function*(
         return undefined
       })
   })
+
+  // Take control (src/control/): while a person holds the browser the run is paused; the agent
+  // finishes the step under way, waits here, then observes the page afresh before it acts.
+  let personHadControl = false
+  const waitWhilePaused = Effect.scoped(Effect.gen(function*() {
+    const wakeups = yield* bus.wakeups(runId)
+    while (true) {
+      const current = yield* store.getRun(runId)
+      if (current === undefined || current.status !== "paused") return
+      personHadControl = true
+      yield* Queue.take(wakeups).pipe(Effect.timeoutOption("2 seconds"))
+    }
+  }))
+
 
   // The session's workspace (if any) gives the file tools, and the pages' downloads are saved there.
   const workspaces = yield* WorkspaceStore
@@ -167,6 +182,9 @@ export const runAgent = Effect.fn("runAgent")(function*(
     }
     const userText = [
       ...messages.map((message) => `Message from the user: ${message}`),
+      ...(personHadControl
+        ? ["A person took control of the browser and has handed it back; the page may have changed. Look at the current page below before acting."]
+        : []),
       `Step ${stepNumber}. Current page:\n${observation.text}`
     ].join("\n\n")
     const turn = Prompt.make([{
@@ -181,6 +199,7 @@ export const runAgent = Effect.fn("runAgent")(function*(
       toolChoice: "required"
     }).pipe(Effect.provide(Layer.merge(model.layer, handlers)))
 
+    personHadControl = false
     if (response.text.trim() !== "") yield* ctx.emit("run.message", { role: "agent", content: response.text })
 
     // Old observations are dropped from the history: the next turn carries a fresh one.
@@ -220,6 +239,10 @@ export const runAgent = Effect.fn("runAgent")(function*(
     while (true) {
       const current = yield* store.getRun(runId)
       if (current === undefined || isTerminal(current.status)) return
+      if (current.status === "paused") {
+        yield* waitWhilePaused
+        continue
+      }
       const output = yield* Ref.get(finalOutput)
       if (Option.isSome(output)) {
         yield* settleDownloads // a file the page is still downloading belongs to this run's result

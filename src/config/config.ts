@@ -112,7 +112,14 @@ export const AppConfigSchema = Config.all({
    * The key that encrypts saved browser state (profiles) at rest: 32 bytes as 64 hex characters or
    * base64. Unset: generated once into <WA_DATA_DIR>/secret.key (mode 0600). See src/profiles/secret-key.ts.
    */
-  secretKey: optionalRedacted("WA_SECRET_KEY")
+  secretKey: optionalRedacted("WA_SECRET_KEY"),
+  // Take control (src/control/): how long a control URL waits for a person (spec: about 5
+  // minutes), and how long a connected control page may stay without input before the agent
+  // gets the browser back (spec: about 30 s). Tests shorten both.
+  controlConnectSeconds: Config.Int("WA_CONTROL_CONNECT_SECONDS").pipe(Config.withDefault(300)),
+  controlIdleSeconds: Config.Int("WA_CONTROL_IDLE_SECONDS").pipe(Config.withDefault(30)),
+  /** The service's public base URL (https://agents.example.com), for control URLs; else the request's Host. */
+  publicUrl: optionalString("WA_PUBLIC_URL")
 })
 
 export type AppConfigShape = Omit<Config.Success<typeof AppConfigSchema>, "logLevelName"> & {
@@ -147,7 +154,8 @@ export const loadAppConfig = (env?: Record<string, string | undefined>) =>
       ["WA_IDEMPOTENCY_LEASE_SECONDS", parsed.idempotencyLeaseSeconds],
       ["WA_SCHEDULE_MIN_INTERVAL_SECONDS", parsed.scheduleMinIntervalSeconds], ["WA_SCHEDULER_POLL_MS", parsed.schedulerPollMs],
       ["WA_TRACK_MAX_CONSECUTIVE_FAILURES", parsed.trackMaxConsecutiveFailures],
-      ["WA_WORKSPACE_MAX_FILE_BYTES", parsed.workspaceMaxFileBytes]
+      ["WA_WORKSPACE_MAX_FILE_BYTES", parsed.workspaceMaxFileBytes],
+      ["WA_CONTROL_CONNECT_SECONDS", parsed.controlConnectSeconds], ["WA_CONTROL_IDLE_SECONDS", parsed.controlIdleSeconds]
     ] as const) {
       if (value < 1) return yield* Effect.die(new InvalidConfig(`invalid configuration: ${name} must be at least 1`))
     }

@@ -123,7 +123,15 @@ export class MonitorActionRefused extends Schema.TaggedError<MonitorActionRefuse
 /** Alignment mode needs a model (the supervisor); none is configured. */
 export class AlignmentNeedsModel extends Schema.TaggedError<AlignmentNeedsModel>()("AlignmentNeedsModel", {}) {}
 
+/** Take control (intervene take_control / release_control / refresh_control_url) does not fit the run's state. */
+export class ControlNotAvailable extends Schema.TaggedError<ControlNotAvailable>()("ControlNotAvailable", {
+  runId: Schema.String,
+  status: RunStatus,
+  detail: Schema.String
+}) {}
+
 export type DomainError =
+  | ControlNotAvailable
   | RunNotFound
   | SessionNotFound
   | SessionClosed

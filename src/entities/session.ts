@@ -9,13 +9,15 @@
  * A draining runner (SIGTERM, see src/cluster/lifecycle.ts) starts no run and resumes none: their
  * Execute is left unprocessed and handled by the runner that takes the shard after the handover.
  */
-import { Cause, Clock, Effect, Exit, Fiber, FiberMap, Layer, Scope } from "effect"
+import { Cause, Clock, Effect, Exit, Fiber, FiberMap, Layer, Schema, Scope } from "effect"
 import { ClusterSchema, Entity, Sharding } from "effect/cluster"
 import { Rpc } from "effect/rpc"
 import { type AgentSettings, runAgent } from "../agent/run-agent.ts"
 import { navigate } from "../browser/actions.ts"
 import { AppConfig } from "../config/config.ts"
 import { BrowserPool, type ContextLease } from "../browser/pool.ts"
+import { LiveFrame, LiveInput } from "../browser/live-view.ts"
+import { LiveViewUnavailable, makeLiveControl } from "../control/live-control.ts"
 import { leaveForNextOwner, RunnerLifecycle, runHere } from "../cluster/lifecycle.ts"
 import { isTerminal } from "../domain/run-state.ts"
 import { type Run, RunId, SessionId } from "../domain/run.ts"
@@ -29,7 +31,20 @@ export const Execute = Rpc.make("Execute", { payload: { runId: RunId } })
 export const Interrupt = Rpc.make("Interrupt", { payload: { runId: RunId } })
 export const Close = Rpc.make("Close")
 
-export const SessionEntity = Entity.make("Session", [Execute, Interrupt, Close])
+/** Take control: the live frames of the session's page, for a control page holding an active grant. */
+export const ControlFrames = Rpc.make("ControlFrames", {
+  payload: { grantId: Schema.String },
+  success: LiveFrame,
+  error: LiveViewUnavailable,
+  stream: true
+})
+/** Take control: the person's input, in order, for the session's page. */
+export const ControlInput = Rpc.make("ControlInput", {
+  payload: { grantId: Schema.String, inputs: Schema.Array(LiveInput) },
+  error: LiveViewUnavailable
+})
+
+export const SessionEntity = Entity.make("Session", [Execute, Interrupt, Close, ControlFrames, ControlInput])
 
 const sessionHandlers = Effect.gen(function*() {
     const address = yield* Entity.CurrentAddress
@@ -49,6 +64,7 @@ const sessionHandlers = Effect.gen(function*() {
     }
 
     let lease: { readonly lease: ContextLease; readonly scope: Scope.Closeable } | undefined
+    const live = yield* makeLiveControl(sessionId, () => lease?.lease.page())
     const release = Effect.suspend(() => {
       const current = lease
       lease = undefined
@@ -168,7 +184,8 @@ const sessionHandlers = Effect.gen(function*() {
      */
     const execute = <E, R>(runId: RunId, agent: Effect.Effect<void, E, R>) =>
       Effect.gen(function*() {
-        const fiber = yield* FiberMap.run(runs, runId, agent)
+        // The take-control watcher (URL expiry, idle release) lives and dies with the agent.
+        const fiber = yield* FiberMap.run(runs, runId, Effect.scoped(Effect.andThen(Effect.forkScoped(live.watch(runId)), agent)))
         const exit = yield* Fiber.await(fiber)
         const superseded = Exit.isFailure(exit) && Cause.squash(exit.cause) instanceof SupersededExecution
         if (superseded) return yield* Effect.logWarning("run taken over by another runner; this execution stopped").pipe(Effect.annotateLogs({ run_id: runId }))
@@ -263,6 +280,8 @@ const sessionHandlers = Effect.gen(function*() {
           Effect.ensuring(touch)
         ),
       Interrupt: ({ payload }) => FiberMap.remove(runs, payload.runId).pipe(Rpc.fork),
+      ControlFrames: ({ payload }) => Rpc.fork(live.frames(payload.grantId)),
+      ControlInput: ({ payload }) => live.input(payload.grantId, payload.inputs).pipe(Rpc.fork),
       Close: () =>
         Effect.gen(function*() {
           yield* FiberMap.clear(runs)

@@ -10,6 +10,7 @@ import { AgentModel } from "../agent/model.ts"
 import { toolNames } from "../agent/tools.ts"
 import { AppConfig } from "../config/config.ts"
 import {
+  type ControlNotAvailable,
   MissingFields,
   RunEnded,
   RunNotExpired,
@@ -22,6 +23,7 @@ import { type NewRun, RunStore } from "../store/runs.ts"
 import { ProfileStore } from "../profiles/profile-store.ts"
 import { RunNotifier } from "../webhooks/run-notifier.ts"
 import { WorkspaceStore } from "../workspaces/workspace-store.ts"
+import { type IssuedUrl, TakeControl } from "../control/take-control.ts"
 import { cancelRun } from "./cancel.ts"
 import { SessionEntity } from "./session.ts"
 
@@ -77,6 +79,10 @@ export class Sessions extends Context.Service<Sessions, {
   /** Cancels what still runs, releases the browser and closes the session. */
   readonly close: (projectId: string, sessionId: SessionId) => Effect.Effect<SessionWithRuns, SessionNotFound>
   readonly feedback: (run: Run, feedback: unknown) => Effect.Effect<Run>
+  /** Take control (src/control/take-control.ts): a control URL under `baseUrl` for a person. */
+  readonly takeControl: (run: Run, reason: string | null, baseUrl: string) => Effect.Effect<{ readonly run: Run; readonly url: IssuedUrl }, ControlNotAvailable>
+  readonly refreshControlUrl: (run: Run, baseUrl: string) => Effect.Effect<{ readonly run: Run; readonly url: IssuedUrl }, ControlNotAvailable>
+  readonly releaseControl: (run: Run, trigger: string) => Effect.Effect<Run, ControlNotAvailable>
 }>()("wa/entities/Sessions") {
   static readonly layer = Layer.effect(
     Sessions,
@@ -89,6 +95,8 @@ export class Sessions extends Context.Service<Sessions, {
       const clientFor = yield* SessionEntity.client
       const sql = yield* SqlClient.SqlClient
       const profiles = yield* ProfileStore
+      const control = yield* TakeControl
+      const reread = (run: Run) => store.getRun(run.id).pipe(Effect.map((found) => found ?? run))
       const models: ReadonlyArray<string> = Option.match(model, { onNone: () => [], onSome: (m) => [m.name] })
 
       // Execution is fire-and-forget: the persisted Execute message reaches the entity even if
@@ -217,6 +225,17 @@ export class Sessions extends Context.Service<Sessions, {
             : clientFor(session.id).Close(undefined).pipe(Effect.timeout("20 seconds"))).pipe(Effect.ignore)
           yield* store.setSessionStatus(session.id, "closed")
           return yield* find(projectId, sessionId)
+        }),
+        takeControl: Effect.fn("Sessions.takeControl")(function*(run: Run, reason: string | null, baseUrl: string) {
+          const url = yield* control.issue(run, reason, baseUrl)
+          return { run: yield* reread(run), url }
+        }),
+        refreshControlUrl: Effect.fn("Sessions.refreshControlUrl")(function*(run: Run, baseUrl: string) {
+          const url = yield* control.refresh(run, baseUrl)
+          return { run: yield* reread(run), url }
+        }),
+        releaseControl: Effect.fn("Sessions.releaseControl")(function*(run: Run, trigger: string) {
+          return yield* control.release(run.id, trigger)
         }),
         feedback: Effect.fn("Sessions.feedback")(function*(run: Run, feedback: unknown) {
           yield* store.setFeedback(run.id, feedback)

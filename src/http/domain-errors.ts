@@ -33,7 +33,8 @@ import type {
   WorkspaceFileNotFound,
   ProfileNotFound,
   ProfileInUse,
-  LoginNotStarted
+  LoginNotStarted,
+  ControlNotAvailable
 } from "../domain/errors.ts"
 import { Conflict, NotFound, TooManyRequests, ValidationError, validationError } from "./errors.ts"
 
@@ -43,7 +44,7 @@ const kindLabel = { do_anything: "run", deep_research: "research run", web_searc
 export type HttpErrorOf<E> = E extends RunNotFound | SessionNotFound | ArtifactNotFound | MonitorNotFound | MonitorPartNotFound | WorkspaceNotFound | WorkspaceFileNotFound | ProfileNotFound ? NotFound
   : E extends SessionCapReached ? TooManyRequests
   : E extends UnknownNames | MissingFields | InvalidField | UnknownSections | AlignmentNeedsModel ? ValidationError
-  : E extends SessionClosed | PreviousRunActive | InvalidTransition | RunEnded | RunNotEnded | RunNotExpired | RunNotAwaitingInput | InputRequestNotFound | InputRequestAnswered | ParentRunNotReady | MonitorNotInAlignment | MonitorActionRefused | ProfileInUse | LoginNotStarted ? Conflict
+  : E extends SessionClosed | PreviousRunActive | InvalidTransition | RunEnded | RunNotEnded | RunNotExpired | RunNotAwaitingInput | InputRequestNotFound | InputRequestAnswered | ParentRunNotReady | MonitorNotInAlignment | MonitorActionRefused | ProfileInUse | LoginNotStarted | ControlNotAvailable ? Conflict
   : E
 
 const isDomainError = (error: unknown): error is DomainError =>
@@ -118,6 +119,7 @@ const renderers: { readonly [K in DomainError["_tag"]]: (error: Extract<DomainEr
       extra: { status: e.status, ...(e.requestId === undefined ? {} : { request_id: e.requestId }) }
     }),
   MonitorActionRefused: (e) => conflict(`the monitor is ${e.status}; it cannot ${e.action}`, { status: e.status, action: e.action }),
+  ControlNotAvailable: (e) => conflict(e.detail, { status: e.status }),
   AlignmentNeedsModel: () =>
     new ValidationError({
       code: "alignment_requires_model",

@@ -7,6 +7,7 @@ import { SqlClient } from "effect/sql"
 import { Migrator } from "effect/sql"
 import { m0010_schedules } from "../schedules/migration.ts"
 import { m0012_track } from "../track/migration.ts"
+import { m0015_take_control } from "../control/migration.ts"
 import { m0011_notification_channels } from "../webhooks/migration.ts"
 import { m0013_profiles } from "../profiles/migration.ts"
 import { m0014_workspaces } from "../workspaces/migration.ts"
@@ -248,7 +249,8 @@ const all = {
   "0011_notification_channels": m0011_notification_channels,
   "0012_track": m0012_track,
   "0013_profiles": m0013_profiles,
-  "0014_workspaces": m0014_workspaces
+  "0014_workspaces": m0014_workspaces,
+  "0015_take_control": m0015_take_control
 }
 
 export const migrations = Migrator.fromRecord(all)

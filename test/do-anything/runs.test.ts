@@ -128,12 +128,15 @@ describe("runs", () => {
     expect(again.status).toBe(409)
   })
 
-  it("other intervene kinds answer 422 until take-control exists", async () => {
+  it("an unknown intervene kind is a 422; take-control kinds on an ended run are a 409 (test/do-anything/take-control.test.ts covers them)", async () => {
     model.setScript(() => ({ tool: "done", args: { output: 1 } }))
     const { sid, rid } = await createSession({ instructions: "x" })
-    const response = await service.request("POST", `${base()}/sessions/${sid}/runs/${rid}/intervene`, { body: { kind: "take_control" } })
-    expect(response.status).toBe(422)
     await waitForStatus(sid, rid, terminal)
+    const unknown = await service.request("POST", `${base()}/sessions/${sid}/runs/${rid}/intervene`, { body: { kind: "pause_please" } })
+    expect(unknown.status).toBe(422)
+    const ended = await service.request("POST", `${base()}/sessions/${sid}/runs/${rid}/intervene`, { body: { kind: "take_control" } })
+    expect(ended.status).toBe(409)
+    expect(ended.json).toMatchObject({ code: "conflict", extra: { status: "done" } })
   })
 
   it("messages are queued and reach the model at the next step", async () => {

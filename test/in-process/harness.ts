@@ -44,6 +44,7 @@ import { databaseLayer } from "../../src/store/database.ts"
 import { RunStore } from "../../src/store/runs.ts"
 import { ScreenshotStore } from "../../src/store/screenshots.ts"
 import { WorkspaceStore } from "../../src/workspaces/workspace-store.ts"
+import { TakeControl } from "../../src/control/take-control.ts"
 import { Callbacks } from "../../src/webhooks/callbacks.ts"
 import { RunNotifier } from "../../src/webhooks/run-notifier.ts"
 import { type FixtureSites, startFixtureSites } from "../fixtures/sites/server.ts"
@@ -135,6 +136,7 @@ export const inProcess = (env: Record<string, string | undefined> = {}) =>
   Layer.mergeAll(Sessions.layer, TenantLive).pipe(
     Layer.provideMerge(SessionEntityLive),
     Layer.provideMerge(RunNotifier.layer(callbackView)),
+    Layer.provideMerge(TakeControl.layer),
     Layer.provideMerge(Layer.mergeAll(
       RunStore.layer,
       RunEventBus.layer,

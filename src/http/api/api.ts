@@ -4,6 +4,7 @@
  */
 import { HttpApi, OpenApi } from "effect/http-api"
 import { ApiKeysApi } from "./api-keys.ts"
+import { ControlApi } from "./control.ts"
 import { DoAnythingApi, DoAnythingFlatApi, MediaApi } from "./do-anything.ts"
 import { ProjectApi } from "./project.ts"
 import { WebhookDeliveriesApi } from "./webhook-deliveries.ts"
@@ -39,6 +40,7 @@ export class WebAgentApi extends HttpApi.make("web-agent-service")
   .add(WorkspaceUploadApi)
   .add(WorkspaceDownloadApi)
   .add(ProfilesApi)
+  .add(ControlApi)
   // Collect every schema failure so extra.errors[] lists all bad fields at once.
   .annotate(HttpApi.PayloadParseOptions, { errors: "all" })
   .annotate(HttpApi.QueryParseOptions, { errors: "all" })

@@ -67,6 +67,15 @@ export const RunResponse = Schema.Struct({
   deadline_at: Schema.NullOr(Schema.String)
 })
 
+/** The run after an intervene; take_control and refresh_control_url add the control URL they issued. */
+export const InterveneResponse = Schema.Struct({
+  ...RunResponse.fields,
+  standalone_control_url: Schema.optional(Schema.String.annotate({
+    description: "take_control / refresh_control_url: the signed control page URL for a person (no API key needed; also in run.take_control_pending)"
+  })),
+  exp: Schema.optional(Schema.Int.annotate({ description: "unix seconds: the URL stops working if nobody opens it by then" }))
+})
+
 export const FlatRunResponse = Schema.Struct({ ...RunResponse.fields, run_id: Schema.String })
 
 export const SessionResponse = Schema.Struct({
@@ -136,9 +145,17 @@ export class DoAnythingApi extends HttpApiGroup.make("do_anything")
     HttpApiEndpoint.post("intervene", "/sessions/:sid/runs/:rid/intervene", {
       params: runParams,
       payload: InterveneRequest,
-      success: RunResponse,
+      success: InterveneResponse,
       error: writeErrors
-    }),
+    }).annotate(
+      OpenApi.Description,
+      "By `kind`: `answer_input_request` (default; input_request_id and response) answers the agent's question. " +
+        "`take_control` (optional reason) on a running run issues a signed control URL (standalone_control_url, exp; event " +
+        "run.take_control_pending); when a person opens it the run becomes paused (run.user_paused) after the agent's current " +
+        "step; nobody connecting before exp gives run.take_control_expired. `release_control` (optional trigger, default `api`) " +
+        "on a paused run gives the browser back (running, run.user_released). `refresh_control_url` issues a new URL for the " +
+        "latest take_control (the old one stops working). 409 conflict when the run's status does not allow the kind."
+    ),
     HttpApiEndpoint.post("cancel", "/sessions/:sid/runs/:rid/cancel", {
       params: runParams,
       payload: CancelRunRequest,

@@ -18,6 +18,7 @@ import { RateLimitLive } from "../middleware/rate-limit.ts"
 import { RateLimitStore } from "../middleware/rate-limit-store.ts"
 import { requestContextMiddleware } from "../middleware/request-context.ts"
 import { ApiKeysHandlers } from "./api-keys.ts"
+import { ControlHandlers, ControlSocketRoute } from "./control.ts"
 import { DoAnythingFlatHandlers, DoAnythingHandlers, MediaHandlers } from "./do-anything.ts"
 import { ProjectHandlers } from "./project.ts"
 import { WebhookDeliveriesHandlers } from "./webhook-deliveries.ts"
@@ -42,6 +43,7 @@ const ApiRoutes = HttpApiBuilder.layer(WebAgentApi, { openapiPath: "/openapi.jso
     MetricsHandlers,
     MediaHandlers,
     WorkspaceDownloadHandlers,
+    ControlHandlers,
     Layer.mergeAll(
       ApiKeysHandlers,
       ProjectHandlers,
@@ -69,6 +71,7 @@ const ApiRoutes = HttpApiBuilder.layer(WebAgentApi, { openapiPath: "/openapi.jso
 const Routes = Layer.mergeAll(
   ApiRoutes,
   HttpApiScalar.layer(WebAgentApi, { path: "/docs" }),
+  ControlSocketRoute,
   requestContextMiddleware(WebAgentApi)
 ).pipe(Layer.provide(ApiKeys.layer))
 

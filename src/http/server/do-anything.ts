@@ -3,7 +3,7 @@
  * (src/entities/sessions.ts), map its domain errors, render the wire view.
  */
 import { Effect } from "effect"
-import { HttpServerResponse } from "effect/http"
+import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { AppConfig } from "../../config/config.ts"
 import { Sessions } from "../../entities/sessions.ts"
@@ -19,6 +19,20 @@ import { DEFAULT_LIMIT, decodeCursor, toPage } from "../pagination.ts"
 import { parseLastEventId, runEventStream } from "../sse.ts"
 import { flatRunView, runView, sessionView } from "../views/run-view.ts"
 import type { RunId, SessionId } from "../../domain/run.ts"
+
+/**
+ * The base of URLs handed to people (control pages): WA_PUBLIC_URL, else the scheme and host the
+ * caller reached this node at (X-Forwarded-Proto / X-Forwarded-Host from a proxy, else Host).
+ */
+const publicBaseUrl = Effect.gen(function*() {
+  const { publicUrl } = yield* AppConfig
+  if (publicUrl._tag === "Some") return publicUrl.value.replace(/\/$/, "")
+  const request = yield* HttpServerRequest.HttpServerRequest
+  const first = (value: string | undefined) => value?.split(",")[0]?.trim()
+  const proto = first(request.headers["x-forwarded-proto"]) ?? "http"
+  const host = first(request.headers["x-forwarded-host"]) ?? request.headers["host"] ?? "localhost"
+  return `${proto === "https" ? "https" : "http"}://${host}`
+})
 
 const tagged = <P extends object>(payload: P) => ({ _tag: "DoAnything" as const, ...payload })
 
@@ -79,11 +93,14 @@ export const DoAnythingHandlers = HttpApiBuilder.group(
         Effect.gen(function*() {
           const found = yield* run(params.sid, params.rid)
           const kind = payload.kind ?? "answer_input_request"
-          if (kind !== "answer_input_request") {
-            return yield* validationError(`intervene kind ${kind} is not available yet; only answer_input_request is`, [
-              { loc: ["body", "kind"], msg: "only answer_input_request is supported", type: "not_supported" }
-            ])
+          if (kind === "take_control" || kind === "refresh_control_url") {
+            const base = yield* publicBaseUrl
+            const { run: updated, url } = yield* httpErrors(
+              kind === "take_control" ? sessions.takeControl(found, payload.reason ?? null, base) : sessions.refreshControlUrl(found, base)
+            )
+            return { ...runView(updated), ...url }
           }
+          if (kind === "release_control") return runView(yield* httpErrors(sessions.releaseControl(found, payload.trigger ?? "api")))
           const missing = [
             ...(payload.input_request_id === undefined ? ["input_request_id"] : []),
             ...(payload.response === undefined ? ["response"] : [])

@@ -1,0 +1,251 @@
+/**
+ * Take control (spec, "Take control"): a person steps into a running DoAnything run through a
+ * signed control URL and drives its browser from the control page (src/http/server/control.ts).
+ *
+ * Every URL is a row of `control_grants`:
+ *   pending  → the URL was issued (intervene take_control / refresh_control_url) and
+ *              `run.take_control_pending` emitted; the agent keeps going
+ *   active   → a person's control page connected: the run is `paused` (`run.user_paused`); the
+ *              agent finishes its current step and waits
+ *   released → release_control, the page's release button, or the page idle for
+ *              WA_CONTROL_IDLE_SECONDS: the run is `running` again (`run.user_released`)
+ *   expired  → nobody connected within WA_CONTROL_CONNECT_SECONDS (`run.take_control_expired`)
+ *   superseded / ended → a newer URL replaced it, or the run ended
+ * Only a pending or active grant's URL works. Each state change and its events are written in
+ * one transaction with the run's status, so every API node and runner agrees on them.
+ *
+ * The URL is `/v1/control/<grant id>?exp=<exp>&sig=<HMAC-SHA256(url_signing secret, control:<grant>:<run>:<exp>)>`
+ * (like the signed media URLs: the secret part stays out of the path, which the request log
+ * records): unforgeable, bound to one run, and it expires (exp is the connect deadline).
+ */
+import { Context, Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+import { createHmac, timingSafeEqual } from "node:crypto"
+import { AppConfig } from "../config/config.ts"
+import { ControlNotAvailable } from "../domain/errors.ts"
+import { makeId } from "../domain/ids.ts"
+import { isTerminal, type RunStatus } from "../domain/run-state.ts"
+import type { Run, RunId, SessionId } from "../domain/run.ts"
+import { RunStore } from "../store/runs.ts"
+
+export type GrantStatus = "pending" | "active" | "released" | "expired" | "superseded" | "ended"
+
+export interface Grant {
+  readonly id: string
+  readonly runId: RunId
+  readonly sessionId: SessionId
+  readonly reason: string | null
+  readonly status: GrantStatus
+  readonly expiresAt: Date
+  readonly connectedAt: Date | null
+}
+
+export interface IssuedUrl {
+  readonly standalone_control_url: string
+  /** Unix seconds: nobody connecting before then expires the URL. */
+  readonly exp: number
+}
+
+/** What a control URL's token is worth right now. */
+export type TokenCheck =
+  | { readonly _tag: "Valid"; readonly grant: Grant }
+  | { readonly _tag: "Invalid" }
+  | { readonly _tag: "Expired" }
+
+export type ConnectOutcome = "connected" | "expired" | "ended" | "unavailable"
+
+interface GrantRow {
+  readonly id: string
+  readonly run_id: string
+  readonly session_id: string
+  readonly reason: string | null
+  readonly status: string
+  readonly expires_at: Date
+  readonly connected_at: Date | null
+}
+
+const grantFromRow = (row: GrantRow): Grant => ({
+  id: row.id,
+  runId: row.run_id as RunId,
+  sessionId: row.session_id as SessionId,
+  reason: row.reason,
+  status: row.status as GrantStatus,
+  expiresAt: new Date(row.expires_at),
+  connectedAt: row.connected_at === null ? null : new Date(row.connected_at)
+})
+
+/** The path and query of a control page (the WebSocket is the same path plus `/ws`, same query). */
+export const controlPath = (grantId: string, exp: number, signature: string) => `/v1/control/${grantId}?exp=${exp}&sig=${signature}`
+
+/** The signed parts of a control URL as received (any of them may be missing or forged). */
+export interface ControlCredentials {
+  readonly grantId: string
+  readonly exp: string | undefined
+  readonly sig: string | undefined
+}
+
+export class TakeControl extends Context.Service<TakeControl, {
+  /** intervene take_control: a new control URL (any earlier pending one stops working). */
+  readonly issue: (run: Run, reason: string | null, baseUrl: string) => Effect.Effect<IssuedUrl, ControlNotAvailable>
+  /** intervene refresh_control_url: a new URL for the run's latest take_control, after expiry or instead of a pending one. */
+  readonly refresh: (run: Run, baseUrl: string) => Effect.Effect<IssuedUrl, ControlNotAvailable>
+  /** intervene release_control, the page's release button, or idle: paused → running. */
+  readonly release: (runId: RunId, trigger: string) => Effect.Effect<Run, ControlNotAvailable>
+  /** Checks a URL's signature and its grant's state (a pending grant past its deadline expires here). */
+  readonly verify: (credentials: ControlCredentials) => Effect.Effect<TokenCheck>
+  /** A control page connected: a pending grant becomes active and the run paused. */
+  readonly connect: (grantId: string) => Effect.Effect<ConnectOutcome>
+  /** Expires the run's pending grants whose deadline passed (emits run.take_control_expired). */
+  readonly expireDue: (runId: RunId) => Effect.Effect<void>
+  readonly grant: (grantId: string) => Effect.Effect<Grant | undefined>
+  /** The run's pending and active grants. */
+  readonly openGrants: (runId: RunId) => Effect.Effect<ReadonlyArray<Grant>>
+}>()("wa/control/TakeControl") {
+  static readonly layer = Layer.effect(
+    TakeControl,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const store = yield* RunStore
+      const config = yield* AppConfig
+      const [secret] = yield* sql<{ value: string }>`SELECT value FROM service_secrets WHERE name = 'url_signing'`.pipe(Effect.orDie)
+      const sign = (grantId: string, runId: string, exp: number) =>
+        createHmac("sha256", secret!.value).update(`control:${grantId}:${runId}:${exp}`).digest("base64url")
+
+      const lockRun = (runId: string) =>
+        sql<{ status: RunStatus }>`SELECT status FROM runs WHERE id = ${runId} FOR UPDATE`.pipe(Effect.map((rows) => rows[0]?.status))
+      const grantById = (grantId: string, forUpdate = false) =>
+        sql<GrantRow>`SELECT * FROM control_grants WHERE id = ${grantId} ${forUpdate ? sql`FOR UPDATE` : sql``}`.pipe(
+          Effect.map((rows) => rows[0] === undefined ? undefined : grantFromRow(rows[0]))
+        )
+      const setStatus = (grantId: string, status: GrantStatus) =>
+        sql`UPDATE control_grants SET status = ${status},
+              ended_at = CASE WHEN ${status} IN ('pending', 'active') THEN NULL ELSE now() END,
+              connected_at = CASE WHEN ${status} = 'active' THEN coalesce(connected_at, now()) ELSE connected_at END
+            WHERE id = ${grantId}`
+      const expire = (grant: Grant) =>
+        Effect.gen(function*() {
+          yield* setStatus(grant.id, "expired")
+          yield* store.appendEvent(grant.runId, "run.take_control_expired", {
+            run_id: grant.runId,
+            exp: Math.floor(grant.expiresAt.getTime() / 1000)
+          })
+        })
+      const unavailable = (runId: string, status: RunStatus | undefined, detail: string) =>
+        new ControlNotAvailable({ runId, status: status ?? "failed", detail })
+      const tx = <A, E>(effect: Effect.Effect<A, E, never>) =>
+        sql.withTransaction(effect).pipe(Effect.catchTag("SqlError", Effect.die))
+
+      /** A new grant for a running run (the caller holds the run's lock). */
+      const insertGrant = (run: Run, reason: string | null, baseUrl: string) =>
+        Effect.gen(function*() {
+          yield* sql`UPDATE control_grants SET status = 'superseded', ended_at = now() WHERE run_id = ${run.id} AND status = 'pending'`
+          const id = makeId("ctl")
+          const exp = Math.floor(Date.now() / 1000) + config.controlConnectSeconds
+          yield* sql`
+            INSERT INTO control_grants (id, run_id, session_id, reason, status, expires_at)
+            VALUES (${id}, ${run.id}, ${run.session_id}, ${reason}, 'pending', ${new Date(exp * 1000)})`
+          const url = `${baseUrl.replace(/\/$/, "")}${controlPath(id, exp, sign(id, run.id, exp))}`
+          yield* store.appendEvent(run.id, "run.take_control_pending", { run_id: run.id, standalone_control_url: url, exp, reason })
+          return { standalone_control_url: url, exp }
+        })
+
+      const needsRunning = (run: Run, status: RunStatus | undefined, kind: string) =>
+        status === "paused"
+          ? unavailable(run.id, status, `a person already holds control of this run; send release_control first`)
+          : unavailable(run.id, status, `the run is ${status ?? "gone"}; ${kind} needs a running run`)
+
+      const expireDue = (runId: RunId) =>
+        tx(Effect.gen(function*() {
+          const status = yield* lockRun(runId)
+          const due = yield* sql<GrantRow>`
+            SELECT * FROM control_grants WHERE run_id = ${runId} AND status = 'pending' AND expires_at <= now() FOR UPDATE`
+          for (const row of due) {
+            if (status === undefined || isTerminal(status)) yield* setStatus(row.id, "ended")
+            else yield* expire(grantFromRow(row))
+          }
+        }))
+
+      return TakeControl.of({
+        issue: (run, reason, baseUrl) =>
+          tx(Effect.gen(function*() {
+            const status = yield* lockRun(run.id)
+            if (status !== "running" || run.session_id === null) return yield* needsRunning(run, status, "take_control")
+            return yield* insertGrant(run, reason, baseUrl)
+          })),
+        refresh: (run, baseUrl) =>
+          tx(Effect.gen(function*() {
+            const status = yield* lockRun(run.id)
+            const latest = (yield* sql<GrantRow>`SELECT * FROM control_grants WHERE run_id = ${run.id} ORDER BY id DESC LIMIT 1`)[0]
+            if (latest === undefined) return yield* unavailable(run.id, status, "no take_control was requested on this run; send kind take_control first")
+            if (status !== "running" || run.session_id === null) return yield* needsRunning(run, status, "refresh_control_url")
+            return yield* insertGrant(run, latest.reason, baseUrl)
+          })),
+        release: (runId, trigger) =>
+          tx(Effect.gen(function*() {
+            const status = yield* lockRun(runId)
+            if (status !== "paused") {
+              return yield* unavailable(runId, status, `the run is ${status ?? "gone"}; release_control needs a paused run (a person holding control)`)
+            }
+            yield* sql`UPDATE control_grants SET status = 'released', ended_at = now() WHERE run_id = ${runId} AND status = 'active'`
+            const run = yield* store.transition(runId, "running", { data: { trigger } }).pipe(Effect.orDie)
+            yield* store.appendEvent(runId, "run.user_released", { run_id: runId, trigger })
+            return run
+          })),
+        verify: ({ grantId, exp: expText, sig: signature }) =>
+          Effect.gen(function*() {
+            if (!/^ctl_[0-9a-z]{26}$/.test(grantId) || !/^\d{1,12}$/.test(expText ?? "") || !/^[A-Za-z0-9_-]{43}$/.test(signature ?? "")) {
+              return { _tag: "Invalid" } as const
+            }
+            const exp = Number(expText)
+            const grant = yield* grantById(grantId)
+            if (grant === undefined) return { _tag: "Invalid" } as const
+            const expected = Buffer.from(sign(grant.id, grant.runId, exp))
+            const given = Buffer.from(signature!)
+            if (expected.length !== given.length || !timingSafeEqual(expected, given)) return { _tag: "Invalid" } as const
+            // The token's exp is the grant's own: a re-signed exp would not match the signature.
+            if (exp !== Math.floor(grant.expiresAt.getTime() / 1000)) return { _tag: "Invalid" } as const
+            if (grant.status === "pending" && grant.expiresAt.getTime() <= Date.now()) {
+              yield* expireDue(grant.runId)
+              return { _tag: "Expired" } as const
+            }
+            if (grant.status !== "pending" && grant.status !== "active") return { _tag: "Expired" } as const
+            const [run] = yield* sql<{ status: RunStatus }>`SELECT status FROM runs WHERE id = ${grant.runId}`
+            if (run === undefined || isTerminal(run.status)) {
+              yield* sql`UPDATE control_grants SET status = 'ended', ended_at = now() WHERE id = ${grant.id} AND status IN ('pending', 'active')`
+              return { _tag: "Expired" } as const
+            }
+            return { _tag: "Valid", grant } as const
+          }).pipe(Effect.orDie),
+        connect: (grantId) =>
+          tx(Effect.gen(function*() {
+            const found = yield* grantById(grantId)
+            if (found === undefined) return "ended" as const
+            const status = yield* lockRun(found.runId)
+            const grant = (yield* grantById(grantId, true))!
+            if (status === undefined || isTerminal(status)) {
+              if (grant.status === "pending" || grant.status === "active") yield* setStatus(grant.id, "ended")
+              return "ended" as const
+            }
+            if (grant.status === "active") return "connected" as const
+            if (grant.status !== "pending") return grant.status === "expired" ? "expired" as const : "ended" as const
+            if (grant.expiresAt.getTime() <= Date.now()) {
+              yield* expire(grant)
+              return "expired" as const
+            }
+            if (status !== "running") return "unavailable" as const
+            yield* setStatus(grant.id, "active")
+            yield* store.transition(grant.runId, "paused", { data: { trigger: "control_page" } }).pipe(Effect.orDie)
+            yield* store.appendEvent(grant.runId, "run.user_paused", { run_id: grant.runId, reason: grant.reason })
+            return "connected" as const
+          })),
+        expireDue,
+        grant: (grantId) => grantById(grantId).pipe(Effect.orDie),
+        openGrants: (runId) =>
+          sql<GrantRow>`SELECT * FROM control_grants WHERE run_id = ${runId} AND status IN ('pending', 'active') ORDER BY id`.pipe(
+            Effect.map((rows) => rows.map(grantFromRow)),
+            Effect.orDie
+          )
+      })
+    })
+  )
+}

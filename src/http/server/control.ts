@@ -1,0 +1,199 @@
+/**
+ * Take control over HTTP: the control page (ControlApi) and its WebSocket.
+ *
+ * The WebSocket lands on whichever API node the person reached. That node checks the token,
+ * marks the grant connected (the run becomes paused), and relays between the socket and the
+ * Session entity that holds the browser, wherever the cluster placed it: frames come from the
+ * entity's `ControlFrames` stream RPC, input goes out as `ControlInput` RPCs (batched, in order).
+ * No runner address or port is needed: the cluster's own routing (runner storage, shard
+ * assignments) reaches the runner, in all-in-one mode and across nodes alike.
+ *
+ * The socket ends (with a final {type:"ended", reason} message) when control is released (API,
+ * release button, idle), the run ends, the live view stops, or the person closes the page.
+ * Closing the page does not release control by itself: the idle timeout does, unless the person
+ * reconnects with the same URL first.
+ */
+import { Cause, Deferred, Effect, Exit, Queue, Schema, Stream } from "effect"
+import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { HttpApiBuilder } from "effect/http-api"
+import { CloseEvent, type Socket } from "effect/socket/Socket"
+import { LiveInput } from "../../browser/live-view.ts"
+import { AppConfig } from "../../config/config.ts"
+import { type Grant, TakeControl, type TokenCheck } from "../../control/take-control.ts"
+import { isTerminal } from "../../domain/run-state.ts"
+import { SessionEntity } from "../../entities/session.ts"
+import { RunEventBus } from "../../events/run-event-bus.ts"
+import { RunStore } from "../../store/runs.ts"
+import { WebAgentApi } from "../api/api.ts"
+import { envelopeBody, Forbidden, jsonResponse } from "../errors.ts"
+import { controlPageCsp, controlPageHtml } from "../views/control-page.ts"
+
+const refused = (check: Exclude<TokenCheck, { _tag: "Valid" }>) =>
+  check._tag === "Invalid"
+    ? { code: "control_url_invalid", detail: "this control URL is not valid (its signature does not match)" }
+    : { code: "control_url_expired", detail: "this control URL has expired or its control has ended; ask for a new one (intervene refresh_control_url)" }
+
+export const ControlHandlers = HttpApiBuilder.group(
+  WebAgentApi,
+  "control",
+  Effect.fn(function*(handlers) {
+    const take = yield* TakeControl
+    return handlers.handle("controlPage", ({ params, query }) =>
+      Effect.gen(function*() {
+        const check = yield* take.verify({ grantId: params.grant, exp: query.exp, sig: query.sig })
+        if (check._tag !== "Valid") return yield* new Forbidden({ ...refused(check), extra: {} })
+        return HttpServerResponse.text(controlPageHtml({ runId: check.grant.runId, reason: check.grant.reason }), {
+          contentType: "text/html; charset=utf-8",
+          headers: {
+            "cache-control": "no-store",
+            "referrer-policy": "no-referrer",
+            "x-content-type-options": "nosniff",
+            "content-security-policy": controlPageCsp
+          }
+        })
+      }))
+  })
+)
+
+const ClientMessage = Schema.Union([
+  Schema.Struct({ type: Schema.Literal("input"), input: LiveInput }),
+  Schema.Struct({ type: Schema.Literal("release") })
+])
+const decodeClientMessage = Schema.decodeUnknownOption(Schema.fromJsonString(ClientMessage))
+
+/** Inputs sent to the runner in one RPC at most (mouse moves of a fast hand pile up). */
+const MAX_BATCH = 64
+
+/** The WebSocket of the control page: GET /v1/control/{grant}/ws?exp=...&sig=... */
+export const ControlSocketRoute = HttpRouter.use((router) =>
+  Effect.gen(function*() {
+    const take = yield* TakeControl
+    const store = yield* RunStore
+    const bus = yield* RunEventBus
+    const config = yield* AppConfig
+    const clientFor = yield* SessionEntity.client
+
+    /** Relays between the person's socket and the session entity until control ends. */
+    const relay = (socket: Socket, grant: Grant) =>
+      Effect.scoped(Effect.gen(function*() {
+        // Acquiring the reader completes the handshake (the 101); writes wait for it.
+        const reader = yield* socket.reader
+        const write = yield* socket.writer
+        const send = (message: Record<string, unknown>) => write.write(JSON.stringify(message))
+        const client = clientFor(grant.sessionId)
+        const ended = yield* Deferred.make<string>()
+        const end = (reason: string) => Deferred.succeed(ended, reason).pipe(Effect.asVoid)
+
+        yield* send({ type: "hello", run_id: grant.runId, reason: grant.reason, idle_seconds: config.controlIdleSeconds })
+
+        // Frames: the viewport size first whenever it changes, then the JPEG as a binary message.
+        let viewport = ""
+        yield* client.ControlFrames({ grantId: grant.id }).pipe(
+          Stream.runForEach((frame) =>
+            Effect.gen(function*() {
+              const size = `${frame.width}x${frame.height}`
+              if (size !== viewport) {
+                viewport = size
+                yield* send({ type: "viewport", width: frame.width, height: frame.height })
+              }
+              yield* write.write(Buffer.from(frame.data, "base64"))
+            })
+          ),
+          Effect.exit,
+          Effect.flatMap((exit) =>
+            end(Exit.isSuccess(exit) ? "the live view stopped" : liveViewReason(exit.cause) ?? "the live view stopped")
+          ),
+          Effect.forkScoped
+        )
+
+        // Input: in arrival order, batched while an RPC is under way.
+        const inputs = yield* Queue.unbounded<LiveInput>()
+        let offered = 0
+        let delivered = 0
+        yield* Effect.gen(function*() {
+          while (true) {
+            const batch = yield* Queue.takeBetween(inputs, 1, MAX_BATCH)
+            yield* client.ControlInput({ grantId: grant.id, inputs: batch })
+            delivered += batch.length
+          }
+        }).pipe(
+          Effect.catchCause((cause) => end(liveViewReason(cause) ?? "the input could not be delivered")),
+          Effect.forkScoped
+        )
+
+        // Control state: every event of the run wakes this up (released, run ended, ...).
+        yield* Effect.scoped(Effect.gen(function*() {
+          const wakeups = yield* bus.wakeups(grant.runId)
+          while (true) {
+            const current = yield* take.grant(grant.id)
+            if (current === undefined || current.status !== "active") {
+              return yield* end(current?.status === "released" ? "control was released to the agent" : "control has ended")
+            }
+            const run = yield* store.getRun(grant.runId)
+            if (run === undefined || isTerminal(run.status)) return yield* end(`the run is ${run?.status ?? "gone"}`)
+            yield* Queue.take(wakeups).pipe(Effect.timeoutOption("5 seconds"))
+          }
+        })).pipe(Effect.forkScoped)
+
+        // The person's messages.
+        yield* Effect.gen(function*() {
+          const decoder = new TextDecoder()
+          while (true) {
+            const chunks = yield* reader.pull
+            for (const chunk of chunks) {
+              const message = decodeClientMessage(typeof chunk === "string" ? chunk : decoder.decode(chunk))
+              if (message._tag === "None") continue
+              if (message.value.type === "release") {
+                // What the person did before pressing release reaches the page before the agent
+                // gets it back (bounded, in case the runner stopped answering).
+                yield* Effect.sleep("5 millis").pipe(
+                  Effect.repeat({ until: () => delivered >= offered }),
+                  Effect.timeoutOption("3 seconds")
+                )
+                yield* take.release(grant.runId, "control_page").pipe(Effect.ignore)
+              } else {
+                offered += 1
+                yield* Queue.offer(inputs, message.value.input)
+              }
+            }
+          }
+        }).pipe(
+          Effect.catchCause(() => end("the control page closed")),
+          Effect.forkScoped
+        )
+
+        const reason = yield* Deferred.await(ended)
+        yield* send({ type: "ended", reason }).pipe(Effect.ignore)
+        yield* write.write(new CloseEvent(1000, reason.slice(0, 120))).pipe(Effect.ignore)
+      }))
+
+    yield* router.add("GET", "/v1/control/:grant/ws", Effect.gen(function*() {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      if ((request.headers["upgrade"] ?? "").toLowerCase() !== "websocket") {
+        return jsonResponse(400, envelopeBody("bad_request", "this endpoint is the control page's WebSocket; open the control page instead"))
+      }
+      const { grant } = yield* HttpRouter.params
+      const query = new URL(request.url, "http://control").searchParams
+      const check = yield* take.verify({ grantId: grant ?? "", exp: query.get("exp") ?? undefined, sig: query.get("sig") ?? undefined })
+      if (check._tag !== "Valid") return jsonResponse(403, envelopeBody(refused(check).code, refused(check).detail))
+      const outcome = yield* take.connect(check.grant.id)
+      if (outcome === "unavailable") {
+        return jsonResponse(409, envelopeBody("conflict", "the run is not running (it may be awaiting input); try again when it runs"))
+      }
+      if (outcome !== "connected") return jsonResponse(403, envelopeBody(refused({ _tag: "Expired" }).code, refused({ _tag: "Expired" }).detail))
+      const socket = yield* request.upgrade
+      yield* relay(socket, check.grant).pipe(
+        Effect.catchCause((cause) => Effect.logWarning("control page socket failed", cause))
+      )
+      return HttpServerResponse.empty()
+    }))
+  })
+)
+
+/** The reason a LiveViewUnavailable carries, when that is what ended the relay. */
+const liveViewReason = (cause: Cause.Cause<unknown>): string | undefined => {
+  const failure = cause.reasons.find((reason) => reason._tag === "Fail")
+  const error = failure?._tag === "Fail" ? failure.error as { _tag?: string; reason?: string } : undefined
+  return error?._tag === "LiveViewUnavailable" ? error.reason : undefined
+}
+

@@ -1,0 +1,336 @@
+/**
+ * Take control, as a person would do it: the real service, the agent's real Chromium, and a
+ * second Chromium (the person's) that opens the control URL, types and clicks on the agent's page
+ * through the control page's canvas, and releases. Also: the URL's expiry, refresh_control_url,
+ * tampered tokens, cancel while paused, the idle release, and the intervene kinds' 409s.
+ */
+import { chromium, type Browser, type Page } from "playwright-core"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { selectChromium } from "../../src/browser/chromium-executable.ts"
+import { lastUserText, type ScriptedModel, startScriptedModel } from "../fixtures/model/scripted-model.ts"
+import { type FixtureSites, startFixtureSites } from "../fixtures/sites/server.ts"
+import { eventually, waitForRunStatus } from "../support/runs.ts"
+import { type Service, startService, stopAndClean } from "../support/service.ts"
+
+/** The agent's viewport (src/browser/pool.ts), in CSS pixels. */
+const AGENT_VIEWPORT = { width: 1280, height: 800 }
+const CONNECT_SECONDS = 4
+const IDLE_SECONDS = 6
+
+let site: FixtureSites
+let model: ScriptedModel
+let service: Service
+let person: Browser
+
+beforeAll(async () => {
+  site = await startFixtureSites()
+  model = await startScriptedModel(() => ({ text: "no script" }))
+  service = await startService({
+    env: {
+      WA_MODEL_BASE_URL: model.baseUrl,
+      WA_MODEL: "scripted",
+      WA_ALLOW_PRIVATE_NETWORKS: "true",
+      WA_MAX_CONCURRENT_SESSIONS: "100",
+      WA_STEP_SCREENSHOTS: "false",
+      WA_CONTROL_CONNECT_SECONDS: String(CONNECT_SECONDS),
+      WA_CONTROL_IDLE_SECONDS: String(IDLE_SECONDS)
+    }
+  })
+  // The person's own browser: the same Chromium the service would pick (system, else bundled).
+  const local = await selectChromium({ explicitPath: process.env["CHROMIUM_PATH"], dataDir: service.dataDir })
+  const prepared = await local.prepare()
+  person = await chromium.launch({ executablePath: prepared.executablePath, env: { ...process.env, ...prepared.env }, args: ["--no-sandbox"] })
+})
+afterAll(async () => {
+  await person?.close()
+  await stopAndClean(service)
+  await model?.close()
+  await site?.close()
+})
+
+const base = () => `/v1/projects/${service.projectId}/do_anything`
+const runPath = (sid: string, rid: string) => `${base()}/sessions/${sid}/runs/${rid}`
+const terminal = ["done", "failed", "canceled"]
+
+/** A model answer that waits until the test opens it. */
+const gate = () => {
+  let open: () => void = () => {}
+  const opened = new Promise<void>((resolve) => (open = resolve))
+  return { wait: () => opened, open: () => open() }
+}
+
+/**
+ * A session whose agent opens the fixture's human-check page, then blocks in its second model
+ * call until `held.open()`; `after` answers the later turns.
+ */
+const startHeldRun = async (after: (observation: string) => { tool: string; args?: Record<string, unknown> }) => {
+  const held = gate()
+  let turns = 0
+  model.setScript(async (request) => {
+    const turn = turns++
+    if (turn === 0) return { tool: "navigate", args: { url: `${site.url}/take-control` } }
+    if (turn === 1) {
+      await held.wait()
+      return { tool: "read_page" }
+    }
+    return after(lastUserText(request))
+  })
+  const created = await service.request("POST", `${base()}/sessions`, { body: { instructions: "Pass the human check", keep_alive: false } })
+  expect(created.status, created.text).toBe(201)
+  const sid = created.json.id as string
+  const rid = created.json.latest_run_id as string
+  await eventually("the agent's second model call", () => (turns >= 2 ? true : undefined))
+  return { sid, rid, held, turns: () => turns }
+}
+
+const intervene = (sid: string, rid: string, body: Record<string, unknown>) =>
+  service.request("POST", `${runPath(sid, rid)}/intervene`, { body })
+
+const events = async (sid: string, rid: string): Promise<Array<{ type: string; data: any }>> => {
+  const response = await fetch(`${service.url}${runPath(sid, rid)}/events`, {
+    headers: { authorization: `Bearer ${service.apiKey}`, "last-event-id": "0" },
+    signal: AbortSignal.timeout(800)
+  }).catch(() => undefined)
+  if (response === undefined || response.body === null) return []
+  const out: Array<{ type: string; data: any }> = []
+  let text = ""
+  const reader = response.body.getReader()
+  try {
+    while (true) {
+      const { done, value } = await reader.read()
+      if (done) break
+      text += new TextDecoder().decode(value)
+    }
+  } catch {
+    // the timeout ends the read; what arrived is enough
+  }
+  for (const block of text.split("\n\n")) {
+    const data = block.split("\n").find((line) => line.startsWith("data: "))
+    if (data === undefined) continue
+    const parsed = JSON.parse(data.slice(6))
+    if (parsed.type !== undefined) out.push(parsed)
+  }
+  return out
+}
+
+const eventOf = async (sid: string, rid: string, type: string) =>
+  eventually(`a ${type} event`, async () => (await events(sid, rid)).filter((e) => e.type === type).at(-1), { timeoutMs: 30_000 })
+
+/** The control page's WebSocket: its path plus `/ws`, the same signed query. */
+const wsUrl = (controlUrl: string) => {
+  const url = new URL(controlUrl)
+  url.protocol = "ws:"
+  url.pathname += "/ws"
+  return url.toString()
+}
+
+/** A WebSocket to the control page's socket (as the page opens it), with what it received. */
+const openSocket = async (controlUrl: string) => {
+  const socket = new WebSocket(wsUrl(controlUrl))
+  socket.binaryType = "arraybuffer"
+  const texts: Array<any> = []
+  let frames = 0
+  socket.addEventListener("message", (event) => {
+    if (typeof event.data === "string") texts.push(JSON.parse(event.data))
+    else frames += 1
+  })
+  const closed = new Promise<void>((resolve) => socket.addEventListener("close", () => resolve()))
+  await new Promise<void>((resolve, reject) => {
+    socket.addEventListener("open", () => resolve())
+    socket.addEventListener("error", () => reject(new Error("the control socket did not open")))
+  })
+  return { socket, texts, frames: () => frames, closed }
+}
+
+/** Clicks the point (x, y) of the agent's page through the control page's canvas. */
+const clickAgentPage = async (page: Page, x: number, y: number) => {
+  const box = (await page.locator("#screen").boundingBox())!
+  await page.mouse.click(box.x + (x * box.width) / AGENT_VIEWPORT.width, box.y + (y * box.height) / AGENT_VIEWPORT.height)
+}
+
+describe("take control", () => {
+  it("a person opens the control URL, types and clicks on the agent's page through the canvas, releases, and the run goes on with what the person did", async () => {
+    let outputSeen = ""
+    const { sid, rid, held, turns } = await startHeldRun((observation) => {
+      if (observation.includes("Verified by a person:")) {
+        outputSeen = observation
+        const line = observation.split("\n").find((l) => l.includes("Verified by a person:"))!
+        return { tool: "done", args: { output: { verified: line.trim(), told_of_person: observation.includes("A person took control") } } }
+      }
+      return { tool: "read_page" }
+    })
+
+    const taken = await intervene(sid, rid, { kind: "take_control", reason: "captcha" })
+    expect(taken.status, taken.text).toBe(200)
+    expect(taken.json.status).toBe("running")
+    const controlUrl = taken.json.standalone_control_url as string
+    expect(controlUrl).toMatch(new RegExp(`^${service.url}/v1/control/ctl_[0-9a-z]{26}\\?exp=\\d+&sig=[A-Za-z0-9_-]{43}$`))
+    expect(taken.json.exp).toBeGreaterThan(Date.now() / 1000)
+    const pending = await eventOf(sid, rid, "run.take_control_pending")
+    expect(pending.data).toMatchObject({ standalone_control_url: controlUrl, exp: taken.json.exp, reason: "captcha" })
+
+    // The person's browser, with no API key: the control page, then the live view.
+    const context = await person.newContext({ viewport: { width: 1400, height: 1000 } })
+    const page = await context.newPage()
+    const opened = await page.goto(controlUrl)
+    expect(opened?.status()).toBe(200)
+    await page.waitForFunction(() => document.body.dataset["state"] === "connected")
+    await page.waitForFunction(() => Number((document.getElementById("screen") as HTMLCanvasElement).dataset["frames"]) > 0)
+    expect(await page.locator("#release").isVisible()).toBe(true)
+
+    // Opening the URL paused the run; the agent's step under way finishes, then it waits.
+    await waitForRunStatus(service, runPath(sid, rid), ["paused"])
+    expect((await eventOf(sid, rid, "run.user_paused")).data).toMatchObject({ run_id: rid, reason: "captcha" })
+    held.open()
+    await eventually("the agent's held step to finish", async () =>
+      (await events(sid, rid)).some((e) => e.type === "run.action.completed" && JSON.stringify(e.data).includes("read_page")) ? true : undefined)
+
+    // The person types a code into the field and clicks Verify, on the canvas.
+    await clickAgentPage(page, 40 + 150, 120 + 20)
+    await page.keyboard.type("HUMAN-42")
+    await clickAgentPage(page, 40 + 80, 200 + 24)
+    // While the person held control the agent did not act.
+    expect(turns()).toBe(2)
+    expect((await service.request("GET", runPath(sid, rid))).json.status).toBe("paused")
+
+    await page.click("#release")
+    await page.waitForFunction(() => document.body.dataset["state"] === "ended")
+    const released = await eventOf(sid, rid, "run.user_released")
+    expect(released.data).toMatchObject({ run_id: rid, trigger: "control_page" })
+
+    const run = await waitForRunStatus(service, runPath(sid, rid), terminal)
+    expect(run.status, JSON.stringify(run.error)).toBe("done")
+    expect(run.output).toEqual({ verified: "Verified by a person: HUMAN-42", told_of_person: true })
+    expect(outputSeen).toContain("HUMAN-42")
+
+    // The order of what happened, in the run's events.
+    const types = (await events(sid, rid)).map((e) => e.type === "run.status_changed" ? `status:${e.data.status}` : e.type)
+    const order = ["run.take_control_pending", "status:paused", "run.user_paused", "status:running", "run.user_released", "status:done"]
+    let from = types.indexOf("run.take_control_pending")
+    for (const type of order) {
+      const at = types.indexOf(type, from)
+      expect(at, `${type} after position ${from} in ${types.join(", ")}`).toBeGreaterThanOrEqual(from)
+      from = at
+    }
+
+    // Control ended: the URL no longer works.
+    const after = await fetch(controlUrl)
+    expect(after.status).toBe(403)
+    expect((await after.json()).code).toBe("control_url_expired")
+    await context.close()
+  })
+
+  it("nobody connects: run.take_control_expired, the URL stops working, refresh_control_url issues a new one and the old one stays dead; tampered tokens are refused", async () => {
+    const { sid, rid, held } = await startHeldRun(() => ({ tool: "done", args: { output: "ok" } }))
+
+    // Before any take_control there is nothing to refresh, and nothing to release.
+    expect((await intervene(sid, rid, { kind: "refresh_control_url" })).status).toBe(409)
+    const notPaused = await intervene(sid, rid, { kind: "release_control", trigger: "api" })
+    expect(notPaused.status).toBe(409)
+    expect(notPaused.json).toMatchObject({ code: "conflict", extra: { status: "running" } })
+
+    const first = (await intervene(sid, rid, { kind: "take_control", reason: "2fa" })).json
+    const firstUrl = first.standalone_control_url as string
+    // Tampered: another signature, another exp, another grant id, parts missing.
+    const signed = new URL(firstUrl)
+    const grant = signed.pathname.split("/").at(-1)!
+    const exp = signed.searchParams.get("exp")!
+    const sig = signed.searchParams.get("sig")!
+    const flipped = sig.slice(0, -1) + (sig.endsWith("A") ? "B" : "A")
+    for (const tampered of [
+      `${grant}?exp=${exp}&sig=${flipped}`,
+      `${grant}?exp=${Number(exp) + 3600}&sig=${sig}`,
+      `ctl_00000000000000000000000000?exp=${exp}&sig=${sig}`,
+      `${grant}?exp=${exp}`,
+      `${grant}`,
+      "nonsense"
+    ]) {
+      const response = await fetch(`${service.url}/v1/control/${tampered}`)
+      expect(response.status, tampered).toBe(403)
+      expect((await response.json()).code).toBe("control_url_invalid")
+    }
+    await expect(openSocket(`${service.url}/v1/control/${grant}?exp=${exp}&sig=${flipped}`)).rejects.toThrow()
+    expect((await fetch(firstUrl)).status).toBe(200)
+
+    // Nobody connects within WA_CONTROL_CONNECT_SECONDS.
+    const expired = await eventOf(sid, rid, "run.take_control_expired")
+    expect(expired.data).toMatchObject({ run_id: rid, exp: first.exp })
+    expect((await service.request("GET", runPath(sid, rid))).json.status).toBe("running")
+    const dead = await fetch(firstUrl)
+    expect(dead.status).toBe(403)
+    expect((await dead.json()).code).toBe("control_url_expired")
+    await expect(openSocket(firstUrl)).rejects.toThrow()
+
+    // refresh_control_url: a new URL; it works, the old one stays refused.
+    const refreshed = await intervene(sid, rid, { kind: "refresh_control_url" })
+    expect(refreshed.status, refreshed.text).toBe(200)
+    const secondUrl = refreshed.json.standalone_control_url as string
+    expect(secondUrl).not.toBe(firstUrl)
+    expect((await fetch(secondUrl)).status).toBe(200)
+    expect((await fetch(firstUrl)).status).toBe(403)
+    const pendings = (await events(sid, rid)).filter((e) => e.type === "run.take_control_pending")
+    expect(pendings.map((e) => e.data.standalone_control_url)).toEqual([firstUrl, secondUrl])
+    expect(pendings[1]!.data.reason).toBe("2fa")
+
+    // A refresh while that one is pending replaces it at once.
+    const third = (await intervene(sid, rid, { kind: "refresh_control_url" })).json.standalone_control_url as string
+    expect((await fetch(secondUrl)).status).toBe(403)
+    expect((await fetch(third)).status).toBe(200)
+
+    held.open()
+    expect((await waitForRunStatus(service, runPath(sid, rid), terminal)).status).toBe("done")
+    // A run that ended takes no take_control.
+    const ended = await intervene(sid, rid, { kind: "take_control" })
+    expect(ended.status).toBe(409)
+    expect(ended.json.extra.status).toBe("done")
+    expect((await fetch(third)).status).toBe(403)
+  })
+
+  it("cancel works while paused: the run is canceled and the control socket ends", async () => {
+    const { sid, rid, held } = await startHeldRun(() => ({ tool: "read_page" }))
+    const url = (await intervene(sid, rid, { kind: "take_control", reason: "look" })).json.standalone_control_url as string
+    const control = await openSocket(url)
+    await waitForRunStatus(service, runPath(sid, rid), ["paused"])
+    await eventually("a first frame", () => (control.frames() > 0 ? true : undefined))
+    expect(control.texts[0]).toMatchObject({ type: "hello", run_id: rid, reason: "look", idle_seconds: IDLE_SECONDS })
+    expect(control.texts.find((m) => m.type === "viewport")).toMatchObject(AGENT_VIEWPORT)
+
+    const canceled = await service.request("POST", `${runPath(sid, rid)}/cancel`, { body: { reason: "enough" } })
+    expect(canceled.status, canceled.text).toBe(200)
+    expect(canceled.json.status).toBe("canceled")
+    await control.closed
+    expect(control.texts.at(-1)).toMatchObject({ type: "ended" })
+    held.open()
+    expect((await service.request("GET", runPath(sid, rid))).json.status).toBe("canceled")
+    expect((await fetch(url)).status).toBe(403)
+  })
+
+  it("a control page that sends nothing for WA_CONTROL_IDLE_SECONDS gives the browser back; release_control through the API also does", async () => {
+    const { sid, rid, held } = await startHeldRun((observation) =>
+      observation.includes("A person took control") ? { tool: "done", args: { output: "back" } } : { tool: "read_page" })
+    const url = (await intervene(sid, rid, { kind: "take_control" })).json.standalone_control_url as string
+    const idle = await openSocket(url)
+    await waitForRunStatus(service, runPath(sid, rid), ["paused"])
+    held.open()
+    const released = await eventOf(sid, rid, "run.user_released")
+    expect(released.data).toMatchObject({ trigger: "idle" })
+    await idle.closed
+    expect(idle.texts.at(-1)).toMatchObject({ type: "ended", reason: "control was released to the agent" })
+    expect((await waitForRunStatus(service, runPath(sid, rid), terminal)).output).toBe("back")
+
+    // release_control through the API, on a run a person holds.
+    const next = await startHeldRun(() => ({ tool: "read_page" }))
+    const nextUrl = (await intervene(next.sid, next.rid, { kind: "take_control" })).json.standalone_control_url as string
+    const holder = await openSocket(nextUrl)
+    await waitForRunStatus(service, runPath(next.sid, next.rid), ["paused"])
+    // A second take_control while a person holds control is a conflict.
+    expect((await intervene(next.sid, next.rid, { kind: "take_control" })).status).toBe(409)
+    const byApi = await intervene(next.sid, next.rid, { kind: "release_control", trigger: "operator" })
+    expect(byApi.status, byApi.text).toBe(200)
+    expect(byApi.json.status).toBe("running")
+    expect((await eventOf(next.sid, next.rid, "run.user_released")).data).toMatchObject({ trigger: "operator" })
+    await holder.closed
+    next.held.open()
+    await service.request("POST", `${runPath(next.sid, next.rid)}/cancel`, { body: {} })
+  })
+})
