@@ -20,9 +20,12 @@ import { leaveForNextOwner, RunnerLifecycle, runHere } from "../cluster/lifecycl
 import { isTerminal } from "../domain/run-state.ts"
 import { type Run, RunId, SessionId } from "../domain/run.ts"
 import { type Checkpoint, RunStore, SupersededExecution } from "../store/runs.ts"
+import { ArtifactStore } from "../store/artifacts.ts"
 import { RunNotifier } from "../webhooks/run-notifier.ts"
 import { ProfileStore } from "../profiles/profile-store.ts"
 import { prepareRestore } from "../profiles/restore.ts"
+import { RunRecorders } from "../recordings/recorder.ts"
+import { recordingSettings } from "../recordings/settings.ts"
 
 export const Execute = Rpc.make("Execute", { payload: { runId: RunId } })
   .annotate(ClusterSchema.Persisted, true)
@@ -43,6 +46,7 @@ const sessionHandlers = Effect.gen(function*() {
     const sharding = yield* Sharding.Sharding
     const runs = yield* FiberMap.make<string>()
     const profiles = yield* ProfileStore
+    const recorders = yield* RunRecorders
     const settings: AgentSettings = {
       stepScreenshots: config.stepScreenshots,
       vision: config.modelVision
@@ -166,14 +170,21 @@ const sessionHandlers = Effect.gen(function*() {
      * then finishes the run, unless another runner took the run over meanwhile: then this one
      * only stops.
      */
-    const execute = <E, R>(runId: RunId, agent: Effect.Effect<void, E, R>) =>
+    const execute = <E, R>(runId: RunId, leased: ContextLease, agent: Effect.Effect<void, E, R>) =>
       Effect.gen(function*() {
+        // The run's recording (src/recordings/recorder.ts) covers the agent's whole execution here.
+        const request = (yield* store.getRun(runId))?.request
+        yield* recorders.start(runId, leased, recordingSettings(request?._tag === "DoAnything" ? request : undefined))
         const fiber = yield* FiberMap.run(runs, runId, agent)
         const exit = yield* Fiber.await(fiber)
         const superseded = Exit.isFailure(exit) && Cause.squash(exit.cause) instanceof SupersededExecution
-        if (superseded) return yield* Effect.logWarning("run taken over by another runner; this execution stopped").pipe(Effect.annotateLogs({ run_id: runId }))
+        if (superseded) {
+          yield* recorders.discard(runId)
+          return yield* Effect.logWarning("run taken over by another runner; this execution stopped").pipe(Effect.annotateLogs({ run_id: runId }))
+        }
+        yield* recorders.finish(runId)
         yield* finishRun(runId)
-      })
+      }).pipe(Effect.onInterrupt(() => recorders.discard(runId)))
 
     const resumeRun = (runId: RunId, projectId: string) =>
       Effect.gen(function*() {
@@ -201,7 +212,7 @@ const sessionHandlers = Effect.gen(function*() {
         })
         const executor = yield* store.claimExecution(runId)
         yield* Effect.logInfo("run resumed").pipe(Effect.annotateLogs({ run_id: runId, session_id: sessionId, from_step: checkpoint?.step ?? 0 }))
-        yield* execute(runId, runAgent(runId, leased.success, settings, executor, { checkpoint }))
+        yield* execute(runId, leased.success, runAgent(runId, leased.success, settings, executor, { checkpoint }))
       })
 
     /**
@@ -233,7 +244,7 @@ const sessionHandlers = Effect.gen(function*() {
         const executor = yield* store.claimExecution(run.id)
         // Which runner executes which run, for operators following a run across nodes.
         yield* Effect.logInfo("run started").pipe(Effect.annotateLogs({ run_id: run.id, session_id: sessionId, restored: previous !== undefined }))
-        yield* execute(run.id, runAgent(run.id, leased.success, settings, executor))
+        yield* execute(run.id, leased.success, runAgent(run.id, leased.success, settings, executor))
       })
 
     const handleExecute = (runId: RunId) =>
@@ -276,4 +287,4 @@ const sessionHandlers = Effect.gen(function*() {
 /** The entity, passivated (browser released, session closed) after WA_SESSION_IDLE_SECONDS idle. */
 export const SessionEntityLive = Layer.unwrap(Effect.map(AppConfig, (config) =>
   SessionEntity.toLayer(sessionHandlers, { maxIdleTime: `${config.sessionIdleSeconds} seconds` })
-)).pipe(Layer.provide(ProfileStore.layer))
+)).pipe(Layer.provide(ProfileStore.layer), Layer.provide(RunRecorders.layer.pipe(Layer.provide(ArtifactStore.layer))))
