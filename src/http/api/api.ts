@@ -16,6 +16,7 @@ import { TrackApi, TrackFlatApi } from "./track.ts"
 import { WebhookEndpointsApi } from "./webhook-endpoints.ts"
 import { WorkspaceDownloadApi, WorkspacesApi, WorkspaceUploadApi } from "./workspaces.ts"
 import { ProfilesApi } from "./profiles.ts"
+import { DoAnythingArtifactsApi, RecordingReplayApi } from "./recordings.ts"
 
 export class WebAgentApi extends HttpApi.make("web-agent-service")
   .add(SystemApi)
@@ -39,6 +40,8 @@ export class WebAgentApi extends HttpApi.make("web-agent-service")
   .add(WorkspaceUploadApi)
   .add(WorkspaceDownloadApi)
   .add(ProfilesApi)
+  .add(DoAnythingArtifactsApi)
+  .add(RecordingReplayApi)
   // Collect every schema failure so extra.errors[] lists all bad fields at once.
   .annotate(HttpApi.PayloadParseOptions, { errors: "all" })
   .annotate(HttpApi.QueryParseOptions, { errors: "all" })
