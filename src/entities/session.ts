@@ -20,7 +20,6 @@ import { leaveForNextOwner, RunnerLifecycle, runHere } from "../cluster/lifecycl
 import { isTerminal } from "../domain/run-state.ts"
 import { type Run, RunId, SessionId } from "../domain/run.ts"
 import { type Checkpoint, RunStore, SupersededExecution } from "../store/runs.ts"
-import { ArtifactStore } from "../store/artifacts.ts"
 import { RunNotifier } from "../webhooks/run-notifier.ts"
 import { ProfileStore } from "../profiles/profile-store.ts"
 import { prepareRestore } from "../profiles/restore.ts"
@@ -287,4 +286,4 @@ const sessionHandlers = Effect.gen(function*() {
 /** The entity, passivated (browser released, session closed) after WA_SESSION_IDLE_SECONDS idle. */
 export const SessionEntityLive = Layer.unwrap(Effect.map(AppConfig, (config) =>
   SessionEntity.toLayer(sessionHandlers, { maxIdleTime: `${config.sessionIdleSeconds} seconds` })
-)).pipe(Layer.provide(ProfileStore.layer), Layer.provide(RunRecorders.layer.pipe(Layer.provide(ArtifactStore.layer))))
+)).pipe(Layer.provide(ProfileStore.layer), Layer.provide(RunRecorders.live))

@@ -22,6 +22,7 @@
 import { Context, Effect, Layer } from "effect"
 import type { BrowserContext, Page } from "playwright-core"
 import * as zlib from "node:zlib"
+import { SqlClient } from "effect/sql"
 import { AppConfig } from "../config/config.ts"
 import type { ContextLease } from "../browser/pool.ts"
 import { type ArtifactRow, ArtifactStore } from "../store/artifacts.ts"
@@ -320,7 +321,7 @@ export class RunRecorders extends Context.Service<RunRecorders, {
   /** Stops the run's recording and keeps nothing (this runner no longer executes the run). */
   readonly discard: (runId: string) => Effect.Effect<void>
 }>()("wa/recordings/RunRecorders") {
-  static readonly layer = Layer.effect(
+  static readonly layer: Layer.Layer<RunRecorders, never, AppConfig | ArtifactStore> = Layer.effect(
     RunRecorders,
     Effect.gen(function*() {
       const config = yield* AppConfig
@@ -378,4 +379,10 @@ export class RunRecorders extends Context.Service<RunRecorders, {
       })
     })
   )
+
+  /**
+   * The layer with its store: one instance per process (provide this same value wherever the
+   * recorders are needed, e.g. take control, so everyone holds the same recordings).
+   */
+  static readonly live: Layer.Layer<RunRecorders, never, AppConfig | SqlClient.SqlClient> = RunRecorders.layer.pipe(Layer.provide(ArtifactStore.layer))
 }
