@@ -108,6 +108,8 @@ export const AppConfigSchema = Config.all({
   browser: Config.Literals(["auto", "system", "bundled"], "WA_BROWSER").pipe(Config.withDefault("auto" as const)),
   /** Largest file a workspace holds (uploads over it get 413; page downloads over it are not kept). */
   workspaceMaxFileBytes: Config.Int("WA_WORKSPACE_MAX_FILE_BYTES").pipe(Config.withDefault(100 * 1024 * 1024)),
+  /** Largest recording of one run, compressed (a recording stops taking events before it would pass this). */
+  recordingMaxBytes: Config.Int("WA_RECORDING_MAX_BYTES").pipe(Config.withDefault(32 * 1024 * 1024)),
   /**
    * The key that encrypts saved browser state (profiles) at rest: 32 bytes as 64 hex characters or
    * base64. Unset: generated once into <WA_DATA_DIR>/secret.key (mode 0600). See src/profiles/secret-key.ts.
@@ -155,7 +157,8 @@ export const loadAppConfig = (env?: Record<string, string | undefined>) =>
       ["WA_SCHEDULE_MIN_INTERVAL_SECONDS", parsed.scheduleMinIntervalSeconds], ["WA_SCHEDULER_POLL_MS", parsed.schedulerPollMs],
       ["WA_TRACK_MAX_CONSECUTIVE_FAILURES", parsed.trackMaxConsecutiveFailures],
       ["WA_WORKSPACE_MAX_FILE_BYTES", parsed.workspaceMaxFileBytes],
-      ["WA_CONTROL_CONNECT_SECONDS", parsed.controlConnectSeconds], ["WA_CONTROL_IDLE_SECONDS", parsed.controlIdleSeconds]
+      ["WA_CONTROL_CONNECT_SECONDS", parsed.controlConnectSeconds], ["WA_CONTROL_IDLE_SECONDS", parsed.controlIdleSeconds],
+      ["WA_RECORDING_MAX_BYTES", parsed.recordingMaxBytes]
     ] as const) {
       if (value < 1) return yield* Effect.die(new InvalidConfig(`invalid configuration: ${name} must be at least 1`))
     }

@@ -9,7 +9,7 @@
  * A draining runner (SIGTERM, see src/cluster/lifecycle.ts) starts no run and resumes none: their
  * Execute is left unprocessed and handled by the runner that takes the shard after the handover.
  */
-import { Cause, Clock, Effect, Exit, Fiber, FiberMap, Layer, Schema, Scope } from "effect"
+import { Cause, Clock, Effect, Exit, Fiber, FiberMap, Layer, Schema, Scope, Stream } from "effect"
 import { ClusterSchema, Entity, Sharding } from "effect/cluster"
 import { Rpc } from "effect/rpc"
 import { type AgentSettings, runAgent } from "../agent/run-agent.ts"
@@ -18,6 +18,7 @@ import { AppConfig } from "../config/config.ts"
 import { BrowserPool, type ContextLease } from "../browser/pool.ts"
 import { LiveFrame, LiveInput } from "../browser/live-view.ts"
 import { LiveViewUnavailable, makeLiveControl } from "../control/live-control.ts"
+import { TakeControl } from "../control/take-control.ts"
 import { leaveForNextOwner, RunnerLifecycle, runHere } from "../cluster/lifecycle.ts"
 import { isTerminal } from "../domain/run-state.ts"
 import { type Run, RunId, SessionId } from "../domain/run.ts"
@@ -25,6 +26,8 @@ import { type Checkpoint, RunStore, SupersededExecution } from "../store/runs.ts
 import { RunNotifier } from "../webhooks/run-notifier.ts"
 import { ProfileStore } from "../profiles/profile-store.ts"
 import { prepareRestore } from "../profiles/restore.ts"
+import { RunRecorders } from "../recordings/recorder.ts"
+import { recordingSettings } from "../recordings/settings.ts"
 
 export const Execute = Rpc.make("Execute", { payload: { runId: RunId } })
   .annotate(ClusterSchema.Persisted, true)
@@ -58,6 +61,8 @@ const sessionHandlers = Effect.gen(function*() {
     const sharding = yield* Sharding.Sharding
     const runs = yield* FiberMap.make<string>()
     const profiles = yield* ProfileStore
+    const recorders = yield* RunRecorders
+    const control = yield* TakeControl
     const settings: AgentSettings = {
       stepScreenshots: config.stepScreenshots,
       vision: config.modelVision
@@ -182,15 +187,22 @@ const sessionHandlers = Effect.gen(function*() {
      * then finishes the run, unless another runner took the run over meanwhile: then this one
      * only stops.
      */
-    const execute = <E, R>(runId: RunId, agent: Effect.Effect<void, E, R>) =>
+    const execute = <E, R>(runId: RunId, leased: ContextLease, agent: Effect.Effect<void, E, R>) =>
       Effect.gen(function*() {
+        // The run's recording (src/recordings/recorder.ts) covers the agent's whole execution here.
+        const request = (yield* store.getRun(runId))?.request
+        yield* recorders.start(runId, leased, recordingSettings(request?._tag === "DoAnything" ? request : undefined))
         // The take-control watcher (URL expiry, idle release) lives and dies with the agent.
         const fiber = yield* FiberMap.run(runs, runId, Effect.scoped(Effect.andThen(Effect.forkScoped(live.watch(runId)), agent)))
         const exit = yield* Fiber.await(fiber)
         const superseded = Exit.isFailure(exit) && Cause.squash(exit.cause) instanceof SupersededExecution
-        if (superseded) return yield* Effect.logWarning("run taken over by another runner; this execution stopped").pipe(Effect.annotateLogs({ run_id: runId }))
+        if (superseded) {
+          yield* recorders.discard(runId)
+          return yield* Effect.logWarning("run taken over by another runner; this execution stopped").pipe(Effect.annotateLogs({ run_id: runId }))
+        }
+        yield* recorders.finish(runId)
         yield* finishRun(runId)
-      })
+      }).pipe(Effect.onInterrupt(() => recorders.discard(runId)))
 
     const resumeRun = (runId: RunId, projectId: string) =>
       Effect.gen(function*() {
@@ -218,7 +230,7 @@ const sessionHandlers = Effect.gen(function*() {
         })
         const executor = yield* store.claimExecution(runId)
         yield* Effect.logInfo("run resumed").pipe(Effect.annotateLogs({ run_id: runId, session_id: sessionId, from_step: checkpoint?.step ?? 0 }))
-        yield* execute(runId, runAgent(runId, leased.success, settings, executor, { checkpoint }))
+        yield* execute(runId, leased.success, runAgent(runId, leased.success, settings, executor, { checkpoint }))
       })
 
     /**
@@ -250,7 +262,7 @@ const sessionHandlers = Effect.gen(function*() {
         const executor = yield* store.claimExecution(run.id)
         // Which runner executes which run, for operators following a run across nodes.
         yield* Effect.logInfo("run started").pipe(Effect.annotateLogs({ run_id: run.id, session_id: sessionId, restored: previous !== undefined }))
-        yield* execute(run.id, runAgent(run.id, leased.success, settings, executor))
+        yield* execute(run.id, leased.success, runAgent(run.id, leased.success, settings, executor))
       })
 
     const handleExecute = (runId: RunId) =>
@@ -280,7 +292,15 @@ const sessionHandlers = Effect.gen(function*() {
           Effect.ensuring(touch)
         ),
       Interrupt: ({ payload }) => FiberMap.remove(runs, payload.runId).pipe(Rpc.fork),
-      ControlFrames: ({ payload }) => Rpc.fork(live.frames(payload.grantId)),
+      // While a person watches and steers (their control page streams frames), a run that asked
+      // for capture_during_take_control: false records nothing; capture resumes when the stream ends.
+      ControlFrames: ({ payload }) =>
+        Rpc.fork(Stream.unwrap(Effect.gen(function*() {
+          const grant = yield* control.grant(payload.grantId)
+          if (grant === undefined) return live.frames(payload.grantId)
+          yield* recorders.personInControl(grant.runId, true)
+          return live.frames(payload.grantId).pipe(Stream.ensuring(recorders.personInControl(grant.runId, false)))
+        }))),
       ControlInput: ({ payload }) => live.input(payload.grantId, payload.inputs).pipe(Rpc.fork),
       Close: () =>
         Effect.gen(function*() {
@@ -295,4 +315,4 @@ const sessionHandlers = Effect.gen(function*() {
 /** The entity, passivated (browser released, session closed) after WA_SESSION_IDLE_SECONDS idle. */
 export const SessionEntityLive = Layer.unwrap(Effect.map(AppConfig, (config) =>
   SessionEntity.toLayer(sessionHandlers, { maxIdleTime: `${config.sessionIdleSeconds} seconds` })
-)).pipe(Layer.provide(ProfileStore.layer))
+)).pipe(Layer.provide(ProfileStore.layer), Layer.provide(RunRecorders.live))

@@ -1,4 +1,7 @@
-/** Files a run produces (DeepResearch: final.md, citations.json, confidence.json), one per name. */
+/**
+ * Files a run produces, one per name: DeepResearch's final.md, citations.json and confidence.json
+ * (text, in `content`), and a DoAnything run's recording (bytes, in `data`, gzip-compressed).
+ */
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { makeId } from "../domain/ids.ts"
@@ -8,7 +11,10 @@ export interface ArtifactRow {
   readonly run_id: string
   readonly name: string
   readonly content_type: string
+  /** Bytes stored: the text's UTF-8 length, or the binary data's length (compressed, when encoded). */
   readonly size_bytes: number
+  /** `gzip` when the stored bytes are compressed (the content type describes them uncompressed). */
+  readonly content_encoding: string | null
   readonly created_at: Date
 }
 
@@ -18,30 +24,74 @@ export interface NewArtifact {
   readonly content: string
 }
 
+export interface NewBinaryArtifact {
+  readonly name: string
+  readonly contentType: string
+  readonly contentEncoding: string | null
+  readonly data: Uint8Array
+}
+
+/** An artifact's stored body: text, or bytes (possibly compressed, see `contentEncoding`). */
+export interface ArtifactBody {
+  readonly row: ArtifactRow
+  readonly body: string | Uint8Array
+}
+
 export class ArtifactStore extends Context.Service<ArtifactStore, {
   /** Writes the run's artifacts in one transaction; writing a name again replaces its content and keeps its id. */
   readonly putAll: (runId: string, artifacts: ReadonlyArray<NewArtifact>) => Effect.Effect<ReadonlyArray<ArtifactRow>>
+  /** Writes one binary artifact; writing its name again replaces its bytes and keeps its id. */
+  readonly putBinary: (runId: string, artifact: NewBinaryArtifact) => Effect.Effect<ArtifactRow>
   readonly list: (runId: string) => Effect.Effect<ReadonlyArray<ArtifactRow>>
   readonly content: (runId: string, artifactId: string) => Effect.Effect<{ readonly contentType: string; readonly content: string } | undefined>
+  /** The artifact of that name of the run (metadata only). */
+  readonly findByName: (runId: string, name: string) => Effect.Effect<ArtifactRow | undefined>
+  /** An artifact and its stored body; `runId` undefined looks the artifact up by id alone (signed URLs). */
+  readonly body: (artifactId: string, runId?: string) => Effect.Effect<ArtifactBody | undefined>
 }>()("wa/store/ArtifactStore") {
   static readonly layer = Layer.effect(
     ArtifactStore,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
-      const columns = sql`id, run_id, name, content_type, octet_length(content)::int AS size_bytes, created_at`
+      const columns = sql`id, run_id, name, content_type, coalesce(octet_length(data), octet_length(content))::int AS size_bytes, content_encoding, created_at`
       return ArtifactStore.of({
         putAll: (runId, artifacts) =>
           sql.withTransaction(Effect.forEach(artifacts, (artifact) =>
             sql<ArtifactRow>`
               INSERT INTO run_artifacts (id, run_id, name, content_type, content)
               VALUES (${makeId("art")}, ${runId}, ${artifact.name}, ${artifact.contentType}, ${artifact.content})
-              ON CONFLICT (run_id, name) DO UPDATE SET content = excluded.content, content_type = excluded.content_type
+              ON CONFLICT (run_id, name) DO UPDATE SET content = excluded.content, content_type = excluded.content_type,
+                data = NULL, content_encoding = NULL
               RETURNING ${columns}`.pipe(Effect.map((rows) => rows[0]!)))).pipe(Effect.orDie),
+        putBinary: (runId, artifact) =>
+          sql<ArtifactRow>`
+            INSERT INTO run_artifacts (id, run_id, name, content_type, content, data, content_encoding)
+            VALUES (${makeId("art")}, ${runId}, ${artifact.name}, ${artifact.contentType}, '', ${Buffer.from(artifact.data)}, ${artifact.contentEncoding})
+            ON CONFLICT (run_id, name) DO UPDATE SET content = '', data = excluded.data, content_type = excluded.content_type,
+              content_encoding = excluded.content_encoding
+            RETURNING ${columns}`.pipe(Effect.map((rows) => rows[0]!), Effect.orDie),
         list: (runId) => sql<ArtifactRow>`SELECT ${columns} FROM run_artifacts WHERE run_id = ${runId} ORDER BY name DESC`.pipe(Effect.orDie),
         content: (runId, artifactId) =>
           sql<{ content_type: string; content: string }>`
             SELECT content_type, content FROM run_artifacts WHERE run_id = ${runId} AND id = ${artifactId}`.pipe(
             Effect.map((rows) => rows[0] === undefined ? undefined : { contentType: rows[0].content_type, content: rows[0].content }),
+            Effect.orDie
+          ),
+        findByName: (runId, name) =>
+          sql<ArtifactRow>`SELECT ${columns} FROM run_artifacts WHERE run_id = ${runId} AND name = ${name}`.pipe(
+            Effect.map((rows) => rows[0]),
+            Effect.orDie
+          ),
+        body: (artifactId, runId) =>
+          sql<ArtifactRow & { content: string; data: Buffer | null }>`
+            SELECT ${columns}, content, data FROM run_artifacts
+            WHERE id = ${artifactId} ${runId === undefined ? sql`` : sql`AND run_id = ${runId}`}`.pipe(
+            Effect.map((rows) => {
+              const found = rows[0]
+              if (found === undefined) return undefined
+              const { content, data, ...row } = found
+              return { row, body: data === null ? content : new Uint8Array(data) }
+            }),
             Effect.orDie
           )
       })

@@ -11,6 +11,7 @@ import { m0015_take_control } from "../control/migration.ts"
 import { m0011_notification_channels } from "../webhooks/migration.ts"
 import { m0013_profiles } from "../profiles/migration.ts"
 import { m0014_workspaces } from "../workspaces/migration.ts"
+import { m0016_recordings } from "../recordings/migration.ts"
 
 const m0001_foundation = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
@@ -250,7 +251,8 @@ const all = {
   "0012_track": m0012_track,
   "0013_profiles": m0013_profiles,
   "0014_workspaces": m0014_workspaces,
-  "0015_take_control": m0015_take_control
+  "0015_take_control": m0015_take_control,
+  "0016_recordings": m0016_recordings
 }
 
 export const migrations = Migrator.fromRecord(all)

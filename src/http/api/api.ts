@@ -17,6 +17,7 @@ import { TrackApi, TrackFlatApi } from "./track.ts"
 import { WebhookEndpointsApi } from "./webhook-endpoints.ts"
 import { WorkspaceDownloadApi, WorkspacesApi, WorkspaceUploadApi } from "./workspaces.ts"
 import { ProfilesApi } from "./profiles.ts"
+import { DoAnythingArtifactsApi, RecordingReplayApi } from "./recordings.ts"
 
 export class WebAgentApi extends HttpApi.make("web-agent-service")
   .add(SystemApi)
@@ -41,6 +42,8 @@ export class WebAgentApi extends HttpApi.make("web-agent-service")
   .add(WorkspaceDownloadApi)
   .add(ProfilesApi)
   .add(ControlApi)
+  .add(DoAnythingArtifactsApi)
+  .add(RecordingReplayApi)
   // Collect every schema failure so extra.errors[] lists all bad fields at once.
   .annotate(HttpApi.PayloadParseOptions, { errors: "all" })
   .annotate(HttpApi.QueryParseOptions, { errors: "all" })

@@ -9,15 +9,27 @@ import { BadRequest, Conflict, NotFound, TooManyRequests, ValidationError } from
 import { PageQuery } from "../pagination.ts"
 import { doAnythingFields } from "../../domain/run.ts"
 import { MaxString, OptionalNullable, ProjectIdParam, RunIdParam, SessionIdParam } from "./schemas.ts"
+import { RecordingQuality } from "../../recordings/settings.ts"
 import { Authentication, Idempotency, RateLimit } from "./security.ts"
 
 const JsonObject = Schema.Record(Schema.String, Schema.Unknown)
 
 export { MAX_OUTPUT_SCHEMA_BYTES } from "../../domain/run.ts"
 
+/** `recording` on the wire: its quality is one of low, medium (default), high (src/recordings/settings.ts). */
+const RecordingRequest = Schema.Struct({
+  enabled: Schema.optional(Schema.Boolean),
+  quality: Schema.optional(RecordingQuality),
+  capture_during_take_control: Schema.optional(Schema.Boolean)
+}).annotate({
+  description: "Records the run's pages (rrweb DOM recording of the agent's active tab) when enabled is true; quality low, " +
+    "medium (default) or high; capture_during_take_control (default true) false leaves out the time a person controls the page."
+})
+
 export const CreateRunRequest = Schema.Struct({
   ...doAnythingFields,
-  instructions: OptionalNullable(MaxString(10_000))
+  instructions: OptionalNullable(MaxString(10_000)),
+  recording: OptionalNullable(RecordingRequest)
 })
 export type CreateRunRequest = typeof CreateRunRequest.Type
 
@@ -60,6 +72,16 @@ export const RunResponse = Schema.Struct({
   keep_alive: Schema.Unknown,
   callback_url: Schema.Unknown,
   output_schema: Schema.Unknown,
+  /** Null when the run is not recorded; artifact_id and replay_url are set once the recording is stored (after the run ends). */
+  recording: Schema.NullOr(Schema.Struct({
+    enabled: Schema.Boolean,
+    quality: Schema.String,
+    capture_during_take_control: Schema.Boolean,
+    artifact_id: Schema.NullOr(Schema.String),
+    size_bytes: Schema.NullOr(Schema.Int),
+    replay_url: Schema.NullOr(Schema.String),
+    replay_url_expires_at: Schema.NullOr(Schema.String)
+  })),
   llm_cost_usd: Money,
   created_at: Schema.String,
   started_at: Schema.NullOr(Schema.String),

@@ -31,6 +31,7 @@ import { ProfilesHandlers } from "./profiles.ts"
 import { MetricsHandlers } from "./metrics.ts"
 import { WebSearchFlatHandlers, WebSearchHandlers } from "./web-search.ts"
 import { DeepResearchFlatHandlers, DeepResearchHandlers, DeepResearchStandaloneHandlers } from "./deep-research.ts"
+import { DoAnythingArtifactsHandlers, RecordingReplayHandlers } from "./recordings.ts"
 
 /** The middlewares of project endpoints, provided *to* each group's handler layer. */
 const ProjectMiddlewares = Layer.mergeAll(AuthenticationLive, RateLimitLive, IdempotencyLive).pipe(
@@ -44,6 +45,7 @@ const ApiRoutes = HttpApiBuilder.layer(WebAgentApi, { openapiPath: "/openapi.jso
     MediaHandlers,
     WorkspaceDownloadHandlers,
     ControlHandlers,
+    RecordingReplayHandlers,
     Layer.mergeAll(
       ApiKeysHandlers,
       ProjectHandlers,
@@ -61,7 +63,8 @@ const ApiRoutes = HttpApiBuilder.layer(WebAgentApi, { openapiPath: "/openapi.jso
       TrackFlatHandlers,
       WorkspacesHandlers,
       WorkspaceUploadHandlers,
-      ProfilesHandlers
+      ProfilesHandlers,
+      DoAnythingArtifactsHandlers
     ).pipe(
       Layer.provide(ProjectMiddlewares)
     )

@@ -2,7 +2,7 @@
  * Handlers of DoAnything (both conventions): decode, call one method of the Sessions service
  * (src/entities/sessions.ts), map its domain errors, render the wire view.
  */
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { AppConfig } from "../../config/config.ts"
@@ -18,6 +18,9 @@ import { badRequest, notFound, validationError } from "../errors.ts"
 import { DEFAULT_LIMIT, decodeCursor, toPage } from "../pagination.ts"
 import { parseLastEventId, runEventStream } from "../sse.ts"
 import { flatRunView, runView, sessionView } from "../views/run-view.ts"
+import { withRecording } from "../views/recording-view.ts"
+import { RecordingLinks } from "../../recordings/replay-links.ts"
+import { ArtifactStore } from "../../store/artifacts.ts"
 import type { RunId, SessionId } from "../../domain/run.ts"
 
 /**
@@ -51,6 +54,7 @@ export const DoAnythingHandlers = HttpApiBuilder.group(
     const { allowPrivateNetworks } = yield* AppConfig
     const context = yield* Effect.context<AppConfig | RunEventBus | RunStore>()
     const run = (sid: SessionId, rid: RunId) => CurrentKey.use(({ projectId }) => httpErrors(sessions.findRun(projectId, rid, sid)))
+    const recordings = yield* Effect.context<ArtifactStore | RecordingLinks>()
     return handlers
       .handle("createSession", ({ payload }) =>
         Effect.gen(function*() {
@@ -81,7 +85,7 @@ export const DoAnythingHandlers = HttpApiBuilder.group(
           const { projectId } = yield* CurrentKey
           return runView(yield* httpErrors(sessions.addRun(projectId, params.sid, tagged(payload))))
         }))
-      .handle("getRun", ({ params }) => run(params.sid, params.rid).pipe(Effect.map(runView)))
+      .handle("getRun", ({ params }) => run(params.sid, params.rid).pipe(Effect.flatMap(withRecording(runView)), Effect.provide(recordings)))
       .handle("runEvents", ({ params, headers }) =>
         run(params.sid, params.rid).pipe(Effect.flatMap((found) => eventsOf(found.id, headers["last-event-id"])), Effect.provide(context)))
       .handle("message", ({ params, payload }) =>
@@ -126,7 +130,7 @@ export const DoAnythingHandlers = HttpApiBuilder.group(
           Effect.map(runView)
         ))
   })
-)
+).pipe(Layer.provide(RecordingLinks.layer))
 
 export const DoAnythingFlatHandlers = HttpApiBuilder.group(
   WebAgentApi,
@@ -136,6 +140,7 @@ export const DoAnythingFlatHandlers = HttpApiBuilder.group(
     const { allowPrivateNetworks } = yield* AppConfig
     const context = yield* Effect.context<AppConfig | RunEventBus | RunStore>()
     const run = (rid: RunId) => CurrentKey.use(({ projectId }) => httpErrors(sessions.findRun(projectId, rid)))
+    const recordings = yield* Effect.context<ArtifactStore | RecordingLinks>()
     return handlers
       .handle("createRun", ({ payload }) =>
         Effect.gen(function*() {
@@ -148,11 +153,11 @@ export const DoAnythingFlatHandlers = HttpApiBuilder.group(
           const { run } = yield* httpErrors(sessions.create(key, tagged(payload)))
           return flatRunView(run)
         }))
-      .handle("getRun", ({ params }) => run(params.rid).pipe(Effect.map(flatRunView)))
+      .handle("getRun", ({ params }) => run(params.rid).pipe(Effect.flatMap(withRecording(flatRunView)), Effect.provide(recordings)))
       .handle("runEvents", ({ params, headers }) =>
         run(params.rid).pipe(Effect.flatMap((found) => eventsOf(found.id, headers["last-event-id"])), Effect.provide(context)))
   })
-)
+).pipe(Layer.provide(RecordingLinks.layer))
 
 export const MediaHandlers = HttpApiBuilder.group(
   WebAgentApi,

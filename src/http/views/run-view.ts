@@ -3,6 +3,7 @@ import { flatStatus } from "../../domain/run-state.ts"
 import type { Run, Session } from "../../domain/run.ts"
 import { costFields } from "../../store/runs.ts"
 import { iso } from "./timestamps.ts"
+import { recordingSettingsView } from "./recording-view.ts"
 
 
 export const runView = (run: Run) => {
@@ -25,6 +26,8 @@ export const runView = (run: Run) => {
     keep_alive: request?.keep_alive ?? true,
     callback_url: request?.callback_url ?? null,
     output_schema: request?.output_schema ?? null,
+    // Completed with the stored recording by GET run (recording-view.ts).
+    recording: recordingSettingsView(run),
     llm_cost_usd: Number(run.llm_cost_usd).toFixed(2),
     created_at: run.created_at.toISOString(),
     started_at: iso(run.started_at),

@@ -1,0 +1,94 @@
+/**
+ * Artifacts of DoAnything runs (today: the run's recording) under both conventions, and the
+ * recordings' replay pages: signed, short-lived URLs that work without an API key.
+ */
+import { Schema } from "effect"
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
+import { Forbidden, NotFound } from "../errors.ts"
+import { replayAssetNames } from "../../recordings/replay-page.ts"
+import { ArtifactResponse } from "./deep-research.ts"
+import { MaxString, ProjectIdParam, RunIdParam, SessionIdParam } from "./schemas.ts"
+import { Authentication, Idempotency, RateLimit } from "./security.ts"
+
+export const DoAnythingArtifactResponse = Schema.Struct({
+  ...ArtifactResponse.fields,
+  /** The replay page of a recording (a signed path, no API key needed); null for other artifacts. */
+  replay_url: Schema.NullOr(Schema.String),
+  replay_url_expires_at: Schema.NullOr(Schema.String)
+})
+
+export const DoAnythingArtifactList = Schema.Struct({ items: Schema.Array(DoAnythingArtifactResponse) })
+
+const ArtifactContent = Schema.Uint8Array.pipe(HttpApiSchema.asUint8Array({ contentType: "application/json" }))
+const Html = Schema.String.pipe(HttpApiSchema.asText({ contentType: "text/html" }))
+const ArtifactIdParam = MaxString(64)
+const Signed = { expires: Schema.NumberFromString, signature: MaxString(128) }
+
+const contentDescription = "The artifact's content. A recording is JSON `{format: \"rrweb/2\", run_id, events: [rrweb events], " +
+  "event_count, truncated}`, stored gzip-compressed: sent with `Content-Encoding: gzip` to clients that accept it, " +
+  "decompressed otherwise."
+
+const sessionRun = { ...ProjectIdParam, sid: SessionIdParam, rid: RunIdParam }
+const flatRun = { ...ProjectIdParam, rid: RunIdParam }
+
+export class DoAnythingArtifactsApi extends HttpApiGroup.make("do_anything_artifacts")
+  .add(
+    HttpApiEndpoint.get("listArtifacts", "/v1/projects/:pid/do_anything/sessions/:sid/runs/:rid/artifacts", {
+      params: sessionRun,
+      success: DoAnythingArtifactList,
+      error: NotFound
+    }).annotate(OpenApi.Description, "The run's artifacts: `recording.json` once a run with recording.enabled has ended."),
+    HttpApiEndpoint.get("getArtifact", "/v1/projects/:pid/do_anything/sessions/:sid/runs/:rid/artifacts/:aid", {
+      params: { ...sessionRun, aid: ArtifactIdParam },
+      success: ArtifactContent,
+      error: NotFound
+    }).annotate(OpenApi.Description, contentDescription),
+    HttpApiEndpoint.get("listFlatArtifacts", "/api/v1/projects/:pid/do_anything/runs/:rid/artifacts", {
+      params: flatRun,
+      success: DoAnythingArtifactList,
+      error: NotFound
+    }).annotate(OpenApi.Description, "The run's artifacts (Convention B)."),
+    HttpApiEndpoint.get("getFlatArtifact", "/api/v1/projects/:pid/do_anything/runs/:rid/artifacts/:aid", {
+      params: { ...flatRun, aid: ArtifactIdParam },
+      success: ArtifactContent,
+      error: NotFound
+    }).annotate(OpenApi.Description, contentDescription)
+  )
+  .middleware(Idempotency)
+  .middleware(RateLimit)
+  .middleware(Authentication)
+  .annotateMerge(OpenApi.annotations({
+    title: "DoAnything artifacts",
+    description: "Files a DoAnything run produced. A run created with `recording: {enabled: true}` is recorded " +
+      "(rrweb DOM recording of the agent's active tab) and, once it ends, has the artifact `recording.json`; " +
+      "the run's `recording` field carries its artifact id and a replay URL."
+  }))
+{}
+
+export class RecordingReplayApi extends HttpApiGroup.make("recording_replay")
+  .add(
+    HttpApiEndpoint.get("replayPage", "/v1/recordings/:aid/replay", {
+      params: { aid: ArtifactIdParam },
+      query: Signed,
+      success: Html,
+      error: [NotFound, Forbidden]
+    }).annotate(
+      OpenApi.Description,
+      "The replay page of a recording (HTML, served by the service, no CDN): plays the recorded pages with " +
+        "play/pause, restart, speed and seek. Get the URL from the run's `recording.replay_url` or the artifact list; " +
+        "it expires after about 15 minutes (403 url_expired; an altered URL is 403 invalid_signature)."
+    ),
+    HttpApiEndpoint.get("replayEvents", "/v1/recordings/:aid/events", {
+      params: { aid: ArtifactIdParam },
+      query: Signed,
+      success: ArtifactContent,
+      error: [NotFound, Forbidden]
+    }).annotate(OpenApi.Description, `The recording the replay page plays, with the page's signature. ${contentDescription}`),
+    HttpApiEndpoint.get("replayAsset", "/v1/recording_assets/:file", {
+      params: { file: MaxString(64) },
+      success: Schema.String.pipe(HttpApiSchema.asText({ contentType: "text/javascript" })),
+      error: NotFound
+    }).annotate(OpenApi.Description, `Scripts and styles of the replay page (rrweb's replayer from the installed package, and the page's own): ${replayAssetNames.join(", ")}.`)
+  )
+  .annotateMerge(OpenApi.annotations({ title: "Recording replay", description: "Signed, short-lived replay pages (no API key needed)." }))
+{}

@@ -1,0 +1,124 @@
+/**
+ * Handlers of DoAnything run artifacts (both conventions) and of the recordings' replay pages
+ * (src/http/api/recordings.ts). The recording is stored gzip-compressed and sent as stored to
+ * clients that accept gzip.
+ */
+import { Effect, Layer } from "effect"
+import { HttpServerResponse } from "effect/http"
+import type { HttpServerRequest } from "effect/http"
+import { HttpApiBuilder } from "effect/http-api"
+import { gunzipSync } from "node:zlib"
+import { Sessions } from "../../entities/sessions.ts"
+import type { RunId, SessionId } from "../../domain/run.ts"
+import { RECORDING_ARTIFACT_NAME } from "../../recordings/recorder.ts"
+import { RecordingLinks } from "../../recordings/replay-links.ts"
+import { REPLAY_PAGE_CSP, replayAsset, replayHtml } from "../../recordings/replay-page.ts"
+import { type ArtifactBody, type ArtifactRow, ArtifactStore } from "../../store/artifacts.ts"
+import { WebAgentApi } from "../api/api.ts"
+import { CurrentKey } from "../api/security.ts"
+import { httpErrors } from "../domain-errors.ts"
+import { Forbidden, notFound } from "../errors.ts"
+
+const artifactNotFound = (aid: string) => notFound("artifact_not_found", `no artifact ${aid} in this run`)
+
+/** The stored body as a response: compressed bytes as they are when the client takes gzip. */
+const bodyResponse = (request: HttpServerRequest.HttpServerRequest, artifact: ArtifactBody, headers: Record<string, string> = {}) => {
+  const { row, body } = artifact
+  if (typeof body === "string") return HttpServerResponse.text(body, { contentType: row.content_type, headers })
+  const acceptsGzip = /\bgzip\b/i.test(request.headers["accept-encoding"] ?? "")
+  if (row.content_encoding === "gzip" && acceptsGzip) {
+    return HttpServerResponse.uint8Array(body, { contentType: row.content_type, headers: { ...headers, "content-encoding": "gzip", vary: "accept-encoding" } })
+  }
+  const plain = row.content_encoding === "gzip" ? new Uint8Array(gunzipSync(body)) : body
+  return HttpServerResponse.uint8Array(plain, { contentType: row.content_type, headers: { ...headers, vary: "accept-encoding" } })
+}
+
+export const DoAnythingArtifactsHandlers = HttpApiBuilder.group(
+  WebAgentApi,
+  "do_anything_artifacts",
+  Effect.fn(function*(handlers) {
+    const sessions = yield* Sessions
+    const artifacts = yield* ArtifactStore
+    const links = yield* RecordingLinks
+    const findRun = (rid: RunId, sid?: SessionId) => CurrentKey.use(({ projectId }) => httpErrors(sessions.findRun(projectId, rid, sid)))
+    const view = (row: ArtifactRow) =>
+      Effect.map(row.name === RECORDING_ARTIFACT_NAME ? links.sign(row.id) : Effect.succeed(undefined), (signed) => ({
+        id: row.id,
+        run_id: row.run_id,
+        name: row.name,
+        content_type: row.content_type,
+        size_bytes: row.size_bytes,
+        created_at: row.created_at.toISOString(),
+        replay_url: signed?.url ?? null,
+        replay_url_expires_at: signed?.expiresAt.toISOString() ?? null
+      }))
+    const list = (rid: RunId, sid?: SessionId) =>
+      findRun(rid, sid).pipe(
+        Effect.flatMap((run) => artifacts.list(run.id)),
+        Effect.flatMap((rows) => Effect.forEach(rows, view)),
+        Effect.map((items) => ({ items }))
+      )
+    const get = (request: HttpServerRequest.HttpServerRequest, aid: string, rid: RunId, sid?: SessionId) =>
+      Effect.gen(function*() {
+        const run = yield* findRun(rid, sid)
+        const artifact = yield* artifacts.body(aid, run.id)
+        if (artifact === undefined) return yield* artifactNotFound(aid)
+        return bodyResponse(request, artifact)
+      })
+    return handlers
+      .handle("listArtifacts", ({ params }) => list(params.rid, params.sid))
+      .handle("getArtifact", ({ params, request }) => get(request, params.aid, params.rid, params.sid))
+      .handle("listFlatArtifacts", ({ params }) => list(params.rid))
+      .handle("getFlatArtifact", ({ params, request }) => get(request, params.aid, params.rid))
+  })
+).pipe(Layer.provide(RecordingLinks.layer))
+
+export const RecordingReplayHandlers = HttpApiBuilder.group(
+  WebAgentApi,
+  "recording_replay",
+  Effect.fn(function*(handlers) {
+    const artifacts = yield* ArtifactStore
+    const links = yield* RecordingLinks
+    /** The recording a signed URL names (403 when the signature is wrong or expired). */
+    const signedRecording = (aid: string, expires: number, signature: string) =>
+      Effect.gen(function*() {
+        const verdict = yield* links.verify(aid, expires, signature)
+        if (verdict === "invalid") return yield* new Forbidden({ code: "invalid_signature", detail: "the signature does not match this URL", extra: {} })
+        if (verdict === "expired") {
+          return yield* new Forbidden({
+            code: "url_expired",
+            detail: "the URL has expired; get the run (or its artifacts) again for a fresh replay_url",
+            extra: {}
+          })
+        }
+        const artifact = yield* artifacts.body(aid)
+        if (artifact === undefined || artifact.row.name !== RECORDING_ARTIFACT_NAME) return yield* notFound("recording_not_found", "no such recording")
+        return artifact
+      })
+    const pageHeaders = {
+      "content-security-policy": REPLAY_PAGE_CSP,
+      "x-content-type-options": "nosniff",
+      "referrer-policy": "no-referrer",
+      "cache-control": "private, no-store"
+    }
+    return handlers
+      .handle("replayPage", ({ params, query }) =>
+        Effect.map(signedRecording(params.aid, query.expires, query.signature), (artifact) =>
+          HttpServerResponse.text(replayHtml(artifact.row.id, artifact.row.run_id, `expires=${query.expires}&signature=${encodeURIComponent(query.signature)}`), {
+            contentType: "text/html; charset=utf-8",
+            headers: pageHeaders
+          })))
+      .handle("replayEvents", ({ params, query, request }) =>
+        Effect.map(signedRecording(params.aid, query.expires, query.signature), (artifact) =>
+          bodyResponse(request, artifact, { "x-content-type-options": "nosniff", "cache-control": "private, max-age=900" })))
+      .handle("replayAsset", ({ params }) =>
+        Effect.gen(function*() {
+          const asset = replayAsset(params.file)
+          if (asset === undefined) return yield* notFound("not_found", `no replay asset ${params.file}`)
+          return HttpServerResponse.text(asset.body, {
+            contentType: asset.contentType,
+            headers: { "x-content-type-options": "nosniff", "cache-control": "public, max-age=3600" }
+          })
+        }))
+  })
+).pipe(Layer.provide(RecordingLinks.layer))
