@@ -64,6 +64,14 @@ export interface MonitorSettings {
   readonly profile_id?: string | null
 }
 
+/** What a tick compares with: the monitor's newest snapshot before it. */
+export interface PreviousSnapshot {
+  readonly n: number
+  readonly content_hash: string
+  readonly extracted: unknown
+  readonly text: string
+}
+
 /** A successful tick's outcome. */
 export interface TickSuccess {
   readonly contentHash: string
@@ -116,8 +124,11 @@ export class MonitorStore extends Context.Service<MonitorStore, {
   readonly getTick: (tickId: string) => Effect.Effect<TickRun | undefined>
   readonly findTick: (monitorId: MonitorId, tickId: string) => Effect.Effect<TickRun | undefined>
   readonly listTicks: (monitorId: MonitorId, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<TickRun>>
-  /** Numbers the tick (once) and records its start, with `monitor.tick.started`. */
-  readonly startTick: (tick: TickRun) => Effect.Effect<TickRun>
+  /**
+   * Numbers the tick (once) and records its start, with `monitor.tick.started`; returns the tick
+   * and the monitor's previous snapshot (what this tick compares with), in one statement.
+   */
+  readonly startTick: (tick: TickRun) => Effect.Effect<{ readonly tick: TickRun; readonly previous: PreviousSnapshot | undefined }>
   /**
    * Records a successful tick: its snapshot, the tick run, the monitor's counters and status, and
    * the events, atomically. `seen` is the monitor as the tick read it; when its status changed
@@ -282,12 +293,13 @@ export class MonitorStore extends Context.Service<MonitorStore, {
             ${beforeId === undefined ? sql`` : sql`AND id < ${beforeId}`}
             ORDER BY id DESC LIMIT ${limit}`.pipe(Effect.map((rows) => rows.map((row) => decodeTick(row))), Effect.orDie),
         startTick: (tick) =>
-          // One statement: the tick is numbered once (a tick started before keeps its number),
-          // its start recorded, and `monitor.tick.started` appended and announced.
+          // One statement: the tick is numbered once (a tick started before keeps its number), its
+          // start recorded, `monitor.tick.started` appended and announced, and the previous
+          // snapshot read.
           sql<Record<string, unknown>>`
             WITH m AS (
               UPDATE monitors SET last_tick_n = last_tick_n + ${tick.n === null ? 1 : 0}, event_seq = event_seq + 1, updated_at = now()
-              WHERE id = ${tick.monitor_id} RETURNING last_tick_n, event_seq
+              WHERE id = ${tick.monitor_id} RETURNING last_tick_n, event_seq, last_snapshot_id
             ), r AS (
               UPDATE monitor_runs SET n = coalesce(n, (SELECT last_tick_n FROM m)), started_at = coalesce(started_at, now())
               WHERE id = ${tick.id} AND EXISTS (SELECT 1 FROM m)
@@ -300,8 +312,24 @@ export class MonitorStore extends Context.Service<MonitorStore, {
               FROM m, r
               RETURNING id
             )
-            SELECT r.* FROM r, (SELECT pg_notify(${EVENTS_CHANNEL}, ${tick.monitor_id} || ':' || (SELECT id FROM e)::text)) AS notified`.pipe(
-            Effect.map((rows) => rows[0] === undefined ? tick : decodeTick(rows[0])),
+            SELECT r.*, p.n AS previous_n, p.content_hash AS previous_content_hash, p.extracted AS previous_extracted, p.text AS previous_text
+            FROM r
+            LEFT JOIN monitor_snapshots p ON p.id = (SELECT last_snapshot_id FROM m),
+            (SELECT pg_notify(${EVENTS_CHANNEL}, ${tick.monitor_id} || ':' || (SELECT id FROM e)::text)) AS notified`.pipe(
+            Effect.map((rows) => {
+              const row = rows[0]
+              if (row === undefined) return { tick, previous: undefined }
+              const { previous_n, previous_content_hash, previous_extracted, previous_text, ...columns } = row
+              return {
+                tick: decodeTick(columns),
+                previous: previous_content_hash == null ? undefined : {
+                  n: Number(previous_n),
+                  content_hash: String(previous_content_hash),
+                  extracted: previous_extracted ?? null,
+                  text: String(previous_text)
+                }
+              }
+            }),
             Effect.orDie,
             Effect.withSpan("MonitorStore.startTick")
           ),

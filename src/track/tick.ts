@@ -160,8 +160,7 @@ export class TickExecutor extends Context.Service<TickExecutor, {
         )
 
       const run = Effect.fn("Track.tick")(function*(monitor: Monitor, queued: TickRun) {
-        const tick = yield* store.startTick(queued)
-        const previous = monitor.last_snapshot_id === null ? undefined : yield* store.snapshot(monitor.last_snapshot_id)
+        const { tick, previous } = yield* store.startTick(queued)
         const observed = yield* Effect.result(observe(monitor))
         if (Result.isFailure(observed)) {
           const failure = observed.failure
