@@ -25,11 +25,6 @@
  */
 import { Context, Effect, Layer, References } from "effect"
 import { TestRunner } from "effect/cluster"
-import { mkdtempSync, rmSync } from "node:fs"
-import { tmpdir } from "node:os"
-import * as path from "node:path"
-import pg from "pg"
-import { inject } from "vitest"
 import { AgentModel } from "../../src/agent/model.ts"
 import { ApiKeys } from "../../src/auth/api-keys.ts"
 import { Projects } from "../../src/auth/projects.ts"
@@ -47,6 +42,7 @@ import { WorkspaceStore } from "../../src/workspaces/workspace-store.ts"
 import { TakeControl } from "../../src/control/take-control.ts"
 import { Callbacks } from "../../src/webhooks/callbacks.ts"
 import { RunNotifier } from "../../src/webhooks/run-notifier.ts"
+import { freshDatabase, freshDataDir } from "./fresh-database.ts"
 import { type FixtureSites, startFixtureSites } from "../fixtures/sites/server.ts"
 import { type ScriptedModel, startScriptedModel } from "../fixtures/model/scripted-model.ts"
 
@@ -64,29 +60,6 @@ export class Tenant extends Context.Service<Tenant, {
   readonly keyId: string
 }>()("test/in-process/Tenant") {}
 
-const adminQuery = (url: string, statement: string) =>
-  Effect.promise(async () => {
-    const client = new pg.Client({ connectionString: url })
-    await client.connect()
-    try {
-      await client.query(statement)
-    } finally {
-      await client.end()
-    }
-  })
-
-/** A database of its own on the tier's server; dropped (connections and all) when the scope closes. */
-const freshDatabase = Effect.gen(function*() {
-  const admin = inject("inProcessPostgresUrl")
-  const name = `wa_test_${process.pid}_${Math.random().toString(36).slice(2, 10)}`
-  yield* Effect.acquireRelease(
-    adminQuery(admin, `CREATE DATABASE ${name}`),
-    () => adminQuery(admin, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).pipe(Effect.ignore)
-  )
-  const url = new URL(admin)
-  url.pathname = `/${name}`
-  return url.toString()
-})
 
 const FixturesLive = Layer.effect(
   Fixtures,
@@ -96,11 +69,8 @@ const FixturesLive = Layer.effect(
       Effect.promise(() => startScriptedModel(() => ({ text: "no script" }))),
       (m) => Effect.promise(() => m.close())
     )
-    const databaseUrl = yield* freshDatabase
-    const dataDir = yield* Effect.acquireRelease(
-      Effect.sync(() => mkdtempSync(path.join(tmpdir(), "wa-in-process-data-"))),
-      (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
-    )
+    const databaseUrl = yield* freshDatabase()
+    const dataDir = yield* freshDataDir("wa-in-process-data")
     return Fixtures.of({ site, model, databaseUrl, dataDir })
   })
 )

@@ -15,12 +15,8 @@ import { assert, expect, layer } from "@effect/vitest"
 import { Context, Effect, Layer, References } from "effect"
 import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
-import { mkdtempSync, rmSync } from "node:fs"
-import { tmpdir } from "node:os"
-import * as path from "node:path"
-import pg from "pg"
+import { freshDatabase, freshDataDir } from "./fresh-database.ts"
 import { Webhook } from "standardwebhooks"
-import { inject } from "vitest"
 import { Projects } from "../../src/auth/projects.ts"
 import { AppConfig } from "../../src/config/config.ts"
 import { makeId } from "../../src/domain/ids.ts"
@@ -67,31 +63,11 @@ class Env extends Context.Service<Env, {
   readonly projectSecret: string
 }>()("test/notification-channels/Env") {}
 
-const adminQuery = (url: string, statement: string) =>
-  Effect.promise(async () => {
-    const client = new pg.Client({ connectionString: url })
-    await client.connect()
-    try {
-      await client.query(statement)
-    } finally {
-      await client.end()
-    }
-  })
 
 /** A database of this file on the tier's PostgreSQL, and the configuration pointing at it. */
 const ConfigLive = Layer.unwrap(Effect.gen(function*() {
-  const admin = inject("inProcessPostgresUrl")
-  const name = `wa_test_${process.pid}_${Math.random().toString(36).slice(2, 10)}`
-  yield* Effect.acquireRelease(
-    adminQuery(admin, `CREATE DATABASE ${name}`),
-    () => adminQuery(admin, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).pipe(Effect.ignore)
-  )
-  const url = new URL(admin)
-  url.pathname = `/${name}`
-  const dataDir = yield* Effect.acquireRelease(
-    Effect.sync(() => mkdtempSync(path.join(tmpdir(), "wa-notify-"))),
-    (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
-  )
+  const url = new URL(yield* freshDatabase())
+  const dataDir = yield* freshDataDir("wa-notify")
   return AppConfig.layerFrom({
     DATABASE_URL: url.toString(),
     WA_DATA_DIR: dataDir,

@@ -12,16 +12,12 @@ import { assert, describe, expect, it, layer } from "@effect/vitest"
 import { Deferred, Effect, Fiber, Layer, References, Result, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { TestClock } from "effect/testing"
-import { mkdtempSync, rmSync } from "node:fs"
-import { tmpdir } from "node:os"
-import * as path from "node:path"
-import pg from "pg"
-import { inject } from "vitest"
 import { AppConfig } from "../../src/config/config.ts"
 import { fieldErrors } from "../../src/http/middleware/request-context.ts"
 import { Schedules, type FireHandler } from "../../src/schedules/schedules.ts"
 import { canonicalSchedule, nextSlot, ScheduleSpec, scheduleParseOptions, validateSchedule } from "../../src/schedules/spec.ts"
 import { databaseLayer } from "../../src/store/database.ts"
+import { freshDatabase, freshDataDir } from "./fresh-database.ts"
 
 // ---------------------------------------------------------------------------------------------
 // The schema and the slots
@@ -110,31 +106,11 @@ describe("schedule spec", () => {
 // The scheduler on PostgreSQL
 // ---------------------------------------------------------------------------------------------
 
-const adminQuery = (url: string, statement: string) =>
-  Effect.promise(async () => {
-    const client = new pg.Client({ connectionString: url })
-    await client.connect()
-    try {
-      await client.query(statement)
-    } finally {
-      await client.end()
-    }
-  })
 
 /** A database of this file on the tier's server, with the migrations applied; dropped at the end. */
 const DatabaseLive = Layer.unwrap(Effect.gen(function*() {
-  const admin = inject("inProcessPostgresUrl")
-  const name = `wa_test_schedules_${process.pid}_${Math.random().toString(36).slice(2, 10)}`
-  yield* Effect.acquireRelease(
-    adminQuery(admin, `CREATE DATABASE ${name}`),
-    () => adminQuery(admin, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).pipe(Effect.ignore)
-  )
-  const url = new URL(admin)
-  url.pathname = `/${name}`
-  const dataDir = yield* Effect.acquireRelease(
-    Effect.sync(() => mkdtempSync(path.join(tmpdir(), "wa-schedules-"))),
-    (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
-  )
+  const url = new URL(yield* freshDatabase("schedules"))
+  const dataDir = yield* freshDataDir("wa-schedules")
   return databaseLayer("own").pipe(
     Layer.provideMerge(AppConfig.layerFrom({ DATABASE_URL: url.toString(), WA_DATA_DIR: dataDir, WA_LOG_LEVEL: "Error" })),
     // The failure tests log their expected warnings; errors still show.
