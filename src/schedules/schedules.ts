@@ -60,7 +60,7 @@ export interface SchedulerOptions {
 
 const DEFAULT_GRACE_MS = 10_000
 const DEFAULT_BATCH = 500
-const DEFAULT_CONCURRENCY = 32
+const DEFAULT_CONCURRENCY = 128
 const DEFAULT_RETENTION_MS = 3_600_000
 const PRUNE_EVERY_MS = 5 * 60_000
 const PRUNE_BATCH = 100_000
