@@ -13,7 +13,7 @@ import { SqlClient } from "effect/sql"
 import { ProfileInUse, ProfileNotFound } from "../domain/errors.ts"
 import { makeId } from "../domain/ids.ts"
 import { decodeProfile, MAX_STATE_BYTES, type Profile, type ProfileId, type ProfileLogin, type ProfileState } from "../domain/profile.ts"
-import { StateCipher, type StateUnreadable } from "./state-cipher.ts"
+import { StateCipher, type StateUnreadable } from "../security/state-cipher.ts"
 
 export interface ProfileFields {
   readonly name?: string | null | undefined

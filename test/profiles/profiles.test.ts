@@ -299,6 +299,25 @@ describe("sessions with a profile", () => {
   })
 })
 
+describe("run checkpoints", () => {
+  it("a checkpoint's browser state is encrypted at rest: no cookie value in clear", async () => {
+    const user = `ckpt${Date.now()}`
+    const { run } = await runSession({ instructions: `log in as ${user}`, keep_alive: false })
+    expect(run.output).toEqual({ logged_in: user })
+    const row = (await db.query("SELECT * FROM run_checkpoints WHERE run_id = $1", [run.id])).rows[0]
+    expect(row).toBeDefined()
+    // The sealed form, not a Playwright storage state.
+    expect(Object.keys(row.storage_state).sort()).toEqual(["data", "key_id", "wa_sealed"])
+    expect(row.storage_state.key_id).toMatch(/^[0-9a-f]{16}$/)
+    const sealed = Buffer.from(row.storage_state.data, "base64")
+    expect(sealed.length).toBeGreaterThan(28)
+    const everything = JSON.stringify(row.storage_state) + sealed.toString("latin1") + sealed.toString("utf8")
+    expect(everything).not.toContain(user)
+    expect(everything).not.toContain("127.0.0.1")
+    expect(everything).not.toContain("cookies")
+  })
+})
+
 describe("interactive login", () => {
   it("without instructions the login run holds start_url for a person: they sign in through control_url, confirm probes logged_in, the next session is logged in", async () => {
     const modelCalls = model.requests.length
