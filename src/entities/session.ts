@@ -26,6 +26,7 @@ import { type Checkpoint, RunStore, SupersededExecution } from "../store/runs.ts
 import { RunNotifier } from "../webhooks/run-notifier.ts"
 import { ProfileStore } from "../profiles/profile-store.ts"
 import { prepareRestore } from "../profiles/restore.ts"
+import { holdForPerson, isLoginHold } from "../profiles/login-hold.ts"
 import { RunRecorders } from "../recordings/recorder.ts"
 import { recordingSettings } from "../recordings/settings.ts"
 
@@ -204,6 +205,19 @@ const sessionHandlers = Effect.gen(function*() {
         yield* finishRun(runId)
       }).pipe(Effect.onInterrupt(() => recorders.discard(runId)))
 
+    /**
+     * What executes a run: the agent, or, for the hold-the-page run of an interactive login
+     * (src/profiles/login-hold.ts), a browser that opens the start URL and waits for a person.
+     */
+    const agentFor = (runId: RunId, leased: ContextLease, executor: string, resume?: { readonly checkpoint: Checkpoint | undefined }) =>
+      Effect.gen(function*() {
+        const run = yield* store.getRun(runId)
+        const login = run === undefined ? undefined : yield* profiles.loginOfSession(sessionId)
+        return run !== undefined && login !== undefined && isLoginHold(run, login)
+          ? holdForPerson(runId, leased, executor, login.start_url, resume !== undefined)
+          : runAgent(runId, leased, settings, executor, resume)
+      })
+
     const resumeRun = (runId: RunId, projectId: string) =>
       Effect.gen(function*() {
         const checkpoint = yield* store.loadCheckpoint(runId)
@@ -230,7 +244,7 @@ const sessionHandlers = Effect.gen(function*() {
         })
         const executor = yield* store.claimExecution(runId)
         yield* Effect.logInfo("run resumed").pipe(Effect.annotateLogs({ run_id: runId, session_id: sessionId, from_step: checkpoint?.step ?? 0 }))
-        yield* execute(runId, leased.success, runAgent(runId, leased.success, settings, executor, { checkpoint }))
+        yield* execute(runId, leased.success, yield* agentFor(runId, leased.success, executor, { checkpoint }))
       })
 
     /**
@@ -262,7 +276,7 @@ const sessionHandlers = Effect.gen(function*() {
         const executor = yield* store.claimExecution(run.id)
         // Which runner executes which run, for operators following a run across nodes.
         yield* Effect.logInfo("run started").pipe(Effect.annotateLogs({ run_id: run.id, session_id: sessionId, restored: previous !== undefined }))
-        yield* execute(run.id, leased.success, runAgent(run.id, leased.success, settings, executor))
+        yield* execute(run.id, leased.success, yield* agentFor(run.id, leased.success, executor))
       })
 
     const handleExecute = (runId: RunId) =>

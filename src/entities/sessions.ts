@@ -45,8 +45,13 @@ export interface SessionWithRuns {
 }
 
 export class Sessions extends Context.Service<Sessions, {
-  /** A new session with its first run. */
-  readonly create: (key: { readonly projectId: string; readonly keyId: string }, request: DoAnythingRequest) => Effect.Effect<
+  /**
+   * A new session with its first run. `beforeExecute` runs once both are stored, before the run is
+   * handed to the Session entity (the interactive login records its login session there first).
+   */
+  readonly create: (key: { readonly projectId: string; readonly keyId: string }, request: DoAnythingRequest, options?: {
+    readonly beforeExecute?: (created: { readonly session: Session; readonly run: Run }) => Effect.Effect<void>
+  }) => Effect.Effect<
     { readonly session: Session; readonly run: Run },
     UnknownNames | MissingFields | import("../domain/errors.ts").SessionCapReached | import("../domain/errors.ts").WorkspaceNotFound | import("../domain/errors.ts").ProfileNotFound | import("../domain/errors.ts").ProfileInUse
   >
@@ -148,7 +153,9 @@ export class Sessions extends Context.Service<Sessions, {
       })
 
       return Sessions.of({
-        create: Effect.fn("Sessions.create")(function*(key: { readonly projectId: string; readonly keyId: string }, request: DoAnythingRequest) {
+        create: Effect.fn("Sessions.create")(function*(key: { readonly projectId: string; readonly keyId: string }, request: DoAnythingRequest, options?: {
+          readonly beforeExecute?: (created: { readonly session: Session; readonly run: Run }) => Effect.Effect<void>
+        }) {
           yield* check(request)
           // The session's workspace must be one of the project's: 404 workspace_not_found, nothing created.
           if (request.workspace_id !== undefined && request.workspace_id !== null) yield* workspaces.find(key.projectId, request.workspace_id)
@@ -178,6 +185,7 @@ export class Sessions extends Context.Service<Sessions, {
               yield* Effect.sleep("100 millis")
             }
           })
+          if (options?.beforeExecute !== undefined) yield* options.beforeExecute(created)
           yield* execute(created.session.id, created.run.id)
           return created
         }),

@@ -4,7 +4,7 @@ import { SqlClient } from "effect/sql"
 
 export const m0013_profiles = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  // `storage_state` is AES-256-GCM ciphertext (src/profiles/state-cipher.ts), `storage_key_id` names
+  // `storage_state` is AES-256-GCM ciphertext (src/security/state-cipher.ts), `storage_key_id` names
   // the key it was sealed with. Nothing of the state is stored in clear.
   yield* sql`
     CREATE TABLE profiles (

@@ -13,7 +13,7 @@ import { SqlClient } from "effect/sql"
 import { ProfileInUse, ProfileNotFound } from "../domain/errors.ts"
 import { makeId } from "../domain/ids.ts"
 import { decodeProfile, MAX_STATE_BYTES, type Profile, type ProfileId, type ProfileLogin, type ProfileState } from "../domain/profile.ts"
-import { StateCipher, type StateUnreadable } from "./state-cipher.ts"
+import { StateCipher, type StateUnreadable } from "../security/state-cipher.ts"
 
 export interface ProfileFields {
   readonly name?: string | null | undefined
@@ -56,6 +56,8 @@ export class ProfileStore extends Context.Service<ProfileStore, {
   readonly recordProbe: (profileId: string, siteId: string, result: "logged_in" | "logged_out" | "unknown", outcome: ProbeOutcome, displayLabel: string | null | undefined) => Effect.Effect<Profile>
   readonly startLogin: (login: Omit<ProfileLogin, "probe_result" | "probed_at">) => Effect.Effect<void>
   readonly findLogin: (profileId: string, siteId: string) => Effect.Effect<ProfileLogin | undefined>
+  /** The interactive login whose login session this is, if any. */
+  readonly loginOfSession: (sessionId: string) => Effect.Effect<ProfileLogin | undefined>
   /** Whether the project has that profile (a monitor naming one). */
   readonly exists: (projectId: string, profileId: string) => Effect.Effect<boolean>
 }>()("wa/profiles/ProfileStore") {
@@ -184,6 +186,10 @@ export class ProfileStore extends Context.Service<ProfileStore, {
           sql<ProfileLogin>`
             SELECT profile_id, site_id, start_url, display_label, session_id, logged_in_selector, logged_out_selector, probe_result, probed_at
             FROM profile_logins WHERE profile_id = ${profileId} AND site_id = ${siteId}`.pipe(Effect.map((rows) => rows[0]), Effect.orDie),
+        loginOfSession: (sessionId) =>
+          sql<ProfileLogin>`
+            SELECT profile_id, site_id, start_url, display_label, session_id, logged_in_selector, logged_out_selector, probe_result, probed_at
+            FROM profile_logins WHERE session_id = ${sessionId} ORDER BY updated_at DESC LIMIT 1`.pipe(Effect.map((rows) => rows[0]), Effect.orDie),
         exists: (projectId, profileId) =>
           sql`SELECT 1 FROM profiles WHERE id = ${profileId} AND project_id = ${projectId}`.pipe(Effect.map((rows) => rows.length > 0), Effect.orDie)
       })

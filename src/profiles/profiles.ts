@@ -2,16 +2,24 @@
  * Profiles: the product service of browser identities. CRUD, and the interactive login:
  *
  * - `startLogin` creates (or takes) a profile and opens a login session: a kept-alive DoAnything
- *   session holding the profile, whose first run opens the start URL. A person signs in there
- *   (through the live view's take control once it exists; until then the run's agent, given
- *   `instructions`, does it), then calls confirm.
+ *   session holding the profile. Without `instructions` its first run needs no model: it opens
+ *   the start URL and holds the page for a person (src/profiles/login-hold.ts); with them it is an
+ *   ordinary agent run (which needs a configured model: 422 otherwise). Once the run is `running`
+ *   (waited for, up to LOGIN_RUN_START), a take-control URL with reason "interactive login" is
+ *   issued on it and returned: the person opens it, which pauses the run, and signs in themselves
+ *   on the live page; then the caller confirms.
  * - `confirm` closes the login session if it is still open (its Session entity saves the browser
  *   state into the profile, encrypted, before the session is closed), then asks the Profile entity
  *   to probe the saved state on the start URL (src/profiles/probe.ts) and records the result:
  *   `logged_in` → state `active` and `last_alive_at`; `logged_out` → state `logged_out` and
  *   `last_failure_reason`.
  */
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Option, Queue } from "effect"
+import { AgentModel } from "../agent/model.ts"
+import type { IssuedUrl } from "../control/take-control.ts"
+import { isTerminal } from "../domain/run-state.ts"
+import type { Run } from "../domain/run.ts"
+import { RunEventBus } from "../events/run-event-bus.ts"
 import type { LoginNotStarted, MissingFields, ProfileInUse, ProfileNotFound, SessionCapReached, UnknownNames, WorkspaceNotFound } from "../domain/errors.ts"
 import { InvalidField, LoginNotStarted as LoginNotStartedError } from "../domain/errors.ts"
 import type { Profile, ProfileState } from "../domain/profile.ts"
@@ -19,7 +27,15 @@ import { ProfileEntity } from "../entities/profile.ts"
 import { Sessions } from "../entities/sessions.ts"
 import { RunStore } from "../store/runs.ts"
 import { type ProfileFields, ProfileStore } from "./profile-store.ts"
+import { loginInstructions } from "./login-hold.ts"
 import type { ProbeResult } from "./probe.ts"
+
+export { loginInstructions } from "./login-hold.ts"
+
+/** How long login waits for its run to be `running` before it answers without a control URL. */
+export const LOGIN_RUN_START = "30 seconds"
+/** The take-control reason of a login's control URL (in run.take_control_pending and run.user_paused). */
+export const LOGIN_CONTROL_REASON = "interactive login"
 
 export interface StartLogin {
   readonly profile_id?: string | null | undefined
@@ -37,6 +53,8 @@ export interface LoginStarted {
   readonly profile: Profile
   readonly sessionId: string
   readonly runId: string
+  /** The take-control URL of the login run; null when the run was not running in time (or already ended). */
+  readonly control: IssuedUrl | null
 }
 
 export interface Confirmed {
@@ -47,18 +65,14 @@ export interface Confirmed {
   readonly reason: string
 }
 
-/** What the login session's first run is told when the request gives no instructions. */
-export const loginInstructions = (startUrl: string, siteId: string) =>
-  `Open ${startUrl} (site ${siteId}) with navigate and stay there: a person signs in to this site in this browser. ` +
-  "Do not type credentials yourself. Ask the person with ask_human to sign in and to answer when they are done, then finish with done."
-
 export class Profiles extends Context.Service<Profiles, {
   readonly create: (projectId: string, fields: ProfileFields) => Effect.Effect<Profile>
   readonly list: (projectId: string, options: { readonly limit: number; readonly beforeId?: string | undefined; readonly customerUserId?: string | undefined }) => Effect.Effect<{ readonly items: ReadonlyArray<Profile>; readonly total: number }>
   readonly get: (projectId: string, profileId: string) => Effect.Effect<Profile, ProfileNotFound>
   readonly update: (projectId: string, profileId: string, fields: ProfileFields) => Effect.Effect<Profile, ProfileNotFound>
   readonly remove: (projectId: string, profileId: string) => Effect.Effect<void, ProfileNotFound | ProfileInUse>
-  readonly startLogin: (key: { readonly projectId: string; readonly keyId: string }, request: StartLogin) => Effect.Effect<
+  /** `baseUrl`: where the control URL points (WA_PUBLIC_URL, else the host the caller reached). */
+  readonly startLogin: (key: { readonly projectId: string; readonly keyId: string }, request: StartLogin, baseUrl: string) => Effect.Effect<
     LoginStarted,
     ProfileNotFound | ProfileInUse | SessionCapReached | UnknownNames | MissingFields | InvalidField | WorkspaceNotFound
   >
@@ -74,6 +88,19 @@ export class Profiles extends Context.Service<Profiles, {
       const sessions = yield* Sessions
       const runs = yield* RunStore
       const entityFor = yield* ProfileEntity.client
+      const model = yield* AgentModel
+      const bus = yield* RunEventBus
+
+      /** The run once it is `running` (or has ended), or undefined if it did not start within LOGIN_RUN_START. */
+      const startedRun = (run: Run) =>
+        Effect.scoped(Effect.gen(function*() {
+          const wakeups = yield* bus.wakeups(run.id)
+          while (true) {
+            const current = yield* runs.getRun(run.id)
+            if (current === undefined || current.status === "running" || isTerminal(current.status)) return current
+            yield* Queue.take(wakeups).pipe(Effect.timeoutOption("500 millis"))
+          }
+        })).pipe(Effect.timeoutOption(LOGIN_RUN_START), Effect.map(Option.getOrUndefined))
 
       return Profiles.of({
         create: store.create,
@@ -81,7 +108,7 @@ export class Profiles extends Context.Service<Profiles, {
         get: store.get,
         update: store.update,
         remove: store.remove,
-        startLogin: Effect.fn("Profiles.startLogin")(function*(key, request) {
+        startLogin: Effect.fn("Profiles.startLogin")(function*(key, request, baseUrl) {
           const given = request.profile_id ?? null
           if (given !== null && ((request.name ?? null) !== null || (request.customer_user_id ?? null) !== null)) {
             return yield* new InvalidField({
@@ -91,31 +118,59 @@ export class Profiles extends Context.Service<Profiles, {
               type: "value_error"
             })
           }
+          const instructions = request.instructions ?? null
+          if (instructions !== null && Option.isNone(model)) {
+            // Without instructions the login run needs no model; with them it is the agent's run.
+            return yield* new InvalidField({
+              field: ["instructions"],
+              detail: "instructions make the login run an agent run, which needs a language model, and none is configured " +
+                "(WA_MODEL_BASE_URL / WA_MODEL_API_KEY); leave instructions out: the login session then opens start_url and waits for a person",
+              msg: "needs a configured language model",
+              type: "model_not_configured"
+            })
+          }
           const profile = given !== null ? yield* store.get(key.projectId, given) : yield* store.create(key.projectId, {
             name: request.name ?? null,
             customer_user_id: request.customer_user_id ?? null
           })
           const created = yield* sessions.create(key, {
             _tag: "DoAnything",
-            instructions: request.instructions ?? loginInstructions(request.start_url, request.site_id),
+            instructions: instructions ?? loginInstructions(request.start_url, request.site_id),
             profile_id: profile.id,
             keep_alive: true
+          }, {
+            // Recorded before the run is executed: the Session entity reads it to know its login run.
+            beforeExecute: (created) =>
+              Effect.andThen(
+                store.startLogin({
+                  profile_id: profile.id,
+                  site_id: request.site_id,
+                  start_url: request.start_url,
+                  display_label: request.display_label ?? null,
+                  session_id: created.session.id,
+                  logged_in_selector: request.logged_in_selector ?? null,
+                  logged_out_selector: request.logged_out_selector ?? null
+                }),
+                store.setState(profile.id, "login_pending")
+              )
           }).pipe(
             // A profile made for this login does not outlive a login that could not start.
             Effect.tapError(() => given === null ? store.remove(key.projectId, profile.id).pipe(Effect.ignore) : Effect.void)
           )
-          yield* store.startLogin({
-            profile_id: profile.id,
-            site_id: request.site_id,
-            start_url: request.start_url,
-            display_label: request.display_label ?? null,
-            session_id: created.session.id,
-            logged_in_selector: request.logged_in_selector ?? null,
-            logged_out_selector: request.logged_out_selector ?? null
-          })
-          yield* store.setState(profile.id, "login_pending")
+          const running = yield* startedRun(created.run)
+          const control = running?.status === "running"
+            ? yield* sessions.takeControl(running, LOGIN_CONTROL_REASON, baseUrl).pipe(
+              Effect.map(({ url }) => url),
+              Effect.catchTag("ControlNotAvailable", () => Effect.succeed(null))
+            )
+            : null
+          if (control === null) {
+            yield* Effect.logWarning("interactive login answered without a control URL").pipe(
+              Effect.annotateLogs({ run_id: created.run.id, status: running?.status ?? "not started" })
+            )
+          }
           yield* Effect.logInfo("interactive login started").pipe(Effect.annotateLogs({ profile_id: profile.id, site_id: request.site_id, session_id: created.session.id }))
-          return { profile: yield* store.get(key.projectId, profile.id), sessionId: created.session.id, runId: created.run.id }
+          return { profile: yield* store.get(key.projectId, profile.id), sessionId: created.session.id, runId: created.run.id, control }
         }),
         confirm: Effect.fn("Profiles.confirm")(function*(projectId, profileId, request) {
           yield* store.get(projectId, profileId)

@@ -7,6 +7,7 @@
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { withMethodSpans } from "../observability/spans.ts"
+import { StateCipher } from "../security/state-cipher.ts"
 import {
   InputRequestAnswered,
   InputRequestNotFound,
@@ -167,6 +168,28 @@ export class RunStore extends Context.Service<RunStore, {
     RunStore,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
+      const cipher = yield* StateCipher
+
+      // A checkpoint's browser storage state (cookies, local storage) is sealed with the run id as
+      // additional data (src/security/state-cipher.ts) and stored as {wa_sealed, key_id, data}.
+      // A value without `wa_sealed` is a plaintext state written before encryption: read as is.
+      const sealState = (runId: string, state: unknown) => {
+        const sealed = cipher.seal(Buffer.from(JSON.stringify(state)), runId)
+        return { wa_sealed: 1, key_id: sealed.keyId, data: sealed.bytes.toString("base64") }
+      }
+      const openState = (runId: string, stored: unknown) =>
+        Effect.gen(function*() {
+          if (stored === null || stored === undefined) return undefined
+          if (typeof stored !== "object" || !("wa_sealed" in stored)) return stored
+          const { key_id, data } = stored as unknown as { readonly key_id: string; readonly data: string }
+          const opened = yield* Effect.result(cipher.open({ bytes: Buffer.from(data, "base64"), keyId: key_id }, runId))
+          if (opened._tag === "Success") return JSON.parse(opened.success.toString("utf8")) as unknown
+          // The run resumes without the checkpoint's cookies (its tabs are still reopened).
+          yield* Effect.logWarning("a run checkpoint's browser state could not be decrypted; resuming without it").pipe(
+            Effect.annotateLogs({ run_id: runId, reason: opened.failure.reason })
+          )
+          return undefined
+        })
 
       const lockRun = (runId: string, executor?: string) =>
         sql<LockedRun>`SELECT id, session_id, status, phase, executor FROM runs WHERE id = ${runId} FOR UPDATE`.pipe(
@@ -423,7 +446,7 @@ export class RunStore extends Context.Service<RunStore, {
               INSERT INTO run_checkpoints (run_id, step, history, url, tabs, dirty_form, storage_state)
               VALUES (${runId}, ${checkpoint.step}, ${JSON.stringify(checkpoint.history)}::jsonb, ${checkpoint.url},
                 ${JSON.stringify(checkpoint.tabs)}::jsonb, ${checkpoint.dirtyForm},
-                ${checkpoint.storageState === undefined ? null : JSON.stringify(checkpoint.storageState)}::jsonb)
+                ${checkpoint.storageState === undefined ? null : JSON.stringify(sealState(runId, checkpoint.storageState))}::jsonb)
               ON CONFLICT (run_id) DO UPDATE SET step = excluded.step, history = excluded.history, url = excluded.url,
                 tabs = excluded.tabs, dirty_form = excluded.dirty_form, storage_state = excluded.storage_state, updated_at = now()`
             for (const event of events) yield* insertEvent(runId, event.type, event.data)
@@ -443,18 +466,19 @@ export class RunStore extends Context.Service<RunStore, {
         loadCheckpoint: (runId) =>
           sql<{ step: number; history: unknown; url: string | null; tabs: Array<string>; dirty_form: boolean; storage_state: unknown }>`
             SELECT step, history, url, tabs, dirty_form, storage_state FROM run_checkpoints WHERE run_id = ${runId}`.pipe(
-            Effect.map((rows) => {
+            Effect.orDie,
+            Effect.flatMap((rows) => {
               const row = rows[0]
-              return row === undefined ? undefined : {
+              if (row === undefined) return Effect.succeed(undefined)
+              return openState(runId, row.storage_state).pipe(Effect.map((storageState) => ({
                 step: row.step,
                 history: row.history,
                 url: row.url,
                 tabs: row.tabs,
                 dirtyForm: row.dirty_form,
-                storageState: row.storage_state ?? undefined
-              }
-            }),
-            Effect.orDie
+                storageState
+              })))
+            })
           ),
         checkpointFields: (runId, fields) =>
           sql<{ fields: Record<string, unknown> | null }>`
@@ -469,7 +493,7 @@ export class RunStore extends Context.Service<RunStore, {
           sql`UPDATE runs SET feedback = ${JSON.stringify(feedback)}::jsonb WHERE id = ${runId}`.pipe(Effect.asVoid, Effect.orDie)
       }))
     })
-  )
+  ).pipe(Layer.provide(StateCipher.layer))
 }
 
 const money = (value: string | number) => Number(value).toFixed(2)

@@ -6,9 +6,11 @@
  * read pages as a profile.
  */
 import { statSync } from "node:fs"
+import { type Browser, chromium } from "playwright-core"
 import * as path from "node:path"
 import type pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { selectChromium } from "../../src/browser/chromium-executable.ts"
 import { type FixtureSites, startFixtureSites } from "../fixtures/sites/server.ts"
 import { lastUserText, refOf, type ScriptedModel, startScriptedModel } from "../fixtures/model/scripted-model.ts"
 import { embeddedDatabaseClient, type Service, startService, stopAndClean } from "../support/service.ts"
@@ -18,6 +20,8 @@ let site: FixtureSites
 let model: ScriptedModel
 let service: Service
 let db: pg.Client
+/** The person's own browser, for the live view of an interactive login. */
+let person: Browser
 /** Lets the "hold" task finish. */
 let release: () => void = () => {}
 let held = Promise.resolve()
@@ -82,15 +86,21 @@ beforeAll(async () => {
     }
   })
   db = await embeddedDatabaseClient(service.dataDir)
+  const local = await selectChromium({ explicitPath: process.env["CHROMIUM_PATH"], dataDir: service.dataDir })
+  const prepared = await local.prepare()
+  person = await chromium.launch({ executablePath: prepared.executablePath, env: { ...process.env, ...prepared.env }, args: ["--no-sandbox"] })
 })
 afterAll(async () => {
   release()
+  await person?.close()
   await db?.end()
   await stopAndClean(service)
   await model?.close()
   await site?.close()
 })
 
+/** The agent's viewport (src/browser/pool.ts), in CSS pixels. */
+const AGENT_VIEWPORT = { width: 1280, height: 800 }
 const profiles = () => `/v1/projects/${service.projectId}/profiles`
 const sessionsPath = () => `/v1/projects/${service.projectId}/do_anything/sessions`
 const terminal = ["done", "failed", "canceled"]
@@ -289,13 +299,86 @@ describe("sessions with a profile", () => {
   })
 })
 
+describe("run checkpoints", () => {
+  it("a checkpoint's browser state is encrypted at rest: no cookie value in clear", async () => {
+    const user = `ckpt${Date.now()}`
+    const { run } = await runSession({ instructions: `log in as ${user}`, keep_alive: false })
+    expect(run.output).toEqual({ logged_in: user })
+    const row = (await db.query("SELECT * FROM run_checkpoints WHERE run_id = $1", [run.id])).rows[0]
+    expect(row).toBeDefined()
+    // The sealed form, not a Playwright storage state.
+    expect(Object.keys(row.storage_state).sort()).toEqual(["data", "key_id", "wa_sealed"])
+    expect(row.storage_state.key_id).toMatch(/^[0-9a-f]{16}$/)
+    const sealed = Buffer.from(row.storage_state.data, "base64")
+    expect(sealed.length).toBeGreaterThan(28)
+    const everything = JSON.stringify(row.storage_state) + sealed.toString("latin1") + sealed.toString("utf8")
+    expect(everything).not.toContain(user)
+    expect(everything).not.toContain("127.0.0.1")
+    expect(everything).not.toContain("cookies")
+  })
+})
+
 describe("interactive login", () => {
+  it("without instructions the login run holds start_url for a person: they sign in through control_url, confirm probes logged_in, the next session is logged in", async () => {
+    const modelCalls = model.requests.length
+    const started = await service.request("POST", `${profiles()}/login`, {
+      body: { name: "ivy", start_url: `${site.url}/members`, site_id: "fixture-live" }
+    })
+    expect(started.status, started.text).toBe(201)
+    const { profile_id, session_id, run_id, control_url, control_url_exp } = started.json
+    expect(control_url).toMatch(new RegExp(`^${service.url}/v1/control/ctl_[0-9a-z]{26}\\?exp=\\d+&sig=[A-Za-z0-9_-]{43}$`))
+    expect(control_url_exp).toBeGreaterThan(Date.now() / 1000)
+    const runPath = `${sessionsPath()}/${session_id}/runs/${run_id}`
+    expect((await service.request("GET", runPath)).json.status).toBe("running")
+
+    // Where the username field is on the agent's page (same Chromium, same 1280x800 viewport).
+    const measure = await person.newContext({ viewport: AGENT_VIEWPORT })
+    const probePage = await measure.newPage()
+    await probePage.goto(`${site.url}/login`)
+    const field = (await probePage.locator("input[name=username]").boundingBox())!
+    await measure.close()
+
+    // The person opens the URL (no API key): the run pauses and the live page is theirs.
+    const context = await person.newContext({ viewport: { width: 1400, height: 1000 } })
+    const page = await context.newPage()
+    expect((await page.goto(control_url))?.status()).toBe(200)
+    await page.waitForFunction(() => document.body.dataset["state"] === "connected")
+    await page.waitForFunction(() => Number((document.getElementById("screen") as HTMLCanvasElement).dataset["frames"]) > 0)
+    await waitForRunStatus(service, runPath, ["paused"])
+
+    const accountVisits = async () => ((await (await fetch(`${site.url}/__requests`)).json()) as Array<string>).filter((r) => r.endsWith("/account")).length
+    const before = await accountVisits()
+    const box = (await page.locator("#screen").boundingBox())!
+    await page.mouse.click(
+      box.x + ((field.x + field.width / 2) * box.width) / AGENT_VIEWPORT.width,
+      box.y + ((field.y + field.height / 2) * box.height) / AGENT_VIEWPORT.height
+    )
+    await page.keyboard.type("ivy")
+    await page.keyboard.press("Tab")
+    await page.keyboard.type("pw")
+    await page.keyboard.press("Enter")
+    // The form was posted: the agent's browser followed the redirect to the account page.
+    await eventually("the sign-in to reach /account", async () => (await accountVisits()) > before ? true : undefined)
+
+    const confirmed = await service.request("POST", `${profiles()}/${profile_id}/confirm`, { body: { site_id: "fixture-live" } })
+    expect(confirmed.status, confirmed.text).toBe(200)
+    expect(confirmed.json).toMatchObject({ profile_id, state: "active", probe_result: "logged_in", final_url: `${site.url}/members` })
+    expect((await service.request("GET", runPath)).json.status).toBe("canceled")
+    await page.waitForFunction(() => document.body.dataset["state"] === "ended")
+    await context.close()
+    // The login itself never asked the model.
+    expect(model.requests.length).toBe(modelCalls)
+
+    const next = await runSession({ instructions: "visit members", profile_id, keep_alive: false })
+    expect(next.run.output).toEqual({ member: "ivy" })
+  })
+
   it("login opens a session holding the profile; confirm saves the state and probes logged_in", async () => {
     const started = await service.request("POST", `${profiles()}/login`, {
       body: { name: "erin", start_url: `${site.url}/members`, site_id: "fixture", display_label: "Fixture", instructions: "log in as erin" }
     })
     expect(started.status, started.text).toBe(201)
-    expect(started.json).toMatchObject({ site_id: "fixture", start_url: `${site.url}/members`, state: "login_pending", control_url: null })
+    expect(started.json).toMatchObject({ site_id: "fixture", start_url: `${site.url}/members`, state: "login_pending" })
     const { profile_id, session_id, run_id } = started.json
     expect(started.json.profile).toMatchObject({ id: profile_id, name: "erin", state: "login_pending", leased_by_session_id: session_id })
     const run = await waitForRunStatus(service, `${sessionsPath()}/${session_id}/runs/${run_id}`, terminal)

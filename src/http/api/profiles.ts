@@ -66,7 +66,7 @@ export const StartInteractiveLoginRequest = Schema.Struct({
   start_url: StartUrl.annotate({ description: "a page of the site that needs the login (the account page), also what confirm probes" }),
   site_id: SiteId,
   display_label: OptionalNullable(MaxString(DISPLAY_LABEL_MAX)),
-  instructions: OptionalNullable(MaxString(10_000)).annotate({ description: "instructions of the login session's first run (default: open start_url and wait for the person)" }),
+  instructions: OptionalNullable(MaxString(10_000)).annotate({ description: "instructions of the login session's first run, making it an agent run (needs a model); default: the run opens start_url and waits for the person, no model needed" }),
   logged_in_selector: OptionalNullable(MaxString(SELECTOR_MAX)).annotate({ description: "probe: present means logged_in, absent logged_out" }),
   logged_out_selector: OptionalNullable(MaxString(SELECTOR_MAX)).annotate({ description: "probe: present means logged_out" })
 })
@@ -78,7 +78,13 @@ export const InteractiveLoginResponse = Schema.Struct({
   site_id: Schema.String,
   start_url: Schema.String,
   state: Schema.String,
-  control_url: Schema.NullOr(Schema.String).annotate({ description: "live view (take control) URL; null until live view lands" }),
+  control_url: Schema.NullOr(Schema.String).annotate({
+    description: "the live view for the person: the login run's take-control URL (its standalone_control_url, reason \"interactive login\"); " +
+      "opening it pauses the run and hands the browser to the person. No API key needed; it works until control_url_exp unless " +
+      "someone connected. null when the login run was not running within 30 s or already ended (ask for one with intervene " +
+      "take_control on run_id)"
+  }),
+  control_url_exp: Schema.NullOr(Schema.Number).annotate({ description: "Unix seconds: control_url stops working if nobody opened it by then (intervene refresh_control_url on run_id gives a new one)" }),
   profile: ProfileResponse
 })
 
@@ -120,8 +126,11 @@ export class ProfilesApi extends HttpApiGroup.make("profiles")
     }).annotate(HttpApi.PayloadParseOptions, strict).annotate(
       OpenApi.Description,
       "Starts an interactive login: a kept-alive DoAnything session holding the profile (a new one unless profile_id is given) " +
-        "whose first run opens start_url for a person to sign in. Then POST /profiles/{id}/confirm saves and probes the state. " +
-        "409 profile_in_use when another open session holds the profile."
+        "whose first run opens start_url and holds it for a person (no model needed), and returns control_url, the live view " +
+        "(take control) of that run. The person opens it, which pauses the run (run.user_paused), and signs in on the live page; " +
+        "then POST /profiles/{id}/confirm saves and probes the state. With instructions the login run is an agent run instead " +
+        "(the agent signs in; the control URL still lets a person step in), which needs a configured model: 422 validation_error " +
+        "(type model_not_configured on instructions) otherwise. 409 profile_in_use when another open session holds the profile."
     ),
     HttpApiEndpoint.get("get", "/:profile_id", { params: ProfileParams, success: ProfileResponse, error: NotFound }),
     HttpApiEndpoint.patch("update", "/:profile_id", {

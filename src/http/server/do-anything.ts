@@ -27,7 +27,7 @@ import type { RunId, SessionId } from "../../domain/run.ts"
  * The base of URLs handed to people (control pages): WA_PUBLIC_URL, else the scheme and host the
  * caller reached this node at (X-Forwarded-Proto / X-Forwarded-Host from a proxy, else Host).
  */
-const publicBaseUrl = Effect.gen(function*() {
+export const publicBaseUrl = Effect.gen(function*() {
   const { publicUrl } = yield* AppConfig
   if (publicUrl._tag === "Some") return publicUrl.value.replace(/\/$/, "")
   const request = yield* HttpServerRequest.HttpServerRequest

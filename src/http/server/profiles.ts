@@ -6,6 +6,7 @@ import { Profiles } from "../../profiles/profiles.ts"
 import { WebAgentApi } from "../api/api.ts"
 import { CurrentKey } from "../api/security.ts"
 import { httpErrors } from "../domain-errors.ts"
+import { publicBaseUrl } from "./do-anything.ts"
 import { DEFAULT_LIMIT, decodeCursor, toPage } from "../pagination.ts"
 
 const iso = (date: Date | null) => date === null ? null : date.toISOString()
@@ -55,7 +56,7 @@ export const ProfilesHandlers = HttpApiBuilder.group(
       .handle("login", ({ payload }) =>
         Effect.gen(function*() {
           const key = yield* CurrentKey
-          const started = yield* httpErrors(profiles.startLogin(key, payload))
+          const started = yield* httpErrors(profiles.startLogin(key, payload, yield* publicBaseUrl))
           return {
             profile_id: started.profile.id,
             session_id: started.sessionId,
@@ -63,7 +64,8 @@ export const ProfilesHandlers = HttpApiBuilder.group(
             site_id: payload.site_id,
             start_url: payload.start_url,
             state: started.profile.state,
-            control_url: null,
+            control_url: started.control?.standalone_control_url ?? null,
+            control_url_exp: started.control?.exp ?? null,
             profile: profileView(started.profile)
           }
         }))

@@ -1,7 +1,8 @@
 /**
- * AES-256-GCM for saved browser state. A sealed value is `iv (12 bytes) | tag (16) | ciphertext`,
- * with the profile id as additional authenticated data, so a ciphertext copied onto another
- * profile's row does not open. The key id is stored beside it (see secret-key.ts).
+ * AES-256-GCM for saved browser state (profiles, src/profiles/profile-store.ts, and run
+ * checkpoints, src/store/runs.ts). A sealed value is `iv (12 bytes) | tag (16) | ciphertext`, with
+ * the owner's id (the profile id, the run id) as additional authenticated data, so a ciphertext
+ * copied onto another row does not open. The key id is stored beside it (see secret-key.ts).
  */
 import { Context, Data, Effect, Layer, Option, Redacted } from "effect"
 import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto"
@@ -20,7 +21,7 @@ export class StateCipher extends Context.Service<StateCipher, {
   readonly keyId: string
   readonly seal: (plaintext: Buffer, aad: string) => Sealed
   readonly open: (sealed: Sealed, aad: string) => Effect.Effect<Buffer, StateUnreadable>
-}>()("wa/profiles/StateCipher") {
+}>()("wa/security/StateCipher") {
   static readonly layer = Layer.effect(
     StateCipher,
     Effect.gen(function*() {
