@@ -12,7 +12,7 @@
  *   `last_failure_reason`.
  */
 import { Context, Effect, Layer } from "effect"
-import type { LoginNotStarted, MissingFields, ProfileInUse, ProfileNotFound, SessionCapReached, UnknownNames, WorkspaceNotFound } from "../domain/errors.ts"
+import type { InsufficientCredits, LoginNotStarted, MissingFields, ProfileInUse, ProfileNotFound, SessionCapReached, UnknownNames, WorkspaceNotFound } from "../domain/errors.ts"
 import { InvalidField, LoginNotStarted as LoginNotStartedError } from "../domain/errors.ts"
 import type { Profile, ProfileState } from "../domain/profile.ts"
 import { ProfileEntity } from "../entities/profile.ts"
@@ -60,7 +60,7 @@ export class Profiles extends Context.Service<Profiles, {
   readonly remove: (projectId: string, profileId: string) => Effect.Effect<void, ProfileNotFound | ProfileInUse>
   readonly startLogin: (key: { readonly projectId: string; readonly keyId: string }, request: StartLogin) => Effect.Effect<
     LoginStarted,
-    ProfileNotFound | ProfileInUse | SessionCapReached | UnknownNames | MissingFields | InvalidField | WorkspaceNotFound
+    ProfileNotFound | ProfileInUse | SessionCapReached | UnknownNames | MissingFields | InvalidField | WorkspaceNotFound | InsufficientCredits
   >
   readonly confirm: (projectId: string, profileId: string, request: { readonly site_id: string; readonly display_label?: string | null | undefined }) => Effect.Effect<
     Confirmed,
