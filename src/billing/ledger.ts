@@ -8,8 +8,10 @@
  * - Every write locks the project's balance row first (INSERT ... ON CONFLICT DO UPDATE), so the
  *   entries and the sums change together and charges of one project are serialised on every node.
  * - A charge spends monthly credits first, then additional ones; what the balance cannot cover is
- *   taken from the additional bucket (it goes negative by at most the charge in flight: the
- *   pre-run check refuses new runs below the minimum). A split charge is two entries under one
+ *   taken from the additional bucket. A charge is refused when the balance is already at or below
+ *   zero, so the balance goes negative by at most the one charge that crossed zero. A `force`
+ *   charge (work already done: a step's model tokens) is recorded even then; stopping the run that
+ *   ran out (budget_exceeded) is what keeps those bounded. A split charge is two entries under one
  *   idempotency key, one per bucket.
  * - A charge whose idempotency key is already in the ledger is not recorded again (at-least-once
  *   execution charges exactly once).
@@ -54,6 +56,16 @@ export interface ChargeInput {
   readonly idempotencyKey: string
   readonly runId?: string | null
   readonly sessionId?: string | null
+  /** Record it even when the balance is already at or below zero (the work was done). */
+  readonly force?: boolean
+}
+
+export interface ChargeOutcome {
+  /** False when the key was already recorded, or when the charge was refused. */
+  readonly recorded: boolean
+  /** The balance was at or below zero: nothing recorded. */
+  readonly refused: boolean
+  readonly balance: Balance
 }
 
 /** USD (a JS number) to integer micro-USD. */
@@ -164,17 +176,18 @@ const append = (
 export const chargeInTransaction = (
   sql: SqlClient.SqlClient,
   input: ChargeInput
-): Effect.Effect<{ readonly recorded: boolean; readonly balance: Balance }, SqlError> =>
+): Effect.Effect<ChargeOutcome, SqlError> =>
   Effect.gen(function*() {
     const balance = yield* lockBalance(sql, input.projectId)
     // Under the lock: a concurrent charge with the same key has committed or not started.
-    if (input.micros <= 0 || (yield* alreadyRecorded(sql, input.idempotencyKey))) return { recorded: false, balance }
+    if (input.micros <= 0 || (yield* alreadyRecorded(sql, input.idempotencyKey))) return { recorded: false, refused: false, balance }
+    if (balance.totalMicros <= 0 && input.force !== true) return { recorded: false, refused: true, balance }
     const fromMonthly = Math.min(Math.max(balance.monthlyMicros, 0), input.micros)
     const entries = [
       { bucket: "monthly" as const, micros: -fromMonthly },
       { bucket: "additional" as const, micros: -(input.micros - fromMonthly) }
     ]
-    return { recorded: true, balance: yield* append(sql, balance, entries, input) }
+    return { recorded: true, refused: false, balance: yield* append(sql, balance, entries, input) }
   })
 
 /** Credits a bucket (a grant or top-up) once per idempotency key. Must run inside a transaction. */
@@ -211,7 +224,7 @@ export class Ledger extends Context.Service<Ledger, {
   /** Whether WA_BILLING is on (off: nothing is charged and no run is refused). */
   readonly enabled: boolean
   readonly minBalanceMicros: number
-  readonly charge: (input: ChargeInput) => Effect.Effect<{ readonly recorded: boolean; readonly balance: Balance }>
+  readonly charge: (input: ChargeInput) => Effect.Effect<ChargeOutcome>
   readonly grant: (projectId: string, micros: number, bucket: Bucket, idempotencyKey?: string) => Effect.Effect<{ readonly recorded: boolean; readonly balance: Balance }>
   /** The current balance (monthly credits of an ended period count as 0); 0 for a project never credited. */
   readonly balance: (projectId: string) => Effect.Effect<Balance>

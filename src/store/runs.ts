@@ -442,7 +442,9 @@ export class RunStore extends Context.Service<RunStore, {
                 micros: toMicros(usd),
                 idempotencyKey: `llm:${runId}:${checkpoint.step}`,
                 runId,
-                sessionId: run.session_id
+                sessionId: run.session_id,
+                // The tokens are spent: charged even past zero (stopping the run is budget_exceeded's job).
+                force: true
               })
               if (!recorded) return
               // The cost fields take the amount the ledger took, to the micro-dollar.
