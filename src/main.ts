@@ -2,7 +2,8 @@
  * The `wa` command: `serve` (default: API + cluster runner + embedded database), `runner` (a
  * cluster runner without the API: /healthz, /readyz and /metrics only; needs DATABASE_URL), `migrate`,
  * `projects create --name N`, `keys create --project P [--name N] [--scope admin|run]` (admin by default:
- * the operator runs it). Commands other than `serve`
+ * the operator runs it), `credits grant --project P --usd N [--bucket additional|monthly]` (src/billing/ledger.ts).
+ * Commands other than `serve`
  * print one JSON document on stdout and work whether or not the service runs on the same data dir.
  */
 import { NodeRuntime } from "@effect/platform-node"
@@ -43,8 +44,9 @@ import { AppConfig, clusterMode, loadAppConfig } from "./config/config.ts"
 import { HttpLive, logListening } from "./http/server/app.ts"
 import { JsonLoggerLive } from "./observability/logger.ts"
 import { databaseLayer } from "./store/database.ts"
+import { isBucket, Ledger, toMicros, usd2 } from "./billing/ledger.ts"
 
-const usage = `usage: wa [serve | runner | migrate | projects create --name N | keys create --project P [--name N] [--scope admin|run]]`
+const usage = `usage: wa [serve | runner | migrate | projects create --name N | keys create --project P [--name N] [--scope admin|run] | credits grant --project P --usd N [--bucket additional|monthly]]`
 
 class UsageError extends Error {}
 
@@ -116,10 +118,10 @@ const runner = DrainLive.pipe(
 const printJson = (value: unknown) => Effect.sync(() => process.stdout.write(JSON.stringify(value) + "\n"))
 
 /** Runs a one-shot command against the data dir's database (attaching to a running service's). */
-const oneShot = <A>(program: Effect.Effect<A, never, ApiKeys | Projects>) =>
+const oneShot = <A>(program: Effect.Effect<A, never, ApiKeys | Projects | Ledger>) =>
   program.pipe(
     Effect.flatMap(printJson),
-    Effect.provide(Layer.mergeAll(ApiKeys.layer, Projects.layer).pipe(
+    Effect.provide(Layer.mergeAll(ApiKeys.layer, Projects.layer, Ledger.layer).pipe(
       Layer.provideMerge(databaseLayer("attach")),
       Layer.provideMerge(logLayer("Warn")),
       Layer.provide(AppConfig.layer)
@@ -149,6 +151,31 @@ const commands: Record<string, (args: ReadonlyArray<string>) => Effect.Effect<vo
         keys.create(projectId, name, { scope: scope as ApiKeyScope, createdByKeyId: null })
       )
       return { project_id: projectId, key_id: row.id, scope: row.scope, secret_token: secret }
+    }))
+  },
+  // Credits a project (src/billing/ledger.ts): `additional` (default; a top-up, never expires) or
+  // `monthly` (expires at the end of the billing period). Prints the new balance.
+  "credits grant": (args) => {
+    const projectId = flag(args, "project")
+    const usd = Number(flag(args, "usd"))
+    const bucket = flag(args, "bucket") ?? "additional"
+    if (projectId === undefined) throw new UsageError(`credits grant needs --project\n${usage}`)
+    if (!Number.isFinite(usd) || usd <= 0 || usd > 1_000_000) throw new UsageError(`--usd is a positive amount of dollars (at most 1000000)\n${usage}`)
+    if (!isBucket(bucket)) throw new UsageError(`--bucket is additional or monthly\n${usage}`)
+    return oneShot(Effect.gen(function*() {
+      const project = yield* Projects.use((projects) => projects.find(projectId))
+      if (project === undefined) return yield* Effect.die(new CommandFailed(`no project ${projectId}`))
+      const { balance } = yield* Ledger.use((ledger) => ledger.grant(projectId, toMicros(usd), bucket))
+      return {
+        project_id: projectId,
+        granted_usd: usd2(toMicros(usd)),
+        bucket,
+        credit_balance_usd: usd2(balance.totalMicros),
+        monthly_credits_usd: usd2(balance.monthlyMicros),
+        additional_credits_usd: usd2(balance.additionalMicros),
+        period_start: balance.periodStart.toISOString(),
+        period_end: balance.periodEnd.toISOString()
+      }
     }))
   }
 }

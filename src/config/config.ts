@@ -121,7 +121,11 @@ export const AppConfigSchema = Config.all({
   controlConnectSeconds: Config.Int("WA_CONTROL_CONNECT_SECONDS").pipe(Config.withDefault(300)),
   controlIdleSeconds: Config.Int("WA_CONTROL_IDLE_SECONDS").pipe(Config.withDefault(30)),
   /** The service's public base URL (https://agents.example.com), for control URLs; else the request's Host. */
-  publicUrl: optionalString("WA_PUBLIC_URL")
+  publicUrl: optionalString("WA_PUBLIC_URL"),
+  // Billing (src/billing/): `off` (default) charges nothing and refuses nothing; `on` records
+  // every charge in the credit ledger and refuses new runs below the minimum balance (402).
+  billing: Config.Literals(["off", "on"], "WA_BILLING").pipe(Config.withDefault("off" as const)),
+  billingMinBalanceUsd: Config.Number("WA_BILLING_MIN_BALANCE_USD").pipe(Config.withDefault(0.5))
 })
 
 export type AppConfigShape = Omit<Config.Success<typeof AppConfigSchema>, "logLevelName"> & {
@@ -171,6 +175,7 @@ export const loadAppConfig = (env?: Record<string, string | undefined>) =>
     if (parsed.clusterShards < 1) return yield* Effect.die(new InvalidConfig("invalid configuration: WA_CLUSTER_SHARDS must be at least 1"))
     if (parsed.clusterHealthCheckSeconds < 1) return yield* Effect.die(new InvalidConfig("invalid configuration: WA_CLUSTER_HEALTH_CHECK_SECONDS must be at least 1"))
     if (parsed.clusterLockExpirationSeconds < 3) return yield* Effect.die(new InvalidConfig("invalid configuration: WA_CLUSTER_LOCK_EXPIRATION_SECONDS must be at least 3"))
+    if (!(parsed.billingMinBalanceUsd >= 0)) return yield* Effect.die(new InvalidConfig("invalid configuration: WA_BILLING_MIN_BALANCE_USD must be at least 0"))
     if (parsed.drainSeconds < 0) return yield* Effect.die(new InvalidConfig("invalid configuration: WA_DRAIN_SECONDS must be at least 0"))
     const { logLevelName, ...settings } = parsed
     const logLevel = parseLogLevel(logLevelName)

@@ -130,7 +130,14 @@ export class ControlNotAvailable extends Schema.TaggedError<ControlNotAvailable>
   detail: Schema.String
 }) {}
 
+/** Billing is on and the project's credit balance is below the minimum a run needs. */
+export class InsufficientCredits extends Schema.TaggedError<InsufficientCredits>()("InsufficientCredits", {
+  balanceMicros: Schema.Number,
+  requiredMicros: Schema.Number
+}) {}
+
 export type DomainError =
+  | InsufficientCredits
   | ControlNotAvailable
   | RunNotFound
   | SessionNotFound

@@ -34,15 +34,18 @@ import type {
   ProfileNotFound,
   ProfileInUse,
   LoginNotStarted,
-  ControlNotAvailable
+  ControlNotAvailable,
+  InsufficientCredits
 } from "../domain/errors.ts"
-import { Conflict, NotFound, TooManyRequests, ValidationError, validationError } from "./errors.ts"
+import { Conflict, NotFound, PaymentRequired, TooManyRequests, ValidationError, validationError } from "./errors.ts"
+import { usd2 } from "../billing/ledger.ts"
 
 const kindLabel = { do_anything: "run", deep_research: "research run", web_search: "web search run" } as const
 
 /** The envelope class each domain error becomes. */
 export type HttpErrorOf<E> = E extends RunNotFound | SessionNotFound | ArtifactNotFound | MonitorNotFound | MonitorPartNotFound | WorkspaceNotFound | WorkspaceFileNotFound | ProfileNotFound ? NotFound
   : E extends SessionCapReached ? TooManyRequests
+  : E extends InsufficientCredits ? PaymentRequired
   : E extends UnknownNames | MissingFields | InvalidField | UnknownSections | AlignmentNeedsModel ? ValidationError
   : E extends SessionClosed | PreviousRunActive | InvalidTransition | RunEnded | RunNotEnded | RunNotExpired | RunNotAwaitingInput | InputRequestNotFound | InputRequestAnswered | ParentRunNotReady | MonitorNotInAlignment | MonitorActionRefused | ProfileInUse | LoginNotStarted | ControlNotAvailable ? Conflict
   : E
@@ -135,6 +138,12 @@ const renderers: { readonly [K in DomainError["_tag"]]: (error: Extract<DomainEr
       code: "profile_in_use",
       detail: `profile ${e.profileId} is in use by open session ${e.sessionId}; a profile serves one session at a time (close that session first)`,
       extra: { profile_id: e.profileId, session_id: e.sessionId }
+    }),
+  InsufficientCredits: (e) =>
+    new PaymentRequired({
+      code: "insufficient_credits",
+      detail: `the project's credit balance (${usd2(e.balanceMicros)} USD) is below the ${usd2(e.requiredMicros)} USD a run needs; add credits (wa credits grant)`,
+      extra: { balance_usd: usd2(e.balanceMicros), required_usd: usd2(e.requiredMicros) }
     }),
   LoginNotStarted: (e) =>
     new Conflict({

@@ -12,6 +12,7 @@ import { m0011_notification_channels } from "../webhooks/migration.ts"
 import { m0013_profiles } from "../profiles/migration.ts"
 import { m0014_workspaces } from "../workspaces/migration.ts"
 import { m0016_recordings } from "../recordings/migration.ts"
+import { m0017_billing } from "../billing/migration.ts"
 
 const m0001_foundation = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
@@ -252,7 +253,8 @@ const all = {
   "0013_profiles": m0013_profiles,
   "0014_workspaces": m0014_workspaces,
   "0015_take_control": m0015_take_control,
-  "0016_recordings": m0016_recordings
+  "0016_recordings": m0016_recordings,
+  "0017_billing": m0017_billing
 }
 
 export const migrations = Migrator.fromRecord(all)

@@ -4,7 +4,7 @@
  * locked while the next id is taken), and every new event is announced with NOTIFY so SSE streams
  * on any node wake up.
  */
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import { withMethodSpans } from "../observability/spans.ts"
 import { StateCipher } from "../security/state-cipher.ts"
@@ -32,6 +32,8 @@ import {
   storedRequest
 } from "../domain/run.ts"
 import { canTransition, isTerminal, type RunStatus } from "../domain/run-state.ts"
+import { chargeInTransaction, toMicros } from "../billing/ledger.ts"
+import { AppConfig } from "../config/config.ts"
 
 export const EVENTS_CHANNEL = "wa_run_events"
 
@@ -53,6 +55,7 @@ export class SupersededExecution extends Error {
 /** Columns of a run row the store itself looks at while it holds the row's lock. */
 interface LockedRun {
   readonly id: RunId
+  readonly project_id: string
   readonly session_id: SessionId | null
   readonly status: RunStatus
   readonly phase: string | null
@@ -191,8 +194,11 @@ export class RunStore extends Context.Service<RunStore, {
           return undefined
         })
 
+      // WA_BILLING=on: each step's model cost is also a charge_llm entry of the credit ledger.
+      const billing = Option.match(yield* Effect.serviceOption(AppConfig), { onNone: () => false, onSome: (c) => c.billing === "on" })
+
       const lockRun = (runId: string, executor?: string) =>
-        sql<LockedRun>`SELECT id, session_id, status, phase, executor FROM runs WHERE id = ${runId} FOR UPDATE`.pipe(
+        sql<LockedRun>`SELECT id, project_id, session_id, status, phase, executor FROM runs WHERE id = ${runId} FOR UPDATE`.pipe(
           Effect.flatMap((rows) => {
             const row = rows[0]
             return executor !== undefined && row !== undefined && row.executor !== executor
@@ -451,6 +457,23 @@ export class RunStore extends Context.Service<RunStore, {
                 tabs = excluded.tabs, dirty_form = excluded.dirty_form, storage_state = excluded.storage_state, updated_at = now()`
             for (const event of events) yield* insertEvent(runId, event.type, event.data)
             if (usd <= 0) return
+            if (billing && toMicros(usd) > 0) {
+              // One charge per (run, step): a step completed twice under at-least-once execution
+              // is charged, and added to the cost fields, once.
+              const { recorded } = yield* chargeInTransaction(sql, {
+                projectId: run.project_id,
+                kind: "charge_llm",
+                micros: toMicros(usd),
+                idempotencyKey: `llm:${runId}:${checkpoint.step}`,
+                runId,
+                sessionId: run.session_id,
+                // The tokens are spent: charged even past zero (stopping the run is budget_exceeded's job).
+                force: true
+              })
+              if (!recorded) return
+              // The cost fields take the amount the ledger took, to the micro-dollar.
+              usd = toMicros(usd) / 1_000_000
+            }
             const totals = yield* sql<{ llm_cost_usd: string }>`
               UPDATE runs SET llm_cost_usd = llm_cost_usd + ${usd} WHERE id = ${runId} RETURNING llm_cost_usd`
             const sessions = yield* sql<{ llm_cost_usd: string; browser_cost_usd: string; proxy_cost_usd: string }>`

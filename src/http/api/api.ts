@@ -7,6 +7,7 @@ import { ApiKeysApi } from "./api-keys.ts"
 import { ControlApi } from "./control.ts"
 import { DoAnythingApi, DoAnythingFlatApi, MediaApi } from "./do-anything.ts"
 import { ProjectApi } from "./project.ts"
+import { BillingApi } from "./billing.ts"
 import { WebhookDeliveriesApi } from "./webhook-deliveries.ts"
 import { WebSearchApi, WebSearchFlatApi } from "./web-search.ts"
 import { DeepResearchApi, DeepResearchFlatApi, DeepResearchStandaloneApi } from "./deep-research.ts"
@@ -24,6 +25,7 @@ export class WebAgentApi extends HttpApi.make("web-agent-service")
   .add(MetricsApi)
   .add(ApiKeysApi)
   .add(ProjectApi)
+  .add(BillingApi)
   .add(WebhookDeliveriesApi)
   .add(WebhookEndpointsApi)
   .add(InboxApi)

@@ -5,7 +5,7 @@
  */
 import { Schema } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
-import { BadRequest, Conflict, NotFound, TooManyRequests, ValidationError } from "../errors.ts"
+import { BadRequest, Conflict, NotFound, PaymentRequired, TooManyRequests, ValidationError } from "../errors.ts"
 import { PageQuery } from "../pagination.ts"
 import { doAnythingFields } from "../../domain/run.ts"
 import { MaxString, OptionalNullable, ProjectIdParam, RunIdParam, SessionIdParam } from "./schemas.ts"
@@ -125,7 +125,8 @@ export const SessionListResponse = Schema.Struct({
 const strict = { errors: "all", onExcessProperty: "error" } as const
 const sessionParams = { ...ProjectIdParam, sid: SessionIdParam }
 const runParams = { ...sessionParams, rid: RunIdParam }
-const writeErrors = [ValidationError, NotFound, Conflict] as const
+// PaymentRequired: 402 insufficient_credits when billing is on (WA_BILLING) and the balance is below the minimum.
+const writeErrors = [ValidationError, NotFound, Conflict, PaymentRequired] as const
 const EventStream = Schema.String.pipe(HttpApiSchema.asText({ contentType: "text/event-stream" }))
 const LastEventId = { "last-event-id": Schema.optional(Schema.String) }
 

@@ -13,7 +13,7 @@ import {
   SELECTOR_MAX,
   SITE_ID_MAX
 } from "../../domain/profile.ts"
-import { BadRequest, Conflict, NotFound, TooManyRequests, ValidationError } from "../errors.ts"
+import { BadRequest, Conflict, NotFound, PaymentRequired, TooManyRequests, ValidationError } from "../errors.ts"
 import { PageQuery } from "../pagination.ts"
 import { MaxString, OptionalNullable, ProjectIdParam, Timestamp } from "./schemas.ts"
 import { Authentication, Idempotency, RateLimit } from "./security.ts"
@@ -122,7 +122,7 @@ export class ProfilesApi extends HttpApiGroup.make("profiles")
       params: ProjectIdParam,
       payload: StartInteractiveLoginRequest,
       success: InteractiveLoginResponse.annotate({ httpApiStatus: 201 }),
-      error: [ValidationError, NotFound, Conflict, TooManyRequests]
+      error: [ValidationError, NotFound, Conflict, TooManyRequests, PaymentRequired]
     }).annotate(HttpApi.PayloadParseOptions, strict).annotate(
       OpenApi.Description,
       "Starts an interactive login: a kept-alive DoAnything session holding the profile (a new one unless profile_id is given) " +

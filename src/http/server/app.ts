@@ -21,6 +21,7 @@ import { ApiKeysHandlers } from "./api-keys.ts"
 import { ControlHandlers, ControlSocketRoute } from "./control.ts"
 import { DoAnythingFlatHandlers, DoAnythingHandlers, MediaHandlers } from "./do-anything.ts"
 import { ProjectHandlers } from "./project.ts"
+import { BillingHandlers } from "./billing.ts"
 import { WebhookDeliveriesHandlers } from "./webhook-deliveries.ts"
 import { WebhookEndpointsHandlers } from "./webhook-endpoints.ts"
 import { InboxHandlers } from "./inbox.ts"
@@ -49,6 +50,7 @@ const ApiRoutes = HttpApiBuilder.layer(WebAgentApi, { openapiPath: "/openapi.jso
     Layer.mergeAll(
       ApiKeysHandlers,
       ProjectHandlers,
+      BillingHandlers,
       WebhookDeliveriesHandlers,
       DoAnythingHandlers,
       DoAnythingFlatHandlers,

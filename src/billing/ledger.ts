@@ -1,0 +1,333 @@
+/**
+ * The credit ledger: an append-only table of integer micro-USD entries (+ credit, − debit) per
+ * project and bucket, and a balance row per project that holds the ledger's sums.
+ *
+ * - Two buckets: `monthly` (granted per billing period, a calendar month in UTC; what is left when
+ *   the period ends is written off by an `expire_monthly` entry) and `additional` (top-ups; never
+ *   expire).
+ * - Every write locks the project's balance row first (INSERT ... ON CONFLICT DO UPDATE), so the
+ *   entries and the sums change together and charges of one project are serialised on every node.
+ * - A charge spends monthly credits first, then additional ones; what the balance cannot cover is
+ *   taken from the additional bucket. A charge is refused when the balance is already at or below
+ *   zero, so the balance goes negative by at most the one charge that crossed zero. A `force`
+ *   charge (work already done: a step's model tokens) is recorded even then; stopping the run that
+ *   ran out (budget_exceeded) is what keeps those bounded. A split charge is two entries under one
+ *   idempotency key, one per bucket.
+ * - A charge whose idempotency key is already in the ledger is not recorded again (at-least-once
+ *   execution charges exactly once).
+ * - The balance is re-derivable: per bucket, the sum of the project's entries (`rederive`).
+ */
+import { Context, Effect, Layer, Schema } from "effect"
+import { SqlClient } from "effect/sql"
+import type { SqlError } from "effect/sql/SqlError"
+import { AppConfig } from "../config/config.ts"
+
+export type Bucket = "monthly" | "additional"
+
+/** Kinds of entries. Charges start with `charge_`; later slices add browser, proxy and product charges. */
+export type EntryKind = "grant_monthly" | "topup" | "expire_monthly" | "charge_llm" | (string & {})
+
+export interface Balance {
+  readonly projectId: string
+  readonly monthlyMicros: number
+  readonly additionalMicros: number
+  readonly totalMicros: number
+  readonly periodStart: Date
+  readonly periodEnd: Date
+}
+
+export interface Entry {
+  readonly id: string
+  readonly kind: string
+  readonly bucket: Bucket
+  readonly amountMicros: number
+  readonly runId: string | null
+  readonly sessionId: string | null
+  readonly idempotencyKey: string
+  readonly periodStart: Date
+  readonly createdAt: Date
+}
+
+export interface ChargeInput {
+  readonly projectId: string
+  readonly kind: EntryKind
+  /** Positive: the amount to take. */
+  readonly micros: number
+  readonly idempotencyKey: string
+  readonly runId?: string | null
+  readonly sessionId?: string | null
+  /** Record it even when the balance is already at or below zero (the work was done). */
+  readonly force?: boolean
+}
+
+export interface ChargeOutcome {
+  /** False when the key was already recorded, or when the charge was refused. */
+  readonly recorded: boolean
+  /** The balance was at or below zero: nothing recorded. */
+  readonly refused: boolean
+  readonly balance: Balance
+}
+
+/** USD (a JS number) to integer micro-USD. */
+export const toMicros = (usd: number): number => Math.round(usd * 1_000_000)
+
+const formatMicros = (micros: number, digits: 2 | 6): string => {
+  const sign = micros < 0 ? "-" : ""
+  const unit = digits === 2 ? 10_000 : 1
+  const scaled = Math.round(Math.abs(micros) / unit)
+  const whole = Math.floor(scaled / 10 ** digits)
+  const fraction = String(scaled % 10 ** digits).padStart(digits, "0")
+  return scaled === 0 ? (0).toFixed(digits) : `${sign}${whole}.${fraction}`
+}
+
+/** Micro-USD as the wire's two-decimal string ("12.35"), rounded half away from zero. */
+export const usd2 = (micros: number): string => formatMicros(micros, 2)
+/** Micro-USD exactly, as a six-decimal string. */
+export const usd6 = (micros: number): string => formatMicros(micros, 6)
+
+interface BalanceRow {
+  readonly project_id: string
+  readonly monthly_micros: string
+  readonly additional_micros: string
+  readonly period_start: Date
+  readonly period_end: Date
+  readonly expired: boolean
+}
+
+const toBalance = (row: Omit<BalanceRow, "expired">): Balance => {
+  const monthlyMicros = Number(row.monthly_micros)
+  const additionalMicros = Number(row.additional_micros)
+  return {
+    projectId: row.project_id,
+    monthlyMicros,
+    additionalMicros,
+    totalMicros: monthlyMicros + additionalMicros,
+    periodStart: new Date(row.period_start),
+    periodEnd: new Date(row.period_end)
+  }
+}
+
+/**
+ * Locks the project's balance row (creating it for the current period), and writes off the
+ * monthly credits of a period that has ended. Must run inside a transaction.
+ */
+const lockBalance = (sql: SqlClient.SqlClient, projectId: string): Effect.Effect<Balance, SqlError> =>
+  Effect.gen(function*() {
+    const [row] = yield* sql<BalanceRow>`
+      INSERT INTO credit_balances (project_id, period_start, period_end)
+      VALUES (${projectId}, date_trunc('month', now(), 'UTC'), date_trunc('month', now(), 'UTC') + interval '1 month')
+      ON CONFLICT (project_id) DO UPDATE SET updated_at = now()
+      RETURNING project_id, monthly_micros::text, additional_micros::text, period_start, period_end, period_end <= now() AS expired`
+    const balance = toBalance(row!)
+    if (!row!.expired) return balance
+    if (balance.monthlyMicros !== 0) {
+      yield* sql`
+        INSERT INTO credit_ledger (project_id, kind, bucket, amount_micros, idempotency_key, period_start)
+        VALUES (${projectId}, 'expire_monthly', 'monthly', ${-balance.monthlyMicros},
+          ${`expire_monthly:${projectId}:${balance.periodStart.toISOString()}`}, ${balance.periodStart})
+        ON CONFLICT DO NOTHING`
+    }
+    const [next] = yield* sql<BalanceRow>`
+      UPDATE credit_balances SET monthly_micros = 0,
+        period_start = date_trunc('month', now(), 'UTC'), period_end = date_trunc('month', now(), 'UTC') + interval '1 month'
+      WHERE project_id = ${projectId}
+      RETURNING project_id, monthly_micros::text, additional_micros::text, period_start, period_end, false AS expired`
+    return toBalance(next!)
+  })
+
+const alreadyRecorded = (sql: SqlClient.SqlClient, key: string) =>
+  sql<{ one: number }>`SELECT 1 AS one FROM credit_ledger WHERE idempotency_key = ${key} LIMIT 1`.pipe(
+    Effect.map((rows) => rows.length > 0)
+  )
+
+const append = (
+  sql: SqlClient.SqlClient,
+  balance: Balance,
+  entries: ReadonlyArray<{ readonly bucket: Bucket; readonly micros: number }>,
+  input: Omit<ChargeInput, "micros">
+) =>
+  Effect.gen(function*() {
+    const rows = entries.filter((entry) => entry.micros !== 0).map((entry) => ({
+      project_id: input.projectId,
+      kind: input.kind,
+      bucket: entry.bucket,
+      amount_micros: entry.micros,
+      run_id: input.runId ?? null,
+      session_id: input.sessionId ?? null,
+      idempotency_key: input.idempotencyKey,
+      period_start: balance.periodStart
+    }))
+    if (rows.length > 0) yield* sql`INSERT INTO credit_ledger ${sql.insert(rows as unknown as [Record<string, unknown>, ...Array<Record<string, unknown>>])}`
+    const monthly = entries.filter((e) => e.bucket === "monthly").reduce((sum, e) => sum + e.micros, 0)
+    const additional = entries.filter((e) => e.bucket === "additional").reduce((sum, e) => sum + e.micros, 0)
+    const [row] = yield* sql<BalanceRow>`
+      UPDATE credit_balances SET monthly_micros = monthly_micros + ${monthly}, additional_micros = additional_micros + ${additional},
+        updated_at = now()
+      WHERE project_id = ${input.projectId}
+      RETURNING project_id, monthly_micros::text, additional_micros::text, period_start, period_end, false AS expired`
+    return toBalance(row!)
+  })
+
+/**
+ * Records a charge (monthly bucket first, then additional) unless its idempotency key is already
+ * in the ledger. Must run inside a transaction: callers put it in the transaction of the work it
+ * pays for (RunStore.completeStep), so the work and its charge commit together.
+ */
+export const chargeInTransaction = (
+  sql: SqlClient.SqlClient,
+  input: ChargeInput
+): Effect.Effect<ChargeOutcome, SqlError> =>
+  Effect.gen(function*() {
+    const balance = yield* lockBalance(sql, input.projectId)
+    // Under the lock: a concurrent charge with the same key has committed or not started.
+    if (input.micros <= 0 || (yield* alreadyRecorded(sql, input.idempotencyKey))) return { recorded: false, refused: false, balance }
+    if (balance.totalMicros <= 0 && input.force !== true) return { recorded: false, refused: true, balance }
+    const fromMonthly = Math.min(Math.max(balance.monthlyMicros, 0), input.micros)
+    const entries = [
+      { bucket: "monthly" as const, micros: -fromMonthly },
+      { bucket: "additional" as const, micros: -(input.micros - fromMonthly) }
+    ]
+    return { recorded: true, refused: false, balance: yield* append(sql, balance, entries, input) }
+  })
+
+/** Credits a bucket (a grant or top-up) once per idempotency key. Must run inside a transaction. */
+export const creditInTransaction = (
+  sql: SqlClient.SqlClient,
+  input: ChargeInput & { readonly bucket: Bucket }
+): Effect.Effect<{ readonly recorded: boolean; readonly balance: Balance }, SqlError> =>
+  Effect.gen(function*() {
+    const balance = yield* lockBalance(sql, input.projectId)
+    if (input.micros <= 0 || (yield* alreadyRecorded(sql, input.idempotencyKey))) return { recorded: false, balance }
+    return { recorded: true, balance: yield* append(sql, balance, [{ bucket: input.bucket, micros: input.micros }], input) }
+  })
+
+export interface UsageQuery {
+  readonly kind?: string | undefined
+  readonly from?: Date | undefined
+  readonly to?: Date | undefined
+  readonly limit: number
+  /** Entries older than this ledger id (the previous page's last). */
+  readonly beforeId?: string | undefined
+}
+
+export interface AccountSummary {
+  readonly balance: Balance
+  readonly sessionsCount: number
+  /** Charges of the current period by kind, as positive micro-USD. */
+  readonly llmMicros: number
+  readonly browserMicros: number
+  readonly proxyMicros: number
+  readonly totalMicros: number
+}
+
+export class Ledger extends Context.Service<Ledger, {
+  /** Whether WA_BILLING is on (off: nothing is charged and no run is refused). */
+  readonly enabled: boolean
+  readonly minBalanceMicros: number
+  readonly charge: (input: ChargeInput) => Effect.Effect<ChargeOutcome>
+  readonly grant: (projectId: string, micros: number, bucket: Bucket, idempotencyKey?: string) => Effect.Effect<{ readonly recorded: boolean; readonly balance: Balance }>
+  /** The current balance (monthly credits of an ended period count as 0); 0 for a project never credited. */
+  readonly balance: (projectId: string) => Effect.Effect<Balance>
+  /** Sums of the project's entries per bucket, recomputed from the ledger alone. */
+  readonly rederive: (projectId: string) => Effect.Effect<{ readonly monthlyMicros: number; readonly additionalMicros: number }>
+  readonly usage: (projectId: string, query: UsageQuery) => Effect.Effect<ReadonlyArray<Entry>>
+  readonly account: (projectId: string) => Effect.Effect<AccountSummary>
+}>()("wa/billing/Ledger") {
+  static readonly layer = Layer.effect(
+    Ledger,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const config = yield* AppConfig
+
+      const balance = Effect.fn("Ledger.balance")(function*(projectId: string) {
+        const [row] = yield* sql<BalanceRow>`
+          SELECT project_id, monthly_micros::text, additional_micros::text, period_start, period_end, period_end <= now() AS expired
+          FROM credit_balances WHERE project_id = ${projectId}`
+        if (row === undefined) {
+          const [period] = yield* sql<{ period_start: Date; period_end: Date }>`
+            SELECT date_trunc('month', now(), 'UTC') AS period_start, date_trunc('month', now(), 'UTC') + interval '1 month' AS period_end`
+          return toBalance({ project_id: projectId, monthly_micros: "0", additional_micros: "0", ...period! })
+        }
+        const found = toBalance(row)
+        return row.expired ? { ...found, monthlyMicros: 0, totalMicros: found.additionalMicros } : found
+      }, Effect.orDie)
+
+      return Ledger.of({
+        enabled: config.billing === "on",
+        minBalanceMicros: toMicros(config.billingMinBalanceUsd),
+        charge: (input) => sql.withTransaction(chargeInTransaction(sql, input)).pipe(Effect.orDie, Effect.withSpan("Ledger.charge")),
+        grant: (projectId, micros, bucket, idempotencyKey) =>
+          sql.withTransaction(creditInTransaction(sql, {
+            projectId,
+            micros,
+            bucket,
+            kind: bucket === "monthly" ? "grant_monthly" : "topup",
+            idempotencyKey: idempotencyKey ?? `grant:${crypto.randomUUID()}`
+          })).pipe(Effect.orDie, Effect.withSpan("Ledger.grant")),
+        balance,
+        rederive: Effect.fn("Ledger.rederive")(function*(projectId: string) {
+          const rows = yield* sql<{ bucket: Bucket; total: string }>`
+            SELECT bucket, sum(amount_micros)::text AS total FROM credit_ledger WHERE project_id = ${projectId} GROUP BY bucket`
+          const of = (bucket: Bucket) => Number(rows.find((r) => r.bucket === bucket)?.total ?? 0)
+          return { monthlyMicros: of("monthly"), additionalMicros: of("additional") }
+        }, Effect.orDie),
+        usage: Effect.fn("Ledger.usage")(function*(projectId: string, query: UsageQuery) {
+          const rows = yield* sql<{
+            id: string
+            kind: string
+            bucket: Bucket
+            amount_micros: string
+            run_id: string | null
+            session_id: string | null
+            idempotency_key: string
+            period_start: Date
+            created_at: Date
+          }>`
+            SELECT id::text, kind, bucket, amount_micros::text, run_id, session_id, idempotency_key, period_start, created_at
+            FROM credit_ledger
+            WHERE project_id = ${projectId}
+              ${query.kind === undefined ? sql`` : sql`AND kind = ${query.kind}`}
+              ${query.from === undefined ? sql`` : sql`AND created_at >= ${query.from}`}
+              ${query.to === undefined ? sql`` : sql`AND created_at < ${query.to}`}
+              ${query.beforeId === undefined ? sql`` : sql`AND id < ${query.beforeId}::bigint`}
+            ORDER BY id DESC
+            LIMIT ${query.limit}`
+          return rows.map((row): Entry => ({
+            id: row.id,
+            kind: row.kind,
+            bucket: row.bucket,
+            amountMicros: Number(row.amount_micros),
+            runId: row.run_id,
+            sessionId: row.session_id,
+            idempotencyKey: row.idempotency_key,
+            periodStart: new Date(row.period_start),
+            createdAt: new Date(row.created_at)
+          }))
+        }, Effect.orDie),
+        account: Effect.fn("Ledger.account")(function*(projectId: string) {
+          const current = yield* balance(projectId)
+          const [sums] = yield* sql<{ llm: string; browser: string; proxy: string; total: string; sessions: number }>`
+            SELECT
+              coalesce(-sum(amount_micros) FILTER (WHERE kind = 'charge_llm'), 0)::text AS llm,
+              coalesce(-sum(amount_micros) FILTER (WHERE kind = 'charge_browser'), 0)::text AS browser,
+              coalesce(-sum(amount_micros) FILTER (WHERE kind = 'charge_proxy'), 0)::text AS proxy,
+              coalesce(-sum(amount_micros) FILTER (WHERE kind LIKE 'charge\\_%'), 0)::text AS total,
+              (SELECT count(*)::int FROM sessions WHERE project_id = ${projectId} AND created_at >= ${current.periodStart}) AS sessions
+            FROM credit_ledger
+            WHERE project_id = ${projectId} AND period_start = ${current.periodStart}`
+          return {
+            balance: current,
+            sessionsCount: sums!.sessions,
+            llmMicros: Number(sums!.llm),
+            browserMicros: Number(sums!.browser),
+            proxyMicros: Number(sums!.proxy),
+            totalMicros: Number(sums!.total)
+          }
+        }, Effect.orDie)
+      })
+    })
+  )
+}
+
+/** Checks a value decodes as a bucket (the CLI's --bucket). */
+export const isBucket = Schema.is(Schema.Literals(["monthly", "additional"]))

@@ -1,0 +1,74 @@
+/** Billing of a project: its credit account and the entries of its credit ledger (src/billing/ledger.ts). */
+import { Schema } from "effect"
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
+import { BadRequest } from "../errors.ts"
+import { PageQuery } from "../pagination.ts"
+import { ProjectIdParam } from "./schemas.ts"
+import { Authentication, RateLimit } from "./security.ts"
+
+const Usd = (description: string) => Schema.String.annotate({ description, examples: ["12.50"] })
+
+export const BillingAccountResponse = Schema.Struct({
+  project_id: Schema.String,
+  period_start: Schema.String.annotate({ description: "Start of the current billing period (a calendar month, UTC), ISO 8601" }),
+  period_end: Schema.NullOr(Schema.String).annotate({ description: "End of the current billing period (exclusive); monthly credits expire then" }),
+  plan: Schema.String.annotate({ description: "The project's plan (`default` until plans exist)" }),
+  sessions_count: Schema.Int.annotate({ description: "DoAnything sessions created in the current period" }),
+  credit_balance_usd: Usd("Credits left: monthly plus additional (can be slightly negative by the last charge in flight)"),
+  monthly_credits_usd: Usd("Monthly credits left in the current period (spent first; expire at period_end)"),
+  additional_credits_usd: Usd("Additional credits left (top-ups; never expire)"),
+  llm_cost_usd: Usd("LLM charges in the current period"),
+  browser_cost_usd: Usd("Browser charges in the current period"),
+  proxy_cost_usd: Usd("Proxy charges in the current period"),
+  total_cost_usd: Usd("All charges in the current period")
+}).annotate({ identifier: "BillingAccountResponse" })
+
+export const LedgerEntry = Schema.Struct({
+  id: Schema.String,
+  kind: Schema.String.annotate({ description: "grant_monthly, topup, expire_monthly, charge_llm, ..." }),
+  bucket: Schema.Literals(["monthly", "additional"]),
+  amount_usd: Schema.String.annotate({ description: "Signed, six decimals (exact): + credit, - debit", examples: ["-0.001234"] }),
+  amount_micros: Schema.Int.annotate({ description: "The same amount in integer micro-USD" }),
+  run_id: Schema.NullOr(Schema.String),
+  session_id: Schema.NullOr(Schema.String),
+  idempotency_key: Schema.String.annotate({ description: "A charge's key, e.g. llm:<run_id>:<step>; a split charge has one entry per bucket under one key" }),
+  period_start: Schema.String,
+  created_at: Schema.String
+}).annotate({ identifier: "LedgerEntry" })
+
+export const UsageResponse = Schema.Struct({
+  items: Schema.Array(LedgerEntry),
+  next_cursor: Schema.NullOr(Schema.String)
+})
+
+export class BillingApi extends HttpApiGroup.make("billing")
+  .add(
+    HttpApiEndpoint.get("account", "/account", {
+      params: ProjectIdParam,
+      success: BillingAccountResponse
+    }).annotate(
+      OpenApi.Description,
+      "The project's credit balance (monthly credits are spent first, then additional ones) and its charges in the current billing period. " +
+        "Amounts are two-decimal strings."
+    ),
+    HttpApiEndpoint.get("usage", "/usage", {
+      params: ProjectIdParam,
+      query: {
+        ...PageQuery,
+        kind: Schema.optional(Schema.String.check(Schema.isMaxLength(64))),
+        from: Schema.optional(Schema.String.check(Schema.isMaxLength(64))).annotate({ description: "Entries created at or after (ISO 8601)" }),
+        to: Schema.optional(Schema.String.check(Schema.isMaxLength(64))).annotate({ description: "Entries created before (ISO 8601)" })
+      },
+      success: UsageResponse,
+      error: BadRequest
+    }).annotate(
+      OpenApi.Description,
+      "The project's credit ledger, newest first, with cursor pagination (limit 1..100, default 20); filters: kind, from, to. " +
+        "400 bad_request for a cursor this server did not issue or a from/to that is not a date."
+    )
+  )
+  .middleware(RateLimit)
+  .middleware(Authentication)
+  .prefix("/v1/projects/:pid/billing")
+  .annotateMerge(OpenApi.annotations({ title: "Billing", description: "Credits and usage (WA_BILLING=on charges; off: everything is free)." }))
+{}

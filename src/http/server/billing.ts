@@ -1,0 +1,84 @@
+/** Handlers of billing: the account (balance and period charges) and the ledger's entries. */
+import { Effect, Layer } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
+import { Ledger, usd2, usd6 } from "../../billing/ledger.ts"
+import { WebAgentApi } from "../api/api.ts"
+import { CurrentKey } from "../api/security.ts"
+import { badRequest } from "../errors.ts"
+import { DEFAULT_LIMIT } from "../pagination.ts"
+
+const encodeCursor = (id: string) => Buffer.from(JSON.stringify({ l: id })).toString("base64url")
+
+const decodeCursor = (cursor: string | undefined) =>
+  Effect.suspend(() => {
+    if (cursor === undefined) return Effect.succeed(undefined)
+    try {
+      const parsed = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8")) as { l?: unknown }
+      if (typeof parsed.l === "string" && /^[0-9]{1,19}$/.test(parsed.l)) return Effect.succeed(parsed.l)
+    } catch {
+      // fall through
+    }
+    return Effect.fail(badRequest("cursor is not a cursor this server issued", { param: "cursor" }))
+  })
+
+const decodeDate = (param: string, value: string | undefined) =>
+  Effect.suspend(() => {
+    if (value === undefined) return Effect.succeed(undefined)
+    const date = new Date(value)
+    return Number.isNaN(date.getTime())
+      ? Effect.fail(badRequest(`${param} is not an ISO 8601 date or date-time`, { param }))
+      : Effect.succeed(date)
+  })
+
+export const BillingHandlers = HttpApiBuilder.group(
+  WebAgentApi,
+  "billing",
+  Effect.fn(function*(handlers) {
+    const ledger = yield* Ledger
+    return handlers
+      .handle("account", () =>
+        Effect.gen(function*() {
+          const { projectId } = yield* CurrentKey
+          const account = yield* ledger.account(projectId)
+          return {
+            project_id: projectId,
+            period_start: account.balance.periodStart.toISOString(),
+            period_end: account.balance.periodEnd.toISOString(),
+            plan: "default",
+            sessions_count: account.sessionsCount,
+            credit_balance_usd: usd2(account.balance.totalMicros),
+            monthly_credits_usd: usd2(account.balance.monthlyMicros),
+            additional_credits_usd: usd2(account.balance.additionalMicros),
+            llm_cost_usd: usd2(account.llmMicros),
+            browser_cost_usd: usd2(account.browserMicros),
+            proxy_cost_usd: usd2(account.proxyMicros),
+            total_cost_usd: usd2(account.totalMicros)
+          }
+        }))
+      .handle("usage", ({ query }) =>
+        Effect.gen(function*() {
+          const { projectId } = yield* CurrentKey
+          const limit = query.limit ?? DEFAULT_LIMIT
+          const beforeId = yield* decodeCursor(query.cursor)
+          const from = yield* decodeDate("from", query.from)
+          const to = yield* decodeDate("to", query.to)
+          const rows = yield* ledger.usage(projectId, { kind: query.kind, from, to, beforeId, limit: limit + 1 })
+          const items = rows.slice(0, limit)
+          return {
+            items: items.map((entry) => ({
+              id: entry.id,
+              kind: entry.kind,
+              bucket: entry.bucket,
+              amount_usd: usd6(entry.amountMicros),
+              amount_micros: entry.amountMicros,
+              run_id: entry.runId,
+              session_id: entry.sessionId,
+              idempotency_key: entry.idempotencyKey,
+              period_start: entry.periodStart.toISOString(),
+              created_at: entry.createdAt.toISOString()
+            })),
+            next_cursor: rows.length > limit && items.length > 0 ? encodeCursor(items[items.length - 1]!.id) : null
+          }
+        }))
+  })
+).pipe(Layer.provide(Ledger.layer))
