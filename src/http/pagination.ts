@@ -41,3 +41,19 @@ export const toPage = <A extends { readonly id: string }>(rows: ReadonlyArray<A>
     next_cursor: hasMore && items.length > 0 ? encodeCursor(items[items.length - 1]!.id) : null
   }
 }
+
+/**
+ * A cursor page of a list: decodes the cursor (400 when it is not ours), loads `limit + 1` rows
+ * newest first before it, and renders the page's items.
+ */
+export const cursorPage = <A extends { readonly id: string }, B, E, R>(
+  query: { readonly limit?: number | undefined; readonly cursor?: string | undefined },
+  load: (limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<A>, E, R>,
+  view: (item: A) => B
+) =>
+  Effect.gen(function*() {
+    const limit = query.limit ?? DEFAULT_LIMIT
+    const beforeId = yield* decodeCursor(query.cursor)
+    const page = toPage(yield* load(limit + 1, beforeId), limit)
+    return { items: page.items.map(view), next_cursor: page.next_cursor }
+  })

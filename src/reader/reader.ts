@@ -237,7 +237,11 @@ export class Reader extends Context.Service<Reader, {
         })
       )
 
-    const readUncached = Effect.fnUntraced(function*(url: string) {
+    /**
+     * Fetches the page over HTTP; a server that refuses plain clients (403/429/503, ...) gets one
+     * try with a real browser, else the original error. Either the fetched page or the rendered result.
+     */
+    const fetchOrRender = Effect.fnUntraced(function*(url: string) {
       yield* guardUrl(url, fetchOptions)
       const now = yield* Clock.currentTimeMillis
       const fetched = yield* fetchPage(url, fetchOptions).pipe(
@@ -247,12 +251,15 @@ export class Reader extends Context.Service<Reader, {
           (refused) => Effect.succeed({ page: undefined, refused })
         )
       )
-      if (fetched.page === undefined) {
-        // Refused to a plain client: one try with a real browser, else the original error.
-        const rendered = yield* Effect.mapError(renderInBrowser(url), () => fetched.refused!)
-        return toResult(url, rendered.finalUrl, "text/html", "browser", rendered.extracted, now)
-      }
-      const page = fetched.page
+      if (fetched.page !== undefined) return { now, page: fetched.page } as const
+      const browser = yield* Effect.mapError(renderInBrowser(url), () => fetched.refused!)
+      return { now, page: undefined, rendered: toResult(url, browser.finalUrl, "text/html", "browser", browser.extracted, now) } as const
+    })
+
+    const readUncached = Effect.fnUntraced(function*(url: string) {
+      const fetched = yield* fetchOrRender(url)
+      if (fetched.page === undefined) return fetched.rendered
+      const { now, page } = fetched
       if (textTypes.has(page.mediaType)) {
         const firstLine = page.body.trimStart().split("\n", 1)[0] ?? ""
         return toResult(url, page.finalUrl, page.mediaType, "http", {
@@ -308,20 +315,9 @@ export class Reader extends Context.Service<Reader, {
         Effect.map(Clock.currentTimeMillis, (now) => toResult(url, url, "text/html", "http", extracted, now)))
 
     const readFresh = Effect.fnUntraced(function*(url: string) {
-      yield* guardUrl(url, fetchOptions)
-      const now = yield* Clock.currentTimeMillis
-      const fetched = yield* fetchPage(url, fetchOptions).pipe(
-        Effect.map((page) => ({ page, refused: undefined })),
-        Effect.catchIf(
-          (error) => error.reason === "http_status" && error.status !== undefined && browserWorthyStatuses.has(error.status),
-          (refused) => Effect.succeed({ page: undefined, refused })
-        )
-      )
-      if (fetched.page === undefined) {
-        const rendered = yield* Effect.mapError(renderInBrowser(url), () => fetched.refused!)
-        return toResult(url, rendered.finalUrl, "text/html", "browser", rendered.extracted, now)
-      }
-      const page = fetched.page
+      const fetched = yield* fetchOrRender(url)
+      if (fetched.page === undefined) return fetched.rendered
+      const { now, page } = fetched
       if (!htmlTypes.has(page.mediaType)) {
         if (textTypes.has(page.mediaType) || codeTypes.has(page.mediaType)) {
           return toResult(url, page.finalUrl, page.mediaType, "http", plainExtracted(page.finalUrl, page.body), now)

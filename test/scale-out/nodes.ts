@@ -25,7 +25,8 @@ export interface RunnerNode {
 
 /**
  * The environment of a cluster node on the test's database and Redis, driven by the scripted model
- * at `modelUrl`, allowed to reach loopback fixture sites, without step screenshots.
+ * at `modelUrl`, allowed to reach loopback fixture sites, without step screenshots, with one shared
+ * state key.
  */
 export const clusterNodeEnv = (databaseUrl: string, redisUrl: string, modelUrl: string, extra: Record<string, string> = {}): Record<string, string> => ({
   DATABASE_URL: databaseUrl,
@@ -34,6 +35,9 @@ export const clusterNodeEnv = (databaseUrl: string, redisUrl: string, modelUrl: 
   WA_MODEL: "scripted",
   WA_ALLOW_PRIVATE_NETWORKS: "true",
   WA_STEP_SCREENSHOTS: "false",
+  // Nodes on one database share the key of saved browser state (profiles, run checkpoints), so a
+  // run resumed on another node opens its checkpoint's cookies (README "Scale out").
+  WA_SECRET_KEY: "7f3c9a1e5b2d4c6f8a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e2f",
   ...extra
 })
 

@@ -11,7 +11,7 @@ import { WebAgentApi } from "../api/api.ts"
 import { CurrentKey } from "../api/security.ts"
 import { httpErrors } from "../domain-errors.ts"
 import { conflict } from "../errors.ts"
-import { DEFAULT_LIMIT, decodeCursor, toPage } from "../pagination.ts"
+import { cursorPage } from "../pagination.ts"
 import { eventStream, parseLastEventId } from "../sse.ts"
 import { createdMonitorView, monitorView, snapshotView, tickRunView } from "../views/monitor-view.ts"
 import { deliveryView } from "./webhook-deliveries.ts"
@@ -45,19 +45,6 @@ export const TrackHandlers = HttpApiBuilder.group(
   "track",
   Effect.fn(function*(handlers) {
     const { monitors, find, create, events } = yield* common
-    const cursorPage = <A extends { readonly id: string }, B>(
-      query: { readonly limit?: number | undefined; readonly cursor?: string | undefined },
-      load: (limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<A>>,
-      view: (item: A) => B
-    ) =>
-      Effect.gen(function*() {
-        const limit = query.limit ?? DEFAULT_LIMIT
-        const beforeId = yield* decodeCursor(query.cursor)
-        const rows = yield* load(limit + 1, beforeId)
-        const page = toPage(rows, limit)
-        return { items: page.items.map(view), next_cursor: page.next_cursor }
-      })
-
     return handlers
       .handle("createMonitor", ({ payload }) => create(payload))
       .handle("listMonitors", ({ query }) =>

@@ -5,7 +5,7 @@ import { Callbacks, type DeliveryRow } from "../../webhooks/callbacks.ts"
 import { WebAgentApi } from "../api/api.ts"
 import { CurrentKey } from "../api/security.ts"
 import { conflict, notFound } from "../errors.ts"
-import { DEFAULT_LIMIT, decodeCursor, toPage } from "../pagination.ts"
+import { cursorPage } from "../pagination.ts"
 import { iso } from "../views/timestamps.ts"
 
 
@@ -36,20 +36,10 @@ export const WebhookDeliveriesHandlers = HttpApiBuilder.group(
     const callbacks = yield* Callbacks
     return handlers
       .handle("list", ({ query }) =>
-        Effect.gen(function*() {
-          const { projectId } = yield* CurrentKey
-          const limit = query.limit ?? DEFAULT_LIMIT
-          const beforeId = yield* decodeCursor(query.cursor)
-          const rows = yield* callbacks.list(projectId, {
-            runId: query.run_id,
-            monitorId: query.monitor_id,
-            status: query.status,
-            limit: limit + 1,
-            beforeId
-          })
-          const page = toPage(rows, limit)
-          return { items: page.items.map(deliveryView), next_cursor: page.next_cursor }
-        }))
+        CurrentKey.use(({ projectId }) =>
+          cursorPage(query, (limit, beforeId) =>
+            callbacks.list(projectId, { runId: query.run_id, monitorId: query.monitor_id, status: query.status, limit, beforeId }), deliveryView)
+        ))
       .handle("get", ({ params }) =>
         Effect.gen(function*() {
           const { projectId } = yield* CurrentKey
