@@ -8,7 +8,7 @@ import type { AddressInfo } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type FixtureSites, startFixtureSites } from "../fixtures/sites/server.ts"
 import { type ChatRequest, lastUserText, type ScriptedModel, startScriptedModel, toolResults } from "../fixtures/model/scripted-model.ts"
-import { type Service, startService, stopAndClean } from "../support/service.ts"
+import { type Service, scriptedAgentEnv, startService, stopAndClean } from "../support/service.ts"
 import { readSse } from "../support/sse.ts"
 import { eventually, waitForRunStatus } from "../support/runs.ts"
 
@@ -20,13 +20,7 @@ beforeAll(async () => {
   site = await startFixtureSites()
   model = await startScriptedModel(() => ({ text: "no script" }))
   service = await startService({
-    env: {
-      WA_MODEL_BASE_URL: model.baseUrl,
-      WA_MODEL: "scripted",
-      WA_ALLOW_PRIVATE_NETWORKS: "true",
-      WA_MAX_CONCURRENT_SESSIONS: "100",
-      WA_WEBHOOK_RETRY_BASE_MS: "100"
-    }
+    env: scriptedAgentEnv(model.baseUrl, { WA_WEBHOOK_RETRY_BASE_MS: "100" })
   })
 })
 afterAll(async () => {

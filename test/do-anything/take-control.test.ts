@@ -10,7 +10,7 @@ import { selectChromium } from "../../src/browser/chromium-executable.ts"
 import { lastUserText, type ScriptedModel, startScriptedModel } from "../fixtures/model/scripted-model.ts"
 import { type FixtureSites, startFixtureSites } from "../fixtures/sites/server.ts"
 import { eventually, waitForRunStatus } from "../support/runs.ts"
-import { type Service, startService, stopAndClean } from "../support/service.ts"
+import { type Service, scriptedAgentEnv, startService, stopAndClean } from "../support/service.ts"
 
 /** The agent's viewport (src/browser/pool.ts), in CSS pixels. */
 const AGENT_VIEWPORT = { width: 1280, height: 800 }
@@ -26,15 +26,7 @@ beforeAll(async () => {
   site = await startFixtureSites()
   model = await startScriptedModel(() => ({ text: "no script" }))
   service = await startService({
-    env: {
-      WA_MODEL_BASE_URL: model.baseUrl,
-      WA_MODEL: "scripted",
-      WA_ALLOW_PRIVATE_NETWORKS: "true",
-      WA_MAX_CONCURRENT_SESSIONS: "100",
-      WA_STEP_SCREENSHOTS: "false",
-      WA_CONTROL_CONNECT_SECONDS: String(CONNECT_SECONDS),
-      WA_CONTROL_IDLE_SECONDS: String(IDLE_SECONDS)
-    }
+    env: scriptedAgentEnv(model.baseUrl, { WA_STEP_SCREENSHOTS: "false", WA_CONTROL_CONNECT_SECONDS: String(CONNECT_SECONDS), WA_CONTROL_IDLE_SECONDS: String(IDLE_SECONDS) })
   })
   // The person's own browser: the same Chromium the service would pick (system, else bundled).
   const local = await selectChromium({ explicitPath: process.env["CHROMIUM_PATH"], dataDir: service.dataDir })

@@ -24,11 +24,11 @@
  *   received exactly once.
  */
 import { readdirSync, readFileSync, readlinkSync } from "node:fs"
-import { createServer, type IncomingMessage, type Server } from "node:http"
+import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import pg from "pg"
-import { Webhook } from "standardwebhooks"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { startWebhookReceiver, verifiedDelivery, type WebhookReceiver } from "../support/webhook-receiver.ts"
 import { externalDatabase, type Service, startService, stopAndClean } from "../support/service.ts"
 import { eventually, scrape } from "./nodes.ts"
 
@@ -37,11 +37,6 @@ const redisUrl = process.env["TEST_REDIS_URL"] || undefined
 
 const INTERVAL_MS = 2_000
 const MONITORS = 6
-
-interface Received {
-  readonly headers: IncomingMessage["headers"]
-  readonly body: string
-}
 
 /** The pid of the process holding the client end of a loopback TCP connection from `port` (Linux /proc). */
 const pidOfClientPort = (port: number, pids: ReadonlyArray<number>): number | undefined => {
@@ -85,15 +80,13 @@ describe.skipIf(databaseUrl === undefined)("scale-out: monitors whose runner die
   let b: Service
   let pages: Server
   let pagesUrl: string
-  let receiver: Server
-  let receiverUrl: string
+  let receiver: WebhookReceiver
   const content = new Map<string, string>()
   /** Page reads under way: path, the pid of the node reading, when it began. */
   const pending = new Map<object, { path: string; pid: number | undefined; since: number }>()
   /** Page reads whose reader went away before the answer, with the pid that read. */
   const aborted: Array<{ path: string; pid: number | undefined }> = []
   let pageDelayMs = 1_200
-  const received: Array<Received> = []
 
   const listen = async (server: Server) => {
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
@@ -116,15 +109,7 @@ describe.skipIf(databaseUrl === undefined)("scale-out: monitors whose runner die
       }, pageDelayMs)
     })
     pagesUrl = await listen(pages)
-    receiver = createServer((request, response) => {
-      let body = ""
-      request.on("data", (chunk) => (body += chunk))
-      request.on("end", () => {
-        received.push({ headers: request.headers, body })
-        response.writeHead(204).end()
-      })
-    })
-    receiverUrl = await listen(receiver)
+    receiver = await startWebhookReceiver()
     database = await externalDatabase()
     db = new pg.Client({ connectionString: database!.url })
     const env: Record<string, string> = {
@@ -156,15 +141,9 @@ describe.skipIf(databaseUrl === undefined)("scale-out: monitors whose runner die
     await Promise.all([stopAndClean(a), stopAndClean(b)])
     await database?.drop()
     await new Promise((resolve) => pages?.close(resolve))
-    await new Promise((resolve) => receiver?.close(resolve))
+    await receiver?.close()
   }, 60_000)
 
-  const verified = (secret: string, delivery: Received) =>
-    new Webhook(secret).verify(delivery.body, {
-      "webhook-id": String(delivery.headers["webhook-id"]),
-      "webhook-timestamp": String(delivery.headers["webhook-timestamp"]),
-      "webhook-signature": String(delivery.headers["webhook-signature"])
-    }) as { type: string; data: any }
 
   it("every monitor keeps ticking on the survivor: no slot lost beyond one catch-up, none doubled, every tick ends, one notification per change", async () => {
     const monitors: Array<{ id: string; secret: string; path: string }> = []
@@ -175,7 +154,7 @@ describe.skipIf(databaseUrl === undefined)("scale-out: monitors whose runner die
       const created = await via.request("POST", `/v1/projects/${via.projectId}/track/monitors`, {
         body: {
           intent: `Tell me when widget ${i} sells out`,
-          notify_channel: { kind: "callback_url", url: `${receiverUrl}${path}` },
+          notify_channel: { kind: "callback_url", url: `${receiver.url}${path}` },
           schedule: { kind: "interval", interval_seconds: INTERVAL_MS / 1000 },
           target_urls: [`${pagesUrl}${path}`]
         }
@@ -297,11 +276,11 @@ describe.skipIf(databaseUrl === undefined)("scale-out: monitors whose runner die
       const firedRuns = own.filter((run) => run.fired)
       expect(firedRuns, `fired ticks of ${monitor.id}`).toHaveLength(1)
       const deliveries = await eventually(`the notification of ${monitor.id}`, async () => {
-        const ours = received.filter((entry) => entry.body.includes(monitor.id))
+        const ours = receiver.received.filter((entry) => entry.body.includes(monitor.id))
         return ours.length > 0 ? ours : undefined
       }, { timeoutMs: 20_000 })
       expect(deliveries).toHaveLength(1)
-      const payload = verified(monitor.secret, deliveries[0]!)
+      const payload = verifiedDelivery(monitor.secret, deliveries[0]!)
       expect(payload.data).toMatchObject({ monitor_id: monitor.id, run_id: firedRuns[0]!.id, changed: true })
     }
   }, 150_000)

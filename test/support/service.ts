@@ -195,3 +195,15 @@ export const embeddedDatabaseClient = async (dataDir: string) => {
   await client.connect()
   return client
 }
+
+/**
+ * The environment of a service driven by the scripted model at `modelUrl`, allowed to reach the
+ * loopback fixture sites, with room for many sessions per key; `extra` adds or overrides.
+ */
+export const scriptedAgentEnv = (modelUrl: string, extra: Record<string, string> = {}): Record<string, string> => ({
+  WA_MODEL_BASE_URL: modelUrl,
+  WA_MODEL: "scripted",
+  WA_ALLOW_PRIVATE_NETWORKS: "true",
+  WA_MAX_CONCURRENT_SESSIONS: "100",
+  ...extra
+})

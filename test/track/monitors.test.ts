@@ -4,20 +4,15 @@
  * scripted model (extraction and alignment). Ticks are driven by run_now where a test needs a
  * tick at a known moment; the scheduler is exercised by short intervals.
  */
-import { createServer, type IncomingMessage, type Server } from "node:http"
+import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
-import { Webhook } from "standardwebhooks"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type FakeEngines, startFakeEngines } from "../fixtures/engines/fake-engines.ts"
 import { promptText, type ScriptedModel, startScriptedModel } from "../fixtures/model/scripted-model.ts"
 import { type Service, startService, stopAndClean } from "../support/service.ts"
 import { eventually } from "../support/runs.ts"
 import { readSse } from "../support/sse.ts"
-
-interface Received {
-  readonly headers: IncomingMessage["headers"]
-  readonly body: string
-}
+import { startWebhookReceiver, verifiedDelivery, type WebhookReceiver } from "../support/webhook-receiver.ts"
 
 let service: Service
 let model: ScriptedModel
@@ -26,12 +21,8 @@ let engines: FakeEngines
 let searchHits = [{ title: "Widget review", url: "https://reviews.example/widget", snippet: "A review" }]
 let pages: Server
 let pagesUrl: string
-let receiver: Server
-let receiverUrl: string
+let receiver: WebhookReceiver
 const content = new Map<string, { status: number; html: string }>()
-const received: Array<Received> = []
-/** Answers the next N deliveries with 500. */
-let failNext = 0
 
 const listen = async (server: Server) => {
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
@@ -65,13 +56,6 @@ const runNow = async (id: string) => {
   }, { timeoutMs: 30_000 })
 }
 
-const verified = (secret: string, delivery: Received) =>
-  new Webhook(secret).verify(delivery.body, {
-    "webhook-id": String(delivery.headers["webhook-id"]),
-    "webhook-timestamp": String(delivery.headers["webhook-timestamp"]),
-    "webhook-signature": String(delivery.headers["webhook-signature"])
-  }) as { type: string; data: any }
-
 beforeAll(async () => {
   pages = createServer((request, response) => {
     const entry = content.get(request.url ?? "/")
@@ -79,20 +63,7 @@ beforeAll(async () => {
     response.end(entry?.html ?? "not found")
   })
   pagesUrl = await listen(pages)
-  receiver = createServer((request, response) => {
-    let body = ""
-    request.on("data", (chunk) => (body += chunk))
-    request.on("end", () => {
-      if (failNext > 0) {
-        failNext--
-        response.writeHead(500).end()
-        return
-      }
-      received.push({ headers: request.headers, body })
-      response.writeHead(204).end()
-    })
-  })
-  receiverUrl = await listen(receiver)
+  receiver = await startWebhookReceiver()
   model = await startScriptedModel((request) => {
     const prompt = promptText(request)
     if (prompt.includes("You extract data from web pages")) {
@@ -133,7 +104,7 @@ afterAll(async () => {
   await model?.close()
   await engines?.close()
   await new Promise((resolve) => pages?.close(resolve))
-  await new Promise((resolve) => receiver?.close(resolve))
+  await receiver?.close()
 })
 
 describe("direct mode", () => {
@@ -141,7 +112,7 @@ describe("direct mode", () => {
     setPage("/widget", "Price: 120 dollars. In stock.")
     const created = await create({
       intent: "Tell me when the widget page changes",
-      notify_channel: { kind: "callback_url", url: `${receiverUrl}/hook` },
+      notify_channel: { kind: "callback_url", url: `${receiver.url}/hook` },
       schedule: { kind: "interval", interval_seconds: 3600 },
       target_urls: [`${pagesUrl}/widget`]
     })
@@ -158,18 +129,18 @@ describe("direct mode", () => {
     const quiet = await runNow(id)
     expect(quiet).toMatchObject({ status: "done", changed: false, fired: false, trigger: "run_now" })
     // A change: one signed delivery, with the diff.
-    const before = received.length
+    const before = receiver.received.length
     setPage("/widget", "Price: 95 dollars. In stock.")
     const changed = await runNow(id)
     expect(changed).toMatchObject({ status: "done", changed: true, fired: true })
-    const delivery = await eventually("the signed delivery", () => received.slice(before).find((r) => r.headers["webhook-id"] !== undefined))
-    const payload = verified(secret, delivery)
+    const delivery = await eventually("the signed delivery", () => receiver.received.slice(before).find((r) => r.headers["webhook-id"] !== undefined))
+    const payload = verifiedDelivery(secret, delivery)
     expect(payload.type).toBe("monitor.triggered")
     expect(payload.data).toMatchObject({ monitor_id: id, run_id: changed.id, changed: true })
     expect(payload.data.diff.unified).toContain("-Price: 120 dollars. In stock.")
     expect(payload.data.diff.unified).toContain("+Price: 95 dollars. In stock.")
     // A signature with another secret is refused (the test's verifier is not a rubber stamp).
-    expect(() => verified(`whsec_${Buffer.from("x".repeat(32)).toString("base64")}`, delivery)).toThrow()
+    expect(() => verifiedDelivery(`whsec_${Buffer.from("x".repeat(32)).toString("base64")}`, delivery)).toThrow()
     // Snapshots, newest first; the baseline is the first one.
     const snapshots = (await service.request("GET", `${monitorPath(id)}/snapshots`)).json.items
     expect(snapshots.map((s: any) => s.n)).toEqual([3, 2, 1])
@@ -299,14 +270,14 @@ describe("direct mode", () => {
     setPage("/retry", "Version 1.")
     const created = await create({
       intent: "watch the retry page",
-      notify_channel: { kind: "callback_url", url: `${receiverUrl}/retry` },
+      notify_channel: { kind: "callback_url", url: `${receiver.url}/retry` },
       schedule: { kind: "interval", interval_seconds: 3600 },
       target_urls: [`${pagesUrl}/retry`]
     })
     const id = created.json.id
     await finishedTicks(id, 1)
-    failNext = 2
-    const before = received.length
+    receiver.refuseNext(2)
+    const before = receiver.received.length
     setPage("/retry", "Version 2.")
     const tick = await runNow(id)
     expect(tick.fired).toBe(true)
@@ -315,10 +286,10 @@ describe("direct mode", () => {
       return items[0]?.status === "delivered" ? items[0] : undefined
     }, { timeoutMs: 20_000 })
     expect(delivery.attempts).toBe(3)
-    expect(failNext).toBe(0)
-    const mine = received.slice(before).filter((r) => r.headers["webhook-id"] === delivery.id)
+    expect(receiver.refusalsLeft()).toBe(0)
+    const mine = receiver.received.slice(before).filter((r) => r.headers["webhook-id"] === delivery.id)
     expect(mine).toHaveLength(1)
-    expect(verified(created.json.notify_secret, mine[0]!).data.run_id).toBe(tick.id)
+    expect(verifiedDelivery(created.json.notify_secret, mine[0]!).data.run_id).toBe(tick.id)
     // Each attempt shows on the monitor's event stream.
     const stream = await readSse(`${service.url}${monitorPath(id)}/events`, { authorization: `Bearer ${service.apiKey}` }, {
       timeoutMs: 10_000,

@@ -13,11 +13,11 @@
  * - the change made while the service was down fires one tick, whose signed notification is
  *   received exactly once.
  */
-import { createServer, type IncomingMessage, type Server } from "node:http"
+import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import { rmSync } from "node:fs"
-import { Webhook } from "standardwebhooks"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { startWebhookReceiver, verifiedDelivery, type WebhookReceiver } from "../support/webhook-receiver.ts"
 import { eventually } from "../support/runs.ts"
 import { newDataDir, type Service, startService } from "../support/service.ts"
 
@@ -25,15 +25,9 @@ const INTERVAL_MS = 2_000
 /** The service stays down this long: three slots at least are missed. */
 const DOWN_MS = 7_000
 
-interface Received {
-  readonly headers: IncomingMessage["headers"]
-  readonly body: string
-}
-
 let pages: Server
 let pagesUrl: string
-let receiver: Server
-let receiverUrl: string
+let receiver: WebhookReceiver
 const content = new Map<string, string>()
 /** Page requests the server has not answered yet (a tick reading the page). */
 const pending = new Set<string>()
@@ -41,7 +35,6 @@ const pending = new Set<string>()
 const aborted: Array<string> = []
 /** Milliseconds the page server waits before answering: a tick takes a while, so a kill can cut one off. */
 let pageDelayMs = 0
-const received: Array<Received> = []
 
 const dataDir = newDataDir()
 let service: Service | undefined
@@ -80,12 +73,6 @@ const ticks = async (id: string): Promise<Array<any>> => {
 const scheduled = (all: Array<any>) =>
   all.filter((tick) => tick.trigger === "schedule").sort((x, y) => Date.parse(x.slot_at) - Date.parse(y.slot_at))
 
-const verified = (secret: string, delivery: Received) =>
-  new Webhook(secret).verify(delivery.body, {
-    "webhook-id": String(delivery.headers["webhook-id"]),
-    "webhook-timestamp": String(delivery.headers["webhook-timestamp"]),
-    "webhook-signature": String(delivery.headers["webhook-signature"])
-  }) as { type: string; data: any }
 
 beforeAll(async () => {
   pages = createServer((request, response) => {
@@ -103,15 +90,7 @@ beforeAll(async () => {
     }, pageDelayMs)
   })
   pagesUrl = await listen(pages)
-  receiver = createServer((request, response) => {
-    let body = ""
-    request.on("data", (chunk) => (body += chunk))
-    request.on("end", () => {
-      received.push({ headers: request.headers, body })
-      response.writeHead(204).end()
-    })
-  })
-  receiverUrl = await listen(receiver)
+  receiver = await startWebhookReceiver()
   await start()
 })
 
@@ -119,7 +98,7 @@ afterAll(async () => {
   await service?.stop()
   rmSync(dataDir, { recursive: true, force: true })
   await new Promise((resolve) => pages?.close(resolve))
-  await new Promise((resolve) => receiver?.close(resolve))
+  await receiver?.close()
 })
 
 /**
@@ -132,7 +111,7 @@ const acrossRestart = async (path: string, down: (service: Service) => Promise<v
   const created = await service!.request("POST", `/v1/projects/${credentials!.projectId}/track/monitors`, {
     body: {
       intent: "Tell me when the widget's stock changes",
-      notify_channel: { kind: "callback_url", url: `${receiverUrl}${path}` },
+      notify_channel: { kind: "callback_url", url: `${receiver.url}${path}` },
       schedule: { kind: "interval", interval_seconds: INTERVAL_MS / 1000 },
       target_urls: [`${pagesUrl}${path}`]
     }
@@ -191,10 +170,10 @@ const acrossRestart = async (path: string, down: (service: Service) => Promise<v
   expect(Date.parse(fired[0].finished_at)).toBeGreaterThanOrEqual(restartAt)
   // ... whose signed notification arrived exactly once (three ticks later, nothing more came).
   const delivery = await eventually("the notification", async () => {
-    const ours = received.filter((entry) => entry.body.includes(id))
+    const ours = receiver.received.filter((entry) => entry.body.includes(id))
     return ours.length > 0 ? ours : undefined
   })
-  const payloads = received.filter((entry) => entry.body.includes(id)).map((entry) => ({ id: entry.headers["webhook-id"], payload: verified(secret, entry) }))
+  const payloads = receiver.received.filter((entry) => entry.body.includes(id)).map((entry) => ({ id: entry.headers["webhook-id"], payload: verifiedDelivery(secret, entry) }))
   expect(payloads, `deliveries: ${delivery.length}`).toHaveLength(1)
   expect(payloads[0]!.payload.type).toBe("monitor.triggered")
   expect(payloads[0]!.payload.data).toMatchObject({ monitor_id: id, run_id: fired[0].id, changed: true })

@@ -6,7 +6,7 @@ import { createHmac } from "node:crypto"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { fixtureReportCsv, type FixtureSites, startFixtureSites } from "../fixtures/sites/server.ts"
 import { type ChatRequest, lastUserText, type ScriptedModel, startScriptedModel, toolResults } from "../fixtures/model/scripted-model.ts"
-import { embeddedDatabaseClient, type Service, startService, stopAndClean } from "../support/service.ts"
+import { embeddedDatabaseClient, type Service, scriptedAgentEnv, startService, stopAndClean } from "../support/service.ts"
 import { readSse } from "../support/sse.ts"
 import { waitForRunStatus } from "../support/runs.ts"
 
@@ -20,14 +20,7 @@ beforeAll(async () => {
   site = await startFixtureSites()
   model = await startScriptedModel(() => ({ text: "no script" }))
   service = await startService({
-    env: {
-      WA_MODEL_BASE_URL: model.baseUrl,
-      WA_MODEL: "scripted",
-      WA_ALLOW_PRIVATE_NETWORKS: "true",
-      WA_MAX_CONCURRENT_SESSIONS: "100",
-      WA_STEP_SCREENSHOTS: "false",
-      WA_WORKSPACE_MAX_FILE_BYTES: String(MAX_FILE_BYTES)
-    }
+    env: scriptedAgentEnv(model.baseUrl, { WA_STEP_SCREENSHOTS: "false", WA_WORKSPACE_MAX_FILE_BYTES: String(MAX_FILE_BYTES) })
   })
 })
 afterAll(async () => {
