@@ -2,7 +2,8 @@
  * The `wa` command: `serve` (default: API + cluster runner + embedded database), `runner` (a
  * cluster runner without the API: /healthz, /readyz and /metrics only; needs DATABASE_URL), `migrate`,
  * `projects create --name N`, `keys create --project P [--name N] [--scope admin|run]` (admin by default:
- * the operator runs it), `credits grant --project P --usd N [--bucket additional|monthly]` (src/billing/ledger.ts).
+ * the operator runs it), `credits grant --project P --usd N [--bucket additional|monthly]` (src/billing/ledger.ts),
+ * `plans list`, `plans set --project P --plan ID`, `plans unset --project P` (src/billing/plans.ts).
  * Commands other than `serve`
  * print one JSON document on stdout and work whether or not the service runs on the same data dir.
  */

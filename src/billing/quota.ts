@@ -39,9 +39,11 @@ export const quotaUsedPercent = (status: Pick<QuotaStatus, "spentMicros" | "quot
   status.quotaMicros === null ? null : status.quotaMicros === 0 ? (status.spentMicros > 0 ? 100 : 0) : Math.floor((status.spentMicros * 100) / status.quotaMicros)
 
 /**
- * Scheduled runs of the project active now: non-terminal runs of sessions a DoAnything schedule
- * owns (schedules.owner_kind = 'session', owner_id = the session id). The DoAnything schedules
- * slice fires them; if it records scheduled runs differently, this is the one place to change.
+ * Scheduled runs of the project active now. WIRE AT MERGE: the DoAnything schedules slice
+ * (branch `dosched`) records the firing schedule on the run (runs.schedule_id) and exports
+ * `scheduledRunning(projectId)` from src/schedules/session-schedules.ts; this body should become
+ * that count. Until then it counts non-terminal runs of sessions owned by a schedule of
+ * owner_kind 'session' (0 on this branch: nothing creates those).
  */
 export const scheduledRunning = (sql: SqlClient.SqlClient, projectId: string): Effect.Effect<number, SqlError> =>
   sql<{ n: number }>`
