@@ -186,3 +186,17 @@ describe("auto-recharge", () => {
     expect(quota.json.additional_credits).toBe(35_000_000)
   })
 })
+
+describe("contract", () => {
+  it("the OpenAPI document has the quota, auto-recharge and webhook paths and QuotaStatusResponse", async () => {
+    const doc = await service.request("GET", "/openapi.json", { key: null })
+    expect(Object.keys(doc.json.paths)).toEqual(expect.arrayContaining([
+      "/v1/projects/{pid}/billing/quota",
+      "/v1/projects/{pid}/billing/auto_recharge",
+      "/v1/billing/stripe/webhook"
+    ]))
+    expect(Object.keys(doc.json.components.schemas.QuotaStatusResponse.properties)).toEqual(expect.arrayContaining([
+      "project_id", "plan_id", "plan_name", "subscription_status", "monthly_credits", "additional_credits", "scheduled_cap", "scheduled_running", "concurrency"
+    ]))
+  })
+})
