@@ -245,6 +245,13 @@ export class AutoRecharge extends Context.Service<AutoRecharge, {
               amount_micros = EXCLUDED.amount_micros, monthly_cap_micros = EXCLUDED.monthly_cap_micros,
               stripe_customer_id = EXCLUDED.stripe_customer_id, stripe_payment_method_id = EXCLUDED.stripe_payment_method_id,
               updated_at = now()`.pipe(Effect.orDie)
+          // Disabled: queued recharges never sent are dropped; one already sent may have charged
+          // (a timeout), so it is finished with its Idempotency-Key like any other.
+          if (!input.enabled) {
+            yield* sql`
+              UPDATE auto_recharges SET status = 'failed', last_error = 'auto-recharge was disabled before it was sent', completed_at = now()
+              WHERE project_id = ${projectId} AND status = 'pending' AND attempts = 0`.pipe(Effect.orDie)
+          }
           return yield* view(projectId)
         }),
         queue,

@@ -4,7 +4,8 @@
  *
  * - Checkout top-ups: `POST /v1/billing/stripe/webhook` receives Stripe's events, verified with
  *   `webhooks.constructEvent` against WA_STRIPE_WEBHOOK_SECRET on the raw body. A
- *   `checkout.session.completed` event whose session is paid, in USD, with `metadata.project_id`
+ *   `checkout.session.completed` (or, for delayed payment methods, `checkout.session.
+ *   async_payment_succeeded`) event whose session is paid, in USD, with `metadata.project_id`
  *   of a project here credits `amount_total` (cents) to the project's additional bucket, once per
  *   event id (ledger key `stripe:<event id>`; Stripe delivers at least once, and duplicates racing
  *   each other are serialised by the balance row's lock). Other events are acknowledged and ignored.
@@ -92,7 +93,10 @@ export class StripeBilling extends Context.Service<StripeBilling, {
             amountUsd: null,
             ignoredReason: reason
           })
-          if (event.type !== "checkout.session.completed") return ignore(`event type ${event.type} is not handled`)
+          // A delayed payment method completes the session unpaid, then pays in an async_payment_succeeded event.
+          if (event.type !== "checkout.session.completed" && event.type !== "checkout.session.async_payment_succeeded") {
+            return ignore(`event type ${event.type} is not handled`)
+          }
           const session = event.data.object
           const projectId = session.metadata?.project_id
           if (projectId === undefined || projectId === "") return ignore("the checkout session has no metadata.project_id")

@@ -215,9 +215,16 @@ layer(TestLayer, { excludeTestServices: true, timeout: 120_000 })("plans and pay
       ;(unpaid.data.object as { payment_status: string }).payment_status = "unpaid"
       const u = signed(unpaid)
       expect(yield* stripe.handleWebhook(u.payload, u.signature)).toMatchObject({ credited: false, ignoredReason: expect.stringContaining("unpaid") })
+      // Its later async_payment_succeeded (a delayed payment method) credits it.
+      const paidLater = checkoutCompleted("evt_async_paid", projectId, 900)
+      paidLater.type = "checkout.session.async_payment_succeeded"
+      const p = signed(paidLater)
+      expect(yield* stripe.handleWebhook(p.payload, p.signature)).toMatchObject({ credited: true, amountUsd: "9.00" })
+      const other = signed({ ...checkoutCompleted("evt_other", projectId, 900), type: "invoice.paid" })
+      expect(yield* stripe.handleWebhook(other.payload, other.signature)).toMatchObject({ credited: false, ignoredReason: expect.stringContaining("invoice.paid") })
       const nobody = signed(checkoutCompleted("evt_nobody", "proj_missing", 900))
       expect(yield* stripe.handleWebhook(nobody.payload, nobody.signature)).toMatchObject({ credited: false })
-      expect((yield* ledger.balance(projectId)).additionalMicros).toBe(25_000_000)
+      expect((yield* ledger.balance(projectId)).additionalMicros).toBe(34_000_000)
     }))
 
   it.effect("auto-recharge: once per crossing, Idempotency-Key kept across a 5xx retry, a decline fails, the monthly cap holds", () =>
@@ -299,5 +306,22 @@ layer(TestLayer, { excludeTestServices: true, timeout: 120_000 })("plans and pay
       expect(yield* recharge.queue).toEqual([])
       expect((yield* recharge.view(projectId)).monthMicros).toBe(20_000_000)
       expect(fake.charged.filter((c) => c.customer === "cus_test_1")).toHaveLength(2)
+    }))
+
+  it.effect("disabling auto-recharge drops a queued recharge that was never sent", () =>
+    Effect.gen(function*() {
+      const ledger = yield* Ledger
+      const recharge = yield* AutoRecharge
+      const projectId = yield* newProject("recharge-off")
+      const settings = { thresholdMicros: 5_000_000, amountMicros: 10_000_000, monthlyCapMicros: 50_000_000, stripeCustomerId: "cus_off", stripePaymentMethodId: null }
+      yield* recharge.update(projectId, { enabled: true, ...settings })
+      yield* ledger.grant(projectId, 1_000_000, "additional")
+      const [queued] = yield* recharge.queue
+      expect(queued).toBeDefined()
+      yield* recharge.update(projectId, { enabled: false, ...settings })
+      expect((yield* recharge.view(projectId)).recent[0]).toMatchObject({ id: queued, status: "failed", attempts: 0 })
+      yield* recharge.send
+      expect(fake.charged.filter((c) => c.customer === "cus_off")).toHaveLength(0)
+      expect((yield* ledger.balance(projectId)).totalMicros).toBe(1_000_000)
     }))
 })
