@@ -2,7 +2,8 @@
  * The `wa` command: `serve` (default: API + cluster runner + embedded database), `runner` (a
  * cluster runner without the API: /healthz, /readyz and /metrics only; needs DATABASE_URL), `migrate`,
  * `projects create --name N`, `keys create --project P [--name N] [--scope admin|run]` (admin by default:
- * the operator runs it), `credits grant --project P --usd N [--bucket additional|monthly]` (src/billing/ledger.ts).
+ * the operator runs it), `credits grant --project P --usd N [--bucket additional|monthly]` (src/billing/ledger.ts),
+ * `plans list`, `plans set --project P --plan ID`, `plans unset --project P` (src/billing/plans.ts).
  * Commands other than `serve`
  * print one JSON document on stdout and work whether or not the service runs on the same data dir.
  */
@@ -45,8 +46,10 @@ import { HttpLive, logListening } from "./http/server/app.ts"
 import { JsonLoggerLive } from "./observability/logger.ts"
 import { databaseLayer } from "./store/database.ts"
 import { isBucket, Ledger, toMicros, usd2 } from "./billing/ledger.ts"
+import { Plans } from "./billing/plans.ts"
+import { AutoRechargeLive } from "./billing/auto-recharge.ts"
 
-const usage = `usage: wa [serve | runner | migrate | projects create --name N | keys create --project P [--name N] [--scope admin|run] | credits grant --project P --usd N [--bucket additional|monthly]]`
+const usage = `usage: wa [serve | runner | migrate | projects create --name N | keys create --project P [--name N] [--scope admin|run] | credits grant --project P --usd N [--bucket additional|monthly] | plans list | plans set --project P --plan ID | plans unset --project P]`
 
 class UsageError extends Error {}
 
@@ -103,7 +106,8 @@ const RunnerFoundation = ProductServices.pipe(
 // finish), then the entities and the cluster (shards handed over). See src/cluster/lifecycle.ts.
 const serve = Layer.mergeAll(
   Layer.effectDiscard(logListening).pipe(Layer.provideMerge(HttpLive)),
-  BootstrapLive
+  BootstrapLive,
+  AutoRechargeLive
 ).pipe(
   Layer.provide(DrainLive),
   Layer.provide(RunnerFoundation)
@@ -118,10 +122,10 @@ const runner = DrainLive.pipe(
 const printJson = (value: unknown) => Effect.sync(() => process.stdout.write(JSON.stringify(value) + "\n"))
 
 /** Runs a one-shot command against the data dir's database (attaching to a running service's). */
-const oneShot = <A>(program: Effect.Effect<A, never, ApiKeys | Projects | Ledger>) =>
+const oneShot = <A>(program: Effect.Effect<A, never, ApiKeys | Projects | Ledger | Plans>) =>
   program.pipe(
     Effect.flatMap(printJson),
-    Effect.provide(Layer.mergeAll(ApiKeys.layer, Projects.layer, Ledger.layer).pipe(
+    Effect.provide(Layer.mergeAll(ApiKeys.layer, Projects.layer, Ledger.layer, Plans.layer).pipe(
       Layer.provideMerge(databaseLayer("attach")),
       Layer.provideMerge(logLayer("Warn")),
       Layer.provide(AppConfig.layer)
@@ -177,8 +181,59 @@ const commands: Record<string, (args: ReadonlyArray<string>) => Effect.Effect<vo
         period_end: balance.periodEnd.toISOString()
       }
     }))
+  },
+  // Plans (src/billing/plans.ts): the plan table as configured, and a project's plan.
+  "plans list": () =>
+    oneShot(Plans.use((plans) =>
+      Effect.succeed({
+        default_plan: plans.table.defaultPlan.id,
+        plans: plans.table.plans.map((plan) => ({
+          id: plan.id,
+          name: plan.name,
+          concurrency: plan.concurrency,
+          scheduled_cap: plan.scheduledCap,
+          monthly_credits_usd: usd2(plan.monthlyCreditsMicros),
+          monthly_quota_usd: plan.monthlyQuotaMicros === null ? null : usd2(plan.monthlyQuotaMicros)
+        }))
+      })
+    )),
+  "plans set": (args) => {
+    const projectId = flag(args, "project")
+    const planId = flag(args, "plan")
+    if (projectId === undefined || planId === undefined) throw new UsageError(`plans set needs --project and --plan\n${usage}`)
+    return oneShot(planCommand(projectId, (plans) =>
+      plans.set(projectId, planId).pipe(
+        Effect.catchTag("UnknownPlan", (e) => Effect.die(new CommandFailed(`no plan ${e.planId}; plans: ${e.known.join(", ")}`)))
+      )))
+  },
+  "plans unset": (args) => {
+    const projectId = flag(args, "project")
+    if (projectId === undefined) throw new UsageError(`plans unset needs --project\n${usage}`)
+    return oneShot(planCommand(projectId, (plans) => plans.unset(projectId)))
   }
 }
+
+/** Runs a plan change for an existing project and prints the project's plan and balance. */
+const planCommand = (
+  projectId: string,
+  change: (plans: Plans["Service"]) => Effect.Effect<{ readonly plan: { readonly id: string }; readonly subscriptionStatus: string }>
+) =>
+  Effect.gen(function*() {
+    const project = yield* Projects.use((projects) => projects.find(projectId))
+    if (project === undefined) return yield* Effect.die(new CommandFailed(`no project ${projectId}`))
+    const { plan, subscriptionStatus } = yield* Plans.use(change)
+    const balance = yield* Ledger.use((ledger) => ledger.balance(projectId))
+    return {
+      project_id: projectId,
+      plan_id: plan.id,
+      subscription_status: subscriptionStatus,
+      credit_balance_usd: usd2(balance.totalMicros),
+      monthly_credits_usd: usd2(balance.monthlyMicros),
+      additional_credits_usd: usd2(balance.additionalMicros),
+      period_start: balance.periodStart.toISOString(),
+      period_end: balance.periodEnd.toISOString()
+    }
+  })
 
 const main = (argv: ReadonlyArray<string>): Effect.Effect<void> => {
   const [first = "serve", second, ...rest] = argv

@@ -111,15 +111,17 @@ const toBalance = (row: Omit<BalanceRow, "expired">): Balance => {
  * Locks the project's balance row (creating it for the current period), and writes off the
  * monthly credits of a period that has ended. Must run inside a transaction.
  */
-const lockBalance = (sql: SqlClient.SqlClient, projectId: string): Effect.Effect<Balance, SqlError> =>
+export const lockBalance = (sql: SqlClient.SqlClient, projectId: string): Effect.Effect<Balance, SqlError> =>
   Effect.gen(function*() {
-    const [row] = yield* sql<BalanceRow>`
+    const [row] = yield* sql<BalanceRow & { readonly inserted: boolean }>`
       INSERT INTO credit_balances (project_id, period_start, period_end)
       VALUES (${projectId}, date_trunc('month', now(), 'UTC'), date_trunc('month', now(), 'UTC') + interval '1 month')
       ON CONFLICT (project_id) DO UPDATE SET updated_at = now()
-      RETURNING project_id, monthly_micros::text, additional_micros::text, period_start, period_end, period_end <= now() AS expired`
+      RETURNING project_id, monthly_micros::text, additional_micros::text, period_start, period_end, period_end <= now() AS expired,
+        (xmax = 0) AS inserted`
     const balance = toBalance(row!)
-    if (!row!.expired) return balance
+    // A period opens (the first write ever, or the first after the last period ended): the plan's grant.
+    if (!row!.expired) return row!.inserted ? yield* grantMonthlyInTransaction(sql, balance) : balance
     if (balance.monthlyMicros !== 0) {
       yield* sql`
         INSERT INTO credit_ledger (project_id, kind, bucket, amount_micros, idempotency_key, period_start)
@@ -132,7 +134,34 @@ const lockBalance = (sql: SqlClient.SqlClient, projectId: string): Effect.Effect
         period_start = date_trunc('month', now(), 'UTC'), period_end = date_trunc('month', now(), 'UTC') + interval '1 month'
       WHERE project_id = ${projectId}
       RETURNING project_id, monthly_micros::text, additional_micros::text, period_start, period_end, false AS expired`
-    return toBalance(next!)
+    return yield* grantMonthlyInTransaction(sql, toBalance(next!))
+  })
+
+/** The idempotency key of a project's monthly grant for the period starting at `periodStart`. */
+export const monthlyGrantKey = (projectId: string, periodStart: Date) => `grant_monthly:${projectId}:${periodStart.toISOString()}`
+
+/**
+ * Grants the monthly credits of the project's subscription (project_plans, src/billing/plans.ts)
+ * for the balance's period, once per project and period (monthlyGrantKey). Needs the balance row
+ * locked (lockBalance), inside a transaction.
+ */
+export const grantMonthlyInTransaction = (sql: SqlClient.SqlClient, balance: Balance): Effect.Effect<Balance, SqlError> =>
+  Effect.gen(function*() {
+    const granted = yield* sql<{ amount: string }>`
+      INSERT INTO credit_ledger (project_id, kind, bucket, amount_micros, idempotency_key, period_start)
+      SELECT project_id, 'grant_monthly', 'monthly', monthly_credits_micros, ${monthlyGrantKey(balance.projectId, balance.periodStart)}, ${balance.periodStart}
+      FROM project_plans
+      WHERE project_id = ${balance.projectId} AND subscription_status = 'active' AND monthly_credits_micros > 0
+      ON CONFLICT DO NOTHING
+      RETURNING amount_micros::text AS amount`
+    if (granted.length === 0) return balance
+    const [next] = yield* sql<BalanceRow>`
+      UPDATE credit_balances SET monthly_micros = monthly_micros + ${Number(granted[0]!.amount)}, updated_at = now()
+      WHERE project_id = ${balance.projectId}
+      RETURNING project_id, monthly_micros::text, additional_micros::text, period_start, period_end, false AS expired`
+    const opened = toBalance(next!)
+    yield* rearmAutoRecharge(sql, opened)
+    return opened
   })
 
 const alreadyRecorded = (sql: SqlClient.SqlClient, key: string) =>
@@ -198,8 +227,18 @@ export const creditInTransaction = (
   Effect.gen(function*() {
     const balance = yield* lockBalance(sql, input.projectId)
     if (input.micros <= 0 || (yield* alreadyRecorded(sql, input.idempotencyKey))) return { recorded: false, balance }
-    return { recorded: true, balance: yield* append(sql, balance, [{ bucket: input.bucket, micros: input.micros }], input) }
+    const credited = yield* append(sql, balance, [{ bucket: input.bucket, micros: input.micros }], input)
+    yield* rearmAutoRecharge(sql, credited)
+    return { recorded: true, balance: credited }
   })
+
+/**
+ * A credit that lifts the balance back to the auto-recharge threshold re-arms it (src/billing/
+ * auto-recharge.ts): the next fall below the threshold is a new crossing.
+ */
+const rearmAutoRecharge = (sql: SqlClient.SqlClient, balance: Balance) =>
+  sql`UPDATE auto_recharge_settings SET armed = true
+    WHERE project_id = ${balance.projectId} AND NOT armed AND threshold_micros <= ${balance.totalMicros}`
 
 export interface UsageQuery {
   readonly kind?: string | undefined
@@ -243,6 +282,10 @@ export class Ledger extends Context.Service<Ledger, {
         const [row] = yield* sql<BalanceRow>`
           SELECT project_id, monthly_micros::text, additional_micros::text, period_start, period_end, period_end <= now() AS expired
           FROM credit_balances WHERE project_id = ${projectId}`
+        // A period to open (ended, or never written for a subscribed project): open it, with its grant.
+        if (row === undefined ? (yield* sql`SELECT 1 FROM project_plans WHERE project_id = ${projectId}`).length > 0 : row.expired) {
+          return yield* sql.withTransaction(lockBalance(sql, projectId))
+        }
         if (row === undefined) {
           const [period] = yield* sql<{ period_start: Date; period_end: Date }>`
             SELECT date_trunc('month', now(), 'UTC') AS period_start, date_trunc('month', now(), 'UTC') + interval '1 month' AS period_end`

@@ -5,6 +5,7 @@
 import { Config, ConfigProvider, Context, Effect, Layer, LogLevel, Option, Redacted, Schema } from "effect"
 import * as path from "node:path"
 import { parseSecretKey } from "../security/secret-key.ts"
+import { planTableProblem } from "../billing/plan-table.ts"
 
 const optionalString = (name: string) => Config.option(Config.NonEmptyString(name))
 const optionalRedacted = (name: string) => Config.option(Config.Redacted(name))
@@ -125,7 +126,19 @@ export const AppConfigSchema = Config.all({
   // Billing (src/billing/): `off` (default) charges nothing and refuses nothing; `on` records
   // every charge in the credit ledger and refuses new runs below the minimum balance (402).
   billing: Config.Literals(["off", "on"], "WA_BILLING").pipe(Config.withDefault("off" as const)),
-  billingMinBalanceUsd: Config.Number("WA_BILLING_MIN_BALANCE_USD").pipe(Config.withDefault(0.5))
+  billingMinBalanceUsd: Config.Number("WA_BILLING_MIN_BALANCE_USD").pipe(Config.withDefault(0.5)),
+  // Plans, Stripe top-ups and auto-recharge (src/billing/plans.ts, stripe.ts, auto-recharge.ts).
+  /** The plan table file (default: the shipped config/plans.json). */
+  plansFile: optionalString("WA_PLANS_FILE"),
+  /** The plan of projects the operator has not put on one (default: dev). */
+  defaultPlan: optionalString("WA_DEFAULT_PLAN"),
+  /** WA_MAX_CONCURRENT_SESSIONS when set: overrides every plan's per-key concurrency. */
+  maxConcurrentSessionsOverride: Config.option(Config.Int("WA_MAX_CONCURRENT_SESSIONS")),
+  stripeWebhookSecret: optionalRedacted("WA_STRIPE_WEBHOOK_SECRET"),
+  stripeSecretKey: optionalRedacted("WA_STRIPE_SECRET_KEY"),
+  stripeApiBase: Config.NonEmptyString("WA_STRIPE_API_BASE").pipe(Config.withDefault("https://api.stripe.com")),
+  /** How often each process looks for projects below their auto-recharge threshold. */
+  autoRechargePollMs: Config.Int("WA_AUTO_RECHARGE_POLL_MS").pipe(Config.withDefault(2000))
 })
 
 export type AppConfigShape = Omit<Config.Success<typeof AppConfigSchema>, "logLevelName"> & {
@@ -177,6 +190,9 @@ export const loadAppConfig = (env?: Record<string, string | undefined>) =>
     if (parsed.clusterLockExpirationSeconds < 3) return yield* Effect.die(new InvalidConfig("invalid configuration: WA_CLUSTER_LOCK_EXPIRATION_SECONDS must be at least 3"))
     if (!(parsed.billingMinBalanceUsd >= 0)) return yield* Effect.die(new InvalidConfig("invalid configuration: WA_BILLING_MIN_BALANCE_USD must be at least 0"))
     if (parsed.drainSeconds < 0) return yield* Effect.die(new InvalidConfig("invalid configuration: WA_DRAIN_SECONDS must be at least 0"))
+    const plansProblem = planTableProblem(Option.getOrUndefined(parsed.plansFile), Option.getOrUndefined(parsed.defaultPlan))
+    if (plansProblem !== undefined) return yield* Effect.die(new InvalidConfig(`invalid configuration: ${plansProblem}`))
+    if (parsed.autoRechargePollMs < 1) return yield* Effect.die(new InvalidConfig("invalid configuration: WA_AUTO_RECHARGE_POLL_MS must be at least 1"))
     const { logLevelName, ...settings } = parsed
     const logLevel = parseLogLevel(logLevelName)
     if (logLevel === undefined) {

@@ -10,6 +10,7 @@ import { AgentModel } from "../agent/model.ts"
 import { toolNames } from "../agent/tools.ts"
 import { AppConfig } from "../config/config.ts"
 import { Ledger } from "../billing/ledger.ts"
+import { Plans } from "../billing/plans.ts"
 import {
   type ControlNotAvailable,
   InsufficientCredits,
@@ -104,6 +105,7 @@ export class Sessions extends Context.Service<Sessions, {
       const profiles = yield* ProfileStore
       const control = yield* TakeControl
       const ledger = yield* Ledger
+      const plans = yield* Plans
       const reread = (run: Run) => store.getRun(run.id).pipe(Effect.map((found) => found ?? run))
       const models: ReadonlyArray<string> = Option.match(model, { onNone: () => [], onSome: (m) => [m.name] })
 
@@ -180,7 +182,8 @@ export class Sessions extends Context.Service<Sessions, {
             profileId,
             workspaceId: request.workspace_id ?? null,
             run: toNewRun(request),
-            maxOpenSessions: config.maxConcurrentSessions
+            // The plan's per-key cap (WA_MAX_CONCURRENT_SESSIONS overrides it); counted in the insert's transaction.
+            maxOpenSessions: yield* plans.concurrencyCap(key.projectId)
           })
           // A profile is leased in the transaction that inserts the session (its row lock
           // serialises creates on one profile across nodes); an unknown profile creates nothing.
@@ -265,5 +268,5 @@ export class Sessions extends Context.Service<Sessions, {
         })
       })
     })
-  ).pipe(Layer.provide(Layer.mergeAll(ProfileStore.layer, Ledger.layer)))
+  ).pipe(Layer.provide(Layer.mergeAll(ProfileStore.layer, Ledger.layer, Plans.layer)))
 }

@@ -57,7 +57,7 @@ describe("billing on", () => {
     expect(rows[0].n).toBe(0)
     const account = await service.request("GET", `${base()}/billing/account`)
     expect(account.status).toBe(200)
-    expect(account.json).toMatchObject({ project_id: service.projectId, credit_balance_usd: "0.00", sessions_count: 0, plan: "default" })
+    expect(account.json).toMatchObject({ project_id: service.projectId, credit_balance_usd: "0.00", sessions_count: 0, plan: "dev" })
   })
 
   it("a CLI grant credits the project; a scripted run is charged its exact llm_cost, monthly credits first", async () => {

@@ -12,7 +12,7 @@ export const BillingAccountResponse = Schema.Struct({
   project_id: Schema.String,
   period_start: Schema.String.annotate({ description: "Start of the current billing period (a calendar month, UTC), ISO 8601" }),
   period_end: Schema.NullOr(Schema.String).annotate({ description: "End of the current billing period (exclusive); monthly credits expire then" }),
-  plan: Schema.String.annotate({ description: "The project's plan (`default` until plans exist)" }),
+  plan: Schema.String.annotate({ description: "The project's plan id (free, dev, business, scaleup: see GET .../billing/quota)" }),
   sessions_count: Schema.Int.annotate({ description: "DoAnything sessions created in the current period" }),
   credit_balance_usd: Usd("Credits left: monthly plus additional (can be slightly negative by the last charge in flight)"),
   monthly_credits_usd: Usd("Monthly credits left in the current period (spent first; expire at period_end)"),

@@ -33,6 +33,7 @@ import { MetricsHandlers } from "./metrics.ts"
 import { WebSearchFlatHandlers, WebSearchHandlers } from "./web-search.ts"
 import { DeepResearchFlatHandlers, DeepResearchHandlers, DeepResearchStandaloneHandlers } from "./deep-research.ts"
 import { DoAnythingArtifactsHandlers, RecordingReplayHandlers } from "./recordings.ts"
+import { BillingPlansHandlers, StripeWebhookHandlers } from "./billing-plans.ts"
 
 /** The middlewares of project endpoints, provided *to* each group's handler layer. */
 const ProjectMiddlewares = Layer.mergeAll(AuthenticationLive, RateLimitLive, IdempotencyLive).pipe(
@@ -47,6 +48,7 @@ const ApiRoutes = HttpApiBuilder.layer(WebAgentApi, { openapiPath: "/openapi.jso
     WorkspaceDownloadHandlers,
     ControlHandlers,
     RecordingReplayHandlers,
+    StripeWebhookHandlers,
     Layer.mergeAll(
       ApiKeysHandlers,
       ProjectHandlers,
@@ -66,7 +68,8 @@ const ApiRoutes = HttpApiBuilder.layer(WebAgentApi, { openapiPath: "/openapi.jso
       WorkspacesHandlers,
       WorkspaceUploadHandlers,
       ProfilesHandlers,
-      DoAnythingArtifactsHandlers
+      DoAnythingArtifactsHandlers,
+      BillingPlansHandlers
     ).pipe(
       Layer.provide(ProjectMiddlewares)
     )

@@ -2,6 +2,7 @@
 import { Effect, Layer } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { Ledger, usd2, usd6 } from "../../billing/ledger.ts"
+import { Plans } from "../../billing/plans.ts"
 import { WebAgentApi } from "../api/api.ts"
 import { CurrentKey } from "../api/security.ts"
 import { badRequest } from "../errors.ts"
@@ -35,6 +36,7 @@ export const BillingHandlers = HttpApiBuilder.group(
   "billing",
   Effect.fn(function*(handlers) {
     const ledger = yield* Ledger
+    const plans = yield* Plans
     return handlers
       .handle("account", () =>
         Effect.gen(function*() {
@@ -44,7 +46,7 @@ export const BillingHandlers = HttpApiBuilder.group(
             project_id: projectId,
             period_start: account.balance.periodStart.toISOString(),
             period_end: account.balance.periodEnd.toISOString(),
-            plan: "default",
+            plan: (yield* plans.forProject(projectId)).id,
             sessions_count: account.sessionsCount,
             credit_balance_usd: usd2(account.balance.totalMicros),
             monthly_credits_usd: usd2(account.balance.monthlyMicros),
@@ -81,4 +83,4 @@ export const BillingHandlers = HttpApiBuilder.group(
           }
         }))
   })
-).pipe(Layer.provide(Ledger.layer))
+).pipe(Layer.provide(Layer.mergeAll(Ledger.layer, Plans.layer)))

@@ -1,0 +1,100 @@
+/**
+ * Plans: the plan table (src/billing/plan-table.ts, configuration) and each project's plan.
+ *
+ * - A project is on the plan the operator set (`wa plans set`, a row in project_plans: a
+ *   subscription, status `active`), else on the default plan (WA_DEFAULT_PLAN) without a
+ *   subscription (`subscription_status: none`).
+ * - The plan gives each API key its concurrent-session cap (WA_MAX_CONCURRENT_SESSIONS, when set,
+ *   overrides every plan's), the project's scheduled-run cap and its default monthly quota.
+ * - A subscribed project is granted its plan's monthly credits once per billing period: when the
+ *   plan is set (if the period has no grant yet), and when the ledger opens a new period
+ *   (src/billing/ledger.ts lockBalance, lazily on the first write or balance read of the period).
+ *   Changing plan mid-period changes the caps at once; the new plan's credits come with the next
+ *   period (the current one was granted already).
+ */
+import { Context, Effect, Layer, Option, Schema } from "effect"
+import { SqlClient } from "effect/sql"
+import { AppConfig } from "../config/config.ts"
+import { grantMonthlyInTransaction, lockBalance } from "./ledger.ts"
+import { loadPlanTable, type Plan, type PlanTable } from "./plan-table.ts"
+
+export type { Plan } from "./plan-table.ts"
+
+export class UnknownPlan extends Schema.TaggedError<UnknownPlan>()("UnknownPlan", {
+  planId: Schema.String,
+  known: Schema.Array(Schema.String)
+}) {}
+
+export interface ProjectPlan {
+  readonly plan: Plan
+  /** `active`: the operator put the project on this plan; `none`: the default plan, no subscription. */
+  readonly subscriptionStatus: "active" | "none"
+}
+
+export class Plans extends Context.Service<Plans, {
+  readonly table: PlanTable
+  /** The project's plan (its subscription's, else the default). */
+  readonly forProject: (projectId: string) => Effect.Effect<Plan>
+  readonly subscription: (projectId: string) => Effect.Effect<ProjectPlan>
+  /** Open sessions one key of the project may hold: the plan's concurrency, or the env override. */
+  readonly concurrencyCap: (projectId: string) => Effect.Effect<number>
+  /** Puts the project on a plan (a subscription) and grants the period's credits if not yet granted. */
+  readonly set: (projectId: string, planId: string) => Effect.Effect<ProjectPlan, UnknownPlan>
+  /** Ends the subscription: back to the default plan, no more monthly grants. */
+  readonly unset: (projectId: string) => Effect.Effect<ProjectPlan>
+}>()("wa/billing/Plans") {
+  static readonly layer = Layer.effect(
+    Plans,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const config = yield* AppConfig
+      const table = loadPlanTable(Option.getOrUndefined(config.plansFile), Option.getOrUndefined(config.defaultPlan))
+      const byId = new Map(table.plans.map((plan) => [plan.id, plan]))
+      const override = Option.getOrUndefined(config.maxConcurrentSessionsOverride)
+
+      // The credits subscriptions are granted follow the table as configured now (a plan gone from
+      // the table grants nothing; its projects are on the default plan's caps).
+      for (const plan of table.plans) {
+        yield* sql`UPDATE project_plans SET monthly_credits_micros = ${plan.monthlyCreditsMicros}
+          WHERE plan_id = ${plan.id} AND monthly_credits_micros <> ${plan.monthlyCreditsMicros}`.pipe(Effect.orDie)
+      }
+      yield* sql`UPDATE project_plans SET monthly_credits_micros = 0
+        WHERE plan_id NOT IN ${sql.in(table.plans.map((p) => p.id))} AND monthly_credits_micros <> 0`.pipe(Effect.orDie)
+
+      const subscription = Effect.fn("Plans.subscription")(function*(projectId: string) {
+        const [row] = yield* sql<{ plan_id: string; subscription_status: string }>`
+          SELECT plan_id, subscription_status FROM project_plans WHERE project_id = ${projectId}`
+        const plan = row === undefined || row.subscription_status !== "active" ? undefined : byId.get(row.plan_id)
+        return plan === undefined
+          ? { plan: table.defaultPlan, subscriptionStatus: "none" as const }
+          : { plan, subscriptionStatus: "active" as const }
+      }, Effect.orDie)
+
+      return Plans.of({
+        table,
+        forProject: (projectId) => subscription(projectId).pipe(Effect.map((s) => s.plan)),
+        subscription,
+        concurrencyCap: (projectId) =>
+          override !== undefined ? Effect.succeed(override) : subscription(projectId).pipe(Effect.map((s) => s.plan.concurrency)),
+        set: Effect.fn("Plans.set")(function*(projectId: string, planId: string) {
+          const plan = byId.get(planId)
+          if (plan === undefined) return yield* new UnknownPlan({ planId, known: table.plans.map((p) => p.id) })
+          yield* sql.withTransaction(Effect.gen(function*() {
+            yield* sql`
+              INSERT INTO project_plans (project_id, plan_id, monthly_credits_micros, subscription_status)
+              VALUES (${projectId}, ${plan.id}, ${plan.monthlyCreditsMicros}, 'active')
+              ON CONFLICT (project_id) DO UPDATE SET plan_id = EXCLUDED.plan_id,
+                monthly_credits_micros = EXCLUDED.monthly_credits_micros, subscription_status = 'active', updated_at = now()`
+            // Under the balance row's lock; a grant already made this period is not made again.
+            yield* grantMonthlyInTransaction(sql, yield* lockBalance(sql, projectId))
+          })).pipe(Effect.orDie)
+          return { plan, subscriptionStatus: "active" as const }
+        }),
+        unset: Effect.fn("Plans.unset")(function*(projectId: string) {
+          yield* sql`UPDATE project_plans SET subscription_status = 'canceled', updated_at = now() WHERE project_id = ${projectId}`.pipe(Effect.orDie)
+          return { plan: table.defaultPlan, subscriptionStatus: "none" as const }
+        })
+      })
+    })
+  )
+}

@@ -1,0 +1,90 @@
+/**
+ * QuotaStatus: where a project stands against its plan: credits per bucket, the monthly quota
+ * (spend of the current period against the plan's quota, with the 80 % warning and the 100 %
+ * stop), scheduled runs against the plan's scheduled cap, and each key's open sessions against
+ * its concurrency cap.
+ */
+import { Context, Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+import type { SqlError } from "effect/sql/SqlError"
+import { type Balance, Ledger } from "./ledger.ts"
+import { type Plan, Plans } from "./plans.ts"
+
+/** The share of the monthly quota at which QuotaStatus warns (spec: a soft warning at 80 %). */
+export const QUOTA_WARNING_PERCENT = 80
+
+export interface KeyConcurrency {
+  readonly keyId: string
+  readonly keyName: string | null
+  /** Open (not closed) sessions the key holds: what the cap counts. */
+  readonly running: number
+  readonly cap: number
+}
+
+export interface QuotaStatus {
+  readonly projectId: string
+  readonly plan: Plan
+  readonly subscriptionStatus: "active" | "none"
+  readonly balance: Balance
+  /** Charges of the current period, positive micro-USD. */
+  readonly spentMicros: number
+  readonly quotaMicros: number | null
+  readonly scheduledCap: number
+  readonly scheduledRunning: number
+  readonly concurrency: ReadonlyArray<KeyConcurrency>
+}
+
+/** Used share of the quota in whole percent (rounded down); null without a quota. */
+export const quotaUsedPercent = (status: Pick<QuotaStatus, "spentMicros" | "quotaMicros">): number | null =>
+  status.quotaMicros === null ? null : status.quotaMicros === 0 ? (status.spentMicros > 0 ? 100 : 0) : Math.floor((status.spentMicros * 100) / status.quotaMicros)
+
+/**
+ * Scheduled runs of the project active now. WIRE AT MERGE: the DoAnything schedules slice
+ * (branch `dosched`) records the firing schedule on the run (runs.schedule_id) and exports
+ * `scheduledRunning(projectId)` from src/schedules/session-schedules.ts; this body should become
+ * that count. Until then it counts non-terminal runs of sessions owned by a schedule of
+ * owner_kind 'session' (0 on this branch: nothing creates those).
+ */
+export const scheduledRunning = (sql: SqlClient.SqlClient, projectId: string): Effect.Effect<number, SqlError> =>
+  sql<{ n: number }>`
+    SELECT count(*)::int AS n FROM runs r
+    JOIN schedules s ON s.owner_kind = 'session' AND s.owner_id = r.session_id
+    WHERE r.project_id = ${projectId} AND r.status NOT IN ('done', 'failed', 'canceled')`.pipe(Effect.map((rows) => rows[0]?.n ?? 0))
+
+export class Quota extends Context.Service<Quota, {
+  readonly status: (projectId: string) => Effect.Effect<QuotaStatus>
+}>()("wa/billing/Quota") {
+  static readonly layer = Layer.effect(
+    Quota,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const ledger = yield* Ledger
+      const plans = yield* Plans
+      return Quota.of({
+        status: Effect.fn("Quota.status")(function*(projectId: string) {
+          const { plan, subscriptionStatus } = yield* plans.subscription(projectId)
+          const cap = yield* plans.concurrencyCap(projectId)
+          const account = yield* ledger.account(projectId)
+          // Keys that can still open sessions (revoked ones in their grace window included).
+          const keys = yield* sql<{ id: string; name: string | null; running: number }>`
+            SELECT k.id, k.name,
+              (SELECT count(*)::int FROM sessions s WHERE s.api_key_id = k.id AND s.status <> 'closed') AS running
+            FROM api_keys k
+            WHERE k.project_id = ${projectId} AND (k.grace_until IS NULL OR k.grace_until > now())
+            ORDER BY k.created_at, k.id`.pipe(Effect.orDie)
+          return {
+            projectId,
+            plan,
+            subscriptionStatus,
+            balance: account.balance,
+            spentMicros: account.totalMicros,
+            quotaMicros: plan.monthlyQuotaMicros,
+            scheduledCap: plan.scheduledCap,
+            scheduledRunning: yield* scheduledRunning(sql, projectId).pipe(Effect.orDie),
+            concurrency: keys.map((k) => ({ keyId: k.id, keyName: k.name, running: k.running, cap }))
+          }
+        })
+      })
+    })
+  ).pipe(Layer.provide(Layer.mergeAll(Ledger.layer, Plans.layer)))
+}

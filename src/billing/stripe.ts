@@ -1,0 +1,168 @@
+/**
+ * The payment provider, Stripe (or anything speaking its REST API at WA_STRIPE_API_BASE), through
+ * the official `stripe` package:
+ *
+ * - Checkout top-ups: `POST /v1/billing/stripe/webhook` receives Stripe's events, verified with
+ *   `webhooks.constructEvent` against WA_STRIPE_WEBHOOK_SECRET on the raw body. A
+ *   `checkout.session.completed` (or, for delayed payment methods, `checkout.session.
+ *   async_payment_succeeded`) event whose session is paid, in USD, with `metadata.project_id`
+ *   of a project here credits `amount_total` (cents) to the project's additional bucket, once per
+ *   event id (ledger key `stripe:<event id>`; Stripe delivers at least once, and duplicates racing
+ *   each other are serialised by the balance row's lock). Other events are acknowledged and ignored.
+ * - Auto-recharge (src/billing/auto-recharge.ts) charges a saved customer with a confirmed,
+ *   off-session PaymentIntent, with an Idempotency-Key so a retried call charges once.
+ */
+import { Context, Effect, Layer, Option, Redacted, Schema } from "effect"
+import { SqlClient } from "effect/sql"
+import Stripe from "stripe"
+import { AppConfig } from "../config/config.ts"
+import { creditInTransaction, usd2 } from "./ledger.ts"
+
+export class StripeNotConfigured extends Schema.TaggedError<StripeNotConfigured>()("StripeNotConfigured", {
+  variable: Schema.String
+}) {}
+
+export class StripeSignatureInvalid extends Schema.TaggedError<StripeSignatureInvalid>()("StripeSignatureInvalid", {
+  reason: Schema.String
+}) {}
+
+/** A provider call that did not charge: `declined` is final (card refused), `retryable` may be tried again with the same key. */
+export class StripeCallFailed extends Schema.TaggedError<StripeCallFailed>()("StripeCallFailed", {
+  retryable: Schema.Boolean,
+  message: Schema.String
+}) {}
+
+export interface WebhookOutcome {
+  readonly eventId: string
+  readonly type: string
+  /** Credited by this delivery (false: ignored, or already credited by an earlier delivery). */
+  readonly credited: boolean
+  readonly duplicate: boolean
+  readonly projectId: string | null
+  readonly amountUsd: string | null
+  /** Why nothing was credited, when nothing was. */
+  readonly ignoredReason: string | null
+}
+
+export interface PaymentIntentInput {
+  readonly amountCents: number
+  readonly customerId: string
+  readonly paymentMethodId: string | null
+  readonly idempotencyKey: string
+  readonly metadata: Record<string, string>
+}
+
+/** The ledger kind of a checkout top-up. */
+export const STRIPE_TOPUP_KIND = "topup_stripe"
+
+const baseAddress = (base: string) => {
+  const url = new URL(base)
+  return {
+    host: url.hostname,
+    port: url.port === "" ? (url.protocol === "http:" ? 80 : 443) : Number(url.port),
+    protocol: url.protocol === "http:" ? "http" as const : "https" as const
+  }
+}
+
+export class StripeBilling extends Context.Service<StripeBilling, {
+  readonly handleWebhook: (rawBody: string, signature: string | undefined) => Effect.Effect<WebhookOutcome, StripeNotConfigured | StripeSignatureInvalid>
+  readonly createPaymentIntent: (input: PaymentIntentInput) => Effect.Effect<{ readonly id: string; readonly status: string }, StripeCallFailed | StripeNotConfigured>
+}>()("wa/billing/StripeBilling") {
+  static readonly layer = Layer.effect(
+    StripeBilling,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const config = yield* AppConfig
+      const secretKey = Option.map(config.stripeSecretKey, Redacted.value)
+      const webhookSecret = Option.map(config.stripeWebhookSecret, Redacted.value)
+      const client = new Stripe(Option.getOrElse(secretKey, () => "sk_unconfigured"), {
+        ...baseAddress(config.stripeApiBase),
+        // Retries are ours (the recharge outbox), each with the same Idempotency-Key.
+        maxNetworkRetries: 0,
+        timeout: 30_000
+      })
+
+      const credit = (event: Stripe.Event) =>
+        Effect.gen(function*() {
+          const ignore = (reason: string) => ({
+            eventId: event.id,
+            type: event.type,
+            credited: false,
+            duplicate: false,
+            projectId: null,
+            amountUsd: null,
+            ignoredReason: reason
+          })
+          // A delayed payment method completes the session unpaid, then pays in an async_payment_succeeded event.
+          if (event.type !== "checkout.session.completed" && event.type !== "checkout.session.async_payment_succeeded") {
+            return ignore(`event type ${event.type} is not handled`)
+          }
+          const session = event.data.object
+          const projectId = session.metadata?.project_id
+          if (projectId === undefined || projectId === "") return ignore("the checkout session has no metadata.project_id")
+          if (session.payment_status !== "paid") return ignore(`the checkout session is ${session.payment_status}, not paid`)
+          if ((session.currency ?? "").toLowerCase() !== "usd") return ignore(`currency ${session.currency} is not usd`)
+          const cents = session.amount_total ?? 0
+          if (!Number.isSafeInteger(cents) || cents <= 0) return ignore("amount_total is not a positive amount")
+          const [project] = yield* sql<{ id: string }>`SELECT id FROM projects WHERE id = ${projectId}`
+          if (project === undefined) return ignore(`no project ${projectId}`)
+          const micros = cents * 10_000
+          const { recorded } = yield* sql.withTransaction(creditInTransaction(sql, {
+            projectId,
+            micros,
+            bucket: "additional",
+            kind: STRIPE_TOPUP_KIND,
+            idempotencyKey: `stripe:${event.id}`
+          }))
+          return {
+            eventId: event.id,
+            type: event.type,
+            credited: recorded,
+            duplicate: !recorded,
+            projectId,
+            amountUsd: usd2(micros),
+            ignoredReason: null
+          }
+        }).pipe(Effect.orDie)
+
+      return StripeBilling.of({
+        handleWebhook: Effect.fn("StripeBilling.handleWebhook")(function*(rawBody: string, signature: string | undefined) {
+          if (Option.isNone(webhookSecret)) return yield* new StripeNotConfigured({ variable: "WA_STRIPE_WEBHOOK_SECRET" })
+          if (signature === undefined || signature === "") return yield* new StripeSignatureInvalid({ reason: "the Stripe-Signature header is missing" })
+          const event = yield* Effect.try({
+            try: () => client.webhooks.constructEvent(rawBody, signature, webhookSecret.value),
+            catch: (error) => new StripeSignatureInvalid({ reason: error instanceof Error ? error.message : String(error) })
+          })
+          const outcome = yield* credit(event)
+          if (outcome.ignoredReason !== null) yield* Effect.logInfo("stripe event ignored").pipe(Effect.annotateLogs({ event_id: event.id, reason: outcome.ignoredReason }))
+          return outcome
+        }),
+        createPaymentIntent: Effect.fn("StripeBilling.createPaymentIntent")(function*(input: PaymentIntentInput) {
+          if (Option.isNone(secretKey)) return yield* new StripeNotConfigured({ variable: "WA_STRIPE_SECRET_KEY" })
+          const intent = yield* Effect.tryPromise({
+            try: () =>
+              client.paymentIntents.create({
+                amount: input.amountCents,
+                currency: "usd",
+                customer: input.customerId,
+                ...(input.paymentMethodId === null ? {} : { payment_method: input.paymentMethodId }),
+                confirm: true,
+                off_session: true,
+                metadata: input.metadata
+              }, { idempotencyKey: input.idempotencyKey }),
+            catch: (error) => {
+              // 4xx other than 409/429 (a declined card, a bad customer) will not get better; the rest may.
+              const status = (error as { statusCode?: number }).statusCode
+              const retryable = status === undefined || status >= 500 || status === 409 || status === 429
+              return new StripeCallFailed({ retryable, message: error instanceof Error ? error.message : String(error) })
+            }
+          })
+          if (intent.status !== "succeeded") {
+            return yield* new StripeCallFailed({ retryable: false, message: `the payment intent ${intent.id} is ${intent.status}, not succeeded` })
+          }
+          return { id: intent.id, status: intent.status }
+        })
+      })
+    })
+  )
+}
