@@ -33,6 +33,7 @@ import { MetricsHandlers } from "./metrics.ts"
 import { WebSearchFlatHandlers, WebSearchHandlers } from "./web-search.ts"
 import { DeepResearchFlatHandlers, DeepResearchHandlers, DeepResearchStandaloneHandlers } from "./deep-research.ts"
 import { DoAnythingArtifactsHandlers, RecordingReplayHandlers } from "./recordings.ts"
+import { ConsoleRoute } from "./console.ts"
 
 /** The middlewares of project endpoints, provided *to* each group's handler layer. */
 const ProjectMiddlewares = Layer.mergeAll(AuthenticationLive, RateLimitLive, IdempotencyLive).pipe(
@@ -77,6 +78,7 @@ const Routes = Layer.mergeAll(
   ApiRoutes,
   HttpApiScalar.layer(WebAgentApi, { path: "/docs" }),
   ControlSocketRoute,
+  ConsoleRoute,
   requestContextMiddleware(WebAgentApi)
 ).pipe(Layer.provide(ApiKeys.layer))
 
