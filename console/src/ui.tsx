@@ -131,7 +131,7 @@ export const EventLog = ({ events, state, detail }: { events: ReadonlyArray<Stre
     <div className="events">
       <div className="events-head">
         <span className={`stream ${state}`} data-stream-state={state}>{state === "live" ? "● live" : state}{detail ? `: ${detail}` : ""}</span>
-        <label><input type="checkbox" checked={follow} onChange={(e) => setFollow(e.target.checked)} /> follow</label>
+        <label className="inline small"><input type="checkbox" checked={follow} onChange={(e) => setFollow(e.target.checked)} /> follow</label>
       </div>
       <ol className="event-list" aria-label="events">
         {events.map((event) => (
