@@ -36,7 +36,16 @@ export const buildConsole = async (): Promise<void> => {
     return
   }
   const started = Date.now()
-  await vite.build({ configFile: path.join(root, "vite.config.ts"), logLevel: "warn" })
+  // Vite keeps a NODE_ENV it finds set (vitest sets "test"), which would bundle React's
+  // development build: the console is always built for production.
+  const nodeEnv = process.env["NODE_ENV"]
+  process.env["NODE_ENV"] = "production"
+  try {
+    await vite.build({ configFile: path.join(root, "vite.config.ts"), mode: "production", logLevel: "warn" })
+  } finally {
+    if (nodeEnv === undefined) delete process.env["NODE_ENV"]
+    else process.env["NODE_ENV"] = nodeEnv
+  }
   console.log(`console: built into ${path.relative(process.cwd(), path.join(root, "dist")) || "."} in ${Date.now() - started} ms`)
 }
 

@@ -7,6 +7,8 @@
  * credits. Screenshots of the main pages go to test-results/console/.
  */
 import { mkdirSync } from "node:fs"
+import { createServer, request as httpRequest } from "node:http"
+import type { AddressInfo } from "node:net"
 import * as path from "node:path"
 import { type Browser, chromium, type Page } from "playwright-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -16,6 +18,9 @@ import { researchScript, echoClaims } from "../fixtures/model/research-model.ts"
 import { promptText, toolResults } from "../fixtures/model/scripted-model.ts"
 import { researchEnv, type ResearchFixtures, startResearchFixtures } from "../deep-research/helpers.ts"
 import { type Service, startService, stopAndClean } from "../support/service.ts"
+import { readSse } from "../support/sse.ts"
+import { waitForRunStatus } from "../support/runs.ts"
+import { followEvents, type StreamEvent, type StreamState } from "../../console/src/events.ts"
 
 const shots = path.resolve(import.meta.dirname, "../../test-results/console")
 let fx: ResearchFixtures
@@ -55,6 +60,7 @@ beforeAll(async () => {
   // One model for both products: agent calls carry tools, research calls do not.
   fx.model.setScript((request, turn) => {
     if ((request.tools?.length ?? 0) === 0) return research(request, turn)
+    if (promptText(request).includes("Finish at once")) return { tool: "done", args: { output: "finished" } }
     if (promptText(request).includes("Hold for control")) return held.then(() => ({ tool: "done", args: { output: "released" } }))
     const answers = (toolResults(request) as Array<{ answer?: unknown }>).filter((r) => r?.answer !== undefined)
     return answers.length === 0
@@ -260,5 +266,60 @@ describe("the console", () => {
     const account = (await service.request("GET", `/v1/projects/${service.projectId}/billing/account`)).json
     expect(await page.getByTestId("credits").textContent()).toContain(`$${account.credit_balance_usd}`)
     await shot("11-credits")
+  })
+})
+
+describe("the console's event stream client", () => {
+  it("reconnects after a dropped stream with Last-Event-ID and shows every event once", async () => {
+    const base = `/v1/projects/${service.projectId}/do_anything/sessions`
+    const created = await service.request("POST", base, { body: { instructions: "Finish at once" } })
+    const eventsPath = `${base}/${created.json.id}/runs/${created.json.latest_run_id}/events`
+    await waitForRunStatus(service, `${base}/${created.json.id}/runs/${created.json.latest_run_id}`, ["done"])
+    const all = (await readSse(`${service.url}${eventsPath}`, { authorization: `Bearer ${service.apiKey}` })).events.filter((e) => e.event !== "stream.heartbeat")
+    expect(all.length).toBeGreaterThan(3)
+
+    // A proxy that cuts the first connection after its first event, as a flaky network would.
+    const upstream = new URL(service.url)
+    const lastEventIds: Array<string | undefined> = []
+    const proxy = createServer((req, res) => {
+      const first = lastEventIds.length === 0
+      lastEventIds.push(req.headers["last-event-id"] as string | undefined)
+      const forward = httpRequest({ host: upstream.hostname, port: upstream.port, path: req.url, headers: req.headers }, (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers)
+        let buffered = ""
+        answer.on("data", (chunk: Buffer) => {
+          if (!first) return void res.write(chunk)
+          buffered += chunk.toString()
+          const end = buffered.indexOf("\n\n")
+          if (end >= 0) {
+            answer.destroy()
+            // The first frame reaches the client, then the connection breaks (no end of the chunked body).
+            res.write(buffered.slice(0, end + 2), () => setTimeout(() => res.socket?.destroy(), 50))
+          }
+        })
+        answer.on("end", () => res.end())
+      })
+      forward.end()
+    })
+    await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve))
+    try {
+      const received: Array<StreamEvent> = []
+      const states: Array<StreamState> = []
+      await followEvents({
+        url: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}${eventsPath}`,
+        headers: { authorization: `Bearer ${service.apiKey}` },
+        signal: new AbortController().signal,
+        onEvents: (events) => received.push(...events),
+        onState: (state) => states.push(state)
+      })
+      expect(states).toContain("reconnecting")
+      expect(states[states.length - 1]).toBe("ended")
+      expect(lastEventIds[0]).toBeUndefined()
+      expect(lastEventIds[1]).toBe(String(all[0]!.id))
+      expect(received.map((e) => e.id)).toEqual(all.map((e) => e.id))
+      expect(received.map((e) => e.type)).toEqual(all.map((e) => e.event))
+    } finally {
+      proxy.close()
+    }
   })
 })
