@@ -21,7 +21,7 @@ const safeHref = (href: string): string | undefined => {
 /** Inline Markdown: `code`, [text](url), **strong**, *em* / _em_, and [n] citation markers. */
 export const renderInline = (text: string, keyPrefix = "i"): Array<ReactNode> => {
   const out: Array<ReactNode> = []
-  const pattern = /`([^`]+)`|\[([^\]]+)\]\(([^)\s]+)(?:\s+"[^"]*")?\)|\*\*([^*]+)\*\*|__([^_]+)__|\*([^*\s][^*]*)\*|(?<![A-Za-z0-9])_([^_\s][^_]*)_(?![A-Za-z0-9])|\[(\d{1,4})\]/g
+  const pattern = /`([^`]+)`|\[([^\]]+)\]\(([^)\s]+)(?:\s+"[^"]*")?\)|\*\*([^*]+)\*\*|(?<![A-Za-z0-9_])__([^_]+)__(?![A-Za-z0-9_])|\*([^*\s][^*]*)\*|(?<![A-Za-z0-9])_([^_\s][^_]*)_(?![A-Za-z0-9])|\[(\d{1,4})\]/g
   let last = 0
   let n = 0
   for (const match of text.matchAll(pattern)) {

@@ -67,6 +67,9 @@ export const Section = ({ title, children, actions }: { title: string; children:
 
 export const terminalStatuses = new Set(["done", "succeeded", "failed", "canceled"])
 
+const keptEvents = 2000
+const shownEvents = 500
+
 /** Follows an event stream while mounted; events accumulate in arrival order. */
 export const useEventStream = (url: string | undefined, headers: Record<string, string>) => {
   const [events, setEvents] = useState<Array<StreamEvent>>([])
@@ -80,7 +83,8 @@ export const useEventStream = (url: string | undefined, headers: Record<string, 
       url,
       headers,
       signal: controller.signal,
-      onEvents: (fresh) => setEvents((old) => [...old, ...fresh]),
+      // A run can last a month: keep the newest events only (the API replays older ones on demand).
+      onEvents: (fresh) => setEvents((old) => [...old, ...fresh].slice(-keptEvents)),
       onState: (next, detail) => setState({ state: next, detail })
     })
     return () => controller.abort()
@@ -133,14 +137,15 @@ export const EventLog = ({ events, state, detail }: { events: ReadonlyArray<Stre
         <span className={`stream ${state}`} data-stream-state={state}>{state === "live" ? "● live" : state}{detail ? `: ${detail}` : ""}</span>
         <label className="inline small"><input type="checkbox" checked={follow} onChange={(e) => setFollow(e.target.checked)} /> follow</label>
       </div>
+      {events.length > shownEvents ? <div className="muted small">{events.length - shownEvents} earlier events not shown</div> : null}
       <ol className="event-list" aria-label="events">
-        {events.map((event) => (
+        {events.slice(-shownEvents).map((event) => (
           <li key={event.id} className={`event ${event.type.replace(/\./g, "-")}`} data-event-id={event.id} data-event-type={event.type} data-created-at={event.created_at}>
             <span className="event-id">#{event.id}</span>
             <span className="event-type">{event.type}</span>
             <span className="event-text">{describeEvent(event)}</span>
             {event.type === "run.screenshot" && typeof event.data["url"] === "string"
-              ? <a href={event.data["url"]} target="_blank" rel="noreferrer"><img className="shot" src={event.data["url"]} alt="screenshot" loading="lazy" /></a>
+              ? <a className="event-link" href={event.data["url"]} target="_blank" rel="noreferrer">view</a>
               : null}
           </li>
         ))}

@@ -62,7 +62,9 @@ beforeAll(async () => {
     if ((request.tools?.length ?? 0) === 0) return research(request, turn)
     if (promptText(request).includes("Finish at once")) return { tool: "done", args: { output: "finished" } }
     if (promptText(request).includes("Hold for control")) return held.then(() => ({ tool: "done", args: { output: "released" } }))
-    const answers = (toolResults(request) as Array<{ answer?: unknown }>).filter((r) => r?.answer !== undefined)
+    const results = toolResults(request) as Array<{ answer?: unknown; url?: unknown }>
+    const answers = results.filter((r) => r?.answer !== undefined)
+    if (!results.some((r) => typeof r?.url === "string")) return { tool: "screenshot" }
     return answers.length === 0
       ? { tool: "ask_human", args: { prompt: "What is the 2FA code?", schema: { type: "string" } } }
       : { tool: "done", args: { output: { code: answers[answers.length - 1]!.answer } } }
@@ -138,6 +140,10 @@ describe("the console", () => {
     const requestEvent = page.locator('[data-event-type="run.input_request"]')
     await requestEvent.waitFor()
     expect(await page.getByTestId("run-status").textContent()).toContain("awaiting input")
+    // The agent's screenshot shows (a signed URL of the API, allowed by the console's CSP).
+    const screenshot = page.getByTestId("latest-screenshot")
+    await screenshot.waitFor()
+    await expect.poll(() => screenshot.evaluate((img) => (img as HTMLImageElement).complete && (img as HTMLImageElement).naturalWidth)).toBeGreaterThan(0)
     await shot("02-run-awaiting-input")
 
     await page.getByPlaceholder("Your answer").fill("424242")

@@ -260,6 +260,7 @@ export const RunPage = ({ api, sid, rid }: { api: Api; sid: string; rid: string 
     return typeof offered?.data["standalone_control_url"] === "string" ? offered.data["standalone_control_url"] : undefined
   }, [stream.events])
   const openRequest = openInputRequest(stream.events)
+  const screenshot = [...stream.events].reverse().find((e) => e.type === "run.screenshot" && typeof e.data["url"] === "string")
   const r = run.data
   const ended = r !== undefined && terminalStatuses.has(r.status)
   const steps = stream.events.filter((e) => e.type === "run.action.started").length
@@ -312,6 +313,12 @@ export const RunPage = ({ api, sid, rid }: { api: Api; sid: string; rid: string 
             <div className="notice">
               Live view and control: <a href={control} target="_blank" rel="noreferrer" data-testid="control-link">open the control page</a> (works without a key, for this run only, for a few minutes).
             </div>
+          ) : null}
+          {screenshot !== undefined ? (
+            <figure className="latest-shot">
+              <img src={String(screenshot.data["url"])} alt="the agent's browser at its latest step" data-testid="latest-screenshot" />
+              <figcaption className="muted small">latest screenshot (event #{screenshot.id})</figcaption>
+            </figure>
           ) : null}
           {openRequest !== undefined && !ended ? <AnswerForm api={api} runPath={runPath} request={openRequest} onDone={reload} /> : null}
           {r.error ? <div className="error" data-testid="run-error"><strong>{r.error.code}</strong>: {r.error.detail}</div> : null}
