@@ -102,6 +102,11 @@ describe("the console", () => {
     const route = await fetch(`${service.url}/console/research/run_anything`)
     expect(route.status).toBe(200)
     expect(await route.text()).toBe(html)
+    // Nothing outside the built console is reachable through it.
+    for (const escape of ["/console/..%2f..%2fpackage.json", "/console/%2e%2e/%2e%2e/package.json", "/console/assets/..%2f..%2f..%2fsrc%2fmain.ts"]) {
+      const response = await fetch(`${service.url}${escape}`)
+      expect(response.status, escape).toBe(404)
+    }
     const missing = await fetch(`${service.url}/console/assets/missing.js`)
     expect(missing.status).toBe(404)
     expect((await missing.json()).code).toBe("not_found")
