@@ -10,6 +10,7 @@ import { ResearchListPage, ResearchRunPage } from "./pages/Research.tsx"
 import { SearchPage, SearchRunPage } from "./pages/Search.tsx"
 import { MonitorPage, MonitorsPage } from "./pages/Monitors.tsx"
 import { KeysPage } from "./pages/Keys.tsx"
+import { InboxPage } from "./pages/Inbox.tsx"
 import { BillingPage } from "./pages/Billing.tsx"
 import "./styles.css"
 
@@ -18,6 +19,7 @@ const nav: ReadonlyArray<{ to: string; label: string; prefix: string }> = [
   { to: "/research", label: "DeepResearch", prefix: "/research" },
   { to: "/search", label: "WebSearch", prefix: "/search" },
   { to: "/monitors", label: "Monitors", prefix: "/monitors" },
+  { to: "/inbox", label: "Inbox", prefix: "/inbox" },
   { to: "/keys", label: "API keys", prefix: "/keys" },
   { to: "/billing", label: "Usage & credits", prefix: "/billing" }
 ]
@@ -32,6 +34,7 @@ const Routes = ({ api, path }: { api: Api; path: string }) => {
   if ((m = match("/search/:rid", path))) return <SearchRunPage api={api} rid={m["rid"]!} />
   if (match("/monitors", path)) return <MonitorsPage api={api} />
   if ((m = match("/monitors/:mid", path))) return <MonitorPage api={api} mid={m["mid"]!} />
+  if (match("/inbox", path)) return <InboxPage api={api} />
   if (match("/keys", path)) return <KeysPage api={api} />
   if (match("/billing", path)) return <BillingPage api={api} />
   if (match("/", path) || match("/sessions", path)) return <SessionsPage api={api} />

@@ -262,7 +262,7 @@ describe("the console", () => {
     await page.getByRole("link", { name: "Tell me when the widget page changes" }).waitFor()
   })
 
-  it("lists API keys and shows credits and usage", async () => {
+  it("lists API keys, shows credits and usage, and the inbox", async () => {
     await page.locator("nav").getByRole("link", { name: "API keys" }).click()
     await page.getByRole("cell", { name: "admin" }).first().waitFor()
     await page.getByPlaceholder("name (optional)").fill("from the console")
@@ -277,6 +277,9 @@ describe("the console", () => {
     const account = (await service.request("GET", `/v1/projects/${service.projectId}/billing/account`)).json
     expect(await page.getByTestId("credits").textContent()).toContain(`$${account.credit_balance_usd}`)
     await shot("11-credits")
+    await page.locator("nav").getByRole("link", { name: "Inbox" }).click()
+    const inbox = (await service.request("GET", `/v1/projects/${service.projectId}/inbox`)).json
+    await page.getByRole("heading", { name: `Inbox (${inbox.unread_count} unread)` }).waitFor()
   })
 })
 
