@@ -16,6 +16,9 @@ export class ApiError extends Error {
   }
 }
 
+/** Dispatched on window when the API answers 401: the console signs out. */
+export const unauthorizedEvent = "wa-console-unauthorized"
+
 export interface Page<A> {
   readonly items: ReadonlyArray<A>
   readonly next_cursor: string | null
@@ -51,6 +54,8 @@ export class Api {
       // not JSON: handled below
     }
     if (!response.ok) {
+      // The key stopped working (revoked past its grace window, or the database was reset).
+      if (response.status === 401) window.dispatchEvent(new Event(unauthorizedEvent))
       const envelope = (json ?? {}) as { code?: string; detail?: string; extra?: Record<string, unknown> }
       throw new ApiError(response.status, envelope.code ?? `http_${response.status}`, envelope.detail ?? (text.slice(0, 200) || response.statusText), envelope.extra ?? {})
     }

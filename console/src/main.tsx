@@ -1,7 +1,7 @@
 /** The console: sign in, then the pages of the project the credentials are for. */
 import { StrictMode, useEffect, useMemo, useState } from "react"
 import { createRoot } from "react-dom/client"
-import { Api } from "./api.ts"
+import { Api, unauthorizedEvent } from "./api.ts"
 import { clearCredentials, type Credentials, loadCredentials, saveCredentials } from "./auth.ts"
 import { Link, match, usePath } from "./router.tsx"
 import { SignIn } from "./pages/SignIn.tsx"
@@ -45,14 +45,26 @@ const App = () => {
   const [credentials, setCredentials] = useState<Credentials | undefined>(loadCredentials)
   const path = usePath()
   const api = useMemo(() => credentials && new Api(credentials), [credentials])
+  const [notice, setNotice] = useState<string>()
+  useEffect(() => {
+    const expired = () => {
+      if (loadCredentials() === undefined) return // a sign-in attempt: the form says why
+      clearCredentials()
+      setCredentials(undefined)
+      setNotice("The API key is no longer accepted (revoked or unknown); sign in again.")
+    }
+    window.addEventListener(unauthorizedEvent, expired)
+    return () => window.removeEventListener(unauthorizedEvent, expired)
+  }, [])
   useEffect(() => {
     // The first paint a person can use: the bench reads this mark (interactive time).
     performance.mark("console-interactive")
     document.documentElement.dataset["ready"] = "true"
   }, [])
   if (api === undefined) {
-    return <SignIn onSignedIn={(c) => {
+    return <SignIn notice={notice} onSignedIn={(c) => {
       saveCredentials(c)
+      setNotice(undefined)
       setCredentials(c)
     }} />
   }

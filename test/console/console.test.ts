@@ -134,6 +134,23 @@ describe("the console", () => {
     await page.getByRole("heading", { name: "Sessions" }).waitFor()
   })
 
+  it("signs out when the API no longer accepts the key it kept", async () => {
+    const context = await browser.newContext()
+    try {
+      const stale = JSON.stringify({ kind: "api_key", token: `wa_${"B".repeat(36)}`, projectId: service.projectId })
+      await context.addInitScript((value) => {
+        if (sessionStorage.getItem("wa.console.credentials") === null) sessionStorage.setItem("wa.console.credentials", value)
+      }, stale)
+      const other = await context.newPage()
+      await other.goto(`${service.url}/console`)
+      await other.getByRole("status").filter({ hasText: "no longer accepted" }).waitFor()
+      expect(await other.getByRole("button", { name: "Sign in" }).isVisible()).toBe(true)
+      expect(await other.evaluate(() => sessionStorage.getItem("wa.console.credentials"))).toBeNull()
+    } finally {
+      await context.close()
+    }
+  })
+
   it("starts a run, shows its events as they arrive, and answers the agent's question", async () => {
     await page.getByLabel("Instructions").fill("Log in with 2FA")
     await page.getByRole("button", { name: "Start run" }).click()

@@ -33,7 +33,8 @@ export const KeysPage = ({ api }: { api: Api }) => {
     }
   }
   const revoke = async (key: Key) => {
-    if (!confirm(`Revoke ${key.name ?? key.prefix}? It keeps working for a one-hour grace window.`)) return
+    const own = api.credentials.token.startsWith(key.prefix) ? " This console is signed in with it: after the grace window you must sign in with another key." : ""
+    if (!confirm(`Revoke ${key.name ?? key.prefix}? It keeps working for a one-hour grace window.${own}`)) return
     try {
       await api.request("DELETE", api.project(`/api_keys/${key.id}`))
       keys.reload()
@@ -51,7 +52,7 @@ export const KeysPage = ({ api }: { api: Api }) => {
           <tbody>
             {keys.data?.items.map((k) => (
               <tr key={k.id}>
-                <td>{k.name ?? <span className="muted">(unnamed)</span>}</td>
+                <td>{k.name ?? <span className="muted">(unnamed)</span>}{api.credentials.token.startsWith(k.prefix) ? <span className="badge blue" title="the key this console signed in with">this console</span> : null}</td>
                 <td><code>{k.prefix}…</code></td>
                 <td>{k.scope}</td>
                 <td><Time value={k.created_at} /></td>

@@ -8,7 +8,7 @@ import { type FormEvent, useState } from "react"
 import { Api, ApiError, describeError } from "../api.ts"
 import { type Credentials, looksLikeApiKey, parsePasted } from "../auth.ts"
 
-export const SignIn = ({ onSignedIn }: { onSignedIn: (credentials: Credentials) => void }) => {
+export const SignIn = ({ onSignedIn, notice }: { onSignedIn: (credentials: Credentials) => void; notice?: string | undefined }) => {
   const [token, setToken] = useState("")
   const [projectId, setProjectId] = useState("")
   const [error, setError] = useState<string>()
@@ -47,6 +47,7 @@ export const SignIn = ({ onSignedIn }: { onSignedIn: (credentials: Credentials) 
     <div className="signin">
       <form className="card" onSubmit={submit} aria-label="sign in">
         <h1>Web Agent Service</h1>
+        {notice !== undefined ? <div className="notice" role="status">{notice}</div> : null}
         <p className="muted">Sign in with an API key. It is kept in this tab only (session storage) and sent only to this service.</p>
         <label>
           API key
