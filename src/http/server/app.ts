@@ -34,6 +34,7 @@ import { WebSearchFlatHandlers, WebSearchHandlers } from "./web-search.ts"
 import { DeepResearchFlatHandlers, DeepResearchHandlers, DeepResearchStandaloneHandlers } from "./deep-research.ts"
 import { DoAnythingArtifactsHandlers, RecordingReplayHandlers } from "./recordings.ts"
 import { BillingPlansHandlers, StripeWebhookHandlers } from "./billing-plans.ts"
+import { ConsoleRoute } from "./console.ts"
 
 /** The middlewares of project endpoints, provided *to* each group's handler layer. */
 const ProjectMiddlewares = Layer.mergeAll(AuthenticationLive, RateLimitLive, IdempotencyLive).pipe(
@@ -80,6 +81,7 @@ const Routes = Layer.mergeAll(
   ApiRoutes,
   HttpApiScalar.layer(WebAgentApi, { path: "/docs" }),
   ControlSocketRoute,
+  ConsoleRoute,
   requestContextMiddleware(WebAgentApi)
 ).pipe(Layer.provide(ApiKeys.layer))
 
