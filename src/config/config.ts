@@ -5,6 +5,7 @@
 import { Config, ConfigProvider, Context, Effect, Layer, LogLevel, Option, Redacted, Schema } from "effect"
 import * as path from "node:path"
 import { parseSecretKey } from "../security/secret-key.ts"
+import { defaultPricesFile, loadPriceTable, type PriceTable } from "../billing/prices.ts"
 
 const optionalString = (name: string) => Config.option(Config.NonEmptyString(name))
 const optionalRedacted = (name: string) => Config.option(Config.Redacted(name))
@@ -125,13 +126,17 @@ export const AppConfigSchema = Config.all({
   // Billing (src/billing/): `off` (default) charges nothing and refuses nothing; `on` records
   // every charge in the credit ledger and refuses new runs below the minimum balance (402).
   billing: Config.Literals(["off", "on"], "WA_BILLING").pipe(Config.withDefault("off" as const)),
-  billingMinBalanceUsd: Config.Number("WA_BILLING_MIN_BALANCE_USD").pipe(Config.withDefault(0.5))
+  billingMinBalanceUsd: Config.Number("WA_BILLING_MIN_BALANCE_USD").pipe(Config.withDefault(0.5)),
+  /** The price table (src/billing/prices.ts); unset: config/prices.json of the repository. */
+  pricesFile: optionalString("WA_PRICES_FILE")
 })
 
 export type AppConfigShape = Omit<Config.Success<typeof AppConfigSchema>, "logLevelName"> & {
   readonly logLevel: LogLevel.LogLevel
   /** Absolute data directory. */
   readonly dataDirAbsolute: string
+  /** The price table read from WA_PRICES_FILE (or the shipped one), validated at start. */
+  readonly prices: PriceTable
 }
 
 export class InvalidConfig extends Error {
@@ -182,7 +187,11 @@ export const loadAppConfig = (env?: Record<string, string | undefined>) =>
     if (logLevel === undefined) {
       return yield* Effect.die(new InvalidConfig(`invalid configuration: WA_LOG_LEVEL must be one of ${LogLevel.values.join(", ")} (any case), not ${logLevelName}`))
     }
-    return { ...settings, logLevel, dataDirAbsolute: path.resolve(parsed.dataDir) } satisfies AppConfigShape
+    const prices = yield* Effect.try({
+      try: () => loadPriceTable(Option.getOrElse(parsed.pricesFile, () => defaultPricesFile)),
+      catch: (error) => new InvalidConfig(`invalid configuration: ${(error as Error).message}`)
+    }).pipe(Effect.orDie)
+    return { ...settings, logLevel, dataDirAbsolute: path.resolve(parsed.dataDir), prices } satisfies AppConfigShape
   })
 
 const oneLine = (text: string) => text.replace(/\s*\n\s*/g, " ").trim()
