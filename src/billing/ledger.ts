@@ -21,6 +21,7 @@ import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import { AppConfig } from "../config/config.ts"
+import { makeId } from "../domain/ids.ts"
 
 export type Bucket = "monthly" | "additional"
 
@@ -34,6 +35,8 @@ export interface Balance {
   readonly totalMicros: number
   readonly periodStart: Date
   readonly periodEnd: Date
+  /** Charges of the current period, as a positive amount (what the monthly budget cap limits). */
+  readonly periodSpentMicros: number
 }
 
 export interface Entry {
@@ -60,12 +63,19 @@ export interface ChargeInput {
   readonly force?: boolean
 }
 
+/** Why a project cannot be charged more: its credits ran out, or its monthly budget cap was reached. */
+export type Exhausted = "credits" | "budget"
+
 export interface ChargeOutcome {
   /** False when the key was already recorded, or when the charge was refused. */
   readonly recorded: boolean
-  /** The balance was at or below zero: nothing recorded. */
+  /** The balance was at or below zero, or the cap reached (see `exhausted`): nothing recorded. */
   readonly refused: boolean
   readonly balance: Balance
+  /** After this charge (or refusal): whether the project can pay for more work. */
+  readonly exhausted: Exhausted | null
+  /** The project's monthly budget cap in micro-USD (null: none). */
+  readonly capMicros: number | null
 }
 
 /** USD (a JS number) to integer micro-USD. */
@@ -89,6 +99,7 @@ interface BalanceRow {
   readonly project_id: string
   readonly monthly_micros: string
   readonly additional_micros: string
+  readonly period_spent_micros: string
   readonly period_start: Date
   readonly period_end: Date
   readonly expired: boolean
@@ -103,9 +114,53 @@ const toBalance = (row: Omit<BalanceRow, "expired">): Balance => {
     additionalMicros,
     totalMicros: monthlyMicros + additionalMicros,
     periodStart: new Date(row.period_start),
-    periodEnd: new Date(row.period_end)
+    periodEnd: new Date(row.period_end),
+    periodSpentMicros: Number(row.period_spent_micros)
   }
 }
+
+const balanceColumns = "project_id, monthly_micros::text, additional_micros::text, period_spent_micros::text, period_start, period_end"
+
+/**
+ * The project's monthly budget cap in micro-USD, or null for none. The one place the cap is looked
+ * up (a plan's default monthly quota joins here: project override ?? plan default).
+ */
+export const capMicrosOf = (sql: SqlClient.SqlClient, projectId: string): Effect.Effect<number | null, SqlError> =>
+  sql<{ cap: string | null }>`SELECT monthly_cap_micros::text AS cap FROM project_budgets WHERE project_id = ${projectId}`.pipe(
+    Effect.map((rows) => rows[0]?.cap == null ? null : Number(rows[0].cap))
+  )
+
+/** Whether the project can pay for more work: credits left, and under its cap. */
+export const exhaustedOf = (balance: Balance, capMicros: number | null): Exhausted | null =>
+  balance.totalMicros <= 0 ? "credits" : capMicros !== null && balance.periodSpentMicros >= capMicros ? "budget" : null
+
+/** error.detail of a run that ended budget_exceeded. */
+export const budgetExceededDetail = (exhausted: Exhausted): string =>
+  exhausted === "credits"
+    ? "the project's credits ran out; what the run spent stays charged (add credits, then start a follow-up run)"
+    : "the project's monthly budget cap was reached; what the run spent stays charged (raise the cap with PUT /billing/budget)"
+
+/** The share of the cap at which the project gets its one warning of the period. */
+export const WARNING_RATIO = 0.8
+
+/**
+ * The period's quota warning (`billing.quota_warning` in the project's inbox), once per period:
+ * the notification's unique (tick_id, type) key is the project and the period.
+ */
+const warnOnce = (sql: SqlClient.SqlClient, balance: Balance, capMicros: number) =>
+  sql`
+    INSERT INTO inbox_notifications (id, project_id, monitor_id, tick_id, type, title, data)
+    VALUES (${makeId("ntf")}, ${balance.projectId}, '', ${`budget:${balance.projectId}:${balance.periodStart.toISOString()}`},
+      'billing.quota_warning', ${`${Math.floor(balance.periodSpentMicros * 100 / Math.max(capMicros, 1))} % of the monthly budget spent`},
+      ${JSON.stringify({
+        project_id: balance.projectId,
+        period_start: balance.periodStart.toISOString(),
+        period_end: balance.periodEnd.toISOString(),
+        monthly_cap_usd: usd2(capMicros),
+        spent_usd: usd2(balance.periodSpentMicros),
+        warning_ratio: WARNING_RATIO
+      })}::jsonb)
+    ON CONFLICT (tick_id, type) DO NOTHING`
 
 /**
  * Locks the project's balance row (creating it for the current period), and writes off the
@@ -117,7 +172,7 @@ const lockBalance = (sql: SqlClient.SqlClient, projectId: string): Effect.Effect
       INSERT INTO credit_balances (project_id, period_start, period_end)
       VALUES (${projectId}, date_trunc('month', now(), 'UTC'), date_trunc('month', now(), 'UTC') + interval '1 month')
       ON CONFLICT (project_id) DO UPDATE SET updated_at = now()
-      RETURNING project_id, monthly_micros::text, additional_micros::text, period_start, period_end, period_end <= now() AS expired`
+      RETURNING ${sql.literal(balanceColumns)}, period_end <= now() AS expired`
     const balance = toBalance(row!)
     if (!row!.expired) return balance
     if (balance.monthlyMicros !== 0) {
@@ -128,10 +183,10 @@ const lockBalance = (sql: SqlClient.SqlClient, projectId: string): Effect.Effect
         ON CONFLICT DO NOTHING`
     }
     const [next] = yield* sql<BalanceRow>`
-      UPDATE credit_balances SET monthly_micros = 0,
+      UPDATE credit_balances SET monthly_micros = 0, period_spent_micros = 0,
         period_start = date_trunc('month', now(), 'UTC'), period_end = date_trunc('month', now(), 'UTC') + interval '1 month'
       WHERE project_id = ${projectId}
-      RETURNING project_id, monthly_micros::text, additional_micros::text, period_start, period_end, false AS expired`
+      RETURNING ${sql.literal(balanceColumns)}, false AS expired`
     return toBalance(next!)
   })
 
@@ -160,11 +215,12 @@ const append = (
     if (rows.length > 0) yield* sql`INSERT INTO credit_ledger ${sql.insert(rows as unknown as [Record<string, unknown>, ...Array<Record<string, unknown>>])}`
     const monthly = entries.filter((e) => e.bucket === "monthly").reduce((sum, e) => sum + e.micros, 0)
     const additional = entries.filter((e) => e.bucket === "additional").reduce((sum, e) => sum + e.micros, 0)
+    const spent = input.kind.startsWith("charge_") ? -(monthly + additional) : 0
     const [row] = yield* sql<BalanceRow>`
       UPDATE credit_balances SET monthly_micros = monthly_micros + ${monthly}, additional_micros = additional_micros + ${additional},
-        updated_at = now()
+        period_spent_micros = period_spent_micros + ${spent}, updated_at = now()
       WHERE project_id = ${input.projectId}
-      RETURNING project_id, monthly_micros::text, additional_micros::text, period_start, period_end, false AS expired`
+      RETURNING ${sql.literal(balanceColumns)}, false AS expired`
     return toBalance(row!)
   })
 
@@ -179,15 +235,21 @@ export const chargeInTransaction = (
 ): Effect.Effect<ChargeOutcome, SqlError> =>
   Effect.gen(function*() {
     const balance = yield* lockBalance(sql, input.projectId)
+    const capMicros = yield* capMicrosOf(sql, input.projectId)
+    const before = exhaustedOf(balance, capMicros)
     // Under the lock: a concurrent charge with the same key has committed or not started.
-    if (input.micros <= 0 || (yield* alreadyRecorded(sql, input.idempotencyKey))) return { recorded: false, refused: false, balance }
-    if (balance.totalMicros <= 0 && input.force !== true) return { recorded: false, refused: true, balance }
+    if (input.micros <= 0 || (yield* alreadyRecorded(sql, input.idempotencyKey))) {
+      return { recorded: false, refused: false, balance, exhausted: before, capMicros }
+    }
+    if (before !== null && input.force !== true) return { recorded: false, refused: true, balance, exhausted: before, capMicros }
     const fromMonthly = Math.min(Math.max(balance.monthlyMicros, 0), input.micros)
     const entries = [
       { bucket: "monthly" as const, micros: -fromMonthly },
       { bucket: "additional" as const, micros: -(input.micros - fromMonthly) }
     ]
-    return { recorded: true, refused: false, balance: yield* append(sql, balance, entries, input) }
+    const after = yield* append(sql, balance, entries, input)
+    if (capMicros !== null && after.periodSpentMicros >= WARNING_RATIO * capMicros) yield* warnOnce(sql, after, capMicros)
+    return { recorded: true, refused: false, balance: after, exhausted: exhaustedOf(after, capMicros), capMicros }
   })
 
 /** Credits a bucket (a grant or top-up) once per idempotency key. Must run inside a transaction. */
@@ -241,15 +303,16 @@ export class Ledger extends Context.Service<Ledger, {
 
       const balance = Effect.fn("Ledger.balance")(function*(projectId: string) {
         const [row] = yield* sql<BalanceRow>`
-          SELECT project_id, monthly_micros::text, additional_micros::text, period_start, period_end, period_end <= now() AS expired
+          SELECT ${sql.literal(balanceColumns)}, period_end <= now() AS expired
           FROM credit_balances WHERE project_id = ${projectId}`
         if (row === undefined) {
           const [period] = yield* sql<{ period_start: Date; period_end: Date }>`
             SELECT date_trunc('month', now(), 'UTC') AS period_start, date_trunc('month', now(), 'UTC') + interval '1 month' AS period_end`
-          return toBalance({ project_id: projectId, monthly_micros: "0", additional_micros: "0", ...period! })
+          return toBalance({ project_id: projectId, monthly_micros: "0", additional_micros: "0", period_spent_micros: "0", ...period! })
         }
         const found = toBalance(row)
-        return row.expired ? { ...found, monthlyMicros: 0, totalMicros: found.additionalMicros } : found
+        // The period ended and nothing was charged since: its monthly credits and its spend are gone.
+        return row.expired ? { ...found, monthlyMicros: 0, totalMicros: found.additionalMicros, periodSpentMicros: 0 } : found
       }, Effect.orDie)
 
       return Ledger.of({
