@@ -6,7 +6,7 @@
  */
 import { Schema } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
-import { BadRequest, Conflict, NotFound, ValidationError } from "../errors.ts"
+import { BadRequest, Conflict, NotFound, PaymentRequired, ValidationError } from "../errors.ts"
 import {
   CreateResearchRequest,
   Outline,
@@ -75,7 +75,7 @@ const strict = { errors: "all", onExcessProperty: "error" } as const
 const EventStream = Schema.String.pipe(HttpApiSchema.asText({ contentType: "text/event-stream" }))
 const ArtifactContent = Schema.String.pipe(HttpApiSchema.asText({ contentType: "text/markdown" }))
 const writeErrors = [ValidationError, NotFound, Conflict] as const
-const deriveErrors = [ValidationError, BadRequest, NotFound, Conflict] as const
+const deriveErrors = [ValidationError, BadRequest, NotFound, Conflict, PaymentRequired] as const
 
 /** The operations, under `base` (a path without a trailing slash) with `params` for its variables. */
 const endpoints = <const Name extends string, P extends Record<string, Schema.Top>>(name: Name, base: `/${string}`, params: P) => {
@@ -85,7 +85,7 @@ const endpoints = <const Name extends string, P extends Record<string, Schema.To
       params,
       payload: CreateResearchRequest,
       success: ResearchRunResponse.annotate({ httpApiStatus: 202 }),
-      error: ValidationError
+      error: [ValidationError, PaymentRequired]
     }).annotate(HttpApi.PayloadParseOptions, strict),
     HttpApiEndpoint.get("listRuns", base, {
       params,

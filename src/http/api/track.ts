@@ -20,7 +20,7 @@ import {
 } from "../../domain/monitor.ts"
 import { CanonicalSchedule } from "../../schedules/spec.ts"
 import { RULES_DOCUMENTATION } from "../../track/rules.ts"
-import { BadRequest, Conflict, NotFound, ValidationError } from "../errors.ts"
+import { BadRequest, Conflict, NotFound, PaymentRequired, ValidationError } from "../errors.ts"
 import { PageQuery } from "../pagination.ts"
 import { MaxString, ProjectIdParam, Timestamp } from "./schemas.ts"
 import { Authentication, Idempotency, RateLimit } from "./security.ts"
@@ -116,7 +116,7 @@ const createEndpoint = (path: "/monitors" | "/tracks") =>
     params: ProjectIdParam,
     payload: CreateMonitorRequest,
     success: CreateMonitorResponse.annotate({ httpApiStatus: 201 }),
-    error: [ValidationError, BadRequest]
+    error: [ValidationError, BadRequest, PaymentRequired]
   }).annotate(HttpApi.PayloadParseOptions, strict).annotate(
     OpenApi.Description,
     "Direct mode (schedule given): active at once; the first tick runs at once (the baseline), then on the schedule " +
