@@ -13,7 +13,7 @@
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { BudgetExceeded, InsufficientCredits } from "../domain/errors.ts"
-import { capMicrosOf, Ledger, WARNING_RATIO } from "./ledger.ts"
+import { capMicrosOf, type Exhausted, Ledger, WARNING_RATIO } from "./ledger.ts"
 
 export interface BudgetStatus {
   /** The monthly cap in micro-USD; null: no cap. */
@@ -33,6 +33,11 @@ export class Budget extends Context.Service<Budget, {
   readonly status: (projectId: string) => Effect.Effect<BudgetStatus>
   /** Sets (micro-USD) or removes (null) the project's cap. */
   readonly setCap: (projectId: string, capMicros: number | null) => Effect.Effect<BudgetStatus>
+  /**
+   * Whether the project can pay for more work now (a monitor's tick, before it starts): "budget"
+   * when its cap is reached, "credits" (billing on) when its balance is at or below zero.
+   */
+  readonly exhausted: (projectId: string) => Effect.Effect<Exhausted | null>
   /** Whether a new run (or tick) may start: BudgetExceeded or InsufficientCredits, else nothing. */
   readonly admit: (projectId: string) => Effect.Effect<void, BudgetExceeded | InsufficientCredits>
 }>()("wa/billing/Budget") {
@@ -58,6 +63,12 @@ export class Budget extends Context.Service<Budget, {
 
       return Budget.of({
         status,
+        exhausted: Effect.fn("Budget.exhausted")(function*(projectId: string) {
+          const current = yield* status(projectId)
+          if (current.exceeded) return "budget" as const
+          if (ledger.enabled && (yield* ledger.balance(projectId)).totalMicros <= 0) return "credits" as const
+          return null
+        }),
         setCap: Effect.fn("Budget.setCap")(function*(projectId: string, capMicros: number | null) {
           yield* sql`
             INSERT INTO project_budgets (project_id, monthly_cap_micros) VALUES (${projectId}, ${capMicros})

@@ -84,6 +84,7 @@ export const TickRunResponse = Schema.Struct({
   llm_cost_usd: Money,
   browser_cost_usd: Money,
   proxy_cost_usd: Money,
+  service_cost_usd: Money.annotate({ description: "The tick fee (track_per_tick of the price table), charged when the tick succeeds" }),
   total_cost_usd: Money,
   created_at: Timestamp,
   started_at: Schema.NullOr(Timestamp),
