@@ -177,8 +177,8 @@ export class TrackApi extends HttpApiGroup.make("track")
     HttpApiEndpoint.post("runNow", "/monitors/:mid/run_now", {
       params: MonitorParams,
       success: TickRunResponse.annotate({ httpApiStatus: 202 }),
-      error: [NotFound, Conflict]
-    }).annotate(OpenApi.Description, "Starts a tick now, outside the schedule (also for a paused monitor); 409 once the monitor ended."),
+      error: [NotFound, Conflict, PaymentRequired]
+    }).annotate(OpenApi.Description, "Starts a tick now, outside the schedule (also for a paused monitor); 409 once the monitor ended; 402 when the project cannot pay (insufficient_credits, budget_exceeded)."),
     HttpApiEndpoint.get("monitorEvents", "/monitors/:mid/events", {
       params: MonitorParams,
       headers: { "last-event-id": Schema.optional(Schema.String) },
