@@ -126,9 +126,13 @@ const balanceColumns = "project_id, monthly_micros::text, additional_micros::tex
  * up (a plan's default monthly quota joins here: project override ?? plan default).
  */
 export const capMicrosOf = (sql: SqlClient.SqlClient, projectId: string): Effect.Effect<number | null, SqlError> =>
-  sql<{ cap: string | null }>`SELECT monthly_cap_micros::text AS cap FROM project_budgets WHERE project_id = ${projectId}`.pipe(
+  sql<{ cap: string | null }>`SELECT (${capSubquery(sql, projectId)}) AS cap`.pipe(
     Effect.map((rows) => rows[0]?.cap == null ? null : Number(rows[0].cap))
   )
+
+/** The cap as a scalar subquery (null: none), so the balance lock can read it in the same statement. */
+const capSubquery = (sql: SqlClient.SqlClient, projectId: string) =>
+  sql`SELECT monthly_cap_micros::text FROM project_budgets WHERE project_id = ${projectId}`
 
 /** Whether the project can pay for more work: credits left, and under its cap. */
 export const exhaustedOf = (balance: Balance, capMicros: number | null): Exhausted | null =>
@@ -166,15 +170,17 @@ const warnOnce = (sql: SqlClient.SqlClient, balance: Balance, capMicros: number)
  * Locks the project's balance row (creating it for the current period), and writes off the
  * monthly credits of a period that has ended. Must run inside a transaction.
  */
-const lockBalance = (sql: SqlClient.SqlClient, projectId: string): Effect.Effect<Balance, SqlError> =>
+const lockBalance = (sql: SqlClient.SqlClient, projectId: string): Effect.Effect<Balance & { readonly capMicros: number | null }, SqlError> =>
   Effect.gen(function*() {
-    const [row] = yield* sql<BalanceRow>`
+    // The cap comes with the lock (one round trip); its lookup is capMicrosOf's.
+    const [row] = yield* sql<BalanceRow & { cap: string | null }>`
       INSERT INTO credit_balances (project_id, period_start, period_end)
       VALUES (${projectId}, date_trunc('month', now(), 'UTC'), date_trunc('month', now(), 'UTC') + interval '1 month')
       ON CONFLICT (project_id) DO UPDATE SET updated_at = now()
-      RETURNING ${sql.literal(balanceColumns)}, period_end <= now() AS expired`
+      RETURNING ${sql.literal(balanceColumns)}, period_end <= now() AS expired, (${capSubquery(sql, projectId)}) AS cap`
+    const capMicros = row!.cap === null ? null : Number(row!.cap)
     const balance = toBalance(row!)
-    if (!row!.expired) return balance
+    if (!row!.expired) return { ...balance, capMicros }
     if (balance.monthlyMicros !== 0) {
       yield* sql`
         INSERT INTO credit_ledger (project_id, kind, bucket, amount_micros, idempotency_key, period_start)
@@ -187,7 +193,7 @@ const lockBalance = (sql: SqlClient.SqlClient, projectId: string): Effect.Effect
         period_start = date_trunc('month', now(), 'UTC'), period_end = date_trunc('month', now(), 'UTC') + interval '1 month'
       WHERE project_id = ${projectId}
       RETURNING ${sql.literal(balanceColumns)}, false AS expired`
-    return toBalance(next!)
+    return { ...toBalance(next!), capMicros }
   })
 
 const alreadyRecorded = (sql: SqlClient.SqlClient, key: string) =>
@@ -195,62 +201,105 @@ const alreadyRecorded = (sql: SqlClient.SqlClient, key: string) =>
     Effect.map((rows) => rows.length > 0)
   )
 
-const append = (
-  sql: SqlClient.SqlClient,
-  balance: Balance,
-  entries: ReadonlyArray<{ readonly bucket: Bucket; readonly micros: number }>,
-  input: Omit<ChargeInput, "micros">
-) =>
-  Effect.gen(function*() {
-    const rows = entries.filter((entry) => entry.micros !== 0).map((entry) => ({
-      project_id: input.projectId,
-      kind: input.kind,
-      bucket: entry.bucket,
-      amount_micros: entry.micros,
-      run_id: input.runId ?? null,
-      session_id: input.sessionId ?? null,
-      idempotency_key: input.idempotencyKey,
-      period_start: balance.periodStart
-    }))
-    if (rows.length > 0) yield* sql`INSERT INTO credit_ledger ${sql.insert(rows as unknown as [Record<string, unknown>, ...Array<Record<string, unknown>>])}`
-    const monthly = entries.filter((e) => e.bucket === "monthly").reduce((sum, e) => sum + e.micros, 0)
-    const additional = entries.filter((e) => e.bucket === "additional").reduce((sum, e) => sum + e.micros, 0)
-    const spent = input.kind.startsWith("charge_") ? -(monthly + additional) : 0
-    const [row] = yield* sql<BalanceRow>`
-      UPDATE credit_balances SET monthly_micros = monthly_micros + ${monthly}, additional_micros = additional_micros + ${additional},
-        period_spent_micros = period_spent_micros + ${spent}, updated_at = now()
-      WHERE project_id = ${input.projectId}
-      RETURNING ${sql.literal(balanceColumns)}, false AS expired`
-    return toBalance(row!)
-  })
+interface PendingEntry {
+  readonly input: Omit<ChargeInput, "micros">
+  readonly bucket: Bucket
+  readonly micros: number
+}
 
 /**
- * Records a charge (monthly bucket first, then additional) unless its idempotency key is already
- * in the ledger. Must run inside a transaction: callers put it in the transaction of the work it
- * pays for (RunStore.completeStep), so the work and its charge commit together.
+ * Appends entries (of one project) and adds them to its sums, in one statement; the row is locked,
+ * so the new sums are computed here.
  */
+const append = (sql: SqlClient.SqlClient, projectId: string, balance: Balance, entries: ReadonlyArray<PendingEntry>) =>
+  Effect.gen(function*() {
+    const rows = entries.filter((entry) => entry.micros !== 0).map((entry) => ({
+      project_id: projectId,
+      kind: entry.input.kind,
+      bucket: entry.bucket,
+      amount_micros: entry.micros,
+      run_id: entry.input.runId ?? null,
+      session_id: entry.input.sessionId ?? null,
+      idempotency_key: entry.input.idempotencyKey,
+      period_start: balance.periodStart
+    }))
+    const sum = (keep: (entry: PendingEntry) => boolean) => entries.filter(keep).reduce((total, e) => total + e.micros, 0)
+    const monthly = sum((e) => e.bucket === "monthly")
+    const additional = sum((e) => e.bucket === "additional")
+    const spent = -sum((e) => e.input.kind.startsWith("charge_"))
+    if (rows.length === 0) return balance
+    yield* sql`
+      WITH entries AS (INSERT INTO credit_ledger ${sql.insert(rows as unknown as [Record<string, unknown>, ...Array<Record<string, unknown>>])} RETURNING 1)
+      UPDATE credit_balances SET monthly_micros = monthly_micros + ${monthly}, additional_micros = additional_micros + ${additional},
+        period_spent_micros = period_spent_micros + ${spent}, updated_at = now()
+      WHERE project_id = ${projectId}`
+    return {
+      ...balance,
+      monthlyMicros: balance.monthlyMicros + monthly,
+      additionalMicros: balance.additionalMicros + additional,
+      totalMicros: balance.totalMicros + monthly + additional,
+      periodSpentMicros: balance.periodSpentMicros + spent
+    } satisfies Balance
+  })
+
+export interface ChargesOutcome {
+  /** Per input, in order: recorded, or refused (nothing recorded), or neither (key already recorded, or nothing to charge). */
+  readonly outcomes: ReadonlyArray<{ readonly recorded: boolean; readonly refused: boolean }>
+  readonly balance: Balance
+  readonly exhausted: Exhausted | null
+  readonly capMicros: number | null
+}
+
+/**
+ * Records charges of one project, in order, each unless its idempotency key is already in the
+ * ledger (monthly bucket first, then additional; a charge that is not forced is refused once the
+ * project is exhausted). Three statements whatever their number: the balance lock (with the cap),
+ * the keys already recorded, the entries with the new sums. Must run inside a transaction:
+ * callers put it in the transaction of the work it pays for (RunStore.completeStep), so the work
+ * and its charges commit together.
+ */
+export const chargeAllInTransaction = (
+  sql: SqlClient.SqlClient,
+  projectId: string,
+  inputs: ReadonlyArray<Omit<ChargeInput, "projectId">>
+): Effect.Effect<ChargesOutcome, SqlError> =>
+  Effect.gen(function*() {
+    const { capMicros, ...locked } = yield* lockBalance(sql, projectId)
+    const keys = [...new Set(inputs.filter((input) => input.micros > 0).map((input) => input.idempotencyKey))]
+    // Under the lock: a concurrent charge with the same key has committed or not started.
+    const recorded = new Set(keys.length === 0 ? [] : (yield* sql<{ key: string }>`
+      SELECT DISTINCT idempotency_key AS key FROM credit_ledger WHERE idempotency_key IN ${sql.in(keys)}`).map((row) => row.key))
+    let current: Balance = locked
+    const entries: Array<PendingEntry> = []
+    const outcomes = inputs.map((input) => {
+      if (input.micros <= 0 || recorded.has(input.idempotencyKey)) return { recorded: false, refused: false }
+      if (exhaustedOf(current, capMicros) !== null && input.force !== true) return { recorded: false, refused: true }
+      recorded.add(input.idempotencyKey)
+      const full = { ...input, projectId }
+      const fromMonthly = Math.min(Math.max(current.monthlyMicros, 0), input.micros)
+      entries.push({ input: full, bucket: "monthly", micros: -fromMonthly }, { input: full, bucket: "additional", micros: -(input.micros - fromMonthly) })
+      current = {
+        ...current,
+        monthlyMicros: current.monthlyMicros - fromMonthly,
+        additionalMicros: current.additionalMicros - (input.micros - fromMonthly),
+        totalMicros: current.totalMicros - input.micros,
+        periodSpentMicros: current.periodSpentMicros + (input.kind.startsWith("charge_") ? input.micros : 0)
+      }
+      return { recorded: true, refused: false }
+    })
+    const balance = yield* append(sql, projectId, locked, entries)
+    if (capMicros !== null && entries.length > 0 && balance.periodSpentMicros >= WARNING_RATIO * capMicros) yield* warnOnce(sql, balance, capMicros)
+    return { outcomes, balance, exhausted: exhaustedOf(balance, capMicros), capMicros }
+  })
+
+/** One charge (see chargeAllInTransaction). Must run inside a transaction. */
 export const chargeInTransaction = (
   sql: SqlClient.SqlClient,
   input: ChargeInput
 ): Effect.Effect<ChargeOutcome, SqlError> =>
-  Effect.gen(function*() {
-    const balance = yield* lockBalance(sql, input.projectId)
-    const capMicros = yield* capMicrosOf(sql, input.projectId)
-    const before = exhaustedOf(balance, capMicros)
-    // Under the lock: a concurrent charge with the same key has committed or not started.
-    if (input.micros <= 0 || (yield* alreadyRecorded(sql, input.idempotencyKey))) {
-      return { recorded: false, refused: false, balance, exhausted: before, capMicros }
-    }
-    if (before !== null && input.force !== true) return { recorded: false, refused: true, balance, exhausted: before, capMicros }
-    const fromMonthly = Math.min(Math.max(balance.monthlyMicros, 0), input.micros)
-    const entries = [
-      { bucket: "monthly" as const, micros: -fromMonthly },
-      { bucket: "additional" as const, micros: -(input.micros - fromMonthly) }
-    ]
-    const after = yield* append(sql, balance, entries, input)
-    if (capMicros !== null && after.periodSpentMicros >= WARNING_RATIO * capMicros) yield* warnOnce(sql, after, capMicros)
-    return { recorded: true, refused: false, balance: after, exhausted: exhaustedOf(after, capMicros), capMicros }
-  })
+  chargeAllInTransaction(sql, input.projectId, [input]).pipe(
+    Effect.map(({ outcomes, balance, exhausted, capMicros }) => ({ ...outcomes[0]!, balance, exhausted, capMicros }))
+  )
 
 /** Credits a bucket (a grant or top-up) once per idempotency key. Must run inside a transaction. */
 export const creditInTransaction = (
@@ -258,9 +307,9 @@ export const creditInTransaction = (
   input: ChargeInput & { readonly bucket: Bucket }
 ): Effect.Effect<{ readonly recorded: boolean; readonly balance: Balance }, SqlError> =>
   Effect.gen(function*() {
-    const balance = yield* lockBalance(sql, input.projectId)
+    const { capMicros: _cap, ...balance } = yield* lockBalance(sql, input.projectId)
     if (input.micros <= 0 || (yield* alreadyRecorded(sql, input.idempotencyKey))) return { recorded: false, balance }
-    return { recorded: true, balance: yield* append(sql, balance, [{ bucket: input.bucket, micros: input.micros }], input) }
+    return { recorded: true, balance: yield* append(sql, input.projectId, balance, [{ input, bucket: input.bucket, micros: input.micros }]) }
   })
 
 export interface UsageQuery {

@@ -32,11 +32,14 @@ import {
   storedRequest
 } from "../domain/run.ts"
 import { canTransition, isTerminal, type RunStatus } from "../domain/run-state.ts"
-import { chargeInTransaction, type Exhausted, toMicros, usd6 } from "../billing/ledger.ts"
+import { chargeAllInTransaction, type Exhausted, toMicros, usd6 } from "../billing/ledger.ts"
 import { browserUsd } from "../billing/prices.ts"
 import { AppConfig } from "../config/config.ts"
 
 export const EVENTS_CHANNEL = "wa_run_events"
+
+/** A step charges the browser time due once it is at least this much (micro-USD); the run's end charges the rest. */
+export const MIN_BROWSER_STEP_MICROS = 1_000
 
 export { SessionCapReached } from "../domain/errors.ts"
 
@@ -255,23 +258,25 @@ export class RunStore extends Context.Service<RunStore, {
           let exhausted: Exhausted | null = null
           let refused = false
           const added: Record<CostColumn, number> = { llm: 0, browser: 0, proxy: 0, service: 0 }
-          for (const charge of charges) {
-            if (charge.micros <= 0) continue
-            if (billing) {
-              const outcome = yield* chargeInTransaction(sql, {
-                projectId: run.project_id,
-                kind: charge.kind,
-                micros: charge.micros,
-                idempotencyKey: charge.idempotencyKey,
-                runId: run.id,
-                sessionId: run.session_id,
-                force: charge.force ?? true
-              })
-              exhausted = outcome.exhausted
+          const due = charges.filter((charge) => charge.micros > 0)
+          if (billing && due.length > 0) {
+            // One lock of the project's balance for all of them (three statements in all).
+            const charged = yield* chargeAllInTransaction(sql, run.project_id, due.map((charge) => ({
+              kind: charge.kind,
+              micros: charge.micros,
+              idempotencyKey: charge.idempotencyKey,
+              runId: run.id,
+              sessionId: run.session_id,
+              force: charge.force ?? true
+            })))
+            exhausted = charged.exhausted
+            due.forEach((charge, i) => {
+              const outcome = charged.outcomes[i]!
               refused ||= outcome.refused
-              if (!outcome.recorded) continue
-            }
-            added[charge.column] += charge.micros
+              if (outcome.recorded) added[charge.column] += charge.micros
+            })
+          } else {
+            for (const charge of due) added[charge.column] += charge.micros
           }
           const increment = added.llm + added.browser + added.proxy + added.service
           if (increment === 0) return { exhausted, refused }
@@ -570,7 +575,11 @@ export class RunStore extends Context.Service<RunStore, {
               { kind: "charge_llm", column: "llm", micros: toMicros(usd), idempotencyKey: `llm:${runId}:${checkpoint.step}` }
             ]
             if (run.session_id !== null) {
-              charges.push({ kind: "charge_browser", column: "browser", micros: yield* browserDue(runId), idempotencyKey: `browser:${runId}:${checkpoint.step}` })
+              // Browser time is charged once it adds up to a tenth of a cent (the run's end takes the rest).
+              const browser = yield* browserDue(runId)
+              if (browser >= MIN_BROWSER_STEP_MICROS) {
+                charges.push({ kind: "charge_browser", column: "browser", micros: browser, idempotencyKey: `browser:${runId}:${checkpoint.step}` })
+              }
             }
             return yield* applyCharges(run, charges, { step: checkpoint.step })
           })).pipe(Effect.orDie),
