@@ -328,6 +328,8 @@ export interface AccountSummary {
   readonly llmMicros: number
   readonly browserMicros: number
   readonly proxyMicros: number
+  /** Product fees: charge_research, charge_search, charge_track. */
+  readonly serviceMicros: number
   readonly totalMicros: number
 }
 
@@ -433,6 +435,7 @@ export class Ledger extends Context.Service<Ledger, {
             llmMicros: Number(sums!.llm),
             browserMicros: Number(sums!.browser),
             proxyMicros: Number(sums!.proxy),
+            serviceMicros: Number(sums!.total) - Number(sums!.llm) - Number(sums!.browser) - Number(sums!.proxy),
             totalMicros: Number(sums!.total)
           }
         }, Effect.orDie)

@@ -21,7 +21,8 @@ export const BillingAccountResponse = Schema.Struct({
   llm_cost_usd: Usd("LLM charges in the current period"),
   browser_cost_usd: Usd("Browser charges in the current period"),
   proxy_cost_usd: Usd("Proxy charges in the current period"),
-  total_cost_usd: Usd("All charges in the current period")
+  service_cost_usd: Usd("Product fees in the current period: DeepResearch runs, WebSearch queries, Track ticks"),
+  total_cost_usd: Usd("All charges in the current period (llm + browser + proxy + service)")
 }).annotate({ identifier: "BillingAccountResponse" })
 
 export const LedgerEntry = Schema.Struct({

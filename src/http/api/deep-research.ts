@@ -47,6 +47,8 @@ export const ResearchRunResponse = Schema.Struct({
   pending_request_id: Schema.NullOr(Schema.String),
   result: Schema.NullOr(ResearchResult),
   llm_cost_usd: Money,
+  service_cost_usd: Money.annotate({ description: "The run's fee (deep_research_per_run of the price table)" }),
+  total_cost_usd: Money.annotate({ description: "llm_cost_usd + service_cost_usd" }),
   max_cost_usd: Schema.NullOr(Schema.String),
   callback_url: Schema.NullOr(Schema.String),
   created_at: Schema.String,

@@ -37,6 +37,8 @@ export const WebSearchRunResponse = Schema.Struct({
   terminal_reason: Schema.NullOr(Schema.String),
   error: Schema.NullOr(Schema.Struct({ code: Schema.String, detail: Schema.String })),
   results: Schema.NullOr(WebSearchResult),
+  service_cost_usd: Schema.String.annotate({ description: "The search's fee (web_search_per_query of the price table, per distinct query), charged when it ends", examples: ["0.01"] }),
+  total_cost_usd: Schema.String.annotate({ description: "Everything charged for this run", examples: ["0.01"] }),
   created_at: Schema.String,
   started_at: Schema.NullOr(Schema.String),
   finished_at: Schema.NullOr(Schema.String)

@@ -85,6 +85,7 @@ export const BillingHandlers = HttpApiBuilder.group(
             llm_cost_usd: usd2(account.llmMicros),
             browser_cost_usd: usd2(account.browserMicros),
             proxy_cost_usd: usd2(account.proxyMicros),
+            service_cost_usd: usd2(account.serviceMicros),
             total_cost_usd: usd2(account.totalMicros)
           }
         }))
