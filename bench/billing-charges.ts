@@ -2,7 +2,8 @@
  * Billing figures (src/billing/), in-process on an embedded PostgreSQL of its own:
  *
  * 1. Charging overhead per agent step: RunStore.completeStep (checkpoint + events + cost fields)
- *    with WA_BILLING=on (a charge_llm and a charge_browser ledger entry in the step's transaction)
+ *    with WA_BILLING=on (its charge_llm, and charge_browser once 0.001 USD is due, in the step's
+ *    transaction: one lock of the balance row, three statements)
  *    against the same call with billing off; median and p95 of each, and the median difference.
  *    Goal: the ledger adds at most 2 ms (median).
  * 2. 1,000 concurrent charges on one project (more than its credits cover): the balance is exact

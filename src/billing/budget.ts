@@ -7,8 +7,8 @@
  * `budget_exceeded` at their next charge, and new runs get 402 `budget_exceeded`.
  *
  * `admit` is the one check every product's create (and a monitor's run_now) makes before anything
- * is created: 402 budget_exceeded when the cap is reached, 402 insufficient_credits (billing on)
- * when the balance is below WA_BILLING_MIN_BALANCE_USD.
+ * is created: 402 budget_exceeded when the cap is reached, 402 insufficient_credits when the
+ * balance is below WA_BILLING_MIN_BALANCE_USD. With billing off both refuse nothing.
  */
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
@@ -35,7 +35,7 @@ export class Budget extends Context.Service<Budget, {
   readonly setCap: (projectId: string, capMicros: number | null) => Effect.Effect<BudgetStatus>
   /**
    * Whether the project can pay for more work now (a monitor's tick, before it starts): "budget"
-   * when its cap is reached, "credits" (billing on) when its balance is at or below zero.
+   * when its cap is reached, "credits" when its balance is at or below zero (billing off: null).
    */
   readonly exhausted: (projectId: string) => Effect.Effect<Exhausted | null>
   /** Whether a new run (or tick) may start: BudgetExceeded or InsufficientCredits, else nothing. */
@@ -64,9 +64,10 @@ export class Budget extends Context.Service<Budget, {
       return Budget.of({
         status,
         exhausted: Effect.fn("Budget.exhausted")(function*(projectId: string) {
+          if (!ledger.enabled) return null
           const current = yield* status(projectId)
           if (current.exceeded) return "budget" as const
-          if (ledger.enabled && (yield* ledger.balance(projectId)).totalMicros <= 0) return "credits" as const
+          if ((yield* ledger.balance(projectId)).totalMicros <= 0) return "credits" as const
           return null
         }),
         setCap: Effect.fn("Budget.setCap")(function*(projectId: string, capMicros: number | null) {
@@ -76,9 +77,10 @@ export class Budget extends Context.Service<Budget, {
           return yield* status(projectId)
         }),
         admit: Effect.fn("Budget.admit")(function*(projectId: string) {
+          // Billing off refuses nothing (spend is measured on the ledger, which then records nothing).
+          if (!ledger.enabled) return
           const current = yield* status(projectId)
           if (current.exceeded) return yield* new BudgetExceeded({ capMicros: current.capMicros ?? 0, spentMicros: current.spentMicros })
-          if (!ledger.enabled) return
           const { totalMicros } = yield* ledger.balance(projectId)
           if (totalMicros < ledger.minBalanceMicros) {
             return yield* new InsufficientCredits({ balanceMicros: totalMicros, requiredMicros: ledger.minBalanceMicros })
