@@ -10,7 +10,8 @@
  *   monitor goes `failing` with a budget_exceeded status_reason; run_now answers 402;
  * - the budget cap (PUT /billing/budget, admin scope; `wa budget set`): once spend reaches it, every
  *   create (also 10 at once) answers 402 budget_exceeded, GET shows it, the inbox has one
- *   billing.quota_warning; `wa budget set --usd none` lifts it.
+ *   billing.quota_warning; `wa budget set --usd none` lifts it;
+ * - a DeepResearch run is charged its fee and ends budget_exceeded when a step reaches the cap.
  */
 import type pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -18,6 +19,7 @@ import { type FixtureSites, startFixtureSites } from "../fixtures/sites/server.t
 import { type ScriptedModel, startScriptedModel } from "../fixtures/model/scripted-model.ts"
 import { embeddedDatabaseClient, scriptedAgentEnv, type Service, startService, stopAndClean } from "../support/service.ts"
 import { eventually, TERMINAL, waitForRunStatus } from "../support/runs.ts"
+import { researchScript } from "../fixtures/model/research-model.ts"
 
 let site: FixtureSites
 let model: ScriptedModel
@@ -187,6 +189,25 @@ describe("charges and limits", () => {
     expect(accepted.status, accepted.text).toBeLessThan(300)
     const shown = await cli("budget", "show", "--project", service.projectId)
     expect(shown).toMatchObject({ project_id: service.projectId, monthly_cap_usd: null })
+  })
+
+  it("a DeepResearch run is charged its fee and ends budget_exceeded when a step reaches the cap", async () => {
+    model.setScript(researchScript({ sections: [{ title: "Only", queries: ["only-q"] }] }))
+    const spent = micros((await service.request("GET", `${base()}/billing/budget`)).json.spent_usd)
+    // Room for the fee (0.10) and less than one model call (1.00).
+    const cap = ((spent + 500_000) / 1e6).toFixed(2)
+    expect((await cli("budget", "set", "--project", service.projectId, "--usd", cap)).monthly_cap_usd).toBe(cap)
+    const created = await service.request("POST", `${base()}/deep_research/runs`, { body: { topic: "Budgets", require_outline_approval: false } })
+    expect(created.status, created.text).toBe(202)
+    const rid = created.json.run_id as string
+    const run = await waitForRunStatus(service, `${base()}/deep_research/runs/${rid}`, TERMINAL)
+    expect(run).toMatchObject({ status: "failed", error: { code: "budget_exceeded" }, llm_cost_usd: "1.00", service_cost_usd: "0.10", total_cost_usd: "1.10" })
+    const { rows } = await db.query("SELECT kind, -sum(amount_micros)::int AS amount FROM credit_ledger WHERE run_id = $1 GROUP BY kind ORDER BY kind", [rid])
+    expect(rows).toEqual([{ kind: "charge_llm", amount: 1_000_000 }, { kind: "charge_research", amount: 100_000 }])
+    const refused = await service.request("POST", `${base()}/deep_research/runs`, { body: { topic: "Again" } })
+    expect(refused.status).toBe(402)
+    expect(refused.json.code).toBe("budget_exceeded")
+    await cli("budget", "set", "--project", service.projectId, "--usd", "none")
   })
 
   it("the OpenAPI document has the budget paths and the 402 on every product's create", async () => {
