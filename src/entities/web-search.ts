@@ -11,6 +11,7 @@ import { ClusterSchema, Entity, Sharding } from "effect/cluster"
 import { Rpc } from "effect/rpc"
 import { AgentModel } from "../agent/model.ts"
 import { toMicros } from "../billing/ledger.ts"
+import { meteredModel, newMeter } from "../billing/metering.ts"
 import { AppConfig } from "../config/config.ts"
 import { leaveForNextOwner, RunnerLifecycle, runHere } from "../cluster/lifecycle.ts"
 import { isTerminal } from "../domain/run-state.ts"
@@ -75,8 +76,10 @@ const webSearchHandlers = Effect.gen(function*() {
     const searching = search.run(searched, {
       onProgress: (event) => store.appendEvent(run.id, "run.search.progress", { ...event }, executor).pipe(Effect.asVoid)
     })
-    // The search looks for a model in its context; with none it summarizes extractively.
-    const outcome = yield* Effect.result(Option.isSome(model) ? Effect.provide(searching, model.value.layer) : searching)
+    // The search looks for a model in its context; with none it summarizes extractively. Its
+    // model calls (re-rank, summaries) are metered to be charged with the run.
+    const meter = newMeter()
+    const outcome = yield* Effect.result(Option.isSome(model) ? Effect.provide(searching, meteredModel(model.value.layer, meter)) : searching)
     if (outcome._tag === "Success") {
       // A follow-up (it has an exclusion list, perhaps empty) always says how many pages it left out.
       const output = request.exclude_canonical_urls === undefined ? outcome.success : leaveOut(outcome.success, excluded, limit)
@@ -87,6 +90,11 @@ const webSearchHandlers = Effect.gen(function*() {
         column: "service",
         micros: toMicros(prices.web_search_per_query * queryCount(request)),
         idempotencyKey: `search:${run.id}`
+      }, {
+        kind: "charge_llm",
+        column: "llm",
+        micros: Option.isSome(model) ? toMicros(model.value.costUsd(meter.inputTokens, meter.outputTokens)) : 0,
+        idempotencyKey: `llm:${run.id}`
       }], executor)
       yield* store.transition(run.id, "done", { output, terminalReason: "done", executor }).pipe(Effect.ignore)
     } else {

@@ -26,6 +26,12 @@ import type { RunId } from "../../src/domain/run.ts"
 import { databaseLayer } from "../../src/store/database.ts"
 import { RunStore } from "../../src/store/runs.ts"
 import { freshDatabase, freshDataDir } from "./fresh-database.ts"
+import { LanguageModel } from "effect/ai"
+import { FetchHttpClient } from "effect/http"
+import { Schema } from "effect"
+import { makeOpenAiCompatible } from "../../src/agent/providers/openai-compatible.ts"
+import { meteredModel, newMeter } from "../../src/billing/metering.ts"
+import { scriptedModel } from "../fixtures/model/scripted-model.ts"
 
 const ConfigLive = Layer.unwrap(Effect.gen(function*() {
   const url = yield* freshDatabase("charges")
@@ -197,6 +203,24 @@ layer(TestLayer, { excludeTestServices: true, timeout: 120_000 })("charges and t
       expect(Number(derived!.spent)).toBe(status.spentMicros)
       const [notes] = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM inbox_notifications WHERE project_id = ${projectId} AND type = 'billing.quota_warning'`
       expect(notes!.n).toBe(1)
+    }))
+
+  it.effect("a metered model counts the tokens of every text and object call (WebSearch charges them)", () =>
+    Effect.gen(function*() {
+      const model = yield* scriptedModel((request) => ({ text: request.response_format === undefined ? "plain" : "{\"n\": 1}" }))
+      const layer = Layer.effect(LanguageModel.LanguageModel, makeOpenAiCompatible({ baseUrl: model.baseUrl, apiKey: undefined, model: "fake" })).pipe(
+        Layer.provide(FetchHttpClient.layer)
+      )
+      const meter = newMeter()
+      yield* Effect.gen(function*() {
+        const lm = yield* LanguageModel.LanguageModel
+        const text = yield* lm.generateText({ prompt: "one" })
+        expect(text.text).toBe("plain")
+        const object = yield* lm.generateObject({ prompt: "two", objectName: "n", schema: Schema.Struct({ n: Schema.Number }) })
+        expect(object.value).toEqual({ n: 1 })
+      }).pipe(Effect.provide(meteredModel(layer, meter)))
+      // The scripted model reports 20,000 input and 500 output tokens a call.
+      expect(meter).toEqual({ inputTokens: 40_000, outputTokens: 1_000 })
     }))
 
   it.effect("a bad price file stops start-up with one line", () =>

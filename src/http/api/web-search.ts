@@ -37,8 +37,9 @@ export const WebSearchRunResponse = Schema.Struct({
   terminal_reason: Schema.NullOr(Schema.String),
   error: Schema.NullOr(Schema.Struct({ code: Schema.String, detail: Schema.String })),
   results: Schema.NullOr(WebSearchResult),
+  llm_cost_usd: Schema.String.annotate({ description: "Model tokens of the re-rank and the summaries, charged when the search ends", examples: ["0.00"] }),
   service_cost_usd: Schema.String.annotate({ description: "The search's fee (web_search_per_query of the price table, per distinct query), charged when it ends", examples: ["0.01"] }),
-  total_cost_usd: Schema.String.annotate({ description: "Everything charged for this run", examples: ["0.01"] }),
+  total_cost_usd: Schema.String.annotate({ description: "Everything charged for this run: llm_cost_usd + service_cost_usd", examples: ["0.01"] }),
   created_at: Schema.String,
   started_at: Schema.NullOr(Schema.String),
   finished_at: Schema.NullOr(Schema.String)
