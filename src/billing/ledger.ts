@@ -25,7 +25,10 @@ import { makeId } from "../domain/ids.ts"
 
 export type Bucket = "monthly" | "additional"
 
-/** Kinds of entries. Charges start with `charge_`; later slices add browser, proxy and product charges. */
+/**
+ * Kinds of entries. Charges start with `charge_` (charge_llm, charge_browser, charge_proxy,
+ * charge_research, charge_search, charge_track; README, section Billing) and count as the period's spend.
+ */
 export type EntryKind = "grant_monthly" | "topup" | "expire_monthly" | "charge_llm" | (string & {})
 
 export interface Balance {
