@@ -4,6 +4,7 @@
  * `projects create --name N`, `keys create --project P [--name N] [--scope admin|run]` (admin by default:
  * the operator runs it), `credits grant --project P --usd N [--bucket additional|monthly]` (src/billing/ledger.ts),
  * `plans list`, `plans set --project P --plan ID`, `plans unset --project P` (src/billing/plans.ts).
+ * `budget set --project P --usd N|none` and `budget show --project P` (src/billing/budget.ts).
  * Commands other than `serve`
  * print one JSON document on stdout and work whether or not the service runs on the same data dir.
  */
@@ -48,8 +49,10 @@ import { databaseLayer } from "./store/database.ts"
 import { isBucket, Ledger, toMicros, usd2 } from "./billing/ledger.ts"
 import { Plans } from "./billing/plans.ts"
 import { AutoRechargeLive } from "./billing/auto-recharge.ts"
+import { Budget } from "./billing/budget.ts"
+import { budgetView, MAX_CAP_USD } from "./http/server/billing.ts"
 
-const usage = `usage: wa [serve | runner | migrate | projects create --name N | keys create --project P [--name N] [--scope admin|run] | credits grant --project P --usd N [--bucket additional|monthly] | plans list | plans set --project P --plan ID | plans unset --project P]`
+const usage = `usage: wa [serve | runner | migrate | projects create --name N | keys create --project P [--name N] [--scope admin|run] | credits grant --project P --usd N [--bucket additional|monthly] | plans list | plans set --project P --plan ID | plans unset --project P | budget set --project P --usd N|none | budget show --project P]`
 
 class UsageError extends Error {}
 
@@ -122,10 +125,10 @@ const runner = DrainLive.pipe(
 const printJson = (value: unknown) => Effect.sync(() => process.stdout.write(JSON.stringify(value) + "\n"))
 
 /** Runs a one-shot command against the data dir's database (attaching to a running service's). */
-const oneShot = <A>(program: Effect.Effect<A, never, ApiKeys | Projects | Ledger | Plans>) =>
+const oneShot = <A>(program: Effect.Effect<A, never, ApiKeys | Projects | Ledger | Plans | Budget>) =>
   program.pipe(
     Effect.flatMap(printJson),
-    Effect.provide(Layer.mergeAll(ApiKeys.layer, Projects.layer, Ledger.layer, Plans.layer).pipe(
+    Effect.provide(Layer.mergeAll(ApiKeys.layer, Projects.layer, Ledger.layer, Plans.layer, Budget.layer).pipe(
       Layer.provideMerge(databaseLayer("attach")),
       Layer.provideMerge(logLayer("Warn")),
       Layer.provide(AppConfig.layer)
@@ -210,6 +213,29 @@ const commands: Record<string, (args: ReadonlyArray<string>) => Effect.Effect<vo
     const projectId = flag(args, "project")
     if (projectId === undefined) throw new UsageError(`plans unset needs --project\n${usage}`)
     return oneShot(planCommand(projectId, (plans) => plans.unset(projectId)))
+  },
+  // The project's monthly budget cap (src/billing/budget.ts): `--usd N` sets it, `--usd none`
+  // removes it. Prints the budget as GET /billing/budget shows it.
+  "budget set": (args) => {
+    const projectId = flag(args, "project")
+    const raw = flag(args, "usd")
+    if (projectId === undefined || raw === undefined) throw new UsageError(`budget set needs --project and --usd\n${usage}`)
+    const usd = raw === "none" ? null : /^\d{1,9}(\.\d{1,6})?$/.test(raw) ? Number(raw) : Number.NaN
+    if (usd !== null && !(usd >= 0 && usd <= MAX_CAP_USD)) throw new UsageError(`--usd is an amount of dollars from 0 to ${MAX_CAP_USD}, or none\n${usage}`)
+    return oneShot(Effect.gen(function*() {
+      const project = yield* Projects.use((projects) => projects.find(projectId))
+      if (project === undefined) return yield* Effect.die(new CommandFailed(`no project ${projectId}`))
+      return budgetView(projectId, yield* Budget.use((budget) => budget.setCap(projectId, usd === null ? null : toMicros(usd))))
+    }))
+  },
+  "budget show": (args) => {
+    const projectId = flag(args, "project")
+    if (projectId === undefined) throw new UsageError(`budget show needs --project\n${usage}`)
+    return oneShot(Effect.gen(function*() {
+      const project = yield* Projects.use((projects) => projects.find(projectId))
+      if (project === undefined) return yield* Effect.die(new CommandFailed(`no project ${projectId}`))
+      return budgetView(projectId, yield* Budget.use((budget) => budget.status(projectId)))
+    }))
   }
 }
 

@@ -47,7 +47,7 @@ export class AgentModel extends Context.Service<AgentModel, Option.Option<Config
         provider,
         name,
         layer,
-        costUsd: (inputTokens, outputTokens) => costUsd(name, inputTokens, outputTokens, fallbackPrice)
+        costUsd: (inputTokens, outputTokens) => costUsd(config.prices, name, inputTokens, outputTokens, fallbackPrice)
       })
     })
   )

@@ -19,6 +19,7 @@ import { AgentModel } from "./model.ts"
 import { AgentToolkitHandlers, observeForModel, RunContext, toolkitFor } from "./tools.ts"
 import { FileToolContext, FileToolkitHandlers, fileToolNames, watchDownloads, workspacePrompt } from "./file-tools.ts"
 import { WorkspaceStore } from "../workspaces/workspace-store.ts"
+import { budgetExceededDetail, type Exhausted } from "../billing/ledger.ts"
 
 /** The DoAnything fields of a run's request (a run of another product has none). */
 const requestOf = (run: Run): Partial<DoAnythingRequest> => run.request._tag === "DoAnything" ? run.request : {}
@@ -225,7 +226,7 @@ export const runAgent = Effect.fn("runAgent")(function*(
       Effect.map((result) => Option.getOrElse(result, () => false)),
       Effect.orElseSucceed(() => false)
     )
-    yield* store.completeStep(runId, model.costUsd(usage.inputTokens.total ?? 0, usage.outputTokens.total ?? 0), {
+    const charged = yield* store.completeStep(runId, model.costUsd(usage.inputTokens.total ?? 0, usage.outputTokens.total ?? 0), {
       step: stepNumber,
       history: encodePrompt(history),
       url: active?.url() ?? null,
@@ -233,7 +234,12 @@ export const runAgent = Effect.fn("runAgent")(function*(
       dirtyForm,
       storageState
     }, executor)
+    exhausted = charged.exhausted
   })
+
+  // Set when a step's charge left the project unable to pay for more (billing on): the run ends
+  // failed with budget_exceeded before its next step; what it spent stays charged.
+  let exhausted: Exhausted | null = null
 
   const loop = Effect.gen(function*() {
     while (true) {
@@ -247,6 +253,15 @@ export const runAgent = Effect.fn("runAgent")(function*(
       if (Option.isSome(output)) {
         yield* settleDownloads // a file the page is still downloading belongs to this run's result
         yield* store.transition(runId, "done", { output: output.value, terminalReason: "done", executor }).pipe(Effect.ignore)
+        return
+      }
+      if (exhausted !== null) {
+        yield* store.transition(runId, "failed", {
+          executor,
+          terminalReason: "budget_exceeded",
+          errorCode: "budget_exceeded",
+          errorDetail: budgetExceededDetail(exhausted)
+        }).pipe(Effect.ignore)
         return
       }
       if (current.step_count >= current.max_steps) {

@@ -8,15 +8,25 @@ export const m0019_plans = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   // A project's subscription, set by the operator (`wa plans set`). No row: the project is on the
   // default plan (WA_DEFAULT_PLAN) without a subscription, so it gets no monthly credits.
-  // monthly_credits_micros mirrors the plan table (refreshed at start), so the ledger can grant
+  // monthly_credits_micros and monthly_quota_micros mirror the plan table (refreshed at start), so the ledger can grant
   // a period's credits in the transaction that opens the period (src/billing/ledger.ts).
   yield* sql`
     CREATE TABLE project_plans (
       project_id text PRIMARY KEY REFERENCES projects(id) ON DELETE CASCADE,
       plan_id text NOT NULL,
       monthly_credits_micros bigint NOT NULL DEFAULT 0,
+      monthly_quota_micros bigint,
       subscription_status text NOT NULL DEFAULT 'active' CHECK (subscription_status IN ('active', 'canceled')),
       updated_at timestamptz NOT NULL DEFAULT now()
+    )`
+  // The default plan's monthly quota (null: none), mirrored at start like the subscriptions' own
+  // (monthly_quota_micros above), so the ledger reads a project's cap in the statement that locks
+  // its balance (capSubquery in src/billing/ledger.ts). One row.
+  yield* sql`
+    CREATE TABLE plan_defaults (
+      singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+      plan_id text NOT NULL,
+      monthly_quota_micros bigint
     )`
   // Auto-recharge settings per project. `armed` is false from the moment a recharge is queued
   // until the balance is back at or above the threshold: one recharge per threshold crossing.

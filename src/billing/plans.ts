@@ -54,12 +54,19 @@ export class Plans extends Context.Service<Plans, {
 
       // The credits subscriptions are granted follow the table as configured now (a plan gone from
       // the table grants nothing; its projects are on the default plan's caps).
+      // The same for the monthly quotas, the default plan's included (a project's budget cap is its
+      // own override, else its subscription's quota, else the default plan's: capSubquery).
       for (const plan of table.plans) {
-        yield* sql`UPDATE project_plans SET monthly_credits_micros = ${plan.monthlyCreditsMicros}
-          WHERE plan_id = ${plan.id} AND monthly_credits_micros <> ${plan.monthlyCreditsMicros}`.pipe(Effect.orDie)
+        yield* sql`UPDATE project_plans SET monthly_credits_micros = ${plan.monthlyCreditsMicros}, monthly_quota_micros = ${plan.monthlyQuotaMicros}
+          WHERE plan_id = ${plan.id} AND (monthly_credits_micros <> ${plan.monthlyCreditsMicros}
+            OR monthly_quota_micros IS DISTINCT FROM ${plan.monthlyQuotaMicros}::bigint)`.pipe(Effect.orDie)
       }
-      yield* sql`UPDATE project_plans SET monthly_credits_micros = 0
-        WHERE plan_id NOT IN ${sql.in(table.plans.map((p) => p.id))} AND monthly_credits_micros <> 0`.pipe(Effect.orDie)
+      yield* sql`UPDATE project_plans SET monthly_credits_micros = 0, monthly_quota_micros = ${table.defaultPlan.monthlyQuotaMicros}
+        WHERE plan_id NOT IN ${sql.in(table.plans.map((p) => p.id))}`.pipe(Effect.orDie)
+      yield* sql`
+        INSERT INTO plan_defaults (singleton, plan_id, monthly_quota_micros)
+        VALUES (true, ${table.defaultPlan.id}, ${table.defaultPlan.monthlyQuotaMicros})
+        ON CONFLICT (singleton) DO UPDATE SET plan_id = EXCLUDED.plan_id, monthly_quota_micros = EXCLUDED.monthly_quota_micros`.pipe(Effect.orDie)
 
       const subscription = Effect.fn("Plans.subscription")(function*(projectId: string) {
         const [row] = yield* sql<{ plan_id: string; subscription_status: string }>`
@@ -81,10 +88,10 @@ export class Plans extends Context.Service<Plans, {
           if (plan === undefined) return yield* new UnknownPlan({ planId, known: table.plans.map((p) => p.id) })
           yield* sql.withTransaction(Effect.gen(function*() {
             yield* sql`
-              INSERT INTO project_plans (project_id, plan_id, monthly_credits_micros, subscription_status)
-              VALUES (${projectId}, ${plan.id}, ${plan.monthlyCreditsMicros}, 'active')
-              ON CONFLICT (project_id) DO UPDATE SET plan_id = EXCLUDED.plan_id,
-                monthly_credits_micros = EXCLUDED.monthly_credits_micros, subscription_status = 'active', updated_at = now()`
+              INSERT INTO project_plans (project_id, plan_id, monthly_credits_micros, monthly_quota_micros, subscription_status)
+              VALUES (${projectId}, ${plan.id}, ${plan.monthlyCreditsMicros}, ${plan.monthlyQuotaMicros}, 'active')
+              ON CONFLICT (project_id) DO UPDATE SET plan_id = EXCLUDED.plan_id, monthly_credits_micros = EXCLUDED.monthly_credits_micros,
+                monthly_quota_micros = EXCLUDED.monthly_quota_micros, subscription_status = 'active', updated_at = now()`
             // Under the balance row's lock; a grant already made this period is not made again.
             yield* grantMonthlyInTransaction(sql, yield* lockBalance(sql, projectId))
           })).pipe(Effect.orDie)

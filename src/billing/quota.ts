@@ -7,7 +7,7 @@
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
-import { type Balance, Ledger } from "./ledger.ts"
+import { type Balance, capMicrosOf, Ledger } from "./ledger.ts"
 import { type Plan, Plans } from "./plans.ts"
 
 /** The share of the monthly quota at which QuotaStatus warns (spec: a soft warning at 80 %). */
@@ -78,7 +78,8 @@ export class Quota extends Context.Service<Quota, {
             subscriptionStatus,
             balance: account.balance,
             spentMicros: account.totalMicros,
-            quotaMicros: plan.monthlyQuotaMicros,
+            // The enforced cap (the project's own, else its plan's quota): capMicrosOf.
+            quotaMicros: yield* capMicrosOf(sql, projectId).pipe(Effect.orDie),
             scheduledCap: plan.scheduledCap,
             scheduledRunning: yield* scheduledRunning(sql, projectId).pipe(Effect.orDie),
             concurrency: keys.map((k) => ({ keyId: k.id, keyName: k.name, running: k.running, cap }))

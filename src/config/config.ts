@@ -6,6 +6,7 @@ import { Config, ConfigProvider, Context, Effect, Layer, LogLevel, Option, Redac
 import * as path from "node:path"
 import { parseSecretKey } from "../security/secret-key.ts"
 import { planTableProblem } from "../billing/plan-table.ts"
+import { defaultPricesFile, loadPriceTable, type PriceTable } from "../billing/prices.ts"
 
 const optionalString = (name: string) => Config.option(Config.NonEmptyString(name))
 const optionalRedacted = (name: string) => Config.option(Config.Redacted(name))
@@ -138,13 +139,17 @@ export const AppConfigSchema = Config.all({
   stripeSecretKey: optionalRedacted("WA_STRIPE_SECRET_KEY"),
   stripeApiBase: Config.NonEmptyString("WA_STRIPE_API_BASE").pipe(Config.withDefault("https://api.stripe.com")),
   /** How often each process looks for projects below their auto-recharge threshold. */
-  autoRechargePollMs: Config.Int("WA_AUTO_RECHARGE_POLL_MS").pipe(Config.withDefault(2000))
+  autoRechargePollMs: Config.Int("WA_AUTO_RECHARGE_POLL_MS").pipe(Config.withDefault(2000)),
+  /** The price table (src/billing/prices.ts); unset: config/prices.json of the repository. */
+  pricesFile: optionalString("WA_PRICES_FILE")
 })
 
 export type AppConfigShape = Omit<Config.Success<typeof AppConfigSchema>, "logLevelName"> & {
   readonly logLevel: LogLevel.LogLevel
   /** Absolute data directory. */
   readonly dataDirAbsolute: string
+  /** The price table read from WA_PRICES_FILE (or the shipped one), validated at start. */
+  readonly prices: PriceTable
 }
 
 export class InvalidConfig extends Error {
@@ -198,7 +203,11 @@ export const loadAppConfig = (env?: Record<string, string | undefined>) =>
     if (logLevel === undefined) {
       return yield* Effect.die(new InvalidConfig(`invalid configuration: WA_LOG_LEVEL must be one of ${LogLevel.values.join(", ")} (any case), not ${logLevelName}`))
     }
-    return { ...settings, logLevel, dataDirAbsolute: path.resolve(parsed.dataDir) } satisfies AppConfigShape
+    const prices = yield* Effect.try({
+      try: () => loadPriceTable(Option.getOrElse(parsed.pricesFile, () => defaultPricesFile)),
+      catch: (error) => new InvalidConfig(`invalid configuration: ${(error as Error).message}`)
+    }).pipe(Effect.orDie)
+    return { ...settings, logLevel, dataDirAbsolute: path.resolve(parsed.dataDir), prices } satisfies AppConfigShape
   })
 
 const oneLine = (text: string) => text.replace(/\s*\n\s*/g, " ").trim()

@@ -136,8 +136,15 @@ export class InsufficientCredits extends Schema.TaggedError<InsufficientCredits>
   requiredMicros: Schema.Number
 }) {}
 
+/** The project's monthly budget cap is reached: no new run until the next period or a higher cap. */
+export class BudgetExceeded extends Schema.TaggedError<BudgetExceeded>()("BudgetExceeded", {
+  capMicros: Schema.Number,
+  spentMicros: Schema.Number
+}) {}
+
 export type DomainError =
   | InsufficientCredits
+  | BudgetExceeded
   | ControlNotAvailable
   | RunNotFound
   | SessionNotFound

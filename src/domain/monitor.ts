@@ -197,6 +197,8 @@ export class TickRun extends Schema.Class<TickRun>("wa/domain/TickRun")({
   error_code: Nullable(Schema.String),
   error_detail: Nullable(Schema.String),
   llm_cost_micros: Schema.Int,
+  /** The tick's fee (track_per_tick), charged when it succeeds. */
+  service_cost_micros: Schema.Int,
   created_at: Schema.Date,
   started_at: Nullable(Schema.Date),
   finished_at: Nullable(Schema.Date)

@@ -15,6 +15,8 @@ import { LanguageModel } from "effect/ai"
 import { ClusterSchema, Entity, Sharding } from "effect/cluster"
 import { Rpc } from "effect/rpc"
 import { AgentModel } from "../agent/model.ts"
+import { budgetExceededDetail, toMicros } from "../billing/ledger.ts"
+import { AppConfig } from "../config/config.ts"
 import { leaveForNextOwner, RunnerLifecycle, runHere } from "../cluster/lifecycle.ts"
 import { isTerminal } from "../domain/run-state.ts"
 import { RunEventBus } from "../events/run-event-bus.ts"
@@ -69,6 +71,7 @@ const researchHandlers = Effect.gen(function*() {
   const lifecycle = yield* RunnerLifecycle
   const sharding = yield* Sharding.Sharding
   const fibers = yield* FiberMap.make<string>()
+  const prices = (yield* AppConfig).prices
 
   const conduct = (run: Run, request: DeepResearchRequest) =>
     Effect.gen(function*() {
@@ -95,6 +98,16 @@ const researchHandlers = Effect.gen(function*() {
         yield* store.appendEvent(runId, "run.resumed", { run_id: runId, from_step: step, phase: run.phase }, executor)
       }
 
+      // The run's fee (deep_research_per_run), once per run; refused when the project cannot pay.
+      const fee = yield* store.chargeRun(runId, [{
+        kind: "charge_research",
+        column: "service",
+        micros: toMicros(prices.deep_research_per_run),
+        idempotencyKey: `research:${runId}`,
+        force: false
+      }], executor)
+      if (fee.refused && fee.exhausted !== null) return yield* new ResearchFailed({ code: "budget_exceeded", detail: budgetExceededDetail(fee.exhausted) })
+
       const enter = (phase: Phase) => store.setPhase(runId, phase, executor)
       /** Saves the state after a unit of work, with what that unit cost, as the next checkpoint. */
       const save = (next: ResearchState, usd: number, progress?: Record<string, unknown>) =>
@@ -104,7 +117,9 @@ const researchHandlers = Effect.gen(function*() {
           spent += usd
           // The progress event goes in the checkpoint's transaction: a resume never repeats it.
           const events = progress === undefined ? [] : [{ type: "run.research.progress", data: progress }]
-          yield* store.completeStep(runId, usd, { step, history: next, url: null, tabs: [], dirtyForm: false, storageState: undefined }, executor, events)
+          const charged = yield* store.completeStep(runId, usd, { step, history: next, url: null, tabs: [], dirtyForm: false, storageState: undefined }, executor, events)
+          // The project can pay for no more (billing on): the run ends; what it spent stays charged.
+          if (charged.exhausted !== null) return yield* new ResearchFailed({ code: "budget_exceeded", detail: budgetExceededDetail(charged.exhausted) })
         })
       /** Stops when the run was canceled meanwhile. */
       const ensureActive = Effect.gen(function*() {

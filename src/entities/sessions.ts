@@ -9,11 +9,12 @@ import { SqlClient } from "effect/sql"
 import { AgentModel } from "../agent/model.ts"
 import { toolNames } from "../agent/tools.ts"
 import { AppConfig } from "../config/config.ts"
-import { Ledger } from "../billing/ledger.ts"
+import { Budget } from "../billing/budget.ts"
 import { Plans } from "../billing/plans.ts"
 import {
+  type BudgetExceeded,
   type ControlNotAvailable,
-  InsufficientCredits,
+  type InsufficientCredits,
   MissingFields,
   RunEnded,
   RunNotExpired,
@@ -56,7 +57,7 @@ export class Sessions extends Context.Service<Sessions, {
     readonly beforeExecute?: (created: { readonly session: Session; readonly run: Run }) => Effect.Effect<void>
   }) => Effect.Effect<
     { readonly session: Session; readonly run: Run },
-    UnknownNames | MissingFields | InsufficientCredits | import("../domain/errors.ts").SessionCapReached | import("../domain/errors.ts").WorkspaceNotFound | import("../domain/errors.ts").ProfileNotFound | import("../domain/errors.ts").ProfileInUse
+    UnknownNames | MissingFields | InsufficientCredits | BudgetExceeded | import("../domain/errors.ts").SessionCapReached | import("../domain/errors.ts").WorkspaceNotFound | import("../domain/errors.ts").ProfileNotFound | import("../domain/errors.ts").ProfileInUse
   >
   /** A lookup: any id is accepted, one that names no session of the project is SessionNotFound. */
   readonly find: (projectId: string, sessionId: string) => Effect.Effect<SessionWithRuns, SessionNotFound>
@@ -67,13 +68,13 @@ export class Sessions extends Context.Service<Sessions, {
    */
   readonly addRun: (projectId: string, sessionId: SessionId, request: DoAnythingRequest, options?: { readonly observeWithoutInstructions?: boolean }) => Effect.Effect<
     Run,
-    UnknownNames | MissingFields | InsufficientCredits | SessionNotFound | import("../domain/errors.ts").SessionClosed | import("../domain/errors.ts").PreviousRunActive
+    UnknownNames | MissingFields | InsufficientCredits | BudgetExceeded | SessionNotFound | import("../domain/errors.ts").SessionClosed | import("../domain/errors.ts").PreviousRunActive
   >
   readonly findRun: (projectId: string, runId: RunId, sessionId?: SessionId) => Effect.Effect<Run, import("../domain/errors.ts").RunNotFound>
   /** A run that ran out of steps, continued by a new run with `content` added to its instructions. */
   readonly continueRun: (run: Run, content: string) => Effect.Effect<
     Run,
-    RunNotExpired | SessionNotFound | UnknownNames | MissingFields | InsufficientCredits | import("../domain/errors.ts").SessionClosed | import("../domain/errors.ts").PreviousRunActive
+    RunNotExpired | SessionNotFound | UnknownNames | MissingFields | InsufficientCredits | BudgetExceeded | import("../domain/errors.ts").SessionClosed | import("../domain/errors.ts").PreviousRunActive
   >
   readonly message: (run: Run, content: string) => Effect.Effect<void, RunEnded>
   readonly answer: (run: Run, inputRequestId: string, response: unknown) => Effect.Effect<
@@ -104,7 +105,7 @@ export class Sessions extends Context.Service<Sessions, {
       const sql = yield* SqlClient.SqlClient
       const profiles = yield* ProfileStore
       const control = yield* TakeControl
-      const ledger = yield* Ledger
+      const budget = yield* Budget
       const plans = yield* Plans
       const reread = (run: Run) => store.getRun(run.id).pipe(Effect.map((found) => found ?? run))
       const models: ReadonlyArray<string> = Option.match(model, { onNone: () => [], onSome: (m) => [m.name] })
@@ -144,14 +145,8 @@ export class Sessions extends Context.Service<Sessions, {
           return latest !== undefined && isTerminal(latest.status) && latest.request._tag === "DoAnything" && latest.request.keep_alive === false
         })
 
-      /** With billing on, a run needs the minimum balance: 402 insufficient_credits before anything is created. */
-      const requireCredits = Effect.fn("Sessions.requireCredits")(function*(projectId: string) {
-        if (!ledger.enabled) return
-        const { totalMicros } = yield* ledger.balance(projectId)
-        if (totalMicros < ledger.minBalanceMicros) {
-          return yield* new InsufficientCredits({ balanceMicros: totalMicros, requiredMicros: ledger.minBalanceMicros })
-        }
-      })
+      /** 402 before anything is created: the budget cap reached, or (billing on) the balance below the minimum. */
+      const requireCredits = (projectId: string) => budget.admit(projectId)
 
       const find = Effect.fn("Sessions.find")(function*(projectId: string, sessionId: string) {
         const session = yield* store.getSession(projectId, sessionId)
@@ -268,5 +263,5 @@ export class Sessions extends Context.Service<Sessions, {
         })
       })
     })
-  ).pipe(Layer.provide(Layer.mergeAll(ProfileStore.layer, Ledger.layer, Plans.layer)))
+  ).pipe(Layer.provide(Layer.mergeAll(ProfileStore.layer, Budget.layer, Plans.layer)))
 }

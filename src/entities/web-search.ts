@@ -10,6 +10,9 @@ import { Cause, Effect, Exit, Fiber, FiberMap, Option } from "effect"
 import { ClusterSchema, Entity, Sharding } from "effect/cluster"
 import { Rpc } from "effect/rpc"
 import { AgentModel } from "../agent/model.ts"
+import { toMicros } from "../billing/ledger.ts"
+import { meteredModel, newMeter } from "../billing/metering.ts"
+import { AppConfig } from "../config/config.ts"
 import { leaveForNextOwner, RunnerLifecycle, runHere } from "../cluster/lifecycle.ts"
 import { isTerminal } from "../domain/run-state.ts"
 import { type Run, RunId, type WebSearchRunRequest } from "../domain/run.ts"
@@ -42,6 +45,9 @@ const leaveOut = (result: WebSearchResult, excluded: ReadonlySet<string>, limit:
   }
 }
 
+/** The distinct, non-blank queries of a request: what a search runs, and what it is charged per. */
+const queryCount = (request: WebSearchRunRequest) => new Set(request.queries.map((query) => query.trim()).filter((query) => query !== "")).size
+
 const webSearchHandlers = Effect.gen(function*() {
   const address = yield* Entity.CurrentAddress
   const store = yield* RunStore
@@ -51,6 +57,7 @@ const webSearchHandlers = Effect.gen(function*() {
   const lifecycle = yield* RunnerLifecycle
   const sharding = yield* Sharding.Sharding
   const fibers = yield* FiberMap.make<string>()
+  const prices = (yield* AppConfig).prices
 
   const conduct = Effect.fn("WebSearchEntity.conduct")(function*(run: Run, request: WebSearchRunRequest) {
     const executor = yield* store.claimExecution(run.id)
@@ -64,16 +71,31 @@ const webSearchHandlers = Effect.gen(function*() {
     }
     // A follow-up searches deeper (twice the results per query) to make up for the pages it leaves out.
     const excluded = new Set(request.exclude_canonical_urls ?? [])
-    const limit = request.max_results_per_query * new Set(request.queries.map((query) => query.trim()).filter((query) => query !== "")).size
+    const limit = request.max_results_per_query * queryCount(request)
     const searched = excluded.size === 0 ? request : { ...request, max_results_per_query: Math.min(50, request.max_results_per_query * 2) }
     const searching = search.run(searched, {
       onProgress: (event) => store.appendEvent(run.id, "run.search.progress", { ...event }, executor).pipe(Effect.asVoid)
     })
-    // The search looks for a model in its context; with none it summarizes extractively.
-    const outcome = yield* Effect.result(Option.isSome(model) ? Effect.provide(searching, model.value.layer) : searching)
+    // The search looks for a model in its context; with none it summarizes extractively. Its
+    // model calls (re-rank, summaries) are metered to be charged with the run.
+    const meter = newMeter()
+    const outcome = yield* Effect.result(Option.isSome(model) ? Effect.provide(searching, meteredModel(model.value.layer, meter)) : searching)
     if (outcome._tag === "Success") {
       // A follow-up (it has an exclusion list, perhaps empty) always says how many pages it left out.
       const output = request.exclude_canonical_urls === undefined ? outcome.success : leaveOut(outcome.success, excluded, limit)
+      // The search is done: its fee (web_search_per_query per distinct query), once per run. A
+      // search cannot run out mid-way (it is one unit of work); creates are refused up front.
+      yield* store.chargeRun(run.id, [{
+        kind: "charge_search",
+        column: "service",
+        micros: toMicros(prices.web_search_per_query * queryCount(request)),
+        idempotencyKey: `search:${run.id}`
+      }, {
+        kind: "charge_llm",
+        column: "llm",
+        micros: Option.isSome(model) ? toMicros(model.value.costUsd(meter.inputTokens, meter.outputTokens)) : 0,
+        idempotencyKey: `llm:${run.id}`
+      }], executor)
       yield* store.transition(run.id, "done", { output, terminalReason: "done", executor }).pipe(Effect.ignore)
     } else {
       yield* store.transition(run.id, "failed", {

@@ -35,7 +35,8 @@ import type {
   ProfileInUse,
   LoginNotStarted,
   ControlNotAvailable,
-  InsufficientCredits
+  InsufficientCredits,
+  BudgetExceeded
 } from "../domain/errors.ts"
 import { Conflict, NotFound, PaymentRequired, TooManyRequests, ValidationError, validationError } from "./errors.ts"
 import { usd2 } from "../billing/ledger.ts"
@@ -45,7 +46,7 @@ const kindLabel = { do_anything: "run", deep_research: "research run", web_searc
 /** The envelope class each domain error becomes. */
 export type HttpErrorOf<E> = E extends RunNotFound | SessionNotFound | ArtifactNotFound | MonitorNotFound | MonitorPartNotFound | WorkspaceNotFound | WorkspaceFileNotFound | ProfileNotFound ? NotFound
   : E extends SessionCapReached ? TooManyRequests
-  : E extends InsufficientCredits ? PaymentRequired
+  : E extends InsufficientCredits | BudgetExceeded ? PaymentRequired
   : E extends UnknownNames | MissingFields | InvalidField | UnknownSections | AlignmentNeedsModel ? ValidationError
   : E extends SessionClosed | PreviousRunActive | InvalidTransition | RunEnded | RunNotEnded | RunNotExpired | RunNotAwaitingInput | InputRequestNotFound | InputRequestAnswered | ParentRunNotReady | MonitorNotInAlignment | MonitorActionRefused | ProfileInUse | LoginNotStarted | ControlNotAvailable ? Conflict
   : E
@@ -144,6 +145,12 @@ const renderers: { readonly [K in DomainError["_tag"]]: (error: Extract<DomainEr
       code: "insufficient_credits",
       detail: `the project's credit balance (${usd2(e.balanceMicros)} USD) is below the ${usd2(e.requiredMicros)} USD a run needs; add credits (wa credits grant)`,
       extra: { balance_usd: usd2(e.balanceMicros), required_usd: usd2(e.requiredMicros) }
+    }),
+  BudgetExceeded: (e) =>
+    new PaymentRequired({
+      code: "budget_exceeded",
+      detail: `the project spent ${usd2(e.spentMicros)} USD of its ${usd2(e.capMicros)} USD monthly budget; raise the cap (PUT /billing/budget) or wait for the next period`,
+      extra: { monthly_cap_usd: usd2(e.capMicros), spent_usd: usd2(e.spentMicros) }
     }),
   LoginNotStarted: (e) =>
     new Conflict({

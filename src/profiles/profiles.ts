@@ -20,7 +20,7 @@ import type { IssuedUrl } from "../control/take-control.ts"
 import { isTerminal } from "../domain/run-state.ts"
 import type { Run } from "../domain/run.ts"
 import { RunEventBus } from "../events/run-event-bus.ts"
-import type { InsufficientCredits, LoginNotStarted, MissingFields, ProfileInUse, ProfileNotFound, SessionCapReached, UnknownNames, WorkspaceNotFound } from "../domain/errors.ts"
+import type { BudgetExceeded, InsufficientCredits, LoginNotStarted, MissingFields, ProfileInUse, ProfileNotFound, SessionCapReached, UnknownNames, WorkspaceNotFound } from "../domain/errors.ts"
 import { InvalidField, LoginNotStarted as LoginNotStartedError } from "../domain/errors.ts"
 import type { Profile, ProfileState } from "../domain/profile.ts"
 import { ProfileEntity } from "../entities/profile.ts"
@@ -74,7 +74,7 @@ export class Profiles extends Context.Service<Profiles, {
   /** `baseUrl`: where the control URL points (WA_PUBLIC_URL, else the host the caller reached). */
   readonly startLogin: (key: { readonly projectId: string; readonly keyId: string }, request: StartLogin, baseUrl: string) => Effect.Effect<
     LoginStarted,
-    ProfileNotFound | ProfileInUse | SessionCapReached | UnknownNames | MissingFields | InvalidField | WorkspaceNotFound | InsufficientCredits
+    ProfileNotFound | ProfileInUse | SessionCapReached | UnknownNames | MissingFields | InvalidField | WorkspaceNotFound | InsufficientCredits | BudgetExceeded
   >
   readonly confirm: (projectId: string, profileId: string, request: { readonly site_id: string; readonly display_label?: string | null | undefined }) => Effect.Effect<
     Confirmed,

@@ -7,6 +7,8 @@
  * only decode, call one method and render.
  */
 import { Context, Effect, Layer, Option, Schema } from "effect"
+import { Budget } from "../billing/budget.ts"
+import type { BudgetExceeded, InsufficientCredits } from "../domain/errors.ts"
 import { AppConfig } from "../config/config.ts"
 import { ArtifactNotFound, InputRequestNotFound, InvalidField, ParentRunNotReady, RunNotAwaitingInput, RunNotEnded, UnknownSections } from "../domain/errors.ts"
 import { isTerminal } from "../domain/run-state.ts"
@@ -45,7 +47,7 @@ const requestOf = (run: Run): DeepResearchRequest => {
 }
 
 export class Research extends Context.Service<Research, {
-  readonly create: (projectId: string, request: DeepResearchRequest) => Effect.Effect<Run>
+  readonly create: (projectId: string, request: DeepResearchRequest) => Effect.Effect<Run, InsufficientCredits | BudgetExceeded>
   readonly find: (projectId: string, runId: RunId) => Effect.Effect<Run, import("../domain/errors.ts").RunNotFound>
   readonly list: (projectId: string, status: string | undefined, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<Run>>
   /** The run with its outline; an answer the run has not taken in yet is shown applied. */
@@ -63,7 +65,7 @@ export class Research extends Context.Service<Research, {
    * parent's settings, and the parent's report given to the brief, the planner and the writer so
    * the new report builds on it. The parent must be `done`.
    */
-  readonly followup: (run: Run, question: string) => Effect.Effect<Run, ParentRunNotReady>
+  readonly followup: (run: Run, question: string) => Effect.Effect<Run, ParentRunNotReady | InsufficientCredits | BudgetExceeded>
   /**
    * The parent's topic again, rewritten by `text` (instructions for the planner and the writer).
    * When the parent's outline was final (approved, or no approval asked), its brief, outline,
@@ -71,7 +73,7 @@ export class Research extends Context.Service<Research, {
    * sections the parent did not cross-check are cross-checked). Otherwise the run plans again
    * from the parent's brief, with the text. The parent must have ended.
    */
-  readonly refine: (run: Run, text: string) => Effect.Effect<Run, ParentRunNotReady>
+  readonly refine: (run: Run, text: string) => Effect.Effect<Run, ParentRunNotReady | InsufficientCredits | BudgetExceeded>
 }>()("wa/research/Research") {
   static readonly layer = Layer.effect(
     Research,
@@ -81,6 +83,7 @@ export class Research extends Context.Service<Research, {
       const notifier = yield* RunNotifier
       const config = yield* AppConfig
       const clientFor = yield* ResearchEntity.client
+      const budget = yield* Budget
       const cancel = cancelRun(store, notifier, (run) => clientFor(run.id).Interrupt({ runId: run.id }, { discard: true }))
 
       const gateState = (runId: RunId) =>
@@ -116,6 +119,8 @@ export class Research extends Context.Service<Research, {
         request: DeepResearchRequest,
         derived: { readonly parentRunId: RunId; readonly instructions: string | null; readonly seed: ResearchState } | undefined = undefined
       ) {
+        // 402 before anything is created (budget cap reached, or credits below the minimum).
+        yield* budget.admit(projectId)
         const run = yield* store.createStandaloneRun(projectId, request, {
           maxDurationMs: request.max_duration_minutes * config.runMinuteMs,
           ...(derived === undefined ? {} : { parentRunId: derived.parentRunId, instructions: derived.instructions })
@@ -209,5 +214,5 @@ export class Research extends Context.Service<Research, {
         })
       })
     })
-  )
+  ).pipe(Layer.provide(Budget.layer))
 }

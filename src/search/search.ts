@@ -8,7 +8,9 @@
  * carry `parent_run_id` and answer like a create (the wait rule included).
  */
 import { Context, Effect, Layer, Option, Queue, Schema } from "effect"
+import { Budget } from "../billing/budget.ts"
 import { AppConfig } from "../config/config.ts"
+import type { BudgetExceeded, InsufficientCredits } from "../domain/errors.ts"
 import { type InvalidTransition, ParentRunNotReady, type RunEnded, type RunNotFound, UnknownNames } from "../domain/errors.ts"
 import { isTerminal } from "../domain/run-state.ts"
 import { MAX_QUERY_LENGTH, type Run, type RunId, type WebSearchRunRequest } from "../domain/run.ts"
@@ -50,7 +52,7 @@ export class Search extends Context.Service<Search, {
    * Starts a run. With `wait`, waits up to WA_WEB_SEARCH_WAIT_SECONDS for it to end; `ended`
    * says whether it did (the run returned is the newest state either way).
    */
-  readonly create: (projectId: string, request: WebSearchRunRequest) => Effect.Effect<Started, UnknownNames>
+  readonly create: (projectId: string, request: WebSearchRunRequest) => Effect.Effect<Started, UnknownNames | InsufficientCredits | BudgetExceeded>
   readonly find: (projectId: string, runId: RunId) => Effect.Effect<Run, RunNotFound>
   /** Cancels a run that has not ended (its search is interrupted, the callback sent); an ended one is RunEnded. */
   readonly cancel: (run: Run, reason: string | null) => Effect.Effect<Run, RunEnded | RunNotFound | InvalidTransition>
@@ -58,7 +60,7 @@ export class Search extends Context.Service<Search, {
    * A new run of the same search refined by `text`: every query gets the text appended, the text
    * becomes the objective, all other settings are the original's. The original may still run.
    */
-  readonly refine: (run: Run, input: { readonly text: string; readonly wait: boolean }) => Effect.Effect<Started, UnknownNames>
+  readonly refine: (run: Run, input: { readonly text: string; readonly wait: boolean }) => Effect.Effect<Started, UnknownNames | InsufficientCredits | BudgetExceeded>
   /**
    * A new run with new queries and the original's settings (`text`, if given, becomes its
    * objective) that leaves out every page the original, and the runs it derives from, returned.
@@ -67,7 +69,7 @@ export class Search extends Context.Service<Search, {
   readonly followup: (
     run: Run,
     input: { readonly queries: ReadonlyArray<string>; readonly text: string | null; readonly wait: boolean }
-  ) => Effect.Effect<Started, UnknownNames | ParentRunNotReady>
+  ) => Effect.Effect<Started, UnknownNames | ParentRunNotReady | InsufficientCredits | BudgetExceeded>
 }>()("wa/search/Search") {
   static readonly layer = Layer.effect(
     Search,
@@ -78,6 +80,7 @@ export class Search extends Context.Service<Search, {
       const config = yield* AppConfig
       const notifier = yield* RunNotifier
       const clientFor = yield* WebSearchEntity.client
+      const budget = yield* Budget
       const cancel = cancelRun(store, notifier, (run) => clientFor(run.id).Interrupt({ runId: run.id }, { discard: true }))
 
       /** The run once it has ended, or as it is when `seconds` have passed. */
@@ -101,6 +104,8 @@ export class Search extends Context.Service<Search, {
         const engines: ReadonlyArray<string> = search.engines
         const unknown = (request.engines ?? []).filter((name) => !engines.includes(name))
         if (unknown.length > 0) return yield* new UnknownNames({ field: "engines", what: "engine", unknown, allowed: [...search.engines] })
+        // 402 before anything is created (budget cap reached, or credits below the minimum).
+        yield* budget.admit(projectId)
         const created = yield* store.createStandaloneRun(projectId, request, derived ?? {})
         // Fire-and-forget: the persisted Execute reaches the run's entity even if this request is gone.
         yield* clientFor(created.id).Execute({ runId: created.id }, { discard: true }).pipe(Effect.orDie)
@@ -143,5 +148,5 @@ export class Search extends Context.Service<Search, {
         })
       })
     })
-  )
+  ).pipe(Layer.provide(Budget.layer))
 }

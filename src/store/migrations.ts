@@ -13,6 +13,7 @@ import { m0013_profiles } from "../profiles/migration.ts"
 import { m0014_workspaces } from "../workspaces/migration.ts"
 import { m0016_recordings } from "../recordings/migration.ts"
 import { m0017_billing } from "../billing/migration.ts"
+import { m0018_charges } from "../billing/budget-migration.ts"
 import { m0019_plans } from "../billing/plans-migration.ts"
 
 const m0001_foundation = Effect.gen(function*() {
@@ -256,6 +257,7 @@ const all = {
   "0015_take_control": m0015_take_control,
   "0016_recordings": m0016_recordings,
   "0017_billing": m0017_billing,
+  "0018_charges": m0018_charges,
   "0019_plans": m0019_plans
 }
 

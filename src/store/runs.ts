@@ -32,10 +32,14 @@ import {
   storedRequest
 } from "../domain/run.ts"
 import { canTransition, isTerminal, type RunStatus } from "../domain/run-state.ts"
-import { chargeInTransaction, toMicros } from "../billing/ledger.ts"
+import { chargeAllInTransaction, type Exhausted, toMicros, usd6 } from "../billing/ledger.ts"
+import { browserUsd } from "../billing/prices.ts"
 import { AppConfig } from "../config/config.ts"
 
 export const EVENTS_CHANNEL = "wa_run_events"
+
+/** A step charges the browser time due once it is at least this much (micro-USD); the run's end charges the rest. */
+export const MIN_BROWSER_STEP_MICROS = 1_000
 
 export { SessionCapReached } from "../domain/errors.ts"
 
@@ -92,6 +96,30 @@ export interface Checkpoint {
   /** A form on the active tab holds input not yet submitted: it would be lost by a resume. */
   readonly dirtyForm: boolean
   readonly storageState: unknown
+}
+
+/** Which cost field of the run (and of its session) a charge adds to. */
+export type CostColumn = "llm" | "browser" | "proxy" | "service"
+
+/** One cost of a run, charged once per idempotency key (see RunStore.chargeRun). */
+export interface RunCharge {
+  /** The ledger entry's kind: charge_llm, charge_browser, charge_proxy, charge_research, charge_search, ... */
+  readonly kind: string
+  readonly column: CostColumn
+  readonly micros: number
+  readonly idempotencyKey: string
+  /**
+   * Record it even when the project cannot pay (the work is done: tokens spent, browser time
+   * used). Default true; false refuses it (an up-front fee), see `refused`.
+   */
+  readonly force?: boolean
+}
+
+export interface ChargeResult {
+  /** With billing on: the project can pay for no more work (credits ran out, or its budget cap is reached). */
+  readonly exhausted: Exhausted | null
+  /** A charge that was not forced was refused (nothing recorded for it). */
+  readonly refused: boolean
 }
 
 export interface TransitionOptions {
@@ -159,7 +187,12 @@ export class RunStore extends Context.Service<RunStore, {
    * interrupted before this point is neither charged nor remembered, and is done again on resume.
    */
   /** Saves the checkpoint, adds the step's cost, and appends `events` (progress of that step), in one transaction. */
-  readonly completeStep: (runId: RunId, costUsd: number, checkpoint: Checkpoint, executor?: string, events?: ReadonlyArray<{ readonly type: string; readonly data: Record<string, unknown> }>) => Effect.Effect<void>
+  readonly completeStep: (runId: RunId, costUsd: number, checkpoint: Checkpoint, executor?: string, events?: ReadonlyArray<{ readonly type: string; readonly data: Record<string, unknown> }>) => Effect.Effect<ChargeResult>
+  /**
+   * Charges costs of a run that are not a step's (a product fee), each once per idempotency key,
+   * adding them to the run's (and its session's) cost fields, with a `run.cost_update` event.
+   */
+  readonly chargeRun: (runId: RunId, charges: ReadonlyArray<RunCharge>, executor?: string) => Effect.Effect<ChargeResult>
   readonly loadCheckpoint: (runId: RunId) => Effect.Effect<Checkpoint | undefined>
   /** Only the named top-level fields of the checkpoint's history (a research run's outline, not its sources). */
   readonly checkpointFields: (runId: RunId, fields: ReadonlyArray<string>) => Effect.Effect<Record<string, unknown> | undefined>
@@ -194,8 +227,83 @@ export class RunStore extends Context.Service<RunStore, {
           return undefined
         })
 
-      // WA_BILLING=on: each step's model cost is also a charge_llm entry of the credit ledger.
-      const billing = Option.match(yield* Effect.serviceOption(AppConfig), { onNone: () => false, onSome: (c) => c.billing === "on" })
+      // WA_BILLING=on: every cost is also an entry of the credit ledger (charge_llm, charge_browser, ...).
+      const appConfig = yield* Effect.serviceOption(AppConfig)
+      const billing = Option.match(appConfig, { onNone: () => false, onSome: (c) => c.billing === "on" })
+      const prices = Option.map(appConfig, (c) => c.prices)
+
+      /**
+       * Browser time of a DoAnything run not charged yet: from its start to now, at
+       * browser_per_minute, minus what its browser_cost_usd already holds. Cumulative, so a step
+       * whose charge was skipped (its key recorded by an earlier execution) is caught up by the next.
+       * Must run inside a transaction that holds the run row lock.
+       */
+      const browserDue = (runId: string) =>
+        Effect.gen(function*() {
+          if (Option.isNone(prices)) return 0
+          const [row] = yield* sql<{ ms: string | null; charged: string }>`
+            SELECT floor(extract(epoch FROM now() - started_at) * 1000)::bigint::text AS ms, round(browser_cost_usd * 1000000)::bigint::text AS charged
+            FROM runs WHERE id = ${runId} AND kind = 'do_anything'`
+          if (row === undefined || row.ms === null) return 0
+          return Math.max(0, toMicros(browserUsd(prices.value, Number(row.ms))) - Number(row.charged))
+        })
+
+      /**
+       * Charges (billing on: in the ledger, once per key) and adds what was charged to the run's and
+       * its session's cost fields, with one run.cost_update event. Inside the caller's transaction,
+       * which holds the run row lock, so the work, its charge and the cost fields commit together.
+       */
+      const applyCharges = (run: LockedRun, charges: ReadonlyArray<RunCharge>, eventData: Record<string, unknown> = {}) =>
+        Effect.gen(function*() {
+          let exhausted: Exhausted | null = null
+          let refused = false
+          const added: Record<CostColumn, number> = { llm: 0, browser: 0, proxy: 0, service: 0 }
+          const due = charges.filter((charge) => charge.micros > 0)
+          if (billing && due.length > 0) {
+            // One lock of the project's balance for all of them (three statements in all).
+            const charged = yield* chargeAllInTransaction(sql, run.project_id, due.map((charge) => ({
+              kind: charge.kind,
+              micros: charge.micros,
+              idempotencyKey: charge.idempotencyKey,
+              runId: run.id,
+              sessionId: run.session_id,
+              force: charge.force ?? true
+            })))
+            exhausted = charged.exhausted
+            due.forEach((charge, i) => {
+              const outcome = charged.outcomes[i]!
+              refused ||= outcome.refused
+              if (outcome.recorded) added[charge.column] += charge.micros
+            })
+          } else {
+            for (const charge of due) added[charge.column] += charge.micros
+          }
+          const increment = added.llm + added.browser + added.proxy + added.service
+          if (increment === 0) return { exhausted, refused }
+          // The cost fields take the amounts the ledger took, to the micro-dollar.
+          const [totals] = yield* sql<{ llm_cost_usd: string; browser_cost_usd: string; proxy_cost_usd: string; service_cost_usd: string }>`
+            UPDATE runs SET llm_cost_usd = llm_cost_usd + ${usd6(added.llm)}::numeric, browser_cost_usd = browser_cost_usd + ${usd6(added.browser)}::numeric,
+              proxy_cost_usd = proxy_cost_usd + ${usd6(added.proxy)}::numeric, service_cost_usd = service_cost_usd + ${usd6(added.service)}::numeric
+            WHERE id = ${run.id} RETURNING llm_cost_usd, browser_cost_usd, proxy_cost_usd, service_cost_usd`
+          const sessions = run.session_id === null ? [] : yield* sql<{ llm_cost_usd: string; browser_cost_usd: string; proxy_cost_usd: string }>`
+            UPDATE sessions SET llm_cost_usd = llm_cost_usd + ${usd6(added.llm)}::numeric, browser_cost_usd = browser_cost_usd + ${usd6(added.browser)}::numeric,
+              proxy_cost_usd = proxy_cost_usd + ${usd6(added.proxy)}::numeric, updated_at = now()
+            WHERE id = ${run.session_id} RETURNING llm_cost_usd, browser_cost_usd, proxy_cost_usd`
+          const runTotals = totals!
+          yield* insertEvent(run.id, "run.cost_update", {
+            ...eventData,
+            increment_usd: usd6(increment),
+            // A run without a session (DeepResearch, WebSearch) reports its own totals.
+            ...(sessions[0] === undefined
+              ? {
+                llm_cost_usd: Number(runTotals.llm_cost_usd).toFixed(6),
+                service_cost_usd: Number(runTotals.service_cost_usd).toFixed(6),
+                total_cost_usd: (Number(runTotals.llm_cost_usd) + Number(runTotals.browser_cost_usd) + Number(runTotals.proxy_cost_usd) + Number(runTotals.service_cost_usd)).toFixed(6)
+              }
+              : costFields(sessions[0]))
+          })
+          return { exhausted, refused }
+        })
 
       const lockRun = (runId: string, executor?: string) =>
         sql<LockedRun>`SELECT id, project_id, session_id, status, phase, executor FROM runs WHERE id = ${runId} FOR UPDATE`.pipe(
@@ -276,6 +384,10 @@ export class RunStore extends Context.Service<RunStore, {
           if (run === undefined) return yield* new RunNotFound({ runId })
           if (!canTransition(run.status, to)) return yield* new InvalidTransition({ runId, from: run.status, to })
           const terminal = isTerminal(to)
+          // The run's browser time up to its end, in the transaction that ends it.
+          if (terminal && run.session_id !== null) {
+            yield* applyCharges(run, [{ kind: "charge_browser", column: "browser", micros: yield* browserDue(runId), idempotencyKey: `browser:${runId}:end` }], { final: true })
+          }
           const rows = yield* sql<Row>`
             UPDATE runs SET
               status = ${to},
@@ -447,7 +559,7 @@ export class RunStore extends Context.Service<RunStore, {
         completeStep: (runId, usd, checkpoint, executor, events = []) =>
           sql.withTransaction(Effect.gen(function*() {
             const run = yield* lockRun(runId, executor)
-            if (run === undefined) return
+            if (run === undefined) return { exhausted: null, refused: false }
             yield* sql`
               INSERT INTO run_checkpoints (run_id, step, history, url, tabs, dirty_form, storage_state)
               VALUES (${runId}, ${checkpoint.step}, ${JSON.stringify(checkpoint.history)}::jsonb, ${checkpoint.url},
@@ -456,35 +568,26 @@ export class RunStore extends Context.Service<RunStore, {
               ON CONFLICT (run_id) DO UPDATE SET step = excluded.step, history = excluded.history, url = excluded.url,
                 tabs = excluded.tabs, dirty_form = excluded.dirty_form, storage_state = excluded.storage_state, updated_at = now()`
             for (const event of events) yield* insertEvent(runId, event.type, event.data)
-            if (usd <= 0) return
-            if (billing && toMicros(usd) > 0) {
-              // One charge per (run, step): a step completed twice under at-least-once execution
-              // is charged, and added to the cost fields, once.
-              const { recorded } = yield* chargeInTransaction(sql, {
-                projectId: run.project_id,
-                kind: "charge_llm",
-                micros: toMicros(usd),
-                idempotencyKey: `llm:${runId}:${checkpoint.step}`,
-                runId,
-                sessionId: run.session_id,
-                // The tokens are spent: charged even past zero (stopping the run is budget_exceeded's job).
-                force: true
-              })
-              if (!recorded) return
-              // The cost fields take the amount the ledger took, to the micro-dollar.
-              usd = toMicros(usd) / 1_000_000
+            // One charge per (run, step) and kind: a step completed twice under at-least-once
+            // execution is charged, and added to the cost fields, once. The tokens are spent and
+            // the browser time used: charged even past zero (stopping the run is budget_exceeded's job).
+            const charges: Array<RunCharge> = [
+              { kind: "charge_llm", column: "llm", micros: toMicros(usd), idempotencyKey: `llm:${runId}:${checkpoint.step}` }
+            ]
+            if (run.session_id !== null) {
+              // Browser time is charged once it adds up to a tenth of a cent (the run's end takes the rest).
+              const browser = yield* browserDue(runId)
+              if (browser >= MIN_BROWSER_STEP_MICROS) {
+                charges.push({ kind: "charge_browser", column: "browser", micros: browser, idempotencyKey: `browser:${runId}:${checkpoint.step}` })
+              }
             }
-            const totals = yield* sql<{ llm_cost_usd: string }>`
-              UPDATE runs SET llm_cost_usd = llm_cost_usd + ${usd} WHERE id = ${runId} RETURNING llm_cost_usd`
-            const sessions = yield* sql<{ llm_cost_usd: string; browser_cost_usd: string; proxy_cost_usd: string }>`
-              UPDATE sessions SET llm_cost_usd = llm_cost_usd + ${usd}, updated_at = now()
-              WHERE id = ${run.session_id} RETURNING *`
-            yield* insertEvent(runId, "run.cost_update", {
-              step: checkpoint.step,
-              increment_usd: usd.toFixed(6),
-              // A run without a session (DeepResearch) reports its own total.
-              ...(sessions[0] === undefined ? { llm_cost_usd: Number(totals[0]!.llm_cost_usd).toFixed(6) } : costFields(sessions[0]))
-            })
+            return yield* applyCharges(run, charges, { step: checkpoint.step })
+          })).pipe(Effect.orDie),
+        chargeRun: (runId, charges, executor) =>
+          sql.withTransaction(Effect.gen(function*() {
+            const run = yield* lockRun(runId, executor)
+            if (run === undefined) return { exhausted: null, refused: false }
+            return yield* applyCharges(run, charges)
           })).pipe(Effect.orDie),
         loadCheckpoint: (runId) =>
           sql<{ step: number; history: unknown; url: string | null; tabs: Array<string>; dirty_form: boolean; storage_state: unknown }>`

@@ -7,7 +7,7 @@
  * written in one transaction, so a tick interrupted before that point left nothing and is done
  * again when its message is delivered again.
  */
-import { Context, Effect, Layer, Schema } from "effect"
+import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { MonitorNotFound } from "../domain/errors.ts"
 import { makeId } from "../domain/ids.ts"
@@ -26,6 +26,8 @@ import {
 } from "../domain/monitor.ts"
 import type { CanonicalSchedule } from "../schedules/spec.ts"
 import { EVENTS_CHANNEL, type RunEvent } from "../store/runs.ts"
+import { chargeInTransaction, toMicros } from "../billing/ledger.ts"
+import { AppConfig } from "../config/config.ts"
 
 const decodeMonitor = Schema.decodeUnknownSync(Monitor)
 const decodeTick = Schema.decodeUnknownSync(TickRun)
@@ -139,7 +141,14 @@ export class MonitorStore extends Context.Service<MonitorStore, {
    * Records a failed tick: the monitor's consecutive failures go up and, at `failLimit`, an
    * active monitor becomes `failing`.
    */
-  readonly failTick: (tick: TickRun, error: { readonly code: string; readonly detail: string; readonly pages: ReadonlyArray<PageResult>; readonly llmCostMicros: number }, failLimit: number) => Effect.Effect<Monitor>
+  readonly failTick: (tick: TickRun, error: {
+    readonly code: string
+    readonly detail: string
+    readonly pages: ReadonlyArray<PageResult>
+    readonly llmCostMicros: number
+    /** The monitor's status_reason when this failure makes it `failing` (default: the failure count and detail). */
+    readonly statusReason?: string
+  }, failLimit: number) => Effect.Effect<Monitor>
   /** Ends a tick that did not run (its monitor was paused or ended meanwhile); not a failure. */
   readonly skipTick: (tick: TickRun, reason: string) => Effect.Effect<void>
   readonly snapshot: (snapshotId: string) => Effect.Effect<Snapshot | undefined>
@@ -150,6 +159,29 @@ export class MonitorStore extends Context.Service<MonitorStore, {
     MonitorStore,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
+      // WA_BILLING=on: a tick's costs are ledger entries written with its outcome (see chargeTick).
+      const appConfig = yield* Effect.serviceOption(AppConfig)
+      const billing = Option.match(appConfig, { onNone: () => false, onSome: (c) => c.billing === "on" })
+      const tickFeeMicros = Option.match(appConfig, { onNone: () => 0, onSome: (c) => toMicros(c.prices.track_per_tick) })
+
+      /**
+       * Charges a tick, inside the transaction that records its outcome, once per tick (keys
+       * `llm:<tick>` and `track:<tick>`): its model tokens, and the tick fee when it succeeded. The
+       * work is done, so the charges are recorded even past zero; the next tick is refused instead.
+       * Returns the fee the tick run's service_cost_micros takes.
+       */
+      const chargeTick = (tick: TickRun, llmMicros: number, succeeded: boolean) =>
+        Effect.gen(function*() {
+          const fee = succeeded ? tickFeeMicros : 0
+          if (!billing) return fee
+          yield* chargeInTransaction(sql, {
+            projectId: tick.project_id, kind: "charge_llm", micros: llmMicros, idempotencyKey: `llm:${tick.id}`, runId: tick.id, force: true
+          })
+          const charged = yield* chargeInTransaction(sql, {
+            projectId: tick.project_id, kind: "charge_track", micros: fee, idempotencyKey: `track:${tick.id}`, runId: tick.id, force: true
+          })
+          return charged.recorded ? fee : 0
+        })
       const columns = sql.literal(monitorColumns)
 
       const lock = (monitorId: string) =>
@@ -182,7 +214,7 @@ export class MonitorStore extends Context.Service<MonitorStore, {
         )
 
       const tickColumns = sql.literal(
-        "id, monitor_id, project_id, n, trigger, slot_at, status, changed, fired, snapshot_id, pages, error_code, error_detail, llm_cost_micros::int AS llm_cost_micros, created_at, started_at, finished_at"
+        "id, monitor_id, project_id, n, trigger, slot_at, status, changed, fired, snapshot_id, pages, error_code, error_detail, llm_cost_micros::int AS llm_cost_micros, service_cost_micros::int AS service_cost_micros, created_at, started_at, finished_at"
       )
       const snapshotColumns = sql.literal("id, monitor_id, run_id, n, content_hash, extracted, text, pages, diff, changed, fetched_at, created_at")
 
@@ -387,13 +419,19 @@ export class MonitorStore extends Context.Service<MonitorStore, {
                 Effect.map((rows) => rows[0]?.matched === "1" ? to : undefined)
               )
             }
-            let status = yield* write(seen, "seen")
-            if (status === undefined) {
-              status = yield* sql.withTransaction(Effect.gen(function*() {
+            // The outcome and the tick's charges commit together.
+            const status = yield* sql.withTransaction(Effect.gen(function*() {
+              let written = yield* write(seen, "seen")
+              if (written === undefined) {
                 const current = yield* lock(tick.monitor_id)
-                return current === undefined ? undefined : yield* write(current, "locked")
-              }))
-            }
+                written = current === undefined ? undefined : yield* write(current, "locked")
+              }
+              if (written !== undefined) {
+                const fee = yield* chargeTick(tick, outcome.llmCostMicros, true)
+                if (fee > 0) yield* sql`UPDATE monitor_runs SET service_cost_micros = service_cost_micros + ${fee} WHERE id = ${tick.id}`
+              }
+              return written
+            }))
             const snapshot = new Snapshot({
               id: SnapshotId.make(snapshotId),
               monitor_id: tick.monitor_id,
@@ -418,9 +456,10 @@ export class MonitorStore extends Context.Service<MonitorStore, {
               UPDATE monitor_runs SET status = 'failed', error_code = ${error.code}, error_detail = ${error.detail},
                 pages = ${JSON.stringify(error.pages)}::jsonb, llm_cost_micros = llm_cost_micros + ${error.llmCostMicros}, finished_at = now()
               WHERE id = ${tick.id}`
+            yield* chargeTick(tick, error.llmCostMicros, false)
             const failures = monitor.consecutive_failures + 1
             const to: MonitorStatus = monitor.status === "active" && failures >= failLimit ? "failing" : monitor.status
-            const reason = to === "failing" ? `${failures} consecutive ticks failed; last: ${error.detail}`.slice(0, 500) : monitor.status_reason
+            const reason = to === "failing" ? (error.statusReason ?? `${failures} consecutive ticks failed; last: ${error.detail}`).slice(0, 500) : monitor.status_reason
             const rows = yield* sql<Record<string, unknown>>`
               UPDATE monitors SET last_tick_at = now(), consecutive_failures = ${failures}, status = ${to},
                 status_reason = ${reason}, updated_at = now()

@@ -11,6 +11,8 @@ import { SqlClient } from "effect/sql"
 import { randomBytes } from "node:crypto"
 import { AgentModel } from "../agent/model.ts"
 import { AppConfig } from "../config/config.ts"
+import { Budget } from "../billing/budget.ts"
+import type { BudgetExceeded, InsufficientCredits } from "../domain/errors.ts"
 import { AlignmentNeedsModel, InvalidField, MonitorActionRefused, MonitorNotInAlignment, type MonitorNotFound, MonitorPartNotFound } from "../domain/errors.ts"
 import {
   type CreateMonitorRequest,
@@ -44,7 +46,7 @@ const newSecret = () => `whsec_${randomBytes(32).toString("base64")}`
 const owner = (monitorId: string) => ({ kind: MONITOR_OWNER, id: monitorId })
 
 export class Monitors extends Context.Service<Monitors, {
-  readonly create: (projectId: string, keyId: string | null, request: CreateMonitorRequest) => Effect.Effect<Monitor, InvalidField | AlignmentNeedsModel>
+  readonly create: (projectId: string, keyId: string | null, request: CreateMonitorRequest) => Effect.Effect<Monitor, InvalidField | AlignmentNeedsModel | InsufficientCredits | BudgetExceeded>
   readonly list: (projectId: string, options: { readonly page: number; readonly pageSize: number; readonly status?: MonitorStatus | undefined }) => Effect.Effect<{ readonly items: ReadonlyArray<Monitor>; readonly total: number }>
   readonly find: (projectId: string, monitorId: string) => Effect.Effect<Monitor, MonitorNotFound>
   readonly pause: (monitor: Monitor, reason: string | null) => Effect.Effect<Monitor, MonitorActionRefused>
@@ -55,7 +57,7 @@ export class Monitors extends Context.Service<Monitors, {
   readonly message: (monitor: Monitor, input: { readonly content: string; readonly kind: string }) => Effect.Effect<Monitor, MonitorNotInAlignment>
   readonly intervene: (monitor: Monitor, input: { readonly request_id: string; readonly kind: "answer" | "skip" | "abandon"; readonly response: string }) => Effect.Effect<Monitor, MonitorNotInAlignment>
   /** A tick now, outside the schedule (a paused monitor too; not an ended one). */
-  readonly runNow: (monitor: Monitor) => Effect.Effect<TickRun, MonitorActionRefused>
+  readonly runNow: (monitor: Monitor) => Effect.Effect<TickRun, MonitorActionRefused | InsufficientCredits | BudgetExceeded>
   readonly ticks: (monitor: Monitor, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<TickRun>>
   readonly tick: (monitor: Monitor, tickId: string) => Effect.Effect<TickRun, MonitorPartNotFound>
   readonly snapshots: (monitor: Monitor, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<Snapshot>>
@@ -77,6 +79,7 @@ export class Monitors extends Context.Service<Monitors, {
       const sql = yield* SqlClient.SqlClient
       const clientFor = yield* MonitorEntity.client
       const profiles = yield* ProfileStore
+      const budget = yield* Budget
 
       const dispatchTick = (tick: TickRun) => clientFor(tick.monitor_id).Tick({ tickId: tick.id }, { discard: true }).pipe(Effect.orDie)
       const align = (monitor: Monitor) =>
@@ -133,6 +136,8 @@ export class Monitors extends Context.Service<Monitors, {
           const schedule = yield* check(projectId, { ...request, notify_channel: channel })
           const direct = schedule !== undefined && schedule !== null
           if (!direct && Option.isNone(model)) return yield* new AlignmentNeedsModel()
+          // 402 before anything is created (budget cap reached, or credits below the minimum).
+          yield* budget.admit(projectId)
           const monitor = yield* sql.withTransaction(Effect.gen(function*() {
             const created = yield* store.create({
               projectId,
@@ -255,6 +260,7 @@ export class Monitors extends Context.Service<Monitors, {
         }),
         runNow: Effect.fn("Monitors.runNow")(function*(monitor: Monitor) {
           if (isTerminalMonitor(monitor.status)) return yield* refuse(monitor, "run_now")
+          yield* budget.admit(monitor.project_id)
           const tick = yield* store.createTick(monitor, "run_now", null)
           yield* dispatchTick(tick)
           return tick
@@ -282,7 +288,7 @@ export class Monitors extends Context.Service<Monitors, {
         fire
       })
     })
-  ).pipe(Layer.provide(ProfileStore.layer))
+  ).pipe(Layer.provide(Layer.mergeAll(ProfileStore.layer, Budget.layer)))
 }
 
 export type { MonitorId }

@@ -11,6 +11,7 @@ import { makeId } from "../domain/ids.ts"
 import { type AlignmentTurn, MonitorPatch } from "../domain/monitor.ts"
 import { Schedules } from "../schedules/schedules.ts"
 import { supervisorStep } from "./alignment.ts"
+import { Ledger, toMicros } from "../billing/ledger.ts"
 import { MonitorStore } from "./monitor-store.ts"
 import { checkRules, checkSchedule } from "./settings.ts"
 import { MONITOR_OWNER } from "./tick.ts"
@@ -31,6 +32,7 @@ export class Supervisor extends Context.Service<Supervisor, {
       const schedules = yield* Schedules
       const config = yield* AppConfig
       const sql = yield* SqlClient.SqlClient
+      const ledger = yield* Ledger
 
       const step = Effect.fn("Supervisor.step")(function*(monitorId: string, turn: number) {
         const monitor = yield* store.get(monitorId)
@@ -40,7 +42,18 @@ export class Supervisor extends Context.Service<Supervisor, {
         if (Option.isNone(model)) return
         const rejected: Array<string> = []
         for (let attempt = 0; attempt < CONFIGURE_ATTEMPTS; attempt++) {
-          const { answer } = yield* supervisorStep(model.value, monitor, rejected)
+          const { answer, costUsd } = yield* supervisorStep(model.value, monitor, rejected)
+          // The supervisor's tokens, once per (monitor, turn, attempt): a step run again after a
+          // crash asks the model again, but is not charged twice.
+          if (ledger.enabled) {
+            yield* ledger.charge({
+              projectId: monitor.project_id,
+              kind: "charge_llm",
+              micros: toMicros(costUsd),
+              idempotencyKey: `llm:${monitor.id}:align:${turn}:${attempt}`,
+              force: true
+            })
+          }
           if (answer.kind === "ask") {
             const requestId = makeId("ir")
             const asked: AlignmentTurn = { role: "supervisor", content: answer.question, request_id: requestId }
@@ -111,5 +124,5 @@ export class Supervisor extends Context.Service<Supervisor, {
         step: (monitorId, turn) => step(monitorId, turn).pipe(Effect.catchCause((cause) => Effect.logError("monitor alignment step failed", cause)))
       })
     })
-  )
+  ).pipe(Layer.provide(Ledger.layer))
 }

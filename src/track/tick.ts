@@ -18,6 +18,7 @@ import { Cause, Context, Data, Effect, Layer, Option, Result } from "effect"
 import { createHash } from "node:crypto"
 import { AgentModel } from "../agent/model.ts"
 import { AppConfig } from "../config/config.ts"
+import { Budget } from "../billing/budget.ts"
 import { isTerminalMonitor, type Monitor, type PageResult, type Snapshot, type TickRun } from "../domain/monitor.ts"
 import { Reader } from "../reader/reader.ts"
 import { BrowserPool } from "../browser/pool.ts"
@@ -101,6 +102,7 @@ export class TickExecutor extends Context.Service<TickExecutor, {
       const channels = yield* NotificationChannels
       const schedules = yield* Schedules
       const config = yield* AppConfig
+      const budget = yield* Budget
       // A monitor with a profile reads its pages in a browser carrying the profile (profile-pages.ts).
       const asProfile = Layer.mergeAll(Layer.succeed(ProfileStore, yield* ProfileStore), Layer.succeed(BrowserPool, yield* BrowserPool))
 
@@ -161,6 +163,20 @@ export class TickExecutor extends Context.Service<TickExecutor, {
 
       const run = Effect.fn("Track.tick")(function*(monitor: Monitor, queued: TickRun) {
         const { tick, previous } = yield* store.startTick(queued)
+        // A tick the project cannot pay for is not run: it fails budget_exceeded (charged nothing)
+        // and the monitor goes `failing` at once; its next paid tick makes it active again.
+        const unpaid = yield* budget.exhausted(monitor.project_id)
+        if (unpaid !== null) {
+          const detail = unpaid === "credits" ? "the project's credits ran out" : "the project's monthly budget cap was reached"
+          yield* store.failTick(tick, {
+            code: "budget_exceeded",
+            detail: `${detail}; the tick was not run`,
+            pages: [],
+            llmCostMicros: 0,
+            statusReason: `budget_exceeded: ${detail}; ticks resume when the project can pay (add credits or raise the cap)`
+          }, 1)
+          return
+        }
         const observed = yield* Effect.result(observe(monitor))
         if (Result.isFailure(observed)) {
           const failure = observed.failure
@@ -255,5 +271,5 @@ export class TickExecutor extends Context.Service<TickExecutor, {
           })
       })
     })
-  ).pipe(Layer.provide(ProfileStore.layer))
+  ).pipe(Layer.provide(Layer.mergeAll(ProfileStore.layer, Budget.layer)))
 }

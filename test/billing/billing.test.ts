@@ -90,14 +90,20 @@ describe("billing on", () => {
     for (const entry of charges) expect(entry).toMatchObject({ kind: "charge_llm", run_id: rid, session_id: sid })
     expect(charges.reduce((sum, e) => sum + e.amount_micros, 0)).toBe(-runCost)
     expect(charges.reduce((sum, e) => sum + micros(e.amount_usd), 0)).toBe(-runCost)
+    // The run's browser time is charged too (charge_browser), and equals its browser_cost_usd.
+    const browser = (await service.request("GET", `${base()}/billing/usage?kind=charge_browser&limit=100`)).json.items as Array<any>
+    for (const entry of browser) expect(entry).toMatchObject({ run_id: rid, session_id: sid })
+    const browserCost = -browser.reduce((sum, e) => sum + e.amount_micros, 0)
+    const { rows: [runBrowser] } = await db.query("SELECT browser_cost_usd::text AS cost FROM runs WHERE id = $1", [rid])
+    expect(micros(runBrowser.cost)).toBe(browserCost)
     // The monthly bucket was emptied first, the rest came from the additional one.
-    expect(charges.filter((e) => e.bucket === "monthly").reduce((sum, e) => sum + e.amount_micros, 0)).toBe(-30_000)
+    expect([...charges, ...browser].filter((e) => e.bucket === "monthly").reduce((sum, e) => sum + e.amount_micros, 0)).toBe(-30_000)
 
     const { rows: [balance] } = await db.query(
       "SELECT monthly_micros::bigint + additional_micros::bigint AS total, monthly_micros::int AS monthly FROM credit_balances WHERE project_id = $1",
       [service.projectId]
     )
-    expect(Number(balance.total)).toBe(25_030_000 - runCost)
+    expect(Number(balance.total)).toBe(25_030_000 - runCost - browserCost)
     expect(balance.monthly).toBe(0)
 
     const account = await service.request("GET", `${base()}/billing/account`)
@@ -105,11 +111,11 @@ describe("billing on", () => {
       project_id: service.projectId,
       sessions_count: 1,
       monthly_credits_usd: "0.00",
-      credit_balance_usd: ((25_030_000 - runCost) / 1e6).toFixed(2),
+      credit_balance_usd: ((25_030_000 - runCost - browserCost) / 1e6).toFixed(2),
       llm_cost_usd: (runCost / 1e6).toFixed(2),
-      browser_cost_usd: "0.00",
+      browser_cost_usd: (browserCost / 1e6).toFixed(2),
       proxy_cost_usd: "0.00",
-      total_cost_usd: (runCost / 1e6).toFixed(2)
+      total_cost_usd: ((runCost + browserCost) / 1e6).toFixed(2)
     })
     for (const field of ["credit_balance_usd", "llm_cost_usd", "total_cost_usd"]) expect(account.json[field]).toMatch(/^-?\d+\.\d\d$/)
     expect(new Date(account.json.period_start).getUTCDate()).toBe(1)

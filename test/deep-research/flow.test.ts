@@ -385,7 +385,9 @@ describe("outline gate, report and artifacts", () => {
     const costs = events.filter((e) => e.event === "run.cost_update").map((e) => dataOf(e))
     expect(costs.length).toBeGreaterThan(0)
     const spent = costs.reduce((sum, c) => sum + Number(c.increment_usd), 0)
-    expect(spent).toBeCloseTo(calls * 0.0215, 6)
+    // Besides the tokens, the run's fee (deep_research_per_run of config/prices.json: 0.10 USD).
+    expect(spent).toBeCloseTo(calls * 0.0215 + 0.1, 6)
+    expect(Number(costs[costs.length - 1].service_cost_usd)).toBeCloseTo(0.1, 6)
     expect(Number(costs[costs.length - 1].llm_cost_usd)).toBeCloseTo(calls * 0.0215, 6)
     expect(finished.llm_cost_usd).toBe((calls * 0.0215).toFixed(2))
   })

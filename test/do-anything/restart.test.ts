@@ -98,7 +98,8 @@ it("a run interrupted by a crash resumes at its next step after the restart, sti
   expect(result.events.find((event) => event.event === "run.resumed")?.data.data).toMatchObject({ from_step: 2 })
   const ids = result.events.map((event) => event.id)
   expect(ids).toEqual(ids.map((_, i) => i + 1))
-  expect(result.events.filter((event) => event.event === "run.cost_update").map((event) => event.data.data.step)).toEqual([1, 2, 3])
+  // One cost update per step, and the browser time up to the end (`final`, without a step).
+  expect(result.events.filter((event) => event.event === "run.cost_update").map((event) => event.data.data.step ?? "final")).toEqual([1, 2, 3, "final"])
   await stopAndClean(service)
   service = undefined
 })

@@ -1,7 +1,8 @@
 /** Billing of a project: its credit account and the entries of its credit ledger (src/billing/ledger.ts). */
 import { Schema } from "effect"
-import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
-import { BadRequest } from "../errors.ts"
+import { HttpApi, HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
+import { UsdAmount } from "../../domain/run.ts"
+import { BadRequest, Forbidden, ValidationError } from "../errors.ts"
 import { PageQuery } from "../pagination.ts"
 import { ProjectIdParam } from "./schemas.ts"
 import { Authentication, RateLimit } from "./security.ts"
@@ -20,7 +21,8 @@ export const BillingAccountResponse = Schema.Struct({
   llm_cost_usd: Usd("LLM charges in the current period"),
   browser_cost_usd: Usd("Browser charges in the current period"),
   proxy_cost_usd: Usd("Proxy charges in the current period"),
-  total_cost_usd: Usd("All charges in the current period")
+  service_cost_usd: Usd("Product fees in the current period: DeepResearch runs, WebSearch queries, Track ticks"),
+  total_cost_usd: Usd("All charges in the current period (llm + browser + proxy + service)")
 }).annotate({ identifier: "BillingAccountResponse" })
 
 export const LedgerEntry = Schema.Struct({
@@ -40,6 +42,21 @@ export const UsageResponse = Schema.Struct({
   items: Schema.Array(LedgerEntry),
   next_cursor: Schema.NullOr(Schema.String)
 })
+
+export const BudgetResponse = Schema.Struct({
+  project_id: Schema.String,
+  monthly_cap_usd: Schema.NullOr(Schema.String).annotate({ description: "The monthly spending cap (the monthly quota); null: no cap", examples: ["25.00"] }),
+  spent_usd: Usd("Charged in the current billing period"),
+  remaining_usd: Schema.NullOr(Schema.String).annotate({ description: "Cap minus spend, not below 0.00; null without a cap" }),
+  warning: Schema.Boolean.annotate({ description: "Spend is at or above 80 % of the cap (one billing.quota_warning per period goes to the inbox)" }),
+  exceeded: Schema.Boolean.annotate({ description: "Spend is at or above the cap: running runs end budget_exceeded, new runs get 402 budget_exceeded" }),
+  period_start: Schema.String,
+  period_end: Schema.String
+}).annotate({ identifier: "BudgetResponse" })
+
+export const SetBudgetRequest = Schema.Struct({
+  monthly_cap_usd: Schema.NullOr(UsdAmount).annotate({ description: "USD per billing period (\"25.00\" or 25), at most 1000000; null removes the cap" })
+}).annotate({ identifier: "SetBudgetRequest" })
 
 export class BillingApi extends HttpApiGroup.make("billing")
   .add(
@@ -65,6 +82,23 @@ export class BillingApi extends HttpApiGroup.make("billing")
       OpenApi.Description,
       "The project's credit ledger, newest first, with cursor pagination (limit 1..100, default 20); filters: kind, from, to. " +
         "400 bad_request for a cursor this server did not issue or a from/to that is not a date."
+    ),
+    HttpApiEndpoint.get("getBudget", "/budget", {
+      params: ProjectIdParam,
+      success: BudgetResponse
+    }).annotate(
+      OpenApi.Description,
+      "The project's monthly budget cap (its monthly quota) and this period's spend. At 80 % the project gets one billing.quota_warning " +
+        "per period in its inbox; at 100 % running runs end failed with budget_exceeded and new runs get 402 budget_exceeded."
+    ),
+    HttpApiEndpoint.put("setBudget", "/budget", {
+      params: ProjectIdParam,
+      payload: SetBudgetRequest,
+      success: BudgetResponse,
+      error: [Forbidden, ValidationError]
+    }).annotate(HttpApi.PayloadParseOptions, { errors: "all", onExcessProperty: "error" }).annotate(
+      OpenApi.Description,
+      "Sets ({monthly_cap_usd: \"25.00\"}) or removes ({monthly_cap_usd: null}) the project's monthly budget cap. Needs an admin-scope key (403 forbidden otherwise)."
     )
   )
   .middleware(RateLimit)

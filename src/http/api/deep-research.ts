@@ -6,7 +6,7 @@
  */
 import { Schema } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
-import { BadRequest, Conflict, NotFound, ValidationError } from "../errors.ts"
+import { BadRequest, Conflict, NotFound, PaymentRequired, ValidationError } from "../errors.ts"
 import {
   CreateResearchRequest,
   Outline,
@@ -47,6 +47,8 @@ export const ResearchRunResponse = Schema.Struct({
   pending_request_id: Schema.NullOr(Schema.String),
   result: Schema.NullOr(ResearchResult),
   llm_cost_usd: Money,
+  service_cost_usd: Money.annotate({ description: "The run's fee (deep_research_per_run of the price table)" }),
+  total_cost_usd: Money.annotate({ description: "llm_cost_usd + service_cost_usd" }),
   max_cost_usd: Schema.NullOr(Schema.String),
   callback_url: Schema.NullOr(Schema.String),
   created_at: Schema.String,
@@ -75,7 +77,7 @@ const strict = { errors: "all", onExcessProperty: "error" } as const
 const EventStream = Schema.String.pipe(HttpApiSchema.asText({ contentType: "text/event-stream" }))
 const ArtifactContent = Schema.String.pipe(HttpApiSchema.asText({ contentType: "text/markdown" }))
 const writeErrors = [ValidationError, NotFound, Conflict] as const
-const deriveErrors = [ValidationError, BadRequest, NotFound, Conflict] as const
+const deriveErrors = [ValidationError, BadRequest, NotFound, Conflict, PaymentRequired] as const
 
 /** The operations, under `base` (a path without a trailing slash) with `params` for its variables. */
 const endpoints = <const Name extends string, P extends Record<string, Schema.Top>>(name: Name, base: `/${string}`, params: P) => {
@@ -85,7 +87,7 @@ const endpoints = <const Name extends string, P extends Record<string, Schema.To
       params,
       payload: CreateResearchRequest,
       success: ResearchRunResponse.annotate({ httpApiStatus: 202 }),
-      error: ValidationError
+      error: [ValidationError, PaymentRequired]
     }).annotate(HttpApi.PayloadParseOptions, strict),
     HttpApiEndpoint.get("listRuns", base, {
       params,

@@ -20,7 +20,7 @@ import {
 } from "../../domain/monitor.ts"
 import { CanonicalSchedule } from "../../schedules/spec.ts"
 import { RULES_DOCUMENTATION } from "../../track/rules.ts"
-import { BadRequest, Conflict, NotFound, ValidationError } from "../errors.ts"
+import { BadRequest, Conflict, NotFound, PaymentRequired, ValidationError } from "../errors.ts"
 import { PageQuery } from "../pagination.ts"
 import { MaxString, ProjectIdParam, Timestamp } from "./schemas.ts"
 import { Authentication, Idempotency, RateLimit } from "./security.ts"
@@ -84,6 +84,7 @@ export const TickRunResponse = Schema.Struct({
   llm_cost_usd: Money,
   browser_cost_usd: Money,
   proxy_cost_usd: Money,
+  service_cost_usd: Money.annotate({ description: "The tick fee (track_per_tick of the price table), charged when the tick succeeds" }),
   total_cost_usd: Money,
   created_at: Timestamp,
   started_at: Schema.NullOr(Timestamp),
@@ -116,7 +117,7 @@ const createEndpoint = (path: "/monitors" | "/tracks") =>
     params: ProjectIdParam,
     payload: CreateMonitorRequest,
     success: CreateMonitorResponse.annotate({ httpApiStatus: 201 }),
-    error: [ValidationError, BadRequest]
+    error: [ValidationError, BadRequest, PaymentRequired]
   }).annotate(HttpApi.PayloadParseOptions, strict).annotate(
     OpenApi.Description,
     "Direct mode (schedule given): active at once; the first tick runs at once (the baseline), then on the schedule " +
@@ -176,8 +177,8 @@ export class TrackApi extends HttpApiGroup.make("track")
     HttpApiEndpoint.post("runNow", "/monitors/:mid/run_now", {
       params: MonitorParams,
       success: TickRunResponse.annotate({ httpApiStatus: 202 }),
-      error: [NotFound, Conflict]
-    }).annotate(OpenApi.Description, "Starts a tick now, outside the schedule (also for a paused monitor); 409 once the monitor ended."),
+      error: [NotFound, Conflict, PaymentRequired]
+    }).annotate(OpenApi.Description, "Starts a tick now, outside the schedule (also for a paused monitor); 409 once the monitor ended; 402 when the project cannot pay (insufficient_credits, budget_exceeded)."),
     HttpApiEndpoint.get("monitorEvents", "/monitors/:mid/events", {
       params: MonitorParams,
       headers: { "last-event-id": Schema.optional(Schema.String) },

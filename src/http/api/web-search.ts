@@ -7,7 +7,7 @@
  */
 import { Schema } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
-import { BadRequest, Conflict, NotFound, ValidationError } from "../errors.ts"
+import { BadRequest, Conflict, NotFound, PaymentRequired, ValidationError } from "../errors.ts"
 import { RefineWebSearchRequest, WebSearchFollowupRequest, WebSearchRequest, WebSearchResult } from "../../search/schema.ts"
 import { CancelRunRequest } from "./do-anything.ts"
 import { ProjectIdParam, RunIdParam } from "./schemas.ts"
@@ -37,6 +37,9 @@ export const WebSearchRunResponse = Schema.Struct({
   terminal_reason: Schema.NullOr(Schema.String),
   error: Schema.NullOr(Schema.Struct({ code: Schema.String, detail: Schema.String })),
   results: Schema.NullOr(WebSearchResult),
+  llm_cost_usd: Schema.String.annotate({ description: "Model tokens of the re-rank and the summaries, charged when the search ends", examples: ["0.00"] }),
+  service_cost_usd: Schema.String.annotate({ description: "The search's fee (web_search_per_query of the price table, per distinct query), charged when it ends", examples: ["0.01"] }),
+  total_cost_usd: Schema.String.annotate({ description: "Everything charged for this run: llm_cost_usd + service_cost_usd", examples: ["0.01"] }),
   created_at: Schema.String,
   started_at: Schema.NullOr(Schema.String),
   finished_at: Schema.NullOr(Schema.String)
@@ -55,7 +58,7 @@ const endpoints = <const Name extends string>(name: Name) =>
         params: ProjectIdParam,
         payload: WebSearchRequest,
         success: started,
-        error: ValidationError
+        error: [ValidationError, PaymentRequired]
       }),
       HttpApiEndpoint.get("getRun", "/runs/:rid", { params: runParams, success: WebSearchRunResponse, error: NotFound }),
       HttpApiEndpoint.get("runEvents", "/runs/:rid/events", {
@@ -78,7 +81,7 @@ const endpoints = <const Name extends string>(name: Name) =>
         params: runParams,
         payload: RefineWebSearchRequest,
         success: started,
-        error: [ValidationError, BadRequest, NotFound]
+        error: [ValidationError, BadRequest, NotFound, PaymentRequired]
       }).annotate(HttpApi.PayloadParseOptions, strict).annotate(
         OpenApi.Description,
         "Starts a new run of the same search narrowed by `text`: each query gets the text appended (cut to 500 " +
@@ -90,7 +93,7 @@ const endpoints = <const Name extends string>(name: Name) =>
         params: runParams,
         payload: WebSearchFollowupRequest,
         success: started,
-        error: [ValidationError, BadRequest, NotFound, Conflict]
+        error: [ValidationError, BadRequest, NotFound, Conflict, PaymentRequired]
       }).annotate(HttpApi.PayloadParseOptions, strict).annotate(
         OpenApi.Description,
         "Starts a new run with new `queries` and the original's settings (`text`, if given, is its objective). " +

@@ -1,11 +1,12 @@
 /** Handlers of billing: the account (balance and period charges) and the ledger's entries. */
 import { Effect, Layer } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
-import { Ledger, usd2, usd6 } from "../../billing/ledger.ts"
+import { Budget, type BudgetStatus } from "../../billing/budget.ts"
+import { Ledger, toMicros, usd2, usd6 } from "../../billing/ledger.ts"
 import { Plans } from "../../billing/plans.ts"
 import { WebAgentApi } from "../api/api.ts"
-import { CurrentKey } from "../api/security.ts"
-import { badRequest } from "../errors.ts"
+import { CurrentKey, requireScope } from "../api/security.ts"
+import { badRequest, validationError } from "../errors.ts"
 import { DEFAULT_LIMIT } from "../pagination.ts"
 
 const encodeCursor = (id: string) => Buffer.from(JSON.stringify({ l: id })).toString("base64url")
@@ -31,13 +32,45 @@ const decodeDate = (param: string, value: string | undefined) =>
       : Effect.succeed(date)
   })
 
+/** The largest cap accepted (USD), as for `wa credits grant`. */
+export const MAX_CAP_USD = 1_000_000
+
+export const budgetView = (projectId: string, status: BudgetStatus) => ({
+  project_id: projectId,
+  monthly_cap_usd: status.capMicros === null ? null : usd2(status.capMicros),
+  spent_usd: usd2(status.spentMicros),
+  remaining_usd: status.capMicros === null ? null : usd2(Math.max(0, status.capMicros - status.spentMicros)),
+  warning: status.warning,
+  exceeded: status.exceeded,
+  period_start: status.periodStart.toISOString(),
+  period_end: status.periodEnd.toISOString()
+})
+
 export const BillingHandlers = HttpApiBuilder.group(
   WebAgentApi,
   "billing",
   Effect.fn(function*(handlers) {
     const ledger = yield* Ledger
     const plans = yield* Plans
+    const budget = yield* Budget
     return handlers
+      .handle("getBudget", () =>
+        Effect.gen(function*() {
+          const { projectId } = yield* CurrentKey
+          return budgetView(projectId, yield* budget.status(projectId))
+        }))
+      .handle("setBudget", ({ payload }) =>
+        Effect.gen(function*() {
+          yield* requireScope("admin")
+          const { projectId } = yield* CurrentKey
+          const cap = payload.monthly_cap_usd === null ? null : Number(payload.monthly_cap_usd)
+          if (cap !== null && cap > MAX_CAP_USD) {
+            return yield* Effect.fail(validationError(`monthly_cap_usd is at most ${MAX_CAP_USD}`, [
+              { loc: ["body", "monthly_cap_usd"], msg: `at most ${MAX_CAP_USD}`, type: "less_than_equal" }
+            ]))
+          }
+          return budgetView(projectId, yield* budget.setCap(projectId, cap === null ? null : toMicros(cap)))
+        }))
       .handle("account", () =>
         Effect.gen(function*() {
           const { projectId } = yield* CurrentKey
@@ -54,6 +87,7 @@ export const BillingHandlers = HttpApiBuilder.group(
             llm_cost_usd: usd2(account.llmMicros),
             browser_cost_usd: usd2(account.browserMicros),
             proxy_cost_usd: usd2(account.proxyMicros),
+            service_cost_usd: usd2(account.serviceMicros),
             total_cost_usd: usd2(account.totalMicros)
           }
         }))
@@ -83,4 +117,4 @@ export const BillingHandlers = HttpApiBuilder.group(
           }
         }))
   })
-).pipe(Layer.provide(Layer.mergeAll(Ledger.layer, Plans.layer)))
+).pipe(Layer.provide(Layer.mergeAll(Ledger.layer, Budget.layer, Plans.layer)))

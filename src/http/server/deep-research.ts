@@ -41,7 +41,7 @@ const handlersFor = (group: Group) =>
             yield* httpErrors(validateCallbackUrl(payload.callback_url, config.allowPrivateNetworks))
             const { projectId } = yield* CurrentKey
             const request = { _tag: "DeepResearch" as const, ...payload }
-            const run = yield* research.create(projectId, request)
+            const run = yield* httpErrors(research.create(projectId, request))
             return HttpServerResponse.jsonUnsafe(researchRunView(run, request, { flat }), { status: 202 })
           }))
         .handle("listRuns", ({ query }) =>

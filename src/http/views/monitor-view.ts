@@ -3,7 +3,7 @@
  * (issue 14), `tenant_id` is the project id and `owner_user_id` is null.
  */
 import type { Monitor, Snapshot, TickRun } from "../../domain/monitor.ts"
-import { costFields } from "../../store/runs.ts"
+import { usd2 } from "../../billing/ledger.ts"
 import { iso } from "./timestamps.ts"
 
 export const monitorView = (monitor: Monitor) => ({
@@ -44,7 +44,12 @@ export const tickRunView = (tick: TickRun) => ({
   snapshot_id: tick.snapshot_id,
   pages: tick.pages,
   error: tick.error_code === null ? null : { code: tick.error_code, detail: tick.error_detail ?? "" },
-  ...costFields({ llm_cost_usd: String(tick.llm_cost_micros / 1e6), browser_cost_usd: "0", proxy_cost_usd: "0" }),
+  // The tick's cost fields add up: model tokens + the tick fee (service) = total.
+  llm_cost_usd: usd2(tick.llm_cost_micros),
+  browser_cost_usd: "0.00",
+  proxy_cost_usd: "0.00",
+  service_cost_usd: usd2(tick.service_cost_micros),
+  total_cost_usd: usd2(tick.llm_cost_micros + tick.service_cost_micros),
   created_at: tick.created_at.toISOString(),
   started_at: iso(tick.started_at),
   finished_at: iso(tick.finished_at)

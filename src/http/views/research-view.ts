@@ -36,6 +36,8 @@ export const researchRunView = (
     pending_request_id: options.pendingRequestId ?? null,
     result: (run.status === "done" ? run.output ?? null : null) as ResearchResult | null,
     llm_cost_usd: Number(run.llm_cost_usd).toFixed(2),
+    service_cost_usd: Number(run.service_cost_usd).toFixed(2),
+    total_cost_usd: (Number(run.llm_cost_usd) + Number(run.service_cost_usd)).toFixed(2),
     max_cost_usd: cap === undefined || cap === null ? null : usd(cap),
     callback_url: request.callback_url ?? null,
     created_at: run.created_at.toISOString(),

@@ -1,0 +1,92 @@
+/**
+ * The monthly project budget cap, which is the monthly quota (one concept): a project's spending
+ * cap per billing period in micro-USD. Spend is what the ledger charged in the period
+ * (credit_balances.period_spent_micros, kept by every charge). At 80 % the project gets one
+ * `billing.quota_warning` per period in its inbox (written by the charge that crossed it, see
+ * ledger.ts); at 100 % charges that are not forced are refused, running runs end `failed` with
+ * `budget_exceeded` at their next charge, and new runs get 402 `budget_exceeded`.
+ *
+ * `admit` is the one check every product's create (and a monitor's run_now) makes before anything
+ * is created: 402 budget_exceeded when the cap is reached, 402 insufficient_credits when the
+ * balance is below WA_BILLING_MIN_BALANCE_USD. With billing off both refuse nothing.
+ */
+import { Context, Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+import { BudgetExceeded, InsufficientCredits } from "../domain/errors.ts"
+import { capMicrosOf, type Exhausted, Ledger, WARNING_RATIO } from "./ledger.ts"
+
+export interface BudgetStatus {
+  /** The monthly cap in micro-USD; null: no cap. */
+  readonly capMicros: number | null
+  /** Charged in the current period. */
+  readonly spentMicros: number
+  /** Spend is at or above 80 % of the cap. */
+  readonly warning: boolean
+  /** Spend is at or above the cap. */
+  readonly exceeded: boolean
+  readonly periodStart: Date
+  readonly periodEnd: Date
+}
+
+export class Budget extends Context.Service<Budget, {
+  /** The cap and this period's spend; what QuotaStatus reports. */
+  readonly status: (projectId: string) => Effect.Effect<BudgetStatus>
+  /** Sets (micro-USD) or removes (null) the project's cap. */
+  readonly setCap: (projectId: string, capMicros: number | null) => Effect.Effect<BudgetStatus>
+  /**
+   * Whether the project can pay for more work now (a monitor's tick, before it starts): "budget"
+   * when its cap is reached, "credits" when its balance is at or below zero (billing off: null).
+   */
+  readonly exhausted: (projectId: string) => Effect.Effect<Exhausted | null>
+  /** Whether a new run (or tick) may start: BudgetExceeded or InsufficientCredits, else nothing. */
+  readonly admit: (projectId: string) => Effect.Effect<void, BudgetExceeded | InsufficientCredits>
+}>()("wa/billing/Budget") {
+  static readonly layer = Layer.effect(
+    Budget,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const ledger = yield* Ledger
+
+      const status = Effect.fn("Budget.status")(function*(projectId: string) {
+        const balance = yield* ledger.balance(projectId)
+        const capMicros = yield* capMicrosOf(sql, projectId).pipe(Effect.orDie)
+        const spentMicros = balance.periodSpentMicros
+        return {
+          capMicros,
+          spentMicros,
+          warning: capMicros !== null && spentMicros >= WARNING_RATIO * capMicros,
+          exceeded: capMicros !== null && spentMicros >= capMicros,
+          periodStart: balance.periodStart,
+          periodEnd: balance.periodEnd
+        } satisfies BudgetStatus
+      })
+
+      return Budget.of({
+        status,
+        exhausted: Effect.fn("Budget.exhausted")(function*(projectId: string) {
+          if (!ledger.enabled) return null
+          const current = yield* status(projectId)
+          if (current.exceeded) return "budget" as const
+          if ((yield* ledger.balance(projectId)).totalMicros <= 0) return "credits" as const
+          return null
+        }),
+        setCap: Effect.fn("Budget.setCap")(function*(projectId: string, capMicros: number | null) {
+          yield* sql`
+            INSERT INTO project_budgets (project_id, monthly_cap_micros) VALUES (${projectId}, ${capMicros})
+            ON CONFLICT (project_id) DO UPDATE SET monthly_cap_micros = excluded.monthly_cap_micros, updated_at = now()`.pipe(Effect.orDie)
+          return yield* status(projectId)
+        }),
+        admit: Effect.fn("Budget.admit")(function*(projectId: string) {
+          // Billing off refuses nothing (spend is measured on the ledger, which then records nothing).
+          if (!ledger.enabled) return
+          const current = yield* status(projectId)
+          if (current.exceeded) return yield* new BudgetExceeded({ capMicros: current.capMicros ?? 0, spentMicros: current.spentMicros })
+          const { totalMicros } = yield* ledger.balance(projectId)
+          if (totalMicros < ledger.minBalanceMicros) {
+            return yield* new InsufficientCredits({ balanceMicros: totalMicros, requiredMicros: ledger.minBalanceMicros })
+          }
+        })
+      })
+    })
+  ).pipe(Layer.provide(Ledger.layer))
+}
