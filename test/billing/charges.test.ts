@@ -151,7 +151,8 @@ describe("charges and limits", () => {
       expect(bad.status, JSON.stringify(body)).toBe(422)
     }
     const before = await service.request("GET", `${base()}/billing/budget`)
-    expect(before.json).toMatchObject({ monthly_cap_usd: null, remaining_usd: null, exceeded: false })
+    // No cap of its own yet: the default plan's (dev, config/plans.json) monthly quota applies.
+    expect(before.json).toMatchObject({ monthly_cap_usd: "250.00", exceeded: false })
     const spent = micros(before.json.spent_usd)
     expect(spent).toBeGreaterThanOrEqual(1_000_000)
 
