@@ -3,6 +3,12 @@
  * a stream whose TCP connection is cut mid-run (it reconnects from Last-Event-ID and loses no
  * event), retries of 503/429 with one Idempotency-Key, Retry-After honoured, and the error envelope.
  */
+import { execFile } from "node:child_process"
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from "node:fs"
+import { tmpdir } from "node:os"
+import * as path from "node:path"
+import { promisify } from "node:util"
+import { chromium } from "playwright-core"
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest"
 import { createClient, type StreamEvent, WebAgentError } from "../../src/client/index.ts"
 import { type ChatRequest, type ScriptedModel, startScriptedModel } from "../fixtures/model/scripted-model.ts"
@@ -11,6 +17,8 @@ import { type Service, scriptedAgentEnv, startService, stopAndClean } from "../s
 import { readSse } from "../support/sse.ts"
 
 vi.setConfig({ testTimeout: 90_000 })
+
+const root = path.resolve(import.meta.dirname, "../..")
 
 let model: ScriptedModel
 let service: Service
@@ -170,5 +178,67 @@ describe("SDK", () => {
     const unauthorized = await createClient({ baseUrl: service.url, token: "wa_" + "x".repeat(40), projectId: service.projectId })
       .runs.get("sess_missing", "run_missing").catch((e) => e)
     expect(unauthorized).toMatchObject({ status: 401, code: "unauthorized" })
+  })
+})
+
+describe("the package export web-agent-service/client", () => {
+  let dir: string
+  beforeAll(async () => {
+    // Build the way `npm install` (prepare) does, into a consumer's node_modules.
+    dir = mkdtempSync(path.join(tmpdir(), "wa-sdk-consumer-"))
+    const pkg = path.join(dir, "node_modules", "web-agent-service")
+    mkdirSync(pkg, { recursive: true })
+    cpSync(path.join(root, "package.json"), path.join(pkg, "package.json"))
+    symlinkSync(path.join(root, "node_modules", "effect"), path.join(dir, "node_modules", "effect"))
+    const run = promisify(execFile)
+    await run(process.execPath, [path.join(root, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.client.json", "--outDir", path.join(pkg, "dist")], { cwd: root })
+    await run(process.execPath, [path.join(root, "node_modules/vite/bin/vite.js"), "build", "-c", "vite.client.config.ts", "--outDir", path.join(pkg, "dist/client")], { cwd: root })
+  }, 180_000)
+  afterAll(() => {
+    if (dir !== undefined) rmSync(dir, { recursive: true, force: true })
+  })
+
+  it("Node imports the built JavaScript from node_modules and runs a task with it", async () => {
+    model.setScript(stepsThenDone(0, "from node_modules"))
+    const script = `
+      import { createClient, WebAgentError } from "web-agent-service/client"
+      const client = createClient({ baseUrl: process.env.URL, token: process.env.KEY, projectId: process.env.PID })
+      const { run } = await client.runs.createAndWait({ instructions: "Say it", keep_alive: false })
+      const missing = await client.runs.get("sess_none", "run_none").catch((e) => e)
+      console.log(JSON.stringify({ status: run.status, output: run.output, missing: missing instanceof WebAgentError ? missing.status : String(missing) }))
+    `
+    const { stdout } = await promisify(execFile)(process.execPath, ["--input-type=module", "-e", script], {
+      cwd: dir,
+      env: { ...process.env, URL: service.url, KEY: service.apiKey, PID: service.projectId }
+    })
+    expect(JSON.parse(stdout)).toEqual({ status: "done", output: "from node_modules", missing: 404 })
+  })
+
+  it("the browser build runs in Chromium: a page starts a task and watches its events", async () => {
+    model.setScript(stepsThenDone(1, "from the browser"))
+    const bundle = readFileSync(path.join(dir, "node_modules/web-agent-service/dist/client/browser.js"), "utf8")
+    const browser = await chromium.launch({ executablePath: process.env["CHROMIUM_PATH"] ?? "/usr/bin/chromium" })
+    try {
+      const page = await browser.newPage()
+      // The page is served from the service's origin (the SDK then calls its own origin).
+      await page.route(`${service.url}/__sdk__/**`, (route) =>
+        route.request().url().endsWith(".js")
+          ? route.fulfill({ contentType: "text/javascript", body: bundle })
+          : route.fulfill({ contentType: "text/html", body: "<!doctype html><title>sdk</title>" }))
+      await page.goto(`${service.url}/__sdk__/index.html`)
+      // A module script of the page (a string: the test runner must not rewrite its import).
+      const result = await page.evaluate(`(async () => {
+        const sdk = await import(location.origin + "/__sdk__/browser.js")
+        const client = sdk.createClient({ baseUrl: location.origin, token: ${JSON.stringify(service.apiKey)}, projectId: ${JSON.stringify(service.projectId)} })
+        const types = []
+        const { run } = await client.runs.createAndWait({ instructions: "Step once", keep_alive: false }, { onEvent: (e) => void types.push(e.type) })
+        return { status: run.status, output: run.output, types }
+      })()`) as { status: string; output: unknown; types: Array<string> }
+      expect(result).toMatchObject({ status: "done", output: "from the browser" })
+      expect(result.types).toContain("run.action.completed")
+      expect(result.types.at(-1)).toBe("run.completed")
+    } finally {
+      await browser.close()
+    }
   })
 })
