@@ -5,6 +5,8 @@
  * the operator runs it), `credits grant --project P --usd N [--bucket additional|monthly]` (src/billing/ledger.ts).
  * Commands other than `serve`
  * print one JSON document on stdout and work whether or not the service runs on the same data dir.
+ * Client commands (`run`, `research`, `search`, `monitors`, `mcp`) talk to a service over its API:
+ * src/cli/client.ts.
  */
 import { NodeRuntime } from "@effect/platform-node"
 import { Cause, Effect, Exit, Layer, References } from "effect"
@@ -45,6 +47,7 @@ import { HttpLive, logListening } from "./http/server/app.ts"
 import { JsonLoggerLive } from "./observability/logger.ts"
 import { databaseLayer } from "./store/database.ts"
 import { isBucket, Ledger, toMicros, usd2 } from "./billing/ledger.ts"
+import { clientCommands, mainClient } from "./cli/client.ts"
 
 const usage = `usage: wa [serve | runner | migrate | projects create --name N | keys create --project P [--name N] [--scope admin|run] | credits grant --project P --usd N [--bucket additional|monthly]]`
 
@@ -189,6 +192,9 @@ const main = (argv: ReadonlyArray<string>): Effect.Effect<void> => {
   if (command === undefined) throw new UsageError(`unknown command: ${argv.join(" ")}\n${usage}`)
   return command(commands[first] !== undefined ? [second ?? "", ...rest].filter((a) => a !== "") : rest)
 }
+
+// Client commands use the API of a running service, not this machine's server configuration.
+if (clientCommands.has(process.argv[2] ?? "")) await mainClient(process.argv.slice(2))
 
 // Validate the configuration first: a bad value is one line naming the variable, exit code 2.
 try {

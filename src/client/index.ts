@@ -16,6 +16,10 @@ import { FetchHttpClient } from "effect/http"
 import { HttpApiClient, HttpApiMiddleware } from "effect/http-api"
 import { HttpClientRequest } from "effect/http"
 import { Authentication } from "../http/api/security.ts"
+import { CreateRunRequest as CreateRunSchema } from "../http/api/do-anything.ts"
+import { CreateResearchRequest as CreateResearchSchema } from "../research/schema.ts"
+import { WebSearchRequest as WebSearchSchema } from "../search/schema.ts"
+import { CreateMonitorRequest as CreateMonitorSchema } from "../domain/monitor.ts"
 import { ClientApi } from "./api.ts"
 import { errorFromResponse, statusOfContractError, WebAgentError } from "./errors.ts"
 import { followEvents, type StreamEvent, type StreamOptions } from "./sse.ts"
@@ -94,6 +98,13 @@ const toWebAgentError = (error: unknown): Effect.Effect<WebAgentError> => {
   return Effect.succeed(new WebAgentError(0, "network_error", String(e?.reason?.description ?? e?.message ?? error)))
 }
 
+/**
+ * A request body as the caller writes it (the wire form, defaults omitted), decoded with the
+ * contract's schema: the defaults are filled and a bad field fails here, before any request.
+ */
+const decodePayload = <S extends Schema.Top>(schema: S, input: unknown): Effect.Effect<S["Type"], Schema.SchemaError, never> =>
+  Schema.decodeUnknownEffect(schema as any)(input, { errors: "all", onExcessProperty: "error" }) as any
+
 /** Runs one typed-client call as a promise that rejects with a WebAgentError. */
 const run = <A, E>(effect: Effect.Effect<A, E>): Promise<A> =>
   Effect.runPromise(effect.pipe(Effect.catch((error) => Effect.flatMap(toWebAgentError(error), Effect.fail)))) .catch((error) => {
@@ -167,10 +178,10 @@ export class WebAgentClient {
   readonly runs = {
     /** Creates a session with its first run; the run is `session.runs[0]` (id also in latest_run_id). */
     create: (body: CreateRunRequest): Promise<Session> =>
-      run(this.api.do_anything.createSession({ params: this.pid, payload: body as never })),
+      run(Effect.flatMap(decodePayload(CreateRunSchema, body), (payload) => this.api.do_anything.createSession({ params: this.pid, payload }))),
     /** A follow-up run in a session whose previous run ended. */
     createInSession: (sessionId: string, body: CreateRunRequest): Promise<Run> =>
-      run(this.api.do_anything.createRun({ params: { ...this.pid, sid: asId(sessionId) }, payload: body as never })),
+      run(Effect.flatMap(decodePayload(CreateRunSchema, body), (payload) => this.api.do_anything.createRun({ params: { ...this.pid, sid: asId(sessionId) }, payload }))),
     get: (sessionId: string, runId: string): Promise<Run> =>
       run(this.api.do_anything.getRun({ params: { ...this.pid, sid: asId(sessionId), rid: asId(runId) } })),
     events: (sessionId: string, runId: string, stream: StreamOptions = {}) =>
@@ -205,7 +216,7 @@ export class WebAgentClient {
   /** DeepResearch. */
   readonly research = {
     create: (body: CreateResearchRequest): Promise<ResearchRun> =>
-      run(this.api.deep_research.createRun({ params: this.pid, payload: body as never })),
+      run(Effect.flatMap(decodePayload(CreateResearchSchema, body), (payload) => this.api.deep_research.createRun({ params: this.pid, payload }))),
     get: (runId: string): Promise<ResearchRun> =>
       run(this.api.deep_research.getRun({ params: { ...this.pid, rid: asId(runId) } })),
     events: (runId: string, stream: StreamOptions = {}) =>
@@ -242,7 +253,7 @@ export class WebAgentClient {
   readonly search = {
     /** Starts a search; with `wait` (default) the answer holds the results when they came within 30 s. */
     create: (body: WebSearchRequest): Promise<SearchRun> =>
-      run(this.api.web_search.createRun({ params: this.pid, payload: body as never })),
+      run(Effect.flatMap(decodePayload(WebSearchSchema, body), (payload) => this.api.web_search.createRun({ params: this.pid, payload }))),
     get: (runId: string): Promise<SearchRun> =>
       run(this.api.web_search.getRun({ params: { ...this.pid, rid: asId(runId) } })),
     events: (runId: string, stream: StreamOptions = {}) =>
@@ -261,7 +272,7 @@ export class WebAgentClient {
   /** Track monitors. */
   readonly monitors = {
     create: (body: CreateMonitorRequest): Promise<CreatedMonitor> =>
-      run(this.api.track.createMonitor({ params: this.pid, payload: body as never })),
+      run(Effect.flatMap(decodePayload(CreateMonitorSchema, body), (payload) => this.api.track.createMonitor({ params: this.pid, payload }))),
     list: (query: { page?: number; page_size?: number; status?: string } = {}) =>
       run(this.api.track.listMonitors({ params: this.pid, query: query as never })),
     get: (monitorId: string): Promise<Monitor> => run(this.api.track.getMonitor({ params: { ...this.pid, mid: monitorId } })),
