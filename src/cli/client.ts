@@ -136,12 +136,17 @@ const ask = async (question: string): Promise<string | undefined> => {
 
 class NeedsInput extends Error {}
 
-const followRun = async (ctx: Context, sessionId: string, runId: string): Promise<number> => {
-  const progress = ctx.json ? undefined : new Progress()
+/**
+ * Waits for the run, answering its questions on the terminal. `follow` shows every event (lines
+ * on stderr, or JSON lines with --json); without it only the result is printed.
+ */
+const followRun = async (ctx: Context, sessionId: string, runId: string, follow: boolean): Promise<number> => {
+  const progress = ctx.json || !follow ? undefined : new Progress()
   const run = await ctx.client.runs.wait(sessionId, runId, {
     onEvent: async (event) => {
-      if (ctx.json) printJson(ctx, { event })
-      else progress!.event(event)
+      if (follow && ctx.json) printJson(ctx, { event })
+      else progress?.event(event)
+      if (!follow && event.type === "run.input_request") process.stderr.write(`? ${event.data?.prompt ?? ""}\n`)
       if (event.type === "run.input_request") {
         const id = String(event.data?.input_request_id ?? event.data?.request_id)
         const answer = await ask(`answer> `)
@@ -153,7 +158,7 @@ const followRun = async (ctx: Context, sessionId: string, runId: string): Promis
     }
   })
   progress?.done()
-  if (ctx.json) printJson(ctx, { run })
+  if (ctx.json) printJson(ctx, follow ? { run } : run)
   else if (run.error !== null) process.stderr.write(`${run.status}: ${run.error.code}: ${run.error.detail}\n`)
   else if (run.status === "done") showOutput(ctx, run.output)
   else process.stderr.write(`${run.status}${run.terminal_reason ? ` (${run.terminal_reason})` : ""}\n`)
@@ -186,12 +191,7 @@ const runCommand = async (ctx: Context): Promise<number> => {
     else ctx.out(`session ${session.id}\nrun ${runId}\n`)
     return EXIT.ok
   }
-  if (ctx.parsed.bools.has("follow")) return followRun(ctx, session.id, runId)
-  const run = await ctx.client.runs.wait(session.id, runId)
-  if (ctx.json) printJson(ctx, run)
-  else if (run.status === "done") showOutput(ctx, run.output)
-  else process.stderr.write(`${run.status}${run.error ? `: ${run.error.code}: ${run.error.detail}` : ""}\n`)
-  return exitForStatus(run.status)
+  return followRun(ctx, session.id, runId, ctx.parsed.bools.has("follow"))
 }
 
 const outlineText = (outline: any): string =>

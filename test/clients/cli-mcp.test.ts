@@ -111,6 +111,15 @@ describe("wa (client commands)", () => {
     const asks = await waRun(["run", "Log in", "--follow"])
     expect(asks.code).toBe(9)
     expect(asks.stderr).toContain("Which account?")
+    const asksQuietly = await waRun(["run", "Log in"])
+    expect(asksQuietly.code).toBe(9)
+    expect(asksQuietly.stderr).toContain("Which account?")
+
+    // The run fails (the model calls a tool that does not exist): 1, with the error on stderr.
+    fx.model.setScript(() => ({ tool: "no_such_tool" }))
+    const failed = await waRun(["run", "Break"])
+    expect(failed.code).toBe(1)
+    expect(failed.stderr).toMatch(/^failed: \w+/m)
 
     expect((await waRun(["run", "x".repeat(10_001)])).code).toBe(5) // validation
     expect((await waRun(["run", "hello"], userEnv({ WA_URL: service.url, WA_API_KEY: `wa_${"x".repeat(40)}`, WA_PROJECT: service.projectId }))).code).toBe(3)
