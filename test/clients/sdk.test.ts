@@ -116,6 +116,36 @@ describe("SDK", () => {
     expect(await client().runs.get(session.id, rid)).toMatchObject({ status: "done", output: "after the drop" })
   })
 
+  it("a stream that goes silent (no event, no heartbeat) is reconnected after stallMs and loses no event", async () => {
+    const hold = gate()
+    model.setScript(async (request) => {
+      const turn = stepsTaken(request)
+      if (turn === 1) await hold.wait()
+      return turn < 3 ? { tool: "wait_for", args: { timeout_ms: 1 } } : { tool: "done", args: { output: "after the stall" } }
+    })
+    const session = await client().runs.create({ instructions: "Step, wait, step", keep_alive: false })
+    const rid = session.latest_run_id!
+    const reasons: Array<string> = []
+    const seen: Array<StreamEvent> = []
+    let frozen = false
+    // Heartbeats come every second (WA_SSE_HEARTBEAT_SECONDS=1): 3 s of silence is a stall.
+    for await (const event of client(tcp.url).runs.events(session.id, rid, { stallMs: 3000, onReconnect: (info) => void reasons.push(info.reason) })) {
+      seen.push(event)
+      if (!frozen && event.type === "run.action.completed") {
+        frozen = true
+        expect(tcp.freezeAll()).toBeGreaterThan(0)
+        hold.release()
+      }
+    }
+    expect(reasons[0]).toBe("stalled")
+    const all = await readSse(`${service.url}/v1/projects/${service.projectId}/do_anything/sessions/${session.id}/runs/${rid}/events`, {
+      authorization: `Bearer ${service.apiKey}`
+    })
+    expect(seen.map((e) => e.id)).toEqual(all.events.filter((e) => e.event !== "stream.heartbeat").map((e) => e.id))
+    expect(seen.at(-1)?.data).toMatchObject({ status: "done", output: "after the stall" })
+    tcp.dropAll()
+  })
+
   it("retries a 503 and a 429 with one Idempotency-Key, waiting what Retry-After says; the write happens once", async () => {
     model.setScript(stepsThenDone(0, "once"))
     const retries: Array<{ status: number | undefined; delayMs: number }> = []

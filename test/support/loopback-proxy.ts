@@ -10,16 +10,23 @@ export interface TcpProxy {
   readonly url: string
   /** Destroys every open connection (both sides), as a dropped network path would. */
   readonly dropAll: () => number
+  /**
+   * Stops forwarding on every open connection without closing it (a path that silently loses
+   * packets): only a reader's stall timeout notices. New connections flow normally.
+   */
+  readonly freezeAll: () => number
   readonly close: () => Promise<void>
 }
 
 export const startTcpProxy = async (target: string): Promise<TcpProxy> => {
   const { hostname, port } = new URL(target)
   const open = new Set<Socket>()
+  const frozen = new Set<Socket>()
   const server = createServer((client) => {
     const upstream = createConnection({ host: hostname, port: Number(port) })
     open.add(client)
     open.add(upstream)
+    client.on("close", () => frozen.delete(client))
     client.pipe(upstream)
     upstream.pipe(client)
     const close = () => {
@@ -39,6 +46,18 @@ export const startTcpProxy = async (target: string): Promise<TcpProxy> => {
       const n = open.size
       for (const socket of open) socket.resetAndDestroy()
       open.clear()
+      return n
+    },
+    freezeAll: () => {
+      let n = 0
+      for (const socket of open) {
+        if (frozen.has(socket)) continue
+        // Both directions stop: nothing read from either side is written to the other.
+        socket.unpipe()
+        socket.pause()
+        frozen.add(socket)
+        n++
+      }
       return n
     },
     close: () => {
