@@ -48,8 +48,12 @@ export const backoffDelay = (retry: number, policy: RetryPolicy, random: () => n
 /** Retry-After in ms (seconds or an HTTP date), or undefined when absent or unreadable. */
 export const retryAfterMs = (header: string | null, now: number = Date.now()): number | undefined => {
   if (header === null || header.trim() === "") return undefined
-  const seconds = Number(header)
-  if (Number.isFinite(seconds) && seconds >= 0) return Math.ceil(seconds * 1000)
+  if (/^\s*[-+]?[\d.]+\s*$/.test(header)) {
+    const seconds = Number(header)
+    return Number.isFinite(seconds) && seconds >= 0 ? Math.ceil(seconds * 1000) : undefined
+  }
+  // An HTTP date names its weekday and month; anything else is not one.
+  if (!/[a-z]{3}/i.test(header)) return undefined
   const date = Date.parse(header)
   return Number.isNaN(date) ? undefined : Math.max(0, date - now)
 }
