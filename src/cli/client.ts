@@ -239,10 +239,6 @@ const researchCommand = async (ctx: Context): Promise<number> => {
       }
       return "approve"
     }
-  }).catch(async (error) => {
-    // A rejected outline cancels the run: the intervene that follows it is refused.
-    if (error instanceof WebAgentError && error.status === 409) return ctx.client.research.get(created.id)
-    throw error
   })
   progress?.done()
   if (ctx.json) printJson(ctx, follow ? { run } : run)

@@ -21,7 +21,7 @@ import { CreateResearchRequest as CreateResearchSchema } from "../research/schem
 import { WebSearchRequest as WebSearchSchema } from "../search/schema.ts"
 import { CreateMonitorRequest as CreateMonitorSchema } from "../domain/monitor.ts"
 import { ClientApi } from "./api.ts"
-import { errorFromResponse, statusOfContractError, WebAgentError } from "./errors.ts"
+import { statusOfContractError, WebAgentError } from "./errors.ts"
 import { followEvents, type StreamEvent, type StreamOptions } from "./sse.ts"
 import { makeFetch, type RetryInfo, type RetryPolicy } from "./transport.ts"
 
@@ -79,21 +79,21 @@ const toWebAgentError = (error: unknown): Effect.Effect<WebAgentError> => {
     // The typed client checks a request against the contract before sending it.
     return Effect.succeed(new WebAgentError(422, "validation_error", error.message, { errors: [{ loc: [], msg: error.message, type: "client_side" }], client_side: true }))
   }
+  // A status the endpoint does not declare (a 5xx after the retries, a 429 on a read): the
+  // envelope is read from the body when there is one.
   const response = e?.reason?.response
   if (response !== undefined && typeof response.status === "number") {
-    return Effect.promise(() => errorFromResponse(new Response(null, { status: response.status }))).pipe(
-      Effect.flatMap((fallback) =>
-        Effect.map(Effect.option(response.text as Effect.Effect<string, unknown>), (text) => {
-          try {
-            const body = JSON.parse(text._tag === "Some" ? text.value : "")
-            if (typeof body.code === "string") return new WebAgentError(response.status, body.code, String(body.detail ?? ""), body.extra ?? {})
-          } catch {
-            // not the envelope
-          }
-          return fallback
-        })
-      )
-    )
+    const status: number = response.status
+    return Effect.map(Effect.option(response.text as Effect.Effect<string, unknown>), (text) => {
+      const body = text._tag === "Some" ? text.value : ""
+      try {
+        const parsed = JSON.parse(body)
+        if (typeof parsed?.code === "string") return new WebAgentError(status, parsed.code, String(parsed.detail ?? ""), parsed.extra ?? {})
+      } catch {
+        // not the envelope
+      }
+      return new WebAgentError(status, status >= 500 ? "internal_error" : "http_error", body.slice(0, 500))
+    })
   }
   return Effect.succeed(new WebAgentError(0, "network_error", String(e?.reason?.description ?? e?.message ?? error)))
 }
@@ -138,7 +138,8 @@ export interface WaitOptions {
 export interface ResearchWaitOptions extends WaitOptions {
   /**
    * Decides an outline approval request: return `"approve"`, `{action: "approve_with_edits", edits}`
-   * or anything the intervene endpoint accepts. Without it the run waits (another client may answer).
+   * or anything the intervene endpoint accepts; undefined leaves it unanswered. Without it the run
+   * waits (another client may answer).
    */
   readonly onOutline?: ((request: { readonly requestId: string; readonly prompt: unknown; readonly outline: unknown; readonly run: ResearchRun }) => unknown | Promise<unknown>) | undefined
 }
@@ -238,7 +239,7 @@ export class WebAgentClient {
           const current = await this.research.get(runId)
           if (current.pending_request_id !== requestId) continue // answered already (replayed event)
           const response = await wait.onOutline({ requestId, prompt: event.data?.prompt, outline: current.outline, run: current })
-          await this.research.approve(runId, requestId, response)
+          if (response !== undefined) await this.research.approve(runId, requestId, response)
         }
       }
       return this.research.get(runId)
