@@ -166,6 +166,43 @@ describe("wa (client commands)", () => {
     expect(waiting.stderr).toContain("waits for outline approval")
   })
 
+  it("on a terminal, asks: the outline for approval (n cancels), the agent's question", async () => {
+    /** Runs wa in a pseudo-terminal (util-linux `script`), typing `answer` when `prompt` shows. */
+    const onTerminal = (args: ReadonlyArray<string>, prompt: string, answer: string) =>
+      new Promise<{ code: number | null; output: string }>((resolve) => {
+        const quoted = [process.execPath, wa, ...args].map((a) => `'${a.replace(/'/g, "'\\''")}'`).join(" ")
+        const child = spawn("script", ["-q", "-e", "-c", quoted, "/dev/null"], { cwd: root, env: connected(), stdio: ["pipe", "pipe", "pipe"] })
+        let output = ""
+        let answered = false
+        child.stdout.on("data", (chunk) => {
+          output += chunk
+          if (!answered && output.includes(prompt)) {
+            answered = true
+            child.stdin.write(`${answer}\r`)
+          }
+        })
+        child.once("exit", (code) => resolve({ code, output }))
+      })
+
+    fx.model.setScript(researchScript({ sections: researchSections }))
+    const approved = await onTerminal(["research", "Widgets on a terminal", "--follow", "--depth", "light"], "approve this outline? [Y/n]", "y")
+    expect(approved.code, approved.output).toBe(0)
+    expect(approved.output).toContain("# ") // the outline shown before the question
+    expect(approved.output).toContain("phase: synthesize")
+
+    const rejected = await onTerminal(["research", "Widgets rejected", "--follow", "--depth", "light"], "approve this outline? [Y/n]", "n")
+    expect(rejected.code, rejected.output).toBe(8)
+
+    fx.model.setScript((request) => {
+      const results = request.messages.filter((m) => m.role === "tool")
+      return results.length === 0 ? { tool: "ask_human", args: { prompt: "Which account?" } } : { tool: "done", args: { output: `used ${String(results[0]!.content)}` } }
+    })
+    const answered = await onTerminal(["run", "Log in", "--follow"], "answer> ", "acct-7")
+    expect(answered.code, answered.output).toBe(0)
+    expect(answered.output).toContain("? Which account?")
+    expect(answered.output).toMatch(/used .*acct-7/)
+  })
+
   it("wa search prints ranked results; --json the whole run", async () => {
     const result = await waRun(["search", "widget prices", "widget history"])
     expect(result.code, result.stderr).toBe(0)
