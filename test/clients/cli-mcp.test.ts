@@ -16,6 +16,7 @@ import { researchScript } from "../fixtures/model/research-model.ts"
 import { type ResearchFixtures, researchEnv, startResearchFixtures } from "../deep-research/helpers.ts"
 import { type Service, startService, stopAndClean } from "../support/service.ts"
 import { onJsonLines } from "../support/json-lines.ts"
+import { eventually } from "../support/runs.ts"
 
 vi.setConfig({ testTimeout: 120_000 })
 
@@ -254,6 +255,30 @@ describe("wa mcp", () => {
       expect(JSON.parse((result.content as Array<{ text: string }>)[0]!.text)).toEqual({ done: true })
       expect(progress.filter((p) => p.message?.startsWith("wait_for"))).toHaveLength(2)
       expect(progress.map((p) => p.progress)).toEqual(progress.map((_, i) => i + 1))
+
+      // Canceling the tool call cancels the run.
+      let parked: () => void = () => {}
+      const reached = new Promise<void>((resolve) => (parked = resolve))
+      fx.model.setScript(async (request) => {
+        if (stepsTaken(request) === 0) return { tool: "wait_for", args: { timeout_ms: 1 } }
+        parked()
+        await new Promise((resolve) => setTimeout(resolve, 60_000))
+        return { tool: "done", args: { output: "too late" } }
+      })
+      const abort = new AbortController()
+      const call = client.callTool({ name: "do_anything", arguments: { instructions: "Take long" } }, undefined, {
+        signal: abort.signal,
+        onprogress: () => {}
+      }).catch((error) => error)
+      await reached
+      const sessions = (await service.request("GET", `/v1/projects/${service.projectId}/do_anything/sessions?limit=1`)).json.items
+      abort.abort()
+      expect(await call).toBeInstanceOf(Error)
+      const canceled = await eventually("the run canceled", async () => {
+        const run = (await service.request("GET", `/v1/projects/${service.projectId}/do_anything/sessions/${sessions[0].id}/runs/${sessions[0].latest_run_id}`)).json
+        return run.status === "canceled" ? run : undefined
+      })
+      expect(canceled.status).toBe("canceled")
 
       // A refusal is a tool error the agent can read, not a protocol failure.
       const refused = await client.callTool({ name: "do_anything", arguments: { instructions: "x".repeat(10_001) } })
