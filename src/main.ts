@@ -47,7 +47,7 @@ import { HttpLive, logListening } from "./http/server/app.ts"
 import { JsonLoggerLive } from "./observability/logger.ts"
 import { databaseLayer } from "./store/database.ts"
 import { isBucket, Ledger, toMicros, usd2 } from "./billing/ledger.ts"
-import { clientCommands, mainClient } from "./cli/client.ts"
+import { clientCommands, clientUsage, mainClient } from "./cli/client.ts"
 
 const usage = `usage: wa [serve | runner | migrate | projects create --name N | keys create --project P [--name N] [--scope admin|run] | credits grant --project P --usd N [--bucket additional|monthly]]`
 
@@ -187,7 +187,7 @@ const main = (argv: ReadonlyArray<string>): Effect.Effect<void> => {
   const [first = "serve", second, ...rest] = argv
   if (first === "serve") return Layer.launch(serve).pipe(Effect.orDie)
   if (first === "runner") return Layer.launch(runner).pipe(Effect.orDie)
-  if (first === "--help" || first === "help") return Effect.sync(() => console.log(usage))
+  if (first === "--help" || first === "help") return Effect.sync(() => console.log(`${usage}\n${clientUsage}`))
   const command = commands[first] ?? commands[`${first} ${second ?? ""}`]
   if (command === undefined) throw new UsageError(`unknown command: ${argv.join(" ")}\n${usage}`)
   return command(commands[first] !== undefined ? [second ?? "", ...rest].filter((a) => a !== "") : rest)
