@@ -19,7 +19,7 @@ import { Authentication } from "../http/api/security.ts"
 import { CreateRunRequest as CreateRunSchema } from "../http/api/do-anything.ts"
 import { CreateResearchRequest as CreateResearchSchema } from "../research/schema.ts"
 import { WebSearchRequest as WebSearchSchema } from "../search/schema.ts"
-import { CreateMonitorRequest as CreateMonitorSchema } from "../domain/monitor.ts"
+import { CreateMonitorRequest as CreateMonitorSchema, PatchMonitorRequest as PatchMonitorSchema } from "../domain/monitor.ts"
 import { ClientApi } from "./api.ts"
 import { statusOfContractError, WebAgentError } from "./errors.ts"
 import { followEvents, type StreamEvent, type StreamOptions } from "./sse.ts"
@@ -126,7 +126,6 @@ export class WebAgentApi extends Context.Service<WebAgentApi, Api>()("web-agent-
 }
 
 const asId = <B>(id: string) => id as unknown as B
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 export interface WaitOptions {
   /** Every event as it arrives (heartbeats filtered). */
@@ -278,7 +277,7 @@ export class WebAgentClient {
       run(this.api.track.listMonitors({ params: this.pid, query: query as never })),
     get: (monitorId: string): Promise<Monitor> => run(this.api.track.getMonitor({ params: { ...this.pid, mid: monitorId } })),
     patch: (monitorId: string, body: { action: "pause" | "resume" | "refine" | "cancel"; patch?: Record<string, unknown>; reason?: string }) =>
-      run(this.api.track.patchMonitor({ params: { ...this.pid, mid: monitorId }, payload: body as never })),
+      run(Effect.flatMap(decodePayload(PatchMonitorSchema, body), (payload) => this.api.track.patchMonitor({ params: { ...this.pid, mid: monitorId }, payload }))),
     delete: (monitorId: string) => run(this.api.track.deleteMonitor({ params: { ...this.pid, mid: monitorId } })),
     runNow: (monitorId: string) => run(this.api.track.runNow({ params: { ...this.pid, mid: monitorId } })),
     snapshots: (monitorId: string, query: { limit?: number; cursor?: string } = {}) =>
@@ -289,15 +288,5 @@ export class WebAgentClient {
       run(this.api.track.interveneMonitor({ params: { ...this.pid, mid: monitorId }, payload: { request_id: requestId, kind, response } })),
     events: (monitorId: string, stream: StreamOptions = {}) =>
       this.events(`/v1/projects/${this.projectId}/track/monitors/${monitorId}/events`, { isLast: monitorEnded, ...stream })
-  }
-
-  /** Polls `probe` until it returns a value (for callers without streams). */
-  static async poll<A>(probe: () => Promise<A | undefined>, intervalMs = 500, signal?: AbortSignal): Promise<A> {
-    while (true) {
-      if (signal?.aborted) throw signal.reason
-      const value = await probe()
-      if (value !== undefined) return value
-      await sleep(intervalMs)
-    }
   }
 }

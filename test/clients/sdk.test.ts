@@ -146,6 +146,29 @@ describe("SDK", () => {
     tcp.dropAll()
   })
 
+  it("monitors: create, pause, list, cancel; the monitor's stream ends with its cancel", async () => {
+    const sdk = client()
+    const created = await sdk.monitors.create({
+      intent: "Watch the health page",
+      notify_channel: { kind: "console_inbox" },
+      target_urls: [`${service.url}/healthz`],
+      schedule: { kind: "interval", interval_seconds: 3600 }
+    })
+    expect(created).toMatchObject({ status: "active", notify_secret: expect.any(String) })
+    expect((await sdk.monitors.patch(created.id, { action: "pause" })).status).toBe("paused")
+    expect((await sdk.monitors.list()).items.map((m) => m.id)).toContain(created.id)
+    const bad = await sdk.monitors.patch(created.id, { action: "refine" }).catch((e) => e)
+    expect(bad).toMatchObject({ status: 422, code: "validation_error" })
+    const types: Array<string> = []
+    const following = (async () => {
+      for await (const event of sdk.monitors.events(created.id)) types.push(event.type)
+    })()
+    expect((await sdk.monitors.patch(created.id, { action: "cancel", reason: "done watching" })).status).toBe("canceled")
+    await following
+    expect(types[0]).toBe("monitor.created")
+    expect(types.at(-1)).toBe("monitor.status_changed")
+  })
+
   it("retries a 503 and a 429 with one Idempotency-Key, waiting what Retry-After says; the write happens once", async () => {
     model.setScript(stepsThenDone(0, "once"))
     const retries: Array<{ status: number | undefined; delayMs: number }> = []
