@@ -7,6 +7,8 @@
  * `budget set --project P --usd N|none` and `budget show --project P` (src/billing/budget.ts).
  * Commands other than `serve`
  * print one JSON document on stdout and work whether or not the service runs on the same data dir.
+ * Client commands (`run`, `research`, `search`, `monitors`, `mcp`) talk to a service over its API:
+ * src/cli/client.ts.
  */
 import { NodeRuntime } from "@effect/platform-node"
 import { Cause, Effect, Exit, Layer, References } from "effect"
@@ -51,6 +53,7 @@ import { Plans } from "./billing/plans.ts"
 import { AutoRechargeLive } from "./billing/auto-recharge.ts"
 import { Budget } from "./billing/budget.ts"
 import { budgetView, MAX_CAP_USD } from "./http/server/billing.ts"
+import { clientCommands, clientUsage, mainClient } from "./cli/client.ts"
 
 const usage = `usage: wa [serve | runner | migrate | projects create --name N | keys create --project P [--name N] [--scope admin|run] | credits grant --project P --usd N [--bucket additional|monthly] | plans list | plans set --project P --plan ID | plans unset --project P | budget set --project P --usd N|none | budget show --project P]`
 
@@ -265,11 +268,14 @@ const main = (argv: ReadonlyArray<string>): Effect.Effect<void> => {
   const [first = "serve", second, ...rest] = argv
   if (first === "serve") return Layer.launch(serve).pipe(Effect.orDie)
   if (first === "runner") return Layer.launch(runner).pipe(Effect.orDie)
-  if (first === "--help" || first === "help") return Effect.sync(() => console.log(usage))
+  if (first === "--help" || first === "help") return Effect.sync(() => console.log(`${usage}\n${clientUsage}`))
   const command = commands[first] ?? commands[`${first} ${second ?? ""}`]
   if (command === undefined) throw new UsageError(`unknown command: ${argv.join(" ")}\n${usage}`)
   return command(commands[first] !== undefined ? [second ?? "", ...rest].filter((a) => a !== "") : rest)
 }
+
+// Client commands use the API of a running service, not this machine's server configuration.
+if (clientCommands.has(process.argv[2] ?? "")) await mainClient(process.argv.slice(2))
 
 // Validate the configuration first: a bad value is one line naming the variable, exit code 2.
 try {
