@@ -45,13 +45,14 @@ const PlanFile = Schema.Struct({
 })
 
 /** The shipped table, next to the package (config/plans.json). */
-export const shippedPlansFile = fileURLToPath(new URL("../../config/plans.json", import.meta.url))
+// A function for the same reason as defaultPricesFile (src/billing/prices.ts).
+export const shippedPlansFile = () => fileURLToPath(new URL("../../config/plans.json", import.meta.url))
 
 const micros = (usd: number) => Math.round(usd * 1_000_000)
 
 /** Reads and checks a plan table; throws an Error whose message is one line naming the problem. */
 export const loadPlanTable = (file: string | undefined, defaultPlanId: string | undefined): PlanTable => {
-  const path = file ?? shippedPlansFile
+  const path = file ?? shippedPlansFile()
   let raw: unknown
   try {
     raw = JSON.parse(fs.readFileSync(path, "utf8"))

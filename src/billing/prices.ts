@@ -34,7 +34,9 @@ export const PriceTable = Schema.Struct({
 export type PriceTable = typeof PriceTable.Type
 
 /** The price file shipped in the repository. */
-export const defaultPricesFile = fileURLToPath(new URL("../../config/prices.json", import.meta.url))
+// A function, not a constant: the SDK's browser build imports this module (through the config
+// schema) and must not resolve file paths when it loads.
+export const defaultPricesFile = () => fileURLToPath(new URL("../../config/prices.json", import.meta.url))
 
 const decodeTable = Schema.decodeUnknownSync(PriceTable, { errors: "all", onExcessProperty: "error" })
 

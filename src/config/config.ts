@@ -204,7 +204,7 @@ export const loadAppConfig = (env?: Record<string, string | undefined>) =>
       return yield* Effect.die(new InvalidConfig(`invalid configuration: WA_LOG_LEVEL must be one of ${LogLevel.values.join(", ")} (any case), not ${logLevelName}`))
     }
     const prices = yield* Effect.try({
-      try: () => loadPriceTable(Option.getOrElse(parsed.pricesFile, () => defaultPricesFile)),
+      try: () => loadPriceTable(Option.getOrElse(parsed.pricesFile, defaultPricesFile)),
       catch: (error) => new InvalidConfig(`invalid configuration: ${(error as Error).message}`)
     }).pipe(Effect.orDie)
     return { ...settings, logLevel, dataDirAbsolute: path.resolve(parsed.dataDir), prices } satisfies AppConfigShape
