@@ -76,6 +76,11 @@ export const AppConfigSchema = Config.all({
   scheduleMinIntervalSeconds: Config.Int("WA_SCHEDULE_MIN_INTERVAL_SECONDS").pipe(Config.withDefault(60)),
   /** How often each process's scheduler looks for due schedules when nothing is due sooner. */
   schedulerPollMs: Config.Int("WA_SCHEDULER_POLL_MS").pipe(Config.withDefault(500)),
+  /**
+   * Scheduled DoAnything runs a project may have under way at once (`scheduled_running` <= this).
+   * Read only through scheduledCapOf in src/schedules/session-schedules.ts (the plan's cap replaces it).
+   */
+  scheduledCap: Config.Int("WA_SCHEDULED_CAP").pipe(Config.withDefault(10)),
   /** Consecutive failed ticks after which an active monitor becomes `failing`. */
   trackMaxConsecutiveFailures: Config.Int("WA_TRACK_MAX_CONSECUTIVE_FAILURES").pipe(Config.withDefault(5)),
   /** How long a WebSearch POST with wait=true blocks before answering 202 (spec: 30 s). */
@@ -162,7 +167,8 @@ export const loadAppConfig = (env?: Record<string, string | undefined>) =>
       ["WA_TRACK_MAX_CONSECUTIVE_FAILURES", parsed.trackMaxConsecutiveFailures],
       ["WA_WORKSPACE_MAX_FILE_BYTES", parsed.workspaceMaxFileBytes],
       ["WA_CONTROL_CONNECT_SECONDS", parsed.controlConnectSeconds], ["WA_CONTROL_IDLE_SECONDS", parsed.controlIdleSeconds],
-      ["WA_RECORDING_MAX_BYTES", parsed.recordingMaxBytes]
+      ["WA_RECORDING_MAX_BYTES", parsed.recordingMaxBytes],
+      ["WA_SCHEDULED_CAP", parsed.scheduledCap]
     ] as const) {
       if (value < 1) return yield* Effect.die(new InvalidConfig(`invalid configuration: ${name} must be at least 1`))
     }

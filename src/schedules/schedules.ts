@@ -21,7 +21,7 @@
 import { Clock, Context, Duration, Effect, Exit, Layer, Metric, Queue, Schema, type Scope } from "effect"
 import { SqlClient } from "effect/sql"
 import { AppConfig } from "../config/config.ts"
-import { CanonicalSchedule, canonicalSchedule, nextSlot, type ScheduleSpec, validateSchedule } from "./spec.ts"
+import { canonicalSchedule, nextFireAt, type ScheduleSpec, StoredSchedule, validateSchedule } from "./spec.ts"
 
 /** Who a schedule belongs to: a product's kind (`monitor`) and the owner's id in it. */
 export interface ScheduleOwner {
@@ -30,7 +30,7 @@ export interface ScheduleOwner {
 }
 
 export interface ScheduleState {
-  readonly spec: CanonicalSchedule
+  readonly spec: StoredSchedule
   /** The slot that fires next; null while paused. */
   readonly next_fire_at: Date | null
   readonly paused: boolean
@@ -85,7 +85,7 @@ interface FiringRow {
   readonly slot_at: Date
 }
 
-const decodeStoredSpec = Schema.decodeUnknownSync(CanonicalSchedule)
+const decodeStoredSpec = Schema.decodeUnknownSync(StoredSchedule)
 
 export class Schedules extends Context.Service<Schedules, {
   /**
@@ -94,11 +94,22 @@ export class Schedules extends Context.Service<Schedules, {
    * `paused: true` stores it paused. Runs on the ambient SQL client, so it joins the caller's
    * `sql.withTransaction`. The spec must be valid (see validateSchedule); an invalid one is a defect.
    */
-  readonly set: (owner: ScheduleOwner, spec: ScheduleSpec | CanonicalSchedule, options?: {
+  readonly set: (owner: ScheduleOwner, spec: ScheduleSpec | StoredSchedule, options?: {
     readonly anchor?: Date | undefined
     readonly firstAt?: Date | undefined
     readonly paused?: boolean | undefined
   }) => Effect.Effect<void>
+  /**
+   * Moves the next firing of a schedule that is not paused to `at` (an autonomous schedule
+   * following its agent). False when there is no such schedule or it is paused.
+   */
+  readonly setNext: (owner: ScheduleOwner, at: Date) => Effect.Effect<boolean>
+  /**
+   * Records a firing for `slot` outside the timed slots (an event trigger) and has it dispatched at
+   * once, with the same lease and retries as a timed one. Joins the caller's transaction. False when
+   * that slot was recorded already.
+   */
+  readonly enqueue: (owner: ScheduleOwner, slot: Date) => Effect.Effect<boolean>
   /** Stops firing (next_fire_at NULL); false when the owner has no schedule. */
   readonly pause: (owner: ScheduleOwner) => Effect.Effect<boolean>
   /** A paused schedule fires again from the first slot after now (missed slots are not fired); false when the owner has no schedule. */
@@ -149,12 +160,9 @@ const makeSchedules = Effect.fnUntraced(function*(options: SchedulerOptions) {
         FOR UPDATE SKIP LOCKED`
       if (due.length === 0) return { claimed: 0, fresh: [] as ReadonlyArray<FiringRow> }
       const advanced = due.map((row) => {
-        let next: string | null = null
-        try {
-          next = nextSlot(decodeStoredSpec(row.spec), at, row.anchor_at).toISOString()
-        } catch {
-          // Validation refuses schedules without a next slot; a stored one that has none stops here.
-        }
+        // Validation refuses timed schedules without a next slot; a stored one that has none stops here.
+        const spec = decodeStoredSpec(row.spec)
+        const next = nextFireAt(spec, at, row.anchor_at)?.toISOString() ?? null
         return { owner_kind: row.owner_kind, owner_id: row.owner_id, slot_at: row.next_fire_at.toISOString(), next_fire_at: next }
       })
       // The data-modifying CTE runs whether or not the INSERT refers to it.
@@ -307,18 +315,19 @@ const makeSchedules = Effect.fnUntraced(function*(options: SchedulerOptions) {
   const wakeLoop = Queue.offer(wake, undefined).pipe(Effect.asVoid)
   const key = (owner: ScheduleOwner) => sql`owner_kind = ${owner.kind} AND owner_id = ${owner.id}`
 
-  const set = Effect.fn("Schedules.set")(function*(owner: ScheduleOwner, spec: ScheduleSpec | CanonicalSchedule, setOptions?: {
+  const set = Effect.fn("Schedules.set")(function*(owner: ScheduleOwner, spec: ScheduleSpec | StoredSchedule, setOptions?: {
     readonly anchor?: Date | undefined
     readonly firstAt?: Date | undefined
     readonly paused?: boolean | undefined
   }) {
-    const problem = validateSchedule(spec, 0)
+    const timed = spec.kind === "cron" || spec.kind === "interval"
+    const problem = timed ? validateSchedule(spec, 0) : undefined
     if (problem !== undefined) return yield* Effect.die(new Error(`invalid schedule for ${owner.kind} ${owner.id}: ${problem.path.join(".")}: ${problem.message}`))
-    const canonical = canonicalSchedule(spec)
+    const canonical: StoredSchedule = timed ? canonicalSchedule(spec) : spec as StoredSchedule
     const at = yield* now
     const anchor = setOptions?.anchor ?? at
     const paused = setOptions?.paused === true
-    const next = paused ? null : setOptions?.firstAt ?? nextSlot(canonical, at, anchor)
+    const next = paused ? null : setOptions?.firstAt ?? nextFireAt(canonical, at, anchor)
     yield* sql`
       INSERT INTO schedules (owner_kind, owner_id, spec, anchor_at, next_fire_at, paused, created_at, updated_at)
       VALUES (${owner.kind}, ${owner.id}, ${JSON.stringify(canonical)}::jsonb, ${anchor}, ${next}, ${paused}, ${at}, ${at})
@@ -342,12 +351,32 @@ const makeSchedules = Effect.fnUntraced(function*(options: SchedulerOptions) {
     if (row === undefined) return false
     // Not paused: its next slot stands (moving it could skip a slot that is due).
     if (!row.paused) return true
-    const next = nextSlot(decodeStoredSpec(row.spec), at, row.anchor_at)
+    const next = nextFireAt(decodeStoredSpec(row.spec), at, row.anchor_at)
     yield* sql`
       UPDATE schedules SET paused = false, next_fire_at = ${next}, updated_at = ${at}
       WHERE ${key(owner)} AND paused`.pipe(Effect.orDie)
     yield* wakeLoop
     return true
+  })
+
+  const setNext = Effect.fn("Schedules.setNext")(function*(owner: ScheduleOwner, next: Date) {
+    const at = yield* now
+    const rows = yield* sql`
+      UPDATE schedules SET next_fire_at = ${next}, updated_at = ${at}
+      WHERE ${key(owner)} AND NOT paused RETURNING owner_id`.pipe(Effect.orDie)
+    if (rows.length > 0) yield* wakeLoop
+    return rows.length > 0
+  })
+
+  const enqueue = Effect.fn("Schedules.enqueue")(function*(owner: ScheduleOwner, slot: Date) {
+    const at = yield* now
+    // attempts 0 and retry_at now: the next pass's retry claim takes it (and counts it as attempt 1).
+    const rows = yield* sql`
+      INSERT INTO schedule_firings (owner_kind, owner_id, slot_at, fired_at, attempts, retry_at)
+      VALUES (${owner.kind}, ${owner.id}, ${slot}, ${at}, 0, ${at})
+      ON CONFLICT DO NOTHING RETURNING owner_id`.pipe(Effect.orDie)
+    yield* wakeLoop
+    return rows.length > 0
   })
 
   const remove = Effect.fn("Schedules.remove")(function*(owner: ScheduleOwner) {
@@ -378,6 +407,8 @@ const makeSchedules = Effect.fnUntraced(function*(options: SchedulerOptions) {
 
   return Schedules.of({
     set,
+    setNext,
+    enqueue,
     pause,
     resume,
     remove,

@@ -33,6 +33,7 @@ import { MetricsHandlers } from "./metrics.ts"
 import { WebSearchFlatHandlers, WebSearchHandlers } from "./web-search.ts"
 import { DeepResearchFlatHandlers, DeepResearchHandlers, DeepResearchStandaloneHandlers } from "./deep-research.ts"
 import { DoAnythingArtifactsHandlers, RecordingReplayHandlers } from "./recordings.ts"
+import { SchedulesHandlers } from "./schedules.ts"
 
 /** The middlewares of project endpoints, provided *to* each group's handler layer. */
 const ProjectMiddlewares = Layer.mergeAll(AuthenticationLive, RateLimitLive, IdempotencyLive).pipe(
@@ -66,7 +67,8 @@ const ApiRoutes = HttpApiBuilder.layer(WebAgentApi, { openapiPath: "/openapi.jso
       WorkspacesHandlers,
       WorkspaceUploadHandlers,
       ProfilesHandlers,
-      DoAnythingArtifactsHandlers
+      DoAnythingArtifactsHandlers,
+      SchedulesHandlers
     ).pipe(
       Layer.provide(ProjectMiddlewares)
     )
