@@ -74,10 +74,16 @@ export const m0020_session_schedules = Effect.gen(function*() {
       run_id text,
       created_at timestamptz NOT NULL,
       decided_at timestamptz,
+      source_key text UNIQUE,
       PRIMARY KEY (schedule_id, slot_at)
     )`
   yield* sql`CREATE INDEX session_schedule_firings_run ON session_schedule_firings (run_id) WHERE run_id IS NOT NULL`
   // The run a firing made, so `scheduled_running` is one indexed count per project.
+  // A Track monitor's notification may trigger a schedule (notify_channel kind `schedule`):
+  // `source_key` (tick and type) makes a notification trigger it once.
+  yield* sql`ALTER TABLE webhook_deliveries DROP CONSTRAINT IF EXISTS webhook_deliveries_channel_check`
+  yield* sql`ALTER TABLE webhook_deliveries ADD CONSTRAINT webhook_deliveries_channel_check
+    CHECK (channel IN ('callback_url', 'global_webhook', 'console_inbox', 'schedule'))`
   yield* sql`ALTER TABLE runs ADD COLUMN schedule_id text`
   yield* sql`
     CREATE INDEX runs_scheduled_active ON runs (project_id)

@@ -179,6 +179,51 @@ export const proposeNextRun = (runId: string, proposed: Date) =>
     return rows.length > 0 ? next : undefined
   })
 
+/**
+ * Queues an event firing of a schedule now, with `payload`: the firing (outcome pending) and the
+ * scheduler's record of it (dispatched by the next pass of any node). SQL only, so the Track
+ * notification channel can call it too; run it in a transaction. `sourceKey` (a notification's
+ * tick and type) makes a second call with the same key return the first firing.
+ */
+export const queueTrigger = (projectId: string, scheduleId: string, payload: unknown, sourceKey?: string) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const [row] = yield* sql<{ id: string; paused: boolean | null }>`
+      SELECT ss.id, s.paused FROM session_schedules ss
+      LEFT JOIN schedules s ON s.owner_kind = ${SESSION_SCHEDULE_OWNER} AND s.owner_id = ss.id
+      WHERE ss.id = ${scheduleId} AND ss.project_id = ${projectId}
+      FOR UPDATE OF ss`
+    if (row === undefined) return { _tag: "not_found" as const }
+    if (sourceKey !== undefined) {
+      const [existing] = yield* sql<FiringRow>`SELECT * FROM session_schedule_firings WHERE source_key = ${sourceKey}`
+      if (existing !== undefined) return { _tag: "queued" as const, firing: firingFromRow(existing) }
+    }
+    if (row.paused !== false) return { _tag: "paused" as const }
+    // The slot of an event is its arrival, made unique per schedule (the row lock orders them).
+    const at = new Date(yield* Clock.currentTimeMillis)
+    const [latest] = yield* sql<{ slot_at: Date | null }>`
+      SELECT max(slot_at) AS slot_at FROM session_schedule_firings WHERE schedule_id = ${scheduleId}`
+    const slot = new Date(Math.max(at.getTime(), (latest?.slot_at?.getTime() ?? 0) + 1))
+    const [firing] = yield* sql<FiringRow>`
+      INSERT INTO session_schedule_firings (schedule_id, slot_at, project_id, trigger, payload, outcome, created_at, source_key)
+      VALUES (${scheduleId}, ${slot}, ${projectId}, 'event', ${payload === undefined ? null : JSON.stringify(payload)}::jsonb, 'pending', ${at}, ${sourceKey ?? null})
+      RETURNING *`
+    // attempts 0 and retry_at now: the next pass's retry claim (on any node) dispatches it.
+    yield* sql`
+      INSERT INTO schedule_firings (owner_kind, owner_id, slot_at, fired_at, attempts, retry_at)
+      VALUES (${SESSION_SCHEDULE_OWNER}, ${scheduleId}, ${slot}, ${at}, 0, ${at})
+      ON CONFLICT DO NOTHING`
+    return { _tag: "queued" as const, firing: firingFromRow(firing!) }
+  })
+
+/** Whether the project has that schedule (a notify_channel of kind schedule names one). */
+export const scheduleExists = (projectId: string, scheduleId: string) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const rows = yield* sql`SELECT 1 FROM session_schedules WHERE id = ${scheduleId} AND project_id = ${projectId}`
+    return rows.length > 0
+  }).pipe(Effect.orDie)
+
 export class SessionSchedules extends Context.Service<SessionSchedules, {
   /**
    * Gives a session its schedule (replacing one it has), made from `request` (the run request
@@ -419,24 +464,15 @@ export class SessionSchedules extends Context.Service<SessionSchedules, {
           return rows.map(firingFromRow)
         }),
         trigger: Effect.fn("SessionSchedules.trigger")(function*(projectId: string, scheduleId: string, payload: unknown) {
-          return yield* sql.withTransaction(Effect.gen(function*() {
-            const [row] = yield* sql<{ id: string }>`
-              SELECT id FROM session_schedules WHERE id = ${scheduleId} AND project_id = ${projectId} FOR UPDATE`.pipe(Effect.orDie)
-            if (row === undefined) return yield* new ScheduleNotFound({ scheduleId })
-            const state = yield* schedules.get(owner(scheduleId))
-            if (state === undefined || state.paused) return yield* new SchedulePaused({ scheduleId })
-            // The slot of an event is its arrival, made unique per schedule (the row lock orders them).
-            const at = yield* now
-            const [latest] = yield* sql<{ slot_at: Date | null }>`
-              SELECT max(slot_at) AS slot_at FROM session_schedule_firings WHERE schedule_id = ${scheduleId}`.pipe(Effect.orDie)
-            const slot = new Date(Math.max(at.getTime(), (latest?.slot_at?.getTime() ?? 0) + 1))
-            const [firing] = yield* sql<FiringRow>`
-              INSERT INTO session_schedule_firings (schedule_id, slot_at, project_id, trigger, payload, outcome, created_at)
-              VALUES (${scheduleId}, ${slot}, ${projectId}, 'event', ${payload === undefined ? null : JSON.stringify(payload)}::jsonb, 'pending', ${at})
-              RETURNING *`.pipe(Effect.orDie)
-            yield* schedules.enqueue(owner(scheduleId), slot)
-            return firingFromRow(firing!)
-          })).pipe(Effect.catchTag("SqlError", Effect.die))
+          const queued = yield* sql.withTransaction(queueTrigger(projectId, scheduleId, payload)).pipe(
+            Effect.provideService(SqlClient.SqlClient, sql),
+            Effect.catchTag("SqlError", Effect.die)
+          )
+          if (queued._tag === "not_found") return yield* new ScheduleNotFound({ scheduleId })
+          if (queued._tag === "paused") return yield* new SchedulePaused({ scheduleId })
+          // Recorded already; this only wakes this process's scheduler loop for it.
+          yield* schedules.enqueue(owner(scheduleId), queued.firing.slot_at)
+          return queued.firing
         }),
         fire
       })

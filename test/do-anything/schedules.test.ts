@@ -6,6 +6,8 @@
  * firings are skipped (and recorded) while the previous run is active or the scheduled cap is
  * reached.
  */
+import { createServer } from "node:http"
+import type { AddressInfo } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type ChatRequest, promptText, type ScriptedModel, startScriptedModel } from "../fixtures/model/scripted-model.ts"
 import { type Service, scriptedAgentEnv, startService, stopAndClean } from "../support/service.ts"
@@ -243,6 +245,51 @@ describe("a session's schedule", () => {
       return latest?.outcome === "run_created" ? true : undefined
     })
     await eventually("B's run ends", () => allEnded(b.sid))
+  }, 60_000)
+
+  it("a Track monitor's notification triggers an event schedule (notify_channel kind schedule), once per change", async () => {
+    let text = "In stock."
+    const page = createServer((_request, response) => {
+      response.writeHead(200, { "content-type": "text/html; charset=utf-8" })
+      response.end(`<!doctype html><html><body><main><h1>Widget</h1><p>${text}</p></main></body></html>`)
+    })
+    await new Promise<void>((resolve) => page.listen(0, "127.0.0.1", resolve))
+    const pageUrl = `http://127.0.0.1:${(page.address() as AddressInfo).port}/widget`
+    try {
+      const { sid, schedule } = await createScheduled("React to the stock change", { kind: "event", event: "stock.changed" })
+      await eventually("the first run ends", () => allEnded(sid))
+      const monitors = `/v1/projects/${service.projectId}/track/monitors`
+      const unknown = await service.request("POST", monitors, {
+        body: { intent: "Tell me when the widget sells out", notify_channel: { kind: "schedule", schedule_id: "sched_nope" }, schedule: { kind: "interval", interval_seconds: 1 }, target_urls: [pageUrl] }
+      })
+      expect(unknown.status, unknown.text).toBe(422)
+      expect(unknown.json.extra.errors[0].loc).toEqual(["body", "notify_channel", "schedule_id"])
+      const created = await service.request("POST", monitors, {
+        body: { intent: "Tell me when the widget sells out", notify_channel: { kind: "schedule", schedule_id: schedule.id }, schedule: { kind: "interval", interval_seconds: 1 }, target_urls: [pageUrl] }
+      })
+      expect(created.status, created.text).toBe(201)
+      expect(created.json.notify_channel).toMatchObject({ kind: "schedule", schedule_id: schedule.id })
+      await eventually("the baseline tick", async () => {
+        const ticks = await service.request("GET", `${monitors}/${created.json.id}/runs`)
+        return ticks.json.items?.some((tick: any) => tick.status === "done") ? true : undefined
+      })
+      text = "Sold out."
+      const firing = await eventually("the notification made a run", async () => {
+        const [latest] = await firingsOf(schedule.id)
+        return latest?.outcome === "run_created" ? latest : undefined
+      }, { timeoutMs: 30_000 })
+      expect(firing).toMatchObject({ trigger: "event", payload: { monitor_id: created.json.id } })
+      const run = (await runsOf(sid)).find((r) => r.id === firing.run_id)!
+      expect(run.instructions).toContain("React to the stock change")
+      expect(run.instructions).toContain(created.json.id)
+      await service.request("PATCH", `${monitors}/${created.json.id}`, { body: { action: "cancel" } })
+      await eventually("the run ends", () => allEnded(sid))
+      // One change, one firing.
+      expect((await firingsOf(schedule.id)).filter((f) => f.trigger === "event")).toHaveLength(1)
+      await service.request("DELETE", `${schedules()}/${schedule.id}`)
+    } finally {
+      await new Promise((resolve) => page.close(resolve))
+    }
   }, 60_000)
 
   it("closing the session deletes its schedule", async () => {
