@@ -150,7 +150,9 @@ export class Sessions extends Context.Service<Sessions, {
         })
 
       /** The stored run of a request, with the defaults and limits of the configuration. */
-      const toNewRun = (request: DoAnythingRequest, parentRunId: RunId | null = null): NewRun => ({
+      // A run is stored without `schedule`: the schedule lives in session_schedules, and a run made
+      // from a stored request (continue) must not set it again.
+      const toNewRun = ({ schedule: _schedule, ...request }: DoAnythingRequest, parentRunId: RunId | null = null): NewRun => ({
         instructions: request.instructions ?? null,
         request: { keep_alive: true, agentmail: true, skills: [], allowed_actions: [], ...request },
         maxSteps: config.maxSteps,
