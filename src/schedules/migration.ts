@@ -78,6 +78,8 @@ export const m0020_session_schedules = Effect.gen(function*() {
       PRIMARY KEY (schedule_id, slot_at)
     )`
   yield* sql`CREATE INDEX session_schedule_firings_run ON session_schedule_firings (run_id) WHERE run_id IS NOT NULL`
+  // Decided firings older than the retention are pruned; rows come in created_at order.
+  yield* sql`CREATE INDEX session_schedule_firings_created ON session_schedule_firings USING brin (created_at)`
   // The run a firing made, so `scheduled_running` is one indexed count per project.
   // A Track monitor's notification may trigger a schedule (notify_channel kind `schedule`):
   // `source_key` (tick and type) makes a notification trigger it once.

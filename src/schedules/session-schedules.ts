@@ -35,6 +35,9 @@ import { clampProposal, type SessionScheduleSpec, StoredSchedule, storedSchedule
 export const SESSION_SCHEDULE_OWNER = "session_schedule"
 const owner = (id: string) => ({ kind: SESSION_SCHEDULE_OWNER, id })
 
+/** How long the firing history (GET .../schedules/{id}/firings) is kept. */
+export const FIRING_RETENTION_DAYS = 30
+
 /** The largest event payload accepted, as JSON text (it is added to the run's instructions). */
 export const MAX_TRIGGER_PAYLOAD_BYTES = 16 * 1024
 
@@ -417,6 +420,19 @@ export class SessionSchedules extends Context.Service<SessionSchedules, {
         }).pipe(Effect.withSpan("SessionSchedules.fire", { attributes: { "schedule.id": scheduleId, "schedule.slot": slot.toISOString() } }))
 
       yield* schedules.register(SESSION_SCHEDULE_OWNER, fire)
+
+      // The firing history is kept FIRING_RETENTION_DAYS, pruned a bounded batch at a time.
+      yield* Effect.gen(function*() {
+        while (true) {
+          yield* Effect.sleep("10 minutes")
+          yield* sql`
+            DELETE FROM session_schedule_firings WHERE ctid IN (
+              SELECT ctid FROM session_schedule_firings
+              WHERE created_at < now() - make_interval(days => ${FIRING_RETENTION_DAYS}) AND outcome <> 'pending'
+              LIMIT 10000
+            )`.pipe(Effect.catchCause((cause) => Effect.logWarning("pruning schedule firings failed", cause)))
+        }
+      }).pipe(Effect.forkScoped)
 
       return SessionSchedules.of({
         attach,

@@ -62,8 +62,8 @@ afterAll(async () => {
 const sessions = () => `/v1/projects/${service.projectId}/do_anything/sessions`
 const schedules = () => `/v1/projects/${service.projectId}/schedules`
 
-const createScheduled = async (instructions: string, schedule: Record<string, unknown>) => {
-  const created = await service.request("POST", sessions(), { body: { instructions, schedule } })
+const createScheduled = async (instructions: string, schedule: Record<string, unknown>, extra: Record<string, unknown> = {}) => {
+  const created = await service.request("POST", sessions(), { body: { instructions, schedule, ...extra } })
   expect(created.status, created.text).toBe(201)
   const listed = await service.request("GET", `${schedules()}?session_id=${created.json.id}`)
   expect(listed.status, listed.text).toBe(200)
@@ -100,8 +100,9 @@ describe("a session's schedule", () => {
     expect((await service.request("GET", `${sessions()}?limit=100`)).json.items.length).toBe(before)
   })
 
-  it("an interval schedule adds runs with the session's instructions; pause, resume and delete; the firings list them", async () => {
-    const { sid, firstRun, schedule } = await createScheduled("Check the price of widget A", { kind: "interval", interval_seconds: 1 })
+  it("an interval schedule adds runs with the session's instructions (reopening a keep_alive: false session); pause, resume and delete; the firings list them", async () => {
+    // keep_alive false: every run closes the session; each firing opens it again for its run.
+    const { sid, firstRun, schedule } = await createScheduled("Check the price of widget A", { kind: "interval", interval_seconds: 1 }, { keep_alive: false })
     expect(schedule).toMatchObject({ kind: "interval", schedule: { kind: "interval", interval_seconds: 1 }, paused: false, session_id: sid, source_run_id: firstRun })
     expect(schedule.next_fire_at).not.toBeNull()
     // The first run runs at once; the schedule adds more, each with the same instructions.
