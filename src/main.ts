@@ -40,6 +40,7 @@ import { Callbacks } from "./webhooks/callbacks.ts"
 import { RunNotifier } from "./webhooks/run-notifier.ts"
 import { NotificationChannelsLive } from "./webhooks/notification-channels.ts"
 import { SchedulesLive } from "./schedules/schedules.ts"
+import { SessionSchedules } from "./schedules/session-schedules.ts"
 import { TrackLive } from "./track/track-live.ts"
 import { Profiles } from "./profiles/profiles.ts"
 import { ProfileEntityLive } from "./entities/profile.ts"
@@ -79,6 +80,7 @@ const logLayer = (level: "Info" | "Warn") =>
 /** Services of the products, over the database and the cluster. */
 const ProductServices = Profiles.layer.pipe(
   Layer.provideMerge(Layer.mergeAll(Sessions.layer, Research.layer, Search.layer, TrackLive)),
+  Layer.provideMerge(SessionSchedules.layer),
   Layer.provideMerge(Layer.mergeAll(SessionEntityLive, ResearchEntityLive, WebSearchEntityLive, StartupRecoveryLive, ProfileEntityLive)),
   Layer.provideMerge(RunNotifier.layer(callbackView)),
   Layer.provideMerge(TakeControl.layer),

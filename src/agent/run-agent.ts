@@ -20,11 +20,12 @@ import { AgentToolkitHandlers, observeForModel, RunContext, toolkitFor } from ".
 import { FileToolContext, FileToolkitHandlers, fileToolNames, watchDownloads, workspacePrompt } from "./file-tools.ts"
 import { WorkspaceStore } from "../workspaces/workspace-store.ts"
 import { budgetExceededDetail, type Exhausted } from "../billing/ledger.ts"
+import { autonomousBoundsOfRun, proposeNextRun } from "../schedules/session-schedules.ts"
 
 /** The DoAnything fields of a run's request (a run of another product has none). */
 const requestOf = (run: Run): Partial<DoAnythingRequest> => run.request._tag === "DoAnything" ? run.request : {}
 
-const systemPrompt = (run: Run) => {
+const systemPrompt = (run: Run, autonomous?: { readonly min_interval_seconds: number; readonly max_interval_seconds: number }) => {
   const request = requestOf(run)
   return [
     "You are a web agent operating a real Chromium browser to carry out the user's task.",
@@ -36,7 +37,11 @@ const systemPrompt = (run: Run) => {
     request.output_schema
       ? `The output passed to done must be JSON matching this JSON schema:\n${JSON.stringify(request.output_schema)}`
       : "",
-    request.skills && request.skills.length > 0 ? `Skills the user enabled: ${request.skills.join(", ")}.` : ""
+    request.skills && request.skills.length > 0 ? `Skills the user enabled: ${request.skills.join(", ")}.` : "",
+    autonomous === undefined ? "" :
+      `This task runs on a schedule you decide: when you call done, you may pass next_run_at (an ISO 8601 date-time) for its next run, ` +
+      `between ${autonomous.min_interval_seconds} and ${autonomous.max_interval_seconds} seconds from now (it is clamped to that range). ` +
+      `The current time is ${new Date().toISOString()}.`
   ].filter((line) => line !== "").join("\n")
 }
 
@@ -91,6 +96,9 @@ export const runAgent = Effect.fn("runAgent")(function*(
   const request = requestOf(run)
   const validate = request.output_schema ? ajv.compile(request.output_schema) : undefined
   const finalOutput = yield* Ref.make<Option.Option<unknown>>(Option.none())
+  // A run of an autonomous schedule may propose its next run with done's next_run_at.
+  const autonomous = yield* autonomousBoundsOfRun(runId)
+  const proposedNext = yield* Ref.make<Date | undefined>(undefined)
 
   const ctx = RunContext.of({
     runId,
@@ -116,10 +124,17 @@ export const runAgent = Effect.fn("runAgent")(function*(
           yield* Queue.take(wakeups).pipe(Effect.timeoutOption("2 seconds"))
         }
       })),
-    finish: (output) =>
+    finish: (output, nextRunAt) =>
       Effect.gen(function*() {
         if (validate !== undefined && !validate(output)) {
           return `the output does not match output_schema: ${ajv.errorsText(validate.errors)}. Fix it and call done again.`
+        }
+        if (autonomous !== undefined && nextRunAt !== undefined) {
+          const at = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/.test(nextRunAt) ? new Date(nextRunAt) : undefined
+          if (at === undefined || Number.isNaN(at.getTime())) {
+            return `next_run_at must be an ISO 8601 date-time with Z or an offset, such as 2030-01-01T08:00:00Z; got ${JSON.stringify(nextRunAt)}. Call done again.`
+          }
+          yield* Ref.set(proposedNext, at)
         }
         yield* Ref.set(finalOutput, Option.some(output))
         return undefined
@@ -158,13 +173,14 @@ export const runAgent = Effect.fn("runAgent")(function*(
   const toolkit = toolkitFor(
     request.allowed_actions ?? [],
     request.output_schema as Record<string, unknown> | null | undefined,
-    workspaceId === null ? fileToolNames : []
+    workspaceId === null ? fileToolNames : [],
+    autonomous !== undefined
   )
   const handlers = Layer.merge(AgentToolkitHandlers.pipe(Layer.provide(Layer.succeed(RunContext, ctx))), fileHandlers)
   let history = resume?.checkpoint !== undefined
     ? decodePrompt(resume.checkpoint.history)
     : Prompt.make([
-      { role: "system", content: workspaceId === null ? systemPrompt(run) : `${systemPrompt(run)}\n${workspacePrompt}` },
+      { role: "system", content: workspaceId === null ? systemPrompt(run, autonomous) : `${systemPrompt(run, autonomous)}\n${workspacePrompt}` },
       { role: "user", content: `Task:\n${run.instructions ?? "(continue the previous task)"}` }
     ])
 
@@ -252,6 +268,14 @@ export const runAgent = Effect.fn("runAgent")(function*(
       const output = yield* Ref.get(finalOutput)
       if (Option.isSome(output)) {
         yield* settleDownloads // a file the page is still downloading belongs to this run's result
+        const proposed = yield* Ref.get(proposedNext)
+        if (proposed !== undefined) {
+          // Applied before the run ends: a resumed run calls done again and proposes again.
+          const next = yield* proposeNextRun(runId, proposed)
+          if (next !== undefined) {
+            yield* store.appendEvent(runId, "run.next_run_scheduled", { run_id: runId, proposed_at: proposed.toISOString(), next_run_at: next.toISOString() }, executor)
+          }
+        }
         yield* store.transition(runId, "done", { output: output.value, terminalReason: "done", executor }).pipe(Effect.ignore)
         return
       }

@@ -63,9 +63,26 @@ export const AskHuman = tool("ask_human", "Ask the user a question and wait for 
 })
 const doneDescription = "Finish the task with its final output (matching the output schema when one is given)."
 
+/**
+ * `next_run_at` of `done`, offered only to a run of an autonomous schedule
+ * (src/schedules/session-schedules.ts): when the session should run again, clamped by the server to
+ * the schedule's bounds.
+ */
+const nextRunAt = {
+  next_run_at: Schema.optional(Schema.String.annotate({
+    description: "ISO 8601 date-time (with Z or an offset) of the next run of this scheduled task; the server clamps it to the schedule's bounds"
+  }))
+}
+
 // Schema.Any rather than Unknown: Unknown drops its annotations from the JSON schema the model sees.
-export const Done = tool("done", doneDescription, {
+const plainDone = tool("done", doneDescription, {
   output: Schema.Any.annotate({ description: "the final result of the task" })
+})
+
+/** `done` as the handlers see it: `next_run_at` is only offered to an autonomous schedule's runs (toolkitFor). */
+export const Done = tool("done", doneDescription, {
+  output: Schema.Any.annotate({ description: "the final result of the task" }),
+  ...nextRunAt
 })
 
 /**
@@ -74,11 +91,12 @@ export const Done = tool("done", doneDescription, {
  * the first time. The value is still validated when the run finishes (with a repair loop), so the
  * parameter itself accepts anything.
  */
-const doneWithOutputSchema = (outputSchema: Record<string, unknown>) =>
+const doneWithOutputSchema = (outputSchema: Record<string, unknown>, autonomous: boolean) =>
   tool("done", doneDescription, {
     output: Schema.Any.check(Schema.makeFilter(() => true, { toJsonSchema: () => [outputSchema, true] })).annotate({
       description: "the final result of the task, matching the output schema"
-    })
+    }),
+    ...(autonomous ? nextRunAt : {})
   })
 
 const browserTools = [
@@ -104,7 +122,7 @@ export class RunContext extends Context.Service<RunContext, {
   /** Raises an input request and waits for the answer. */
   readonly askHuman: (prompt: string, schema: unknown) => Effect.Effect<unknown>
   /** Validates and records the final output; a string explains why it was refused. */
-  readonly finish: (output: unknown) => Effect.Effect<string | undefined>
+  readonly finish: (output: unknown, nextRunAt?: string) => Effect.Effect<string | undefined>
   readonly allowPrivateNetworks: boolean
 }>()("wa/agent/RunContext") {}
 
@@ -227,7 +245,7 @@ export const AgentToolkitHandlers = AgentToolkit.toLayer(Effect.gen(function*() 
   done: (params) =>
     instrumented_("done", params, Effect.gen(function*() {
       const ctx = yield* RunContext
-      const refused = yield* ctx.finish(params.output)
+      const refused = yield* ctx.finish(params.output, params.next_run_at)
       if (refused !== undefined) return yield* new ToolRefused({ code: "InvalidOutput", message: refused })
       return { accepted: true }
     }))
@@ -245,12 +263,16 @@ export const toolkitFor = (
   allowedActions: ReadonlyArray<string>,
   outputSchema?: Record<string, unknown> | null,
   /** Tools the run cannot have whatever the list says (the file tools without a workspace). */
-  unavailable: ReadonlyArray<string> = []
+  unavailable: ReadonlyArray<string> = [],
+  /** The run belongs to an autonomous schedule: `done` offers `next_run_at`. */
+  autonomous = false
 ) => {
   const offered = allTools.filter((t) => !unavailable.includes(t.name))
   const allowed = allowedActions.length === 0 ? offered : offered.filter((t) => allowedActions.includes(t.name) || t.name === "done")
   // A schema with $ref points into its own root, which would not resolve once nested under
   // `output`; such a run keeps the plain `done` (the prompt still carries the schema).
-  const done = outputSchema && !JSON.stringify(outputSchema).includes("\"$ref\"") ? doneWithOutputSchema(outputSchema) : Done
-  return Toolkit.make(...allowed.map((t) => t.name === "done" ? done : t))
+  const done = outputSchema && !JSON.stringify(outputSchema).includes("\"$ref\"") ? doneWithOutputSchema(outputSchema, autonomous) : autonomous ? Done : plainDone
+  // One handler serves every shape of `done` (next_run_at is optional), so they share Done's type.
+  const doneTool = done as unknown as typeof Done
+  return Toolkit.make(...allowed.map((t) => t.name === "done" ? doneTool : t))
 }

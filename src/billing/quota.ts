@@ -6,7 +6,8 @@
  */
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
-import type { SqlError } from "effect/sql/SqlError"
+import { AppConfig } from "../config/config.ts"
+import { scheduledCapOf, scheduledRunning } from "../schedules/session-schedules.ts"
 import { type Balance, capMicrosOf, Ledger } from "./ledger.ts"
 import { type Plan, Plans } from "./plans.ts"
 
@@ -38,19 +39,6 @@ export interface QuotaStatus {
 export const quotaUsedPercent = (status: Pick<QuotaStatus, "spentMicros" | "quotaMicros">): number | null =>
   status.quotaMicros === null ? null : status.quotaMicros === 0 ? (status.spentMicros > 0 ? 100 : 0) : Math.floor((status.spentMicros * 100) / status.quotaMicros)
 
-/**
- * Scheduled runs of the project active now. WIRE AT MERGE: the DoAnything schedules slice
- * (branch `dosched`) records the firing schedule on the run (runs.schedule_id) and exports
- * `scheduledRunning(projectId)` from src/schedules/session-schedules.ts; this body should become
- * that count. Until then it counts non-terminal runs of sessions owned by a schedule of
- * owner_kind 'session' (0 on this branch: nothing creates those).
- */
-export const scheduledRunning = (sql: SqlClient.SqlClient, projectId: string): Effect.Effect<number, SqlError> =>
-  sql<{ n: number }>`
-    SELECT count(*)::int AS n FROM runs r
-    JOIN schedules s ON s.owner_kind = 'session' AND s.owner_id = r.session_id
-    WHERE r.project_id = ${projectId} AND r.status NOT IN ('done', 'failed', 'canceled')`.pipe(Effect.map((rows) => rows[0]?.n ?? 0))
-
 export class Quota extends Context.Service<Quota, {
   readonly status: (projectId: string) => Effect.Effect<QuotaStatus>
 }>()("wa/billing/Quota") {
@@ -60,6 +48,7 @@ export class Quota extends Context.Service<Quota, {
       const sql = yield* SqlClient.SqlClient
       const ledger = yield* Ledger
       const plans = yield* Plans
+      const config = yield* AppConfig
       return Quota.of({
         status: Effect.fn("Quota.status")(function*(projectId: string) {
           const { plan, subscriptionStatus } = yield* plans.subscription(projectId)
@@ -80,8 +69,8 @@ export class Quota extends Context.Service<Quota, {
             spentMicros: account.totalMicros,
             // The enforced cap (the project's own, else its plan's quota): capMicrosOf.
             quotaMicros: yield* capMicrosOf(sql, projectId).pipe(Effect.orDie),
-            scheduledCap: plan.scheduledCap,
-            scheduledRunning: yield* scheduledRunning(sql, projectId).pipe(Effect.orDie),
+            scheduledCap: yield* scheduledCapOf(projectId).pipe(Effect.provideService(AppConfig, config), Effect.provideService(Plans, plans)),
+            scheduledRunning: yield* scheduledRunning(projectId).pipe(Effect.provideService(SqlClient.SqlClient, sql)),
             concurrency: keys.map((k) => ({ keyId: k.id, keyName: k.name, running: k.running, cap }))
           }
         })

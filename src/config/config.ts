@@ -78,6 +78,11 @@ export const AppConfigSchema = Config.all({
   scheduleMinIntervalSeconds: Config.Int("WA_SCHEDULE_MIN_INTERVAL_SECONDS").pipe(Config.withDefault(60)),
   /** How often each process's scheduler looks for due schedules when nothing is due sooner. */
   schedulerPollMs: Config.Int("WA_SCHEDULER_POLL_MS").pipe(Config.withDefault(500)),
+  /**
+   * WA_SCHEDULED_CAP when set: overrides every plan's scheduled-run cap (`scheduled_running` <= it).
+   * Read only through scheduledCapOf in src/schedules/session-schedules.ts.
+   */
+  scheduledCapOverride: Config.option(Config.Int("WA_SCHEDULED_CAP")),
   /** Consecutive failed ticks after which an active monitor becomes `failing`. */
   trackMaxConsecutiveFailures: Config.Int("WA_TRACK_MAX_CONSECUTIVE_FAILURES").pipe(Config.withDefault(5)),
   /** How long a WebSearch POST with wait=true blocks before answering 202 (spec: 30 s). */
@@ -169,6 +174,7 @@ export const loadAppConfig = (env?: Record<string, string | undefined>) =>
     if (parsed.rateLimitRequests < 1) return yield* Effect.die(new InvalidConfig("invalid configuration: WA_RATE_LIMIT_REQUESTS must be at least 1"))
     if (parsed.rateLimitWindowSeconds < 1) return yield* Effect.die(new InvalidConfig("invalid configuration: WA_RATE_LIMIT_WINDOW_SECONDS must be at least 1"))
     if (parsed.maxConcurrentSessions < 1) return yield* Effect.die(new InvalidConfig("invalid configuration: WA_MAX_CONCURRENT_SESSIONS must be at least 1"))
+    if (Option.getOrElse(parsed.scheduledCapOverride, () => 1) < 1) return yield* Effect.die(new InvalidConfig("invalid configuration: WA_SCHEDULED_CAP must be at least 1"))
     for (const [name, value] of [
       ["WA_MAX_STEPS", parsed.maxSteps], ["WA_RUN_MINUTE_MS", parsed.runMinuteMs], ["WA_SESSION_IDLE_SECONDS", parsed.sessionIdleSeconds],
       ["WA_WEBHOOK_RETRY_BASE_MS", parsed.webhookRetryBaseMs], ["WA_WEB_SEARCH_WAIT_SECONDS", parsed.webSearchWaitSeconds],

@@ -174,6 +174,8 @@ export type DomainError =
   | ProfileNotFound
   | ProfileInUse
   | LoginNotStarted
+  | ScheduleNotFound
+  | SchedulePaused
 
 /** Outline edits name sections the outline does not have. */
 export class UnknownSections extends Schema.TaggedError<UnknownSections>()("UnknownSections", {
@@ -223,4 +225,14 @@ export class ProfileInUse extends Schema.TaggedError<ProfileInUse>()("ProfileInU
 export class LoginNotStarted extends Schema.TaggedError<LoginNotStarted>()("LoginNotStarted", {
   profileId: Schema.String,
   siteId: Schema.String
+}) {}
+
+/** No DoAnything schedule with that id in the project (or it was deleted). */
+export class ScheduleNotFound extends Schema.TaggedError<ScheduleNotFound>()("ScheduleNotFound", {
+  scheduleId: Schema.String
+}) {}
+
+/** A paused schedule is not triggered (resume it first). */
+export class SchedulePaused extends Schema.TaggedError<SchedulePaused>()("SchedulePaused", {
+  scheduleId: Schema.String
 }) {}

@@ -47,17 +47,28 @@ export const TargetUrl = MaxString(2083).check(Schema.makeFilter((url: string) =
   }
 }, { expected: "an absolute http or https URL" })).annotate({ format: "uri" })
 
-export const NotifyChannelKind = Schema.Literals(["callback_url", "global_webhook", "console_inbox"])
+export const NotifyChannelKind = Schema.Literals(["callback_url", "global_webhook", "console_inbox", "schedule"])
 export type NotifyChannelKind = typeof NotifyChannelKind.Type
 
-/** Exactly one of `url` / `webhook_id`, the one its kind names (neither for `console_inbox`). */
+/**
+ * Exactly one of `url` / `webhook_id` / `schedule_id`, the one its kind names (none for
+ * `console_inbox`). `schedule`: each notification triggers a DoAnything schedule of the project
+ * (src/schedules/session-schedules.ts), its payload the notification.
+ */
 export const NotifyChannelSpec = Schema.Struct({
   kind: NotifyChannelKind,
   url: OptionalNullable(TargetUrl),
-  webhook_id: OptionalNullable(MaxString(64))
+  webhook_id: OptionalNullable(MaxString(64)),
+  schedule_id: OptionalNullable(MaxString(64))
 }).check(Schema.makeFilter((channel) => {
   const hasUrl = channel.url != null
   const hasWebhook = channel.webhook_id != null
+  if (channel.kind === "schedule") {
+    if (channel.schedule_id == null) return { path: ["schedule_id"], issue: "schedule_id is required when kind is schedule" }
+    if (hasUrl || hasWebhook) return { path: [hasUrl ? "url" : "webhook_id"], issue: "kind schedule takes schedule_id only" }
+    return true
+  }
+  if (channel.schedule_id != null) return { path: ["schedule_id"], issue: "schedule_id is only for kind schedule" }
   if (channel.kind === "callback_url") {
     if (!hasUrl) return { path: ["url"], issue: "url is required when kind is callback_url" }
     if (hasWebhook) return { path: ["webhook_id"], issue: "webhook_id is only for kind global_webhook" }
@@ -76,6 +87,8 @@ export interface NotifyChannel {
   readonly kind: NotifyChannelKind
   readonly url: string | null
   readonly webhook_id: string | null
+  /** Kind `schedule` only. */
+  readonly schedule_id?: string | null
 }
 
 export const CreateMonitorRequest = Schema.Struct({
@@ -146,7 +159,7 @@ export class Monitor extends Schema.Class<Monitor>("wa/domain/Monitor")({
   status: MonitorStatus,
   status_reason: Nullable(Schema.String),
   intent_text: Schema.String,
-  notify_channel: Schema.Struct({ kind: NotifyChannelKind, url: Nullable(Schema.String), webhook_id: Nullable(Schema.String) }),
+  notify_channel: Schema.Struct({ kind: NotifyChannelKind, url: Nullable(Schema.String), webhook_id: Nullable(Schema.String), schedule_id: Schema.optionalKey(Nullable(Schema.String)) }),
   notify_secret: Schema.String,
   schedule: Nullable(CanonicalSchedule),
   target_urls: Nullable(Schema.Array(Schema.String)),

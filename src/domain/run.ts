@@ -51,15 +51,10 @@ export const doAnythingFields = {
     quality: Schema.optional(MaxString(32)),
     capture_during_take_control: Schema.optional(Schema.Boolean)
   })),
-  // Stored with the run; running runs on a schedule is the schedules issue's work.
-  schedule: OptionalNullable(Schema.Struct({
-    kind: Schema.Literals(["cron", "interval", "event", "autonomous"]),
-    expr: Schema.optional(MaxString(200)),
-    cron: Schema.optional(MaxString(200)),
-    interval_seconds: Schema.optional(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 31_536_000 }))),
-    tz: Schema.optional(MaxString(64)),
-    event: Schema.optional(MaxString(200))
-  })),
+  // The wire checks it strictly (CreateRunRequest: src/schedules/spec.ts SessionScheduleField); the
+  // schedule itself lives in session_schedules (src/schedules/session-schedules.ts), and runs are
+  // stored without it, so rows written before it was checked still decode.
+  schedule: OptionalNullable(JsonObject),
   model: OptionalNullable(MaxString(100))
 }
 

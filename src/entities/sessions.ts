@@ -14,7 +14,8 @@ import { Plans } from "../billing/plans.ts"
 import {
   type BudgetExceeded,
   type ControlNotAvailable,
-  type InsufficientCredits,
+  InsufficientCredits,
+  InvalidField,
   MissingFields,
   RunEnded,
   RunNotExpired,
@@ -29,6 +30,8 @@ import { RunNotifier } from "../webhooks/run-notifier.ts"
 import { WorkspaceStore } from "../workspaces/workspace-store.ts"
 import { type IssuedUrl, TakeControl } from "../control/take-control.ts"
 import { cancelRun } from "./cancel.ts"
+import { SessionSchedules } from "../schedules/session-schedules.ts"
+import { decodeSessionSchedule, validateSessionSchedule } from "../schedules/spec.ts"
 import { SessionEntity } from "./session.ts"
 
 /**
@@ -57,7 +60,7 @@ export class Sessions extends Context.Service<Sessions, {
     readonly beforeExecute?: (created: { readonly session: Session; readonly run: Run }) => Effect.Effect<void>
   }) => Effect.Effect<
     { readonly session: Session; readonly run: Run },
-    UnknownNames | MissingFields | InsufficientCredits | BudgetExceeded | import("../domain/errors.ts").SessionCapReached | import("../domain/errors.ts").WorkspaceNotFound | import("../domain/errors.ts").ProfileNotFound | import("../domain/errors.ts").ProfileInUse
+    UnknownNames | MissingFields | InvalidField | InsufficientCredits | BudgetExceeded | import("../domain/errors.ts").SessionCapReached | import("../domain/errors.ts").WorkspaceNotFound | import("../domain/errors.ts").ProfileNotFound | import("../domain/errors.ts").ProfileInUse
   >
   /** A lookup: any id is accepted, one that names no session of the project is SessionNotFound. */
   readonly find: (projectId: string, sessionId: string) => Effect.Effect<SessionWithRuns, SessionNotFound>
@@ -68,13 +71,13 @@ export class Sessions extends Context.Service<Sessions, {
    */
   readonly addRun: (projectId: string, sessionId: SessionId, request: DoAnythingRequest, options?: { readonly observeWithoutInstructions?: boolean }) => Effect.Effect<
     Run,
-    UnknownNames | MissingFields | InsufficientCredits | BudgetExceeded | SessionNotFound | import("../domain/errors.ts").SessionClosed | import("../domain/errors.ts").PreviousRunActive
+    UnknownNames | MissingFields | InvalidField | InsufficientCredits | BudgetExceeded | SessionNotFound | import("../domain/errors.ts").SessionClosed | import("../domain/errors.ts").PreviousRunActive
   >
   readonly findRun: (projectId: string, runId: RunId, sessionId?: SessionId) => Effect.Effect<Run, import("../domain/errors.ts").RunNotFound>
   /** A run that ran out of steps, continued by a new run with `content` added to its instructions. */
   readonly continueRun: (run: Run, content: string) => Effect.Effect<
     Run,
-    RunNotExpired | SessionNotFound | UnknownNames | MissingFields | InsufficientCredits | BudgetExceeded | import("../domain/errors.ts").SessionClosed | import("../domain/errors.ts").PreviousRunActive
+    RunNotExpired | SessionNotFound | UnknownNames | MissingFields | InvalidField | InsufficientCredits | BudgetExceeded | import("../domain/errors.ts").SessionClosed | import("../domain/errors.ts").PreviousRunActive
   >
   readonly message: (run: Run, content: string) => Effect.Effect<void, RunEnded>
   readonly answer: (run: Run, inputRequestId: string, response: unknown) => Effect.Effect<
@@ -107,6 +110,7 @@ export class Sessions extends Context.Service<Sessions, {
       const control = yield* TakeControl
       const budget = yield* Budget
       const plans = yield* Plans
+      const sessionSchedules = yield* SessionSchedules
       const reread = (run: Run) => store.getRun(run.id).pipe(Effect.map((found) => found ?? run))
       const models: ReadonlyArray<string> = Option.match(model, { onNone: () => [], onSome: (m) => [m.name] })
 
@@ -124,10 +128,34 @@ export class Sessions extends Context.Service<Sessions, {
           return yield* new UnknownNames({ field: "model", what: "model", unknown: [request.model], allowed: [...models] })
         }
         if (!hasInstructions(request)) return yield* new MissingFields({ fields: ["instructions"] })
+        yield* scheduleOf(request)
       })
 
+      /** The request's schedule, decoded strictly and checked against the operator's minimum interval. */
+      const scheduleOf = Effect.fn("Sessions.scheduleOf")(function*(request: DoAnythingRequest) {
+        if (request.schedule === undefined || request.schedule === null) return undefined
+        const decoded = decodeSessionSchedule(request.schedule)
+        if (decoded._tag === "Failure") {
+          return yield* new InvalidField({ field: ["schedule"], detail: `schedule: ${decoded.failure.message}`, msg: decoded.failure.message, type: "value_error" })
+        }
+        const problem = validateSessionSchedule(decoded.success, config.scheduleMinIntervalSeconds)
+        if (problem !== undefined) {
+          return yield* new InvalidField({ field: ["schedule", ...problem.path], detail: `schedule.${problem.path.join(".")}: ${problem.message}`, msg: problem.message, type: "value_error" })
+        }
+        return decoded.success
+      })
+
+      /** Gives the run's session the request's schedule, if it carries one (in the caller's transaction). */
+      const attachSchedule = (run: Run, request: DoAnythingRequest) =>
+        Effect.gen(function*() {
+          const schedule = yield* scheduleOf(request).pipe(Effect.orDie)
+          if (schedule !== undefined) yield* sessionSchedules.attach(run, request, schedule)
+        })
+
       /** The stored run of a request, with the defaults and limits of the configuration. */
-      const toNewRun = (request: DoAnythingRequest, parentRunId: RunId | null = null): NewRun => ({
+      // A run is stored without `schedule`: the schedule lives in session_schedules, and a run made
+      // from a stored request (continue) must not set it again.
+      const toNewRun = ({ schedule: _schedule, ...request }: DoAnythingRequest, parentRunId: RunId | null = null): NewRun => ({
         instructions: request.instructions ?? null,
         request: { keep_alive: true, agentmail: true, skills: [], allowed_actions: [], ...request },
         maxSteps: config.maxSteps,
@@ -157,7 +185,9 @@ export class Sessions extends Context.Service<Sessions, {
       const addRunTo = Effect.fn("Sessions.addRunTo")(function*(session: Session, request: DoAnythingRequest, parentRunId: RunId | null = null) {
         yield* check(request)
         yield* requireCredits(session.project_id)
-        const run = yield* store.addRun(session.id, toNewRun(request, parentRunId))
+        const run = yield* sql.withTransaction(
+          store.addRun(session.id, toNewRun(request, parentRunId)).pipe(Effect.tap((added) => attachSchedule(added, request)))
+        ).pipe(Effect.catchTag("SqlError", Effect.die))
         yield* execute(session.id, run.id)
         return run
       })
@@ -171,7 +201,8 @@ export class Sessions extends Context.Service<Sessions, {
           // The session's workspace must be one of the project's: 404 workspace_not_found, nothing created.
           if (request.workspace_id !== undefined && request.workspace_id !== null) yield* workspaces.find(key.projectId, request.workspace_id)
           const profileId = request.profile_id ?? null
-          const insert = store.createSession({
+          // The session, its first run and its schedule (if the request has one) are one transaction.
+          const insert = sql.withTransaction(store.createSession({
             projectId: key.projectId,
             apiKeyId: key.keyId,
             profileId,
@@ -179,7 +210,7 @@ export class Sessions extends Context.Service<Sessions, {
             run: toNewRun(request),
             // The plan's per-key cap (WA_MAX_CONCURRENT_SESSIONS overrides it); counted in the insert's transaction.
             maxOpenSessions: yield* plans.concurrencyCap(key.projectId)
-          })
+          }).pipe(Effect.tap((created) => attachSchedule(created.run, request)))).pipe(Effect.catchTag("SqlError", Effect.die))
           // A profile is leased in the transaction that inserts the session (its row lock
           // serialises creates on one profile across nodes); an unknown profile creates nothing.
           const leaseAndInsert = (id: string) =>
@@ -235,6 +266,8 @@ export class Sessions extends Context.Service<Sessions, {
         cancel,
         close: Effect.fn("Sessions.close")(function*(projectId: string, sessionId: SessionId) {
           const { session, runs } = yield* find(projectId, sessionId)
+          // Closing by its owner ends the session's schedule first, so no firing adds a run meanwhile.
+          yield* sessionSchedules.detachSession(session.id)
           for (const run of runs) {
             if (!isTerminal(run.status)) yield* cancel(run, "session closed").pipe(Effect.ignore)
           }

@@ -36,7 +36,9 @@ import type {
   LoginNotStarted,
   ControlNotAvailable,
   InsufficientCredits,
-  BudgetExceeded
+  BudgetExceeded,
+  ScheduleNotFound,
+  SchedulePaused
 } from "../domain/errors.ts"
 import { Conflict, NotFound, PaymentRequired, TooManyRequests, ValidationError, validationError } from "./errors.ts"
 import { usd2 } from "../billing/ledger.ts"
@@ -44,11 +46,11 @@ import { usd2 } from "../billing/ledger.ts"
 const kindLabel = { do_anything: "run", deep_research: "research run", web_search: "web search run" } as const
 
 /** The envelope class each domain error becomes. */
-export type HttpErrorOf<E> = E extends RunNotFound | SessionNotFound | ArtifactNotFound | MonitorNotFound | MonitorPartNotFound | WorkspaceNotFound | WorkspaceFileNotFound | ProfileNotFound ? NotFound
+export type HttpErrorOf<E> = E extends RunNotFound | SessionNotFound | ArtifactNotFound | MonitorNotFound | MonitorPartNotFound | WorkspaceNotFound | WorkspaceFileNotFound | ProfileNotFound | ScheduleNotFound ? NotFound
   : E extends SessionCapReached ? TooManyRequests
   : E extends InsufficientCredits | BudgetExceeded ? PaymentRequired
   : E extends UnknownNames | MissingFields | InvalidField | UnknownSections | AlignmentNeedsModel ? ValidationError
-  : E extends SessionClosed | PreviousRunActive | InvalidTransition | RunEnded | RunNotEnded | RunNotExpired | RunNotAwaitingInput | InputRequestNotFound | InputRequestAnswered | ParentRunNotReady | MonitorNotInAlignment | MonitorActionRefused | ProfileInUse | LoginNotStarted | ControlNotAvailable ? Conflict
+  : E extends SessionClosed | PreviousRunActive | InvalidTransition | RunEnded | RunNotEnded | RunNotExpired | RunNotAwaitingInput | InputRequestNotFound | InputRequestAnswered | ParentRunNotReady | MonitorNotInAlignment | MonitorActionRefused | ProfileInUse | LoginNotStarted | ControlNotAvailable | SchedulePaused ? Conflict
   : E
 
 const isDomainError = (error: unknown): error is DomainError =>
@@ -157,7 +159,10 @@ const renderers: { readonly [K in DomainError["_tag"]]: (error: Extract<DomainEr
       code: "interactive_login_not_started",
       detail: `no interactive login for site ${e.siteId} on profile ${e.profileId}; start one with POST /profiles/login`,
       extra: { profile_id: e.profileId, site_id: e.siteId }
-    })
+    }),
+  ScheduleNotFound: (e) => new NotFound({ code: "schedule_not_found", detail: `no schedule ${e.scheduleId} in this project`, extra: { schedule_id: e.scheduleId } }),
+  SchedulePaused: (e) =>
+    new Conflict({ code: "schedule_paused", detail: `schedule ${e.scheduleId} is paused; resume it before triggering it`, extra: { schedule_id: e.scheduleId } })
 }
 
 /** The envelope of a domain error; anything else is returned as it is. */

@@ -18,10 +18,10 @@
  * TestClock. Owners of a kind no handler is registered for in this process are left to a process
  * that has one.
  */
-import { Clock, Context, Duration, Effect, Exit, Layer, Metric, Queue, Schema, type Scope } from "effect"
+import { Clock, Context, Duration, Effect, Exit, FiberSet, Layer, Metric, Queue, Schema, type Scope, Semaphore } from "effect"
 import { SqlClient } from "effect/sql"
 import { AppConfig } from "../config/config.ts"
-import { CanonicalSchedule, canonicalSchedule, nextSlot, type ScheduleSpec, validateSchedule } from "./spec.ts"
+import { canonicalSchedule, nextFireAt, type ScheduleSpec, StoredSchedule, validateSchedule } from "./spec.ts"
 
 /** Who a schedule belongs to: a product's kind (`monitor`) and the owner's id in it. */
 export interface ScheduleOwner {
@@ -30,7 +30,7 @@ export interface ScheduleOwner {
 }
 
 export interface ScheduleState {
-  readonly spec: CanonicalSchedule
+  readonly spec: StoredSchedule
   /** The slot that fires next; null while paused. */
   readonly next_fire_at: Date | null
   readonly paused: boolean
@@ -85,7 +85,7 @@ interface FiringRow {
   readonly slot_at: Date
 }
 
-const decodeStoredSpec = Schema.decodeUnknownSync(CanonicalSchedule)
+const decodeStoredSpec = Schema.decodeUnknownSync(StoredSchedule)
 
 export class Schedules extends Context.Service<Schedules, {
   /**
@@ -94,11 +94,22 @@ export class Schedules extends Context.Service<Schedules, {
    * `paused: true` stores it paused. Runs on the ambient SQL client, so it joins the caller's
    * `sql.withTransaction`. The spec must be valid (see validateSchedule); an invalid one is a defect.
    */
-  readonly set: (owner: ScheduleOwner, spec: ScheduleSpec | CanonicalSchedule, options?: {
+  readonly set: (owner: ScheduleOwner, spec: ScheduleSpec | StoredSchedule, options?: {
     readonly anchor?: Date | undefined
     readonly firstAt?: Date | undefined
     readonly paused?: boolean | undefined
   }) => Effect.Effect<void>
+  /**
+   * Moves the next firing of a schedule that is not paused to `at` (an autonomous schedule
+   * following its agent). False when there is no such schedule or it is paused.
+   */
+  readonly setNext: (owner: ScheduleOwner, at: Date) => Effect.Effect<boolean>
+  /**
+   * Records a firing for `slot` outside the timed slots (an event trigger) and has it dispatched at
+   * once, with the same lease and retries as a timed one. Joins the caller's transaction. False when
+   * that slot was recorded already.
+   */
+  readonly enqueue: (owner: ScheduleOwner, slot: Date) => Effect.Effect<boolean>
   /** Stops firing (next_fire_at NULL); false when the owner has no schedule. */
   readonly pause: (owner: ScheduleOwner) => Effect.Effect<boolean>
   /** A paused schedule fires again from the first slot after now (missed slots are not fired); false when the owner has no schedule. */
@@ -136,6 +147,7 @@ const makeSchedules = Effect.fnUntraced(function*(options: SchedulerOptions) {
   const retentionMs = options.retentionMs ?? DEFAULT_RETENTION_MS
   const handlers = new Map<string, FireHandler>()
   const wake = yield* Queue.sliding<void>(1)
+  const wakeLoop = Queue.offer(wake, undefined).pipe(Effect.asVoid)
   const now = Effect.map(Clock.currentTimeMillis, (millis) => new Date(millis))
 
   /** Schedules of registered kinds that are due: recorded as firings and advanced, in one transaction. */
@@ -149,12 +161,9 @@ const makeSchedules = Effect.fnUntraced(function*(options: SchedulerOptions) {
         FOR UPDATE SKIP LOCKED`
       if (due.length === 0) return { claimed: 0, fresh: [] as ReadonlyArray<FiringRow> }
       const advanced = due.map((row) => {
-        let next: string | null = null
-        try {
-          next = nextSlot(decodeStoredSpec(row.spec), at, row.anchor_at).toISOString()
-        } catch {
-          // Validation refuses schedules without a next slot; a stored one that has none stops here.
-        }
+        // Validation refuses timed schedules without a next slot; a stored one that has none stops here.
+        const spec = decodeStoredSpec(row.spec)
+        const next = nextFireAt(spec, at, row.anchor_at)?.toISOString() ?? null
         return { owner_kind: row.owner_kind, owner_id: row.owner_id, slot_at: row.next_fire_at.toISOString(), next_fire_at: next }
       })
       // The data-modifying CTE runs whether or not the INSERT refers to it.
@@ -243,21 +252,58 @@ const makeSchedules = Effect.fnUntraced(function*(options: SchedulerOptions) {
     )
   }
 
-  /** One pass; `busy` when a batch came back full (more may be due at once). */
-  const pass = Effect.gen(function*() {
+  /** Handler calls in flight in this process, over every pass. */
+  const permits = yield* Semaphore.make(concurrency)
+
+  /** Dispatches claimed firings (at most `concurrency` handler calls at once) and marks those that succeeded. */
+  const dispatchAll = (firings: ReadonlyArray<FiringRow & { readonly attempts?: number }>) =>
+    Effect.gen(function*() {
+      const outcomes = yield* Effect.forEach(firings, (firing) => Semaphore.withPermits(permits, 1, dispatch(firing)), { concurrency: "unbounded" })
+      const succeeded = firings.filter((_, i) => outcomes[i])
+      yield* markDispatched(succeeded)
+      return succeeded.length
+    })
+
+  /** Claims what is due (fresh slots and expired leases); `busy` when a batch came back full (more may be due at once). */
+  const claim = Effect.gen(function*() {
     const kinds = [...handlers.keys()]
-    if (kinds.length === 0) return { dispatched: 0, busy: false }
+    if (kinds.length === 0) return { firings: [], busy: false }
     const at = yield* now
     const { claimed, fresh } = yield* claimDue(kinds, at)
     const retries = yield* claimRetries(kinds, at)
     for (const firing of fresh) yield* Metric.update(schedulerMetrics.lateness, Math.max(0, at.getTime() - firing.slot_at.getTime()))
     if (fresh.length > 0) yield* Metric.update(schedulerMetrics.fired, fresh.length)
     if (retries.length > 0) yield* Metric.update(schedulerMetrics.redispatched, retries.length)
-    const firings = [...fresh, ...retries]
-    const outcomes = yield* Effect.forEach(firings, dispatch, { concurrency })
-    const succeeded = firings.filter((_, i) => outcomes[i])
-    yield* markDispatched(succeeded)
-    return { dispatched: succeeded.length, busy: claimed >= batch || retries.length >= batch }
+    return { firings: [...fresh, ...retries] as ReadonlyArray<FiringRow & { readonly attempts?: number }>, busy: claimed >= batch || retries.length >= batch }
+  })
+
+  /** One pass that waits for its dispatches (runDue: tests and benches count what it dispatched). */
+  const pass = Effect.gen(function*() {
+    const { firings, busy } = yield* claim
+    return { dispatched: yield* dispatchAll(firings), busy }
+  }).pipe(Effect.orDie)
+
+  // The loop does not wait for a pass's dispatches before it claims again: a slow handler call
+  // (a busy entity, a slow database) would otherwise make every slot due meanwhile late. It stops
+  // claiming while more than a few batches' worth of firings are still being dispatched here, so
+  // claimed firings do not outlive their lease waiting for a permit.
+  const dispatching = yield* FiberSet.make()
+  let inFlight = 0
+  const inFlightLimit = Math.max(batch, concurrency * 4)
+  const loopPass = Effect.gen(function*() {
+    if (inFlight >= inFlightLimit) return { busy: false }
+    const { firings, busy } = yield* claim
+    if (firings.length > 0) {
+      inFlight += firings.length
+      yield* FiberSet.run(dispatching, dispatchAll(firings).pipe(
+        Effect.catchCause((cause) => Effect.logWarning("dispatching schedule firings failed; their lease runs out and they are dispatched again", cause)),
+        Effect.ensuring(Effect.suspend(() => {
+          inFlight -= firings.length
+          return wakeLoop
+        }))
+      ))
+    }
+    return { busy: busy && inFlight < inFlightLimit }
   }).pipe(Effect.orDie)
 
   /** How long to wait for the next due slot or retry of a registered kind, at most the poll interval. */
@@ -289,8 +335,8 @@ const makeSchedules = Effect.fnUntraced(function*(options: SchedulerOptions) {
     yield* Effect.gen(function*() {
       let prunedAt = 0
       while (true) {
-        const { busy } = yield* pass.pipe(
-          Effect.catchCause((cause) => Effect.as(Effect.logWarning("scheduler pass failed", cause), { dispatched: 0, busy: false }))
+        const { busy } = yield* loopPass.pipe(
+          Effect.catchCause((cause) => Effect.as(Effect.logWarning("scheduler pass failed", cause), { busy: false }))
         )
         if (busy) continue
         const at = yield* Clock.currentTimeMillis
@@ -304,21 +350,21 @@ const makeSchedules = Effect.fnUntraced(function*(options: SchedulerOptions) {
     }).pipe(Effect.forkScoped)
   }
 
-  const wakeLoop = Queue.offer(wake, undefined).pipe(Effect.asVoid)
   const key = (owner: ScheduleOwner) => sql`owner_kind = ${owner.kind} AND owner_id = ${owner.id}`
 
-  const set = Effect.fn("Schedules.set")(function*(owner: ScheduleOwner, spec: ScheduleSpec | CanonicalSchedule, setOptions?: {
+  const set = Effect.fn("Schedules.set")(function*(owner: ScheduleOwner, spec: ScheduleSpec | StoredSchedule, setOptions?: {
     readonly anchor?: Date | undefined
     readonly firstAt?: Date | undefined
     readonly paused?: boolean | undefined
   }) {
-    const problem = validateSchedule(spec, 0)
+    const timed = spec.kind === "cron" || spec.kind === "interval"
+    const problem = timed ? validateSchedule(spec, 0) : undefined
     if (problem !== undefined) return yield* Effect.die(new Error(`invalid schedule for ${owner.kind} ${owner.id}: ${problem.path.join(".")}: ${problem.message}`))
-    const canonical = canonicalSchedule(spec)
+    const canonical: StoredSchedule = timed ? canonicalSchedule(spec) : spec as StoredSchedule
     const at = yield* now
     const anchor = setOptions?.anchor ?? at
     const paused = setOptions?.paused === true
-    const next = paused ? null : setOptions?.firstAt ?? nextSlot(canonical, at, anchor)
+    const next = paused ? null : setOptions?.firstAt ?? nextFireAt(canonical, at, anchor)
     yield* sql`
       INSERT INTO schedules (owner_kind, owner_id, spec, anchor_at, next_fire_at, paused, created_at, updated_at)
       VALUES (${owner.kind}, ${owner.id}, ${JSON.stringify(canonical)}::jsonb, ${anchor}, ${next}, ${paused}, ${at}, ${at})
@@ -342,12 +388,32 @@ const makeSchedules = Effect.fnUntraced(function*(options: SchedulerOptions) {
     if (row === undefined) return false
     // Not paused: its next slot stands (moving it could skip a slot that is due).
     if (!row.paused) return true
-    const next = nextSlot(decodeStoredSpec(row.spec), at, row.anchor_at)
+    const next = nextFireAt(decodeStoredSpec(row.spec), at, row.anchor_at)
     yield* sql`
       UPDATE schedules SET paused = false, next_fire_at = ${next}, updated_at = ${at}
       WHERE ${key(owner)} AND paused`.pipe(Effect.orDie)
     yield* wakeLoop
     return true
+  })
+
+  const setNext = Effect.fn("Schedules.setNext")(function*(owner: ScheduleOwner, next: Date) {
+    const at = yield* now
+    const rows = yield* sql`
+      UPDATE schedules SET next_fire_at = ${next}, updated_at = ${at}
+      WHERE ${key(owner)} AND NOT paused RETURNING owner_id`.pipe(Effect.orDie)
+    if (rows.length > 0) yield* wakeLoop
+    return rows.length > 0
+  })
+
+  const enqueue = Effect.fn("Schedules.enqueue")(function*(owner: ScheduleOwner, slot: Date) {
+    const at = yield* now
+    // attempts 0 and retry_at now: the next pass's retry claim takes it (and counts it as attempt 1).
+    const rows = yield* sql`
+      INSERT INTO schedule_firings (owner_kind, owner_id, slot_at, fired_at, attempts, retry_at)
+      VALUES (${owner.kind}, ${owner.id}, ${slot}, ${at}, 0, ${at})
+      ON CONFLICT DO NOTHING RETURNING owner_id`.pipe(Effect.orDie)
+    yield* wakeLoop
+    return rows.length > 0
   })
 
   const remove = Effect.fn("Schedules.remove")(function*(owner: ScheduleOwner) {
@@ -378,6 +444,8 @@ const makeSchedules = Effect.fnUntraced(function*(options: SchedulerOptions) {
 
   return Schedules.of({
     set,
+    setNext,
+    enqueue,
     pause,
     resume,
     remove,

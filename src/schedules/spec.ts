@@ -190,3 +190,115 @@ export const validateSchedule = (spec: ScheduleSpec | CanonicalSchedule, minimum
   }
   return undefined
 }
+
+// --- DoAnything schedules: event and autonomous kinds -----------------------------------------
+
+/** An event name: a label a trigger is filed under (letters, digits, `.`, `_`, `:`, `-`). */
+const EventName = Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(200), Schema.isPattern(/^[A-Za-z0-9._:-]+$/))
+
+/** `{kind: "event", event?}`: fires on `POST .../schedules/{id}/trigger`; `event` names what it waits for. */
+export const EventScheduleSpec = Schema.Struct({
+  kind: Schema.Literal("event"),
+  event: Schema.optionalKey(Schema.NullOr(EventName))
+})
+
+const Seconds = Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: MAX_INTERVAL_SECONDS }))
+
+/**
+ * `{kind: "autonomous", min_interval_seconds?, max_interval_seconds?}`: the agent's `done` proposes
+ * `next_run_at`, clamped to [run end + min, run end + max]; without a proposal the next firing is
+ * one `max_interval_seconds` after the last one. Defaults: min = WA_SCHEDULE_MIN_INTERVAL_SECONDS,
+ * max = one day.
+ */
+export const AutonomousScheduleSpec = Schema.Struct({
+  kind: Schema.Literal("autonomous"),
+  min_interval_seconds: Schema.optionalKey(Seconds),
+  max_interval_seconds: Schema.optionalKey(Seconds)
+}).check(Schema.makeFilter((spec) =>
+  spec.min_interval_seconds !== undefined && spec.max_interval_seconds !== undefined && spec.max_interval_seconds < spec.min_interval_seconds
+    ? { path: ["max_interval_seconds"], issue: "max_interval_seconds must be at least min_interval_seconds" }
+    : undefined
+))
+
+export const DEFAULT_AUTONOMOUS_MAX_SECONDS = 24 * 3600
+
+/** A DoAnything session's `schedule` on the wire: every kind of the spec. */
+export const SessionScheduleSpec = Schema.Union([CronScheduleSpec, IntervalScheduleSpec, EventScheduleSpec, AutonomousScheduleSpec]).annotate({
+  message: "schedule must be {kind: \"cron\", expr, tz}, {kind: \"interval\", interval_seconds}, {kind: \"event\", event?} " +
+    "or {kind: \"autonomous\", min_interval_seconds?, max_interval_seconds?}"
+})
+export type SessionScheduleSpec = typeof SessionScheduleSpec.Type
+
+/** Strict decoding of a session's schedule: unknown fields are refused (a misspelt `tz` would silently mean UTC). */
+export const decodeSessionSchedule = (input: unknown) => Schema.decodeUnknownResult(SessionScheduleSpec)(input, scheduleParseOptions)
+
+/**
+ * The `schedule` field of a run request: a JSON object that must decode strictly as a
+ * SessionScheduleSpec (a plain struct union would drop unknown keys silently). The issue of a bad
+ * one keeps its path, so the 422 names the field inside `schedule`.
+ */
+export const SessionScheduleField = Schema.Record(Schema.String, Schema.Unknown).check(Schema.makeFilter((input) => {
+  const decoded = decodeSessionSchedule(input)
+  return Result.isFailure(decoded) ? decoded.failure.issue : undefined
+})).annotate({
+  description: "{kind: \"cron\", expr (or cron), tz?} | {kind: \"interval\", interval_seconds} | {kind: \"event\", event?} | " +
+    "{kind: \"autonomous\", min_interval_seconds?, max_interval_seconds?}; unknown fields are refused. Each firing adds a run " +
+    "to the session with this request's instructions (see README \"Schedules\")."
+})
+
+/** Every stored schedule: the timed ones (canonical) and the event and autonomous ones of sessions. */
+export const StoredSchedule = Schema.Union([
+  Schema.Struct({ kind: Schema.Literal("cron"), expr: Schema.String, tz: Schema.String }),
+  Schema.Struct({ kind: Schema.Literal("interval"), interval_seconds: Schema.Int }),
+  Schema.Struct({ kind: Schema.Literal("event"), event: Schema.NullOr(Schema.String) }),
+  Schema.Struct({ kind: Schema.Literal("autonomous"), min_interval_seconds: Schema.Int, max_interval_seconds: Schema.Int })
+])
+export type StoredSchedule = typeof StoredSchedule.Type
+
+/** The stored form of a (valid) session schedule, with the autonomous defaults filled in. */
+export const storedSchedule = (spec: SessionScheduleSpec | StoredSchedule, minimumSeconds: number): StoredSchedule => {
+  switch (spec.kind) {
+    case "event":
+      return { kind: "event", event: spec.event ?? null }
+    case "autonomous": {
+      const min = spec.min_interval_seconds ?? minimumSeconds
+      return { kind: "autonomous", min_interval_seconds: min, max_interval_seconds: spec.max_interval_seconds ?? Math.max(min, DEFAULT_AUTONOMOUS_MAX_SECONDS) }
+    }
+    default:
+      return canonicalSchedule(spec)
+  }
+}
+
+/**
+ * The next timed firing strictly after `after`, or null when the kind has none by itself: an event
+ * schedule fires only when triggered; an autonomous one falls back to one max interval later (the
+ * agent's proposal moves it). Null too for a cron without a further slot.
+ */
+export const nextFireAt = (spec: StoredSchedule | ScheduleSpec, after: Date, anchor: Date = after): Date | null => {
+  if (spec.kind === "event") return null
+  if (spec.kind === "autonomous") return new Date(after.getTime() + spec.max_interval_seconds * 1000)
+  try {
+    return nextSlot(spec, after, anchor)
+  } catch {
+    return null
+  }
+}
+
+/** The problem of a session schedule beyond its schema: the operator's minimum interval. */
+export const validateSessionSchedule = (spec: SessionScheduleSpec, minimumSeconds: number): ScheduleProblem | undefined => {
+  if (spec.kind === "event") return undefined
+  if (spec.kind === "autonomous") {
+    if (spec.min_interval_seconds !== undefined && spec.min_interval_seconds < minimumSeconds) {
+      return { path: ["min_interval_seconds"], message: `min_interval_seconds must be at least ${minimumSeconds}` }
+    }
+    if (spec.min_interval_seconds === undefined && spec.max_interval_seconds !== undefined && spec.max_interval_seconds < minimumSeconds) {
+      return { path: ["max_interval_seconds"], message: `max_interval_seconds must be at least ${minimumSeconds}` }
+    }
+    return undefined
+  }
+  return validateSchedule(spec, minimumSeconds)
+}
+
+/** Clamps an agent's proposed next run into [from + min, from + max] of an autonomous schedule. */
+export const clampProposal = (proposed: Date, from: Date, spec: { readonly min_interval_seconds: number; readonly max_interval_seconds: number }): Date =>
+  new Date(Math.min(Math.max(proposed.getTime(), from.getTime() + spec.min_interval_seconds * 1000), from.getTime() + spec.max_interval_seconds * 1000))

@@ -5,7 +5,7 @@
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { Migrator } from "effect/sql"
-import { m0010_schedules } from "../schedules/migration.ts"
+import { m0010_schedules, m0020_session_schedules } from "../schedules/migration.ts"
 import { m0012_track } from "../track/migration.ts"
 import { m0015_take_control } from "../control/migration.ts"
 import { m0011_notification_channels } from "../webhooks/migration.ts"
@@ -258,7 +258,8 @@ const all = {
   "0016_recordings": m0016_recordings,
   "0017_billing": m0017_billing,
   "0018_charges": m0018_charges,
-  "0019_plans": m0019_plans
+  "0019_plans": m0019_plans,
+  "0020_session_schedules": m0020_session_schedules
 }
 
 export const migrations = Migrator.fromRecord(all)

@@ -34,10 +34,16 @@ import { checkRules, checkSchedule } from "./settings.ts"
 import { MONITOR_OWNER } from "./tick.ts"
 import { ProfileStore } from "../profiles/profile-store.ts"
 
-const channelOf = (spec: { readonly kind: NotifyChannel["kind"]; readonly url?: string | null | undefined; readonly webhook_id?: string | null | undefined }): NotifyChannel => ({
+const channelOf = (spec: {
+  readonly kind: NotifyChannel["kind"]
+  readonly url?: string | null | undefined
+  readonly webhook_id?: string | null | undefined
+  readonly schedule_id?: string | null | undefined
+}): NotifyChannel => ({
   kind: spec.kind,
   url: spec.url ?? null,
-  webhook_id: spec.webhook_id ?? null
+  webhook_id: spec.webhook_id ?? null,
+  ...(spec.kind === "schedule" ? { schedule_id: spec.schedule_id ?? null } : {})
 })
 
 /** A Standard Webhooks secret: `whsec_` and 32 random bytes in base64. */

@@ -71,7 +71,7 @@ export type DeliveryStatus = typeof DeliveryStatus.Type
  * The channel a delivery went out on: `callback_url` (a run's or a monitor's own URL),
  * `global_webhook` (a project webhook endpoint), `console_inbox` (recorded, not sent over HTTP).
  */
-export const DeliveryChannel = Schema.Literals(["callback_url", "global_webhook", "console_inbox"])
+export const DeliveryChannel = Schema.Literals(["callback_url", "global_webhook", "console_inbox", "schedule"])
 export type DeliveryChannel = typeof DeliveryChannel.Type
 
 export interface DeliveryRow {

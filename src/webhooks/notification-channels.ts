@@ -8,8 +8,13 @@
  *   gives a delivery recorded as `failed` with the reason, its `url` the endpoint's API path.
  * - `console_inbox`: a notification in the project's inbox, and a delivery recorded as
  *   `delivered` whose `url` is the notification's API path (`/v1/projects/{pid}/inbox/{id}`).
+ * - `schedule`: triggers a DoAnything schedule of the project with the notification as payload
+ *   (once per tick and type), and a delivery recorded as `delivered` whose `url` is the schedule's
+ *   firings path; `failed` with the reason when the schedule is gone or paused.
  */
 import { Context, Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+import { MAX_TRIGGER_PAYLOAD_BYTES, queueTrigger, scheduleExists } from "../schedules/session-schedules.ts"
 import { AppConfig } from "../config/config.ts"
 import { InvalidField } from "../domain/errors.ts"
 import { Callbacks, type DeliveryChannel } from "./callbacks.ts"
@@ -20,6 +25,7 @@ export interface NotifyChannel {
   readonly kind: DeliveryChannel
   readonly url: string | null
   readonly webhook_id: string | null
+  readonly schedule_id?: string | null
 }
 
 export interface NotifyInput {
@@ -71,6 +77,7 @@ export class NotificationChannels extends Context.Service<NotificationChannels, 
       const endpoints = yield* WebhookEndpoints
       const inbox = yield* Inbox
       const config = yield* AppConfig
+      const sql = yield* SqlClient.SqlClient
 
       const notify = Effect.fn("NotificationChannels.notify")(function*(input: NotifyInput) {
         const { channel } = input
@@ -125,6 +132,26 @@ export class NotificationChannels extends Context.Service<NotificationChannels, 
             })
             return { deliveryId }
           }
+          case "schedule": {
+            const scheduleId = channel.schedule_id ?? ""
+            const full = { type: input.type, monitor_id: input.monitorId, tick_id: input.tickId, data: input.data }
+            // The run gets the notification; one too large for a trigger keeps its identity only.
+            const payload = Buffer.byteLength(JSON.stringify(full)) <= MAX_TRIGGER_PAYLOAD_BYTES
+              ? full
+              : { type: input.type, monitor_id: input.monitorId, tick_id: input.tickId, truncated: true }
+            const queued = yield* sql.withTransaction(queueTrigger(input.projectId, scheduleId, payload, `${input.tickId}:${input.type}`)).pipe(
+              Effect.provideService(SqlClient.SqlClient, sql),
+              Effect.orDie
+            )
+            const deliveryId = yield* callbacks.send({
+              ...base,
+              url: `/v1/projects/${input.projectId}/schedules/${scheduleId}/firings`,
+              settled: queued._tag === "queued"
+                ? { status: "delivered" }
+                : { status: "failed", error: queued._tag === "paused" ? `schedule ${scheduleId} is paused` : `schedule ${scheduleId || "(none)"} does not exist in this project` }
+            })
+            return { deliveryId }
+          }
         }
       })
 
@@ -147,6 +174,14 @@ export class NotificationChannels extends Context.Service<NotificationChannels, 
           case "console_inbox": {
             if (channel.url !== null) return yield* invalid(["url"], "kind console_inbox takes neither url nor webhook_id", "value_error.extra")
             if (channel.webhook_id !== null) return yield* invalid(["webhook_id"], "kind console_inbox takes neither url nor webhook_id", "value_error.extra")
+            return
+          }
+          case "schedule": {
+            const scheduleId = channel.schedule_id ?? null
+            if (scheduleId === null) return yield* invalid(["schedule_id"], "schedule_id is required when kind is schedule", "missing")
+            if (!(yield* scheduleExists(projectId, scheduleId).pipe(Effect.provideService(SqlClient.SqlClient, sql)))) {
+              return yield* invalid(["schedule_id"], `no schedule ${scheduleId} in this project; a DoAnything session request with schedule {kind: "event"} makes one`, "value_error.schedule_not_found")
+            }
             return
           }
         }

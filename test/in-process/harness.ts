@@ -33,6 +33,8 @@ import { RunnerLifecycle } from "../../src/cluster/lifecycle.ts"
 import { AppConfig } from "../../src/config/config.ts"
 import { SessionEntityLive } from "../../src/entities/session.ts"
 import { Sessions } from "../../src/entities/sessions.ts"
+import { Schedules } from "../../src/schedules/schedules.ts"
+import { SessionSchedules } from "../../src/schedules/session-schedules.ts"
 import { RunEventBus } from "../../src/events/run-event-bus.ts"
 import { callbackView } from "../../src/http/views/callback-view.ts"
 import { databaseLayer } from "../../src/store/database.ts"
@@ -104,6 +106,7 @@ const configLayer = (env: Record<string, string | undefined>) =>
 /** The DoAnything stack in-process (see the module comment). */
 export const inProcess = (env: Record<string, string | undefined> = {}) =>
   Layer.mergeAll(Sessions.layer, TenantLive).pipe(
+    Layer.provideMerge(SessionSchedules.layer),
     Layer.provideMerge(SessionEntityLive),
     Layer.provideMerge(RunNotifier.layer(callbackView)),
     Layer.provideMerge(TakeControl.layer),
@@ -115,6 +118,7 @@ export const inProcess = (env: Record<string, string | undefined> = {}) =>
       AgentModel.layer,
       BrowserPool.layerFromAppConfig,
       Callbacks.layer,
+      Schedules.layer,
       Projects.layer,
       ApiKeys.layer
     )),

@@ -20,6 +20,7 @@ import { WorkspaceDownloadApi, WorkspacesApi, WorkspaceUploadApi } from "./works
 import { ProfilesApi } from "./profiles.ts"
 import { DoAnythingArtifactsApi, RecordingReplayApi } from "./recordings.ts"
 import { BillingPlansApi, StripeWebhookApi } from "./billing-plans.ts"
+import { SchedulesApi } from "./schedules.ts"
 
 export class WebAgentApi extends HttpApi.make("web-agent-service")
   .add(SystemApi)
@@ -49,6 +50,7 @@ export class WebAgentApi extends HttpApi.make("web-agent-service")
   .add(RecordingReplayApi)
   .add(BillingPlansApi)
   .add(StripeWebhookApi)
+  .add(SchedulesApi)
   // Collect every schema failure so extra.errors[] lists all bad fields at once.
   .annotate(HttpApi.PayloadParseOptions, { errors: "all" })
   .annotate(HttpApi.QueryParseOptions, { errors: "all" })

@@ -10,6 +10,7 @@ import { PageQuery } from "../pagination.ts"
 import { doAnythingFields } from "../../domain/run.ts"
 import { MaxString, OptionalNullable, ProjectIdParam, RunIdParam, SessionIdParam } from "./schemas.ts"
 import { RecordingQuality } from "../../recordings/settings.ts"
+import { SessionScheduleField } from "../../schedules/spec.ts"
 import { Authentication, Idempotency, RateLimit } from "./security.ts"
 
 const JsonObject = Schema.Record(Schema.String, Schema.Unknown)
@@ -29,7 +30,8 @@ const RecordingRequest = Schema.Struct({
 export const CreateRunRequest = Schema.Struct({
   ...doAnythingFields,
   instructions: OptionalNullable(MaxString(10_000)),
-  recording: OptionalNullable(RecordingRequest)
+  recording: OptionalNullable(RecordingRequest),
+  schedule: OptionalNullable(SessionScheduleField)
 })
 export type CreateRunRequest = typeof CreateRunRequest.Type
 

@@ -37,7 +37,12 @@ export const MonitorResponse = Schema.Struct({
   status: MonitorStatus,
   status_reason: Schema.NullOr(Schema.String),
   intent_text: Schema.String,
-  notify_channel: Schema.Struct({ kind: NotifyChannelKind, url: Schema.NullOr(Schema.String), webhook_id: Schema.NullOr(Schema.String) }),
+  notify_channel: Schema.Struct({
+    kind: NotifyChannelKind,
+    url: Schema.NullOr(Schema.String),
+    webhook_id: Schema.NullOr(Schema.String),
+    schedule_id: Schema.optionalKey(Schema.NullOr(Schema.String)).annotate({ description: "kind schedule: the DoAnything schedule each notification triggers" })
+  }),
   schedule: Schema.NullOr(CanonicalSchedule),
   target_urls: Schema.NullOr(Schema.Array(Schema.String)),
   extraction_schema: Schema.NullOr(JsonObject),

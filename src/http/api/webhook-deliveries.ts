@@ -17,7 +17,8 @@ export const DeliveryResponse = Schema.Struct({
   monitor_id: Schema.NullOr(Schema.String).annotate({ description: "the monitor whose notification this is; null for a run's callback" }),
   channel: DeliveryChannel.annotate({
     description: "callback_url (the run's or monitor's URL, signed with the project's webhook secret or the monitor's notify_secret), " +
-      "global_webhook (a project webhook endpoint, signed with its secret), console_inbox (recorded in the project inbox, not sent over HTTP)"
+      "global_webhook (a project webhook endpoint, signed with its secret), console_inbox (recorded in the project inbox, not sent over HTTP), " +
+      "schedule (triggers a DoAnything schedule of the project; url is its firings path)"
   }),
   url: Schema.String.annotate({
     description: "the target; for console_inbox the notification's API path (/v1/projects/{pid}/inbox/{id}), " +

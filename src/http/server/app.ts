@@ -35,6 +35,7 @@ import { DeepResearchFlatHandlers, DeepResearchHandlers, DeepResearchStandaloneH
 import { DoAnythingArtifactsHandlers, RecordingReplayHandlers } from "./recordings.ts"
 import { BillingPlansHandlers, StripeWebhookHandlers } from "./billing-plans.ts"
 import { ConsoleRoute } from "./console.ts"
+import { SchedulesHandlers } from "./schedules.ts"
 
 /** The middlewares of project endpoints, provided *to* each group's handler layer. */
 const ProjectMiddlewares = Layer.mergeAll(AuthenticationLive, RateLimitLive, IdempotencyLive).pipe(
@@ -70,7 +71,8 @@ const ApiRoutes = HttpApiBuilder.layer(WebAgentApi, { openapiPath: "/openapi.jso
       WorkspaceUploadHandlers,
       ProfilesHandlers,
       DoAnythingArtifactsHandlers,
-      BillingPlansHandlers
+      BillingPlansHandlers,
+      SchedulesHandlers
     ).pipe(
       Layer.provide(ProjectMiddlewares)
     )
