@@ -125,7 +125,16 @@ export const AppConfigSchema = Config.all({
   // Billing (src/billing/): `off` (default) charges nothing and refuses nothing; `on` records
   // every charge in the credit ledger and refuses new runs below the minimum balance (402).
   billing: Config.Literals(["off", "on"], "WA_BILLING").pipe(Config.withDefault("off" as const)),
-  billingMinBalanceUsd: Config.Number("WA_BILLING_MIN_BALANCE_USD").pipe(Config.withDefault(0.5))
+  billingMinBalanceUsd: Config.Number("WA_BILLING_MIN_BALANCE_USD").pipe(Config.withDefault(0.5)),
+  // Console accounts (src/accounts/): sign-in throttling, session lifetime, invitations, caps.
+  loginAttemptsPerAccount: Config.Int("WA_LOGIN_ATTEMPTS_PER_ACCOUNT").pipe(Config.withDefault(10)),
+  loginAttemptsPerAddress: Config.Int("WA_LOGIN_ATTEMPTS_PER_ADDRESS").pipe(Config.withDefault(100)),
+  loginWindowSeconds: Config.Int("WA_LOGIN_WINDOW_SECONDS").pipe(Config.withDefault(900)),
+  consoleSessionHours: Config.Int("WA_CONSOLE_SESSION_HOURS").pipe(Config.withDefault(12)),
+  invitationTtlHours: Config.Int("WA_INVITATION_TTL_HOURS").pipe(Config.withDefault(168)),
+  maxPendingInvitations: Config.Int("WA_MAX_PENDING_INVITATIONS").pipe(Config.withDefault(100)),
+  maxTenantsPerUser: Config.Int("WA_MAX_TENANTS_PER_USER").pipe(Config.withDefault(20)),
+  bugReportScreenshotMaxBytes: Config.Int("WA_BUG_REPORT_SCREENSHOT_MAX_BYTES").pipe(Config.withDefault(512 * 1024))
 })
 
 export type AppConfigShape = Omit<Config.Success<typeof AppConfigSchema>, "logLevelName"> & {
@@ -162,7 +171,11 @@ export const loadAppConfig = (env?: Record<string, string | undefined>) =>
       ["WA_TRACK_MAX_CONSECUTIVE_FAILURES", parsed.trackMaxConsecutiveFailures],
       ["WA_WORKSPACE_MAX_FILE_BYTES", parsed.workspaceMaxFileBytes],
       ["WA_CONTROL_CONNECT_SECONDS", parsed.controlConnectSeconds], ["WA_CONTROL_IDLE_SECONDS", parsed.controlIdleSeconds],
-      ["WA_RECORDING_MAX_BYTES", parsed.recordingMaxBytes]
+      ["WA_RECORDING_MAX_BYTES", parsed.recordingMaxBytes],
+      ["WA_LOGIN_ATTEMPTS_PER_ACCOUNT", parsed.loginAttemptsPerAccount], ["WA_LOGIN_ATTEMPTS_PER_ADDRESS", parsed.loginAttemptsPerAddress],
+      ["WA_LOGIN_WINDOW_SECONDS", parsed.loginWindowSeconds], ["WA_CONSOLE_SESSION_HOURS", parsed.consoleSessionHours],
+      ["WA_INVITATION_TTL_HOURS", parsed.invitationTtlHours], ["WA_MAX_PENDING_INVITATIONS", parsed.maxPendingInvitations],
+      ["WA_MAX_TENANTS_PER_USER", parsed.maxTenantsPerUser], ["WA_BUG_REPORT_SCREENSHOT_MAX_BYTES", parsed.bugReportScreenshotMaxBytes]
     ] as const) {
       if (value < 1) return yield* Effect.die(new InvalidConfig(`invalid configuration: ${name} must be at least 1`))
     }

@@ -13,6 +13,7 @@ import { m0013_profiles } from "../profiles/migration.ts"
 import { m0014_workspaces } from "../workspaces/migration.ts"
 import { m0016_recordings } from "../recordings/migration.ts"
 import { m0017_billing } from "../billing/migration.ts"
+import { m0021_accounts } from "../accounts/migration.ts"
 
 const m0001_foundation = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
@@ -254,7 +255,8 @@ const all = {
   "0014_workspaces": m0014_workspaces,
   "0015_take_control": m0015_take_control,
   "0016_recordings": m0016_recordings,
-  "0017_billing": m0017_billing
+  "0017_billing": m0017_billing,
+  "0021_accounts": m0021_accounts
 }
 
 export const migrations = Migrator.fromRecord(all)

@@ -19,6 +19,7 @@ import { WebhookEndpointsApi } from "./webhook-endpoints.ts"
 import { WorkspaceDownloadApi, WorkspacesApi, WorkspaceUploadApi } from "./workspaces.ts"
 import { ProfilesApi } from "./profiles.ts"
 import { DoAnythingArtifactsApi, RecordingReplayApi } from "./recordings.ts"
+import { AccountApi, AuthPublicApi, BugReportsApi, TenantsApi } from "./accounts.ts"
 
 export class WebAgentApi extends HttpApi.make("web-agent-service")
   .add(SystemApi)
@@ -46,6 +47,10 @@ export class WebAgentApi extends HttpApi.make("web-agent-service")
   .add(ControlApi)
   .add(DoAnythingArtifactsApi)
   .add(RecordingReplayApi)
+  .add(AuthPublicApi)
+  .add(AccountApi)
+  .add(TenantsApi)
+  .add(BugReportsApi)
   // Collect every schema failure so extra.errors[] lists all bad fields at once.
   .annotate(HttpApi.PayloadParseOptions, { errors: "all" })
   .annotate(HttpApi.QueryParseOptions, { errors: "all" })

@@ -10,6 +10,7 @@ import { createServer, STATUS_CODES } from "node:http"
 import type { Duplex } from "node:stream"
 import { envelopeBody } from "../errors.ts"
 import { ApiKeys } from "../../auth/api-keys.ts"
+import { AccountsLive } from "../../accounts/accounts-live.ts"
 import { AppConfig } from "../../config/config.ts"
 import { WebAgentApi } from "../api/api.ts"
 import { AuthenticationLive } from "../middleware/authentication.ts"
@@ -33,6 +34,8 @@ import { MetricsHandlers } from "./metrics.ts"
 import { WebSearchFlatHandlers, WebSearchHandlers } from "./web-search.ts"
 import { DeepResearchFlatHandlers, DeepResearchHandlers, DeepResearchStandaloneHandlers } from "./deep-research.ts"
 import { DoAnythingArtifactsHandlers, RecordingReplayHandlers } from "./recordings.ts"
+import { AccountHandlers, AuthPublicHandlers, BugReportsHandlers, TenantsHandlers } from "./accounts.ts"
+import { ConsoleAuthLive } from "../middleware/console-session.ts"
 
 /** The middlewares of project endpoints, provided *to* each group's handler layer. */
 const ProjectMiddlewares = Layer.mergeAll(AuthenticationLive, RateLimitLive, IdempotencyLive).pipe(
@@ -47,6 +50,8 @@ const ApiRoutes = HttpApiBuilder.layer(WebAgentApi, { openapiPath: "/openapi.jso
     WorkspaceDownloadHandlers,
     ControlHandlers,
     RecordingReplayHandlers,
+    AuthPublicHandlers,
+    Layer.mergeAll(AccountHandlers, TenantsHandlers).pipe(Layer.provide(ConsoleAuthLive)),
     Layer.mergeAll(
       ApiKeysHandlers,
       ProjectHandlers,
@@ -66,7 +71,8 @@ const ApiRoutes = HttpApiBuilder.layer(WebAgentApi, { openapiPath: "/openapi.jso
       WorkspacesHandlers,
       WorkspaceUploadHandlers,
       ProfilesHandlers,
-      DoAnythingArtifactsHandlers
+      DoAnythingArtifactsHandlers,
+      BugReportsHandlers
     ).pipe(
       Layer.provide(ProjectMiddlewares)
     )
@@ -78,7 +84,7 @@ const Routes = Layer.mergeAll(
   HttpApiScalar.layer(WebAgentApi, { path: "/docs" }),
   ControlSocketRoute,
   requestContextMiddleware(WebAgentApi)
-).pipe(Layer.provide(ApiKeys.layer))
+).pipe(Layer.provide(Layer.mergeAll(ApiKeys.layer, AccountsLive)))
 
 /**
  * Errors Node answers itself, before a request reaches the router (header timeouts of slow
