@@ -178,6 +178,9 @@ const commands: Record<string, (args: ReadonlyArray<string>) => Effect.Effect<vo
         return Buffer.concat(chunks).toString("utf8")
       })).replace(/\r?\n$/, "")
       if (password.length < 8 || password.length > 200) return yield* Effect.die(new CommandFailed("the password must be 8 to 200 characters"))
+      if (tenant !== undefined && !(yield* Tenants.use((tenants) => tenants.exists(tenant)))) {
+        return yield* Effect.die(new CommandFailed(`no tenant ${tenant}`))
+      }
       const user = yield* Users.use((users) => users.create({ email, password, displayName: name })).pipe(
         Effect.catchTag("AccountConflict", (e) => Effect.die(new CommandFailed(e.detail)))
       )

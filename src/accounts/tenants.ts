@@ -98,6 +98,7 @@ export class Tenants extends Context.Service<Tenants, {
   readonly projects: (tenantId: string, userId: string, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<TenantProjectRow>, AccountResourceNotFound | RoleForbidden>
   readonly createProject: (tenantId: string, userId: string, name: string) => Effect.Effect<TenantProjectRow, AccountResourceNotFound | RoleForbidden>
   readonly projectAccess: (userId: string, projectId: string) => Effect.Effect<ProjectAccess>
+  readonly exists: (tenantId: string) => Effect.Effect<boolean>
   /** Adds a user to a tenant (the CLI's `users create --tenant`). */
   readonly addMember: (tenantId: string, userId: string, role: Role, identityId: string | null) => Effect.Effect<void, AccountResourceNotFound | AccountConflict>
 }>()("wa/accounts/Tenants") {
@@ -335,7 +336,11 @@ export class Tenants extends Context.Service<Tenants, {
           if (added.length === 0) return yield* new AccountConflict({ code: "already_member", detail: "the user is already a member of this tenant" })
         }).pipe(Effect.catchTag("SqlError", Effect.die))
 
+      const exists = (tenantId: string) =>
+        sql`SELECT 1 FROM tenants WHERE id = ${tenantId}`.pipe(Effect.map((rows) => rows.length > 0), Effect.orDie)
+
       return Tenants.of({
+        exists,
         create, listForUser, require, members, updateMember, invite, invitations, revokeInvitation, accept, projects,
         createProject, projectAccess, addMember
       })
