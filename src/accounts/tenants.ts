@@ -249,16 +249,26 @@ export class Tenants extends Context.Service<Tenants, {
         return yield* new AccountConflict({ code: "invitation_not_pending", detail: `the invitation is ${current[0].status}; only a pending invitation can be revoked` })
       })
 
+      const notPending = (invitation: InvitationRow | undefined) =>
+        invitation === undefined
+          ? new AccountResourceNotFound({ what: "invitation", id: "(token)" })
+          : invitation.status !== "pending"
+          ? new AccountConflict({ code: `invitation_${invitation.status}`, detail: `the invitation is ${invitation.status}` })
+          : undefined
+
       const accept = Effect.fn("Tenants.accept")(function*(token: string, as: AcceptAs) {
+        // A cheap look first: the costly password hash is only computed for a live invitation,
+        // so random tokens cannot make this unauthenticated endpoint burn scrypt time.
+        const found = yield* sql<InvitationRow>`SELECT ${invitationSelect} FROM invitations WHERE token_hash = ${hashToken(token)}`.pipe(Effect.orDie)
+        const refused = notPending(found[0])
+        if (refused !== undefined) return yield* refused
         const newHash = as._tag === "NewAccount" && as.password !== null ? yield* hashPassword(as.password) : null
         return yield* sql.withTransaction(Effect.gen(function*() {
           const rows = yield* sql<InvitationRow & { token_hash: string }>`
             SELECT ${invitationSelect}, token_hash FROM invitations WHERE token_hash = ${hashToken(token)} FOR UPDATE`
           const invitation = rows[0]
-          if (invitation === undefined) return yield* new AccountResourceNotFound({ what: "invitation", id: "(token)" })
-          if (invitation.status !== "pending") {
-            return yield* new AccountConflict({ code: `invitation_${invitation.status}`, detail: `the invitation is ${invitation.status}` })
-          }
+          const gone = notPending(invitation)
+          if (gone !== undefined || invitation === undefined) return yield* (gone ?? new AccountResourceNotFound({ what: "invitation", id: "(token)" }))
           let userId: string
           let identityId: string | null
           if (as._tag === "SignedIn") {
