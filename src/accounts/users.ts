@@ -107,6 +107,11 @@ export class Users extends Context.Service<Users, {
         Effect.gen(function*() {
           const token = generateSessionToken()
           const sessionId = makeId("uss")
+          // The user's sessions that ended more than a day ago go as a new one starts (rows stay
+          // a day so a replayed token still meets "ended" rather than "unknown" in the logs).
+          yield* sql`
+            DELETE FROM console_sessions
+            WHERE user_id = ${userId} AND (expires_at < now() - interval '1 day' OR revoked_at < now() - interval '1 day')`
           const rows = yield* sql<{ expires_at: Date }>`
             INSERT INTO console_sessions (id, user_id, token_hash, kind, expires_at)
             VALUES (${sessionId}, ${userId}, ${hashToken(token)}, ${kind}, now() + ${`${sessionMs} milliseconds`}::interval)

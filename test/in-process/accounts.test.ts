@@ -8,7 +8,7 @@
  *   the right password is refused too once the account is throttled; a success clears the
  *   account's count; the address limit holds across accounts;
  * - tenants: two admins demoting each other at once leave one admin (last_admin refused), and
- *   concurrent invitations stop at the pending cap.
+ *   concurrent invitations and tenant creations stop at their caps.
  */
 import { expect, layer } from "@effect/vitest"
 import { Effect, Layer, References } from "effect"
@@ -30,7 +30,8 @@ const ConfigLive = Layer.unwrap(Effect.gen(function*() {
     WA_LOG_LEVEL: "Warn",
     WA_LOGIN_ATTEMPTS_PER_ACCOUNT: "5",
     WA_LOGIN_ATTEMPTS_PER_ADDRESS: "12",
-    WA_MAX_PENDING_INVITATIONS: "4"
+    WA_MAX_PENDING_INVITATIONS: "4",
+    WA_MAX_TENANTS_PER_USER: "3"
   })
 }))
 
@@ -147,5 +148,22 @@ layer(TestLayer, { excludeTestServices: true, timeout: 120_000 })("accounts", (i
       expect(failures).toHaveLength(6)
       for (const f of failures) expect((f as { failure: { _tag: string } }).failure._tag).toBe("AccountLimitReached")
       expect(yield* tenants.invitations(tenant.id, admin.id, 100, undefined)).toHaveLength(4)
+    }))
+
+  it.effect("concurrent tenant creations by one user stop at the per-user cap", () =>
+    Effect.gen(function*() {
+      const users = yield* Users
+      const tenants = yield* Tenants
+      const founder = yield* users.create({ email: "founder@example.com", password: "password-f", displayName: null })
+      const results = yield* Effect.forEach(
+        Array.from({ length: 8 }, (_, i) => i),
+        (i) => Effect.result(tenants.create(founder.id, `t${i}`)),
+        { concurrency: "unbounded" }
+      )
+      expect(results.filter((r) => r._tag === "Success")).toHaveLength(3)
+      expect(results.filter((r) => r._tag === "Failure" && r.failure._tag === "AccountLimitReached")).toHaveLength(5)
+      const mine = yield* tenants.listForUser(founder.id)
+      expect(mine).toHaveLength(3)
+      expect(mine.every((m) => m.role === "admin")).toBe(true)
     }))
 })
