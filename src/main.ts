@@ -8,7 +8,7 @@
  * print one JSON document on stdout and work whether or not the service runs on the same data dir.
  */
 import { NodeRuntime } from "@effect/platform-node"
-import { Cause, Effect, Exit, Layer, References } from "effect"
+import { Cause, Effect, Exit, Layer, Option, References } from "effect"
 import { ApiKeys, apiKeyScopes, type ApiKeyScope } from "./auth/api-keys.ts"
 import { BootstrapLive } from "./auth/bootstrap.ts"
 import { Projects } from "./auth/projects.ts"
@@ -49,6 +49,7 @@ import { isBucket, Ledger, toMicros, usd2 } from "./billing/ledger.ts"
 import { AccountsLive } from "./accounts/accounts-live.ts"
 import { Tenants } from "./accounts/tenants.ts"
 import { Users } from "./accounts/users.ts"
+import { parseProviders } from "./accounts/sso.ts"
 
 const usage = `usage: wa [serve | runner | migrate | projects create --name N | keys create --project P [--name N] [--scope admin|run] | credits grant --project P --usd N [--bucket additional|monthly] | users create --email E --password-stdin [--name N] [--tenant T] [--role admin|member]]`
 
@@ -235,6 +236,7 @@ const main = (argv: ReadonlyArray<string>): Effect.Effect<void> => {
 // Validate the configuration first: a bad value is one line naming the variable, exit code 2.
 try {
   const config = await Effect.runPromise(loadAppConfig())
+  parseProviders(Option.getOrUndefined(config.oidcProviders))
   if (process.argv[2] === "runner" && clusterMode(config) !== "socket") {
     console.error("invalid configuration: `wa runner` joins a cluster of socket runners; set DATABASE_URL (and WA_CLUSTER=socket or leave it unset)")
     process.exit(2)

@@ -2,9 +2,11 @@
 import { Layer } from "effect"
 import { BugReports } from "./bug-reports.ts"
 import { LoginThrottle } from "./login-throttle.ts"
+import { Sso } from "./sso.ts"
 import { Tenants } from "./tenants.ts"
 import { Users } from "./users.ts"
 
-export const AccountsLive = Layer.mergeAll(Users.layer, Tenants.layer, BugReports.layer).pipe(
+export const AccountsLive = Sso.layer.pipe(
+  Layer.provideMerge(Layer.mergeAll(Users.layer, Tenants.layer, BugReports.layer)),
   Layer.provideMerge(LoginThrottle.layer)
 )

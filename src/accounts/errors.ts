@@ -18,7 +18,7 @@ export class LoginThrottled extends Schema.TaggedError<LoginThrottled>()("LoginT
 
 /** No such tenant, member or invitation visible to the caller (also: one of another tenant). */
 export class AccountResourceNotFound extends Schema.TaggedError<AccountResourceNotFound>()("AccountResourceNotFound", {
-  what: Schema.Literals(["tenant", "member", "invitation", "bug_report"]),
+  what: Schema.Literals(["tenant", "member", "invitation", "bug_report", "provider"]),
   id: Schema.String
 }) {}
 
@@ -46,7 +46,13 @@ export class AccountInvalidField extends Schema.TaggedError<AccountInvalidField>
   detail: Schema.String
 }) {}
 
+/** An SSO sign-in that cannot complete (provider error, bad state, no verified email, ...). */
+export class SsoFailed extends Schema.TaggedError<SsoFailed>()("SsoFailed", {
+  detail: Schema.String
+}) {}
+
 export type AccountError =
+  | SsoFailed
   | InvalidCredentials
   | LoginThrottled
   | AccountResourceNotFound

@@ -92,6 +92,16 @@ export const m0021_accounts = Effect.gen(function*() {
       attempts int NOT NULL DEFAULT 0,
       PRIMARY KEY (scope_key, window_start)
     )`
+  // SSO sign-ins under way (src/accounts/sso.ts): one row per started authorization, used once.
+  yield* sql`
+    CREATE TABLE sso_logins (
+      state text PRIMARY KEY,
+      provider_id text NOT NULL,
+      code_verifier text NOT NULL,
+      nonce text NOT NULL,
+      return_to text NOT NULL,
+      expires_at timestamptz NOT NULL
+    )`
   yield* sql`ALTER TABLE projects ADD COLUMN tenant_id text NOT NULL DEFAULT 'ten_default' REFERENCES tenants(id)`
   yield* sql`CREATE INDEX projects_tenant ON projects (tenant_id, id DESC)`
   yield* sql`ALTER TABLE api_keys ADD CONSTRAINT api_keys_user FOREIGN KEY (user_id) REFERENCES users(id) ON DELETE SET NULL`

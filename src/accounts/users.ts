@@ -58,6 +58,13 @@ export class Users extends Context.Service<Users, {
   readonly logout: (sessionId: string) => Effect.Effect<void>
   readonly changePassword: (session: ConsoleSession, current: string, next: string) => Effect.Effect<void, InvalidCredentials>
   readonly get: (userId: string) => Effect.Effect<UserRow | undefined>
+  /** A new session for a user who proved who they are some other way (SSO). */
+  readonly startSession: (userId: string, kind: SessionKind) => Effect.Effect<SignedIn>
+  /**
+   * The user of an SSO identity: the one linked to (provider, subject); else the account with the
+   * provider's verified email, which gets the identity linked; else a new account (no password).
+   */
+  readonly resolveSsoIdentity: (providerId: string, subject: string, email: string) => Effect.Effect<UserRow>
   readonly passwordIdentityId: (userId: string) => Effect.Effect<string | null>
 }>()("wa/accounts/Users") {
   static readonly layer = Layer.effect(
@@ -174,7 +181,35 @@ export class Users extends Context.Service<Users, {
         })).pipe(Effect.orDie)
       })
 
-      return Users.of({ create, findByEmail, login, authenticate, logout, changePassword, get, passwordIdentityId })
+      const startSessionFor = (userId: string, kind: SessionKind) =>
+        Effect.gen(function*() {
+          const user = yield* get(userId)
+          if (user === undefined) return yield* Effect.die(new Error(`no user ${userId}`))
+          const started = yield* startSession(user.id, user.email, kind).pipe(Effect.orDie)
+          return { user, ...started }
+        })
+
+      const resolveSsoIdentity = (providerId: string, subject: string, email: string) =>
+        sql.withTransaction(Effect.gen(function*() {
+          const linked = yield* sql<UserRow>`
+            SELECT u.id, u.email, u.display_name, u.created_at FROM auth_identities i JOIN users u ON u.id = i.user_id
+            WHERE i.provider = ${`oidc:${providerId}`} AND i.subject = ${subject}`
+          if (linked[0] !== undefined) return linked[0]
+          const inserted = yield* sql<UserRow>`
+            INSERT INTO users (id, email) VALUES (${makeId("usr")}, ${email.trim()})
+            ON CONFLICT DO NOTHING RETURNING id, email, display_name, created_at`
+          const user = inserted[0] ??
+            (yield* sql<UserRow>`SELECT id, email, display_name, created_at FROM users WHERE lower(email) = ${normalizeEmail(email)}`)[0]!
+          yield* sql`
+            INSERT INTO auth_identities (id, user_id, provider, subject) VALUES (${makeId("aid")}, ${user.id}, ${`oidc:${providerId}`}, ${subject})
+            ON CONFLICT DO NOTHING`
+          return user
+        })).pipe(Effect.orDie)
+
+      return Users.of({
+        create, findByEmail, login, authenticate, logout, changePassword, get, passwordIdentityId,
+        startSession: startSessionFor, resolveSsoIdentity
+      })
     })
   )
 }

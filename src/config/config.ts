@@ -134,6 +134,11 @@ export const AppConfigSchema = Config.all({
   invitationTtlHours: Config.Int("WA_INVITATION_TTL_HOURS").pipe(Config.withDefault(168)),
   maxPendingInvitations: Config.Int("WA_MAX_PENDING_INVITATIONS").pipe(Config.withDefault(100)),
   maxTenantsPerUser: Config.Int("WA_MAX_TENANTS_PER_USER").pipe(Config.withDefault(20)),
+  /**
+   * SSO providers (OpenID Connect), a JSON array of {provider_id, display_name, issuer, client_id,
+   * client_secret}; see README "Accounts".
+   */
+  oidcProviders: optionalString("WA_OIDC_PROVIDERS"),
   bugReportScreenshotMaxBytes: Config.Int("WA_BUG_REPORT_SCREENSHOT_MAX_BYTES").pipe(Config.withDefault(512 * 1024))
 })
 

@@ -167,11 +167,13 @@ import type { AccountError } from "../accounts/errors.ts"
 import { Forbidden, Unauthorized } from "./errors.ts"
 
 const accountTags = new Set<string>([
-  "InvalidCredentials", "LoginThrottled", "AccountResourceNotFound", "RoleForbidden", "AccountConflict", "AccountLimitReached", "AccountInvalidField"
+  "SsoFailed", "InvalidCredentials", "LoginThrottled", "AccountResourceNotFound", "RoleForbidden", "AccountConflict", "AccountLimitReached", "AccountInvalidField"
 ])
 
 const toAccountHttpError = (e: AccountError) => {
   switch (e._tag) {
+    case "SsoFailed":
+      return new Unauthorized({ code: "sso_failed", detail: e.detail, extra: {} })
     case "InvalidCredentials":
       return new Unauthorized({ code: "unauthorized", detail: e.detail, extra: {} })
     case "LoginThrottled":

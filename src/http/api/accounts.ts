@@ -5,7 +5,7 @@
  * the paths are this service's (the spec shows none). Roles: README "Accounts".
  */
 import { Schema } from "effect"
-import { HttpApi, HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
+import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { BadRequest, Conflict, Forbidden, NotFound, TooManyRequests, Unauthorized, ValidationError } from "../errors.ts"
 import { PageQuery } from "../pagination.ts"
 import { ConsoleAuth } from "./accounts-security.ts"
@@ -93,6 +93,25 @@ export class AuthPublicApi extends HttpApiGroup.make("auth_public")
     HttpApiEndpoint.get("providers", "/v1/auth/providers", { success: ProvidersResponse }).annotate(
       OpenApi.Description,
       "Enabled SSO (OpenID Connect) providers for sign-in buttons; empty while none is configured."
+    ),
+    HttpApiEndpoint.get("ssoStart", "/v1/auth/sso/:provider_id/start", {
+      params: { provider_id: IdParam },
+      query: { return_to: Schema.optional(Bounded(1, 2048)) },
+      success: HttpApiSchema.Empty(302),
+      error: [NotFound, Unauthorized, ValidationError]
+    }).annotate(
+      OpenApi.Description,
+      "Starts an SSO sign-in (OpenID Connect, authorization code with PKCE): 302 to the provider. `return_to` is a path " +
+        "of this service (default /console/) the browser lands on once signed in."
+    ),
+    HttpApiEndpoint.get("ssoCallback", "/v1/auth/sso/:provider_id/callback", {
+      params: { provider_id: IdParam },
+      success: HttpApiSchema.Empty(302),
+      error: [NotFound, Unauthorized]
+    }).annotate(
+      OpenApi.Description,
+      "The provider's redirect: completes the sign-in, sets the console session cookies and answers 302 to return_to; " +
+        "401 sso_failed when the sign-in cannot complete (unknown or used state, another browser, provider error, no verified email)."
     ),
     HttpApiEndpoint.post("acceptInvitation", "/v1/invitations/accept", {
       payload: AcceptInvitationRequest,

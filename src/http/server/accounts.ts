@@ -12,11 +12,16 @@ import { AccountInvalidField } from "../../accounts/errors.ts"
 import { csrfTokenFor } from "../../accounts/session-tokens.ts"
 import { type InvitationRow, type MemberRow, type MembershipRow, Tenants, type TenantProjectRow } from "../../accounts/tenants.ts"
 import { Users } from "../../accounts/users.ts"
+import { Sso } from "../../accounts/sso.ts"
+import { safeEqual } from "../../accounts/session-tokens.ts"
 import { AppConfig } from "../../config/config.ts"
 import { accountHttpErrors } from "../domain-errors.ts"
-import { unauthorized } from "../errors.ts"
+import { Unauthorized, unauthorized, validationError } from "../errors.ts"
 import { WebAgentApi } from "../api/api.ts"
 import { CSRF_COOKIE, CurrentUser, SESSION_COOKIE } from "../api/accounts-security.ts"
+
+/** Binds an SSO sign-in to the browser that started it (see src/accounts/sso.ts). */
+const SSO_STATE_COOKIE = "wa_sso_state"
 import { CurrentKey } from "../api/security.ts"
 import { makeAuthFailureLimiter } from "../middleware/auth-failure-limit.ts"
 import { clientAddress, consoleCredential, verifyConsoleCredential } from "../middleware/console-session.ts"
@@ -112,6 +117,7 @@ export const AuthPublicHandlers = HttpApiBuilder.group(
   Effect.fn(function*(handlers) {
     const users = yield* Users
     const tenants = yield* Tenants
+    const sso = yield* Sso
     const config = yield* AppConfig
     const failures = makeAuthFailureLimiter(config.authFailuresPerMinute)
     return handlers
@@ -136,8 +142,50 @@ export const AuthPublicHandlers = HttpApiBuilder.group(
             expires_at: signedIn.session.expiresAt.toISOString()
           }
         }))
-      // SSO is not configured in this version: the list is empty (the console shows no buttons).
-      .handle("providers", () => Effect.succeed({ providers: [] }))
+      .handle("providers", () => Effect.succeed({ providers: [...sso.providers] }))
+      .handle("ssoStart", ({ params, query }) =>
+        Effect.gen(function*() {
+          const returnTo = query.return_to ?? "/console/"
+          // Only a path of this service: no scheme, no host, no protocol-relative //evil.example.
+          if (!returnTo.startsWith("/") || returnTo.startsWith("//") || returnTo.includes("\\")) {
+            return yield* validationError("return_to must be a path of this service, starting with a single /", [
+              { loc: ["query", "return_to"], msg: "a path starting with a single /", type: "value_error" }
+            ])
+          }
+          const base = yield* publicBaseUrl
+          const started = yield* accountHttpErrors(sso.start(params.provider_id, `${base}/v1/auth/sso/${params.provider_id}/callback`, returnTo))
+          const options = yield* cookieOptions
+          return yield* HttpServerResponse.setCookie(HttpServerResponse.redirect(started.url, { status: 302 }), SSO_STATE_COOKIE, started.state, {
+            ...options,
+            // Lax: the provider's redirect back is a cross-site top-level GET, which Strict would strip.
+            sameSite: "lax",
+            httpOnly: true,
+            path: "/v1/auth/sso",
+            maxAge: Duration.minutes(10)
+          }).pipe(Effect.orDie)
+        }))
+      .handle("ssoCallback", ({ params }) =>
+        Effect.gen(function*() {
+          const request = yield* HttpServerRequest.HttpServerRequest
+          const base = yield* publicBaseUrl
+          const query = request.url.includes("?") ? request.url.slice(request.url.indexOf("?")) : ""
+          const callbackUrl = new URL(`${base}/v1/auth/sso/${params.provider_id}/callback${query}`)
+          // The browser that comes back must be the one that started (login CSRF).
+          const bound = request.cookies[SSO_STATE_COOKIE] ?? ""
+          if (bound === "" || !safeEqual(bound, callbackUrl.searchParams.get("state") ?? "")) {
+            return yield* new Unauthorized({ code: "sso_failed", detail: "this SSO sign-in was not started in this browser; start again", extra: {} })
+          }
+          const done = yield* accountHttpErrors(sso.complete(params.provider_id, callbackUrl))
+          const signedIn = yield* users.startSession(done.user.id, "cookie")
+          const options = yield* cookieOptions
+          const maxAge = Duration.millis(Math.max(0, signedIn.session.expiresAt.getTime() - Date.now()))
+          return yield* HttpServerResponse.redirect(done.returnTo, { status: 302 }).pipe(
+            HttpServerResponse.setCookie(SESSION_COOKIE, signedIn.token, { ...options, httpOnly: true, maxAge }),
+            Effect.flatMap(HttpServerResponse.setCookie(CSRF_COOKIE, csrfTokenFor(signedIn.token), { ...options, httpOnly: false, maxAge })),
+            Effect.flatMap(HttpServerResponse.expireCookie(SSO_STATE_COOKIE, { ...options, sameSite: "lax", httpOnly: true, path: "/v1/auth/sso" })),
+            Effect.orDie
+          )
+        }))
       .handle("acceptInvitation", ({ payload }) =>
         Effect.gen(function*() {
           const request = yield* HttpServerRequest.HttpServerRequest
