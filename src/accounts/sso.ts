@@ -135,8 +135,17 @@ export class Sso extends Context.Service<Sso, {
           catch: (error) => new SsoFailed({ detail: `the SSO sign-in could not be completed: ${String(error).slice(0, 300)}` })
         })
         const claims = tokens.claims()
-        const email = typeof claims?.["email"] === "string" ? claims["email"] : undefined
-        if (claims === undefined || email === undefined || claims["email_verified"] !== true || email.length < 3 || email.length > 255) {
+        if (claims === undefined) return yield* new SsoFailed({ detail: "the SSO provider returned no ID token" })
+        // Providers that keep the ID token small (OpenID Connect's default when an access token is
+        // issued) give the email at the userinfo endpoint; its subject must be the ID token's.
+        const profile: Record<string, unknown> = typeof claims["email"] === "string"
+          ? claims
+          : yield* Effect.tryPromise({
+            try: () => client.fetchUserInfo(configuration, tokens.access_token, claims.sub),
+            catch: (error) => new SsoFailed({ detail: `the SSO provider's userinfo could not be read: ${String(error).slice(0, 300)}` })
+          })
+        const email = typeof profile["email"] === "string" ? profile["email"] : undefined
+        if (email === undefined || profile["email_verified"] !== true || email.length < 3 || email.length > 255) {
           return yield* new SsoFailed({ detail: "the SSO provider gave no verified email address for this account" })
         }
         const user = yield* users.resolveSsoIdentity(providerId, claims.sub, email)
