@@ -196,6 +196,23 @@ describe("roles", () => {
   })
 })
 
+describe("idempotency and rate limits on account writes", () => {
+  it("the same Idempotency-Key replays the tenant creation (same id, one tenant); responses carry RateLimit headers", async () => {
+    const key = crypto.randomUUID()
+    const headers = { "idempotency-key": key }
+    const first = await service.request("POST", "/v1/tenants", { key: alice.token, headers, body: { name: "Once" } })
+    const second = await service.request("POST", "/v1/tenants", { key: alice.token, headers, body: { name: "Once" } })
+    expect(first.status, first.text).toBe(201)
+    expect(second.status).toBe(201)
+    expect(second.json.tenant_id).toBe(first.json.tenant_id)
+    const named = (await admin()("GET", "/v1/tenants")).json.items.filter((t: { name: string }) => t.name === "Once")
+    expect(named).toHaveLength(1)
+    const other = await service.request("POST", "/v1/tenants", { key: alice.token, headers, body: { name: "Different" } })
+    expectEnvelope(other, 422)
+    expect(first.headers.get("ratelimit")).toMatch(/limit=\d+, remaining=\d+/)
+  })
+})
+
 describe("bug reports", () => {
   const path = () => `/v1/projects/${projectId}/bug_reports`
   const png = "data:image/png;base64," + Buffer.from("png-bytes").toString("base64")

@@ -8,6 +8,10 @@ import { Context } from "effect"
 import { HttpApiMiddleware, HttpApiSecurity } from "effect/http-api"
 import type { ConsoleSession } from "../../accounts/users.ts"
 import { Forbidden, TooManyRequests, Unauthorized } from "../errors.ts"
+import { CurrentKey } from "./security.ts"
+
+/** The CurrentKey project of account endpoints (no project): idempotency records are kept under it. */
+export const CONSOLE_SCOPE = "console"
 
 export const SESSION_COOKIE = "wa_session"
 export const CSRF_COOKIE = "wa_csrf"
@@ -18,7 +22,11 @@ export class CurrentUser extends Context.Service<CurrentUser, ConsoleSession & {
   readonly via: "bearer" | "cookie"
 }>()("wa/http/CurrentUser") {}
 
-export class ConsoleAuth extends HttpApiMiddleware.Service<ConsoleAuth, { provides: CurrentUser }>()(
+/**
+ * Also provides CurrentKey (keyId: the user's id, projectId: CONSOLE_SCOPE, scope run), so the
+ * per-key rate limit and Idempotency-Key replay apply to account writes per user as well.
+ */
+export class ConsoleAuth extends HttpApiMiddleware.Service<ConsoleAuth, { provides: CurrentUser | CurrentKey }>()(
   "wa/http/ConsoleAuth",
   {
     requiredForClient: true,

@@ -140,6 +140,7 @@ export class AccountApi extends HttpApiGroup.make("account")
       "Changes the password and ends every other session of the user (this one stays signed in)."
     )
   )
+  .middleware(RateLimit)
   .middleware(ConsoleAuth)
   .prefix("/v1/auth")
   .annotateMerge(OpenApi.annotations({
@@ -250,6 +251,8 @@ export class TenantsApi extends HttpApiGroup.make("tenants")
       error: tenantErrors
     }).annotate(HttpApi.PayloadParseOptions, strict)
   )
+  .middleware(Idempotency)
+  .middleware(RateLimit)
   .middleware(ConsoleAuth)
   .prefix("/v1/tenants")
   .annotateMerge(OpenApi.annotations({

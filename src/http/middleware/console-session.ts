@@ -15,7 +15,8 @@ import { csrfTokenFor, safeEqual, SESSION_TOKEN_PREFIX } from "../../accounts/se
 import { AppConfig } from "../../config/config.ts"
 import { Forbidden, TooManyRequests, Unauthorized, unauthorized } from "../errors.ts"
 import { makeAuthFailureLimiter, type AuthFailureLimiter } from "./auth-failure-limit.ts"
-import { ConsoleAuth, CSRF_HEADER, CurrentUser, SESSION_COOKIE } from "../api/accounts-security.ts"
+import { CONSOLE_SCOPE, ConsoleAuth, CSRF_HEADER, CurrentUser, SESSION_COOKIE } from "../api/accounts-security.ts"
+import { CurrentKey } from "../api/security.ts"
 
 export interface ConsoleCredential {
   readonly token: string
@@ -106,7 +107,10 @@ export const ConsoleAuthLive = Layer.effect(
           return yield* unauthorized("sign in first: send Authorization: Bearer was_... or the wa_session cookie (POST /v1/auth/login)")
         }
         const session = yield* verifyConsoleCredential(users, failures, request, presented)
-        return yield* Effect.provideService(httpEffect, CurrentUser, session)
+        return yield* httpEffect.pipe(
+          Effect.provideService(CurrentUser, session),
+          Effect.provideService(CurrentKey, { keyId: session.userId, projectId: CONSOLE_SCOPE, scope: "run", revoked: false, userId: session.userId })
+        )
       })
     })
   })

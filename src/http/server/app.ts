@@ -51,7 +51,7 @@ const ApiRoutes = HttpApiBuilder.layer(WebAgentApi, { openapiPath: "/openapi.jso
     ControlHandlers,
     RecordingReplayHandlers,
     AuthPublicHandlers,
-    Layer.mergeAll(AccountHandlers, TenantsHandlers).pipe(Layer.provide(ConsoleAuthLive)),
+    Layer.mergeAll(AccountHandlers, TenantsHandlers).pipe(Layer.provide(Layer.mergeAll(ConsoleAuthLive, ProjectMiddlewares))),
     Layer.mergeAll(
       ApiKeysHandlers,
       ProjectHandlers,
