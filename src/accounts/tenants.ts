@@ -73,9 +73,6 @@ export interface TenantProjectRow {
   readonly created_at: Date
 }
 
-/** What a user may do on a project: the role in the project's tenant, or why not. */
-export type ProjectAccess = { readonly role: Role; readonly tenantId: string } | "none" | "disabled"
-
 type AcceptAs =
   | { readonly _tag: "SignedIn"; readonly userId: string; readonly email: string }
   | { readonly _tag: "NewAccount"; readonly password: string | null; readonly displayName: string | null }
@@ -97,7 +94,6 @@ export class Tenants extends Context.Service<Tenants, {
   readonly accept: (token: string, as: AcceptAs) => Effect.Effect<{ readonly tenantId: string; readonly userId: string; readonly role: Role }, AccountResourceNotFound | RoleForbidden | AccountConflict | AccountInvalidField>
   readonly projects: (tenantId: string, userId: string, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<TenantProjectRow>, AccountResourceNotFound | RoleForbidden>
   readonly createProject: (tenantId: string, userId: string, name: string) => Effect.Effect<TenantProjectRow, AccountResourceNotFound | RoleForbidden>
-  readonly projectAccess: (userId: string, projectId: string) => Effect.Effect<ProjectAccess>
   readonly exists: (tenantId: string) => Effect.Effect<boolean>
   /** Adds a user to a tenant (the CLI's `users create --tenant`). */
   readonly addMember: (tenantId: string, userId: string, role: Role, identityId: string | null) => Effect.Effect<void, AccountResourceNotFound | AccountConflict>
@@ -321,21 +317,6 @@ export class Tenants extends Context.Service<Tenants, {
           return rows[0]!
         })
 
-      const projectAccessStatement = `
-        SELECT m.role, m.status, p.tenant_id FROM projects p
-        JOIN tenant_members m ON m.tenant_id = p.tenant_id AND m.user_id = $1
-        WHERE p.id = $2`
-      const projectAccess = (userId: string, projectId: string) =>
-        sql.unsafe<{ role: Role; status: MemberStatus; tenant_id: string }>(projectAccessStatement, [userId, projectId]).pipe(
-          Effect.map((rows): ProjectAccess => {
-            const row = rows[0]
-            if (row === undefined) return "none"
-            if (row.status !== "active") return "disabled"
-            return { role: row.role, tenantId: row.tenant_id }
-          }),
-          Effect.orDie
-        )
-
       const addMember = (tenantId: string, userId: string, role: Role, identityId: string | null) =>
         Effect.gen(function*() {
           const tenant = yield* sql`SELECT id FROM tenants WHERE id = ${tenantId}`
@@ -352,7 +333,7 @@ export class Tenants extends Context.Service<Tenants, {
       return Tenants.of({
         exists,
         create, listForUser, require, members, updateMember, invite, invitations, revokeInvitation, accept, projects,
-        createProject, projectAccess, addMember
+        createProject, addMember
       })
     })
   )

@@ -42,6 +42,9 @@ export interface SignedIn {
 
 export type SessionFailure = "malformed" | "unknown" | "ended"
 
+/** What a user may do on a project: the role in the project's tenant, or why not. */
+export type ProjectAccess = { readonly role: "admin" | "member" } | "none" | "disabled"
+
 export const normalizeEmail = (email: string) => email.trim().toLowerCase()
 
 export class Users extends Context.Service<Users, {
@@ -55,6 +58,11 @@ export class Users extends Context.Service<Users, {
     readonly kind: SessionKind
   }) => Effect.Effect<SignedIn, InvalidCredentials | LoginThrottled>
   readonly authenticate: (token: string) => Effect.Effect<ConsoleSession | SessionFailure>
+  /**
+   * authenticate and, in the same statement, the user's access to a project (the role in the
+   * project's tenant): one round trip for a console session on a project endpoint.
+   */
+  readonly authenticateOnProject: (token: string, projectId: string) => Effect.Effect<(ConsoleSession & { readonly access: ProjectAccess }) | SessionFailure>
   readonly logout: (sessionId: string) => Effect.Effect<void>
   readonly changePassword: (session: ConsoleSession, current: string, next: string) => Effect.Effect<void, InvalidCredentials>
   readonly get: (userId: string) => Effect.Effect<UserRow | undefined>
@@ -163,6 +171,36 @@ export class Users extends Context.Service<Users, {
         )
       }
 
+      const onProjectStatement = `
+        SELECT s.id, s.user_id, u.email, s.kind, s.expires_at, (s.revoked_at IS NOT NULL OR s.expires_at <= now()) AS ended,
+          m.role, m.status
+        FROM console_sessions s JOIN users u ON u.id = s.user_id
+        LEFT JOIN projects p ON p.id = $2
+        LEFT JOIN tenant_members m ON m.tenant_id = p.tenant_id AND m.user_id = s.user_id
+        WHERE s.token_hash = $1`
+      const authenticateOnProject = (token: string, projectId: string) => {
+        if (!isWellFormedSessionToken(token)) return Effect.succeed("malformed" as const)
+        return sql.unsafe<{
+          id: string
+          user_id: string
+          email: string
+          kind: SessionKind
+          expires_at: Date
+          ended: boolean
+          role: "admin" | "member" | null
+          status: "active" | "disabled" | null
+        }>(onProjectStatement, [hashToken(token), projectId]).pipe(
+          Effect.map((rows) => {
+            const row = rows[0]
+            if (row === undefined) return "unknown" as const
+            if (row.ended) return "ended" as const
+            const access: ProjectAccess = row.role === null ? "none" : row.status !== "active" ? "disabled" : { role: row.role }
+            return { sessionId: row.id, userId: row.user_id, email: row.email, kind: row.kind, expiresAt: row.expires_at, access }
+          }),
+          Effect.orDie
+        )
+      }
+
       const logout = (sessionId: string) =>
         sql`UPDATE console_sessions SET revoked_at = coalesce(revoked_at, now()) WHERE id = ${sessionId}`.pipe(Effect.asVoid, Effect.orDie)
 
@@ -207,7 +245,7 @@ export class Users extends Context.Service<Users, {
         })).pipe(Effect.orDie)
 
       return Users.of({
-        create, findByEmail, login, authenticate, logout, changePassword, get, passwordIdentityId,
+        create, findByEmail, login, authenticate, authenticateOnProject, logout, changePassword, get, passwordIdentityId,
         startSession: startSessionFor, resolveSsoIdentity
       })
     })

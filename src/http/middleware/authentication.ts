@@ -12,7 +12,6 @@ import { AppConfig } from "../../config/config.ts"
 import { forbidden, TooManyRequests, unauthorized } from "../errors.ts"
 import { makeAuthFailureLimiter } from "./auth-failure-limit.ts"
 import { Authentication, CurrentKey } from "../api/security.ts"
-import { Tenants } from "../../accounts/tenants.ts"
 import { Users } from "../../accounts/users.ts"
 import { consoleCredential, verifyConsoleCredential } from "./console-session.ts"
 
@@ -29,7 +28,6 @@ export const AuthenticationLive = Layer.effect(
     const config = yield* AppConfig
     const failures = makeAuthFailureLimiter(config.authFailuresPerMinute)
     const users = yield* Users
-    const tenants = yield* Tenants
     return Authentication.of({
       bearer: Effect.fnUntraced(function*(httpEffect, { credential }) {
         const token = Redacted.value(credential)
@@ -38,10 +36,15 @@ export const AuthenticationLive = Layer.effect(
         // of their tenants with their role there: admin as an admin key, member as a run key.
         const console = consoleCredential(request, token)
         if (console !== undefined) {
-          const session = yield* verifyConsoleCredential(users, failures, request, console)
           const pid = (yield* HttpRouter.RouteContext).params["pid"]
-          if (pid === undefined) return yield* forbidden("a console session acts on a project named in the path (/v1/projects/{pid}/...)")
-          const access = yield* tenants.projectAccess(session.userId, pid)
+          if (pid === undefined) {
+            // A bad session is still 401; a good one is refused for want of a project.
+            yield* verifyConsoleCredential(users, failures, request, console)
+            return yield* forbidden("a console session acts on a project named in the path (/v1/projects/{pid}/...)")
+          }
+          // The session and the user's role in the project's tenant in one statement.
+          const session = yield* verifyConsoleCredential(users, failures, request, console, (token) => users.authenticateOnProject(token, pid))
+          const access = session.access
           if (access === "disabled") return yield* forbidden("your membership of this project's tenant is disabled")
           if (access === "none") return yield* forbidden("you are not a member of a tenant that holds this project")
           yield* Effect.annotateCurrentSpan({ project_id: pid, user_id: session.userId })

@@ -10,7 +10,7 @@
  */
 import { Effect, Layer, Option, Redacted } from "effect"
 import { HttpServerRequest } from "effect/http"
-import { type ConsoleSession, Users } from "../../accounts/users.ts"
+import { type ConsoleSession, type SessionFailure, Users } from "../../accounts/users.ts"
 import { csrfTokenFor, safeEqual, SESSION_TOKEN_PREFIX } from "../../accounts/session-tokens.ts"
 import { AppConfig } from "../../config/config.ts"
 import { Forbidden, TooManyRequests, Unauthorized, unauthorized } from "../errors.ts"
@@ -48,12 +48,14 @@ export const clientAddress = (request: HttpServerRequest.HttpServerRequest) =>
  * and a cookie session's write must carry the CSRF token. Failures count against the address
  * (the same limiter API keys use).
  */
-export const verifyConsoleCredential = (
+export const verifyConsoleCredential = <S extends ConsoleSession = ConsoleSession>(
   users: Users["Service"],
   failures: AuthFailureLimiter,
   request: HttpServerRequest.HttpServerRequest,
-  credential: ConsoleCredential
-): Effect.Effect<ConsoleSession & { readonly via: "bearer" | "cookie" }, Unauthorized | Forbidden | TooManyRequests> =>
+  credential: ConsoleCredential,
+  /** How the token is looked up (the project Authentication also reads the membership with it). */
+  authenticate: (token: string) => Effect.Effect<S | SessionFailure> = users.authenticate as (token: string) => Effect.Effect<S | SessionFailure>
+): Effect.Effect<S & { readonly via: "bearer" | "cookie" }, Unauthorized | Forbidden | TooManyRequests> =>
   Effect.gen(function*() {
     const address = clientAddress(request)
     const waitSeconds = failures.blockedFor(address, credential.token, Date.now())
@@ -64,13 +66,13 @@ export const verifyConsoleCredential = (
         extra: { retry_after_seconds: waitSeconds }
       })
     }
-    const result = yield* users.authenticate(credential.token)
+    const result = yield* authenticate(credential.token)
     const failure = typeof result === "string" ? result : result.kind !== credential.via ? "kind" as const : undefined
     if (failure !== undefined) {
       failures.recordFailure(address, Date.now())
       return yield* unauthorized(sessionDetail[failure])
     }
-    const session = result as ConsoleSession
+    const session = result as S
     failures.recordSuccess(credential.token)
     if (credential.via === "cookie" && !safeMethods.has(request.method.toUpperCase())) {
       const sent = request.headers[CSRF_HEADER] ?? ""
