@@ -5,13 +5,14 @@
  * the operator runs it), `credits grant --project P --usd N [--bucket additional|monthly]` (src/billing/ledger.ts),
  * `plans list`, `plans set --project P --plan ID`, `plans unset --project P` (src/billing/plans.ts).
  * `budget set --project P --usd N|none` and `budget show --project P` (src/billing/budget.ts).
+ * `users create --email E --password-stdin [--name N] [--tenant T] [--role admin|member]` (src/accounts/).
  * Commands other than `serve`
  * print one JSON document on stdout and work whether or not the service runs on the same data dir.
  * Client commands (`run`, `research`, `search`, `monitors`, `mcp`) talk to a service over its API:
  * src/cli/client.ts.
  */
 import { NodeRuntime } from "@effect/platform-node"
-import { Cause, Effect, Exit, Layer, References } from "effect"
+import { Cause, Effect, Exit, Layer, Option, References } from "effect"
 import { ApiKeys, apiKeyScopes, type ApiKeyScope } from "./auth/api-keys.ts"
 import { BootstrapLive } from "./auth/bootstrap.ts"
 import { Projects } from "./auth/projects.ts"
@@ -56,7 +57,12 @@ import { Budget } from "./billing/budget.ts"
 import { budgetView, MAX_CAP_USD } from "./http/server/billing.ts"
 import { clientCommands, clientUsage, mainClient } from "./cli/client.ts"
 
-const usage = `usage: wa [serve | runner | migrate | projects create --name N | keys create --project P [--name N] [--scope admin|run] | credits grant --project P --usd N [--bucket additional|monthly] | plans list | plans set --project P --plan ID | plans unset --project P | budget set --project P --usd N|none | budget show --project P]`
+const usage = `usage: wa [serve | runner | migrate | projects create --name N | keys create --project P [--name N] [--scope admin|run] | credits grant --project P --usd N [--bucket additional|monthly] | plans list | plans set --project P --plan ID | plans unset --project P | budget set --project P --usd N|none | budget show --project P | users create --email E --password-stdin [--name N] [--tenant T] [--role admin|member]]`
+import { AccountsLive } from "./accounts/accounts-live.ts"
+import { Tenants } from "./accounts/tenants.ts"
+import { Users } from "./accounts/users.ts"
+import { parseProviders } from "./accounts/sso.ts"
+
 
 class UsageError extends Error {}
 
@@ -130,10 +136,10 @@ const runner = DrainLive.pipe(
 const printJson = (value: unknown) => Effect.sync(() => process.stdout.write(JSON.stringify(value) + "\n"))
 
 /** Runs a one-shot command against the data dir's database (attaching to a running service's). */
-const oneShot = <A>(program: Effect.Effect<A, never, ApiKeys | Projects | Ledger | Plans | Budget>) =>
+const oneShot = <A>(program: Effect.Effect<A, never, ApiKeys | Projects | Ledger | Plans | Budget | Users | Tenants>) =>
   program.pipe(
     Effect.flatMap(printJson),
-    Effect.provide(Layer.mergeAll(ApiKeys.layer, Projects.layer, Ledger.layer, Plans.layer, Budget.layer).pipe(
+    Effect.provide(Layer.mergeAll(ApiKeys.layer, Projects.layer, Ledger.layer, Plans.layer, Budget.layer, AccountsLive).pipe(
       Layer.provideMerge(databaseLayer("attach")),
       Layer.provideMerge(logLayer("Warn")),
       Layer.provide(AppConfig.layer)
@@ -163,6 +169,44 @@ const commands: Record<string, (args: ReadonlyArray<string>) => Effect.Effect<vo
         keys.create(projectId, name, { scope: scope as ApiKeyScope, createdByKeyId: null })
       )
       return { project_id: projectId, key_id: row.id, scope: row.scope, secret_token: secret }
+    }))
+  },
+  // The first console user (there is no open sign-up): the password comes on stdin, never in argv
+  // (which other local users can read). With --tenant the user joins that tenant (admin by
+  // default); `ten_default` holds the projects made before tenants and by `projects create`.
+  "users create": (args) => {
+    const email = flag(args, "email")
+    const name = flag(args, "name") ?? null
+    const tenant = flag(args, "tenant")
+    const role = flag(args, "role") ?? "admin"
+    if (email === undefined || email.length < 3 || email.length > 255 || !/^[^\s@]+@[^\s@]+$/.test(email)) {
+      throw new UsageError(`users create needs --email (an address, 3 to 255 characters)\n${usage}`)
+    }
+    if (!args.includes("--password-stdin")) throw new UsageError(`users create needs --password-stdin (the password is read from stdin)\n${usage}`)
+    if (name !== null && name.length > 100) throw new UsageError("--name is at most 100 characters")
+    if (role !== "admin" && role !== "member") throw new UsageError(`--role is admin or member\n${usage}`)
+    return oneShot(Effect.gen(function*() {
+      const password = (yield* Effect.promise(async () => {
+        const chunks: Array<Buffer> = []
+        for await (const chunk of process.stdin) chunks.push(chunk as Buffer)
+        return Buffer.concat(chunks).toString("utf8")
+      })).replace(/\r?\n$/, "")
+      if (password.length < 8 || password.length > 200) return yield* Effect.die(new CommandFailed("the password must be 8 to 200 characters"))
+      if (tenant !== undefined && !(yield* Tenants.use((tenants) => tenants.exists(tenant)))) {
+        return yield* Effect.die(new CommandFailed(`no tenant ${tenant}`))
+      }
+      const user = yield* Users.use((users) => users.create({ email, password, displayName: name })).pipe(
+        Effect.catchTag("AccountConflict", (e) => Effect.die(new CommandFailed(e.detail)))
+      )
+      if (tenant !== undefined) {
+        yield* Tenants.use((tenants) => tenants.addMember(tenant, user.id, role, user.identity_id)).pipe(
+          Effect.catchTags({
+            AccountResourceNotFound: () => Effect.die(new CommandFailed(`no tenant ${tenant}`)),
+            AccountConflict: (e) => Effect.die(new CommandFailed(e.detail))
+          })
+        )
+      }
+      return { user_id: user.id, email: user.email, tenant_id: tenant ?? null, role: tenant === undefined ? null : role }
     }))
   },
   // Credits a project (src/billing/ledger.ts): `additional` (default; a top-up, never expires) or
@@ -282,6 +326,7 @@ if (clientCommands.has(process.argv[2] ?? "")) await mainClient(process.argv.sli
 // Validate the configuration first: a bad value is one line naming the variable, exit code 2.
 try {
   const config = await Effect.runPromise(loadAppConfig())
+  parseProviders(Option.getOrUndefined(config.oidcProviders))
   if (process.argv[2] === "runner" && clusterMode(config) !== "socket") {
     console.error("invalid configuration: `wa runner` joins a cluster of socket runners; set DATABASE_URL (and WA_CLUSTER=socket or leave it unset)")
     process.exit(2)

@@ -45,6 +45,8 @@ export interface CreateApiKeyOptions {
   readonly scope: ApiKeyScope
   /** The key that asked for this one over the API; null for the bootstrap and CLI keys. */
   readonly createdByKeyId: string | null
+  /** The console user who asked for this key (through a console session); null otherwise. */
+  readonly userId?: string | null
 }
 
 export type AuthenticationFailure = "malformed" | "unknown" | "revoked"
@@ -75,9 +77,9 @@ export class ApiKeys extends Context.Service<ApiKeys, {
         Effect.gen(function*() {
           const secret = generateApiKey()
           const rows = yield* sql<ApiKeyRow>`
-            INSERT INTO api_keys (id, project_id, prefix, name, secret_hash, scope, created_by_key_id)
+            INSERT INTO api_keys (id, project_id, prefix, name, secret_hash, scope, created_by_key_id, user_id)
             VALUES (${makeId("key")}, ${projectId}, ${displayPrefix(secret)}, ${name}, ${hashApiKey(secret)},
-              ${options.scope}, ${options.createdByKeyId})
+              ${options.scope}, ${options.createdByKeyId}, ${options.userId ?? null})
             RETURNING ${columns}`
           return { row: rows[0]!, secret }
         }).pipe(Effect.orDie)

@@ -146,7 +146,21 @@ export const AppConfigSchema = Config.all({
   /** How often each process looks for projects below their auto-recharge threshold. */
   autoRechargePollMs: Config.Int("WA_AUTO_RECHARGE_POLL_MS").pipe(Config.withDefault(2000)),
   /** The price table (src/billing/prices.ts); unset: config/prices.json of the repository. */
-  pricesFile: optionalString("WA_PRICES_FILE")
+  pricesFile: optionalString("WA_PRICES_FILE"),
+  // Console accounts (src/accounts/): sign-in throttling, session lifetime, invitations, caps.
+  loginAttemptsPerAccount: Config.Int("WA_LOGIN_ATTEMPTS_PER_ACCOUNT").pipe(Config.withDefault(10)),
+  loginAttemptsPerAddress: Config.Int("WA_LOGIN_ATTEMPTS_PER_ADDRESS").pipe(Config.withDefault(100)),
+  loginWindowSeconds: Config.Int("WA_LOGIN_WINDOW_SECONDS").pipe(Config.withDefault(900)),
+  consoleSessionHours: Config.Int("WA_CONSOLE_SESSION_HOURS").pipe(Config.withDefault(12)),
+  invitationTtlHours: Config.Int("WA_INVITATION_TTL_HOURS").pipe(Config.withDefault(168)),
+  maxPendingInvitations: Config.Int("WA_MAX_PENDING_INVITATIONS").pipe(Config.withDefault(100)),
+  maxTenantsPerUser: Config.Int("WA_MAX_TENANTS_PER_USER").pipe(Config.withDefault(20)),
+  /**
+   * SSO providers (OpenID Connect), a JSON array of {provider_id, display_name, issuer, client_id,
+   * client_secret}; see README "Accounts".
+   */
+  oidcProviders: optionalString("WA_OIDC_PROVIDERS"),
+  bugReportScreenshotMaxBytes: Config.Int("WA_BUG_REPORT_SCREENSHOT_MAX_BYTES").pipe(Config.withDefault(512 * 1024))
 })
 
 export type AppConfigShape = Omit<Config.Success<typeof AppConfigSchema>, "logLevelName"> & {
@@ -186,7 +200,11 @@ export const loadAppConfig = (env?: Record<string, string | undefined>) =>
       ["WA_TRACK_MAX_CONSECUTIVE_FAILURES", parsed.trackMaxConsecutiveFailures],
       ["WA_WORKSPACE_MAX_FILE_BYTES", parsed.workspaceMaxFileBytes],
       ["WA_CONTROL_CONNECT_SECONDS", parsed.controlConnectSeconds], ["WA_CONTROL_IDLE_SECONDS", parsed.controlIdleSeconds],
-      ["WA_RECORDING_MAX_BYTES", parsed.recordingMaxBytes]
+      ["WA_RECORDING_MAX_BYTES", parsed.recordingMaxBytes],
+      ["WA_LOGIN_ATTEMPTS_PER_ACCOUNT", parsed.loginAttemptsPerAccount], ["WA_LOGIN_ATTEMPTS_PER_ADDRESS", parsed.loginAttemptsPerAddress],
+      ["WA_LOGIN_WINDOW_SECONDS", parsed.loginWindowSeconds], ["WA_CONSOLE_SESSION_HOURS", parsed.consoleSessionHours],
+      ["WA_INVITATION_TTL_HOURS", parsed.invitationTtlHours], ["WA_MAX_PENDING_INVITATIONS", parsed.maxPendingInvitations],
+      ["WA_MAX_TENANTS_PER_USER", parsed.maxTenantsPerUser], ["WA_BUG_REPORT_SCREENSHOT_MAX_BYTES", parsed.bugReportScreenshotMaxBytes]
     ] as const) {
       if (value < 1) return yield* Effect.die(new InvalidConfig(`invalid configuration: ${name} must be at least 1`))
     }

@@ -172,3 +172,50 @@ export const toHttpError = <E>(error: E): HttpErrorOf<E> =>
 /** Maps the domain errors of an effect to their envelopes. */
 export const httpErrors = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, HttpErrorOf<E>, R> =>
   Effect.mapError(effect, toHttpError)
+
+// ---- accounts (src/accounts/errors.ts) ---------------------------------------------------------
+
+import type { AccountError } from "../accounts/errors.ts"
+import { Forbidden, Unauthorized } from "./errors.ts"
+
+const accountTags = new Set<string>([
+  "SsoFailed", "InvalidCredentials", "LoginThrottled", "AccountResourceNotFound", "RoleForbidden", "AccountConflict", "AccountLimitReached", "AccountInvalidField"
+])
+
+const toAccountHttpError = (e: AccountError) => {
+  switch (e._tag) {
+    case "SsoFailed":
+      return new Unauthorized({ code: "sso_failed", detail: e.detail, extra: {} })
+    case "InvalidCredentials":
+      return new Unauthorized({ code: "unauthorized", detail: e.detail, extra: {} })
+    case "LoginThrottled":
+      return new TooManyRequests({
+        code: "rate_limit_exceeded",
+        detail: `too many sign-in attempts ${e.scope === "account" ? "for this account" : "from this address"}; retry after ${e.retryAfterSeconds} s`,
+        extra: { scope: e.scope, limit: e.limit, retry_after_seconds: e.retryAfterSeconds }
+      })
+    case "AccountResourceNotFound":
+      return new NotFound({
+        code: `${e.what}_not_found`,
+        detail: e.what === "invitation" ? "no invitation with this token" : `no ${e.what.replace("_", " ")} ${e.id} visible to you`,
+        extra: {}
+      })
+    case "RoleForbidden":
+      return new Forbidden({ code: "forbidden", detail: e.detail, extra: e.requiredRole === undefined ? {} : { required_role: e.requiredRole } })
+    case "AccountConflict":
+      return new Conflict({ code: e.code, detail: e.detail, extra: {} })
+    case "AccountLimitReached":
+      return new Conflict({ code: "limit_exceeded", detail: `the limit of ${e.limit} ${e.what} is reached`, extra: { limit: e.limit } })
+    case "AccountInvalidField":
+      return validationError(e.detail, [{ loc: ["body", e.field], msg: e.detail, type: "value_error" }])
+  }
+}
+
+type AccountHttpErrorOf<E> = E extends AccountError ? ReturnType<typeof toAccountHttpError> : E
+
+/** Maps the account domain errors of an effect to their envelopes (others pass unchanged). */
+export const accountHttpErrors = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, AccountHttpErrorOf<E>, R> =>
+  Effect.mapError(effect, (error) =>
+    (typeof error === "object" && error !== null && "_tag" in error && accountTags.has(String(error._tag))
+      ? toAccountHttpError(error as unknown as AccountError)
+      : error) as AccountHttpErrorOf<E>)

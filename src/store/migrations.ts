@@ -15,6 +15,7 @@ import { m0016_recordings } from "../recordings/migration.ts"
 import { m0017_billing } from "../billing/migration.ts"
 import { m0018_charges } from "../billing/budget-migration.ts"
 import { m0019_plans } from "../billing/plans-migration.ts"
+import { m0021_accounts } from "../accounts/migration.ts"
 
 const m0001_foundation = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
@@ -259,7 +260,8 @@ const all = {
   "0017_billing": m0017_billing,
   "0018_charges": m0018_charges,
   "0019_plans": m0019_plans,
-  "0020_session_schedules": m0020_session_schedules
+  "0020_session_schedules": m0020_session_schedules,
+  "0021_accounts": m0021_accounts
 }
 
 export const migrations = Migrator.fromRecord(all)

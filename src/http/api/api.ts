@@ -21,6 +21,7 @@ import { ProfilesApi } from "./profiles.ts"
 import { DoAnythingArtifactsApi, RecordingReplayApi } from "./recordings.ts"
 import { BillingPlansApi, StripeWebhookApi } from "./billing-plans.ts"
 import { SchedulesApi } from "./schedules.ts"
+import { AccountApi, AuthPublicApi, BugReportsApi, TenantsApi } from "./accounts.ts"
 
 export class WebAgentApi extends HttpApi.make("web-agent-service")
   .add(SystemApi)
@@ -51,6 +52,10 @@ export class WebAgentApi extends HttpApi.make("web-agent-service")
   .add(BillingPlansApi)
   .add(StripeWebhookApi)
   .add(SchedulesApi)
+  .add(AuthPublicApi)
+  .add(AccountApi)
+  .add(TenantsApi)
+  .add(BugReportsApi)
   // Collect every schema failure so extra.errors[] lists all bad fields at once.
   .annotate(HttpApi.PayloadParseOptions, { errors: "all" })
   .annotate(HttpApi.QueryParseOptions, { errors: "all" })

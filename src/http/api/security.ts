@@ -15,6 +15,12 @@ export class CurrentKey extends Context.Service<CurrentKey, {
   readonly scope: ApiKeyScope
   /** Revoked and in its grace window: it may finish work (what `run` may), nothing more. */
   readonly revoked: boolean
+  /**
+   * Set when a signed-in console user acts (src/http/middleware/console-session.ts): then `keyId`
+   * is the user's id (rate limits, idempotency and session caps count per user) and `scope` comes
+   * from the user's role in the project's tenant (admin: `admin`, member: `run`).
+   */
+  readonly userId?: string | undefined
 }>()("wa/http/CurrentKey") {}
 
 /**

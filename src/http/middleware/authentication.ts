@@ -12,6 +12,8 @@ import { AppConfig } from "../../config/config.ts"
 import { forbidden, TooManyRequests, unauthorized } from "../errors.ts"
 import { makeAuthFailureLimiter } from "./auth-failure-limit.ts"
 import { Authentication, CurrentKey } from "../api/security.ts"
+import { Users } from "../../accounts/users.ts"
+import { consoleCredential, verifyConsoleCredential } from "./console-session.ts"
 
 const failureDetail = {
   malformed: "the API key is missing or malformed; send Authorization: Bearer wa_...",
@@ -25,10 +27,35 @@ export const AuthenticationLive = Layer.effect(
     const keys = yield* ApiKeys
     const config = yield* AppConfig
     const failures = makeAuthFailureLimiter(config.authFailuresPerMinute)
+    const users = yield* Users
     return Authentication.of({
       bearer: Effect.fnUntraced(function*(httpEffect, { credential }) {
         const token = Redacted.value(credential)
         const request = yield* HttpServerRequest.HttpServerRequest
+        // A signed-in console user (was_ bearer token or the session cookie) acts on the projects
+        // of their tenants with their role there: admin as an admin key, member as a run key.
+        const console = consoleCredential(request, token)
+        if (console !== undefined) {
+          const pid = (yield* HttpRouter.RouteContext).params["pid"]
+          if (pid === undefined) {
+            // A bad session is still 401; a good one is refused for want of a project.
+            yield* verifyConsoleCredential(users, failures, request, console)
+            return yield* forbidden("a console session acts on a project named in the path (/v1/projects/{pid}/...)")
+          }
+          // The session and the user's role in the project's tenant in one statement.
+          const session = yield* verifyConsoleCredential(users, failures, request, console, (token) => users.authenticateOnProject(token, pid))
+          const access = session.access
+          if (access === "disabled") return yield* forbidden("your membership of this project's tenant is disabled")
+          if (access === "none") return yield* forbidden("you are not a member of a tenant that holds this project")
+          yield* Effect.annotateCurrentSpan({ project_id: pid, user_id: session.userId })
+          return yield* Effect.provideService(httpEffect, CurrentKey, {
+            keyId: session.userId,
+            projectId: pid,
+            scope: access.role === "admin" ? "admin" : "run",
+            revoked: false,
+            userId: session.userId
+          })
+        }
         const address = Option.getOrElse(request.remoteAddress, () => "unknown")
         const waitSeconds = failures.blockedFor(address, token, Date.now())
         if (waitSeconds !== undefined) {

@@ -35,7 +35,9 @@ export const toApiKeyResponse = (row: ApiKeyRow) => ({
 export const requireFreshScope = (keys: ApiKeys["Service"], required: ApiKeyScope) =>
   Effect.gen(function*() {
     yield* requireScope(required)
-    const { projectId, keyId } = yield* CurrentKey
+    const { projectId, keyId, userId } = yield* CurrentKey
+    // A console user's role was read from the database by this very request's authentication.
+    if (userId !== undefined) return
     const row = yield* keys.find(projectId, keyId)
     const failure = row === undefined
       ? new Forbidden({ code: "forbidden", detail: "this API key no longer exists", extra: { required_scope: required } })
@@ -62,11 +64,13 @@ export const ApiKeysHandlers = HttpApiBuilder.group(
       .handle("create", ({ payload }) =>
         Effect.gen(function*() {
           yield* requireFreshScope(keys, "admin")
-          const { projectId, keyId } = yield* CurrentKey
+          const { projectId, keyId, userId } = yield* CurrentKey
           // Run unless asked: least privilege. The new key does not depend on the one creating it.
+          // A console user's key records the user (user_id); an API key's records the key.
           const { row, secret } = yield* keys.create(projectId, payload.name ?? null, {
             scope: payload.scope ?? "run",
-            createdByKeyId: keyId
+            createdByKeyId: userId === undefined ? keyId : null,
+            userId: userId ?? null
           })
           return { ...toApiKeyResponse(row), secret_token: secret }
         }))

@@ -10,6 +10,7 @@ import { createServer, STATUS_CODES } from "node:http"
 import type { Duplex } from "node:stream"
 import { envelopeBody } from "../errors.ts"
 import { ApiKeys } from "../../auth/api-keys.ts"
+import { AccountsLive } from "../../accounts/accounts-live.ts"
 import { AppConfig } from "../../config/config.ts"
 import { WebAgentApi } from "../api/api.ts"
 import { AuthenticationLive } from "../middleware/authentication.ts"
@@ -36,6 +37,8 @@ import { DoAnythingArtifactsHandlers, RecordingReplayHandlers } from "./recordin
 import { BillingPlansHandlers, StripeWebhookHandlers } from "./billing-plans.ts"
 import { ConsoleRoute } from "./console.ts"
 import { SchedulesHandlers } from "./schedules.ts"
+import { AccountHandlers, AuthPublicHandlers, BugReportsHandlers, TenantsHandlers } from "./accounts.ts"
+import { ConsoleAuthLive } from "../middleware/console-session.ts"
 
 /** The middlewares of project endpoints, provided *to* each group's handler layer. */
 const ProjectMiddlewares = Layer.mergeAll(AuthenticationLive, RateLimitLive, IdempotencyLive).pipe(
@@ -51,6 +54,8 @@ const ApiRoutes = HttpApiBuilder.layer(WebAgentApi, { openapiPath: "/openapi.jso
     ControlHandlers,
     RecordingReplayHandlers,
     StripeWebhookHandlers,
+    AuthPublicHandlers,
+    Layer.mergeAll(AccountHandlers, TenantsHandlers).pipe(Layer.provide(Layer.mergeAll(ConsoleAuthLive, ProjectMiddlewares))),
     Layer.mergeAll(
       ApiKeysHandlers,
       ProjectHandlers,
@@ -72,7 +77,8 @@ const ApiRoutes = HttpApiBuilder.layer(WebAgentApi, { openapiPath: "/openapi.jso
       ProfilesHandlers,
       DoAnythingArtifactsHandlers,
       BillingPlansHandlers,
-      SchedulesHandlers
+      SchedulesHandlers,
+      BugReportsHandlers
     ).pipe(
       Layer.provide(ProjectMiddlewares)
     )
@@ -85,7 +91,7 @@ const Routes = Layer.mergeAll(
   ControlSocketRoute,
   ConsoleRoute,
   requestContextMiddleware(WebAgentApi)
-).pipe(Layer.provide(ApiKeys.layer))
+).pipe(Layer.provide(Layer.mergeAll(ApiKeys.layer, AccountsLive)))
 
 /**
  * Errors Node answers itself, before a request reaches the router (header timeouts of slow

@@ -1,0 +1,36 @@
+/**
+ * The middleware of console account endpoints (tenants, members, invitations, password, sign-out):
+ * a console session, as a bearer token (`Authorization: Bearer was_...`) or as the HttpOnly
+ * `wa_session` cookie, whose writes also need the `X-CSRF-Token` header. API keys act for one
+ * project and are refused here (403). Implementation: src/http/middleware/console-session.ts.
+ */
+import { Context } from "effect"
+import { HttpApiMiddleware, HttpApiSecurity } from "effect/http-api"
+import type { ConsoleSession } from "../../accounts/users.ts"
+import { Forbidden, TooManyRequests, Unauthorized } from "../errors.ts"
+import { CurrentKey } from "./security.ts"
+
+/** The CurrentKey project of account endpoints (no project): idempotency records are kept under it. */
+export const CONSOLE_SCOPE = "console"
+
+export const SESSION_COOKIE = "wa_session"
+export const CSRF_COOKIE = "wa_csrf"
+export const CSRF_HEADER = "x-csrf-token"
+
+/** The signed-in console user of a request, and how the session was presented. */
+export class CurrentUser extends Context.Service<CurrentUser, ConsoleSession & {
+  readonly via: "bearer" | "cookie"
+}>()("wa/http/CurrentUser") {}
+
+/**
+ * Also provides CurrentKey (keyId: the user's id, projectId: CONSOLE_SCOPE, scope run), so the
+ * per-key rate limit and Idempotency-Key replay apply to account writes per user as well.
+ */
+export class ConsoleAuth extends HttpApiMiddleware.Service<ConsoleAuth, { provides: CurrentUser | CurrentKey }>()(
+  "wa/http/ConsoleAuth",
+  {
+    requiredForClient: true,
+    security: { bearer: HttpApiSecurity.bearer },
+    error: [Unauthorized, Forbidden, TooManyRequests]
+  }
+) {}

@@ -1,0 +1,319 @@
+/**
+ * Console accounts: sign-in, sign-out, password change and the signed-in user (`/v1/auth/...`),
+ * invitation acceptance, tenants with their members, invitations and projects (`/v1/tenants/...`),
+ * and bug reports of a project (`/v1/projects/{pid}/bug_reports`). The spec gives the schemas;
+ * the paths are this service's (the spec shows none). Roles: README "Accounts".
+ */
+import { Schema } from "effect"
+import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
+import { BadRequest, Conflict, Forbidden, NotFound, TooManyRequests, Unauthorized, ValidationError } from "../errors.ts"
+import { PageQuery } from "../pagination.ts"
+import { ConsoleAuth } from "./accounts-security.ts"
+import { MaxString, OptionalNullable, ProjectIdParam, Timestamp } from "./schemas.ts"
+import { Authentication, Idempotency, RateLimit } from "./security.ts"
+
+const strict = { errors: "all", onExcessProperty: "error" } as const
+const Bounded = (min: number, max: number) => Schema.String.check(Schema.isMinLength(min), Schema.isMaxLength(max))
+const Email = Bounded(3, 255)
+const InviteEmail = Email.check(Schema.isPattern(/^[^\s@]+@[^\s@]+$/))
+export const Role = Schema.Literals(["admin", "member"])
+const IdParam = Schema.String.check(Schema.isMaxLength(64))
+
+// ---- sign-in ---------------------------------------------------------------------------------
+
+export const LoginRequest = Schema.Struct({
+  email: Email,
+  password: Bounded(1, 128),
+  session: Schema.optional(Schema.Literals(["cookie", "bearer"])).annotate({
+    description: "cookie (default): the session is set as the HttpOnly wa_session cookie and writes need X-CSRF-Token; " +
+      "bearer: the response carries session_token for Authorization: Bearer (programs; no cookie is set)"
+  })
+})
+
+export const LoginResponse = Schema.Struct({
+  user_id: Schema.String,
+  email: Schema.String,
+  display_name: Schema.NullOr(Schema.String),
+  session: Schema.Literals(["cookie", "bearer"]),
+  session_token: Schema.NullOr(Schema.String).annotate({ description: "was_...; only for session: bearer (null for cookie sessions)" }),
+  csrf_token: Schema.NullOr(Schema.String).annotate({ description: "send as X-CSRF-Token on cookie-authenticated writes; null for bearer sessions" }),
+  expires_at: Timestamp
+})
+
+export const ChangePasswordRequest = Schema.Struct({
+  current_password: Bounded(1, 200),
+  new_password: Bounded(8, 200)
+})
+
+export const ProviderInfo = Schema.Struct({ provider_id: Schema.String, display_name: Schema.String })
+export const ProvidersResponse = Schema.Struct({ providers: Schema.Array(ProviderInfo) })
+
+export const AcceptInvitationRequest = Schema.Struct({
+  token: Bounded(8, 255),
+  password: OptionalNullable(Bounded(8, 200)).annotate({
+    description: "when not signed in: the password of the account created for the invitation's email"
+  }),
+  display_name: OptionalNullable(Bounded(1, 100))
+})
+export const AcceptInvitationResponse = Schema.Struct({ tenant_id: Schema.String, user_id: Schema.String, role: Role })
+
+const MembershipResponse = Schema.Struct({
+  tenant_id: Schema.String,
+  name: Schema.String,
+  role: Role,
+  status: Schema.Literals(["active", "disabled"]),
+  created_at: Timestamp
+})
+
+export const MeResponse = Schema.Struct({
+  user_id: Schema.String,
+  email: Schema.String,
+  display_name: Schema.NullOr(Schema.String),
+  session: Schema.Literals(["cookie", "bearer"]),
+  expires_at: Timestamp,
+  tenants: Schema.Array(MembershipResponse)
+})
+
+const SignedOut = Schema.Struct({ signed_out: Schema.Boolean })
+const PasswordChanged = Schema.Struct({ password_changed: Schema.Boolean, other_sessions_ended: Schema.Boolean })
+
+const loginErrors = [Unauthorized, TooManyRequests, ValidationError]
+
+export class AuthPublicApi extends HttpApiGroup.make("auth_public")
+  .add(
+    HttpApiEndpoint.post("login", "/v1/auth/login", {
+      payload: LoginRequest,
+      success: LoginResponse,
+      error: loginErrors
+    }).annotate(HttpApi.PayloadParseOptions, strict).annotate(
+      OpenApi.Description,
+      "Email and password sign-in. 401 unauthorized for a wrong email or password (the same answer for both); " +
+        "429 rate_limit_exceeded with Retry-After after too many attempts for the account or from the address."
+    ),
+    HttpApiEndpoint.get("providers", "/v1/auth/providers", { success: ProvidersResponse }).annotate(
+      OpenApi.Description,
+      "Enabled SSO (OpenID Connect) providers for sign-in buttons; empty while none is configured."
+    ),
+    HttpApiEndpoint.get("ssoStart", "/v1/auth/sso/:provider_id/start", {
+      params: { provider_id: IdParam },
+      query: { return_to: Schema.optional(Bounded(1, 2048)) },
+      success: HttpApiSchema.Empty(302),
+      error: [NotFound, Unauthorized, ValidationError]
+    }).annotate(
+      OpenApi.Description,
+      "Starts an SSO sign-in (OpenID Connect, authorization code with PKCE): 302 to the provider. `return_to` is a path " +
+        "of this service (default /console/) the browser lands on once signed in."
+    ),
+    HttpApiEndpoint.get("ssoCallback", "/v1/auth/sso/:provider_id/callback", {
+      params: { provider_id: IdParam },
+      success: HttpApiSchema.Empty(302),
+      error: [NotFound, Unauthorized]
+    }).annotate(
+      OpenApi.Description,
+      "The provider's redirect: completes the sign-in, sets the console session cookies and answers 302 to return_to; " +
+        "401 sso_failed when the sign-in cannot complete (unknown or used state, another browser, provider error, no verified email)."
+    ),
+    HttpApiEndpoint.post("acceptInvitation", "/v1/invitations/accept", {
+      payload: AcceptInvitationRequest,
+      success: AcceptInvitationResponse,
+      error: [Unauthorized, Forbidden, NotFound, Conflict, ValidationError, TooManyRequests]
+    }).annotate(HttpApi.PayloadParseOptions, strict).annotate(
+      OpenApi.Description,
+      "Signed in: joins the invitation's tenant (the account's email must be the invited one). Not signed in: " +
+        "creates the account for the invited email with `password`, then joins. 404 invitation_not_found for an " +
+        "unknown token; 409 invitation_expired / invitation_revoked / invitation_accepted."
+    )
+  )
+  .annotateMerge(OpenApi.annotations({ title: "Console sign-in" }))
+{}
+
+export class AccountApi extends HttpApiGroup.make("account")
+  .add(
+    HttpApiEndpoint.get("me", "/me", { success: MeResponse }),
+    HttpApiEndpoint.post("logout", "/logout", { success: SignedOut }),
+    HttpApiEndpoint.post("changePassword", "/password", {
+      payload: ChangePasswordRequest,
+      success: PasswordChanged,
+      error: [Unauthorized, ValidationError]
+    }).annotate(HttpApi.PayloadParseOptions, strict).annotate(
+      OpenApi.Description,
+      "Changes the password and ends every other session of the user (this one stays signed in)."
+    )
+  )
+  .middleware(RateLimit)
+  .middleware(ConsoleAuth)
+  .prefix("/v1/auth")
+  .annotateMerge(OpenApi.annotations({
+    title: "Console account",
+    description: "Needs a console session: Authorization: Bearer was_... (bearer sessions) or the wa_session cookie " +
+      "plus X-CSRF-Token on writes (cookie sessions). API keys get 403 here."
+  }))
+{}
+
+// ---- tenants ---------------------------------------------------------------------------------
+
+export const CreateTenantRequest = Schema.Struct({ name: Bounded(1, 100) })
+export const CreateTenantResponse = Schema.Struct({ tenant_id: Schema.String, name: Schema.String, role: Role, created_at: Timestamp })
+const TenantListResponse = Schema.Struct({ items: Schema.Array(MembershipResponse) })
+
+export const MemberResponse = Schema.Struct({
+  user_id: Schema.String,
+  auth_identity_id: Schema.NullOr(Schema.String),
+  role: Role,
+  status: Schema.Literals(["active", "disabled"]),
+  display_name: Schema.NullOr(Schema.String),
+  email: Schema.String,
+  invited_by_user_id: Schema.NullOr(Schema.String),
+  created_at: Timestamp
+})
+export const MemberListResponse = Schema.Struct({ items: Schema.Array(MemberResponse), next_cursor: Schema.NullOr(Schema.String) })
+export const UpdateMemberRequest = Schema.Struct({
+  role: Schema.optional(Role),
+  status: Schema.optional(Schema.Literals(["active", "disabled"]))
+})
+
+export const InviteRequest = Schema.Struct({
+  email: InviteEmail,
+  role: Schema.optional(Role).annotate({ description: "default member" })
+})
+export const InviteResponse = Schema.Struct({ invitation_id: Schema.String, invite_url: Schema.String, expires_at: Timestamp })
+export const InvitationResponse = Schema.Struct({
+  id: Schema.String,
+  tenant_id: Schema.String,
+  email: Schema.String,
+  role: Role,
+  status: Schema.Literals(["pending", "accepted", "revoked", "expired"]),
+  invited_by: Schema.NullOr(Schema.String),
+  expires_at: Timestamp,
+  accepted_at: Schema.NullOr(Timestamp),
+  revoked_at: Schema.NullOr(Timestamp),
+  created_at: Timestamp
+})
+export const InvitationListResponse = Schema.Struct({ items: Schema.Array(InvitationResponse), next_cursor: Schema.NullOr(Schema.String) })
+
+export const TenantProjectResponse = Schema.Struct({ id: Schema.String, name: Schema.String, tenant_id: Schema.String, created_at: Timestamp })
+const TenantProjectListResponse = Schema.Struct({ items: Schema.Array(TenantProjectResponse), next_cursor: Schema.NullOr(Schema.String) })
+const CreateProjectRequest = Schema.Struct({ name: Bounded(1, 100) })
+
+const TenantParam = { tid: IdParam }
+const tenantErrors = [NotFound, Forbidden, BadRequest]
+
+export class TenantsApi extends HttpApiGroup.make("tenants")
+  .add(
+    HttpApiEndpoint.post("create", "/", {
+      payload: CreateTenantRequest,
+      success: CreateTenantResponse.annotate({ httpApiStatus: 201 }),
+      error: Conflict
+    }).annotate(HttpApi.PayloadParseOptions, strict),
+    HttpApiEndpoint.get("list", "/", { success: TenantListResponse }),
+    HttpApiEndpoint.get("members", "/:tid/members", {
+      params: TenantParam,
+      query: PageQuery,
+      success: MemberListResponse,
+      error: tenantErrors
+    }),
+    HttpApiEndpoint.patch("updateMember", "/:tid/members/:user_id", {
+      params: { ...TenantParam, user_id: IdParam },
+      payload: UpdateMemberRequest,
+      success: MemberResponse,
+      error: [...tenantErrors, Conflict, ValidationError]
+    }).annotate(HttpApi.PayloadParseOptions, strict).annotate(
+      OpenApi.Description,
+      "Admins only: change a member's role and/or status (disable, re-enable). 409 last_admin when the tenant would keep no active admin."
+    ),
+    HttpApiEndpoint.post("invite", "/:tid/invitations", {
+      params: TenantParam,
+      payload: InviteRequest,
+      success: InviteResponse.annotate({ httpApiStatus: 201 }),
+      error: [...tenantErrors, Conflict]
+    }).annotate(HttpApi.PayloadParseOptions, strict),
+    HttpApiEndpoint.get("invitations", "/:tid/invitations", {
+      params: TenantParam,
+      query: PageQuery,
+      success: InvitationListResponse,
+      error: tenantErrors
+    }),
+    HttpApiEndpoint.delete("revokeInvitation", "/:tid/invitations/:invitation_id", {
+      params: { ...TenantParam, invitation_id: IdParam },
+      success: InvitationResponse,
+      error: [...tenantErrors, Conflict]
+    }),
+    HttpApiEndpoint.get("projects", "/:tid/projects", {
+      params: TenantParam,
+      query: PageQuery,
+      success: TenantProjectListResponse,
+      error: tenantErrors
+    }),
+    HttpApiEndpoint.post("createProject", "/:tid/projects", {
+      params: TenantParam,
+      payload: CreateProjectRequest,
+      success: TenantProjectResponse.annotate({ httpApiStatus: 201 }),
+      error: tenantErrors
+    }).annotate(HttpApi.PayloadParseOptions, strict)
+  )
+  .middleware(Idempotency)
+  .middleware(RateLimit)
+  .middleware(ConsoleAuth)
+  .prefix("/v1/tenants")
+  .annotateMerge(OpenApi.annotations({
+    title: "Tenants",
+    description: "Tenants, members, invitations and projects. Needs a console session. A tenant you are not a member of " +
+      "is 404 tenant_not_found; a disabled membership or a member's try at an admin operation is 403 forbidden."
+  }))
+{}
+
+// ---- bug reports -----------------------------------------------------------------------------
+
+export const CreateBugReportRequest = Schema.Struct({
+  message: Bounded(1, 2000),
+  page_path: Bounded(1, 2048),
+  input_method: Schema.optional(Schema.Literals(["text", "voice", "mixed"])),
+  screenshot_data_url: OptionalNullable(Schema.String).annotate({
+    description: "data:image/png|jpeg|webp;base64,...; at most WA_BUG_REPORT_SCREENSHOT_MAX_BYTES characters (default 524288)"
+  }),
+  user_agent: OptionalNullable(MaxString(512)),
+  viewport_width: OptionalNullable(Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 10000 }))),
+  viewport_height: OptionalNullable(Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 10000 })))
+})
+
+export const BugReportResponse = Schema.Struct({
+  id: Schema.String,
+  project_id: Schema.String,
+  user_id: Schema.NullOr(Schema.String),
+  message: Schema.String,
+  page_path: Schema.String,
+  screenshot_data_url: Schema.NullOr(Schema.String),
+  input_method: Schema.Literals(["text", "voice", "mixed"]),
+  viewport_width: Schema.NullOr(Schema.Int),
+  viewport_height: Schema.NullOr(Schema.Int),
+  user_agent: Schema.NullOr(Schema.String),
+  status: Schema.String,
+  created_at: Timestamp
+})
+export const BugReportListResponse = Schema.Struct({
+  items: Schema.Array(BugReportResponse),
+  total: Schema.Int,
+  next_cursor: Schema.NullOr(Schema.String)
+})
+
+export class BugReportsApi extends HttpApiGroup.make("bug_reports")
+  .add(
+    HttpApiEndpoint.post("create", "/", {
+      params: ProjectIdParam,
+      payload: CreateBugReportRequest,
+      success: BugReportResponse.annotate({ httpApiStatus: 201 }),
+      error: ValidationError
+    }).annotate(HttpApi.PayloadParseOptions, strict),
+    HttpApiEndpoint.get("list", "/", {
+      params: ProjectIdParam,
+      query: PageQuery,
+      success: BugReportListResponse,
+      error: BadRequest
+    }).annotate(OpenApi.Description, "Newest first. API keys and tenant admins see every report of the project; a member sees their own.")
+  )
+  .middleware(Idempotency)
+  .middleware(RateLimit)
+  .middleware(Authentication)
+  .prefix("/v1/projects/:pid/bug_reports")
+  .annotateMerge(OpenApi.annotations({ title: "Bug reports" }))
+{}

@@ -1,0 +1,71 @@
+/** Helpers of the account suites: `wa users create` with the password on stdin, and sign-ins. */
+import { spawn } from "node:child_process"
+import * as path from "node:path"
+import { expect } from "vitest"
+import type { ApiResponse, Service } from "../support/service.ts"
+
+const root = path.resolve(import.meta.dirname, "../..")
+
+/** Runs `wa users create` against the service's data dir, writing `password` to its stdin. */
+export const cliUsersCreate = (service: Service, args: ReadonlyArray<string>, password: string) =>
+  new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+    const env: Record<string, string> = {}
+    for (const [name, value] of Object.entries(process.env)) {
+      if (value !== undefined && !name.startsWith("WA_") && name !== "DATABASE_URL") env[name] = value
+    }
+    env["WA_DATA_DIR"] = service.dataDir
+    env["WA_LOG_LEVEL"] = "Warn"
+    const child = spawn(process.execPath, [path.join(root, "src/main.ts"), "users", "create", ...args], { cwd: root, env })
+    let stdout = ""
+    let stderr = ""
+    child.stdout.on("data", (c) => (stdout += c))
+    child.stderr.on("data", (c) => (stderr += c))
+    child.on("exit", (code) => resolve({ code: code ?? -1, stdout, stderr }))
+    child.stdin.end(password + "\n")
+  })
+
+export const createUser = async (service: Service, email: string, password: string, extra: ReadonlyArray<string> = []) => {
+  const result = await cliUsersCreate(service, ["--email", email, "--password-stdin", ...extra], password)
+  expect(result.code, result.stderr).toBe(0)
+  return JSON.parse(result.stdout) as { user_id: string; email: string; tenant_id: string | null; role: string | null }
+}
+
+export const loginBearer = async (service: Service, email: string, password: string) => {
+  const response = await service.request("POST", "/v1/auth/login", { key: null, body: { email, password, session: "bearer" } })
+  expect(response.status, response.text).toBe(200)
+  return response.json.session_token as string
+}
+
+export interface CookieSession {
+  readonly cookie: string
+  readonly csrf: string
+  readonly setCookies: ReadonlyArray<string>
+}
+
+export const loginCookie = async (service: Service, email: string, password: string): Promise<CookieSession> => {
+  const response = await service.request("POST", "/v1/auth/login", { key: null, body: { email, password } })
+  expect(response.status, response.text).toBe(200)
+  const setCookies = response.headers.getSetCookie()
+  const session = setCookies.find((c) => c.startsWith("wa_session="))!
+  return { cookie: session.split(";")[0]!, csrf: response.json.csrf_token, setCookies }
+}
+
+/** A request with a bearer credential (a session token or an API key), or none. */
+export const as = (service: Service, token: string | null) =>
+  (method: string, pathname: string, body?: unknown): Promise<ApiResponse> =>
+    service.request(method, pathname, { key: token, ...(body === undefined ? {} : { body }) })
+
+/** A request with a session cookie, with or without the CSRF header. */
+export const withCookie = (service: Service, session: CookieSession, csrf: string | null = session.csrf) =>
+  (method: string, pathname: string, body?: unknown): Promise<ApiResponse> =>
+    service.request(method, pathname, {
+      key: null,
+      headers: { cookie: session.cookie, ...(csrf === null ? {} : { "x-csrf-token": csrf }) },
+      ...(body === undefined ? {} : { body })
+    })
+
+export const expectEnvelope = (response: ApiResponse, status: number, code?: string) => {
+  expect(response.status, response.text).toBe(status)
+  expect(Object.keys(response.json).sort()).toEqual(["code", "detail", "extra"])
+  if (code !== undefined) expect(response.json.code).toBe(code)
+}
