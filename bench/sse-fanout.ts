@@ -27,6 +27,7 @@
 import { type ChildProcess, spawn, spawnSync } from "node:child_process"
 import { readFileSync } from "node:fs"
 import { Agent, createServer, request, type IncomingMessage, type ServerResponse } from "node:http"
+import type { RunId } from "../src/domain/run.ts"
 
 const self = import.meta.filename
 const args = process.argv.slice(2)
@@ -448,7 +449,7 @@ const serviceScenario = async (rate: number, payload: number, seconds: number) =
   const run = await runtime.runPromise(RunStore.use((store) => {
     const create = store.createStandaloneRun as unknown as (...a: Array<unknown>) => ReturnType<typeof store.getRun>
     return (create.length >= 3 ? create(service.projectId, "web_search", webSearch) : create(service.projectId, { _tag: "WebSearch", ...webSearch }))
-  })) as { readonly id: string }
+  })) as { readonly id: RunId }
   await runtime.runPromise(RunStore.use((store) => store.transition(run.id, "running")))
   const base = `${service.url}/v1/projects/${service.projectId}/web_search/runs/${run.id}`
   const pad = "x".repeat(payload)

@@ -2,9 +2,10 @@
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { makeId } from "../domain/ids.ts"
+import type { ProjectId } from "../domain/run.ts"
 
 export interface ProjectRow {
-  readonly id: string
+  readonly id: ProjectId
   readonly name: string
   readonly created_at: Date
 }

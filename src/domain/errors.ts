@@ -4,7 +4,7 @@
  * `{code, detail, extra}` envelope of the contract.
  */
 import { Schema } from "effect"
-import { RunKind, RunStatus } from "./run.ts"
+import { RunKind, RunStatus, SessionId } from "./run.ts"
 
 /** No run of that kind (in that session, when one is named) in the project. */
 export class RunNotFound extends Schema.TaggedError<RunNotFound>()("RunNotFound", {
@@ -218,7 +218,7 @@ export class ProfileNotFound extends Schema.TaggedError<ProfileNotFound>()("Prof
 /** The profile is leased to an open session (one session at a time per browser identity). */
 export class ProfileInUse extends Schema.TaggedError<ProfileInUse>()("ProfileInUse", {
   profileId: Schema.String,
-  sessionId: Schema.String
+  sessionId: SessionId
 }) {}
 
 /** A confirm names a site no interactive login was started for on this profile. */

@@ -5,6 +5,7 @@
  */
 import { Schema } from "effect"
 import { MaxString, OptionalNullable } from "./schemas.ts"
+import type { SessionId } from "./run.ts"
 
 export const ProfileId = Schema.String.pipe(Schema.brand("ProfileId"))
 export type ProfileId = typeof ProfileId.Type
@@ -53,7 +54,7 @@ export interface ProfileLogin {
   readonly site_id: string
   readonly start_url: string
   readonly display_label: string | null
-  readonly session_id: string | null
+  readonly session_id: SessionId | null
   readonly logged_in_selector: string | null
   readonly logged_out_selector: string | null
   readonly probe_result: string | null

@@ -21,7 +21,7 @@ import { LiveViewUnavailable, makeLiveControl } from "../control/live-control.ts
 import { TakeControl } from "../control/take-control.ts"
 import { leaveForNextOwner, RunnerLifecycle, runHere } from "../cluster/lifecycle.ts"
 import { isTerminal } from "../domain/run-state.ts"
-import { type Run, RunId, SessionId } from "../domain/run.ts"
+import { type ProjectId, type Run, RunId, SessionId } from "../domain/run.ts"
 import { type Checkpoint, RunStore, SupersededExecution } from "../store/runs.ts"
 import { RunNotifier } from "../webhooks/run-notifier.ts"
 import { ProfileStore } from "../profiles/profile-store.ts"
@@ -99,12 +99,12 @@ const sessionHandlers = Effect.gen(function*() {
     // browser context, and the context's state is saved back into it at every run end and when the
     // browser is released. undefined until read; null when the session has none.
     let profileId: string | null | undefined
-    const bindProfile = (projectId: string) =>
+    const bindProfile = (projectId: ProjectId) =>
       profileId !== undefined ? Effect.void : store.getSession(projectId, sessionId).pipe(Effect.map((session) => {
         profileId = session?.profile_id ?? null
       }))
     /** The state a new context starts from: a checkpoint's (newer, this session's own), else the profile's. */
-    const stateToRestore = (projectId: string, checkpointState: unknown) =>
+    const stateToRestore = (projectId: ProjectId, checkpointState: unknown) =>
       Effect.gen(function*() {
         yield* bindProfile(projectId)
         if (lease !== undefined || checkpointState !== undefined && checkpointState !== null) return checkpointState
@@ -218,7 +218,7 @@ const sessionHandlers = Effect.gen(function*() {
           : runAgent(runId, leased, settings, executor, resume)
       })
 
-    const resumeRun = (runId: RunId, projectId: string) =>
+    const resumeRun = (runId: RunId, projectId: ProjectId) =>
       Effect.gen(function*() {
         const checkpoint = yield* store.loadCheckpoint(runId)
         if (checkpoint?.dirtyForm === true) {

@@ -23,7 +23,7 @@ import {
   UnknownNames
 } from "../domain/errors.ts"
 import { isTerminal } from "../domain/run-state.ts"
-import type { DoAnythingRequest, Run, RunId, Session, SessionId } from "../domain/run.ts"
+import type { DoAnythingRequest, ProjectId, Run, RunId, Session, SessionId } from "../domain/run.ts"
 import { type NewRun, RunStore } from "../store/runs.ts"
 import { ProfileStore } from "../profiles/profile-store.ts"
 import { RunNotifier } from "../webhooks/run-notifier.ts"
@@ -56,24 +56,24 @@ export class Sessions extends Context.Service<Sessions, {
    * A new session with its first run. `beforeExecute` runs once both are stored, before the run is
    * handed to the Session entity (the interactive login records its login session there first).
    */
-  readonly create: (key: { readonly projectId: string; readonly keyId: string }, request: DoAnythingRequest, options?: {
+  readonly create: (key: { readonly projectId: ProjectId; readonly keyId: string }, request: DoAnythingRequest, options?: {
     readonly beforeExecute?: (created: { readonly session: Session; readonly run: Run }) => Effect.Effect<void>
   }) => Effect.Effect<
     { readonly session: Session; readonly run: Run },
     UnknownNames | MissingFields | InvalidField | InsufficientCredits | BudgetExceeded | import("../domain/errors.ts").SessionCapReached | import("../domain/errors.ts").WorkspaceNotFound | import("../domain/errors.ts").ProfileNotFound | import("../domain/errors.ts").ProfileInUse
   >
   /** A lookup: any id is accepted, one that names no session of the project is SessionNotFound. */
-  readonly find: (projectId: string, sessionId: string) => Effect.Effect<SessionWithRuns, SessionNotFound>
-  readonly list: (projectId: string, status: string | undefined, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<SessionWithRuns>>
+  readonly find: (projectId: ProjectId, sessionId: SessionId) => Effect.Effect<SessionWithRuns, SessionNotFound>
+  readonly list: (projectId: ProjectId, status: string | undefined, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<SessionWithRuns>>
   /**
    * A follow-up run. `observeWithoutInstructions` (Convention B): a request without instructions
    * becomes an observing run (OBSERVE_INSTRUCTIONS) instead of a 422.
    */
-  readonly addRun: (projectId: string, sessionId: SessionId, request: DoAnythingRequest, options?: { readonly observeWithoutInstructions?: boolean }) => Effect.Effect<
+  readonly addRun: (projectId: ProjectId, sessionId: SessionId, request: DoAnythingRequest, options?: { readonly observeWithoutInstructions?: boolean }) => Effect.Effect<
     Run,
     UnknownNames | MissingFields | InvalidField | InsufficientCredits | BudgetExceeded | SessionNotFound | import("../domain/errors.ts").SessionClosed | import("../domain/errors.ts").PreviousRunActive
   >
-  readonly findRun: (projectId: string, runId: RunId, sessionId?: SessionId) => Effect.Effect<Run, import("../domain/errors.ts").RunNotFound>
+  readonly findRun: (projectId: ProjectId, runId: RunId, sessionId?: SessionId) => Effect.Effect<Run, import("../domain/errors.ts").RunNotFound>
   /** A run that ran out of steps, continued by a new run with `content` added to its instructions. */
   readonly continueRun: (run: Run, content: string) => Effect.Effect<
     Run,
@@ -89,7 +89,7 @@ export class Sessions extends Context.Service<Sessions, {
     RunEnded | import("../domain/errors.ts").RunNotFound | import("../domain/errors.ts").InvalidTransition
   >
   /** Cancels what still runs, releases the browser and closes the session. */
-  readonly close: (projectId: string, sessionId: SessionId) => Effect.Effect<SessionWithRuns, SessionNotFound>
+  readonly close: (projectId: ProjectId, sessionId: SessionId) => Effect.Effect<SessionWithRuns, SessionNotFound>
   readonly feedback: (run: Run, feedback: unknown) => Effect.Effect<Run>
   /** Take control (src/control/take-control.ts): a control URL under `baseUrl` for a person. */
   readonly takeControl: (run: Run, reason: string | null, baseUrl: string) => Effect.Effect<{ readonly run: Run; readonly url: IssuedUrl }, ControlNotAvailable>
@@ -165,7 +165,7 @@ export class Sessions extends Context.Service<Sessions, {
       })
 
       /** A session about to close by itself: its latest run ended and did not keep the session alive. */
-      const closing = (projectId: string, sessionId: string) =>
+      const closing = (projectId: ProjectId, sessionId: SessionId) =>
         Effect.gen(function*() {
           const session = yield* store.getSession(projectId, sessionId)
           if (session === undefined || session.status === "closed") return true
@@ -174,9 +174,9 @@ export class Sessions extends Context.Service<Sessions, {
         })
 
       /** 402 before anything is created: the budget cap reached, or (billing on) the balance below the minimum. */
-      const requireCredits = (projectId: string) => budget.admit(projectId)
+      const requireCredits = (projectId: ProjectId) => budget.admit(projectId)
 
-      const find = Effect.fn("Sessions.find")(function*(projectId: string, sessionId: string) {
+      const find = Effect.fn("Sessions.find")(function*(projectId: ProjectId, sessionId: SessionId) {
         const session = yield* store.getSession(projectId, sessionId)
         if (session === undefined) return yield* new SessionNotFound({ sessionId })
         return { session, runs: yield* store.runsOfSession(session.id) }
@@ -193,7 +193,7 @@ export class Sessions extends Context.Service<Sessions, {
       })
 
       return Sessions.of({
-        create: Effect.fn("Sessions.create")(function*(key: { readonly projectId: string; readonly keyId: string }, request: DoAnythingRequest, options?: {
+        create: Effect.fn("Sessions.create")(function*(key: { readonly projectId: ProjectId; readonly keyId: string }, request: DoAnythingRequest, options?: {
           readonly beforeExecute?: (created: { readonly session: Session; readonly run: Run }) => Effect.Effect<void>
         }) {
           yield* check(request)
@@ -233,18 +233,18 @@ export class Sessions extends Context.Service<Sessions, {
           return created
         }),
         find,
-        list: Effect.fn("Sessions.list")(function*(projectId: string, status: string | undefined, limit: number, beforeId: string | undefined) {
+        list: Effect.fn("Sessions.list")(function*(projectId: ProjectId, status: string | undefined, limit: number, beforeId: string | undefined) {
           const sessions = yield* store.listSessions(projectId, status, limit, beforeId)
           return yield* Effect.forEach(sessions, (session) => store.runsOfSession(session.id).pipe(Effect.map((runs) => ({ session, runs }))))
         }),
-        addRun: Effect.fn("Sessions.addRun")(function*(projectId: string, sessionId: SessionId, request: DoAnythingRequest, options: { readonly observeWithoutInstructions?: boolean } = {}) {
+        addRun: Effect.fn("Sessions.addRun")(function*(projectId: ProjectId, sessionId: SessionId, request: DoAnythingRequest, options: { readonly observeWithoutInstructions?: boolean } = {}) {
           const { session } = yield* find(projectId, sessionId)
           const observe = options.observeWithoutInstructions === true && !hasInstructions(request)
           return yield* addRunTo(session, observe
             ? { ...request, instructions: OBSERVE_INSTRUCTIONS, allowed_actions: request.allowed_actions ?? OBSERVE_ACTIONS }
             : request)
         }),
-        findRun: Effect.fn("Sessions.findRun")(function*(projectId: string, runId: RunId, sessionId?: SessionId) {
+        findRun: Effect.fn("Sessions.findRun")(function*(projectId: ProjectId, runId: RunId, sessionId?: SessionId) {
           return yield* store.findRun(projectId, runId, "do_anything", sessionId)
         }),
         continueRun: Effect.fn("Sessions.continueRun")(function*(run: Run, content: string) {
@@ -264,7 +264,7 @@ export class Sessions extends Context.Service<Sessions, {
           return (yield* store.getRun(run.id)) ?? run
         }),
         cancel,
-        close: Effect.fn("Sessions.close")(function*(projectId: string, sessionId: SessionId) {
+        close: Effect.fn("Sessions.close")(function*(projectId: ProjectId, sessionId: SessionId) {
           const { session, runs } = yield* find(projectId, sessionId)
           // Closing by its owner ends the session's schedule first, so no firing adds a run meanwhile.
           yield* sessionSchedules.detachSession(session.id)

@@ -16,6 +16,7 @@ import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import type { AppConfigShape } from "../config/config.ts"
 import { RunEventBus } from "../events/run-event-bus.ts"
 import { isTerminal } from "../domain/run-state.ts"
+import type { RunId } from "../domain/run.ts"
 import { type RunEvent, RunStore } from "../store/runs.ts"
 
 const encoder = new TextEncoder()
@@ -86,7 +87,7 @@ export interface EventSource {
 }
 
 export const runEventStream = (
-  runId: string,
+  runId: RunId,
   lastEventId: number,
   config: Pick<AppConfigShape, "sseHeartbeatSeconds" | "sseStallSeconds">
 ) =>
@@ -94,7 +95,7 @@ export const runEventStream = (
     const store = yield* RunStore
     return yield* eventStream({
       key: runId,
-      read: store.eventsAfter,
+      read: (_key, afterId, limit) => store.eventsAfter(runId, afterId, limit),
       ended: Effect.map(store.getRun(runId), (row) => row === undefined || isTerminal(row.status)),
       isLast: (event) => event.type === "run.completed"
     }, lastEventId, config)

@@ -13,6 +13,7 @@ import { SqlClient } from "effect/sql"
 import { ProfileInUse, ProfileNotFound } from "../domain/errors.ts"
 import { makeId } from "../domain/ids.ts"
 import { decodeProfile, MAX_STATE_BYTES, type Profile, type ProfileId, type ProfileLogin, type ProfileState } from "../domain/profile.ts"
+import type { SessionId } from "../domain/run.ts"
 import { StateCipher, type StateUnreadable } from "../security/state-cipher.ts"
 
 export interface ProfileFields {
@@ -78,7 +79,7 @@ export class ProfileStore extends Context.Service<ProfileStore, {
         Effect.gen(function*() {
           const rows = yield* sql`SELECT id FROM profiles WHERE id = ${profileId} AND project_id = ${projectId} FOR UPDATE`
           if (rows[0] === undefined) return yield* new ProfileNotFound({ profileId })
-          const holders = yield* sql<{ id: string }>`
+          const holders = yield* sql<{ id: SessionId }>`
             SELECT id FROM sessions WHERE profile_id = ${profileId} AND status <> 'closed' ORDER BY id LIMIT 1`
           if (holders[0] !== undefined) return yield* new ProfileInUse({ profileId, sessionId: holders[0].id })
         })

@@ -18,7 +18,7 @@ import { Context, Effect, Layer, Option, Queue } from "effect"
 import { AgentModel } from "../agent/model.ts"
 import type { IssuedUrl } from "../control/take-control.ts"
 import { isTerminal } from "../domain/run-state.ts"
-import type { Run } from "../domain/run.ts"
+import type { ProjectId, Run } from "../domain/run.ts"
 import { RunEventBus } from "../events/run-event-bus.ts"
 import type { BudgetExceeded, InsufficientCredits, LoginNotStarted, MissingFields, ProfileInUse, ProfileNotFound, SessionCapReached, UnknownNames, WorkspaceNotFound } from "../domain/errors.ts"
 import { InvalidField, LoginNotStarted as LoginNotStartedError } from "../domain/errors.ts"
@@ -66,17 +66,17 @@ export interface Confirmed {
 }
 
 export class Profiles extends Context.Service<Profiles, {
-  readonly create: (projectId: string, fields: ProfileFields) => Effect.Effect<Profile>
-  readonly list: (projectId: string, options: { readonly limit: number; readonly beforeId?: string | undefined; readonly customerUserId?: string | undefined }) => Effect.Effect<{ readonly items: ReadonlyArray<Profile>; readonly total: number }>
-  readonly get: (projectId: string, profileId: string) => Effect.Effect<Profile, ProfileNotFound>
-  readonly update: (projectId: string, profileId: string, fields: ProfileFields) => Effect.Effect<Profile, ProfileNotFound>
-  readonly remove: (projectId: string, profileId: string) => Effect.Effect<void, ProfileNotFound | ProfileInUse>
+  readonly create: (projectId: ProjectId, fields: ProfileFields) => Effect.Effect<Profile>
+  readonly list: (projectId: ProjectId, options: { readonly limit: number; readonly beforeId?: string | undefined; readonly customerUserId?: string | undefined }) => Effect.Effect<{ readonly items: ReadonlyArray<Profile>; readonly total: number }>
+  readonly get: (projectId: ProjectId, profileId: string) => Effect.Effect<Profile, ProfileNotFound>
+  readonly update: (projectId: ProjectId, profileId: string, fields: ProfileFields) => Effect.Effect<Profile, ProfileNotFound>
+  readonly remove: (projectId: ProjectId, profileId: string) => Effect.Effect<void, ProfileNotFound | ProfileInUse>
   /** `baseUrl`: where the control URL points (WA_PUBLIC_URL, else the host the caller reached). */
-  readonly startLogin: (key: { readonly projectId: string; readonly keyId: string }, request: StartLogin, baseUrl: string) => Effect.Effect<
+  readonly startLogin: (key: { readonly projectId: ProjectId; readonly keyId: string }, request: StartLogin, baseUrl: string) => Effect.Effect<
     LoginStarted,
     ProfileNotFound | ProfileInUse | SessionCapReached | UnknownNames | MissingFields | InvalidField | WorkspaceNotFound | InsufficientCredits | BudgetExceeded
   >
-  readonly confirm: (projectId: string, profileId: string, request: { readonly site_id: string; readonly display_label?: string | null | undefined }) => Effect.Effect<
+  readonly confirm: (projectId: ProjectId, profileId: string, request: { readonly site_id: string; readonly display_label?: string | null | undefined }) => Effect.Effect<
     Confirmed,
     ProfileNotFound | LoginNotStarted
   >

@@ -12,7 +12,7 @@ import type { BudgetExceeded, InsufficientCredits } from "../domain/errors.ts"
 import { AppConfig } from "../config/config.ts"
 import { ArtifactNotFound, InputRequestNotFound, InvalidField, ParentRunNotReady, RunNotAwaitingInput, RunNotEnded, UnknownSections } from "../domain/errors.ts"
 import { isTerminal } from "../domain/run-state.ts"
-import type { DeepResearchRequest, Run, RunId } from "../domain/run.ts"
+import type { DeepResearchRequest, ProjectId, Run, RunId } from "../domain/run.ts"
 import { cancelRun } from "../entities/cancel.ts"
 import { ResearchEntity } from "../entities/research.ts"
 import { ArtifactStore } from "../store/artifacts.ts"
@@ -47,9 +47,9 @@ const requestOf = (run: Run): DeepResearchRequest => {
 }
 
 export class Research extends Context.Service<Research, {
-  readonly create: (projectId: string, request: DeepResearchRequest) => Effect.Effect<Run, InsufficientCredits | BudgetExceeded>
-  readonly find: (projectId: string, runId: RunId) => Effect.Effect<Run, import("../domain/errors.ts").RunNotFound>
-  readonly list: (projectId: string, status: string | undefined, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<Run>>
+  readonly create: (projectId: ProjectId, request: DeepResearchRequest) => Effect.Effect<Run, InsufficientCredits | BudgetExceeded>
+  readonly find: (projectId: ProjectId, runId: RunId) => Effect.Effect<Run, import("../domain/errors.ts").RunNotFound>
+  readonly list: (projectId: ProjectId, status: string | undefined, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<Run>>
   /** The run with its outline; an answer the run has not taken in yet is shown applied. */
   readonly details: (run: Run) => Effect.Effect<ResearchRun>
   readonly answer: (run: Run, requestId: string, response: unknown) => Effect.Effect<
@@ -115,7 +115,7 @@ export class Research extends Context.Service<Research, {
        * before the entity is told, so its execution starts from it.
        */
       const start = Effect.fn("Research.start")(function*(
-        projectId: string,
+        projectId: ProjectId,
         request: DeepResearchRequest,
         derived: { readonly parentRunId: RunId; readonly instructions: string | null; readonly seed: ResearchState } | undefined = undefined
       ) {
@@ -163,7 +163,7 @@ export class Research extends Context.Service<Research, {
           }
           return yield* start(run.project_id, request, { parentRunId: run.id, instructions: text, seed })
         }),
-        find: Effect.fn("Research.find")(function*(projectId: string, runId: RunId) {
+        find: Effect.fn("Research.find")(function*(projectId: ProjectId, runId: RunId) {
           return yield* store.findRun(projectId, runId, "deep_research")
         }),
         list: (projectId, status, limit, beforeId) => store.listRuns(projectId, "deep_research", status, limit, beforeId),

@@ -53,7 +53,7 @@ export interface ScheduleFiring {
   readonly payload: unknown
   readonly outcome: FiringOutcome
   readonly reason: SkipReason | null
-  readonly run_id: string | null
+  readonly run_id: RunId | null
   readonly created_at: Date
   readonly decided_at: Date | null
 }
@@ -105,7 +105,7 @@ interface FiringRow {
   readonly payload: unknown
   readonly outcome: string
   readonly reason: string | null
-  readonly run_id: string | null
+  readonly run_id: RunId | null
   readonly created_at: Date
   readonly decided_at: Date | null
 }

@@ -13,7 +13,7 @@ import { AppConfig } from "../config/config.ts"
 import type { BudgetExceeded, InsufficientCredits } from "../domain/errors.ts"
 import { type InvalidTransition, ParentRunNotReady, type RunEnded, type RunNotFound, UnknownNames } from "../domain/errors.ts"
 import { isTerminal } from "../domain/run-state.ts"
-import { MAX_QUERY_LENGTH, type Run, type RunId, type WebSearchRunRequest } from "../domain/run.ts"
+import { MAX_QUERY_LENGTH, type ProjectId, type Run, type RunId, type WebSearchRunRequest } from "../domain/run.ts"
 import { cancelRun } from "../entities/cancel.ts"
 import { WebSearchEntity } from "../entities/web-search.ts"
 import { RunEventBus } from "../events/run-event-bus.ts"
@@ -52,8 +52,8 @@ export class Search extends Context.Service<Search, {
    * Starts a run. With `wait`, waits up to WA_WEB_SEARCH_WAIT_SECONDS for it to end; `ended`
    * says whether it did (the run returned is the newest state either way).
    */
-  readonly create: (projectId: string, request: WebSearchRunRequest) => Effect.Effect<Started, UnknownNames | InsufficientCredits | BudgetExceeded>
-  readonly find: (projectId: string, runId: RunId) => Effect.Effect<Run, RunNotFound>
+  readonly create: (projectId: ProjectId, request: WebSearchRunRequest) => Effect.Effect<Started, UnknownNames | InsufficientCredits | BudgetExceeded>
+  readonly find: (projectId: ProjectId, runId: RunId) => Effect.Effect<Run, RunNotFound>
   /** Cancels a run that has not ended (its search is interrupted, the callback sent); an ended one is RunEnded. */
   readonly cancel: (run: Run, reason: string | null) => Effect.Effect<Run, RunEnded | RunNotFound | InvalidTransition>
   /**
@@ -96,7 +96,7 @@ export class Search extends Context.Service<Search, {
         }))
 
       const start = Effect.fn("Search.start")(function*(
-        projectId: string,
+        projectId: ProjectId,
         request: WebSearchRunRequest,
         derived: { readonly parentRunId: RunId; readonly instructions: string | null } | undefined = undefined
       ) {
@@ -115,7 +115,7 @@ export class Search extends Context.Service<Search, {
 
       return Search.of({
         create: (projectId, request) => start(projectId, request),
-        find: Effect.fn("Search.find")(function*(projectId: string, runId: RunId) {
+        find: Effect.fn("Search.find")(function*(projectId: ProjectId, runId: RunId) {
           return yield* store.findRun(projectId, runId, "web_search")
         }),
         cancel,

@@ -26,6 +26,7 @@ import {
   type RunId,
   type RunKind,
   type RunRequest,
+  type ProjectId,
   type Session,
   sessionFromRow,
   type SessionId,
@@ -136,7 +137,8 @@ export interface TransitionOptions {
 
 export class RunStore extends Context.Service<RunStore, {
   readonly createSession: (input: {
-    readonly projectId: string
+    readonly projectId: ProjectId
+    /** The acting principal (an API key's id, or a console user's): the per-key cap counts by it. */
     readonly apiKeyId: string
     readonly profileId: string | null
     readonly workspaceId: string | null
@@ -146,7 +148,7 @@ export class RunStore extends Context.Service<RunStore, {
   }) => Effect.Effect<{ readonly session: Session; readonly run: Run }, SessionCapReached>
   readonly addRun: (sessionId: SessionId, run: NewRun) => Effect.Effect<Run, SessionClosed | PreviousRunActive>
   /** A run without a session (WebSearch, DeepResearch), with its first event. */
-  readonly createStandaloneRun: (projectId: string, request: RunRequest, options?: {
+  readonly createStandaloneRun: (projectId: ProjectId, request: RunRequest, options?: {
     readonly maxDurationMs?: number
     /** The run this one derives from (a refinement or a follow-up). */
     readonly parentRunId?: RunId | null
@@ -154,26 +156,26 @@ export class RunStore extends Context.Service<RunStore, {
     readonly instructions?: string | null
   }) => Effect.Effect<Run>
   /** Runs of one kind in a project, newest first. */
-  readonly listRuns: (projectId: string, kind: RunKind, status: string | undefined, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<Run>>
+  readonly listRuns: (projectId: ProjectId, kind: RunKind, status: string | undefined, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<Run>>
   /** Enters a phase (DeepResearch), with its `run.phase_changed` event. */
   readonly setPhase: (runId: RunId, phase: string, executor?: string) => Effect.Effect<void>
   /** A lookup by any id (as getRun): one that names no session of the project finds nothing. */
-  readonly getSession: (projectId: string, sessionId: string) => Effect.Effect<Session | undefined>
-  readonly listSessions: (projectId: string, status: string | undefined, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<Session>>
+  readonly getSession: (projectId: ProjectId, sessionId: SessionId) => Effect.Effect<Session | undefined>
+  readonly listSessions: (projectId: ProjectId, status: string | undefined, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<Session>>
   readonly runsOfSession: (sessionId: SessionId) => Effect.Effect<ReadonlyArray<Run>>
   /**
    * getRun, transition, appendEvent and eventsAfter still take a plain string: the SSE stream, the
    * event bus, the SSE bench and the in-process test helpers call them with one (a RunId is one).
    */
-  readonly getRun: (runId: string) => Effect.Effect<Run | undefined>
+  readonly getRun: (runId: RunId) => Effect.Effect<Run | undefined>
   /** The run of that kind in the project (and in that session, when one is named), or RunNotFound. */
-  readonly findRun: (projectId: string, runId: RunId, kind: RunKind, sessionId?: SessionId) => Effect.Effect<Run, RunNotFound>
+  readonly findRun: (projectId: ProjectId, runId: RunId, kind: RunKind, sessionId?: SessionId) => Effect.Effect<Run, RunNotFound>
   readonly setSessionStatus: (sessionId: SessionId, status: Session["status"]) => Effect.Effect<void>
-  readonly transition: (runId: string, to: RunStatus, options?: TransitionOptions) => Effect.Effect<Run, RunNotFound | InvalidTransition>
-  readonly appendEvent: (runId: string, type: string, data: Record<string, unknown>, executor?: string) => Effect.Effect<number>
+  readonly transition: (runId: RunId, to: RunStatus, options?: TransitionOptions) => Effect.Effect<Run, RunNotFound | InvalidTransition>
+  readonly appendEvent: (runId: RunId, type: string, data: Record<string, unknown>, executor?: string) => Effect.Effect<number>
   /** Makes a new execution the owner of the run and returns its token. */
   readonly claimExecution: (runId: RunId) => Effect.Effect<string>
-  readonly eventsAfter: (runId: string, afterId: number, limit: number) => Effect.Effect<ReadonlyArray<RunEvent>>
+  readonly eventsAfter: (runId: RunId, afterId: number, limit: number) => Effect.Effect<ReadonlyArray<RunEvent>>
   readonly queueMessage: (runId: RunId, content: string) => Effect.Effect<void>
   readonly takeMessages: (runId: RunId) => Effect.Effect<ReadonlyArray<string>>
   readonly createInputRequest: (runId: RunId, prompt: string, schema: unknown, executor?: string) => Effect.Effect<string, InvalidTransition>

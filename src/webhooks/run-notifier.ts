@@ -4,12 +4,12 @@
  * when they cancel one). The body is rendered by the HTTP layer's view, given at composition.
  */
 import { Context, Effect, Layer } from "effect"
-import type { Run } from "../domain/run.ts"
+import type { Run, RunId } from "../domain/run.ts"
 import { RunStore } from "../store/runs.ts"
 import { Callbacks } from "./callbacks.ts"
 
 export class RunNotifier extends Context.Service<RunNotifier, {
-  readonly terminal: (runId: string) => Effect.Effect<void>
+  readonly terminal: (runId: RunId) => Effect.Effect<void>
 }>()("wa/webhooks/RunNotifier") {
   /** `render` gives the callback body of a run (src/http/views/callback-view.ts). */
   static readonly layer = (render: (run: Run) => unknown) => Layer.effect(
@@ -18,7 +18,7 @@ export class RunNotifier extends Context.Service<RunNotifier, {
       const store = yield* RunStore
       const callbacks = yield* Callbacks
       return RunNotifier.of({
-        terminal: Effect.fn("RunNotifier.terminal")(function*(runId: string) {
+        terminal: Effect.fn("RunNotifier.terminal")(function*(runId: RunId) {
           const run = yield* store.getRun(runId)
           if (run === undefined || run.request._tag === "WebSearch") return
           const url = run.request.callback_url

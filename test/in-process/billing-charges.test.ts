@@ -22,7 +22,7 @@ import { Projects } from "../../src/auth/projects.ts"
 import { Budget } from "../../src/billing/budget.ts"
 import { Ledger } from "../../src/billing/ledger.ts"
 import { AppConfig, loadAppConfig } from "../../src/config/config.ts"
-import type { RunId } from "../../src/domain/run.ts"
+import type { ProjectId, RunId } from "../../src/domain/run.ts"
 import { databaseLayer } from "../../src/store/database.ts"
 import { RunStore } from "../../src/store/runs.ts"
 import { freshDatabase, freshDataDir } from "./fresh-database.ts"
@@ -47,7 +47,7 @@ const TestLayer = Layer.mergeAll(Ledger.layer, Budget.layer, RunStore.layer, Pro
 
 const newProject = (name: string) => Projects.use((projects) => projects.create(name)).pipe(Effect.map((p) => p.id))
 
-const newSessionRun = (projectId: string) =>
+const newSessionRun = (projectId: ProjectId) =>
   RunStore.use((store) =>
     store.createSession({
       projectId,

@@ -11,6 +11,7 @@
  */
 import { assert, expect, layer } from "@effect/vitest"
 import { type Duration, Effect } from "effect"
+import type { SessionId } from "../../src/domain/run.ts"
 import { TestClock } from "effect/testing"
 import { BrowserPool } from "../../src/browser/pool.ts"
 import { Sessions } from "../../src/entities/sessions.ts"
@@ -21,7 +22,7 @@ import { awaitState, awaitStatus, gate, TERMINAL } from "./waits.ts"
 const IDLE_SECONDS = 30
 
 /** The session once it is `closed`, within `times` steps of virtual time (see awaitState). */
-const awaitClosed = (sessionId: string, step: Duration.Input, times: number) =>
+const awaitClosed = (sessionId: SessionId, step: Duration.Input, times: number) =>
   Effect.gen(function*() {
     const tenant = yield* Tenant
     const sessions = yield* Sessions

@@ -7,7 +7,7 @@
 import { type Duration, Effect, Queue } from "effect"
 import { TestClock } from "effect/testing"
 import type { RunStatus } from "../../src/domain/run-state.ts"
-import type { Run } from "../../src/domain/run.ts"
+import type { Run, RunId } from "../../src/domain/run.ts"
 import { RunEventBus } from "../../src/events/run-event-bus.ts"
 import { type RunEvent, RunStore } from "../../src/store/runs.ts"
 
@@ -26,16 +26,16 @@ const untilEvent = <A>(runId: string, probe: Effect.Effect<A | undefined, never,
   }))
 
 /** The run, once its status is one of `statuses`. */
-export const awaitStatus = (runId: string, statuses: ReadonlyArray<RunStatus>) =>
+export const awaitStatus = (runId: RunId, statuses: ReadonlyArray<RunStatus>) =>
   untilEvent<Run>(runId, RunStore.use((store) => store.getRun(runId)).pipe(
     Effect.map((run) => run !== undefined && statuses.includes(run.status) ? run : undefined)
   ))
 
 /** The run's events so far. */
-export const eventsOf = (runId: string) => RunStore.use((store) => store.eventsAfter(runId, 0, 10_000))
+export const eventsOf = (runId: RunId) => RunStore.use((store) => store.eventsAfter(runId, 0, 10_000))
 
 /** The first event of `type` (matching `where`), once the run has written it. */
-export const awaitEvent = (runId: string, type: string, where: (data: Record<string, unknown>) => boolean = () => true) =>
+export const awaitEvent = (runId: RunId, type: string, where: (data: Record<string, unknown>) => boolean = () => true) =>
   untilEvent<RunEvent>(runId, eventsOf(runId).pipe(Effect.map((events) => events.find((e) => e.type === type && where(e.data)))))
 
 /** A promise the scripted model can block on until the test opens it, and one telling it got there. */

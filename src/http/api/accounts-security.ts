@@ -4,14 +4,18 @@
  * `wa_session` cookie, whose writes also need the `X-CSRF-Token` header. API keys act for one
  * project and are refused here (403). Implementation: src/http/middleware/console-session.ts.
  */
+import type { ProjectId } from "../../domain/run.ts"
 import { Context } from "effect"
 import { HttpApiMiddleware, HttpApiSecurity } from "effect/http-api"
 import type { ConsoleSession } from "../../accounts/users.ts"
 import { Forbidden, TooManyRequests, Unauthorized } from "../errors.ts"
 import { CurrentKey } from "./security.ts"
 
-/** The CurrentKey project of account endpoints (no project): idempotency records are kept under it. */
-export const CONSOLE_SCOPE = "console"
+/**
+ * The CurrentKey project of account endpoints (no project): idempotency records are kept under it.
+ * Not a project id (ids are `proj_...`), so it can never name a real project's rows.
+ */
+export const CONSOLE_SCOPE = "console" as ProjectId
 
 export const SESSION_COOKIE = "wa_session"
 export const CSRF_COOKIE = "wa_csrf"

@@ -5,12 +5,14 @@
 import { Context, Effect } from "effect"
 import { HttpApiMiddleware, HttpApiSecurity } from "effect/http-api"
 import type { ApiKeyScope } from "../../auth/api-keys.ts"
+import type { ProjectId } from "../../domain/run.ts"
 import { Conflict, Forbidden, TooManyRequests, Unauthorized, ValidationError } from "../errors.ts"
 
 /** The API key a request authenticated with, and the project it is scoped to. */
 export class CurrentKey extends Context.Service<CurrentKey, {
+  /** The acting principal: the API key's id, or the console user's (see userId). */
   readonly keyId: string
-  readonly projectId: string
+  readonly projectId: ProjectId
   /** `admin` may manage keys and read the webhook secret; `run` may use the products only. */
   readonly scope: ApiKeyScope
   /** Revoked and in its grace window: it may finish work (what `run` may), nothing more. */

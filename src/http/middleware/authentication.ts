@@ -12,6 +12,7 @@ import { AppConfig } from "../../config/config.ts"
 import { forbidden, TooManyRequests, unauthorized } from "../errors.ts"
 import { makeAuthFailureLimiter } from "./auth-failure-limit.ts"
 import { Authentication, CurrentKey } from "../api/security.ts"
+import type { ProjectId } from "../../domain/run.ts"
 import { Users } from "../../accounts/users.ts"
 import { consoleCredential, verifyConsoleCredential } from "./console-session.ts"
 
@@ -50,7 +51,8 @@ export const AuthenticationLive = Layer.effect(
           yield* Effect.annotateCurrentSpan({ project_id: pid, user_id: session.userId })
           return yield* Effect.provideService(httpEffect, CurrentKey, {
             keyId: session.userId,
-            projectId: pid,
+            // The path's project, which authenticateOnProject just found the user may act on.
+            projectId: pid as ProjectId,
             scope: access.role === "admin" ? "admin" : "run",
             revoked: false,
             userId: session.userId
@@ -80,7 +82,7 @@ export const AuthenticationLive = Layer.effect(
         yield* Effect.annotateCurrentSpan({ project_id: result.project_id, api_key_id: result.id })
         return yield* Effect.provideService(httpEffect, CurrentKey, {
           keyId: result.id,
-          projectId: result.project_id,
+          projectId: result.project_id as ProjectId,
           scope: result.scope,
           // authenticate refuses a key past its grace window, so a set grace_until means "in it".
           revoked: result.grace_until !== null

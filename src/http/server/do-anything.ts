@@ -40,7 +40,7 @@ export const publicBaseUrl = Effect.gen(function*() {
 const tagged = <P extends object>(payload: P) => ({ _tag: "DoAnything" as const, ...payload })
 
 /** The SSE stream of a run's events. */
-const eventsOf = Effect.fnUntraced(function*(runId: string, lastEventId: string | undefined) {
+const eventsOf = Effect.fnUntraced(function*(runId: RunId, lastEventId: string | undefined) {
   const config = yield* AppConfig
   const context = yield* Effect.context<RunEventBus | RunStore>()
   return yield* runEventStream(runId, parseLastEventId(lastEventId), config).pipe(Effect.provide(context))
