@@ -13,15 +13,11 @@
  * - lost: every recorded firing was dispatched, and every run a firing made ended `done` (the
  *   run cut off by the kill resumed on the survivor: `run.resumed`).
  */
-import { mkdtempSync, rmSync } from "node:fs"
-import { tmpdir } from "node:os"
-import * as path from "node:path"
 import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { startEmbeddedPostgres } from "../../src/store/embedded-postgres.ts"
 import { type ScriptedModel, startScriptedModel } from "../fixtures/model/scripted-model.ts"
-import { externalDatabase, type Service, startService, stopAndClean } from "../support/service.ts"
-import { eventually, scrape } from "./nodes.ts"
+import { type Service, startService, stopAndClean } from "../support/service.ts"
+import { eventually, scrape, sharedDatabase } from "./nodes.ts"
 
 const SESSIONS = 4
 const INTERVAL_SECONDS = 2
@@ -38,20 +34,9 @@ beforeAll(async () => {
     await new Promise((resolve) => setTimeout(resolve, 1_200))
     return { tool: "done", args: { output: "checked" } }
   })
-  const external = await externalDatabase()
-  let databaseUrl: string
-  if (external !== undefined) {
-    databaseUrl = external.url
-    dropDatabase = external.drop
-  } else {
-    const dir = mkdtempSync(path.join(tmpdir(), "wa-dosched-pg-"))
-    const embedded = await startEmbeddedPostgres(dir, { mode: "own" })
-    databaseUrl = embedded.url
-    dropDatabase = async () => {
-      await embedded.stop()
-      rmSync(dir, { recursive: true, force: true })
-    }
-  }
+  const database = await sharedDatabase("dosched")
+  const databaseUrl = database.url
+  dropDatabase = database.drop
   const env = {
     DATABASE_URL: databaseUrl,
     WA_CLUSTER: "socket",

@@ -5,16 +5,12 @@
  * RPCs, wherever the cluster placed it). Uses TEST_DATABASE_URL when set, else an embedded
  * PostgreSQL of its own.
  */
-import { mkdtempSync, rmSync } from "node:fs"
-import { tmpdir } from "node:os"
-import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { startEmbeddedPostgres } from "../../src/store/embedded-postgres.ts"
 import { lastUserText, type ScriptedModel, startScriptedModel } from "../fixtures/model/scripted-model.ts"
 import { type FixtureSites, startFixtureSites } from "../fixtures/sites/server.ts"
 import { waitForRunStatus } from "../support/runs.ts"
-import { externalDatabase, type Service, startService, stopAndClean } from "../support/service.ts"
-import { eventually, scrape } from "./nodes.ts"
+import { type Service, startService, stopAndClean } from "../support/service.ts"
+import { eventually, scrape, sharedDatabase } from "./nodes.ts"
 
 let site: FixtureSites
 let model: ScriptedModel
@@ -36,20 +32,9 @@ beforeAll(async () => {
     await held
     return { tool: "read_page" }
   })
-  const external = await externalDatabase()
-  let databaseUrl: string
-  if (external !== undefined) {
-    databaseUrl = external.url
-    dropDatabase = external.drop
-  } else {
-    const dir = mkdtempSync(path.join(tmpdir(), "wa-control-pg-"))
-    const db = await startEmbeddedPostgres(dir, { mode: "own" })
-    databaseUrl = db.url
-    dropDatabase = async () => {
-      await db.stop()
-      rmSync(dir, { recursive: true, force: true })
-    }
-  }
+  const database = await sharedDatabase("control")
+  const databaseUrl = database.url
+  dropDatabase = database.drop
   const env = {
     DATABASE_URL: databaseUrl,
     WA_CLUSTER: "socket",
