@@ -6,9 +6,14 @@
  * key shows who created it), invites a member whose link is accepted in a second browser with a
  * new password; the member sees no admin actions and the server refuses them when tried anyway;
  * the admin disables and re-enables the member; bug report with a screenshot; password change;
- * sign-out ends the session on the server. Screenshots go to test-results/console/.
+ * sign-out ends the session on the server; an SSO button leads through a real OpenID Connect
+ * provider (`oidc-provider` on loopback) back into the console. Screenshots go to
+ * test-results/console/.
  */
 import { mkdirSync } from "node:fs"
+import * as http from "node:http"
+import * as net from "node:net"
+import Provider from "oidc-provider"
 import * as path from "node:path"
 import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -20,6 +25,7 @@ import { createUser } from "../accounts/support.ts"
 
 const shots = path.resolve(import.meta.dirname, "../../test-results/console")
 let model: ScriptedModel
+let oidcServer: http.Server | undefined
 let service: Service
 let browser: Browser
 let adminContext: BrowserContext
@@ -34,14 +40,35 @@ beforeAll(async () => {
   if (isStale()) await buildConsole()
   mkdirSync(shots, { recursive: true })
   model = await startScriptedModel(() => ({ tool: "done", args: { output: "finished" } }))
+  // A real OpenID Connect provider on loopback (as in test/accounts/sso.test.ts): any login name
+  // is the verified account `<name>@corp.example.com`.
+  const [oidcPort, servicePort] = [await freePort(), await freePort()]
+  const issuer = `http://127.0.0.1:${oidcPort}`
+  const provider = new Provider(issuer, {
+    clients: [{
+      client_id: "web-agent",
+      client_secret: "web-agent-secret",
+      redirect_uris: [`http://127.0.0.1:${servicePort}/v1/auth/sso/corp/callback`],
+      token_endpoint_auth_method: "client_secret_post"
+    }],
+    claims: { openid: ["sub"], email: ["email", "email_verified"] },
+    findAccount: (_ctx: unknown, id: string) => ({
+      accountId: id,
+      claims: () => ({ sub: `corp-${id}`, email: `${id}@corp.example.com`, email_verified: true })
+    }),
+    cookies: { keys: ["oidc-test-cookie-key"] },
+    pkce: { required: () => true }
+  })
+  oidcServer = http.createServer(provider.callback())
+  await new Promise<void>((resolve) => oidcServer!.listen(oidcPort, "127.0.0.1", resolve))
   service = await startService({
     env: {
+      WA_PORT: String(servicePort),
       WA_MODEL_BASE_URL: model.baseUrl,
       WA_MODEL: "scripted",
       WA_ALLOW_PRIVATE_NETWORKS: "true",
       WA_STEP_SCREENSHOTS: "false",
-      // Discovery is lazy: the button is listed without the issuer being reachable.
-      WA_OIDC_PROVIDERS: JSON.stringify([{ provider_id: "corp", display_name: "Corp SSO", issuer: "http://127.0.0.1:9/", client_id: "c", client_secret: "s" }])
+      WA_OIDC_PROVIDERS: JSON.stringify([{ provider_id: "corp", display_name: "Corp SSO", issuer, client_id: "web-agent", client_secret: "web-agent-secret" }])
     }
   })
   await createUser(service, "ada@example.test", adminPassword, ["--name", "Ada", "--tenant", "ten_default", "--role", "admin"])
@@ -59,7 +86,17 @@ afterAll(async () => {
   await browser?.close()
   await stopAndClean(service)
   await model?.close()
+  await new Promise((resolve) => oidcServer === undefined ? resolve(undefined) : oidcServer.close(resolve))
 })
+
+const freePort = () =>
+  new Promise<number>((resolve) => {
+    const server = net.createServer()
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as net.AddressInfo
+      server.close(() => resolve(port))
+    })
+  })
 
 const shot = (page: Page, name: string) => page.screenshot({ path: path.join(shots, `${name}.png`), fullPage: true })
 
@@ -257,6 +294,10 @@ describe("the console with console accounts", () => {
 
   it("signs out: the session ends on the server, and the console is back at sign-in", async () => {
     const before = (await adminContext.cookies(service.url)).find((c) => c.name === "wa_session")!.value
+    // A second tab of the same browser shares the cookie session (and picks its own project).
+    const otherTab = await adminContext.newPage()
+    await otherTab.goto(`${service.url}/console`)
+    await otherTab.getByRole("heading", { name: "Pick a project" }).waitFor()
     await admin.getByRole("button", { name: "Sign out" }).click()
     await admin.getByLabel("Email").waitFor()
     expect(await admin.evaluate(() => sessionStorage.getItem("wa.console.credentials"))).toBeNull()
@@ -267,5 +308,36 @@ describe("the console with console accounts", () => {
     await admin.reload()
     await admin.getByLabel("Email").waitFor()
     await shot(admin, "27-signed-out")
+    // The other tab's next request is refused (401): it signs out too and says why.
+    await otherTab.locator("li", { has: otherTab.getByText(service.projectId, { exact: true }) }).getByRole("button", { name: /^Open/ }).click()
+    await otherTab.getByRole("status").filter({ hasText: "Your session has ended" }).waitFor()
+    expect(await otherTab.getByLabel("Email").isVisible()).toBe(true)
+    expect(await otherTab.evaluate(() => sessionStorage.getItem("wa.console.credentials"))).toBeNull()
+    await otherTab.close()
+  })
+
+  it("signs in with an SSO button through the provider and lands in the console's project picker", async () => {
+    await createUser(service, "lee@corp.example.com", "lee-password-1", ["--tenant", "ten_default", "--role", "member"])
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } })
+    try {
+      // Only loopback: the provider's pages import a web font that must not be fetched.
+      await context.route((url) => url.hostname !== "127.0.0.1", (route) => route.abort())
+      const page = await context.newPage()
+      page.setDefaultTimeout(60_000)
+      await page.goto(`${service.url}/console`)
+      await page.getByRole("link", { name: "Sign in with Corp SSO" }).click()
+      await page.waitForURL((url) => url.port !== new URL(service.url).port, { waitUntil: "domcontentloaded" })
+      await page.fill("input[name=login]", "lee")
+      await page.fill("input[name=password]", "anything")
+      await Promise.all([page.waitForURL(/\/interaction\//, { waitUntil: "domcontentloaded" }), page.click("button[type=submit]")])
+      await page.click("button[type=submit]")
+      await page.waitForURL(`${service.url}/console/`)
+      await openProject(page, service.projectId)
+      expect(await page.getByTestId("signed-in-as").textContent()).toBe("lee@corp.example.com")
+      expect(await page.getByTestId("role").textContent()).toBe("member")
+      await shot(page, "28-sso-signed-in")
+    } finally {
+      await context.close()
+    }
   })
 })
