@@ -1,7 +1,7 @@
 /**
  * The web console in real Chromium against the real service (embedded PostgreSQL, the scripted
  * model, SearXNG faked, the research web on loopback), used as a person would: sign in with a
- * pasted key, start a run and watch its events arrive, answer the agent's question, approve a
+ * pasted key (the alternative to console accounts, which test/console/accounts.test.ts covers), start a run and watch its events arrive, answer the agent's question, approve a
  * DeepResearch outline with an edit and read the report (citations, confidence, hostile Markdown
  * rendered as text), run a WebSearch, create a monitor and see its snapshot, look at keys and
  * credits. Screenshots of the main pages go to test-results/console/.
@@ -114,6 +114,8 @@ describe("the console", () => {
 
   it("signs in with a pasted key, refusing a wrong one, and stays signed in on reload", async () => {
     await page.goto(`${service.url}/console`)
+    // Email and password is the default; the key is the alternative.
+    await page.getByRole("button", { name: "Use an API key instead" }).click()
     await page.getByLabel("API key").fill(`wa_${"A".repeat(36)}`)
     await page.getByLabel("Project id").fill(service.projectId)
     await shot("01-sign-in")

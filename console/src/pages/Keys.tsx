@@ -1,4 +1,7 @@
-/** API keys of the project: list, create (the secret is shown once), revoke. Admin keys only. */
+/**
+ * API keys of the project: list (with the console user who created each, `user_id`), create (the
+ * secret is shown once), revoke. Admin keys and tenant admins only.
+ */
 import { type FormEvent, useState } from "react"
 import { type Api, describeError } from "../api.ts"
 import { ErrorBox, Section, Time, useLoad } from "../ui.tsx"
@@ -8,6 +11,8 @@ interface Key {
   prefix: string
   name: string | null
   scope: string
+  user_id?: string | null
+  created_by_key_id?: string | null
   created_at: string
   last_used_at?: string | null
   grace_until?: string | null
@@ -32,8 +37,10 @@ export const KeysPage = ({ api }: { api: Api }) => {
       setError(describeError(failure))
     }
   }
+  const ownKey = (key: Key) => api.credentials?.kind === "api_key" && api.credentials.token.startsWith(key.prefix)
+  const me = api.credentials?.kind === "session" ? api.credentials.userId : undefined
   const revoke = async (key: Key) => {
-    const own = api.credentials.token.startsWith(key.prefix) ? " This console is signed in with it: after the grace window you must sign in with another key." : ""
+    const own = ownKey(key) ? " This console is signed in with it: after the grace window you must sign in with another key." : ""
     if (!confirm(`Revoke ${key.name ?? key.prefix}? It keeps working for a one-hour grace window.${own}`)) return
     try {
       await api.request("DELETE", api.project(`/api_keys/${key.id}`))
@@ -46,15 +53,16 @@ export const KeysPage = ({ api }: { api: Api }) => {
   return (
     <>
       <Section title="API keys">
-        {forbidden ? <p className="notice">Managing keys needs an admin key; you signed in with a run key.</p> : <ErrorBox error={keys.error} />}
+        {forbidden ? <p className="notice">{api.isAccount ? "Managing keys needs the admin role in this project's tenant." : "Managing keys needs an admin key; you signed in with a run key."}</p> : <ErrorBox error={keys.error} />}
         <table className="list">
-          <thead><tr><th>Name</th><th>Prefix</th><th>Scope</th><th>Created</th><th>Last used</th><th>Revoked</th><th /></tr></thead>
+          <thead><tr><th>Name</th><th>Prefix</th><th>Scope</th><th>Created by</th><th>Created</th><th>Last used</th><th>Revoked</th><th /></tr></thead>
           <tbody>
             {keys.data?.items.map((k) => (
               <tr key={k.id}>
-                <td>{k.name ?? <span className="muted">(unnamed)</span>}{api.credentials.token.startsWith(k.prefix) ? <span className="badge blue" title="the key this console signed in with">this console</span> : null}</td>
+                <td>{k.name ?? <span className="muted">(unnamed)</span>}{ownKey(k) ? <span className="badge blue" title="the key this console signed in with">this console</span> : null}</td>
                 <td><code>{k.prefix}…</code></td>
                 <td>{k.scope}</td>
+                <td data-testid="key-user">{k.user_id ? <><code>{k.user_id}</code>{k.user_id === me ? <span className="muted small"> (you)</span> : null}</> : k.created_by_key_id ? <span className="muted small">key <code>{k.created_by_key_id}</code></span> : <span className="muted">–</span>}</td>
                 <td><Time value={k.created_at} /></td>
                 <td><Time value={k.last_used_at ?? null} /></td>
                 <td>{k.disabled_at ? <>yes, grace until <Time value={k.grace_until ?? null} /></> : ""}</td>
