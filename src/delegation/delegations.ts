@@ -332,10 +332,11 @@ export class Delegations extends Context.Service<Delegations, {
           const codeMatches = grant.code_hash !== null && hashToken(code) === grant.code_hash
           if (grant.status === "active" || grant.status === "revoked") {
             if (codeMatches && grant.status === "active") {
-              // A code presented twice may have been stolen: the token it gave is revoked too.
+              // A code presented twice may have been stolen: the token it gave is revoked too (committed,
+              // so the refusal is returned after the transaction, not raised inside it).
               yield* sql`UPDATE delegation_grants SET status = 'revoked', revoked_at = now() WHERE id = ${grantId}`
             }
-            return yield* new DelegationConflict({ code: "code_used", detail: "this code was already exchanged; the token it gave is revoked. Start a new delegation" })
+            return "code_used" as const
           }
           if (grant.state !== state) return yield* new DelegationInvalid({ code: "state_mismatch", field: "state", detail: "state does not match the delegation request's" })
           if (!codeMatches) return yield* new DelegationInvalid({ code: "invalid_code", field: "code", detail: "the code is not this grant's" })
@@ -346,7 +347,14 @@ export class Delegations extends Context.Service<Delegations, {
               token_expires_at = now() + ${`${grant.expires_in} seconds`}::interval
             WHERE id = ${grantId} RETURNING ${sql.literal(grantColumns)}`
           return { grant: updated[0]!, token }
-        })).pipe(Effect.catchTag("SqlError", Effect.die))
+        })).pipe(
+          Effect.catchTag("SqlError", Effect.die),
+          Effect.flatMap((result) =>
+            result === "code_used"
+              ? Effect.fail(new DelegationConflict({ code: "code_used", detail: "this code was already exchanged; the token it gave is revoked. Start a new delegation" }))
+              : Effect.succeed(result)
+          )
+        )
       })
 
       const authenticateToken = (token: string): Effect.Effect<DelegatedIdentity | TokenFailure> => {

@@ -21,7 +21,7 @@ import { type DelegationError } from "../../delegation/errors.ts"
 import { isDelegationScope } from "../../delegation/scopes.ts"
 import { bodyHash } from "../../delegation/signing.ts"
 import { accountHttpErrors, delegationHttpErrors } from "../domain-errors.ts"
-import { Unauthorized, validationError } from "../errors.ts"
+import { envelopeBody, jsonResponse, Unauthorized, validationError } from "../errors.ts"
 import { CSRF_COOKIE, CurrentUser, SESSION_COOKIE } from "../api/accounts-security.ts"
 import { WebAgentApi } from "../api/api.ts"
 import { CurrentAccessKey, SignedRequest } from "../api/delegation.ts"
@@ -190,7 +190,8 @@ const pageHeaders = {
   "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'",
   "x-frame-options": "DENY",
   "x-content-type-options": "nosniff",
-  "referrer-policy": "no-referrer",
+  // same-origin (not no-referrer): Chromium then sends the page's Origin with its form posts, which are checked.
+  "referrer-policy": "same-origin",
   "cache-control": "no-store"
 }
 
@@ -209,20 +210,25 @@ const describeScope = (scope: string) => {
   return match === null ? scope : `${scopeLabels[match[2]!]} ${match[1]!.replace("_", " ")} (${scope})`
 }
 
+/**
+ * A refusal on the consent page: the contract's JSON envelope like every other non-2xx response
+ * (the browser shows it as text), with the same codes as the API.
+ */
 const errorStatus: Record<string, number> = { DelegationNotFound: 404, DelegationForbidden: 403, DelegationConflict: 409, DelegationInvalid: 422 }
 const errorPage = (error: DelegationError) =>
-  page(
+  jsonResponse(
     errorStatus[error._tag] ?? 400,
-    "Delegation not possible",
-    `<p id="error" data-code="${escapeHtml("code" in error ? error.code : error._tag)}">${
-      escapeHtml(error._tag === "DelegationNotFound" ? "This delegation request does not exist." : "detail" in error ? error.detail : "")
-    }</p>`
+    envelopeBody(
+      error._tag === "DelegationNotFound" ? "grant_not_found" : error._tag === "DelegationForbidden" ? "forbidden" : "code" in error ? error.code : "bad_request",
+      error._tag === "DelegationNotFound" ? "this delegation request does not exist" : "detail" in error ? error.detail : "refused"
+    ),
+    pageHeaders
   )
+const refusal = (status: number, code: string, detail: string) => jsonResponse(status, envelopeBody(code, detail), pageHeaders)
 
-
-const signInPage = (grantId: string, providers: ReadonlyArray<{ provider_id: string; display_name: string }>, status = 200, message = "") =>
+const signInPage = (grantId: string, providers: ReadonlyArray<{ provider_id: string; display_name: string }>, message = "") =>
   page(
-    status,
+    200,
     "Sign in to continue",
     (message === "" ? "" : `<p id="error">${escapeHtml(message)}</p>`) +
       `<p>An application asks to act for you. Sign in to review its request.</p>` +
@@ -308,12 +314,14 @@ export const ConsentRoutes = HttpRouter.use((router) =>
       const form = yield* formOf(request)
       const grantId = form.get("grant_id") ?? ""
       const session = yield* cookieSession(request)
-      if (session === undefined) return signInPage(grantId, sso.providers, 401, "Your session has ended; sign in again.")
+      if (session === undefined) return signInPage(grantId, sso.providers, "Your session has ended; sign in again.")
       if (!sameOrigin(request, base) || !safeEqual(form.get("csrf_token") ?? "", csrfTokenFor(session.token))) {
-        return page(403, "Delegation not possible", `<p id="error" data-code="csrf_failed">This form was not sent from the consent page; open it again.</p>`)
+        return refusal(403, "csrf_failed", "this form was not sent from the consent page; open it again")
       }
       const decision = form.get("decision")
-      if (decision !== "approve" && decision !== "deny") return page(422, "Delegation not possible", `<p id="error">Choose Allow or Deny.</p>`)
+      if (decision !== "approve" && decision !== "deny") {
+        return jsonResponse(422, envelopeBody("validation_error", "decision must be approve or deny", { errors: [{ loc: ["body", "decision"], msg: "approve or deny", type: "enum" }] }), pageHeaders)
+      }
       const projectId = form.get("project_id") ?? undefined
       const result = yield* Effect.result(delegations.decide(grantId, session.userId, decision, projectId === "" ? undefined : projectId))
       if (result._tag === "Failure") return errorPage(result.failure)
@@ -325,21 +333,21 @@ export const ConsentRoutes = HttpRouter.use((router) =>
       const base = yield* publicBaseUrl
       const form = yield* formOf(request)
       const grantId = form.get("grant_id") ?? ""
-      if (!sameOrigin(request, base)) return signInPage(grantId, sso.providers, 403, "This form was not sent from the sign-in page.")
+      if (!sameOrigin(request, base)) return refusal(403, "csrf_failed", "this form was not sent from the sign-in page")
       const email = form.get("email") ?? ""
       const password = form.get("password") ?? ""
       if (email.length < 3 || email.length > 255 || password.length < 1 || password.length > 128) {
-        return signInPage(grantId, sso.providers, 422, "Give your email and password.")
+        return signInPage(grantId, sso.providers, "Give your email and password.")
       }
       const signedIn = yield* Effect.result(users.login({ email, password, address: clientAddress(request), kind: "cookie" }))
       if (signedIn._tag === "Failure") {
         const failure = signedIn.failure
-        return signInPage(
-          grantId,
-          sso.providers,
-          failure._tag === "LoginThrottled" ? 429 : 401,
-          failure._tag === "LoginThrottled" ? `Too many attempts; retry in ${failure.retryAfterSeconds} s.` : "The email or the password is wrong."
-        )
+        if (failure._tag === "LoginThrottled") {
+          return jsonResponse(429, envelopeBody("rate_limit_exceeded", `too many sign-in attempts; retry after ${failure.retryAfterSeconds} s`, {
+            retry_after_seconds: failure.retryAfterSeconds
+          }), { ...pageHeaders, "retry-after": String(failure.retryAfterSeconds) })
+        }
+        return signInPage(grantId, sso.providers, "The email or the password is wrong.")
       }
       const secure = base.startsWith("https://")
       const maxAge = Duration.millis(Math.max(0, signedIn.success.session.expiresAt.getTime() - Date.now()))
