@@ -141,7 +141,7 @@ export const consentRedirect = (redirectUri: string, params: Record<string, stri
 
 export class Delegations extends Context.Service<Delegations, {
   readonly createAccessKey: (tenantId: string, userId: string, name: string | null, redirectUris: ReadonlyArray<string>) => Effect.Effect<{ readonly row: AccessKeyRow; readonly secret: string }, AccountResourceNotFound | RoleForbidden | DelegationConflict | DelegationInvalid>
-  readonly listAccessKeys: (tenantId: string, userId: string) => Effect.Effect<ReadonlyArray<AccessKeyRow>, AccountResourceNotFound | RoleForbidden>
+  readonly listAccessKeys: (tenantId: string, userId: string, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<AccessKeyRow>, AccountResourceNotFound | RoleForbidden>
   readonly revokeAccessKey: (tenantId: string, userId: string, accessKeyId: string) => Effect.Effect<AccessKeyRow, AccountResourceNotFound | RoleForbidden | DelegationNotFound>
   /** Verifies a signed request; records its nonce. */
   readonly verifySigned: (input: { readonly authorization: string; readonly method: string; readonly pathWithQuery: string; readonly bodySha256: string }) => Effect.Effect<SignedCaller, SignatureRejected>
@@ -152,7 +152,7 @@ export class Delegations extends Context.Service<Delegations, {
   readonly decide: (grantId: string, userId: string, decision: "approve" | "deny", projectId: string | undefined) => Effect.Effect<string, DelegationNotFound | DelegationConflict | DelegationForbidden | DelegationInvalid>
   readonly complete: (caller: SignedCaller, grantId: string, code: string, state: string) => Effect.Effect<{ readonly grant: GrantRow; readonly token: string }, DelegationNotFound | DelegationConflict | DelegationInvalid>
   readonly authenticateToken: (token: string) => Effect.Effect<DelegatedIdentity | TokenFailure>
-  readonly listGrants: (userId: string) => Effect.Effect<ReadonlyArray<GrantRow>>
+  readonly listGrants: (userId: string, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<GrantRow>>
   readonly revokeGrant: (grantId: string, userId: string) => Effect.Effect<GrantRow, DelegationNotFound | DelegationForbidden | DelegationConflict>
 }>()("wa/delegation/Delegations") {
   static readonly layer = Layer.effect(
@@ -186,11 +186,13 @@ export class Delegations extends Context.Service<Delegations, {
         })).pipe(Effect.catchTag("SqlError", Effect.die))
       })
 
-      const listAccessKeys = (tenantId: string, userId: string) =>
+      const listAccessKeys = (tenantId: string, userId: string, limit: number, beforeId: string | undefined) =>
         Effect.gen(function*() {
           yield* tenants.require(tenantId, userId, "admin")
           return yield* sql<AccessKeyRow>`
-            SELECT ${sql.literal(accessKeyColumns)} FROM access_keys WHERE tenant_id = ${tenantId} ORDER BY id DESC`.pipe(Effect.orDie)
+            SELECT ${sql.literal(accessKeyColumns)} FROM access_keys
+            WHERE tenant_id = ${tenantId} ${beforeId === undefined ? sql`` : sql`AND id < ${beforeId}`}
+            ORDER BY id DESC LIMIT ${limit}`.pipe(Effect.orDie)
         })
 
       const revokeAccessKey = (tenantId: string, userId: string, accessKeyId: string) =>
@@ -376,12 +378,13 @@ export class Delegations extends Context.Service<Delegations, {
         )
       }
 
-      const listGrants = (userId: string) =>
+      const listGrants = (userId: string, limit: number, beforeId: string | undefined) =>
         sql<GrantRow>`
           SELECT ${sql.literal(grantColumns)} FROM delegation_grants g
-          WHERE g.user_id = ${userId}
-            OR g.tenant_id IN (SELECT tenant_id FROM tenant_members WHERE user_id = ${userId} AND role = 'admin' AND status = 'active')
-          ORDER BY g.id DESC LIMIT 100`.pipe(Effect.orDie)
+          WHERE (g.user_id = ${userId}
+            OR g.tenant_id IN (SELECT tenant_id FROM tenant_members WHERE user_id = ${userId} AND role = 'admin' AND status = 'active'))
+            ${beforeId === undefined ? sql`` : sql`AND g.id < ${beforeId}`}
+          ORDER BY g.id DESC LIMIT ${limit}`.pipe(Effect.orDie)
 
       const revokeGrant = Effect.fn("Delegations.revokeGrant")(function*(grantId: string, userId: string) {
         const grant = yield* grantById(grantId)

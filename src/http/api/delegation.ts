@@ -15,9 +15,10 @@ import { Context, Schema } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSecurity, OpenApi } from "effect/http-api"
 import { BadRequest, Conflict, Forbidden, NotFound, TooManyRequests, Unauthorized, ValidationError } from "../errors.ts"
 import { delegationScopes } from "../../delegation/scopes.ts"
+import { PageQuery } from "../pagination.ts"
 import { ConsoleAuth } from "./accounts-security.ts"
 import { Timestamp } from "./schemas.ts"
-import { Idempotency, RateLimit } from "./security.ts"
+import { CurrentKey, Idempotency, RateLimit } from "./security.ts"
 
 const strict = { errors: "all", onExcessProperty: "error" } as const
 const Bounded = (min: number, max: number) => Schema.String.check(Schema.isMinLength(min), Schema.isMaxLength(max))
@@ -33,7 +34,7 @@ export class CurrentAccessKey extends Context.Service<CurrentAccessKey, {
  * `Authorization: WA-HMAC-SHA256 Credential=<wak_...>, Timestamp=<unix s>, Nonce=<16..64>, Signature=<hex>`.
  * 401 signature_malformed / signature_expired / signature_replayed / signature_invalid / access_key_unknown.
  */
-export class SignedRequest extends HttpApiMiddleware.Service<SignedRequest, { provides: CurrentAccessKey }>()(
+export class SignedRequest extends HttpApiMiddleware.Service<SignedRequest, { provides: CurrentAccessKey | CurrentKey }>()(
   "wa/http/SignedRequest",
   {
     security: { signature: HttpApiSecurity.apiKey({ key: "Authorization", in: "header" }) },
@@ -105,6 +106,7 @@ export class DelegationServiceApi extends HttpApiGroup.make("delegation_service"
         "400 state_mismatch / invalid_code; 409 consent_pending, access_denied, code_used (the token is revoked too), code_expired."
     )
   )
+  .middleware(RateLimit)
   .middleware(SignedRequest)
   .annotateMerge(OpenApi.annotations({
     title: "Delegation service",
@@ -143,7 +145,12 @@ export class AccessKeysApi extends HttpApiGroup.make("access_keys")
       success: AccessKeyCreatedResponse.annotate({ httpApiStatus: 201 }),
       error: [...tenantErrors, Conflict, ValidationError]
     }).annotate(HttpApi.PayloadParseOptions, strict).annotate(OpenApi.Description, "Admins only. At most 10 live access keys per tenant (409 limit_exceeded)."),
-    HttpApiEndpoint.get("list", "/", { params: { tid: IdParam }, success: Schema.Struct({ items: Schema.Array(AccessKeyResponse) }), error: tenantErrors }),
+    HttpApiEndpoint.get("list", "/", {
+      params: { tid: IdParam },
+      query: PageQuery,
+      success: Schema.Struct({ items: Schema.Array(AccessKeyResponse), next_cursor: Schema.NullOr(Schema.String) }),
+      error: tenantErrors
+    }).annotate(OpenApi.Description, "Newest first, revoked ones included (revoked_at set); never the secret."),
     HttpApiEndpoint.delete("revoke", "/:access_key_id", {
       params: { tid: IdParam, access_key_id: IdParam },
       success: AccessKeyResponse,
@@ -176,9 +183,13 @@ export const DelegationResponse = Schema.Struct({
 
 export class DelegationsApi extends HttpApiGroup.make("delegations")
   .add(
-    HttpApiEndpoint.get("list", "/", { success: Schema.Struct({ items: Schema.Array(DelegationResponse) }) }).annotate(
+    HttpApiEndpoint.get("list", "/", {
+      query: PageQuery,
+      success: Schema.Struct({ items: Schema.Array(DelegationResponse), next_cursor: Schema.NullOr(Schema.String) }),
+      error: BadRequest
+    }).annotate(
       OpenApi.Description,
-      "The delegations you approved or decided, and every delegation of the tenants you administer (newest 100)."
+      "The delegations you decided, and every delegation of the tenants you administer, newest first."
     ),
     HttpApiEndpoint.delete("revoke", "/:grant_id", {
       params: { grant_id: IdParam },

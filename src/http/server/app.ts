@@ -57,7 +57,7 @@ const ApiRoutes = HttpApiBuilder.layer(WebAgentApi, { openapiPath: "/openapi.jso
     RecordingReplayHandlers,
     StripeWebhookHandlers,
     AuthPublicHandlers,
-    DelegationServiceHandlers.pipe(Layer.provide(SignedRequestLive)),
+    DelegationServiceHandlers.pipe(Layer.provide(Layer.mergeAll(SignedRequestLive, ProjectMiddlewares))),
     Layer.mergeAll(AccessKeysHandlers, DelegationsHandlers).pipe(Layer.provide(Layer.mergeAll(ConsoleAuthLive, ProjectMiddlewares))),
     Layer.mergeAll(AccountHandlers, TenantsHandlers).pipe(Layer.provide(Layer.mergeAll(ConsoleAuthLive, ProjectMiddlewares))),
     Layer.mergeAll(

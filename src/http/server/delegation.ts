@@ -21,11 +21,15 @@ import { type DelegationError } from "../../delegation/errors.ts"
 import { isDelegationScope } from "../../delegation/scopes.ts"
 import { bodyHash } from "../../delegation/signing.ts"
 import { accountHttpErrors, delegationHttpErrors } from "../domain-errors.ts"
-import { envelopeBody, jsonResponse, Unauthorized, validationError } from "../errors.ts"
+import { envelopeBody, jsonResponse, TooManyRequests, Unauthorized, validationError } from "../errors.ts"
+import { AppConfig } from "../../config/config.ts"
+import { CurrentKey } from "../api/security.ts"
+import { makeAuthFailureLimiter } from "../middleware/auth-failure-limit.ts"
 import { CSRF_COOKIE, CurrentUser, SESSION_COOKIE } from "../api/accounts-security.ts"
 import { WebAgentApi } from "../api/api.ts"
 import { CurrentAccessKey, SignedRequest } from "../api/delegation.ts"
 import { clientAddress } from "../middleware/console-session.ts"
+import { cursorPage } from "../pagination.ts"
 import { iso } from "../views/timestamps.ts"
 import { publicBaseUrl } from "./do-anything.ts"
 
@@ -33,10 +37,22 @@ export const SignedRequestLive = Layer.effect(
   SignedRequest,
   Effect.gen(function*() {
     const delegations = yield* Delegations
+    const config = yield* AppConfig
+    // Bad signatures count against the address like bad API keys (WA_AUTH_FAILURES_PER_MINUTE).
+    const failures = makeAuthFailureLimiter(config.authFailuresPerMinute)
     return SignedRequest.of({
       signature: Effect.fnUntraced(function*(httpEffect, { credential: _ }) {
         const request = yield* HttpServerRequest.HttpServerRequest
         const authorization = request.headers["authorization"] ?? ""
+        const address = clientAddress(request)
+        const waitSeconds = failures.blockedFor(address, authorization, Date.now())
+        if (waitSeconds !== undefined) {
+          return yield* new TooManyRequests({
+            code: "rate_limit_exceeded",
+            detail: `too many wrongly signed requests from this address; retry after ${waitSeconds} s`,
+            extra: { retry_after_seconds: waitSeconds }
+          })
+        }
         // The body the guard already read (cached on the request).
         const body = yield* request.arrayBuffer.pipe(Effect.orElseSucceed(() => new ArrayBuffer(0)))
         const caller = yield* delegations.verifySigned({
@@ -44,9 +60,14 @@ export const SignedRequestLive = Layer.effect(
           method: request.method,
           pathWithQuery: request.url,
           bodySha256: bodyHash(new Uint8Array(body))
-        }).pipe(Effect.mapError((e) => new Unauthorized({ code: e.code, detail: e.detail, extra: {} })))
+        }).pipe(Effect.tapError(() => Effect.sync(() => failures.recordFailure(address, Date.now()))), Effect.mapError((e) => new Unauthorized({ code: e.code, detail: e.detail, extra: {} })))
+        failures.recordSuccess(authorization)
         yield* Effect.annotateCurrentSpan({ access_key_id: caller.accessKeyId })
-        return yield* Effect.provideService(httpEffect, CurrentAccessKey, caller)
+        // CurrentKey for the per-key rate limit (counted per access key).
+        return yield* httpEffect.pipe(
+          Effect.provideService(CurrentAccessKey, caller),
+          Effect.provideService(CurrentKey, { keyId: caller.accessKeyId, projectId: "delegation", scope: "run", revoked: false })
+        )
       })
     })
   })
@@ -149,10 +170,10 @@ export const AccessKeysHandlers = HttpApiBuilder.group(
           ))
           return { ...accessKeyView(row), secret_key: secret }
         }))
-      .handle("list", ({ params }) =>
+      .handle("list", ({ params, query }) =>
         Effect.gen(function*() {
           const { userId } = yield* CurrentUser
-          return { items: (yield* accountHttpErrors(delegations.listAccessKeys(params.tid, userId))).map(accessKeyView) }
+          return yield* cursorPage(query, (limit, before) => accountHttpErrors(delegations.listAccessKeys(params.tid, userId, limit, before)), accessKeyView)
         }))
       .handle("revoke", ({ params }) =>
         Effect.gen(function*() {
@@ -168,10 +189,10 @@ export const DelegationsHandlers = HttpApiBuilder.group(
   Effect.fn(function*(handlers) {
     const delegations = yield* Delegations
     return handlers
-      .handle("list", () =>
+      .handle("list", ({ query }) =>
         Effect.gen(function*() {
           const { userId } = yield* CurrentUser
-          return { items: (yield* delegations.listGrants(userId)).map(grantView) }
+          return yield* cursorPage(query, (limit, before) => delegations.listGrants(userId, limit, before), grantView)
         }))
       .handle("revoke", ({ params }) =>
         Effect.gen(function*() {
