@@ -20,6 +20,7 @@ import { Effect } from "effect"
 import { type Browser, chromium } from "playwright-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { createClient } from "../../src/client/index.ts"
+import { signRequest } from "../../src/delegation/signing.ts"
 import { chromiumPath } from "../browser/support.ts"
 import { as, expectEnvelope } from "../accounts/support.ts"
 import { embeddedDatabaseClient, type Service, startService, stopAndClean } from "../support/service.ts"
@@ -136,6 +137,18 @@ describe("signed requests", () => {
     expectEnvelope(await signed(service, spare, "POST", "/api/v3/eak/delegations", requestBody()), 401, "access_key_unknown")
   })
 
+  it("concurrent replays of one signed request: exactly one passes", async () => {
+    const first = await signed(service, key, "POST", "/api/v3/eak/delegations", requestBody({ state: "concurrent" }), { nonce: "concurrent-nonce-0001" })
+    expect(first.status, first.text).toBe(201)
+    const body = requestBody({ state: "concurrent-2" })
+    const authorization = signRequest({
+      accessKeyId: key.id, secret: key.secret, method: "POST", pathWithQuery: "/api/v3/eak/delegations", body: JSON.stringify(body)
+    })
+    const results = await Promise.all(Array.from({ length: 8 }, () => signed(service, key, "POST", "/api/v3/eak/delegations", body, { authorization })))
+    expect(results.filter((r) => r.status === 201)).toHaveLength(1)
+    for (const refused of results.filter((r) => r.status !== 201)) expectEnvelope(refused, 401, "signature_replayed")
+  })
+
   it("the delegation request is strict: unknown scopes and fields, expiresIn out of 60..86400, and bad redirect URIs are 422", async () => {
     const refused = async (overrides: Record<string, unknown>) => {
       const response = await signed(service, key, "POST", "/api/v3/eak/delegations", requestBody(overrides))
@@ -242,6 +255,20 @@ describe("the exchange", () => {
     expect((await as(service, token)("GET", `/v1/projects/${tenant.projectId}/do_anything/sessions`)).status).toBe(200)
     expectEnvelope(await signed(service, key, "POST", "/api/v3/eak/delegations/complete", { grantId: started.grantId, code, state: started.state }), 409, "code_used")
     expectEnvelope(await as(service, token)("GET", `/v1/projects/${tenant.projectId}/do_anything/sessions`), 401, "unauthorized")
+  })
+})
+
+describe("the exchange under concurrency", () => {
+  it("one code exchanged 6 times at once: one token, the others code_used, and that token revoked", async () => {
+    const started = await startDelegation(service, key)
+    const decided = await decide(service, tenant.memberCookie, started.grantId, "approve", { project_id: tenant.projectId })
+    const code = new URL(decided.location!).searchParams.get("code")!
+    const results = await Promise.all(Array.from({ length: 6 }, () =>
+      signed(service, key, "POST", "/api/v3/eak/delegations/complete", { grantId: started.grantId, code, state: started.state })))
+    const issued = results.filter((r) => r.status === 200)
+    expect(issued).toHaveLength(1)
+    for (const refused of results.filter((r) => r.status !== 200)) expectEnvelope(refused, 409, "code_used")
+    expectEnvelope(await as(service, issued[0]!.json.delegationToken)("GET", `/v1/projects/${tenant.projectId}/do_anything/sessions`), 401, "unauthorized")
   })
 })
 
