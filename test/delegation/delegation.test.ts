@@ -239,6 +239,22 @@ describe("consent rules", () => {
   })
 })
 
+describe("consent window", () => {
+  it("a request not decided within its 10 minutes: the page refuses it (409 grant_expired)", async () => {
+    const started = await startDelegation(service, key)
+    const db = await embeddedDatabaseClient(service.dataDir)
+    try {
+      await db.query("UPDATE delegation_grants SET consent_expires_at = now() - interval '1 second' WHERE id = $1", [started.grantId])
+    } finally {
+      await db.end()
+    }
+    const page = await service.request("GET", `/v1/delegations/consent?grant_id=${started.grantId}`, { key: null, headers: { cookie: tenant.memberCookie.cookie } })
+    expectEnvelope(page, 409, "grant_expired")
+    const unknown = await service.request("GET", "/v1/delegations/consent?grant_id=dgr_0000000000zzzzzzzzzzzzzzzz", { key: null, headers: { cookie: tenant.memberCookie.cookie } })
+    expectEnvelope(unknown, 404, "grant_not_found")
+  })
+})
+
 describe("the exchange", () => {
   it("state mismatch, a wrong code, another access key, and code reuse (which revokes the token)", async () => {
     const started = await startDelegation(service, key)
