@@ -219,3 +219,36 @@ export const accountHttpErrors = <A, E, R>(effect: Effect.Effect<A, E, R>): Effe
     (typeof error === "object" && error !== null && "_tag" in error && accountTags.has(String(error._tag))
       ? toAccountHttpError(error as unknown as AccountError)
       : error) as AccountHttpErrorOf<E>)
+
+// ---- delegation (src/delegation/errors.ts) -----------------------------------------------------
+
+import type { DelegationError } from "../delegation/errors.ts"
+import { BadRequest } from "./errors.ts"
+
+const delegationTags = new Set<string>(["SignatureRejected", "DelegationNotFound", "DelegationConflict", "DelegationInvalid", "DelegationForbidden"])
+
+const toDelegationHttpError = (e: DelegationError) => {
+  switch (e._tag) {
+    case "SignatureRejected":
+      return new Unauthorized({ code: e.code, detail: e.detail, extra: {} })
+    case "DelegationNotFound":
+      return new NotFound({ code: `${e.what}_not_found`, detail: `no ${e.what.replace("_", " ")} ${e.id} visible to you`, extra: {} })
+    case "DelegationConflict":
+      return new Conflict({ code: e.code, detail: e.detail, extra: {} })
+    case "DelegationInvalid":
+      return e.code === "validation_error"
+        ? validationError(e.detail, [{ loc: ["body", ...e.field.split(".").map((p) => /^\d+$/.test(p) ? Number(p) : p)], msg: e.detail, type: "value_error" }])
+        : new BadRequest({ code: e.code, detail: e.detail, extra: { field: e.field } })
+    case "DelegationForbidden":
+      return new Forbidden({ code: "forbidden", detail: e.detail, extra: {} })
+  }
+}
+
+type DelegationHttpErrorOf<E> = E extends DelegationError ? ReturnType<typeof toDelegationHttpError> : E
+
+/** Maps the delegation domain errors of an effect to their envelopes (others pass unchanged). */
+export const delegationHttpErrors = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, DelegationHttpErrorOf<E>, R> =>
+  Effect.mapError(effect, (error) =>
+    (typeof error === "object" && error !== null && "_tag" in error && delegationTags.has(String(error._tag))
+      ? toDelegationHttpError(error as unknown as DelegationError)
+      : error) as DelegationHttpErrorOf<E>)

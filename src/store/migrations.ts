@@ -16,6 +16,7 @@ import { m0017_billing } from "../billing/migration.ts"
 import { m0018_charges } from "../billing/budget-migration.ts"
 import { m0019_plans } from "../billing/plans-migration.ts"
 import { m0021_accounts } from "../accounts/migration.ts"
+import { m0022_delegation } from "../delegation/migration.ts"
 
 const m0001_foundation = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
@@ -261,7 +262,8 @@ const all = {
   "0018_charges": m0018_charges,
   "0019_plans": m0019_plans,
   "0020_session_schedules": m0020_session_schedules,
-  "0021_accounts": m0021_accounts
+  "0021_accounts": m0021_accounts,
+  "0022_delegation": m0022_delegation
 }
 
 export const migrations = Migrator.fromRecord(all)

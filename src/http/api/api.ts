@@ -22,6 +22,7 @@ import { DoAnythingArtifactsApi, RecordingReplayApi } from "./recordings.ts"
 import { BillingPlansApi, StripeWebhookApi } from "./billing-plans.ts"
 import { SchedulesApi } from "./schedules.ts"
 import { AccountApi, AuthPublicApi, BugReportsApi, TenantsApi } from "./accounts.ts"
+import { AccessKeysApi, DelegationsApi, DelegationServiceApi } from "./delegation.ts"
 
 export class WebAgentApi extends HttpApi.make("web-agent-service")
   .add(SystemApi)
@@ -56,6 +57,9 @@ export class WebAgentApi extends HttpApi.make("web-agent-service")
   .add(AccountApi)
   .add(TenantsApi)
   .add(BugReportsApi)
+  .add(DelegationServiceApi)
+  .add(AccessKeysApi)
+  .add(DelegationsApi)
   // Collect every schema failure so extra.errors[] lists all bad fields at once.
   .annotate(HttpApi.PayloadParseOptions, { errors: "all" })
   .annotate(HttpApi.QueryParseOptions, { errors: "all" })

@@ -15,6 +15,9 @@ import { Authentication, CurrentKey } from "../api/security.ts"
 import type { ProjectId } from "../../domain/run.ts"
 import { Users } from "../../accounts/users.ts"
 import { consoleCredential, verifyConsoleCredential } from "./console-session.ts"
+import { Delegations } from "../../delegation/delegations.ts"
+import { DELEGATION_TOKEN_PREFIX } from "../../delegation/signing.ts"
+import { authenticateDelegated } from "./delegated.ts"
 
 const failureDetail = {
   malformed: "the API key is missing or malformed; send Authorization: Bearer wa_...",
@@ -29,12 +32,15 @@ export const AuthenticationLive = Layer.effect(
     const config = yield* AppConfig
     const failures = makeAuthFailureLimiter(config.authFailuresPerMinute)
     const users = yield* Users
+    const delegations = yield* Delegations
     return Authentication.of({
       bearer: Effect.fnUntraced(function*(httpEffect, { credential }) {
         const token = Redacted.value(credential)
         const request = yield* HttpServerRequest.HttpServerRequest
         // A signed-in console user (was_ bearer token or the session cookie) acts on the projects
         // of their tenants with their role there: admin as an admin key, member as a run key.
+        // A delegation token (wad_...): the consenting user on the grant's project, for its scopes only.
+        if (token.startsWith(DELEGATION_TOKEN_PREFIX)) return yield* authenticateDelegated(delegations, failures, request, token, httpEffect)
         const console = consoleCredential(request, token)
         if (console !== undefined) {
           const pid = (yield* HttpRouter.RouteContext).params["pid"]

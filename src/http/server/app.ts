@@ -39,6 +39,8 @@ import { ConsoleRoute } from "./console.ts"
 import { SchedulesHandlers } from "./schedules.ts"
 import { AccountHandlers, AuthPublicHandlers, BugReportsHandlers, TenantsHandlers } from "./accounts.ts"
 import { ConsoleAuthLive } from "../middleware/console-session.ts"
+import { AccessKeysHandlers, ConsentRoutes, DelegationServiceHandlers, DelegationsHandlers, SignedRequestLive } from "./delegation.ts"
+import { Delegations } from "../../delegation/delegations.ts"
 
 /** The middlewares of project endpoints, provided *to* each group's handler layer. */
 const ProjectMiddlewares = Layer.mergeAll(AuthenticationLive, RateLimitLive, IdempotencyLive).pipe(
@@ -55,6 +57,8 @@ const ApiRoutes = HttpApiBuilder.layer(WebAgentApi, { openapiPath: "/openapi.jso
     RecordingReplayHandlers,
     StripeWebhookHandlers,
     AuthPublicHandlers,
+    DelegationServiceHandlers.pipe(Layer.provide(Layer.mergeAll(SignedRequestLive, ProjectMiddlewares))),
+    Layer.mergeAll(AccessKeysHandlers, DelegationsHandlers).pipe(Layer.provide(Layer.mergeAll(ConsoleAuthLive, ProjectMiddlewares))),
     Layer.mergeAll(AccountHandlers, TenantsHandlers).pipe(Layer.provide(Layer.mergeAll(ConsoleAuthLive, ProjectMiddlewares))),
     Layer.mergeAll(
       ApiKeysHandlers,
@@ -90,8 +94,9 @@ const Routes = Layer.mergeAll(
   HttpApiScalar.layer(WebAgentApi, { path: "/docs" }),
   ControlSocketRoute,
   ConsoleRoute,
+  ConsentRoutes,
   requestContextMiddleware(WebAgentApi)
-).pipe(Layer.provide(Layer.mergeAll(ApiKeys.layer, AccountsLive)))
+).pipe(Layer.provide(Delegations.layer), Layer.provide(Layer.mergeAll(ApiKeys.layer, AccountsLive)))
 
 /**
  * Errors Node answers itself, before a request reaches the router (header timeouts of slow
