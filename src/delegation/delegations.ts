@@ -12,6 +12,7 @@
  *   the exchange of the code turns it `active` with a token; the user or a tenant admin can make it
  *   `revoked`. A pending grant expires after CONSENT_TTL. Reusing a code revokes the grant's token.
  */
+import type { ProjectId } from "../domain/run.ts"
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { AccountResourceNotFound, RoleForbidden } from "../accounts/errors.ts"
@@ -92,7 +93,7 @@ export interface DelegatedIdentity {
   readonly grantId: string
   readonly auditId: string
   readonly userId: string
-  readonly projectId: string
+  readonly projectId: ProjectId
   readonly scopes: ReadonlyArray<string>
 }
 
@@ -372,7 +373,7 @@ export class Delegations extends Context.Service<Delegations, {
             if (row.status === "revoked") return "revoked"
             if (row.expired) return "expired"
             if (!row.member) return "membership"
-            return { grantId: row.id, auditId: row.audit_id, userId: row.user_id, projectId: row.project_id, scopes: row.scopes }
+            return { grantId: row.id, auditId: row.audit_id, userId: row.user_id, projectId: row.project_id as ProjectId, scopes: row.scopes }
           }),
           Effect.orDie
         )

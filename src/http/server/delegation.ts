@@ -32,6 +32,10 @@ import { clientAddress } from "../middleware/console-session.ts"
 import { cursorPage } from "../pagination.ts"
 import { iso } from "../views/timestamps.ts"
 import { publicBaseUrl } from "./do-anything.ts"
+import type { ProjectId } from "../../domain/run.ts"
+
+/** The CurrentKey project of the delegation service's endpoints (no project; not a project id). */
+const DELEGATION_SCOPE = "delegation" as ProjectId
 
 export const SignedRequestLive = Layer.effect(
   SignedRequest,
@@ -66,7 +70,7 @@ export const SignedRequestLive = Layer.effect(
         // CurrentKey for the per-key rate limit (counted per access key).
         return yield* httpEffect.pipe(
           Effect.provideService(CurrentAccessKey, caller),
-          Effect.provideService(CurrentKey, { keyId: caller.accessKeyId, projectId: "delegation", scope: "run", revoked: false })
+          Effect.provideService(CurrentKey, { keyId: caller.accessKeyId, projectId: DELEGATION_SCOPE, scope: "run", revoked: false })
         )
       })
     })
