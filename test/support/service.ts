@@ -3,7 +3,7 @@
  * data dir (embedded PostgreSQL) or an external database, and talks to it over HTTP. Tests use the
  * default project and key the first start prints.
  */
-import { type ChildProcess, execFile, spawn } from "node:child_process"
+import { type ChildProcess, execFile, execFileSync, spawn } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import * as path from "node:path"
@@ -52,7 +52,7 @@ export interface ApiResponse {
 
 export interface StartOptions {
   readonly env?: Record<string, string>
-  /** Reuse a data dir (restart tests); a fresh temp dir otherwise. */
+  /** Reuse a data dir (restart tests); a fresh one (`seededDataDir`) otherwise. */
   readonly dataDir?: string
   /** Key and project to use when the database was bootstrapped by an earlier start. */
   readonly credentials?: { readonly projectId: string; readonly apiKey: string }
@@ -69,14 +69,43 @@ const baseEnv = (dataDir: string, extra: Record<string, string> | undefined) => 
 
 export const newDataDir = () => mkdtempSync(path.join(tmpdir(), "wa-test-"))
 
+/**
+ * Names the data dir that test/support/seed-data-dir.ts (the process project's globalSetup)
+ * initialised and migrated once for the run; unset outside vitest (bench scripts).
+ */
+export const SEED_DATA_DIR_VARIABLE = "WA_TEST_SEED_DATA_DIR"
+
+/**
+ * A fresh data dir for a first start: a copy of the run's seed (its embedded PostgreSQL already
+ * initialised and migrated, no project or key yet), or an empty dir when there is no seed. The
+ * service's first start on it is a first start all the same (bootstrap key, state key, lock); it
+ * only skips initdb and the migrations. `cp -a` keeps the cluster's owner (the `postgres` user
+ * when the tests run as root).
+ */
+export const seededDataDir = (): string => {
+  const dir = newDataDir()
+  const seed = process.env[SEED_DATA_DIR_VARIABLE]
+  if (seed !== undefined && seed !== "") execFileSync("cp", ["-a", `${seed}/.`, dir])
+  return dir
+}
+
+/** `seededDataDir` without blocking the test's event loop; a service on an external database gets an empty dir. */
+const freshDataDirFor = async (env: Record<string, string> | undefined): Promise<string> => {
+  const dir = newDataDir()
+  const seed = process.env[SEED_DATA_DIR_VARIABLE]
+  if (seed !== undefined && seed !== "" && env?.["DATABASE_URL"] === undefined) await promisify(execFile)("cp", ["-a", `${seed}/.`, dir])
+  return dir
+}
+
 export const startService = async (options: StartOptions = {}): Promise<Service> => {
-  const dataDir = options.dataDir ?? newDataDir()
+  const dataDir = options.dataDir ?? await freshDataDirFor(options.env)
   const env = baseEnv(dataDir, options.env)
   const child = spawn(process.execPath, [mainScript, "serve"], { cwd: root, env, stdio: ["ignore", "pipe", "pipe"] })
   const logs: Array<LogLine> = []
   let stderr = ""
   child.stderr.on("data", (chunk) => (stderr += chunk))
 
+  let startTimer: NodeJS.Timeout | undefined
   const ready = new Promise<{ url: string; bootstrap?: { project_id: string; secret_token: string } }>((resolve, reject) => {
     let bootstrap: { project_id: string; secret_token: string } | undefined
     onJsonLines<LogLine>(child.stdout, (parsed) => {
@@ -88,9 +117,9 @@ export const startService = async (options: StartOptions = {}): Promise<Service>
       }
     })
     child.once("exit", (code) => reject(new Error(`service exited with ${code} before listening:\n${stderr}`)))
-    setTimeout(() => reject(new Error(`service did not start within 60 s:\n${stderr}`)), 60_000)
+    startTimer = setTimeout(() => reject(new Error(`service did not start within 60 s:\n${stderr}`)), 60_000)
   })
-  const started = await ready
+  const started = await ready.finally(() => clearTimeout(startTimer))
   // A first start prints its bootstrap line right after listening; wait for it if it is coming.
   let credentials = options.credentials
   for (let i = 0; credentials === undefined && i < 100; i++) {
