@@ -7,7 +7,7 @@ import { defineConfig } from "vitest/config"
 // between starts (checked against each file's contents), which takes about 40 % off each start's
 // CPU. Set before the workers fork, so they and every process they spawn inherit it.
 if (process.env["NODE_COMPILE_CACHE"] === undefined && process.env["NODE_DISABLE_COMPILE_CACHE"] === undefined) {
-  process.env["NODE_COMPILE_CACHE"] = path.join(tmpdir(), "wa-test-node-compile-cache")
+  process.env["NODE_COMPILE_CACHE"] = path.join(tmpdir(), "wa-node-compile-cache")
 }
 
 export default defineConfig({
