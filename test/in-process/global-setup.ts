@@ -7,7 +7,6 @@
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import * as path from "node:path"
-import pg from "pg"
 import type { TestProject } from "vitest/node"
 import { startEmbeddedPostgres } from "../../src/store/embedded-postgres.ts"
 
@@ -21,16 +20,6 @@ declare module "vitest" {
 export default async function setup(project: TestProject) {
   const dataDir = mkdtempSync(path.join(tmpdir(), "wa-in-process-"))
   const db = await startEmbeddedPostgres(dataDir, { mode: "own" })
-  // As the process-level seed (test/support/service.ts): commits wait for no disk flush; every
-  // write still reaches the kernel at commit.
-  const admin = new pg.Client({ connectionString: db.url })
-  await admin.connect()
-  try {
-    await admin.query("ALTER SYSTEM SET fsync = off")
-    await admin.query("SELECT pg_reload_conf()")
-  } finally {
-    await admin.end()
-  }
   project.provide("inProcessPostgresUrl", db.url)
   return async () => {
     await db.stop()
