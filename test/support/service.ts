@@ -4,7 +4,7 @@
  * default project and key the first start prints.
  */
 import { type ChildProcess, execFile, spawn } from "node:child_process"
-import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import * as path from "node:path"
 import pg from "pg"
@@ -101,10 +101,6 @@ const seed = async (): Promise<string | undefined> => {
     )
     // A cluster kept outside the data dir (postgres.location) would be shared by every copy.
     const failure = made ?? (existsSync(path.join(dir, "postgres.location")) ? `the seed's cluster is not inside ${dir}` : undefined)
-    // No fsync in the tests' clusters: a commit waits for no disk flush (a machine shared by test
-    // workers flushes slowly). Every write still reaches the kernel at commit, so a killed
-    // postmaster or service (the crash tests) loses nothing; only an OS crash could.
-    if (failure === undefined) appendFileSync(path.join(dir, "postgres", "postgresql.conf"), "\n# test seed (test/support/service.ts)\nfsync = off\n")
     writeFileSync(path.join(base, failure === undefined ? SEED_READY : SEED_FAILED), failure ?? "")
   }
   for (const deadline = Date.now() + 120_000; Date.now() < deadline;) {
