@@ -4,7 +4,7 @@
  * default project and key the first start prints.
  */
 import { type ChildProcess, execFile, spawn } from "node:child_process"
-import { mkdtempSync, rmSync } from "node:fs"
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import * as path from "node:path"
 import pg from "pg"
@@ -52,7 +52,7 @@ export interface ApiResponse {
 
 export interface StartOptions {
   readonly env?: Record<string, string>
-  /** Reuse a data dir (restart tests); a fresh temp dir otherwise. */
+  /** Reuse a data dir (restart tests); a fresh one (`seededDataDir`) otherwise. */
   readonly dataDir?: string
   /** Key and project to use when the database was bootstrapped by an earlier start. */
   readonly credentials?: { readonly projectId: string; readonly apiKey: string }
@@ -69,14 +69,72 @@ const baseEnv = (dataDir: string, extra: Record<string, string> | undefined) => 
 
 export const newDataDir = () => mkdtempSync(path.join(tmpdir(), "wa-test-"))
 
+/**
+ * Names the dir of the run's seed data dir, chosen by test/support/seed-data-dir.ts (the process
+ * project's globalSetup); unset outside vitest (bench scripts), where services start empty. The
+ * first `startService` of the run takes its `lock` (mkdir is atomic across the workers), makes the
+ * seed in `seed` with the real `wa migrate` (initdb and every migration, no project or key), and
+ * writes `ready`, or `failed` with the reason; the others wait for one of the two.
+ */
+export const SEED_DATA_DIR_VARIABLE = "WA_TEST_SEED_DATA_DIR"
+export const SEED_LOCK = "lock"
+export const SEED_READY = "ready"
+export const SEED_FAILED = "failed"
+
+/** The run's seed data dir (made by the first caller), or undefined without one. */
+const seed = async (): Promise<string | undefined> => {
+  const base = process.env[SEED_DATA_DIR_VARIABLE]
+  if (base === undefined || base === "" || !existsSync(base)) return undefined
+  const dir = path.join(base, "seed")
+  let mine = false
+  try {
+    mkdirSync(path.join(base, SEED_LOCK))
+    mine = true
+  } catch {
+    // Another worker makes it.
+  }
+  if (mine) {
+    mkdirSync(dir)
+    const made = await promisify(execFile)(process.execPath, [mainScript, "migrate"], { cwd: root, env: baseEnv(dir, {}), timeout: 120_000 }).then(
+      () => undefined,
+      (error: { stderr?: string; stdout?: string; message: string }) => `wa migrate on the seed data dir failed: ${error.message}\n${error.stderr ?? ""}${error.stdout ?? ""}`
+    )
+    // A cluster kept outside the data dir (postgres.location) would be shared by every copy.
+    const failure = made ?? (existsSync(path.join(dir, "postgres.location")) ? `the seed's cluster is not inside ${dir}` : undefined)
+    writeFileSync(path.join(base, failure === undefined ? SEED_READY : SEED_FAILED), failure ?? "")
+  }
+  for (const deadline = Date.now() + 120_000; Date.now() < deadline;) {
+    if (existsSync(path.join(base, SEED_READY))) return dir
+    if (existsSync(path.join(base, SEED_FAILED))) throw new Error(readFileSync(path.join(base, SEED_FAILED), "utf8"))
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+  throw new Error(`the seed data dir under ${base} was not ready within 120 s`)
+}
+
+/**
+ * A fresh data dir for a first start: a copy of the run's seed (its embedded PostgreSQL already
+ * initialised and migrated, no project or key yet), or an empty dir when there is no seed. The
+ * service's first start on it is a first start all the same (bootstrap key, state key, lock); it
+ * only skips initdb and the migrations. `cp -a` keeps the cluster's owner (the `postgres` user
+ * when the tests run as root). A service on an external database (`DATABASE_URL` in `env`) gets
+ * an empty dir: it would not use the copy.
+ */
+export const seededDataDir = async (env: Record<string, string> = {}): Promise<string> => {
+  const dir = newDataDir()
+  const from = env["DATABASE_URL"] === undefined ? await seed() : undefined
+  if (from !== undefined) await promisify(execFile)("cp", ["-a", `${from}/.`, dir])
+  return dir
+}
+
 export const startService = async (options: StartOptions = {}): Promise<Service> => {
-  const dataDir = options.dataDir ?? newDataDir()
+  const dataDir = options.dataDir ?? await seededDataDir(options.env)
   const env = baseEnv(dataDir, options.env)
   const child = spawn(process.execPath, [mainScript, "serve"], { cwd: root, env, stdio: ["ignore", "pipe", "pipe"] })
   const logs: Array<LogLine> = []
   let stderr = ""
   child.stderr.on("data", (chunk) => (stderr += chunk))
 
+  let startTimer: NodeJS.Timeout | undefined
   const ready = new Promise<{ url: string; bootstrap?: { project_id: string; secret_token: string } }>((resolve, reject) => {
     let bootstrap: { project_id: string; secret_token: string } | undefined
     onJsonLines<LogLine>(child.stdout, (parsed) => {
@@ -88,9 +146,9 @@ export const startService = async (options: StartOptions = {}): Promise<Service>
       }
     })
     child.once("exit", (code) => reject(new Error(`service exited with ${code} before listening:\n${stderr}`)))
-    setTimeout(() => reject(new Error(`service did not start within 60 s:\n${stderr}`)), 60_000)
+    startTimer = setTimeout(() => reject(new Error(`service did not start within 60 s:\n${stderr}`)), 60_000)
   })
-  const started = await ready
+  const started = await ready.finally(() => clearTimeout(startTimer))
   // A first start prints its bootstrap line right after listening; wait for it if it is coming.
   let credentials = options.credentials
   for (let i = 0; credentials === undefined && i < 100; i++) {
