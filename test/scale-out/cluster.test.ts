@@ -351,9 +351,10 @@ describe.skipIf(databaseUrl === undefined || redisUrl === undefined)("scale-out:
     expect(ids).toEqual(ids.map((_, i) => i + 1))
     const resumed = events.find((event) => event.event === "run.resumed")
     expect(resumed?.data.data).toMatchObject({ from_step: 2 })
-    // Each of the three steps is charged once: the interrupted attempt of step 3 never was.
-    const charges = events.filter((event) => event.event === "run.cost_update").map((event) => event.data.data.step)
-    expect(charges).toEqual([1, 2, 3])
+    // Each of the three steps is charged once (the interrupted attempt of step 3 never was), then
+    // the browser time up to the end (`final`, without a step).
+    const charges = events.filter((event) => event.event === "run.cost_update").map((event) => event.data.data.step ?? "final")
+    expect(charges).toEqual([1, 2, 3, "final"])
     // The cluster keeps taking work on the survivors.
     const next = await createSession(survivor, { instructions: "after failover", keep_alive: false })
     expect((await waitForStatus(survivor, next.sid, next.rid, terminal)).status).toBe("done")
@@ -398,7 +399,7 @@ describe.skipIf(databaseUrl === undefined || redisUrl === undefined)("scale-out:
     const ids = after.map((event) => event.id)
     expect(ids).toEqual(ids.map((_, i) => i + 1))
     expect(after.filter((event) => event.event === "run.completed")).toHaveLength(1)
-    expect(after.filter((event) => event.event === "run.cost_update").map((event) => event.data.data.step)).toEqual([1])
+    expect(after.filter((event) => event.event === "run.cost_update").map((event) => event.data.data.step ?? "final")).toEqual([1, "final"])
     expect((await survivor.request("GET", `${base(survivor)}/sessions/${sid}/runs/${rid}`)).json.status).toBe("done")
   })
 })

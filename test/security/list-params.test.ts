@@ -9,12 +9,17 @@ import * as http from "node:http"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { fillPath, isEnvelope, mainBranch, operationsOf, type Operation, rawRequest, type SchemaObject } from "../support/openapi-fuzz.ts"
 import { type Service, startService, stopAndClean } from "../support/service.ts"
+import { createUser, loginBearer } from "../accounts/support.ts"
 
 let service: Service
 let doc: SchemaObject
 let lists: Array<Operation>
 /** A real monitor, for the lists under one (its runs, snapshots, deliveries). */
 let monitorId: string
+/** A real schedule, for its firings. */
+let scheduleId: string
+/** A console session of an admin of the project's tenant, for the account lists (API keys get 403 there). */
+let sessionToken: string
 const agent = new http.Agent({ keepAlive: true, maxSockets: 4 })
 
 beforeAll(async () => {
@@ -23,6 +28,13 @@ beforeAll(async () => {
   monitorId = (await service.request("POST", `/v1/projects/${service.projectId}/track/monitors`, {
     body: { intent: "list parameters", notify_channel: { kind: "console_inbox" }, schedule: { kind: "interval", interval_seconds: 3600 }, target_urls: ["http://127.0.0.1:9/"] }
   })).json.id
+  const scheduled = await service.request("POST", `/v1/projects/${service.projectId}/do_anything/sessions`, {
+    body: { instructions: "list parameters", schedule: { kind: "interval", interval_seconds: 3600 } }
+  })
+  const schedules = await service.request("GET", `/v1/projects/${service.projectId}/schedules?session_id=${scheduled.json.id}`)
+  scheduleId = schedules.json.items[0].id
+  await createUser(service, "lists@example.com", "list-parameters-1", ["--tenant", "ten_default", "--role", "admin"])
+  sessionToken = await loginBearer(service, "lists@example.com", "list-parameters-1")
   lists = operationsOf(doc).filter((op) =>
     op.method === "GET" && ["cursor", "limit"].every((name) => op.parameters.some((p) => p.in === "query" && p.name === name))
   )
@@ -58,14 +70,18 @@ const badStatuses = (schema: SchemaObject): Array<string> => {
   return out
 }
 
-const pathOf = (op: Operation) => fillPath(op.path, { pid: encodeURIComponent(service.projectId), mid: monitorId })
+const pathOf = (op: Operation) =>
+  fillPath(op.path, { pid: encodeURIComponent(service.projectId), mid: monitorId, schedule_id: scheduleId, tid: "ten_default" })
+
+/** Account and tenant lists take a console session; every other list the project's API key. */
+const tokenOf = (op: Operation) => /^\/v1\/(tenants|delegations)/.test(op.path) ? sessionToken : service.apiKey
 
 const check = async (op: Operation, query: string) => {
   const path = `${pathOf(op)}?${query}`
   const response = await rawRequest(service.url, agent, {
     method: "GET",
     path,
-    headers: { authorization: `Bearer ${service.apiKey}` }
+    headers: { authorization: `Bearer ${tokenOf(op)}` }
   })
   return { label: `GET ${path.slice(0, 160)} -> ${response.status} ${response.text.slice(0, 200)}`, response }
 }
