@@ -14,6 +14,9 @@ export default defineConfig({
   test: {
     testTimeout: 60_000,
     hookTimeout: 120_000,
+    // expect.poll waits for what a person would wait for (a page reacting to a server answer);
+    // vitest's 1 s default is shorter than a loaded 2-core machine's scrypt sign-in plus a render.
+    expect: { poll: { timeout: 15_000 } },
     // Each process-level file starts its own server and embedded PostgreSQL; two cores run two files at a time.
     fileParallelism: true,
     maxWorkers: 2,
