@@ -6,53 +6,25 @@
  * email, refusing an unverified email, a callback from another browser (login CSRF) or a replayed
  * state, an unknown provider and a return_to that leaves the service.
  */
-import * as http from "node:http"
-import * as net from "node:net"
-import Provider from "oidc-provider"
 import { type Browser, chromium } from "playwright-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { chromiumPath } from "../browser/support.ts"
+import { freePort, type OidcProvider, startOidcProvider } from "../fixtures/oidc/provider.ts"
 import { type Service, startService, stopAndClean } from "../support/service.ts"
 import { createUser, expectEnvelope } from "./support.ts"
 
 let service: Service
-let oidcServer: http.Server
+let oidc: OidcProvider
 let browser: Browser
 
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const server = net.createServer()
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as net.AddressInfo
-      server.close(() => resolve(port))
-    })
-  })
-
 beforeAll(async () => {
-  const [oidcPort, servicePort] = [await freePort(), await freePort()]
-  const issuer = `http://127.0.0.1:${oidcPort}`
-  const provider = new Provider(issuer, {
-    clients: [{
-      client_id: "web-agent",
-      client_secret: "web-agent-secret",
-      redirect_uris: [`http://127.0.0.1:${servicePort}/v1/auth/sso/corp/callback`],
-      token_endpoint_auth_method: "client_secret_post"
-    }],
-    claims: { openid: ["sub"], email: ["email", "email_verified"] },
-    // Any login name is an account: `<name>@corp.example.com`, verified unless the name says otherwise.
-    findAccount: (_ctx: unknown, id: string) => ({
-      accountId: id,
-      claims: () => ({ sub: `corp-${id}`, email: `${id}@corp.example.com`, email_verified: id !== "unverified" })
-    }),
-    cookies: { keys: ["oidc-test-cookie-key"] },
-    pkce: { required: () => true }
-  })
-  oidcServer = http.createServer(provider.callback())
-  await new Promise<void>((resolve) => oidcServer.listen(oidcPort, "127.0.0.1", resolve))
+  const servicePort = await freePort()
+  // Verified unless the login name is "unverified".
+  oidc = await startOidcProvider(servicePort, { verified: (login) => login !== "unverified" })
   service = await startService({
     env: {
       WA_PORT: String(servicePort),
-      WA_OIDC_PROVIDERS: JSON.stringify([{ provider_id: "corp", display_name: "Corp SSO", issuer, client_id: "web-agent", client_secret: "web-agent-secret" }])
+      WA_OIDC_PROVIDERS: oidc.providersEnv
     }
   })
   browser = await chromium.launch({ executablePath: chromiumPath, headless: true, args: ["--no-sandbox"] })
@@ -61,7 +33,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close()
   await stopAndClean(service)
-  await new Promise((resolve) => oidcServer?.close(resolve))
+  await oidc?.close()
 })
 
 /** Signs in at the provider as `login` in a fresh browser context; returns the final page text and the context's cookies. */

@@ -11,21 +11,19 @@
  * test-results/console/.
  */
 import { mkdirSync } from "node:fs"
-import * as http from "node:http"
-import * as net from "node:net"
-import Provider from "oidc-provider"
 import * as path from "node:path"
 import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { buildConsole, isStale } from "../../console/build.ts"
 import { selectChromium } from "../../src/browser/chromium-executable.ts"
 import { type ScriptedModel, startScriptedModel } from "../fixtures/model/scripted-model.ts"
+import { freePort, type OidcProvider, startOidcProvider } from "../fixtures/oidc/provider.ts"
 import { type Service, startService, stopAndClean } from "../support/service.ts"
 import { createUser } from "../accounts/support.ts"
 
 const shots = path.resolve(import.meta.dirname, "../../test-results/console")
 let model: ScriptedModel
-let oidcServer: http.Server | undefined
+let oidc: OidcProvider | undefined
 let service: Service
 let browser: Browser
 let adminContext: BrowserContext
@@ -40,27 +38,9 @@ beforeAll(async () => {
   if (isStale()) await buildConsole()
   mkdirSync(shots, { recursive: true })
   model = await startScriptedModel(() => ({ tool: "done", args: { output: "finished" } }))
-  // A real OpenID Connect provider on loopback (as in test/accounts/sso.test.ts): any login name
-  // is the verified account `<name>@corp.example.com`.
-  const [oidcPort, servicePort] = [await freePort(), await freePort()]
-  const issuer = `http://127.0.0.1:${oidcPort}`
-  const provider = new Provider(issuer, {
-    clients: [{
-      client_id: "web-agent",
-      client_secret: "web-agent-secret",
-      redirect_uris: [`http://127.0.0.1:${servicePort}/v1/auth/sso/corp/callback`],
-      token_endpoint_auth_method: "client_secret_post"
-    }],
-    claims: { openid: ["sub"], email: ["email", "email_verified"] },
-    findAccount: (_ctx: unknown, id: string) => ({
-      accountId: id,
-      claims: () => ({ sub: `corp-${id}`, email: `${id}@corp.example.com`, email_verified: true })
-    }),
-    cookies: { keys: ["oidc-test-cookie-key"] },
-    pkce: { required: () => true }
-  })
-  oidcServer = http.createServer(provider.callback())
-  await new Promise<void>((resolve) => oidcServer!.listen(oidcPort, "127.0.0.1", resolve))
+  // A real OpenID Connect provider on loopback: any login name is the verified account `<name>@corp.example.com`.
+  const servicePort = await freePort()
+  oidc = await startOidcProvider(servicePort)
   service = await startService({
     env: {
       WA_PORT: String(servicePort),
@@ -68,7 +48,7 @@ beforeAll(async () => {
       WA_MODEL: "scripted",
       WA_ALLOW_PRIVATE_NETWORKS: "true",
       WA_STEP_SCREENSHOTS: "false",
-      WA_OIDC_PROVIDERS: JSON.stringify([{ provider_id: "corp", display_name: "Corp SSO", issuer, client_id: "web-agent", client_secret: "web-agent-secret" }])
+      WA_OIDC_PROVIDERS: oidc.providersEnv
     }
   })
   await createUser(service, "ada@example.test", adminPassword, ["--name", "Ada", "--tenant", "ten_default", "--role", "admin"])
@@ -86,17 +66,8 @@ afterAll(async () => {
   await browser?.close()
   await stopAndClean(service)
   await model?.close()
-  await new Promise((resolve) => oidcServer === undefined ? resolve(undefined) : oidcServer.close(resolve))
+  await oidc?.close()
 })
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const server = net.createServer()
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as net.AddressInfo
-      server.close(() => resolve(port))
-    })
-  })
 
 const shot = (page: Page, name: string) => page.screenshot({ path: path.join(shots, `${name}.png`), fullPage: true })
 
@@ -301,7 +272,7 @@ describe("the console with console accounts", () => {
     await admin.getByRole("button", { name: "Sign out" }).click()
     await admin.getByLabel("Email").waitFor()
     expect(await admin.evaluate(() => sessionStorage.getItem("wa.console.credentials"))).toBeNull()
-    expect((await adminContext.cookies(service.url)).find((c) => c.name === "wa_session")).toBeUndefined()
+    await expect.poll(async () => (await adminContext.cookies(service.url)).find((c) => c.name === "wa_session")).toBeUndefined()
     // The old cookie no longer works, even if someone kept it.
     const replay = await fetch(`${service.url}/v1/auth/me`, { headers: { cookie: `wa_session=${before}` } })
     expect(replay.status).toBe(401)
@@ -311,7 +282,7 @@ describe("the console with console accounts", () => {
     // The other tab's next request is refused (401): it signs out too and says why.
     await otherTab.locator("li", { has: otherTab.getByText(service.projectId, { exact: true }) }).getByRole("button", { name: /^Open/ }).click()
     await otherTab.getByRole("status").filter({ hasText: "Your session has ended" }).waitFor()
-    expect(await otherTab.getByLabel("Email").isVisible()).toBe(true)
+    await otherTab.getByLabel("Email").waitFor()
     expect(await otherTab.evaluate(() => sessionStorage.getItem("wa.console.credentials"))).toBeNull()
     await otherTab.close()
   })
