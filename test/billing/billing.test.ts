@@ -15,6 +15,7 @@ import { type FixtureSites, startFixtureSites } from "../fixtures/sites/server.t
 import { type ScriptedModel, startScriptedModel } from "../fixtures/model/scripted-model.ts"
 import { embeddedDatabaseClient, type Service, startService, stopAndClean } from "../support/service.ts"
 import { TERMINAL, waitForRunStatus } from "../support/runs.ts"
+import { cliJson, micros } from "./support.ts"
 
 let site: FixtureSites
 let model: ScriptedModel
@@ -37,12 +38,7 @@ afterAll(async () => {
 })
 
 const base = () => `/v1/projects/${service.projectId}`
-const grant = async (...args: Array<string>) => {
-  const result = await service.cli("credits", "grant", "--project", service.projectId, ...args)
-  expect(result.code, result.stderr).toBe(0)
-  return JSON.parse(result.stdout.trim().split("\n").at(-1)!)
-}
-const micros = (usd: string) => Math.round(Number(usd) * 1_000_000)
+const grant = (...args: Array<string>) => cliJson(service, "credits", "grant", "--project", service.projectId, ...args)
 
 describe("billing on", () => {
   it("no credits: 402 insufficient_credits with balance and required, nothing created", async () => {

@@ -20,6 +20,7 @@ import { type ScriptedModel, startScriptedModel } from "../fixtures/model/script
 import { embeddedDatabaseClient, scriptedAgentEnv, type Service, startService, stopAndClean } from "../support/service.ts"
 import { eventually, TERMINAL, waitForRunStatus } from "../support/runs.ts"
 import { researchScript } from "../fixtures/model/research-model.ts"
+import { cliJson, micros } from "./support.ts"
 
 let site: FixtureSites
 let model: ScriptedModel
@@ -47,13 +48,8 @@ afterAll(async () => {
 })
 
 const base = () => `/v1/projects/${service.projectId}`
-const cli = async (...args: Array<string>) => {
-  const result = await service.cli(...args)
-  expect(result.code, result.stderr).toBe(0)
-  return JSON.parse(result.stdout.trim().split("\n").at(-1)!)
-}
+const cli = (...args: Array<string>) => cliJson(service, ...args)
 const grant = (usd: string) => cli("credits", "grant", "--project", service.projectId, "--usd", usd)
-const micros = (usd: string) => Math.round(Number(usd) * 1_000_000)
 
 /** One create of each product that costs money. */
 const creates = () => [

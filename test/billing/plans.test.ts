@@ -19,6 +19,7 @@ import { type ScriptedModel, startScriptedModel } from "../fixtures/model/script
 import { type FakeStripe, startFakeStripe } from "../fixtures/stripe/fake-stripe.ts"
 import { eventually } from "../support/runs.ts"
 import { type Service, startService, stopAndClean } from "../support/service.ts"
+import { cliJson } from "./support.ts"
 
 const WEBHOOK_SECRET = "whsec_process_test"
 let model: ScriptedModel
@@ -48,11 +49,7 @@ afterAll(async () => {
 })
 
 const base = () => `/v1/projects/${service.projectId}`
-const cli = async (...args: Array<string>) => {
-  const result = await service.cli(...args)
-  expect(result.code, result.stderr).toBe(0)
-  return JSON.parse(result.stdout.trim().split("\n").at(-1)!)
-}
+const cli = (...args: Array<string>) => cliJson(service, ...args)
 const stripe = new Stripe("sk_test_unused")
 const webhook = (payload: string, signature?: string) =>
   service.request("POST", "/v1/billing/stripe/webhook", {
