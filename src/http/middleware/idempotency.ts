@@ -93,75 +93,80 @@ export const IdempotencyLive = Layer.effect(
         Effect.orDie
       )
 
-    return Idempotency.of(Effect.fnUntraced(function*(httpEffect) {
-      const request = yield* HttpServerRequest.HttpServerRequest
-      const key = request.headers["idempotency-key"]
-      if (key === undefined || !writeMethods.has(request.method)) return yield* httpEffect
-      if (key.length < 1 || key.length > 255) {
-        return yield* validationError("Idempotency-Key must be 1 to 255 characters", [
-          { loc: ["header", "Idempotency-Key"], msg: "must be 1 to 255 characters", type: "string_length" }
-        ])
-      }
-      const scope = yield* CurrentKey
-      const body = yield* Effect.orElseSucceed(request.text, () => "")
-      const requestHash = createHash("sha256").update(`${request.method} ${request.url}\n${body}`).digest("hex")
+    // Reads never take part: their endpoints get the handler unwrapped, decided once per route.
+    return Idempotency.of((httpEffect, { endpoint }) => writeMethods.has(endpoint.method) ? withIdempotency(httpEffect) : httpEffect)
 
-      if (!(yield* claim(scope, key, requestHash))) {
-        const existing = yield* find(scope, key)
-        if (existing === undefined) {
-          // Released between the two statements: the request that held it failed; one more try.
-          if (!(yield* claim(scope, key, requestHash))) return yield* conflict("a request with this Idempotency-Key is in flight")
-        } else if (existing.request_hash !== requestHash) {
-          return yield* validationError("Idempotency-Key was already used with a different request", [
-            { loc: ["header", "Idempotency-Key"], msg: "reused with a different method, path or body", type: "idempotency_key_reused" }
+    function withIdempotency<E, R>(httpEffect: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) {
+      return Effect.gen(function*() {
+        const request = yield* HttpServerRequest.HttpServerRequest
+        const key = request.headers["idempotency-key"]
+        if (key === undefined) return yield* httpEffect
+        if (key.length < 1 || key.length > 255) {
+          return yield* validationError("Idempotency-Key must be 1 to 255 characters", [
+            { loc: ["header", "Idempotency-Key"], msg: "must be 1 to 255 characters", type: "string_length" }
           ])
-        } else if (existing.status === null) {
-          return yield* conflict("a request with this Idempotency-Key is still in flight", { idempotency_key: key })
-        } else {
-          return HttpServerResponse.text(existing.response_body ?? "", {
-            status: existing.status,
-            headers: { ...existing.response_headers, "idempotent-replayed": "true" }
-          })
         }
-      }
+        const scope = yield* CurrentKey
+        const body = yield* Effect.orElseSucceed(request.text, () => "")
+        const requestHash = createHash("sha256").update(`${request.method} ${request.url}\n${body}`).digest("hex")
 
-      // The claim is renewed while the request runs; an interrupted request (client gone, shutdown)
-      // frees the key, so a retry is not stuck on 409.
-      const renewal = yield* renew(scope, key).pipe(
-        Effect.repeat(Schedule.spaced(`${Math.max(1, idempotencyLeaseSeconds / 3)} seconds`)),
-        Effect.delay(`${Math.max(1, idempotencyLeaseSeconds / 3)} seconds`),
-        Effect.forkChild
-      )
-      const exit = yield* Effect.exit(httpEffect).pipe(
-        Effect.onInterrupt(() => release(scope, key)),
-        Effect.ensuring(Fiber.interrupt(renewal))
-      )
-      if (Exit.isSuccess(exit)) {
-        const response = exit.value
-        const responseBody = response.body
-        if (replayable(response.status) && responseBody._tag === "Uint8Array") {
-          const headers: Record<string, string> = {}
-          for (const name of replayedHeaders) {
-            const value = response.headers[name]
-            if (value !== undefined) headers[name] = value
+        if (!(yield* claim(scope, key, requestHash))) {
+          const existing = yield* find(scope, key)
+          if (existing === undefined) {
+            // Released between the two statements: the request that held it failed; one more try.
+            if (!(yield* claim(scope, key, requestHash))) return yield* conflict("a request with this Idempotency-Key is in flight")
+          } else if (existing.request_hash !== requestHash) {
+            return yield* validationError("Idempotency-Key was already used with a different request", [
+              { loc: ["header", "Idempotency-Key"], msg: "reused with a different method, path or body", type: "idempotency_key_reused" }
+            ])
+          } else if (existing.status === null) {
+            return yield* conflict("a request with this Idempotency-Key is still in flight", { idempotency_key: key })
+          } else {
+            return HttpServerResponse.text(existing.response_body ?? "", {
+              status: existing.status,
+              headers: { ...existing.response_headers, "idempotent-replayed": "true" }
+            })
           }
-          headers["content-type"] ??= responseBody.contentType
-          yield* store(scope, key, response.status, headers, new TextDecoder().decode(responseBody.body))
+        }
+
+        // The claim is renewed while the request runs; an interrupted request (client gone, shutdown)
+        // frees the key, so a retry is not stuck on 409.
+        const renewal = yield* renew(scope, key).pipe(
+          Effect.repeat(Schedule.spaced(`${Math.max(1, idempotencyLeaseSeconds / 3)} seconds`)),
+          Effect.delay(`${Math.max(1, idempotencyLeaseSeconds / 3)} seconds`),
+          Effect.forkChild
+        )
+        const exit = yield* Effect.exit(httpEffect).pipe(
+          Effect.onInterrupt(() => release(scope, key)),
+          Effect.ensuring(Fiber.interrupt(renewal))
+        )
+        if (Exit.isSuccess(exit)) {
+          const response = exit.value
+          const responseBody = response.body
+          if (replayable(response.status) && responseBody._tag === "Uint8Array") {
+            const headers: Record<string, string> = {}
+            for (const name of replayedHeaders) {
+              const value = response.headers[name]
+              if (value !== undefined) headers[name] = value
+            }
+            headers["content-type"] ??= responseBody.contentType
+            yield* store(scope, key, response.status, headers, new TextDecoder().decode(responseBody.body))
+          } else {
+            yield* release(scope, key)
+          }
+          return response
+        }
+        // A typed 4xx is part of the outcome and replays too; anything else lets the client retry.
+        const failure = exit.cause.reasons.find((reason) => reason._tag === "Fail")
+        const status = failure === undefined ? undefined : statusOf(failure.error)
+        if (failure !== undefined && status !== undefined && replayable(status)) {
+          const { code, detail, extra } = failure.error as unknown as { code: string; detail: string; extra: unknown }
+          yield* store(scope, key, status, { "content-type": "application/json" }, JSON.stringify({ code, detail, extra }))
         } else {
           yield* release(scope, key)
         }
-        return response
-      }
-      // A typed 4xx is part of the outcome and replays too; anything else lets the client retry.
-      const failure = exit.cause.reasons.find((reason) => reason._tag === "Fail")
-      const status = failure === undefined ? undefined : statusOf(failure.error)
-      if (failure !== undefined && status !== undefined && replayable(status)) {
-        const { code, detail, extra } = failure.error as unknown as { code: string; detail: string; extra: unknown }
-        yield* store(scope, key, status, { "content-type": "application/json" }, JSON.stringify({ code, detail, extra }))
-      } else {
-        yield* release(scope, key)
-      }
-      return yield* exit
-    }))
+        return yield* exit
+      })
+    }
   })
 )

@@ -4,7 +4,7 @@
  * router and the schema layer raise before a handler runs (unknown route 404, wrong method 405,
  * malformed JSON 400, schema failure 422, defects 500).
  */
-import { Cause, Effect, type Types } from "effect"
+import { Cause, Context, Effect, type Types } from "effect"
 import { HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApi, type HttpApiGroup } from "effect/http-api"
 import { HttpApiSchemaError } from "effect/http-api/HttpApiError"
@@ -139,30 +139,34 @@ const ensureEnvelope = (response: HttpServerResponse.HttpServerResponse) => {
 export const requestContextMiddleware = <Id extends string, Groups extends HttpApiGroup.Constraint>(api: HttpApi.HttpApi<Id, Groups>) => {
   const routes = routeTable(api)
   return HttpRouter.middleware(Effect.gen(function*() {
-    const config = yield* AppConfig
+    const { maxBodyBytes } = yield* AppConfig
+    // Plain combinators rather than generators: this wraps every request the service answers.
     return (httpEffect) =>
-      Effect.gen(function*() {
-        const request = yield* HttpServerRequest.HttpServerRequest
+      Effect.withFiber((fiber) => {
+        const request = Context.getUnsafe(fiber.context, HttpServerRequest.HttpServerRequest)
         const incoming = request.headers["x-request-id"]
         const requestId = incoming !== undefined && requestIdPattern.test(incoming) ? incoming : randomUUID()
         const started = performance.now()
-        const handled: Effect.Effect<HttpServerResponse.HttpServerResponse, Types.unhandled> = guardRequest(request, config.maxBodyBytes, httpEffect).pipe(
-          Effect.catchCause((cause) => errorResponse(cause, request, routes)),
-          Effect.map(ensureEnvelope),
-          Effect.tap((response) =>
-            (response.status >= 500 ? Effect.logError : Effect.logInfo)("request").pipe(
-              Effect.annotateLogs({
-                method: request.method,
-                path: request.url.split("?")[0],
-                status: response.status,
-                duration_ms: Math.round((performance.now() - started) * 10) / 10
-              })
-            )
-          ),
-          Effect.map(HttpServerResponse.setHeader("x-request-id", requestId)),
-          Effect.annotateLogs({ request_id: requestId })
+        const finish = (response: HttpServerResponse.HttpServerResponse) => {
+          const answered = HttpServerResponse.setHeader(ensureEnvelope(response), "x-request-id", requestId)
+          const log = (answered.status >= 500 ? Effect.logError : Effect.logInfo)("request").pipe(
+            Effect.annotateLogs({
+              method: request.method,
+              path: request.url.split("?")[0],
+              status: answered.status,
+              duration_ms: Math.round((performance.now() - started) * 10) / 10
+            })
+          )
+          return Effect.as(log, answered)
+        }
+        const handled: Effect.Effect<HttpServerResponse.HttpServerResponse, Types.unhandled> = Effect.matchCauseEffect(
+          guardRequest(request, maxBodyBytes, httpEffect),
+          {
+            onFailure: (cause) => Effect.flatMap(errorResponse(cause, request, routes), finish),
+            onSuccess: finish
+          }
         )
-        return yield* handled
+        return Effect.annotateLogs(handled, { request_id: requestId })
       })
   }), { global: true })
 }

@@ -123,14 +123,23 @@ export const guardRequest = <E, R>(
   request: HttpServerRequest.HttpServerRequest,
   maxBodyBytes: number,
   next: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
+): Effect.Effect<HttpServerResponse.HttpServerResponse, E, R> => {
+  // Decided before any effect is built: most requests (reads, empty bodies) go straight on.
+  const targetProblem = checkRequestTarget(request.url)
+  if (targetProblem !== undefined) return Effect.succeed(json(400, envelopeBody("bad_request", targetProblem)))
+  if (!bodyMethods.has(request.method) || isStreamedUpload(request.method, request.url)) return next
+  const declared = Number(request.headers["content-length"])
+  if (Number.isFinite(declared) && declared > maxBodyBytes) return Effect.succeed(tooLarge(maxBodyBytes))
+  if (request.headers["content-length"] === undefined && request.headers["transfer-encoding"] === undefined) return next
+  return readAndCheckBody(request, maxBodyBytes, next)
+}
+
+const readAndCheckBody = <E, R>(
+  request: HttpServerRequest.HttpServerRequest,
+  maxBodyBytes: number,
+  next: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
 ): Effect.Effect<HttpServerResponse.HttpServerResponse, E, R> =>
   Effect.gen(function*() {
-    const targetProblem = checkRequestTarget(request.url)
-    if (targetProblem !== undefined) return json(400, envelopeBody("bad_request", targetProblem))
-    if (!bodyMethods.has(request.method) || isStreamedUpload(request.method, request.url)) return yield* next
-    const declared = Number(request.headers["content-length"])
-    if (Number.isFinite(declared) && declared > maxBodyBytes) return tooLarge(maxBodyBytes)
-    if (request.headers["content-length"] === undefined && request.headers["transfer-encoding"] === undefined) return yield* next
     // Read once under the limit; the request caches it for the handler's decoding. On overflow the
     // Node request drains instead of being destroyed (its default), so the 413 reaches the client.
     const nodeRequest = request as unknown as { destroyOnOverflow?: boolean }
