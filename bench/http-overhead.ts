@@ -22,6 +22,7 @@ import { Agent, request } from "node:http"
 import { tmpdir } from "node:os"
 import * as path from "node:path"
 import { onJsonLines } from "../test/support/json-lines.ts"
+import { SERVICE_NODE_FLAGS } from "../src/config/node-flags.ts"
 
 const root = path.resolve(import.meta.dirname, "..")
 const self = import.meta.filename
@@ -261,7 +262,8 @@ const driver = async () => {
     // rounds spread whatever else the machine does evenly over (a) and (b).
     const bare = await spawnServer([self, "--bare-server"], cleanEnv({}))
     children.push(bare.child)
-    const service = await spawnServer([path.join(root, "src/main.ts"), "serve"], cleanEnv({
+    // Started as `npm start` starts it, with the service's Node flags.
+    const service = await spawnServer([...SERVICE_NODE_FLAGS, path.join(root, "src/main.ts"), "serve"], cleanEnv({
       WA_PORT: "0",
       WA_HOST: "127.0.0.1",
       WA_DATA_DIR: dataDir,

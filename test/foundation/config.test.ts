@@ -19,3 +19,12 @@ describe("WA_LOG_LEVEL", () => {
     expect(Exit.isFailure(exit) && String(exit.cause)).toContain("WA_LOG_LEVEL must be one of")
   })
 })
+
+describe("Node flags", () => {
+  it("npm start runs the service with the flags the tests and benches start it with", async () => {
+    const { readFile } = await import("node:fs/promises")
+    const { SERVICE_NODE_FLAGS } = await import("../../src/config/node-flags.ts")
+    const manifest = JSON.parse(await readFile(new URL("../../package.json", import.meta.url), "utf8")) as { scripts: Record<string, string> }
+    expect(manifest.scripts["start"]).toBe(`node ${SERVICE_NODE_FLAGS.join(" ")} src/main.ts serve`)
+  })
+})

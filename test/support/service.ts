@@ -10,6 +10,7 @@ import * as path from "node:path"
 import pg from "pg"
 import { onJsonLines } from "./json-lines.ts"
 import { promisify } from "node:util"
+import { SERVICE_NODE_FLAGS } from "../../src/config/node-flags.ts"
 
 const root = path.resolve(import.meta.dirname, "../..")
 const mainScript = path.join(root, "src/main.ts")
@@ -129,7 +130,7 @@ export const seededDataDir = async (env: Record<string, string> = {}): Promise<s
 export const startService = async (options: StartOptions = {}): Promise<Service> => {
   const dataDir = options.dataDir ?? await seededDataDir(options.env)
   const env = baseEnv(dataDir, options.env)
-  const child = spawn(process.execPath, [mainScript, "serve"], { cwd: root, env, stdio: ["ignore", "pipe", "pipe"] })
+  const child = spawn(process.execPath, [...SERVICE_NODE_FLAGS, mainScript, "serve"], { cwd: root, env, stdio: ["ignore", "pipe", "pipe"] })
   const logs: Array<LogLine> = []
   let stderr = ""
   child.stderr.on("data", (chunk) => (stderr += chunk))
