@@ -103,51 +103,56 @@ export class AutoRecharge extends Context.Service<AutoRecharge, {
       const stripe = yield* StripeBilling
 
       const view = Effect.fn("AutoRecharge.view")(function*(projectId: string) {
-        const [row] = yield* sql<SettingsRow>`
-          SELECT project_id, enabled, threshold_micros::text, amount_micros::text, monthly_cap_micros::text,
-            stripe_customer_id, stripe_payment_method_id, armed, updated_at
-          FROM auto_recharge_settings WHERE project_id = ${projectId}`
-        const [month] = yield* sql<{ total: string }>`
-          SELECT coalesce(sum(amount_micros), 0)::text AS total FROM auto_recharges
-          WHERE project_id = ${projectId} AND month_start = date_trunc('month', now(), 'UTC') AND status IN ('pending', 'succeeded')`
-        const recent = yield* sql<{
-          id: string
-          amount_micros: string
-          status: Recharge["status"]
-          attempts: number
-          payment_intent_id: string | null
-          last_error: string | null
-          created_at: Date
-          completed_at: Date | null
-        }>`
-          SELECT id, amount_micros::text, status, attempts, payment_intent_id, last_error, created_at, completed_at
-          FROM auto_recharges WHERE project_id = ${projectId} ORDER BY created_at DESC, id DESC LIMIT 10`
-        return {
-          settings: row === undefined
-            ? {
-              projectId,
-              enabled: false,
-              thresholdMicros: 0,
-              amountMicros: 0,
-              monthlyCapMicros: 0,
-              stripeCustomerId: null,
-              stripePaymentMethodId: null,
-              armed: true,
-              updatedAt: null
-            }
-            : toSettings(row),
-          monthMicros: Number(month!.total),
-          recent: recent.map((r) => ({
-            id: r.id,
-            amountMicros: Number(r.amount_micros),
-            status: r.status,
-            attempts: r.attempts,
-            paymentIntentId: r.payment_intent_id,
-            lastError: r.last_error,
-            createdAt: r.created_at,
-            completedAt: r.completed_at
-          }))
-        }
+        // One snapshot for the three reads: a recharge that succeeds between them must not show
+        // as succeeded beside the settings as they were before its credit re-armed them.
+        return yield* sql.withTransaction(Effect.gen(function*() {
+          yield* sql`SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY`
+          const [row] = yield* sql<SettingsRow>`
+            SELECT project_id, enabled, threshold_micros::text, amount_micros::text, monthly_cap_micros::text,
+              stripe_customer_id, stripe_payment_method_id, armed, updated_at
+            FROM auto_recharge_settings WHERE project_id = ${projectId}`
+          const [month] = yield* sql<{ total: string }>`
+            SELECT coalesce(sum(amount_micros), 0)::text AS total FROM auto_recharges
+            WHERE project_id = ${projectId} AND month_start = date_trunc('month', now(), 'UTC') AND status IN ('pending', 'succeeded')`
+          const recent = yield* sql<{
+            id: string
+            amount_micros: string
+            status: Recharge["status"]
+            attempts: number
+            payment_intent_id: string | null
+            last_error: string | null
+            created_at: Date
+            completed_at: Date | null
+          }>`
+            SELECT id, amount_micros::text, status, attempts, payment_intent_id, last_error, created_at, completed_at
+            FROM auto_recharges WHERE project_id = ${projectId} ORDER BY created_at DESC, id DESC LIMIT 10`
+          return {
+            settings: row === undefined
+              ? {
+                projectId,
+                enabled: false,
+                thresholdMicros: 0,
+                amountMicros: 0,
+                monthlyCapMicros: 0,
+                stripeCustomerId: null,
+                stripePaymentMethodId: null,
+                armed: true,
+                updatedAt: null
+              }
+              : toSettings(row),
+            monthMicros: Number(month!.total),
+            recent: recent.map((r) => ({
+              id: r.id,
+              amountMicros: Number(r.amount_micros),
+              status: r.status,
+              attempts: r.attempts,
+              paymentIntentId: r.payment_intent_id,
+              lastError: r.last_error,
+              createdAt: r.created_at,
+              completedAt: r.completed_at
+            }))
+          }
+        }))
       }, Effect.orDie)
 
       const queue = Effect.gen(function*() {

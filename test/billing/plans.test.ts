@@ -182,8 +182,8 @@ describe("auto-recharge", () => {
     const quota = await service.request("GET", `${base()}/billing/quota`)
     expect(quota.json.additional_credits).toBe(35_000_000)
     // Re-armed by the credit exactly when it lifted the balance back to the threshold (30.00).
-    // (Once, in a loaded CI run, this was false right after the recharge: kept as an exact rule
-    // with the balance in the message, so a recurrence says which side was wrong.)
+    // The view reads settings and recharges in one snapshot: before it did, a recharge that
+    // succeeded between its reads showed beside the settings from before the re-arm (seen in CI).
     const balance = quota.json.monthly_credits + quota.json.additional_credits
     expect(view.armed, `balance ${balance} micro-USD`).toBe(balance >= 30_000_000)
   })

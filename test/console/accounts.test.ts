@@ -255,7 +255,7 @@ describe("the console with console accounts", () => {
     await member.getByRole("status").filter({ hasText: "Password changed" }).waitFor()
 
     await member.getByRole("button", { name: "Sign out" }).click()
-    await member.getByLabel("Email").waitFor()
+    await member.getByLabel("Email", { exact: true }).waitFor()
     expect((await fromPage(member, "GET", "/v1/auth/me")).status).toBe(401)
     await member.getByLabel("Email").fill("bob@example.test")
     await member.getByLabel("Password").fill("member-password-2")
@@ -270,19 +270,20 @@ describe("the console with console accounts", () => {
     await otherTab.goto(`${service.url}/console`)
     await otherTab.getByRole("heading", { name: "Pick a project" }).waitFor()
     await admin.getByRole("button", { name: "Sign out" }).click()
-    await admin.getByLabel("Email").waitFor()
-    expect(await admin.evaluate(() => sessionStorage.getItem("wa.console.credentials"))).toBeNull()
+    // Exact: the team page's "Email to invite" field would match a substring before sign-out ends.
+    await admin.getByLabel("Email", { exact: true }).waitFor()
+    await expect.poll(() => admin.evaluate(() => sessionStorage.getItem("wa.console.credentials"))).toBeNull()
     await expect.poll(async () => (await adminContext.cookies(service.url)).find((c) => c.name === "wa_session")).toBeUndefined()
     // The old cookie no longer works, even if someone kept it.
     const replay = await fetch(`${service.url}/v1/auth/me`, { headers: { cookie: `wa_session=${before}` } })
     expect(replay.status).toBe(401)
     await admin.reload()
-    await admin.getByLabel("Email").waitFor()
+    await admin.getByLabel("Email", { exact: true }).waitFor()
     await shot(admin, "27-signed-out")
     // The other tab's next request is refused (401): it signs out too and says why.
     await otherTab.locator("li", { has: otherTab.getByText(service.projectId, { exact: true }) }).getByRole("button", { name: /^Open/ }).click()
     await otherTab.getByRole("status").filter({ hasText: "Your session has ended" }).waitFor()
-    await otherTab.getByLabel("Email").waitFor()
+    await otherTab.getByLabel("Email", { exact: true }).waitFor()
     expect(await otherTab.evaluate(() => sessionStorage.getItem("wa.console.credentials"))).toBeNull()
     await otherTab.close()
   })
