@@ -93,11 +93,8 @@ export const IdempotencyLive = Layer.effect(
         Effect.orDie
       )
 
-    // Reads never take part: their endpoints get the handler unwrapped, decided once per route.
-    return Idempotency.of((httpEffect, { endpoint }) => writeMethods.has(endpoint.method) ? withIdempotency(httpEffect) : httpEffect)
-
-    function withIdempotency<E, R>(httpEffect: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) {
-      return Effect.gen(function*() {
+    const withIdempotency = <E, R>(httpEffect: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
+      Effect.gen(function*() {
         const request = yield* HttpServerRequest.HttpServerRequest
         const key = request.headers["idempotency-key"]
         if (key === undefined) return yield* httpEffect
@@ -167,6 +164,8 @@ export const IdempotencyLive = Layer.effect(
         }
         return yield* exit
       })
-    }
+
+    // Reads never take part: their endpoints get the handler unwrapped, decided once per route.
+    return Idempotency.of((httpEffect, { endpoint }) => writeMethods.has(endpoint.method) ? withIdempotency(httpEffect) : httpEffect)
   })
 )
