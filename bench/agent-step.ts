@@ -14,16 +14,10 @@ import { click, navigate, type } from "../src/browser/actions.ts"
 import { observe } from "../src/browser/observe.ts"
 import { BrowserPool } from "../src/browser/pool.ts"
 import { startFixtureSites } from "../test/fixtures/sites/server.ts"
+import { quantile } from "./stats.ts"
 
 const iterations = Number(process.argv[2] ?? 50)
 
-const quantile = (values: ReadonlyArray<number>, q: number): number => {
-  const sorted = [...values].sort((a, b) => a - b)
-  const pos = (sorted.length - 1) * q
-  const lo = Math.floor(pos)
-  const hi = Math.ceil(pos)
-  return sorted[lo]! + (sorted[hi]! - sorted[lo]!) * (pos - lo)
-}
 
 const refOf = (snapshot: string, pattern: RegExp): string => {
   const line = snapshot.split("\n").find((l) => pattern.test(l)) ?? ""

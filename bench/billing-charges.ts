@@ -22,17 +22,11 @@ import { AppConfig, type AppConfigShape } from "../src/config/config.ts"
 import type { RunId } from "../src/domain/run.ts"
 import { databaseLayer } from "../src/store/database.ts"
 import { RunStore } from "../src/store/runs.ts"
+import { quantile } from "./stats.ts"
 
 const steps = Number(process.argv[2] ?? 300)
 const charges = Number(process.argv[3] ?? 1000)
 
-const quantile = (values: ReadonlyArray<number>, q: number): number => {
-  const sorted = [...values].sort((a, b) => a - b)
-  const pos = (sorted.length - 1) * q
-  const lo = Math.floor(pos)
-  const hi = Math.ceil(pos)
-  return sorted[lo]! + (sorted[hi]! - sorted[lo]!) * (pos - lo)
-}
 const ms = (value: number) => `${value.toFixed(2)} ms`
 
 const dataDir = mkdtempSync(path.join(tmpdir(), "wa-bench-billing-"))

@@ -17,16 +17,10 @@ import { makeCipher } from "../src/security/state-cipher.ts"
 import { bodyHash, canonicalString, parseSignedHeader, signatureMatches, signRequest } from "../src/delegation/signing.ts"
 import { createAccessKey, delegate, makeTenant, signed } from "../test/delegation/support.ts"
 import { startService, stopAndClean } from "../test/support/service.ts"
+import { quantile } from "./stats.ts"
 
 const iterations = Number(process.argv[2] ?? 300)
 
-const quantile = (values: ReadonlyArray<number>, q: number): number => {
-  const sorted = [...values].sort((a, b) => a - b)
-  const pos = (sorted.length - 1) * q
-  const lo = Math.floor(pos)
-  const hi = Math.ceil(pos)
-  return sorted[lo]! + (sorted[hi]! - sorted[lo]!) * (pos - lo)
-}
 const fmt = (values: ReadonlyArray<number>) => `p50 ${quantile(values, 0.5).toFixed(3)} ms, p95 ${quantile(values, 0.95).toFixed(3)} ms`
 
 console.log(`measured under load (other work shares this machine's cores); ${iterations} HTTP iterations`)

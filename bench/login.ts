@@ -13,16 +13,10 @@ import { Effect } from "effect"
 import { hashPassword, verifyPassword } from "../src/accounts/passwords.ts"
 import { createUser, loginBearer } from "../test/accounts/support.ts"
 import { startService, stopAndClean } from "../test/support/service.ts"
+import { quantile } from "./stats.ts"
 
 const iterations = Number(process.argv[2] ?? 30)
 
-const quantile = (values: ReadonlyArray<number>, q: number): number => {
-  const sorted = [...values].sort((a, b) => a - b)
-  const pos = (sorted.length - 1) * q
-  const lo = Math.floor(pos)
-  const hi = Math.ceil(pos)
-  return sorted[lo]! + (sorted[hi]! - sorted[lo]!) * (pos - lo)
-}
 const fmt = (values: ReadonlyArray<number>) => `p50 ${quantile(values, 0.5).toFixed(1)} ms, p95 ${quantile(values, 0.95).toFixed(1)} ms`
 
 const timeKdf = async (N: number) => {

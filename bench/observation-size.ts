@@ -14,19 +14,13 @@ import { chromium } from "playwright-core"
 import { snapshotPage } from "../src/browser/observe.ts"
 import { auditRefs } from "../src/browser/page-script.ts"
 import { chromiumArgs } from "../src/browser/pool.ts"
+import { quantile } from "./stats.ts"
 
 const args = process.argv.slice(2)
 const dir = args.find((a) => !a.startsWith("--")) ?? "/work/shared/corpora/readability-pages"
 const show = args.find((a) => a.startsWith("--show="))?.slice(7)
 const only = args.find((a) => a.startsWith("--only="))?.slice(7)
 
-const quantile = (values: Array<number>, q: number): number => {
-  const sorted = [...values].sort((a, b) => a - b)
-  const pos = (sorted.length - 1) * q
-  const lo = Math.floor(pos)
-  const hi = Math.ceil(pos)
-  return sorted[lo]! + (sorted[hi]! - sorted[lo]!) * (pos - lo)
-}
 
 const tokens = (text: string): number => Math.ceil(text.length / 4)
 
