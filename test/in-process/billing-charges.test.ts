@@ -22,10 +22,12 @@ import { Projects } from "../../src/auth/projects.ts"
 import { Budget } from "../../src/billing/budget.ts"
 import { Ledger } from "../../src/billing/ledger.ts"
 import { AppConfig, loadAppConfig } from "../../src/config/config.ts"
-import type { ProjectId, RunId } from "../../src/domain/run.ts"
+import type { RunId } from "../../src/domain/run.ts"
 import { databaseLayer } from "../../src/store/database.ts"
 import { RunStore } from "../../src/store/runs.ts"
 import { freshDatabase, freshDataDir } from "./fresh-database.ts"
+import { stepCheckpoint, storeSession } from "./store-sessions.ts"
+import { micros } from "../billing/support.ts"
 import { LanguageModel } from "effect/ai"
 import { FetchHttpClient } from "effect/http"
 import { Schema } from "effect"
@@ -47,26 +49,6 @@ const TestLayer = Layer.mergeAll(Ledger.layer, Budget.layer, RunStore.layer, Pro
 
 const newProject = (name: string) => Projects.use((projects) => projects.create(name)).pipe(Effect.map((p) => p.id))
 
-const newSessionRun = (projectId: ProjectId) =>
-  RunStore.use((store) =>
-    store.createSession({
-      projectId,
-      apiKeyId: "key_none",
-      profileId: null,
-      workspaceId: null,
-      maxOpenSessions: 5,
-      run: {
-        instructions: "browse",
-        request: { _tag: "DoAnything", instructions: "browse", keep_alive: true, agentmail: true, skills: [], allowed_actions: [] } as never,
-        maxSteps: 5,
-        model: null,
-        maxDurationMs: null
-      }
-    })
-  )
-
-const checkpoint = (step: number) => ({ step, history: [], url: null, tabs: [], dirtyForm: false, storageState: undefined })
-const micros = (usd: string) => Math.round(Number(usd) * 1_000_000)
 
 layer(TestLayer, { excludeTestServices: true, timeout: 120_000 })("charges and the budget cap", (it) => {
   it.effect("browser time: per step and at the end, cumulative, once per key; cost fields equal the ledger", () =>
@@ -76,22 +58,22 @@ layer(TestLayer, { excludeTestServices: true, timeout: 120_000 })("charges and t
       const sql = yield* SqlClient.SqlClient
       const projectId = yield* newProject("browser")
       yield* ledger.grant(projectId, 5_000_000, "additional")
-      const { session, run } = yield* newSessionRun(projectId)
+      const { session, run } = yield* storeSession(projectId)
       yield* store.transition(run.id, "running")
       // The run has held the browser for two minutes: 2 x 0.006 USD at the shipped price.
       yield* sql`UPDATE runs SET started_at = now() - interval '2 minutes' WHERE id = ${run.id}`
-      yield* store.completeStep(run.id, 0.01, checkpoint(1))
+      yield* store.completeStep(run.id, 0.01, stepCheckpoint(1))
       const afterStep1 = yield* ledger.usage(projectId, { kind: "charge_browser", limit: 10 })
       expect(afterStep1).toHaveLength(1)
       expect(afterStep1[0]!.idempotencyKey).toBe(`browser:${run.id}:1`)
       expect(-afterStep1[0]!.amountMicros).toBeGreaterThanOrEqual(12_000)
       expect(-afterStep1[0]!.amountMicros).toBeLessThan(18_000)
       // The same step completed again (a resumed execution): neither its tokens nor its time again.
-      yield* store.completeStep(run.id, 0.01, checkpoint(1))
+      yield* store.completeStep(run.id, 0.01, stepCheckpoint(1))
       expect(yield* ledger.usage(projectId, { kind: "charge_browser", limit: 10 })).toHaveLength(1)
       expect(yield* ledger.usage(projectId, { kind: "charge_llm", limit: 10 })).toHaveLength(1)
       yield* sql`UPDATE runs SET started_at = started_at - interval '1 minute' WHERE id = ${run.id}`
-      yield* store.completeStep(run.id, 0, checkpoint(2))
+      yield* store.completeStep(run.id, 0, stepCheckpoint(2))
       // Half a minute more before the run ends: its end charges that rest.
       yield* sql`UPDATE runs SET started_at = started_at - interval '30 seconds' WHERE id = ${run.id}`
       yield* store.transition(run.id, "done", { terminalReason: "done" })
@@ -132,7 +114,7 @@ layer(TestLayer, { excludeTestServices: true, timeout: 120_000 })("charges and t
       expect(yield* store.chargeRun(run.id, [fee])).toEqual({ exhausted: null, refused: false })
       expect((yield* ledger.balance(projectId)).totalMicros).toBe(50_000)
       // A step's tokens (forced) take the balance below zero: the project can pay for nothing more.
-      const step = yield* store.completeStep(run.id, 0.08, checkpoint(1))
+      const step = yield* store.completeStep(run.id, 0.08, stepCheckpoint(1))
       expect(step.exhausted).toBe("credits")
       const other = yield* store.createStandaloneRun(projectId, { _tag: "DeepResearch", topic: "refused" } as never)
       const refused = yield* store.chargeRun(other.id, [{ ...fee, idempotencyKey: `research:${other.id}` }])

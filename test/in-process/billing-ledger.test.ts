@@ -20,6 +20,7 @@ import type { SessionId } from "../../src/domain/run.ts"
 import { databaseLayer } from "../../src/store/database.ts"
 import { RunStore } from "../../src/store/runs.ts"
 import { freshDatabase, freshDataDir } from "./fresh-database.ts"
+import { stepCheckpoint, storeSession } from "./store-sessions.ts"
 
 const ConfigLive = Layer.unwrap(Effect.gen(function*() {
   const url = yield* freshDatabase("billing")
@@ -100,24 +101,10 @@ layer(TestLayer, { excludeTestServices: true, timeout: 120_000 })("credit ledger
       const store = yield* RunStore
       const projectId = yield* newProject("steps")
       yield* ledger.grant(projectId, 1_000_000, "monthly")
-      const { session, run } = yield* store.createSession({
-        projectId,
-        apiKeyId: "key_none",
-        profileId: null,
-        workspaceId: null,
-        maxOpenSessions: 5,
-        run: {
-          instructions: "charge me",
-          request: { _tag: "DoAnything", instructions: "charge me", keep_alive: true, agentmail: true, skills: [], allowed_actions: [] } as never,
-          maxSteps: 5,
-          model: null,
-          maxDurationMs: null
-        }
-      })
-      const checkpoint = (step: number) => ({ step, history: [], url: null, tabs: [], dirtyForm: false, storageState: undefined })
-      yield* store.completeStep(run.id, 0.0215, checkpoint(1))
-      yield* store.completeStep(run.id, 0.0215, checkpoint(1)) // the same step again (at-least-once)
-      yield* store.completeStep(run.id, 0.0031234, checkpoint(2))
+      const { session, run } = yield* storeSession(projectId, "charge me")
+      yield* store.completeStep(run.id, 0.0215, stepCheckpoint(1))
+      yield* store.completeStep(run.id, 0.0215, stepCheckpoint(1)) // the same step again (at-least-once)
+      yield* store.completeStep(run.id, 0.0031234, stepCheckpoint(2))
       const entries = yield* ledger.usage(projectId, { kind: "charge_llm", limit: 10 })
       expect(entries.map((e) => [e.idempotencyKey, e.amountMicros, e.runId, e.sessionId as SessionId | null])).toEqual([
         [`llm:${run.id}:2`, -3_123, run.id, session.id],
