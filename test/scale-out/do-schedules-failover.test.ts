@@ -17,7 +17,7 @@ import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type ScriptedModel, startScriptedModel } from "../fixtures/model/scripted-model.ts"
 import { type Service, startService, stopAndClean } from "../support/service.ts"
-import { eventually, scrape, sharedDatabase } from "./nodes.ts"
+import { clusterNodeEnv, eventually, scrape, sharedDatabase } from "./nodes.ts"
 
 const SESSIONS = 4
 const INTERVAL_SECONDS = 2
@@ -37,13 +37,7 @@ beforeAll(async () => {
   const database = await sharedDatabase("dosched")
   const databaseUrl = database.url
   dropDatabase = database.drop
-  const env = {
-    DATABASE_URL: databaseUrl,
-    WA_CLUSTER: "socket",
-    WA_MODEL_BASE_URL: model.baseUrl,
-    WA_MODEL: "scripted",
-    WA_ALLOW_PRIVATE_NETWORKS: "true",
-    WA_STEP_SCREENSHOTS: "false",
+  const env = clusterNodeEnv(databaseUrl, undefined, model.baseUrl, {
     WA_MAX_CONCURRENT_SESSIONS: "100",
     WA_RATE_LIMIT_REQUESTS: "100000",
     WA_SCHEDULE_MIN_INTERVAL_SECONDS: "1",
@@ -51,9 +45,8 @@ beforeAll(async () => {
     WA_SCHEDULED_CAP: "100",
     WA_CLUSTER_HEALTH_CHECK_SECONDS: "1",
     WA_CLUSTER_LOCK_EXPIRATION_SECONDS: "6",
-    WA_DRAIN_SECONDS: "1",
-    WA_SECRET_KEY: "7f3c9a1e5b2d4c6f8a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e2f"
-  }
+    WA_DRAIN_SECONDS: "1"
+  })
   a = await startService({ env })
   b = await startService({ env, credentials: { projectId: a.projectId, apiKey: a.apiKey } })
   db = new pg.Client({ connectionString: databaseUrl })

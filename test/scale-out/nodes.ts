@@ -44,13 +44,13 @@ export interface RunnerNode {
 }
 
 /**
- * The environment of a cluster node on the test's database and Redis, driven by the scripted model
- * at `modelUrl`, allowed to reach loopback fixture sites, without step screenshots, with one shared
- * state key.
+ * The environment of a cluster node on the test's database and Redis (without Redis: the socket
+ * cluster on the database alone), driven by the scripted model at `modelUrl`, allowed to reach
+ * loopback fixture sites, without step screenshots, with one shared state key.
  */
-export const clusterNodeEnv = (databaseUrl: string, redisUrl: string, modelUrl: string, extra: Record<string, string> = {}): Record<string, string> => ({
+export const clusterNodeEnv = (databaseUrl: string, redisUrl: string | undefined, modelUrl: string, extra: Record<string, string> = {}): Record<string, string> => ({
   DATABASE_URL: databaseUrl,
-  REDIS_URL: redisUrl,
+  ...(redisUrl === undefined ? { WA_CLUSTER: "socket" } : { REDIS_URL: redisUrl }),
   WA_MODEL_BASE_URL: modelUrl,
   WA_MODEL: "scripted",
   WA_ALLOW_PRIVATE_NETWORKS: "true",

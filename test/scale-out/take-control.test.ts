@@ -10,7 +10,7 @@ import { lastUserText, type ScriptedModel, startScriptedModel } from "../fixture
 import { type FixtureSites, startFixtureSites } from "../fixtures/sites/server.ts"
 import { waitForRunStatus } from "../support/runs.ts"
 import { type Service, startService, stopAndClean } from "../support/service.ts"
-import { eventually, scrape, sharedDatabase } from "./nodes.ts"
+import { clusterNodeEnv, eventually, scrape, sharedDatabase } from "./nodes.ts"
 
 let site: FixtureSites
 let model: ScriptedModel
@@ -35,15 +35,7 @@ beforeAll(async () => {
   const database = await sharedDatabase("control")
   const databaseUrl = database.url
   dropDatabase = database.drop
-  const env = {
-    DATABASE_URL: databaseUrl,
-    WA_CLUSTER: "socket",
-    WA_MODEL_BASE_URL: model.baseUrl,
-    WA_MODEL: "scripted",
-    WA_ALLOW_PRIVATE_NETWORKS: "true",
-    WA_STEP_SCREENSHOTS: "false",
-    WA_CLUSTER_HEALTH_CHECK_SECONDS: "1"
-  }
+  const env = clusterNodeEnv(databaseUrl, undefined, model.baseUrl, { WA_CLUSTER_HEALTH_CHECK_SECONDS: "1" })
   a = await startService({ env })
   b = await startService({ env, credentials: { projectId: a.projectId, apiKey: a.apiKey } })
   for (const node of [a, b]) {
