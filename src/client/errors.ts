@@ -3,18 +3,6 @@
  * `{code, detail, extra}` with the HTTP status. Branch on `code`, never on `detail`.
  * Status 0 means no HTTP answer at all (network error after the retries).
  */
-import {
-  BadRequest,
-  Conflict,
-  Forbidden,
-  InternalError,
-  NotFound,
-  PaymentRequired,
-  TooManyRequests,
-  Unauthorized,
-  ValidationError
-} from "../http/errors.ts"
-
 export class WebAgentError extends Error {
   override readonly name = "WebAgentError"
   readonly status: number
@@ -34,23 +22,6 @@ export class WebAgentError extends Error {
     return this.status === 0 || this.status === 429 || this.status >= 500
   }
 }
-
-/** The HTTP status of each error class of the contract (src/http/errors.ts). */
-const statuses: ReadonlyArray<readonly [abstract new(...args: any) => unknown, number]> = [
-  [BadRequest, 400],
-  [Unauthorized, 401],
-  [PaymentRequired, 402],
-  [Forbidden, 403],
-  [NotFound, 404],
-  [Conflict, 409],
-  [ValidationError, 422],
-  [TooManyRequests, 429],
-  [InternalError, 500]
-]
-
-/** The status of a decoded contract error, or undefined for anything else. */
-export const statusOfContractError = (error: unknown): number | undefined =>
-  statuses.find(([errorClass]) => error instanceof errorClass)?.[1]
 
 /** Reads an error response's envelope into a WebAgentError. */
 export const errorFromResponse = async (response: Response): Promise<WebAgentError> => {

@@ -21,7 +21,8 @@ import { CreateResearchRequest as CreateResearchSchema } from "../research/schem
 import { WebSearchRequest as WebSearchSchema } from "../search/schema.ts"
 import { CreateMonitorRequest as CreateMonitorSchema, PatchMonitorRequest as PatchMonitorSchema } from "../domain/monitor.ts"
 import { ClientApi } from "./api.ts"
-import { statusOfContractError, WebAgentError } from "./errors.ts"
+import { WebAgentError } from "./errors.ts"
+import { statusOf } from "../http/errors.ts"
 import { followEvents, type StreamEvent, type StreamOptions } from "./sse.ts"
 import { makeFetch, type RetryInfo, type RetryPolicy } from "./transport.ts"
 
@@ -71,7 +72,7 @@ const monitorEnded = (event: StreamEvent) =>
 const toWebAgentError = (error: unknown): Effect.Effect<WebAgentError> => {
   if (error instanceof WebAgentError) return Effect.succeed(error)
   const e = error as { _tag?: string; code?: unknown; detail?: unknown; extra?: unknown; reason?: any; message?: string }
-  const status = statusOfContractError(error)
+  const status = statusOf(error)
   if (status !== undefined && typeof e?.code === "string") {
     return Effect.succeed(new WebAgentError(status, e.code, String(e.detail ?? ""), (e.extra ?? {}) as Record<string, unknown>))
   }

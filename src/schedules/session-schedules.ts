@@ -33,6 +33,7 @@ import { SessionEntity } from "../entities/session.ts"
 import { RunStore } from "../store/runs.ts"
 import { Schedules } from "./schedules.ts"
 import { clampProposal, type SessionScheduleSpec, StoredSchedule, storedSchedule } from "./spec.ts"
+import { isTerminal, type RunStatus } from "../domain/run-state.ts"
 
 export const SESSION_SCHEDULE_OWNER = "session_schedule"
 const owner = (id: string) => ({ kind: SESSION_SCHEDULE_OWNER, id })
@@ -354,8 +355,8 @@ export class SessionSchedules extends Context.Service<SessionSchedules, {
             SELECT status, latest_run_id FROM sessions WHERE id = ${schedule.session_id} FOR UPDATE`
           if (session === undefined) return yield* skip("session_not_found")
           if (session.latest_run_id !== null) {
-            const [latest] = yield* sql<{ status: string }>`SELECT status FROM runs WHERE id = ${session.latest_run_id}`
-            if (latest !== undefined && !["done", "failed", "canceled"].includes(latest.status)) return yield* skip("previous_run_active")
+            const [latest] = yield* sql<{ status: RunStatus }>`SELECT status FROM runs WHERE id = ${session.latest_run_id}`
+            if (latest !== undefined && !isTerminal(latest.status)) return yield* skip("previous_run_active")
           }
           // One project's firings count and insert one at a time, on every node.
           yield* sql`SELECT pg_advisory_xact_lock(hashtext(${`wa_scheduled_cap:${schedule.project_id}`}))`

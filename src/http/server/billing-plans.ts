@@ -9,8 +9,7 @@ import { AppConfig } from "../../config/config.ts"
 import { WebAgentApi } from "../api/api.ts"
 import { CurrentKey, requireScope } from "../api/security.ts"
 import { badRequest, conflict, type FieldError, notFound, validationError } from "../errors.ts"
-
-const iso = (date: Date | null) => date === null ? null : date.toISOString()
+import { iso } from "../views/timestamps.ts"
 
 const autoRechargeView = (view: AutoRechargeView) => ({
   project_id: view.settings.projectId,

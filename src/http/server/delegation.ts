@@ -33,6 +33,7 @@ import { cursorPage } from "../pagination.ts"
 import { iso } from "../views/timestamps.ts"
 import { publicBaseUrl } from "./do-anything.ts"
 import type { ProjectId } from "../../domain/run.ts"
+import { escapeHtml } from "../views/control-page.ts"
 
 /** The CurrentKey project of the delegation service's endpoints (no project; not a project id). */
 const DELEGATION_SCOPE = "delegation" as ProjectId
@@ -207,9 +208,6 @@ export const DelegationsHandlers = HttpApiBuilder.group(
 )
 
 // ---- the consent page ------------------------------------------------------------------------
-
-const escapeHtml = (text: string) =>
-  text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;").replace(/'/g, "&#39;")
 
 const pageHeaders = {
   "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'",

@@ -162,5 +162,6 @@ export const controlPageHtml = (options: { readonly runId: string; readonly reas
 </html>
 `
 
-const escapeHtml = (text: string) =>
+/** Text made safe inside HTML text and quoted attribute values. */
+export const escapeHtml = (text: string) =>
   text.replace(/[&<>"']/g, (char) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", "\"": "&quot;", "'": "&#39;" })[char]!)
