@@ -100,11 +100,6 @@ export class Schedules extends Context.Service<Schedules, {
     readonly paused?: boolean | undefined
   }) => Effect.Effect<void>
   /**
-   * Moves the next firing of a schedule that is not paused to `at` (an autonomous schedule
-   * following its agent). False when there is no such schedule or it is paused.
-   */
-  readonly setNext: (owner: ScheduleOwner, at: Date) => Effect.Effect<boolean>
-  /**
    * Records a firing for `slot` outside the timed slots (an event trigger) and has it dispatched at
    * once, with the same lease and retries as a timed one. Joins the caller's transaction. False when
    * that slot was recorded already.
@@ -396,15 +391,6 @@ const makeSchedules = Effect.fnUntraced(function*(options: SchedulerOptions) {
     return true
   })
 
-  const setNext = Effect.fn("Schedules.setNext")(function*(owner: ScheduleOwner, next: Date) {
-    const at = yield* now
-    const rows = yield* sql`
-      UPDATE schedules SET next_fire_at = ${next}, updated_at = ${at}
-      WHERE ${key(owner)} AND NOT paused RETURNING owner_id`.pipe(Effect.orDie)
-    if (rows.length > 0) yield* wakeLoop
-    return rows.length > 0
-  })
-
   const enqueue = Effect.fn("Schedules.enqueue")(function*(owner: ScheduleOwner, slot: Date) {
     const at = yield* now
     // attempts 0 and retry_at now: the next pass's retry claim takes it (and counts it as attempt 1).
@@ -444,7 +430,6 @@ const makeSchedules = Effect.fnUntraced(function*(options: SchedulerOptions) {
 
   return Schedules.of({
     set,
-    setNext,
     enqueue,
     pause,
     resume,
