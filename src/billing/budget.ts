@@ -47,27 +47,33 @@ export class Budget extends Context.Service<Budget, {
       const sql = yield* SqlClient.SqlClient
       const ledger = yield* Ledger
 
+      // The status and the balance it was computed from, so callers that need both read it once.
+      const statusAndBalance = (projectId: string) =>
+        Effect.gen(function*() {
+          const balance = yield* ledger.balance(projectId)
+          const capMicros = yield* capMicrosOf(sql, projectId).pipe(Effect.orDie)
+          const spentMicros = balance.periodSpentMicros
+          const status: BudgetStatus = {
+            capMicros,
+            spentMicros,
+            warning: capMicros !== null && spentMicros >= WARNING_RATIO * capMicros,
+            exceeded: capMicros !== null && spentMicros >= capMicros,
+            periodStart: balance.periodStart,
+            periodEnd: balance.periodEnd
+          }
+          return { status, balance }
+        })
       const status = Effect.fn("Budget.status")(function*(projectId: string) {
-        const balance = yield* ledger.balance(projectId)
-        const capMicros = yield* capMicrosOf(sql, projectId).pipe(Effect.orDie)
-        const spentMicros = balance.periodSpentMicros
-        return {
-          capMicros,
-          spentMicros,
-          warning: capMicros !== null && spentMicros >= WARNING_RATIO * capMicros,
-          exceeded: capMicros !== null && spentMicros >= capMicros,
-          periodStart: balance.periodStart,
-          periodEnd: balance.periodEnd
-        } satisfies BudgetStatus
+        return (yield* statusAndBalance(projectId)).status
       })
 
       return Budget.of({
         status,
         exhausted: Effect.fn("Budget.exhausted")(function*(projectId: string) {
           if (!ledger.enabled) return null
-          const current = yield* status(projectId)
+          const { status: current, balance } = yield* statusAndBalance(projectId)
           if (current.exceeded) return "budget" as const
-          if ((yield* ledger.balance(projectId)).totalMicros <= 0) return "credits" as const
+          if (balance.totalMicros <= 0) return "credits" as const
           return null
         }),
         setCap: Effect.fn("Budget.setCap")(function*(projectId: string, capMicros: number | null) {
@@ -79,9 +85,9 @@ export class Budget extends Context.Service<Budget, {
         admit: Effect.fn("Budget.admit")(function*(projectId: string) {
           // Billing off refuses nothing (spend is measured on the ledger, which then records nothing).
           if (!ledger.enabled) return
-          const current = yield* status(projectId)
+          const { status: current, balance } = yield* statusAndBalance(projectId)
           if (current.exceeded) return yield* new BudgetExceeded({ capMicros: current.capMicros ?? 0, spentMicros: current.spentMicros })
-          const { totalMicros } = yield* ledger.balance(projectId)
+          const { totalMicros } = balance
           if (totalMicros < ledger.minBalanceMicros) {
             return yield* new InsufficientCredits({ balanceMicros: totalMicros, requiredMicros: ledger.minBalanceMicros })
           }
