@@ -89,16 +89,20 @@ const cookieOptions = Effect.gen(function*() {
   return { path: "/", sameSite: "strict" as const, secure: base.startsWith("https://") }
 })
 
+/** `response` with the session cookie (HttpOnly) and its CSRF cookie (readable), both until `expiresAt`. */
+export const withSessionCookies = (response: HttpServerResponse.HttpServerResponse, token: string, expiresAt: Date, secure: boolean) => {
+  const options = { path: "/", sameSite: "strict" as const, secure }
+  const maxAge = Duration.millis(Math.max(0, expiresAt.getTime() - Date.now()))
+  return HttpServerResponse.setCookie(response, SESSION_COOKIE, token, { ...options, httpOnly: true, maxAge }).pipe(
+    Effect.flatMap((r) => HttpServerResponse.setCookie(r, CSRF_COOKIE, csrfTokenFor(token), { ...options, httpOnly: false, maxAge })),
+    Effect.orDie
+  )
+}
+
 const setSessionCookies = (token: string, expiresAt: Date) =>
   Effect.gen(function*() {
-    const options = yield* cookieOptions
-    const maxAge = Duration.millis(Math.max(0, expiresAt.getTime() - Date.now()))
-    yield* HttpEffect.appendPreResponseHandler((_request, response) =>
-      HttpServerResponse.setCookie(response, SESSION_COOKIE, token, { ...options, httpOnly: true, maxAge }).pipe(
-        Effect.flatMap((r) => HttpServerResponse.setCookie(r, CSRF_COOKIE, csrfTokenFor(token), { ...options, httpOnly: false, maxAge })),
-        Effect.orDie
-      )
-    )
+    const { secure } = yield* cookieOptions
+    yield* HttpEffect.appendPreResponseHandler((_request, response) => withSessionCookies(response, token, expiresAt, secure))
   })
 
 const clearSessionCookies = Effect.gen(function*() {
@@ -178,10 +182,7 @@ export const AuthPublicHandlers = HttpApiBuilder.group(
           const done = yield* accountHttpErrors(sso.complete(params.provider_id, callbackUrl))
           const signedIn = yield* users.startSession(done.user.id, "cookie")
           const options = yield* cookieOptions
-          const maxAge = Duration.millis(Math.max(0, signedIn.session.expiresAt.getTime() - Date.now()))
-          return yield* HttpServerResponse.redirect(done.returnTo, { status: 302 }).pipe(
-            HttpServerResponse.setCookie(SESSION_COOKIE, signedIn.token, { ...options, httpOnly: true, maxAge }),
-            Effect.flatMap(HttpServerResponse.setCookie(CSRF_COOKIE, csrfTokenFor(signedIn.token), { ...options, httpOnly: false, maxAge })),
+          return yield* withSessionCookies(HttpServerResponse.redirect(done.returnTo, { status: 302 }), signedIn.token, signedIn.session.expiresAt, options.secure).pipe(
             Effect.flatMap(HttpServerResponse.expireCookie(SSO_STATE_COOKIE, { ...options, sameSite: "lax", httpOnly: true, path: "/v1/auth/sso" })),
             Effect.orDie
           )

@@ -9,7 +9,7 @@
  * is still no session does it show a sign-in form (email and password, and the SSO providers).
  * Approve and deny are a form post carrying the session's CSRF token; the page may not be framed.
  */
-import { Duration, Effect, Layer } from "effect"
+import { Effect, Layer } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { Sso } from "../../accounts/sso.ts"
@@ -25,7 +25,7 @@ import { envelopeBody, jsonResponse, TooManyRequests, Unauthorized, validationEr
 import { AppConfig } from "../../config/config.ts"
 import { CurrentKey } from "../api/security.ts"
 import { makeAuthFailureLimiter } from "../middleware/auth-failure-limit.ts"
-import { CSRF_COOKIE, CurrentUser, SESSION_COOKIE } from "../api/accounts-security.ts"
+import { CurrentUser, SESSION_COOKIE } from "../api/accounts-security.ts"
 import { WebAgentApi } from "../api/api.ts"
 import { CurrentAccessKey, SignedRequest } from "../api/delegation.ts"
 import { clientAddress } from "../middleware/console-session.ts"
@@ -34,6 +34,7 @@ import { iso } from "../views/timestamps.ts"
 import { publicBaseUrl } from "./do-anything.ts"
 import type { ProjectId } from "../../domain/run.ts"
 import { escapeHtml } from "../views/control-page.ts"
+import { withSessionCookies } from "./accounts.ts"
 
 /** The CurrentKey project of the delegation service's endpoints (no project; not a project id). */
 const DELEGATION_SCOPE = "delegation" as ProjectId
@@ -372,14 +373,8 @@ export const ConsentRoutes = HttpRouter.use((router) =>
         }
         return signInPage(grantId, sso.providers, "The email or the password is wrong.")
       }
-      const secure = base.startsWith("https://")
-      const maxAge = Duration.millis(Math.max(0, signedIn.success.session.expiresAt.getTime() - Date.now()))
-      const token = signedIn.success.token
-      return yield* HttpServerResponse.redirect(`/v1/delegations/consent?grant_id=${encodeURIComponent(grantId)}&bounce=1`, { status: 303 }).pipe(
-        HttpServerResponse.setCookie(SESSION_COOKIE, token, { path: "/", sameSite: "strict", secure, httpOnly: true, maxAge }),
-        Effect.flatMap(HttpServerResponse.setCookie(CSRF_COOKIE, csrfTokenFor(token), { path: "/", sameSite: "strict", secure, httpOnly: false, maxAge })),
-        Effect.orDie
-      )
+      const redirect = HttpServerResponse.redirect(`/v1/delegations/consent?grant_id=${encodeURIComponent(grantId)}&bounce=1`, { status: 303 })
+      return yield* withSessionCookies(redirect, signedIn.success.token, signedIn.success.session.expiresAt, base.startsWith("https://"))
     }))
   })
 )
