@@ -8,6 +8,7 @@ import { Context, Effect, Layer, Option, Redacted } from "effect"
 import { AppConfig } from "../config/config.ts"
 import { type EmbeddedPostgres, startEmbeddedPostgres } from "./embedded-postgres.ts"
 import { migrations } from "./migrations.ts"
+import { connectCoalesced, databaseEndpoint } from "./coalesced-socket.ts"
 
 /** Where the database came from, for logs, readiness and the cluster. */
 export class DatabaseInfo extends Context.Service<DatabaseInfo, {
@@ -46,9 +47,12 @@ export const databaseInfoLayer = (mode: DatabaseMode) =>
 /** PgClient + SqlClient over DatabaseInfo. */
 export const sqlClientLayer = Layer.unwrap(Effect.gen(function*() {
   const info = yield* DatabaseInfo
+  const endpoint = databaseEndpoint(Redacted.value(info.url), info.socketPath)
   return PgClient.layer({
     url: info.url,
     ...(info.socketPath !== undefined ? { path: info.socketPath } : {}),
+    // Writes held to the end of each event-loop turn: one write for the statements of many requests.
+    ...(endpoint !== undefined ? { stream: () => connectCoalesced(endpoint) } : {}),
     maxConnections: 20,
     // Statements of concurrent requests share a connection and go out pipelined: fewer backends
     // woken per request, and a burst of reads costs one socket write instead of one each.
