@@ -11,6 +11,10 @@
  * concurrency, warm-up then a fixed measured duration, loopback only, stops by itself).
  *
  *   node bench/http-overhead.ts [--concurrency=32] [--warmup=2] [--duration=10] [--rounds=3] [--no-breakdown]
+ *                               [--only=service] [--cpu-prof=DIR]
+ *
+ * --only=service loads the service alone (no ratio); --cpu-prof=DIR writes the service's V8 CPU
+ * profile into DIR when it stops (open it in Chrome DevTools), to see where a request's time goes.
  *
  * As a breakdown it also measures the service's /healthz (same stack, no auth and no database).
  *
@@ -245,6 +249,8 @@ const driver = async () => {
   const durationSeconds = Number(option("duration", "10"))
   const rounds = Number(option("rounds", "3"))
   const breakdown = !args.includes("--no-breakdown")
+  const serviceOnly = option("only", "") === "service"
+  const profileDir = args.find((a) => a.startsWith("--cpu-prof="))?.slice("--cpu-prof=".length)
   console.log(
     `load: ${concurrency} concurrent keep-alive connections, ${warmupSeconds} s warm-up + ${durationSeconds} s measured per run, ` +
       `${rounds} rounds alternating (a) and (b), loopback`
@@ -260,10 +266,11 @@ const driver = async () => {
   try {
     // Both servers run for the whole benchmark; only one is under load at a time. Alternating
     // rounds spread whatever else the machine does evenly over (a) and (b).
-    const bare = await spawnServer([self, "--bare-server"], cleanEnv({}))
-    children.push(bare.child)
+    const bare = serviceOnly ? undefined : await spawnServer([self, "--bare-server"], cleanEnv({}))
+    if (bare !== undefined) children.push(bare.child)
     // Started as `npm start` starts it, with the service's Node flags.
-    const service = await spawnServer([...SERVICE_NODE_FLAGS, path.join(root, "src/main.ts"), "serve"], cleanEnv({
+    const profileFlags = profileDir === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${path.resolve(profileDir)}`]
+    const service = await spawnServer([...SERVICE_NODE_FLAGS, ...profileFlags, path.join(root, "src/main.ts"), "serve"], cleanEnv({
       WA_PORT: "0",
       WA_HOST: "127.0.0.1",
       WA_DATA_DIR: dataDir,
@@ -275,21 +282,26 @@ const driver = async () => {
     const spec = { concurrency, warmupSeconds, durationSeconds }
 
     for (let round = 1; round <= rounds; round++) {
-      const a = await runLoadOn(bare.child.pid, { ...spec, url: `${bare.url}/constant`, headers: {} })
-      show(`round ${round} (a) bare Effect HTTP server, constant JSON`, a)
       const b = await runLoadOn(service.child.pid, {
         ...spec,
         url: `${service.url}/v1/projects/${project_id}/api_keys/${key_id}`,
         headers: { authorization: `Bearer ${secret_token}` }
       })
       show(`round ${round} (b) the service, authenticated GET of one record`, b)
+      bRps.push(b.rps)
+      non200 += b.errors
+      if (bare === undefined) {
+        console.log(`round ${round} server CPU per request: (b) ${b.cpuUsPerRequest.toFixed(0)} µs`)
+        continue
+      }
+      const a = await runLoadOn(bare.child.pid, { ...spec, url: `${bare.url}/constant`, headers: {} })
+      show(`round ${round} (a) bare Effect HTTP server, constant JSON`, a)
       if (breakdown) {
         // Not part of the ratio: the same process on /healthz, without auth and database.
         show(`round ${round}     breakdown: the service's /healthz (no auth, no database)`, await runLoad({ ...spec, url: `${service.url}/healthz`, headers: {} }))
       }
-      non200 += a.errors + b.errors
+      non200 += a.errors
       aRps.push(a.rps)
-      bRps.push(b.rps)
       ratios.push(b.rps / a.rps)
       cpuRatios.push(a.cpuUsPerRequest / b.cpuUsPerRequest)
       console.log(`round ${round} server CPU per request: (a) ${a.cpuUsPerRequest.toFixed(0)} µs, (b) ${b.cpuUsPerRequest.toFixed(0)} µs; ratio a/b ${(a.cpuUsPerRequest / b.cpuUsPerRequest).toFixed(2)}`)
@@ -300,6 +312,10 @@ const driver = async () => {
     rmSync(dataDir, { recursive: true, force: true })
   }
 
+  if (serviceOnly) {
+    console.log(`(b) median ${median(bRps).toFixed(0)} req/s`)
+    return
+  }
   const ratio = median(ratios)
   console.log(
     `CPU per request ratio (a)/(b): median ${median(cpuRatios).toFixed(2)} (rounds: ${cpuRatios.map((r) => r.toFixed(2)).join(", ")}); ` +
