@@ -227,7 +227,8 @@ import { BadRequest } from "./errors.ts"
 
 const delegationTags = new Set<string>(["SignatureRejected", "DelegationNotFound", "DelegationConflict", "DelegationInvalid", "DelegationForbidden"])
 
-const toDelegationHttpError = (e: DelegationError) => {
+/** The API's error for a delegation domain error; the consent page answers with the same. */
+export const toDelegationHttpError = (e: DelegationError) => {
   switch (e._tag) {
     case "SignatureRejected":
       return new Unauthorized({ code: e.code, detail: e.detail, extra: {} })

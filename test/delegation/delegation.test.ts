@@ -230,6 +230,13 @@ describe("consent rules", () => {
       body: new URLSearchParams({ grant_id: started.grantId, csrf_token: "x", decision: "approve" }).toString()
     })
     expect(crossOrigin.status).toBe(403)
+    // Another tenant's project: refused as the API refuses it (422 with the field's error).
+    const foreign = await decide(service, tenant.memberCookie, started.grantId, "approve", { project_id: other.projectId })
+    expect(foreign.status, foreign.text).toBe(422)
+    expect(JSON.parse(foreign.text)).toMatchObject({
+      code: "validation_error",
+      extra: { errors: [{ loc: ["body", "project_id"], msg: "the project is not one of this tenant's", type: "value_error" }] }
+    })
     // Still pending: the member can approve it now (choosing the project).
     const decided = await decide(service, tenant.memberCookie, started.grantId, "approve", { project_id: tenant.projectId })
     expect(decided.status, decided.text).toBe(303)

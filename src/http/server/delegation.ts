@@ -20,8 +20,8 @@ import { Delegations } from "../../delegation/delegations.ts"
 import { type DelegationError } from "../../delegation/errors.ts"
 import { isDelegationScope } from "../../delegation/scopes.ts"
 import { bodyHash } from "../../delegation/signing.ts"
-import { accountHttpErrors, delegationHttpErrors } from "../domain-errors.ts"
-import { envelopeBody, jsonResponse, TooManyRequests, Unauthorized, validationError } from "../errors.ts"
+import { accountHttpErrors, delegationHttpErrors, toDelegationHttpError } from "../domain-errors.ts"
+import { envelopeBody, jsonResponse, statusOf, TooManyRequests, Unauthorized, validationError } from "../errors.ts"
 import { AppConfig } from "../../config/config.ts"
 import { CurrentKey } from "../api/security.ts"
 import { makeAuthFailureLimiter } from "../middleware/auth-failure-limit.ts"
@@ -238,16 +238,10 @@ const describeScope = (scope: string) => {
  * A refusal on the consent page: the contract's JSON envelope like every other non-2xx response
  * (the browser shows it as text), with the same codes as the API.
  */
-const errorStatus: Record<string, number> = { DelegationNotFound: 404, DelegationForbidden: 403, DelegationConflict: 409, DelegationInvalid: 422 }
-const errorPage = (error: DelegationError) =>
-  jsonResponse(
-    errorStatus[error._tag] ?? 400,
-    envelopeBody(
-      error._tag === "DelegationNotFound" ? "grant_not_found" : error._tag === "DelegationForbidden" ? "forbidden" : "code" in error ? error.code : "bad_request",
-      error._tag === "DelegationNotFound" ? "this delegation request does not exist" : "detail" in error ? error.detail : "refused"
-    ),
-    pageHeaders
-  )
+const errorPage = (error: DelegationError) => {
+  const http = toDelegationHttpError(error)
+  return jsonResponse(statusOf(http) ?? 400, envelopeBody(http.code, http.detail, http.extra), pageHeaders)
+}
 const refusal = (status: number, code: string, detail: string) => jsonResponse(status, envelopeBody(code, detail), pageHeaders)
 
 const signInPage = (grantId: string, providers: ReadonlyArray<{ provider_id: string; display_name: string }>, message = "") =>
