@@ -6,6 +6,8 @@
  * then checked as usual. Counted in this process: behind a proxy every client has the proxy's
  * address, but only failures count.
  */
+import { TooManyRequests } from "../errors.ts"
+
 const WINDOW_MS = 60_000
 /** Beyond this many tracked addresses (or known tokens) a table starts afresh, so none grows without bound. */
 const MAX_ENTRIES = 10_000
@@ -43,4 +45,19 @@ export const makeAuthFailureLimiter = (perMinute: number): AuthFailureLimiter =>
       knownTokens.add(token)
     }
   }
+}
+
+/**
+ * The 429 for an address that keeps failing with a token it never authenticated with (`what`
+ * names what it kept sending wrong), or undefined when it may try now.
+ */
+export const refuseBlocked = (failures: AuthFailureLimiter, address: string, token: string, what: string): TooManyRequests | undefined => {
+  const waitSeconds = failures.blockedFor(address, token, Date.now())
+  if (waitSeconds === undefined) return undefined
+  return new TooManyRequests({
+    code: "rate_limit_exceeded",
+    detail: `too many ${what} from this address; retry after ${waitSeconds} s`,
+    // The error envelope middleware turns retry_after_seconds into the Retry-After header.
+    extra: { retry_after_seconds: waitSeconds }
+  })
 }

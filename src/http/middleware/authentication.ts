@@ -5,16 +5,16 @@
  * whether it is revoked and in its grace window) to everything after it; the handlers that need a
  * scope check it with requireScope.
  */
-import { Effect, Layer, Option, Redacted } from "effect"
+import { Effect, Layer, Redacted } from "effect"
 import { HttpRouter, HttpServerRequest } from "effect/http"
 import { ApiKeys } from "../../auth/api-keys.ts"
 import { AppConfig } from "../../config/config.ts"
-import { forbidden, TooManyRequests, unauthorized } from "../errors.ts"
-import { makeAuthFailureLimiter } from "./auth-failure-limit.ts"
+import { forbidden, unauthorized } from "../errors.ts"
+import { makeAuthFailureLimiter, refuseBlocked } from "./auth-failure-limit.ts"
 import { Authentication, CurrentKey } from "../api/security.ts"
 import type { ProjectId } from "../../domain/run.ts"
 import { Users } from "../../accounts/users.ts"
-import { consoleCredential, verifyConsoleCredential } from "./console-session.ts"
+import { clientAddress, consoleCredential, verifyConsoleCredential } from "./console-session.ts"
 import { Delegations } from "../../delegation/delegations.ts"
 import { DELEGATION_TOKEN_PREFIX } from "../../delegation/signing.ts"
 import { authenticateDelegated } from "./delegated.ts"
@@ -64,16 +64,9 @@ export const AuthenticationLive = Layer.effect(
             userId: session.userId
           })
         }
-        const address = Option.getOrElse(request.remoteAddress, () => "unknown")
-        const waitSeconds = failures.blockedFor(address, token, Date.now())
-        if (waitSeconds !== undefined) {
-          return yield* new TooManyRequests({
-            code: "rate_limit_exceeded",
-            detail: `too many requests with a missing or wrong API key from this address; retry after ${waitSeconds} s`,
-            // The error envelope middleware turns retry_after_seconds into the Retry-After header.
-            extra: { retry_after_seconds: waitSeconds }
-          })
-        }
+        const address = clientAddress(request)
+        const blocked = refuseBlocked(failures, address, token, "requests with a missing or wrong API key")
+        if (blocked !== undefined) return yield* blocked
         const result = token === "" ? "malformed" as const : yield* keys.authenticate(token)
         if (typeof result === "string") {
           failures.recordFailure(address, Date.now())

@@ -14,7 +14,7 @@ import { type ConsoleSession, type SessionFailure, Users } from "../../accounts/
 import { csrfTokenFor, safeEqual, SESSION_TOKEN_PREFIX } from "../../accounts/session-tokens.ts"
 import { AppConfig } from "../../config/config.ts"
 import { Forbidden, TooManyRequests, Unauthorized, unauthorized } from "../errors.ts"
-import { makeAuthFailureLimiter, type AuthFailureLimiter } from "./auth-failure-limit.ts"
+import { makeAuthFailureLimiter, type AuthFailureLimiter, refuseBlocked } from "./auth-failure-limit.ts"
 import { CONSOLE_SCOPE, ConsoleAuth, CSRF_HEADER, CurrentUser, SESSION_COOKIE } from "../api/accounts-security.ts"
 import { CurrentKey } from "../api/security.ts"
 
@@ -58,14 +58,8 @@ export const verifyConsoleCredential = <S extends ConsoleSession = ConsoleSessio
 ): Effect.Effect<S & { readonly via: "bearer" | "cookie" }, Unauthorized | Forbidden | TooManyRequests> =>
   Effect.gen(function*() {
     const address = clientAddress(request)
-    const waitSeconds = failures.blockedFor(address, credential.token, Date.now())
-    if (waitSeconds !== undefined) {
-      return yield* new TooManyRequests({
-        code: "rate_limit_exceeded",
-        detail: `too many requests with a wrong credential from this address; retry after ${waitSeconds} s`,
-        extra: { retry_after_seconds: waitSeconds }
-      })
-    }
+    const blocked = refuseBlocked(failures, address, credential.token, "requests with a wrong credential")
+    if (blocked !== undefined) return yield* blocked
     const result = yield* authenticate(credential.token)
     const failure = typeof result === "string" ? result : result.kind !== credential.via ? "kind" as const : undefined
     if (failure !== undefined) {

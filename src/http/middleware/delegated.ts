@@ -9,13 +9,14 @@
  * no scope covers, or the user's membership is gone or disabled. 403 insufficient_scope: the
  * endpoint needs a scope the token was not granted (extra.required_scope, extra.granted_scopes).
  */
-import { Effect, Option } from "effect"
+import { Effect } from "effect"
 import { HttpRouter, type HttpServerRequest } from "effect/http"
 import type { Delegations } from "../../delegation/delegations.ts"
 import { requiredScope } from "../../delegation/scopes.ts"
-import { Forbidden, forbidden, TooManyRequests, unauthorized } from "../errors.ts"
+import { Forbidden, forbidden, unauthorized } from "../errors.ts"
 import { CurrentKey } from "../api/security.ts"
-import type { AuthFailureLimiter } from "./auth-failure-limit.ts"
+import { type AuthFailureLimiter, refuseBlocked } from "./auth-failure-limit.ts"
+import { clientAddress } from "./console-session.ts"
 
 const failureDetail = {
   malformed: "the delegation token is malformed",
@@ -32,15 +33,9 @@ export const authenticateDelegated = <A, E, R>(
   httpEffect: Effect.Effect<A, E, R>
 ) =>
   Effect.gen(function*() {
-    const address = Option.getOrElse(request.remoteAddress, () => "unknown")
-    const waitSeconds = failures.blockedFor(address, token, Date.now())
-    if (waitSeconds !== undefined) {
-      return yield* new TooManyRequests({
-        code: "rate_limit_exceeded",
-        detail: `too many requests with a wrong credential from this address; retry after ${waitSeconds} s`,
-        extra: { retry_after_seconds: waitSeconds }
-      })
-    }
+    const address = clientAddress(request)
+    const blocked = refuseBlocked(failures, address, token, "requests with a wrong credential")
+    if (blocked !== undefined) return yield* blocked
     const identity = yield* delegations.authenticateToken(token)
     if (identity === "membership") return yield* forbidden("the user who approved this delegation is no longer an active member of the project's tenant")
     if (typeof identity === "string") {

@@ -21,10 +21,10 @@ import { type DelegationError } from "../../delegation/errors.ts"
 import { isDelegationScope } from "../../delegation/scopes.ts"
 import { bodyHash } from "../../delegation/signing.ts"
 import { accountHttpErrors, delegationHttpErrors, toDelegationHttpError } from "../domain-errors.ts"
-import { envelopeBody, jsonResponse, statusOf, TooManyRequests, Unauthorized, validationError } from "../errors.ts"
+import { envelopeBody, jsonResponse, statusOf, Unauthorized, validationError } from "../errors.ts"
 import { AppConfig } from "../../config/config.ts"
 import { CurrentKey } from "../api/security.ts"
-import { makeAuthFailureLimiter } from "../middleware/auth-failure-limit.ts"
+import { makeAuthFailureLimiter, refuseBlocked } from "../middleware/auth-failure-limit.ts"
 import { CurrentUser, SESSION_COOKIE } from "../api/accounts-security.ts"
 import { WebAgentApi } from "../api/api.ts"
 import { CurrentAccessKey, SignedRequest } from "../api/delegation.ts"
@@ -51,14 +51,8 @@ export const SignedRequestLive = Layer.effect(
         const request = yield* HttpServerRequest.HttpServerRequest
         const authorization = request.headers["authorization"] ?? ""
         const address = clientAddress(request)
-        const waitSeconds = failures.blockedFor(address, authorization, Date.now())
-        if (waitSeconds !== undefined) {
-          return yield* new TooManyRequests({
-            code: "rate_limit_exceeded",
-            detail: `too many wrongly signed requests from this address; retry after ${waitSeconds} s`,
-            extra: { retry_after_seconds: waitSeconds }
-          })
-        }
+        const blocked = refuseBlocked(failures, address, authorization, "wrongly signed requests")
+        if (blocked !== undefined) return yield* blocked
         // The body the guard already read (cached on the request).
         const body = yield* request.arrayBuffer.pipe(Effect.orElseSucceed(() => new ArrayBuffer(0)))
         const caller = yield* delegations.verifySigned({
