@@ -86,6 +86,8 @@ export interface DelegationRequest {
 export interface SignedCaller {
   readonly accessKeyId: string
   readonly tenantId: string
+  /** Where the key's delegation requests may send the user back (read with the key itself). */
+  readonly redirectUris: ReadonlyArray<string>
 }
 
 /** What a delegation token acts as on a request. */
@@ -215,8 +217,8 @@ export class Delegations extends Context.Service<Delegations, {
         if (!isFresh(parsed.timestamp, Date.now())) {
           return yield* rejected("signature_expired", `Timestamp is more than ${SIGNATURE_WINDOW_SECONDS} s away from the server's clock (now ${Math.floor(Date.now() / 1000)}); sign with the current time`)
         }
-        const rows = yield* sql<{ tenant_id: string; secret_sealed: Uint8Array; secret_key_id: string }>`
-          SELECT tenant_id, secret_sealed, secret_key_id FROM access_keys WHERE id = ${parsed.credential} AND revoked_at IS NULL`.pipe(Effect.orDie)
+        const rows = yield* sql<{ tenant_id: string; secret_sealed: Uint8Array; secret_key_id: string; redirect_uris: ReadonlyArray<string> }>`
+          SELECT tenant_id, secret_sealed, secret_key_id, redirect_uris FROM access_keys WHERE id = ${parsed.credential} AND revoked_at IS NULL`.pipe(Effect.orDie)
         const row = rows[0]
         if (row === undefined) return yield* rejected("access_key_unknown", "the access key is not known or was revoked")
         const secret = yield* cipher.open({ bytes: Buffer.from(row.secret_sealed), keyId: row.secret_key_id }, parsed.credential).pipe(
@@ -234,20 +236,27 @@ export class Delegations extends Context.Service<Delegations, {
           return yield* rejected("signature_invalid", "the signature does not match the request (check the canonical string: method, path with query, timestamp, nonce, body SHA-256) and the secret key")
         }
         // Only a correctly signed request spends its nonce; the row outlives the window on both sides.
+        // The key's last use (at most once a minute) is written by the same statement, which
+        // updates it only when the nonce was new.
         const inserted = yield* sql`
-          INSERT INTO signed_request_nonces (access_key_id, nonce, expires_at)
-          VALUES (${parsed.credential}, ${parsed.nonce}, to_timestamp(${parsed.timestamp + SIGNATURE_WINDOW_SECONDS + 60}))
-          ON CONFLICT DO NOTHING RETURNING nonce`.pipe(Effect.orDie)
+          WITH spent AS (
+            INSERT INTO signed_request_nonces (access_key_id, nonce, expires_at)
+            VALUES (${parsed.credential}, ${parsed.nonce}, to_timestamp(${parsed.timestamp + SIGNATURE_WINDOW_SECONDS + 60}))
+            ON CONFLICT DO NOTHING RETURNING access_key_id
+          ), used AS (
+            UPDATE access_keys SET last_used_at = now()
+            WHERE id IN (SELECT access_key_id FROM spent) AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')
+          )
+          SELECT 1 FROM spent`.pipe(Effect.orDie)
         if (inserted.length === 0) return yield* rejected("signature_replayed", "this Nonce was already used with this access key; sign every request with a new nonce")
-        // Expired nonces go now and then (about one request in 50), in the background of this one.
-        if (Math.random() < 0.02) yield* sql`DELETE FROM signed_request_nonces WHERE expires_at < now()`.pipe(Effect.ignore)
-        yield* sql`UPDATE access_keys SET last_used_at = now() WHERE id = ${parsed.credential} AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')`.pipe(Effect.orDie)
-        return { accessKeyId: parsed.credential, tenantId: row.tenant_id }
+        // Expired nonces go now and then (about one request in 50), in the background: this request
+        // does not wait for the sweep.
+        if (Math.random() < 0.02) yield* Effect.forkDetach(sql`DELETE FROM signed_request_nonces WHERE expires_at < now()`.pipe(Effect.ignore))
+        return { accessKeyId: parsed.credential, tenantId: row.tenant_id, redirectUris: row.redirect_uris }
       })
 
       const request = Effect.fn("Delegations.request")(function*(caller: SignedCaller, input: DelegationRequest) {
-        const keys = yield* sql<{ redirect_uris: ReadonlyArray<string> }>`SELECT redirect_uris FROM access_keys WHERE id = ${caller.accessKeyId}`.pipe(Effect.orDie)
-        const problem = redirectUriProblem(input.redirectUri, keys[0]?.redirect_uris ?? [])
+        const problem = redirectUriProblem(input.redirectUri, caller.redirectUris)
         if (problem !== undefined) return yield* new DelegationInvalid({ code: "validation_error", field: "redirectUri", detail: problem })
         if (input.projectId !== undefined) {
           const project = yield* sql`SELECT 1 FROM projects WHERE id = ${input.projectId} AND tenant_id = ${caller.tenantId}`.pipe(Effect.orDie)

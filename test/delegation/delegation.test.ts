@@ -132,7 +132,16 @@ describe("signed requests", () => {
     expectEnvelope(await service.request("POST", "/api/v3/eak/delegations", { key: null, body }), 401, "signature_malformed")
     // A revoked access key is refused at once.
     const spare = await createAccessKey(service, tenant)
+    const lastUse = async () => {
+      const keys = await as(service, tenant.adminToken)("GET", `/v1/tenants/${tenant.tenantId}/access_keys`)
+      return keys.json.items.find((item: { id: string }) => item.id === spare.id).last_used_at as string | null
+    }
+    expect(await lastUse()).toBeNull()
+    // A wrongly signed request is not a use of the key; a correct one is.
+    expectEnvelope(await signed(service, spare, "POST", "/api/v3/eak/delegations", requestBody(), { secret: `wask_${"x".repeat(43)}` }), 401, "signature_invalid")
+    expect(await lastUse()).toBeNull()
     expect((await signed(service, spare, "POST", "/api/v3/eak/delegations", requestBody())).status).toBe(201)
+    expect(Date.parse((await lastUse())!)).toBeGreaterThan(Date.now() - 60_000)
     expect((await as(service, tenant.adminToken)("DELETE", `/v1/tenants/${tenant.tenantId}/access_keys/${spare.id}`)).status).toBe(200)
     expectEnvelope(await signed(service, spare, "POST", "/api/v3/eak/delegations", requestBody()), 401, "access_key_unknown")
   })

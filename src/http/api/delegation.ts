@@ -12,6 +12,7 @@
  * writes them; the console endpoints are snake_case like their siblings.
  */
 import { Context, Schema } from "effect"
+import type { SignedCaller } from "../../delegation/delegations.ts"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSecurity, OpenApi } from "effect/http-api"
 import { BadRequest, Conflict, Forbidden, NotFound, TooManyRequests, Unauthorized, ValidationError } from "../errors.ts"
 import { delegationScopes } from "../../delegation/scopes.ts"
@@ -25,10 +26,7 @@ const Bounded = (min: number, max: number) => Schema.String.check(Schema.isMinLe
 const IdParam = Schema.String.check(Schema.isMaxLength(64))
 
 /** The access key of a signed request. */
-export class CurrentAccessKey extends Context.Service<CurrentAccessKey, {
-  readonly accessKeyId: string
-  readonly tenantId: string
-}>()("wa/http/CurrentAccessKey") {}
+export class CurrentAccessKey extends Context.Service<CurrentAccessKey, SignedCaller>()("wa/http/CurrentAccessKey") {}
 
 /**
  * `Authorization: WA-HMAC-SHA256 Credential=<wak_...>, Timestamp=<unix s>, Nonce=<16..64>, Signature=<hex>`.
