@@ -13,7 +13,7 @@
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { BudgetExceeded, InsufficientCredits } from "../domain/errors.ts"
-import { capMicrosOf, type Exhausted, Ledger, WARNING_RATIO } from "./ledger.ts"
+import { type Balance, capMicrosOf, type Exhausted, Ledger, WARNING_RATIO } from "./ledger.ts"
 
 export interface BudgetStatus {
   /** The monthly cap in micro-USD; null: no cap. */
@@ -31,6 +31,8 @@ export interface BudgetStatus {
 export class Budget extends Context.Service<Budget, {
   /** The cap and this period's spend; what QuotaStatus reports. */
   readonly status: (projectId: string) => Effect.Effect<BudgetStatus>
+  /** The status and the balance it was computed from (one read of each). */
+  readonly statusWithBalance: (projectId: string) => Effect.Effect<{ readonly status: BudgetStatus; readonly balance: Balance }>
   /** Sets (micro-USD) or removes (null) the project's cap. */
   readonly setCap: (projectId: string, capMicros: number | null) => Effect.Effect<BudgetStatus>
   /**
@@ -69,6 +71,7 @@ export class Budget extends Context.Service<Budget, {
 
       return Budget.of({
         status,
+        statusWithBalance: Effect.fn("Budget.statusWithBalance")(statusAndBalance),
         exhausted: Effect.fn("Budget.exhausted")(function*(projectId: string) {
           if (!ledger.enabled) return null
           const { status: current, balance } = yield* statusAndBalance(projectId)

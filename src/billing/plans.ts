@@ -36,8 +36,15 @@ export class Plans extends Context.Service<Plans, {
   /** The project's plan (its subscription's, else the default). */
   readonly forProject: (projectId: string) => Effect.Effect<Plan>
   readonly subscription: (projectId: string) => Effect.Effect<ProjectPlan>
-  /** Open sessions one key of the project may hold: the plan's concurrency, or the env override. */
+  /**
+   * The caps a plan sets, as enforced: open sessions per key (WA_MAX_CONCURRENT_SESSIONS overrides
+   * every plan's) and scheduled runs under way per project (WA_SCHEDULED_CAP overrides).
+   */
+  readonly capsOf: (plan: Plan) => { readonly concurrency: number; readonly scheduled: number }
+  /** Open sessions one key of the project may hold (capsOf its plan). */
   readonly concurrencyCap: (projectId: string) => Effect.Effect<number>
+  /** Runs of the project's schedules that may be under way at once (capsOf its plan). */
+  readonly scheduledCap: (projectId: string) => Effect.Effect<number>
   /** Puts the project on a plan (a subscription) and grants the period's credits if not yet granted. */
   readonly set: (projectId: string, planId: string) => Effect.Effect<ProjectPlan, UnknownPlan>
   /** Ends the subscription: back to the default plan, no more monthly grants. */
@@ -50,7 +57,12 @@ export class Plans extends Context.Service<Plans, {
       const config = yield* AppConfig
       const table = loadPlanTable(Option.getOrUndefined(config.plansFile), Option.getOrUndefined(config.defaultPlan))
       const byId = new Map(table.plans.map((plan) => [plan.id, plan]))
-      const override = Option.getOrUndefined(config.maxConcurrentSessionsOverride)
+      const concurrencyOverride = Option.getOrUndefined(config.maxConcurrentSessionsOverride)
+      const scheduledOverride = Option.getOrUndefined(config.scheduledCapOverride)
+      const capsOf = (plan: Plan) => ({
+        concurrency: concurrencyOverride ?? plan.concurrency,
+        scheduled: scheduledOverride ?? plan.scheduledCap
+      })
 
       // The credits subscriptions are granted follow the table as configured now (a plan gone from
       // the table grants nothing; its projects are on the default plan's caps).
@@ -81,8 +93,12 @@ export class Plans extends Context.Service<Plans, {
         table,
         forProject: (projectId) => subscription(projectId).pipe(Effect.map((s) => s.plan)),
         subscription,
+        capsOf,
+        // An override needs no read of the project's plan.
         concurrencyCap: (projectId) =>
-          override !== undefined ? Effect.succeed(override) : subscription(projectId).pipe(Effect.map((s) => s.plan.concurrency)),
+          concurrencyOverride !== undefined ? Effect.succeed(concurrencyOverride) : subscription(projectId).pipe(Effect.map((s) => capsOf(s.plan).concurrency)),
+        scheduledCap: (projectId) =>
+          scheduledOverride !== undefined ? Effect.succeed(scheduledOverride) : subscription(projectId).pipe(Effect.map((s) => capsOf(s.plan).scheduled)),
         set: Effect.fn("Plans.set")(function*(projectId: string, planId: string) {
           const plan = byId.get(planId)
           if (plan === undefined) return yield* new UnknownPlan({ planId, known: table.plans.map((p) => p.id) })

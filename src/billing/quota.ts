@@ -6,13 +6,10 @@
  */
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
-import { AppConfig } from "../config/config.ts"
-import { scheduledCapOf, scheduledRunning } from "../schedules/session-schedules.ts"
-import { type Balance, capMicrosOf, Ledger } from "./ledger.ts"
+import { scheduledRunning } from "../schedules/session-schedules.ts"
+import { Budget } from "./budget.ts"
+import type { Balance } from "./ledger.ts"
 import { type Plan, Plans } from "./plans.ts"
-
-/** The share of the monthly quota at which QuotaStatus warns (spec: a soft warning at 80 %). */
-export const QUOTA_WARNING_PERCENT = 80
 
 export interface KeyConcurrency {
   readonly keyId: string
@@ -30,6 +27,9 @@ export interface QuotaStatus {
   /** Charges of the current period, positive micro-USD. */
   readonly spentMicros: number
   readonly quotaMicros: number | null
+  /** At or past 80 % of the quota, and at or past all of it: as Budget decides (see budget.ts). */
+  readonly warning: boolean
+  readonly exceeded: boolean
   readonly scheduledCap: number
   readonly scheduledRunning: number
   readonly concurrency: ReadonlyArray<KeyConcurrency>
@@ -46,14 +46,14 @@ export class Quota extends Context.Service<Quota, {
     Quota,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
-      const ledger = yield* Ledger
+      const budget = yield* Budget
       const plans = yield* Plans
-      const config = yield* AppConfig
       return Quota.of({
         status: Effect.fn("Quota.status")(function*(projectId: string) {
           const { plan, subscriptionStatus } = yield* plans.subscription(projectId)
-          const cap = yield* plans.concurrencyCap(projectId)
-          const account = yield* ledger.account(projectId)
+          const caps = plans.capsOf(plan)
+          // The quota is the budget cap: its spend, warning and stop are Budget's.
+          const { status, balance } = yield* budget.statusWithBalance(projectId)
           // Keys that can still open sessions (revoked ones in their grace window included).
           const keys = yield* sql<{ id: string; name: string | null; running: number }>`
             SELECT k.id, k.name,
@@ -65,16 +65,17 @@ export class Quota extends Context.Service<Quota, {
             projectId,
             plan,
             subscriptionStatus,
-            balance: account.balance,
-            spentMicros: account.totalMicros,
-            // The enforced cap (the project's own, else its plan's quota): capMicrosOf.
-            quotaMicros: yield* capMicrosOf(sql, projectId).pipe(Effect.orDie),
-            scheduledCap: yield* scheduledCapOf(projectId).pipe(Effect.provideService(AppConfig, config), Effect.provideService(Plans, plans)),
+            balance,
+            spentMicros: status.spentMicros,
+            quotaMicros: status.capMicros,
+            warning: status.warning,
+            exceeded: status.exceeded,
+            scheduledCap: caps.scheduled,
             scheduledRunning: yield* scheduledRunning(projectId).pipe(Effect.provideService(SqlClient.SqlClient, sql)),
-            concurrency: keys.map((k) => ({ keyId: k.id, keyName: k.name, running: k.running, cap }))
+            concurrency: keys.map((k) => ({ keyId: k.id, keyName: k.name, running: k.running, cap: caps.concurrency }))
           }
         })
       })
     })
-  ).pipe(Layer.provide(Layer.mergeAll(Ledger.layer, Plans.layer)))
+  ).pipe(Layer.provide(Layer.mergeAll(Budget.layer, Plans.layer)))
 }

@@ -80,7 +80,7 @@ export const AppConfigSchema = Config.all({
   schedulerPollMs: Config.Int("WA_SCHEDULER_POLL_MS").pipe(Config.withDefault(500)),
   /**
    * WA_SCHEDULED_CAP when set: overrides every plan's scheduled-run cap (`scheduled_running` <= it).
-   * Read only through scheduledCapOf in src/schedules/session-schedules.ts.
+   * Read only through Plans.capsOf (src/billing/plans.ts).
    */
   scheduledCapOverride: Config.option(Config.Int("WA_SCHEDULED_CAP")),
   /** Consecutive failed ticks after which an active monitor becomes `failing`. */

@@ -95,6 +95,16 @@ describe("plans", () => {
     })
     expect(quota.json.concurrency).toEqual([expect.objectContaining({ running: 0, cap: 2 })])
     expect((await service.request("GET", `${base()}/billing/account`)).json.plan).toBe("free")
+
+    // A quota of zero is spent before anything is charged: QuotaStatus says exceeded, as new runs
+    // are refused (402 budget_exceeded), then nothing once the cap is lifted.
+    await cli("budget", "set", "--project", service.projectId, "--usd", "0")
+    expect((await service.request("GET", `${base()}/billing/quota`)).json).toMatchObject({ monthly_quota: 0, quota_used: 0, quota_warning: true, quota_exceeded: true })
+    const refused = await service.request("POST", `${base()}/do_anything/sessions`, { body: { instructions: "over the quota" } })
+    expect(refused.status, refused.text).toBe(402)
+    expect(refused.json.code).toBe("budget_exceeded")
+    await cli("budget", "set", "--project", service.projectId, "--usd", "none")
+    expect((await service.request("GET", `${base()}/billing/quota`)).json).toMatchObject({ monthly_quota: null, quota_warning: false, quota_exceeded: false })
   })
 
   it("10 parallel creates against the free plan's cap of 2 open exactly 2 sessions", async () => {

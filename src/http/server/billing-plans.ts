@@ -3,7 +3,7 @@ import { Effect, Layer, Option } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { AutoRecharge, type AutoRechargeView } from "../../billing/auto-recharge.ts"
 import { toMicros, usd2 } from "../../billing/ledger.ts"
-import { Quota, QUOTA_WARNING_PERCENT, quotaUsedPercent } from "../../billing/quota.ts"
+import { Quota, quotaUsedPercent } from "../../billing/quota.ts"
 import { StripeBilling } from "../../billing/stripe.ts"
 import { AppConfig } from "../../config/config.ts"
 import { WebAgentApi } from "../api/api.ts"
@@ -67,8 +67,8 @@ export const BillingPlansHandlers = HttpApiBuilder.group(
             quota_used: status.spentMicros,
             quota_used_usd: usd2(status.spentMicros),
             quota_used_percent: percent,
-            quota_warning: percent !== null && percent >= QUOTA_WARNING_PERCENT,
-            quota_exceeded: percent !== null && percent >= 100
+            quota_warning: status.warning,
+            quota_exceeded: status.exceeded
           }
         }))
       .handle("getAutoRecharge", () =>
