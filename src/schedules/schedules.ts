@@ -29,6 +29,21 @@ export interface ScheduleOwner {
   readonly id: string
 }
 
+/**
+ * Records a firing for `slot` outside the timed slots (an event trigger), for the next scheduler
+ * pass of any node to dispatch with the same lease and retries as a timed one: attempts 0 and
+ * retry_at now, so the pass's retry claim takes it (and counts it as attempt 1). SQL only, to run
+ * in the caller's transaction; a slot recorded already is left as it is. Schedules.wake has this
+ * node look at once.
+ */
+export const recordQueuedFiring = (owner: ScheduleOwner, slot: Date, at: Date) =>
+  SqlClient.SqlClient.use((sql) =>
+    sql`
+      INSERT INTO schedule_firings (owner_kind, owner_id, slot_at, fired_at, attempts, retry_at)
+      VALUES (${owner.kind}, ${owner.id}, ${slot}, ${at}, 0, ${at})
+      ON CONFLICT DO NOTHING`
+  )
+
 export interface ScheduleState {
   readonly spec: StoredSchedule
   /** The slot that fires next; null while paused. */
@@ -100,11 +115,10 @@ export class Schedules extends Context.Service<Schedules, {
     readonly paused?: boolean | undefined
   }) => Effect.Effect<void>
   /**
-   * Records a firing for `slot` outside the timed slots (an event trigger) and has it dispatched at
-   * once, with the same lease and retries as a timed one. Joins the caller's transaction. False when
-   * that slot was recorded already.
+   * Looks for work now instead of at the next poll: after a firing was recorded outside the timed
+   * slots (recordQueuedFiring, an event trigger), so this node dispatches it at once.
    */
-  readonly enqueue: (owner: ScheduleOwner, slot: Date) => Effect.Effect<boolean>
+  readonly wake: Effect.Effect<void>
   /** Stops firing (next_fire_at NULL); false when the owner has no schedule. */
   readonly pause: (owner: ScheduleOwner) => Effect.Effect<boolean>
   /** A paused schedule fires again from the first slot after now (missed slots are not fired); false when the owner has no schedule. */
@@ -391,17 +405,6 @@ const makeSchedules = Effect.fnUntraced(function*(options: SchedulerOptions) {
     return true
   })
 
-  const enqueue = Effect.fn("Schedules.enqueue")(function*(owner: ScheduleOwner, slot: Date) {
-    const at = yield* now
-    // attempts 0 and retry_at now: the next pass's retry claim takes it (and counts it as attempt 1).
-    const rows = yield* sql`
-      INSERT INTO schedule_firings (owner_kind, owner_id, slot_at, fired_at, attempts, retry_at)
-      VALUES (${owner.kind}, ${owner.id}, ${slot}, ${at}, 0, ${at})
-      ON CONFLICT DO NOTHING RETURNING owner_id`.pipe(Effect.orDie)
-    yield* wakeLoop
-    return rows.length > 0
-  })
-
   const remove = Effect.fn("Schedules.remove")(function*(owner: ScheduleOwner) {
     yield* sql`DELETE FROM schedules WHERE ${key(owner)}`.pipe(Effect.orDie)
     yield* sql`DELETE FROM schedule_firings WHERE ${key(owner)}`.pipe(Effect.orDie)
@@ -430,7 +433,7 @@ const makeSchedules = Effect.fnUntraced(function*(options: SchedulerOptions) {
 
   return Schedules.of({
     set,
-    enqueue,
+    wake: wakeLoop,
     pause,
     resume,
     remove,

@@ -31,7 +31,7 @@ import { makeId } from "../domain/ids.ts"
 import { DoAnythingRequest, type Run, type RunId, type SessionId, storedRequest } from "../domain/run.ts"
 import { SessionEntity } from "../entities/session.ts"
 import { RunStore } from "../store/runs.ts"
-import { Schedules } from "./schedules.ts"
+import { recordQueuedFiring, Schedules } from "./schedules.ts"
 import { clampProposal, type SessionScheduleSpec, StoredSchedule, storedSchedule } from "./spec.ts"
 import { isTerminal, type RunStatus } from "../domain/run-state.ts"
 
@@ -204,11 +204,7 @@ export const queueTrigger = (projectId: string, scheduleId: string, payload: unk
       INSERT INTO session_schedule_firings (schedule_id, slot_at, project_id, trigger, payload, outcome, created_at, source_key)
       VALUES (${scheduleId}, ${slot}, ${projectId}, 'event', ${payload === undefined ? null : JSON.stringify(payload)}::jsonb, 'pending', ${at}, ${sourceKey ?? null})
       RETURNING *`
-    // attempts 0 and retry_at now: the next pass's retry claim (on any node) dispatches it.
-    yield* sql`
-      INSERT INTO schedule_firings (owner_kind, owner_id, slot_at, fired_at, attempts, retry_at)
-      VALUES (${SESSION_SCHEDULE_OWNER}, ${scheduleId}, ${slot}, ${at}, 0, ${at})
-      ON CONFLICT DO NOTHING`
+    yield* recordQueuedFiring({ kind: SESSION_SCHEDULE_OWNER, id: scheduleId }, slot, at)
     return { _tag: "queued" as const, firing: firingFromRow(firing!) }
   })
 
@@ -478,8 +474,8 @@ export class SessionSchedules extends Context.Service<SessionSchedules, {
           )
           if (queued._tag === "not_found") return yield* new ScheduleNotFound({ scheduleId })
           if (queued._tag === "paused") return yield* new SchedulePaused({ scheduleId })
-          // Recorded already; this only wakes this process's scheduler loop for it.
-          yield* schedules.enqueue(owner(scheduleId), queued.firing.slot_at)
+          // Recorded by queueTrigger; this node's scheduler looks at once instead of at its next poll.
+          yield* schedules.wake
           return queued.firing
         }),
         fire
