@@ -18,8 +18,8 @@ import { CallToolRequestSchema, type CallToolResult, ListToolsRequestSchema } fr
 import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
 import { createClient, type WebAgentClient, WebAgentError } from "../client/index.ts"
-import type { StreamEvent } from "../client/sse.ts"
 import type { Connection } from "./config.ts"
+import { describeEvent } from "./render.ts"
 
 const stringArray = { type: "array", items: { type: "string" } } as const
 
@@ -102,28 +102,6 @@ const ok = (body: string, structured: Record<string, unknown>, isError = false):
   structuredContent: structured,
   ...(isError ? { isError: true } : {})
 })
-
-const describeEvent = (event: StreamEvent): string | undefined => {
-  const data = (event.data ?? {}) as Record<string, any>
-  switch (event.type) {
-    case "run.action.started":
-      return `${data.action}${data.params && Object.keys(data.params).length > 0 ? ` ${JSON.stringify(data.params).slice(0, 200)}` : ""}`
-    case "run.action.failed":
-      return `${data.action} failed`
-    case "run.message":
-      return `${data.role ?? "agent"}: ${String(data.content).slice(0, 200)}`
-    case "run.status_changed":
-      return `status ${data.status}`
-    case "run.phase_changed":
-      return `phase ${data.phase}`
-    case "run.research.progress":
-      return `${data.phase ?? "progress"}${data.section_id ? ` ${data.section_id}` : ""}`
-    case "run.input_request":
-      return `waiting for input: ${String(data.prompt ?? "").slice(0, 200)}`
-    default:
-      return undefined
-  }
-}
 
 const args = (value: unknown): Record<string, any> => (typeof value === "object" && value !== null ? value as Record<string, any> : {})
 

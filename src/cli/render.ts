@@ -11,6 +11,45 @@ const short = (value: unknown, max = 80): string => {
   return line.length > max ? `${line.slice(0, max - 1)}…` : line
 }
 
+/**
+ * The line a person following a run sees for an event: the CLI's progress on stderr and the MCP
+ * server's progress notifications. Undefined for events that add nothing to read (the final
+ * result, cost updates, screenshots).
+ */
+export const describeEvent = (event: StreamEvent): string | undefined => {
+  const data = (event.data ?? {}) as Record<string, any>
+  switch (event.type) {
+    case "run.status_changed":
+      return `status: ${data.status ?? data.to}${data.phase ? ` (${data.phase})` : ""}`
+    case "run.phase_changed":
+      return `phase: ${data.phase}`
+    case "run.action.started":
+      return `→ ${data.action}${data.params && Object.keys(data.params).length > 0 ? ` ${short(data.params, 100)}` : ""}`
+    case "run.action.completed":
+      return `✓ ${data.action}${data.result !== undefined && data.action !== "done" ? ` ${short(data.result, 100)}` : ""}`
+    case "run.action.failed":
+      return `✗ ${data.action}: ${short(data.error ?? data.detail ?? data.message ?? data, 120)}`
+    case "run.message":
+      return `${data.role ?? "agent"}: ${short(data.content, 200)}`
+    case "run.input_request":
+      return `? ${short(data.prompt, 300)}`
+    case "run.input_request_resolved":
+      return "✓ answered"
+    case "run.research.progress":
+      return `  ${data.phase ?? "progress"}${data.section_id ? ` ${data.section_id}` : ""}${
+        data.sources_found !== undefined ? ` sources ${data.sources_found}/${data.sources_target ?? "?"}` : ""
+      }`
+    case "run.search.progress":
+      return `  ${short(data, 120)}`
+    case "run.completed":
+    case "run.cost_update":
+    case "run.screenshot":
+      return undefined
+    default:
+      return `· ${event.type}`
+  }
+}
+
 export class Progress {
   private steps = 0
   private current = ""
@@ -25,51 +64,19 @@ export class Progress {
     this.live = out.isTTY === true
   }
 
-  /** Prints the lines an event deserves and updates the progress line. */
+  /** Prints the line an event deserves and updates the progress line. */
   event(event: StreamEvent): void {
     const data = (event.data ?? {}) as Record<string, any>
-    switch (event.type) {
-      case "run.status_changed":
-        this.print(`status: ${data.status ?? data.to}${data.phase ? ` (${data.phase})` : ""}`)
-        break
-      case "run.phase_changed":
-        this.phase = String(data.phase)
-        this.print(`phase: ${data.phase}`)
-        break
-      case "run.action.started":
-        this.steps++
-        this.current = String(data.action ?? "")
-        this.print(`→ ${data.action}${data.params && Object.keys(data.params).length > 0 ? ` ${short(data.params, 100)}` : ""}`)
-        break
-      case "run.action.completed":
-        this.print(`✓ ${data.action}${data.result !== undefined && data.action !== "done" ? ` ${short(data.result, 100)}` : ""}`)
-        break
-      case "run.action.failed":
-        this.print(`✗ ${data.action}: ${short(data.error ?? data.detail ?? data.message ?? data, 120)}`)
-        break
-      case "run.message":
-        this.print(`${data.role ?? "agent"}: ${short(data.content, 200)}`)
-        break
-      case "run.input_request":
-        this.print(`? ${short(data.prompt, 300)}`)
-        break
-      case "run.input_request_resolved":
-        this.print("✓ answered")
-        break
-      case "run.research.progress":
-        this.phase = data.phase ?? this.phase
-        this.print(`  ${data.phase ?? "progress"}${data.section_id ? ` ${data.section_id}` : ""}${data.sources_found !== undefined ? ` sources ${data.sources_found}/${data.sources_target ?? "?"}` : ""}`)
-        break
-      case "run.search.progress":
-        this.print(`  ${short(data, 120)}`)
-        break
-      case "run.completed":
-      case "run.cost_update":
-      case "run.screenshot":
-        break
-      default:
-        this.print(`· ${event.type}`)
+    if (event.type === "run.action.started") {
+      this.steps++
+      this.current = String(data.action ?? "")
+    } else if (event.type === "run.phase_changed") {
+      this.phase = String(data.phase)
+    } else if (event.type === "run.research.progress") {
+      this.phase = data.phase ?? this.phase
     }
+    const line = describeEvent(event)
+    if (line !== undefined) this.print(line)
     this.render()
   }
 

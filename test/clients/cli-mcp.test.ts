@@ -253,7 +253,7 @@ describe("wa mcp", () => {
       expect(result.isError).toBeFalsy()
       expect(result.structuredContent).toMatchObject({ status: "done", output: { done: true }, run_id: expect.stringMatching(/^run_/) })
       expect(JSON.parse((result.content as Array<{ text: string }>)[0]!.text)).toEqual({ done: true })
-      expect(progress.filter((p) => p.message?.startsWith("wait_for"))).toHaveLength(2)
+      expect(progress.filter((p) => p.message?.startsWith("→ wait_for"))).toHaveLength(2)
       expect(progress.map((p) => p.progress)).toEqual(progress.map((_, i) => i + 1))
 
       // Canceling the tool call cancels the run.
@@ -292,7 +292,7 @@ describe("wa mcp", () => {
       expect(research.isError, JSON.stringify(research.content)).toBeFalsy()
       expect(research.structuredContent).toMatchObject({ status: "done", citations_count: expect.any(Number) })
       expect((research.content as Array<{ text: string }>)[0]!.text).toContain("Costs")
-      expect(progress.map((p) => p.message)).toContain("phase synthesize")
+      expect(progress.map((p) => p.message)).toContain("phase: synthesize")
 
       const tracked = await client.callTool({ name: "track", arguments: { intent: "Watch widget history", target_urls: [fx.web.url("127.0.0.3", "/doc/widget-history")], interval_seconds: 3600 } })
       expect(tracked.structuredContent).toMatchObject({ monitor_id: expect.any(String), status: "active", notify_secret: expect.any(String) })
