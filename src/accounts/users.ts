@@ -47,6 +47,15 @@ export type ProjectAccess = { readonly role: "admin" | "member" } | "none" | "di
 
 export const normalizeEmail = (email: string) => email.trim().toLowerCase()
 
+interface SessionRow {
+  readonly id: string
+  readonly user_id: string
+  readonly email: string
+  readonly kind: SessionKind
+  readonly expires_at: Date
+  readonly ended: boolean
+}
+
 export class Users extends Context.Service<Users, {
   /** A new user with a password identity (CLI, invitation acceptance). 409 when the email has an account. */
   readonly create: (input: { readonly email: string; readonly password: string; readonly displayName: string | null }) => Effect.Effect<UserRow & { readonly identity_id: string }, AccountConflict>
@@ -67,7 +76,7 @@ export class Users extends Context.Service<Users, {
   readonly changePassword: (session: ConsoleSession, current: string, next: string) => Effect.Effect<void, InvalidCredentials>
   readonly get: (userId: string) => Effect.Effect<UserRow | undefined>
   /** A new session for a user who proved who they are some other way (SSO). */
-  readonly startSession: (userId: string, kind: SessionKind) => Effect.Effect<SignedIn>
+  readonly startSession: (user: UserRow, kind: SessionKind) => Effect.Effect<SignedIn>
   /**
    * The user of an SSO identity: the one linked to (provider, subject); else the account with the
    * provider's verified email, which gets the identity linked; else a new account (no password).
@@ -155,20 +164,16 @@ export class Users extends Context.Service<Users, {
         return { user, ...started }
       })
 
+      /** The session a row of console_sessions (joined with its user) stands for, or why none. */
+      const sessionOf = (row: SessionRow | undefined): ConsoleSession | "unknown" | "ended" =>
+        row === undefined ? "unknown" : row.ended ? "ended" : { sessionId: row.id, userId: row.user_id, email: row.email, kind: row.kind, expiresAt: row.expires_at }
+
       const authenticate = (token: string): Effect.Effect<ConsoleSession | SessionFailure> => {
         if (!isWellFormedSessionToken(token)) return Effect.succeed("malformed" as const)
-        return sql<{ id: string; user_id: string; email: string; kind: SessionKind; expires_at: Date; ended: boolean }>`
+        return sql<SessionRow>`
           SELECT s.id, s.user_id, u.email, s.kind, s.expires_at, (s.revoked_at IS NOT NULL OR s.expires_at <= now()) AS ended
           FROM console_sessions s JOIN users u ON u.id = s.user_id
-          WHERE s.token_hash = ${hashToken(token)}`.pipe(
-          Effect.map((rows) => {
-            const row = rows[0]
-            if (row === undefined) return "unknown" as const
-            if (row.ended) return "ended" as const
-            return { sessionId: row.id, userId: row.user_id, email: row.email, kind: row.kind, expiresAt: row.expires_at }
-          }),
-          Effect.orDie
-        )
+          WHERE s.token_hash = ${hashToken(token)}`.pipe(Effect.map((rows) => sessionOf(rows[0])), Effect.orDie)
       }
 
       const onProjectStatement = `
@@ -180,22 +185,16 @@ export class Users extends Context.Service<Users, {
         WHERE s.token_hash = $1`
       const authenticateOnProject = (token: string, projectId: string) => {
         if (!isWellFormedSessionToken(token)) return Effect.succeed("malformed" as const)
-        return sql.unsafe<{
-          id: string
-          user_id: string
-          email: string
-          kind: SessionKind
-          expires_at: Date
-          ended: boolean
-          role: "admin" | "member" | null
-          status: "active" | "disabled" | null
-        }>(onProjectStatement, [hashToken(token), projectId]).pipe(
+        return sql.unsafe<SessionRow & { role: "admin" | "member" | null; status: "active" | "disabled" | null }>(
+          onProjectStatement,
+          [hashToken(token), projectId]
+        ).pipe(
           Effect.map((rows) => {
-            const row = rows[0]
-            if (row === undefined) return "unknown" as const
-            if (row.ended) return "ended" as const
-            const access: ProjectAccess = row.role === null ? "none" : row.status !== "active" ? "disabled" : { role: row.role }
-            return { sessionId: row.id, userId: row.user_id, email: row.email, kind: row.kind, expiresAt: row.expires_at, access }
+            const session = sessionOf(rows[0])
+            if (typeof session === "string") return session
+            const { role, status } = rows[0]! // a session comes only from a row
+            const access: ProjectAccess = role === null ? "none" : status !== "active" ? "disabled" : { role }
+            return { ...session, access }
           }),
           Effect.orDie
         )
@@ -219,13 +218,8 @@ export class Users extends Context.Service<Users, {
         })).pipe(Effect.orDie)
       })
 
-      const startSessionFor = (userId: string, kind: SessionKind) =>
-        Effect.gen(function*() {
-          const user = yield* get(userId)
-          if (user === undefined) return yield* Effect.die(new Error(`no user ${userId}`))
-          const started = yield* startSession(user.id, user.email, kind).pipe(Effect.orDie)
-          return { user, ...started }
-        })
+      const startSessionFor = (user: UserRow, kind: SessionKind) =>
+        startSession(user.id, user.email, kind).pipe(Effect.map((started) => ({ user, ...started })), Effect.orDie)
 
       const resolveSsoIdentity = (providerId: string, subject: string, email: string) =>
         sql.withTransaction(Effect.gen(function*() {

@@ -180,7 +180,7 @@ export const AuthPublicHandlers = HttpApiBuilder.group(
             return yield* new Unauthorized({ code: "sso_failed", detail: "this SSO sign-in was not started in this browser; start again", extra: {} })
           }
           const done = yield* accountHttpErrors(sso.complete(params.provider_id, callbackUrl))
-          const signedIn = yield* users.startSession(done.user.id, "cookie")
+          const signedIn = yield* users.startSession(done.user, "cookie")
           const options = yield* cookieOptions
           return yield* withSessionCookies(HttpServerResponse.redirect(done.returnTo, { status: 302 }), signedIn.token, signedIn.session.expiresAt, options.secure).pipe(
             Effect.flatMap(HttpServerResponse.expireCookie(SSO_STATE_COOKIE, { ...options, sameSite: "lax", httpOnly: true, path: "/v1/auth/sso" })),
