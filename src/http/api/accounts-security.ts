@@ -4,18 +4,11 @@
  * `wa_session` cookie, whose writes also need the `X-CSRF-Token` header. API keys act for one
  * project and are refused here (403). Implementation: src/http/middleware/console-session.ts.
  */
-import type { ProjectId } from "../../domain/run.ts"
 import { Context } from "effect"
 import { HttpApiMiddleware, HttpApiSecurity } from "effect/http-api"
 import type { ConsoleSession } from "../../accounts/users.ts"
 import { Forbidden, TooManyRequests, Unauthorized } from "../errors.ts"
-import { CurrentKey } from "./security.ts"
-
-/**
- * The CurrentKey project of account endpoints (no project): idempotency records are kept under it.
- * Not a project id (ids are `proj_...`), so it can never name a real project's rows.
- */
-export const CONSOLE_SCOPE = "console" as ProjectId
+import type { CurrentCaller } from "./security.ts"
 
 export const SESSION_COOKIE = "wa_session"
 export const CSRF_COOKIE = "wa_csrf"
@@ -27,10 +20,10 @@ export class CurrentUser extends Context.Service<CurrentUser, ConsoleSession & {
 }>()("wa/http/CurrentUser") {}
 
 /**
- * Also provides CurrentKey (keyId: the user's id, projectId: CONSOLE_SCOPE, scope run), so the
- * per-key rate limit and Idempotency-Key replay apply to account writes per user as well.
+ * Also provides CurrentCaller (space `console`, the user's id), so the rate limit and
+ * Idempotency-Key replay apply to account writes per user as well.
  */
-export class ConsoleAuth extends HttpApiMiddleware.Service<ConsoleAuth, { provides: CurrentUser | CurrentKey }>()(
+export class ConsoleAuth extends HttpApiMiddleware.Service<ConsoleAuth, { provides: CurrentUser | CurrentCaller }>()(
   "wa/http/ConsoleAuth",
   {
     requiredForClient: true,

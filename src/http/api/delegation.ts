@@ -19,7 +19,7 @@ import { delegationScopes } from "../../delegation/scopes.ts"
 import { PageQuery } from "../pagination.ts"
 import { ConsoleAuth } from "./accounts-security.ts"
 import { Timestamp } from "./schemas.ts"
-import { CurrentKey, Idempotency, RateLimit } from "./security.ts"
+import { type CurrentCaller, Idempotency, RateLimit } from "./security.ts"
 
 const strict = { errors: "all", onExcessProperty: "error" } as const
 const Bounded = (min: number, max: number) => Schema.String.check(Schema.isMinLength(min), Schema.isMaxLength(max))
@@ -32,7 +32,7 @@ export class CurrentAccessKey extends Context.Service<CurrentAccessKey, SignedCa
  * `Authorization: WA-HMAC-SHA256 Credential=<wak_...>, Timestamp=<unix s>, Nonce=<16..64>, Signature=<hex>`.
  * 401 signature_malformed / signature_expired / signature_replayed / signature_invalid / access_key_unknown.
  */
-export class SignedRequest extends HttpApiMiddleware.Service<SignedRequest, { provides: CurrentAccessKey | CurrentKey }>()(
+export class SignedRequest extends HttpApiMiddleware.Service<SignedRequest, { provides: CurrentAccessKey | CurrentCaller }>()(
   "wa/http/SignedRequest",
   {
     security: { signature: HttpApiSecurity.apiKey({ key: "Authorization", in: "header" }) },

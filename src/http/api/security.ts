@@ -26,6 +26,26 @@ export class CurrentKey extends Context.Service<CurrentKey, {
 }>()("wa/http/CurrentKey") {}
 
 /**
+ * Who a request counts against: the owner of its rate-limit budget and of its Idempotency-Key
+ * records. `space` is where the caller acts (the project of a project endpoint, `console` on the
+ * account endpoints, `delegation` on the signed delegation service); `id` is the API key, console
+ * user or access key. Every authentication middleware provides it.
+ */
+export class CurrentCaller extends Context.Service<CurrentCaller, {
+  readonly space: string
+  readonly id: string
+}>()("wa/http/CurrentCaller") {}
+
+/** CurrentKey and the CurrentCaller it is, for a project endpoint's authentication to provide. */
+export const provideKey = <A, E, R>(
+  effect: Effect.Effect<A, E, R>,
+  key: CurrentKey["Service"]
+): Effect.Effect<A, E, Exclude<R, CurrentKey | CurrentCaller>> =>
+  // One context update for both (this runs on every authenticated request).
+  Effect.updateContext(effect, (context: Context.Context<Exclude<R, CurrentKey | CurrentCaller>>) =>
+    Context.add(Context.add(context, CurrentKey, key), CurrentCaller, { space: key.projectId, id: key.keyId }) as Context.Context<R>)
+
+/**
  * The 403 a key gets for an operation that needs `required`, or undefined when it may. `run` is
  * what every authenticated key may do, a revoked one in its grace window included; `admin` needs
  * an admin key that is not revoked.
@@ -59,7 +79,7 @@ export const requireScope = (required: ApiKeyScope): Effect.Effect<void, Forbidd
     return failure === undefined ? Effect.void : Effect.fail(failure)
   })
 
-export class Authentication extends HttpApiMiddleware.Service<Authentication, { provides: CurrentKey }>()(
+export class Authentication extends HttpApiMiddleware.Service<Authentication, { provides: CurrentKey | CurrentCaller }>()(
   "wa/http/Authentication",
   {
     requiredForClient: true,
@@ -68,12 +88,12 @@ export class Authentication extends HttpApiMiddleware.Service<Authentication, { 
   }
 ) {}
 
-export class RateLimit extends HttpApiMiddleware.Service<RateLimit, { requires: CurrentKey }>()(
+export class RateLimit extends HttpApiMiddleware.Service<RateLimit, { requires: CurrentCaller }>()(
   "wa/http/RateLimit",
   { error: TooManyRequests }
 ) {}
 
-export class Idempotency extends HttpApiMiddleware.Service<Idempotency, { requires: CurrentKey }>()(
+export class Idempotency extends HttpApiMiddleware.Service<Idempotency, { requires: CurrentCaller }>()(
   "wa/http/Idempotency",
   { error: [Conflict, ValidationError] }
 ) {}

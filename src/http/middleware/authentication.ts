@@ -11,7 +11,7 @@ import { ApiKeys } from "../../auth/api-keys.ts"
 import { AppConfig } from "../../config/config.ts"
 import { forbidden, unauthorized } from "../errors.ts"
 import { makeAuthFailureLimiter, refuseBlocked } from "./auth-failure-limit.ts"
-import { Authentication, CurrentKey } from "../api/security.ts"
+import { Authentication, provideKey } from "../api/security.ts"
 import type { ProjectId } from "../../domain/run.ts"
 import { Users } from "../../accounts/users.ts"
 import { clientAddress, consoleCredential, verifyConsoleCredential } from "./console-session.ts"
@@ -55,7 +55,7 @@ export const AuthenticationLive = Layer.effect(
           if (access === "disabled") return yield* forbidden("your membership of this project's tenant is disabled")
           if (access === "none") return yield* forbidden("you are not a member of a tenant that holds this project")
           yield* Effect.annotateCurrentSpan({ project_id: pid, user_id: session.userId })
-          return yield* Effect.provideService(httpEffect, CurrentKey, {
+          return yield* provideKey(httpEffect, {
             keyId: session.userId,
             // The path's project, which authenticateOnProject just found the user may act on.
             projectId: pid as ProjectId,
@@ -79,7 +79,7 @@ export const AuthenticationLive = Layer.effect(
           return yield* forbidden("this API key is not authorized for that project")
         }
         yield* Effect.annotateCurrentSpan({ project_id: result.project_id, api_key_id: result.id })
-        return yield* Effect.provideService(httpEffect, CurrentKey, {
+        return yield* provideKey(httpEffect, {
           keyId: result.id,
           projectId: result.project_id as ProjectId,
           scope: result.scope,

@@ -15,8 +15,8 @@ import { csrfTokenFor, safeEqual, SESSION_TOKEN_PREFIX } from "../../accounts/se
 import { AppConfig } from "../../config/config.ts"
 import { Forbidden, TooManyRequests, Unauthorized, unauthorized } from "../errors.ts"
 import { makeAuthFailureLimiter, type AuthFailureLimiter, refuseBlocked } from "./auth-failure-limit.ts"
-import { CONSOLE_SCOPE, ConsoleAuth, CSRF_HEADER, CurrentUser, SESSION_COOKIE } from "../api/accounts-security.ts"
-import { CurrentKey } from "../api/security.ts"
+import { ConsoleAuth, CSRF_HEADER, CurrentUser, SESSION_COOKIE } from "../api/accounts-security.ts"
+import { CurrentCaller } from "../api/security.ts"
 
 export interface ConsoleCredential {
   readonly token: string
@@ -105,7 +105,7 @@ export const ConsoleAuthLive = Layer.effect(
         const session = yield* verifyConsoleCredential(users, failures, request, presented)
         return yield* httpEffect.pipe(
           Effect.provideService(CurrentUser, session),
-          Effect.provideService(CurrentKey, { keyId: session.userId, projectId: CONSOLE_SCOPE, scope: "run", revoked: false, userId: session.userId })
+          Effect.provideService(CurrentCaller, { space: "console", id: session.userId })
         )
       })
     })

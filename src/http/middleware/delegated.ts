@@ -14,7 +14,7 @@ import { HttpRouter, type HttpServerRequest } from "effect/http"
 import type { Delegations } from "../../delegation/delegations.ts"
 import { requiredScope } from "../../delegation/scopes.ts"
 import { Forbidden, forbidden, unauthorized } from "../errors.ts"
-import { CurrentKey } from "../api/security.ts"
+import { provideKey } from "../api/security.ts"
 import { type AuthFailureLimiter, refuseBlocked } from "./auth-failure-limit.ts"
 import { clientAddress } from "./console-session.ts"
 
@@ -56,7 +56,7 @@ export const authenticateDelegated = <A, E, R>(
       })
     }
     yield* Effect.annotateCurrentSpan({ project_id: identity.projectId, user_id: identity.userId, delegation_id: identity.grantId, audit_id: identity.auditId })
-    return yield* Effect.provideService(httpEffect, CurrentKey, {
+    return yield* provideKey(httpEffect, {
       keyId: identity.grantId,
       projectId: identity.projectId,
       scope: "run",

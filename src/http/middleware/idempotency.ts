@@ -17,7 +17,7 @@ import { SqlClient } from "effect/sql"
 import { createHash } from "node:crypto"
 import { AppConfig } from "../../config/config.ts"
 import { conflict, statusOf, validationError } from "../errors.ts"
-import { CurrentKey, Idempotency } from "../api/security.ts"
+import { CurrentCaller, Idempotency } from "../api/security.ts"
 
 export const IDEMPOTENCY_WINDOW_HOURS = 24
 const writeMethods = new Set(["POST", "PUT", "PATCH", "DELETE"])
@@ -55,10 +55,10 @@ export const IdempotencyLive = Layer.effect(
 
     // Takes the key when it is new, past its 24 h window, or held by a request whose lease ran out
     // (its process died): one statement, so two racing requests cannot both take it.
-    const claim = (scope: CurrentKey["Service"], key: string, requestHash: string) =>
+    const claim = (scope: CurrentCaller["Service"], key: string, requestHash: string) =>
       sql<{ claimed: boolean }>`
         INSERT INTO idempotency_records (project_id, api_key_id, idempotency_key, request_hash, locked_until)
-        VALUES (${scope.projectId}, ${scope.keyId}, ${key}, ${requestHash}, now() + ${lease}::interval)
+        VALUES (${scope.space}, ${scope.id}, ${key}, ${requestHash}, now() + ${lease}::interval)
         ON CONFLICT (project_id, api_key_id, idempotency_key) DO UPDATE
           SET request_hash = EXCLUDED.request_hash, status = NULL, response_headers = NULL, response_body = NULL,
               created_at = now(), locked_until = EXCLUDED.locked_until
@@ -66,30 +66,30 @@ export const IdempotencyLive = Layer.effect(
              OR (idempotency_records.status IS NULL AND coalesce(idempotency_records.locked_until, idempotency_records.created_at) < now())
         RETURNING true AS claimed`.pipe(Effect.map((rows) => rows.length > 0), Effect.orDie)
 
-    const find = (scope: CurrentKey["Service"], key: string) =>
+    const find = (scope: CurrentCaller["Service"], key: string) =>
       sql<StoredResponse>`
         SELECT request_hash, status, response_headers, response_body
         FROM idempotency_records
-        WHERE project_id = ${scope.projectId} AND api_key_id = ${scope.keyId} AND idempotency_key = ${key}`.pipe(
+        WHERE project_id = ${scope.space} AND api_key_id = ${scope.id} AND idempotency_key = ${key}`.pipe(
         Effect.map((rows) => rows[0]),
         Effect.orDie
       )
 
-    const release = (scope: CurrentKey["Service"], key: string) =>
+    const release = (scope: CurrentCaller["Service"], key: string) =>
       sql`DELETE FROM idempotency_records
-          WHERE project_id = ${scope.projectId} AND api_key_id = ${scope.keyId} AND idempotency_key = ${key}
+          WHERE project_id = ${scope.space} AND api_key_id = ${scope.id} AND idempotency_key = ${key}
             AND status IS NULL`.pipe(Effect.orDie)
 
-    const renew = (scope: CurrentKey["Service"], key: string) =>
+    const renew = (scope: CurrentCaller["Service"], key: string) =>
       sql`UPDATE idempotency_records SET locked_until = now() + ${lease}::interval
-          WHERE project_id = ${scope.projectId} AND api_key_id = ${scope.keyId} AND idempotency_key = ${key}
+          WHERE project_id = ${scope.space} AND api_key_id = ${scope.id} AND idempotency_key = ${key}
             AND status IS NULL`.pipe(Effect.ignore)
 
-    const store = (scope: CurrentKey["Service"], key: string, status: number, headers: Record<string, string>, body: string) =>
+    const store = (scope: CurrentCaller["Service"], key: string, status: number, headers: Record<string, string>, body: string) =>
       sql`UPDATE idempotency_records
           SET status = ${status}, response_headers = ${JSON.stringify(headers)}::jsonb, response_body = ${redactSecrets(body)},
               locked_until = NULL
-          WHERE project_id = ${scope.projectId} AND api_key_id = ${scope.keyId} AND idempotency_key = ${key}`.pipe(
+          WHERE project_id = ${scope.space} AND api_key_id = ${scope.id} AND idempotency_key = ${key}`.pipe(
         Effect.orDie
       )
 
@@ -103,7 +103,7 @@ export const IdempotencyLive = Layer.effect(
             { loc: ["header", "Idempotency-Key"], msg: "must be 1 to 255 characters", type: "string_length" }
           ])
         }
-        const scope = yield* CurrentKey
+        const scope = yield* CurrentCaller
         const body = yield* Effect.orElseSucceed(request.text, () => "")
         const requestHash = createHash("sha256").update(`${request.method} ${request.url}\n${body}`).digest("hex")
 

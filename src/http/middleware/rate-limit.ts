@@ -2,7 +2,7 @@
 import { Effect, Layer, type Types } from "effect"
 import { HttpServerResponse } from "effect/http"
 import { TooManyRequests } from "../errors.ts"
-import { CurrentKey, RateLimit } from "../api/security.ts"
+import { CurrentCaller, RateLimit } from "../api/security.ts"
 import { type RateDecision, RateLimitStore } from "./rate-limit-store.ts"
 
 const headers = (decision: RateDecision) => ({
@@ -16,8 +16,8 @@ export const RateLimitLive = Layer.effect(
     const store = yield* RateLimitStore
     // Plain combinators rather than a generator: this runs on every authenticated request.
     return RateLimit.of((httpEffect) =>
-      CurrentKey.use((key) =>
-        Effect.flatMap(store.consume(key.keyId), (decision): Effect.Effect<HttpServerResponse.HttpServerResponse, TooManyRequests | Types.unhandled> =>
+      CurrentCaller.use((caller) =>
+        Effect.flatMap(store.consume(caller.id), (decision): Effect.Effect<HttpServerResponse.HttpServerResponse, TooManyRequests | Types.unhandled> =>
           decision.allowed
             ? Effect.map(httpEffect, (response) => HttpServerResponse.setHeaders(response, headers(decision)))
             : Effect.fail(

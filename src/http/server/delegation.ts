@@ -23,7 +23,7 @@ import { bodyHash } from "../../delegation/signing.ts"
 import { accountHttpErrors, delegationHttpErrors, toDelegationHttpError } from "../domain-errors.ts"
 import { envelopeBody, jsonResponse, statusOf, Unauthorized, validationError } from "../errors.ts"
 import { AppConfig } from "../../config/config.ts"
-import { CurrentKey } from "../api/security.ts"
+import { CurrentCaller } from "../api/security.ts"
 import { makeAuthFailureLimiter, refuseBlocked } from "../middleware/auth-failure-limit.ts"
 import { CurrentUser, SESSION_COOKIE } from "../api/accounts-security.ts"
 import { WebAgentApi } from "../api/api.ts"
@@ -32,12 +32,8 @@ import { clientAddress } from "../middleware/console-session.ts"
 import { cursorPage } from "../pagination.ts"
 import { iso } from "../views/timestamps.ts"
 import { publicBaseUrl } from "./do-anything.ts"
-import type { ProjectId } from "../../domain/run.ts"
 import { escapeHtml } from "../views/control-page.ts"
 import { withSessionCookies } from "./accounts.ts"
-
-/** The CurrentKey project of the delegation service's endpoints (no project; not a project id). */
-const DELEGATION_SCOPE = "delegation" as ProjectId
 
 export const SignedRequestLive = Layer.effect(
   SignedRequest,
@@ -63,10 +59,10 @@ export const SignedRequestLive = Layer.effect(
         }).pipe(Effect.tapError(() => Effect.sync(() => failures.recordFailure(address, Date.now()))), Effect.mapError((e) => new Unauthorized({ code: e.code, detail: e.detail, extra: {} })))
         failures.recordSuccess(authorization)
         yield* Effect.annotateCurrentSpan({ access_key_id: caller.accessKeyId })
-        // CurrentKey for the per-key rate limit (counted per access key).
+        // The rate limit and idempotency count per access key.
         return yield* httpEffect.pipe(
           Effect.provideService(CurrentAccessKey, caller),
-          Effect.provideService(CurrentKey, { keyId: caller.accessKeyId, projectId: DELEGATION_SCOPE, scope: "run", revoked: false })
+          Effect.provideService(CurrentCaller, { space: "delegation", id: caller.accessKeyId })
         )
       })
     })
