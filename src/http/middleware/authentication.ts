@@ -1,9 +1,9 @@
 /**
  * Bearer authentication: 401 for a missing, malformed, unknown or revoked-past-grace key, 403 for
  * a valid key used on another project's path, 429 for an address that keeps failing (see
- * auth-failure-limit.ts). Provides CurrentKey (with the key's scope, and
- * whether it is revoked and in its grace window) to everything after it; the handlers that need a
- * scope check it with requireScope.
+ * auth-failure-limit.ts). Provides CurrentKey (with the key's scope, and whether it is revoked and
+ * in its grace window) and CurrentCaller (for the rate limit and idempotency) to everything after
+ * it; the handlers that need a scope check it with requireScope.
  */
 import { Effect, Layer, Redacted } from "effect"
 import { HttpRouter, HttpServerRequest } from "effect/http"
