@@ -18,7 +18,6 @@ import { quantile } from "./stats.ts"
 
 const iterations = Number(process.argv[2] ?? 50)
 
-
 const refOf = (snapshot: string, pattern: RegExp): string => {
   const line = snapshot.split("\n").find((l) => pattern.test(l)) ?? ""
   const ref = new RegExp(`${pattern.source}.*?\\[((?:f\\d+)*e\\d+)\\]`).exec(line)?.[1]

@@ -21,7 +21,6 @@ const dir = args.find((a) => !a.startsWith("--")) ?? "/work/shared/corpora/reada
 const show = args.find((a) => a.startsWith("--show="))?.slice(7)
 const only = args.find((a) => a.startsWith("--only="))?.slice(7)
 
-
 const tokens = (text: string): number => Math.ceil(text.length / 4)
 
 const files = (await readdir(dir)).filter((f) => f.endsWith(".html") && (only === undefined || f === only)).sort()

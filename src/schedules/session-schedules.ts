@@ -204,7 +204,7 @@ export const queueTrigger = (projectId: string, scheduleId: string, payload: unk
       INSERT INTO session_schedule_firings (schedule_id, slot_at, project_id, trigger, payload, outcome, created_at, source_key)
       VALUES (${scheduleId}, ${slot}, ${projectId}, 'event', ${payload === undefined ? null : JSON.stringify(payload)}::jsonb, 'pending', ${at}, ${sourceKey ?? null})
       RETURNING *`
-    yield* recordQueuedFiring({ kind: SESSION_SCHEDULE_OWNER, id: scheduleId }, slot, at)
+    yield* recordQueuedFiring(owner(scheduleId), slot, at)
     return { _tag: "queued" as const, firing: firingFromRow(firing!) }
   })
 

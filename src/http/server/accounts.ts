@@ -84,14 +84,18 @@ export const bugReportView = (row: BugReportRow) => ({
 })
 
 /** Cookie attributes: Secure when the service's public base URL (or the proxy's scheme) is https. */
-const cookieOptions = Effect.gen(function*() {
+export const cookieOptions = Effect.gen(function*() {
   const base = yield* publicBaseUrl
   return { path: "/", sameSite: "strict" as const, secure: base.startsWith("https://") }
 })
 
 /** `response` with the session cookie (HttpOnly) and its CSRF cookie (readable), both until `expiresAt`. */
-export const withSessionCookies = (response: HttpServerResponse.HttpServerResponse, token: string, expiresAt: Date, secure: boolean) => {
-  const options = { path: "/", sameSite: "strict" as const, secure }
+export const withSessionCookies = (
+  response: HttpServerResponse.HttpServerResponse,
+  token: string,
+  expiresAt: Date,
+  options: Effect.Success<typeof cookieOptions>
+) => {
   const maxAge = Duration.millis(Math.max(0, expiresAt.getTime() - Date.now()))
   return HttpServerResponse.setCookie(response, SESSION_COOKIE, token, { ...options, httpOnly: true, maxAge }).pipe(
     Effect.flatMap((r) => HttpServerResponse.setCookie(r, CSRF_COOKIE, csrfTokenFor(token), { ...options, httpOnly: false, maxAge })),
@@ -101,8 +105,8 @@ export const withSessionCookies = (response: HttpServerResponse.HttpServerRespon
 
 const setSessionCookies = (token: string, expiresAt: Date) =>
   Effect.gen(function*() {
-    const { secure } = yield* cookieOptions
-    yield* HttpEffect.appendPreResponseHandler((_request, response) => withSessionCookies(response, token, expiresAt, secure))
+    const options = yield* cookieOptions
+    yield* HttpEffect.appendPreResponseHandler((_request, response) => withSessionCookies(response, token, expiresAt, options))
   })
 
 const clearSessionCookies = Effect.gen(function*() {
@@ -182,7 +186,7 @@ export const AuthPublicHandlers = HttpApiBuilder.group(
           const done = yield* accountHttpErrors(sso.complete(params.provider_id, callbackUrl))
           const signedIn = yield* users.startSession(done.user, "cookie")
           const options = yield* cookieOptions
-          return yield* withSessionCookies(HttpServerResponse.redirect(done.returnTo, { status: 302 }), signedIn.token, signedIn.session.expiresAt, options.secure).pipe(
+          return yield* withSessionCookies(HttpServerResponse.redirect(done.returnTo, { status: 302 }), signedIn.token, signedIn.session.expiresAt, options).pipe(
             Effect.flatMap(HttpServerResponse.expireCookie(SSO_STATE_COOKIE, { ...options, sameSite: "lax", httpOnly: true, path: "/v1/auth/sso" })),
             Effect.orDie
           )

@@ -33,7 +33,7 @@ import { cursorPage } from "../pagination.ts"
 import { iso } from "../views/timestamps.ts"
 import { publicBaseUrl } from "./do-anything.ts"
 import { escapeHtml } from "../views/control-page.ts"
-import { withSessionCookies } from "./accounts.ts"
+import { cookieOptions, withSessionCookies } from "./accounts.ts"
 
 export const SignedRequestLive = Layer.effect(
   SignedRequest,
@@ -358,7 +358,7 @@ export const ConsentRoutes = HttpRouter.use((router) =>
         return signInPage(grantId, sso.providers, "The email or the password is wrong.")
       }
       const redirect = HttpServerResponse.redirect(`/v1/delegations/consent?grant_id=${encodeURIComponent(grantId)}&bounce=1`, { status: 303 })
-      return yield* withSessionCookies(redirect, signedIn.success.token, signedIn.success.session.expiresAt, base.startsWith("https://"))
+      return yield* withSessionCookies(redirect, signedIn.success.token, signedIn.success.session.expiresAt, yield* cookieOptions)
     }))
   })
 )
