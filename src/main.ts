@@ -90,7 +90,8 @@ const ProductServices = Profiles.layer.pipe(
   Layer.provideMerge(Layer.mergeAll(SessionEntityLive, ResearchEntityLive, WebSearchEntityLive, StartupRecoveryLive, ProfileEntityLive)),
   Layer.provideMerge(RunNotifier.layer(callbackView)),
   Layer.provideMerge(TakeControl.layer),
-  Layer.provideMerge(Layer.mergeAll(NotificationChannelsLive, SchedulesLive)),
+  Layer.provideMerge(NotificationChannelsLive),
+  Layer.provideMerge(SchedulesLive),
   Layer.provideMerge(WebSearch.layerFetch),
   Layer.provideMerge(Reader.layer.pipe(Layer.provide(ReaderBrowser.layerFromPool))),
   Layer.provideMerge(Layer.mergeAll(

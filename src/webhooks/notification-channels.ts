@@ -10,11 +10,13 @@
  *   `delivered` whose `url` is the notification's API path (`/v1/projects/{pid}/inbox/{id}`).
  * - `schedule`: triggers a DoAnything schedule of the project with the notification as payload
  *   (once per tick and type), and a delivery recorded as `delivered` whose `url` is the schedule's
- *   firings path; `failed` with the reason when the schedule is gone or paused.
+ *   firings path; `failed` with the reason when the schedule is gone or paused. The scheduler is
+ *   woken, so the firing's run starts now rather than at its next poll.
  */
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { MAX_TRIGGER_PAYLOAD_BYTES, queueTrigger, scheduleExists } from "../schedules/session-schedules.ts"
+import { Schedules } from "../schedules/schedules.ts"
 import { AppConfig } from "../config/config.ts"
 import { InvalidField } from "../domain/errors.ts"
 import { Callbacks, type DeliveryChannel } from "./callbacks.ts"
@@ -78,6 +80,7 @@ export class NotificationChannels extends Context.Service<NotificationChannels, 
       const inbox = yield* Inbox
       const config = yield* AppConfig
       const sql = yield* SqlClient.SqlClient
+      const schedules = yield* Schedules
 
       const notify = Effect.fn("NotificationChannels.notify")(function*(input: NotifyInput) {
         const { channel } = input
@@ -143,6 +146,7 @@ export class NotificationChannels extends Context.Service<NotificationChannels, 
               Effect.provideService(SqlClient.SqlClient, sql),
               Effect.orDie
             )
+            if (queued._tag === "queued") yield* schedules.wake
             const deliveryId = yield* callbacks.send({
               ...base,
               url: `/v1/projects/${input.projectId}/schedules/${scheduleId}/firings`,
@@ -192,7 +196,7 @@ export class NotificationChannels extends Context.Service<NotificationChannels, 
   )
 }
 
-/** Every service of the notification channels, over Callbacks, the database and the config. */
+/** Every service of the notification channels, over Callbacks, Schedules, the database and the config. */
 export const NotificationChannelsLive = NotificationChannels.layer.pipe(
   Layer.provideMerge(Layer.mergeAll(WebhookEndpoints.layer, Inbox.layer))
 )

@@ -9,10 +9,12 @@
  *   failed delivery saying so, which cannot be retried;
  * - console_inbox: an inbox notification and a delivery recorded as delivered, nothing sent;
  * - concurrent notify calls for one (tick, type) record one delivery, send one request;
- * - a receiver that fails twice gets the delivery on the third attempt, same id and signature scheme.
+ * - a receiver that fails twice gets the delivery on the third attempt, same id and signature scheme;
+ * - schedule: the notification queues an event firing and wakes the scheduler, which dispatches it
+ *   at once although its poll is a minute here.
  */
 import { assert, expect, layer } from "@effect/vitest"
-import { Context, Effect, Layer, References } from "effect"
+import { Context, Deferred, Duration, Effect, Layer, References } from "effect"
 import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import { freshDatabase, freshDataDir } from "./fresh-database.ts"
@@ -21,6 +23,8 @@ import { Projects } from "../../src/auth/projects.ts"
 import { AppConfig } from "../../src/config/config.ts"
 import { makeId } from "../../src/domain/ids.ts"
 import { databaseLayer } from "../../src/store/database.ts"
+import { Schedules } from "../../src/schedules/schedules.ts"
+import { SESSION_SCHEDULE_OWNER } from "../../src/schedules/session-schedules.ts"
 import { Callbacks, type DeliveryRow } from "../../src/webhooks/callbacks.ts"
 import { Inbox } from "../../src/webhooks/inbox.ts"
 import { NotificationChannels, NotificationChannelsLive } from "../../src/webhooks/notification-channels.ts"
@@ -89,8 +93,12 @@ const EnvLive = Layer.effect(
   }).pipe(Effect.orDie)
 )
 
+// A scheduler that looks for due work once a minute only: a firing dispatched sooner was woken.
+const SchedulesLive = Layer.effect(Schedules, Schedules.make({ pollMs: 60_000 }))
+
 const TestLayer = EnvLive.pipe(
   Layer.provideMerge(NotificationChannelsLive),
+  Layer.provideMerge(SchedulesLive),
   Layer.provideMerge(Layer.mergeAll(Callbacks.layer, Projects.layer)),
   Layer.provideMerge(databaseLayer("own")),
   Layer.provideMerge(Layer.succeed(References.MinimumLogLevel, "Warn")),
@@ -289,4 +297,35 @@ layer(TestLayer, { excludeTestServices: true })("NotificationChannels", (it) => 
       yield* channels.validateChannel(projectId, { kind: "console_inbox", url: null, webhook_id: null })
       yield* channels.validateChannel(projectId, { kind: "callback_url", url: "http://127.0.0.1:9/hook", webhook_id: null })
     }))
+
+  it.effect("schedule: the notification queues an event firing and wakes the scheduler (dispatched at once, not at the next poll)", () =>
+    Effect.gen(function*() {
+      const { projectId } = yield* Env
+      const channels = yield* NotificationChannels
+      const schedules = yield* Schedules
+      const sql = yield* SqlClient.SqlClient
+      const scheduleId = makeId("sched")
+      const at = new Date()
+      yield* sql`
+        INSERT INTO session_schedules (id, project_id, session_id, spec, instructions, request, created_at, updated_at)
+        VALUES (${scheduleId}, ${projectId}, ${makeId("sess")}, ${JSON.stringify({ kind: "event", event: null })}::jsonb,
+          'React to the change', '{}'::jsonb, ${at}, ${at})`
+      yield* schedules.set({ kind: SESSION_SCHEDULE_OWNER, id: scheduleId }, { kind: "event", event: null })
+      // Stands in for the session schedules' handler (not built here): records what it is given.
+      const fired = yield* Deferred.make<{ ownerId: string; slot: Date }>()
+      yield* schedules.register(SESSION_SCHEDULE_OWNER, (ownerId, slot) => Deferred.succeed(fired, { ownerId, slot }).pipe(Effect.asVoid))
+      // Registering wakes the loop once; let that pass finish so only the notification can wake it.
+      yield* Effect.sleep("200 millis")
+      const { monitorId, tickId } = ids()
+      const { deliveryId } = yield* channels.notify({
+        projectId, monitorId, tickId, secret: newWebhookSecret(), type: "monitor.change_detected", data: { changed: true },
+        channel: { kind: "schedule", schedule_id: scheduleId, url: null, webhook_id: null }
+      })
+      assert(deliveryId !== null)
+      const firing = yield* Deferred.await(fired).pipe(Effect.timeout(Duration.seconds(10)))
+      expect(firing.ownerId).toBe(scheduleId)
+      const [queued] = yield* sql<{ trigger: string; payload: { monitor_id: string; tick_id: string } }>`
+        SELECT trigger, payload FROM session_schedule_firings WHERE schedule_id = ${scheduleId}`
+      expect(queued).toMatchObject({ trigger: "event", payload: { monitor_id: monitorId, tick_id: tickId } })
+    }).pipe(Effect.scoped))
 })
