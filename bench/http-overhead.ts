@@ -11,17 +11,22 @@
  * concurrency, warm-up then a fixed measured duration, loopback only, stops by itself).
  *
  *   node bench/http-overhead.ts [--concurrency=32] [--warmup=2] [--duration=10] [--rounds=3] [--no-breakdown]
- *                               [--only=service] [--cpu-prof=DIR]
+ *                               [--only=service] [--cpu-prof=DIR] [--alloc]
  *
  * --only=service loads the service alone (no ratio); --cpu-prof=DIR writes the service's V8 CPU
- * profile into DIR when it stops (open it in Chrome DevTools), to see where a request's time goes.
+ * profile into DIR when it stops (open it in Chrome DevTools) and prints its busy samples by
+ * module, to see where a request's time goes; --alloc prints the bytes the service allocated per
+ * request during round 1's load, and the largest allocation sites (bench/support/allocation-sampler.ts).
+ * On a shared machine both are steadier than req/s: a change's effect on a module's share of the
+ * samples, or on bytes per request, shows in one run where req/s needs many rounds. (--alloc costs
+ * the service some CPU of its own: take req/s and CPU figures without it.)
  *
  * As a breakdown it also measures the service's /healthz (same stack, no auth and no database).
  *
  * Internal modes (spawned by the script itself): --bare-server, --load=<json>.
  */
 import { type ChildProcess, spawn } from "node:child_process"
-import { mkdtempSync, readFileSync, rmSync } from "node:fs"
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs"
 import { Agent, request } from "node:http"
 import { tmpdir } from "node:os"
 import * as path from "node:path"
@@ -237,6 +242,66 @@ const show = (label: string, r: LoadResult) =>
       `statuses ${JSON.stringify(r.statuses)}, latency p50 ${r.p50Ms.toFixed(2)} ms, p99 ${r.p99Ms.toFixed(2)} ms)`
   )
 
+interface ProfileFrame {
+  readonly functionName: string
+  readonly url: string
+  readonly lineNumber: number
+}
+
+const moduleOf = (frame: ProfileFrame) =>
+  frame.url.replace(/^.*\/node_modules\//, "").replace(`file://${root}/`, "") || frame.functionName
+
+/** The CPU profile's samples by module, leaving out idle time and module loading (start-up). */
+const printCpuShares = (dir: string) => {
+  const newest = readdirSync(dir).filter((f) => f.endsWith(".cpuprofile"))
+    .map((f) => path.join(dir, f)).sort((x, y) => statSync(y).mtimeMs - statSync(x).mtimeMs)[0]
+  if (newest === undefined) return console.log(`no .cpuprofile in ${dir}`)
+  const profile = JSON.parse(readFileSync(newest, "utf8")) as {
+    nodes: Array<{ id: number; callFrame: ProfileFrame }>
+    samples: Array<number>
+  }
+  const frames = new Map(profile.nodes.map((node) => [node.id, node.callFrame]))
+  const byModule = new Map<string, number>()
+  let busy = 0
+  for (const id of profile.samples) {
+    const frame = frames.get(id)!
+    if (["(idle)", "(program)"].includes(frame.functionName) || /^node:internal\/modules\//.test(frame.url)) continue
+    busy++
+    byModule.set(moduleOf(frame), (byModule.get(moduleOf(frame)) ?? 0) + 1)
+  }
+  console.log(`CPU profile ${newest}: ${busy} busy samples; the largest modules (share of busy samples):`)
+  for (const [name, count] of [...byModule].sort((x, y) => y[1] - x[1]).slice(0, 15)) {
+    console.log(`  ${((100 * count) / busy).toFixed(1).padStart(5)} %  ${name}`)
+  }
+}
+
+interface HeapNode {
+  readonly callFrame: ProfileFrame
+  readonly selfSize: number
+  readonly children: Array<HeapNode>
+}
+
+/** Bytes allocated per request, and the sites that allocated most (self size, per request). */
+const printAllocations = (file: string, requests: number) => {
+  if (!existsSync(file)) return console.log(`no allocation profile at ${file} (the service did not write it within 10 s)`)
+  const bySite = new Map<string, number>()
+  let total = 0
+  const walk = (node: HeapNode) => {
+    total += node.selfSize
+    if (node.selfSize > 0) {
+      const { functionName, url, lineNumber } = node.callFrame
+      const site = url === "" ? `${functionName} (built-in)` : `${functionName || "(anonymous)"} ${moduleOf(node.callFrame)}:${lineNumber + 1}`
+      bySite.set(site, (bySite.get(site) ?? 0) + node.selfSize)
+    }
+    node.children.forEach(walk)
+  }
+  walk((JSON.parse(readFileSync(file, "utf8")) as { head: HeapNode }).head)
+  console.log(`allocated per request during round 1 of (b): ${(total / requests / 1024).toFixed(1)} KiB (${requests} requests, warm-up included); the largest sites (bytes per request):`)
+  for (const [site, bytes] of [...bySite].sort((x, y) => y[1] - x[1]).slice(0, 12)) {
+    console.log(`  ${Math.round(bytes / requests).toString().padStart(6)}  ${site}`)
+  }
+}
+
 const median = (values: ReadonlyArray<number>) => {
   const sorted = [...values].sort((x, y) => x - y)
   const mid = Math.floor(sorted.length / 2)
@@ -251,12 +316,14 @@ const driver = async () => {
   const breakdown = !args.includes("--no-breakdown")
   const serviceOnly = option("only", "") === "service"
   const profileDir = args.find((a) => a.startsWith("--cpu-prof="))?.slice("--cpu-prof=".length)
+  const allocations = args.includes("--alloc")
   console.log(
     `load: ${concurrency} concurrent keep-alive connections, ${warmupSeconds} s warm-up + ${durationSeconds} s measured per run, ` +
       `${rounds} rounds alternating (a) and (b), loopback`
   )
 
   const dataDir = mkdtempSync(path.join(tmpdir(), "wa-bench-http-"))
+  const allocationFile = path.join(dataDir, "allocations.heapprofile")
   const children: Array<ChildProcess> = []
   const ratios: Array<number> = []
   const cpuRatios: Array<number> = []
@@ -270,7 +337,9 @@ const driver = async () => {
     if (bare !== undefined) children.push(bare.child)
     // Started as `npm start` starts it, with the service's Node flags.
     const profileFlags = profileDir === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${path.resolve(profileDir)}`]
-    const service = await spawnServer([...SERVICE_NODE_FLAGS, ...profileFlags, path.join(root, "src/main.ts"), "serve"], cleanEnv({
+    const samplerFlags = allocations ? ["--import", path.join(root, "bench/support/allocation-sampler.ts")] : []
+    const service = await spawnServer([...SERVICE_NODE_FLAGS, ...profileFlags, ...samplerFlags, path.join(root, "src/main.ts"), "serve"], cleanEnv({
+      ...(allocations ? { WA_BENCH_ALLOC_PROFILE: allocationFile } : {}),
       WA_PORT: "0",
       WA_HOST: "127.0.0.1",
       WA_DATA_DIR: dataDir,
@@ -282,11 +351,18 @@ const driver = async () => {
     const spec = { concurrency, warmupSeconds, durationSeconds }
 
     for (let round = 1; round <= rounds; round++) {
+      const sampling = allocations && round === 1
+      if (sampling) service.child.kill("SIGUSR2")
       const b = await runLoadOn(service.child.pid, {
         ...spec,
         url: `${service.url}/v1/projects/${project_id}/api_keys/${key_id}`,
         headers: { authorization: `Bearer ${secret_token}` }
       })
+      if (sampling) {
+        service.child.kill("SIGUSR2")
+        for (let waited = 0; !existsSync(allocationFile) && waited < 100; waited++) await new Promise((r) => setTimeout(r, 100))
+        printAllocations(allocationFile, Math.round((b.requests * (warmupSeconds + durationSeconds)) / durationSeconds))
+      }
       show(`round ${round} (b) the service, authenticated GET of one record`, b)
       bRps.push(b.rps)
       non200 += b.errors
@@ -311,6 +387,7 @@ const driver = async () => {
     for (const child of children.reverse()) await stop(child)
     rmSync(dataDir, { recursive: true, force: true })
   }
+  if (profileDir !== undefined) printCpuShares(profileDir)
 
   if (serviceOnly) {
     console.log(`(b) median ${median(bRps).toFixed(0)} req/s`)
