@@ -101,6 +101,9 @@ describe("scale-out: scheduled sessions whose runner dies", () => {
     const survivor = victim === a ? b : a
     await victim.kill()
     const killAt = Date.now()
+    // On a loaded machine the chosen run may have ended between the pick and the kill; then it had
+    // nothing to resume (its status then is already terminal, as the dead node left it).
+    const { rows: [atKill] } = await db.query(`SELECT status FROM runs WHERE id = $1`, [runId])
 
     await eventually("two more scheduled runs of every session done after the kill", async () => {
       const done = await doneRuns(killAt)
@@ -145,6 +148,6 @@ describe("scale-out: scheduled sessions whose runner dies", () => {
     // Every scheduled run ended done: the one cut off by the kill resumed on the survivor.
     expect(runs.filter((run) => run.status !== "done").map((run) => `${run.id} ${run.status} ${run.error_code}`)).toEqual([])
     const { rows: resumed } = await db.query(`SELECT 1 FROM run_events WHERE run_id = $1 AND type = 'run.resumed'`, [runId])
-    expect(resumed.length).toBeGreaterThan(0)
+    if (!["done", "failed", "canceled"].includes(atKill.status)) expect(resumed.length).toBeGreaterThan(0)
   }, 420_000)
 })
