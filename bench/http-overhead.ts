@@ -267,7 +267,8 @@ const printCpuShares = (dir: string) => {
     const frame = frames.get(id)!
     if (["(idle)", "(program)"].includes(frame.functionName) || /^node:internal\/modules\//.test(frame.url)) continue
     busy++
-    byModule.set(moduleOf(frame), (byModule.get(moduleOf(frame)) ?? 0) + 1)
+    const name = moduleOf(frame)
+    byModule.set(name, (byModule.get(name) ?? 0) + 1)
   }
   console.log(`CPU profile ${newest}: ${busy} busy samples; the largest modules (share of busy samples):`)
   for (const [name, count] of [...byModule].sort((x, y) => y[1] - x[1]).slice(0, 15)) {
