@@ -47,6 +47,7 @@ import { Profiles } from "./profiles/profiles.ts"
 import { ProfileEntityLive } from "./entities/profile.ts"
 import { callbackView } from "./http/views/callback-view.ts"
 import { AppConfig, clusterMode, loadAppConfig } from "./config/config.ts"
+import { applyServiceV8Flags } from "./config/node-flags.ts"
 import { HttpLive, logListening } from "./http/server/app.ts"
 import { JsonLoggerLive } from "./observability/logger.ts"
 import { databaseLayer } from "./store/database.ts"
@@ -313,8 +314,10 @@ const planCommand = (
 
 const main = (argv: ReadonlyArray<string>): Effect.Effect<void> => {
   const [first = "serve", second, ...rest] = argv
-  if (first === "serve") return Layer.launch(serve).pipe(Effect.orDie)
-  if (first === "runner") return Layer.launch(runner).pipe(Effect.orDie)
+  if (first === "serve" || first === "runner") {
+    applyServiceV8Flags()
+    return Layer.launch(first === "serve" ? serve : runner).pipe(Effect.orDie)
+  }
   if (first === "--help" || first === "help") return Effect.sync(() => console.log(`${usage}\n${clientUsage}`))
   const command = commands[first] ?? commands[`${first} ${second ?? ""}`]
   if (command === undefined) throw new UsageError(`unknown command: ${argv.join(" ")}\n${usage}`)
