@@ -49,7 +49,7 @@ import { callbackView } from "./http/views/callback-view.ts"
 import { AppConfig, clusterMode, loadAppConfig } from "./config/config.ts"
 import { applyServiceV8Flags } from "./config/node-flags.ts"
 import { HttpLive, logListening } from "./http/server/app.ts"
-import { JsonLoggerLive } from "./observability/logger.ts"
+import { JsonLoggerLive, LogLines } from "./observability/logger.ts"
 import { databaseLayer } from "./store/database.ts"
 import { isBucket, Ledger, toMicros, usd2 } from "./billing/ledger.ts"
 import { Plans } from "./billing/plans.ts"
@@ -81,7 +81,7 @@ const logLayer = (level: "Info" | "Warn") =>
     return Layer.mergeAll(
       JsonLoggerLive,
       Layer.succeed(References.MinimumLogLevel, level === "Warn" ? "Warn" : config.logLevel)
-    )
+    ).pipe(Layer.provideMerge(LogLines.layer))
   }))
 
 /** Services of the products, over the database and the cluster. */

@@ -1,20 +1,80 @@
 /**
- * Structured logs: one JSON object per line on stdout. Lines are batched and written every 20 ms
- * instead of one synchronous write per line, which cost about a tenth of the CPU of a busy API
- * node; the batch is flushed when the logger's scope closes, so shutdown loses nothing.
+ * Structured logs: one JSON object per line on stdout. Lines are batched and written at most every
+ * 20 ms instead of one synchronous write per line, which cost about a tenth of the CPU of a busy
+ * API node; the batch is flushed when the layer's scope closes, so shutdown loses nothing.
+ *
+ * `LogLines` is that batch. The Effect logger writes into it, and so does the access log
+ * (src/http/middleware/request-context.ts), which formats its line itself: it is written for every
+ * request, and going through Effect's logger (a log effect, an annotation scope, the generic
+ * formatter) cost several per cent of an authenticated read.
  */
-import { Effect, Layer, Logger, References } from "effect"
+import { Context, Effect, Layer, Logger, type LogLevel, References } from "effect"
 
-const BATCH_WINDOW = "20 millis"
+const BATCH_WINDOW_MS = 20
+
+/** The lines waiting for stdout; a write is scheduled when the first line of a batch arrives. */
+export class LogLines extends Context.Service<LogLines, {
+  readonly push: (line: string) => void
+}>()("wa/observability/LogLines") {
+  static readonly layer = Layer.effect(
+    LogLines,
+    Effect.gen(function*() {
+      let batch: Array<string> = []
+      let timer: ReturnType<typeof setTimeout> | undefined
+      const flush = () => {
+        timer = undefined
+        if (batch.length === 0) return
+        const lines = batch
+        batch = []
+        process.stdout.write(lines.join("\n") + "\n")
+      }
+      yield* Effect.addFinalizer(() =>
+        Effect.sync(() => {
+          if (timer !== undefined) clearTimeout(timer)
+          flush()
+        })
+      )
+      return LogLines.of({
+        push: (line) => {
+          batch.push(line)
+          // An idle service schedules nothing: the timer exists only while lines wait.
+          timer ??= setTimeout(flush, BATCH_WINDOW_MS)
+        }
+      })
+    })
+  )
+}
 
 const isPlain = (value: unknown) =>
   value === null || typeof value === "string" || typeof value === "boolean" || (typeof value === "number" && Number.isFinite(value))
 
+/** Whether every value of `record` is plain, so `formatPlainLine` renders it as formatJson would. */
+export const isPlainRecord = (record: Readonly<Record<string, unknown>>) => {
+  for (const key in record) if (!isPlain(record[key])) return false
+  return true
+}
+
+/** A log line whose annotations are plain values (strings, finite numbers, booleans, null). */
+export const formatPlainLine = (
+  message: string,
+  logLevel: LogLevel.LogLevel,
+  date: Date,
+  annotations: Readonly<Record<string, unknown>>,
+  fiberId: number
+) =>
+  JSON.stringify({
+    message,
+    level: logLevel.toUpperCase(),
+    timestamp: date.toISOString(),
+    annotations,
+    spans: {},
+    fiberId: `#${fiberId}`
+  })
+
 /**
- * Logger.formatJson, with a fast path for the common line (the access log): a string message, no
- * cause, no spans, and annotations that are plain strings, finite numbers, booleans or null. That
- * line is the same JSON without formatJson's generic walk (redaction views, cycle checks), which
- * cost a few per cent of a busy API node's CPU; any other line goes through formatJson.
+ * Logger.formatJson, with a fast path for the common line: a string message, no cause, no spans,
+ * and plain annotations. That line is the same JSON without formatJson's generic walk (redaction
+ * views, cycle checks); any other line goes through formatJson.
  */
 const fastJson = Logger.make<unknown, string>((options) => {
   const { message, fiber, cause, date, logLevel } = options
@@ -23,22 +83,11 @@ const fastJson = Logger.make<unknown, string>((options) => {
   const spans = fiber.getRef(References.CurrentLogSpans)
   if (spans.length > 0) return Logger.formatJson.log(options)
   const annotations = fiber.getRef(References.CurrentLogAnnotations)
-  for (const key in annotations) if (!isPlain(annotations[key])) return Logger.formatJson.log(options)
-  return JSON.stringify({
-    message: text,
-    level: logLevel.toUpperCase(),
-    timestamp: date.toISOString(),
-    annotations,
-    spans: {},
-    fiberId: `#${fiber.id}`
-  })
+  if (!isPlainRecord(annotations)) return Logger.formatJson.log(options)
+  return formatPlainLine(text, logLevel, date, annotations, fiber.id)
 })
 
-export const jsonLinesLogger = fastJson.pipe(
-  Logger.batched({
-    window: BATCH_WINDOW,
-    flush: (lines) => Effect.sync(() => process.stdout.write(lines.join("\n") + "\n"))
-  })
-)
-
-export const JsonLoggerLive: Layer.Layer<never> = Logger.layer([jsonLinesLogger])
+/** The Effect logger: JSON lines into LogLines. */
+export const JsonLoggerLive: Layer.Layer<never, never, LogLines> = Logger.layer([
+  LogLines.useSync((lines) => Logger.make<unknown, void>((options) => lines.push(fastJson.log(options))))
+])

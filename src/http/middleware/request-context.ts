@@ -4,7 +4,7 @@
  * router and the schema layer raise before a handler runs (unknown route 404, wrong method 405,
  * malformed JSON 400, schema failure 422, defects 500).
  */
-import { Cause, Context, Effect, type Types } from "effect"
+import { Cause, Context, Effect, LogLevel, References, type Types } from "effect"
 import { HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApi, type HttpApiGroup } from "effect/http-api"
 import { HttpApiSchemaError } from "effect/http-api/HttpApiError"
@@ -13,6 +13,7 @@ import { randomUUID } from "node:crypto"
 import { AppConfig } from "../../config/config.ts"
 import { envelopeBody, jsonResponse as json, type FieldError } from "../errors.ts"
 import { guardRequest } from "./request-guard.ts"
+import { formatPlainLine, isPlainRecord, LogLines } from "../../observability/logger.ts"
 
 const requestIdPattern = /^[A-Za-z0-9._:-]{1,128}$/
 
@@ -140,6 +141,7 @@ export const requestContextMiddleware = <Id extends string, Groups extends HttpA
   const routes = routeTable(api)
   return HttpRouter.middleware(Effect.gen(function*() {
     const { maxBodyBytes } = yield* AppConfig
+    const lines = yield* LogLines
     // Plain combinators rather than generators: this wraps every request the service answers.
     return (httpEffect) =>
       Effect.withFiber((fiber) => {
@@ -147,18 +149,24 @@ export const requestContextMiddleware = <Id extends string, Groups extends HttpA
         const incoming = request.headers["x-request-id"]
         const requestId = incoming !== undefined && requestIdPattern.test(incoming) ? incoming : randomUUID()
         const started = performance.now()
-        const finish = (response: HttpServerResponse.HttpServerResponse) => {
-          const answered = HttpServerResponse.setHeader(ensureEnvelope(response), "x-request-id", requestId)
-          const log = (answered.status >= 500 ? Effect.logError : Effect.logInfo)("request").pipe(
-            Effect.annotateLogs({
+        const finish = (response: HttpServerResponse.HttpServerResponse) =>
+          Effect.withFiber((fiber) => {
+            const answered = HttpServerResponse.setHeader(ensureEnvelope(response), "x-request-id", requestId)
+            const level = answered.status >= 500 ? "Error" : "Info"
+            if (!LogLevel.isGreaterThanOrEqualTo(level, fiber.getRef(References.MinimumLogLevel))) return Effect.succeed(answered)
+            const annotations = {
+              ...fiber.getRef(References.CurrentLogAnnotations),
               method: request.method,
               path: request.url.split("?")[0],
               status: answered.status,
               duration_ms: Math.round((performance.now() - started) * 10) / 10
-            })
-          )
-          return Effect.as(log, answered)
-        }
+            }
+            // The access log line goes straight into the log batch (see src/observability/logger.ts);
+            // a line with annotations that are not plain values takes the logger's generic path.
+            if (!isPlainRecord(annotations)) return Effect.as(Effect.logWithLevel(level)("request").pipe(Effect.annotateLogs(annotations)), answered)
+            lines.push(formatPlainLine("request", level, new Date(), annotations, fiber.id))
+            return Effect.succeed(answered)
+          })
         const handled: Effect.Effect<HttpServerResponse.HttpServerResponse, Types.unhandled> = Effect.matchCauseEffect(
           guardRequest(request, maxBodyBytes, httpEffect),
           {
