@@ -48,7 +48,7 @@ import { ProfileEntityLive } from "./entities/profile.ts"
 import { callbackView } from "./http/views/callback-view.ts"
 import { AppConfig, clusterMode, loadAppConfig } from "./config/config.ts"
 import { applyServiceV8Flags } from "./config/node-flags.ts"
-import { HttpLive, logListening } from "./http/server/app.ts"
+import { HttpLive, logListening, RequestBase } from "./http/server/app.ts"
 import { JsonLoggerLive, LogLines } from "./observability/logger.ts"
 import { databaseLayer } from "./store/database.ts"
 import { isBucket, Ledger, toMicros, usd2 } from "./billing/ledger.ts"
@@ -114,6 +114,8 @@ const RunnerFoundation = ProductServices.pipe(
   Layer.provideMerge(RunnerLifecycle.layer),
   Layer.provideMerge(Layer.mergeAll(ApiKeys.layer, Projects.layer)),
   Layer.provideMerge(databaseLayer("own")),
+  // What request fibers start from (src/http/server/app.ts): the config and the logging below it.
+  Layer.provideMerge(RequestBase.layer),
   Layer.provideMerge(logLayer("Info")),
   Layer.provideMerge(AppConfig.layer)
 )

@@ -3,8 +3,8 @@
  * document, the bundled reference UI, and the request-context middleware around everything.
  */
 import { NodeHttpServer } from "@effect/platform-node"
-import { Effect, Layer } from "effect"
-import { HttpRouter, HttpServer } from "effect/http"
+import { Context, Effect, Layer, Scope } from "effect"
+import { HttpRouter, HttpServer, type HttpServerRequest, type HttpServerResponse } from "effect/http"
 import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
 import { createServer, STATUS_CODES } from "node:http"
 import type { Duplex } from "node:stream"
@@ -130,10 +130,42 @@ const makeNodeServer = (headersTimeoutSeconds: number) => () => {
   return server
 }
 
+/** The services a request may take from its context while it is answered (see RequestBase). */
+type RequestServices = AppConfig
+
+/**
+ * The context every request fiber starts from: what the process-level layers below it provide
+ * (the config, the log batch and logger, the runtime's references), captured where main.ts builds
+ * it. Handlers take the application's services when their group is built (the house style), so a
+ * request does not carry the ~50 services of the application: HttpApiBuilder merges a group's
+ * context into the request's for every request it hands to that group, copying both into a new
+ * map, at a cost in proportion to their size. `serveFromBase` checks at compile time that the
+ * routes need nothing else while they answer.
+ */
+export class RequestBase extends Context.Service<RequestBase, Context.Context<RequestServices>>()("wa/http/RequestBase") {
+  static readonly layer = Layer.effect(RequestBase, Effect.map(Effect.context<RequestServices>(), Context.omit(Scope.Scope)))
+}
+
+/**
+ * HttpRouter.serve, with request fibers that start from RequestBase instead of this layer's
+ * context. The handler's type is the check: a route that needs another service while it answers
+ * does not compile here; take the service when the group is built, or add it to RequestServices.
+ */
+const serveFromBase = (
+  handler: Effect.Effect<HttpServerResponse.HttpServerResponse, unknown, Scope.Scope | HttpServerRequest.HttpServerRequest | RequestServices>
+) =>
+  Layer.effectDiscard(Effect.gen(function*() {
+    const base = yield* RequestBase
+    const scope = yield* Scope.Scope
+    const server = yield* HttpServer.HttpServer
+    yield* Effect.updateContext(server.serve(handler), (_: Context.Context<never>) => Context.add(base, Scope.Scope, scope))
+  }))
+
 /** Serves the API on WA_HOST:WA_PORT and logs the address it listens on (port 0 picks one). */
 export const HttpLive = Layer.unwrap(Effect.gen(function*() {
   const config = yield* AppConfig
-  return HttpRouter.serve(Routes, { disableLogger: true, disableListenLog: true }).pipe(
+  // The routes are built over the server's platform services (file system, paths, ETags).
+  return Layer.unwrap(Effect.map(HttpRouter.toHttpEffect(Routes), serveFromBase)).pipe(
     Layer.provideMerge(NodeHttpServer.layer(makeNodeServer(config.headersTimeoutSeconds), {
       port: config.port,
       host: config.host,
