@@ -13,7 +13,7 @@ import { randomUUID } from "node:crypto"
 import { AppConfig } from "../../config/config.ts"
 import { envelopeBody, jsonResponse as json, type FieldError } from "../errors.ts"
 import { guardRequest } from "./request-guard.ts"
-import { formatPlainLine, isPlainRecord, LogLines } from "../../observability/logger.ts"
+import { formatAccessLine, LogLines } from "../../observability/logger.ts"
 
 const requestIdPattern = /^[A-Za-z0-9._:-]{1,128}$/
 
@@ -137,6 +137,18 @@ const ensureEnvelope = (response: HttpServerResponse.HttpServerResponse) => {
   return json(response.status, envelopeBody(code, text === "" ? code.replaceAll("_", " ") : text), response.headers)
 }
 
+const onlyRequestId = (annotations: Readonly<Record<string, unknown>>) => {
+  for (const key in annotations) if (key !== "request_id") return false
+  return true
+}
+
+const accessAnnotations = (access: Parameters<typeof formatAccessLine>[3]) => ({
+  method: access.method,
+  path: access.path,
+  status: access.status,
+  duration_ms: access.durationMs
+})
+
 export const requestContextMiddleware = <Id extends string, Groups extends HttpApiGroup.Constraint>(api: HttpApi.HttpApi<Id, Groups>) => {
   const routes = routeTable(api)
   return HttpRouter.middleware(Effect.gen(function*() {
@@ -154,17 +166,18 @@ export const requestContextMiddleware = <Id extends string, Groups extends HttpA
             const answered = HttpServerResponse.setHeader(ensureEnvelope(response), "x-request-id", requestId)
             const level = answered.status >= 500 ? "Error" : "Info"
             if (!LogLevel.isGreaterThanOrEqualTo(level, fiber.getRef(References.MinimumLogLevel))) return Effect.succeed(answered)
-            const annotations = {
-              ...fiber.getRef(References.CurrentLogAnnotations),
+            const access = {
+              requestId,
               method: request.method,
-              path: request.url.split("?")[0],
+              path: request.url.split("?")[0] ?? "",
               status: answered.status,
-              duration_ms: Math.round((performance.now() - started) * 10) / 10
+              durationMs: Math.round((performance.now() - started) * 10) / 10
             }
-            // The access log line goes straight into the log batch (see src/observability/logger.ts);
-            // a line with annotations that are not plain values takes the logger's generic path.
-            if (!isPlainRecord(annotations)) return Effect.as(Effect.logWithLevel(level)("request").pipe(Effect.annotateLogs(annotations)), answered)
-            lines.push(formatPlainLine("request", level, new Date(), annotations, fiber.id))
+            // The access log line goes straight into the log batch (see src/observability/logger.ts).
+            // The request id is the usual only annotation; a line with others takes the logger's way.
+            const annotations = fiber.getRef(References.CurrentLogAnnotations)
+            if (!onlyRequestId(annotations)) return Effect.as(Effect.logWithLevel(level)("request").pipe(Effect.annotateLogs(accessAnnotations(access))), answered)
+            lines.push(formatAccessLine(level, new Date(), fiber.id, access))
             return Effect.succeed(answered)
           })
         const handled: Effect.Effect<HttpServerResponse.HttpServerResponse, Types.unhandled> = Effect.matchCauseEffect(
