@@ -8,7 +8,7 @@ import { type FixtureSites, startFixtureSites } from "../fixtures/sites/server.t
 import { type ChatRequest, lastUserText, promptText, refOf, type ScriptedModel, type ScriptedReply, startScriptedModel } from "../fixtures/model/scripted-model.ts"
 import { externalDatabase, type Service, startService, stopAndClean } from "../support/service.ts"
 import { readSse } from "../support/sse.ts"
-import { clusterNodeEnv, eventually, type RunnerNode, scrape, startRunner } from "./nodes.ts"
+import { clusterNodeEnv, eventually, type RunnerNode, scrape, shardsSettled, startRunner } from "./nodes.ts"
 import { insideOneWindow, roomyWindow } from "../support/rate-window.ts"
 import { waitForRunStatus } from "../support/runs.ts"
 
@@ -121,13 +121,10 @@ describe.skipIf(databaseUrl === undefined || redisUrl === undefined)("scale-out:
   const exited = (node: { process: import("node:child_process").ChildProcess }) =>
     alive(node) ? new Promise<void>((resolve) => node.process.once("exit", () => resolve())) : Promise.resolve()
 
-  /** Starts one more API node and waits until every live runner holds shards again. */
+  /** Starts one more API node and waits until the live runners' split of the shards has settled. */
   const addApiNode = async () => {
     extra.push(await startService({ env: clusterEnv, credentials: { projectId: a.projectId, apiKey: a.apiKey } }))
-    await eventually("shards rebalanced onto the fresh node", async () => {
-      const held = await Promise.all(runners().filter(alive).map(async (node) => (await scrape(node.url)).get("effect_cluster_shards") ?? 0))
-      return held.reduce((x, y) => x + y, 0) === 300 && held.every((n) => n > 0) ? true : undefined
-    })
+    await shardsSettled("shards rebalanced onto the fresh node", runners().filter(alive).map((node) => node.url))
   }
 
   const createSession = async (via: Service, body: Record<string, unknown>) => {
@@ -159,17 +156,17 @@ describe.skipIf(databaseUrl === undefined || redisUrl === undefined)("scale-out:
     // The runner-only node serves no API.
     expect((await fetch(`${c.url}/v1/projects/${a.projectId}/do_anything/sessions`)).status).toBe(404)
     // 300 shards, split over four runners once the hand-offs of the joins settle.
-    await eventually("all 300 shards held", async () => {
-      const shards = await Promise.all(runnerUrls().map(async (url) => (await scrape(url)).get("effect_cluster_shards") ?? 0))
-      return shards.reduce((x, y) => x + y, 0) === 300 && shards.every((n) => n > 0) ? true : undefined
-    })
+    expect(await shardsSettled("all 300 shards held, split evenly", runnerUrls())).toEqual([75, 75, 75, 75])
   })
 
   it("sessions created through either API node spread over the runners", async () => {
     const created = await Promise.all(Array.from({ length: 12 }, (_, i) => createSession(nodes()[i % 2]!, { instructions: "spread", keep_alive: true })))
     for (const { sid, rid } of created) expect((await waitForStatus(a, sid, rid, terminal)).status).toBe("done")
-    const resident = await Promise.all(runnerUrls().map(async (url) => (await scrape(url)).get(`effect_cluster_entities{type="Session"}`) ?? 0))
-    expect(resident.reduce((x, y) => x + y, 0)).toBeGreaterThanOrEqual(12)
+    const metrics = await Promise.all(runnerUrls().map(scrape))
+    const resident = metrics.map((m) => m.get(`effect_cluster_entities{type="Session"}`) ?? 0)
+    // A session's entity leaves with its shard: the shards per runner say whether one moved meanwhile.
+    const shards = metrics.map((m) => m.get("effect_cluster_shards") ?? 0)
+    expect(resident.reduce((x, y) => x + y, 0), `sessions per runner: ${resident.join(", ")}; shards per runner: ${shards.join(", ")}`).toBeGreaterThanOrEqual(12)
     expect(resident.filter((n) => n > 0).length, `sessions per runner: ${resident.join(", ")}`).toBeGreaterThanOrEqual(2)
     const contexts = await Promise.all(runnerUrls().map(async (url) => (await scrape(url)).get("wa_browser_contexts_in_use") ?? 0))
     expect(contexts.reduce((x, y) => x + y, 0)).toBeGreaterThanOrEqual(12)

@@ -17,7 +17,7 @@ import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type ScriptedModel, startScriptedModel } from "../fixtures/model/scripted-model.ts"
 import { type Service, startService, stopAndClean } from "../support/service.ts"
-import { clusterNodeEnv, eventually, scrape, sharedDatabase } from "./nodes.ts"
+import { clusterNodeEnv, eventually, shardsSettled, sharedDatabase } from "./nodes.ts"
 
 const SESSIONS = 4
 const INTERVAL_SECONDS = 2
@@ -51,10 +51,7 @@ beforeAll(async () => {
   b = await startService({ env, credentials: { projectId: a.projectId, apiKey: a.apiKey } })
   db = new pg.Client({ connectionString: databaseUrl })
   await db.connect()
-  await eventually("the shards split over both runners", async () => {
-    const held = await Promise.all([a, b].map(async (node) => (await scrape(node.url)).get("effect_cluster_shards") ?? 0))
-    return held[0]! + held[1]! === 300 && held.every((n) => n > 0) ? true : undefined
-  }, { timeoutMs: 60_000 })
+  await shardsSettled("the shards split over both runners", [a.url, b.url], { timeoutMs: 60_000 })
 }, 240_000)
 
 afterAll(async () => {

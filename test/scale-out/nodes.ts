@@ -105,3 +105,18 @@ export const scrape = async (baseUrl: string): Promise<Map<string, number>> => {
 /** The one poll-until helper (test/support/runs.ts); cluster checks scrape several nodes, so they poll less often. */
 export const eventually = <A>(what: string, check: () => Promise<A | undefined>, options: PollOptions = {}): Promise<A> =>
   shared(what, check, { timeoutMs: 120_000, everyMs: 200, ...options })
+
+/**
+ * Waits until the runners at `urls` hold all 300 shards, split as evenly as the cluster's hash ring
+ * splits them (counts differ by at most one) and none is being released. "Every runner holds some"
+ * is not enough: while runners join, the shards pass through uneven splits (75/48/150/27 on the way
+ * to 75 each was seen), and a session placed then loses its entity when its shard moves on.
+ */
+export const shardsSettled = (what: string, urls: ReadonlyArray<string>, options: PollOptions = {}) =>
+  eventually(what, async () => {
+    const metrics = await Promise.all(urls.map(scrape))
+    const held = metrics.map((m) => m.get("effect_cluster_shards") ?? 0)
+    const releasing = metrics.reduce((sum, m) => sum + (m.get("effect_cluster_shards_releasing") ?? 0), 0)
+    const even = Math.max(...held) - Math.min(...held) <= 1
+    return held.reduce((x, y) => x + y, 0) === 300 && even && releasing === 0 ? held : undefined
+  }, options)

@@ -30,7 +30,7 @@ import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { startWebhookReceiver, verifiedDelivery, type WebhookReceiver } from "../support/webhook-receiver.ts"
 import { externalDatabase, type Service, startService, stopAndClean } from "../support/service.ts"
-import { eventually, scrape } from "./nodes.ts"
+import { eventually, shardsSettled } from "./nodes.ts"
 
 const databaseUrl = process.env["TEST_DATABASE_URL"] || undefined
 const redisUrl = process.env["TEST_REDIS_URL"] || undefined
@@ -130,10 +130,7 @@ describe.skipIf(databaseUrl === undefined)("scale-out: monitors whose runner die
     b = await startService({ env, credentials: { projectId: a.projectId, apiKey: a.apiKey } })
     await db.connect()
     // Both runners hold shards before the monitors are placed.
-    await eventually("the shards split over both runners", async () => {
-      const held = await Promise.all([a, b].map(async (node) => (await scrape(node.url)).get("effect_cluster_shards") ?? 0))
-      return held[0]! + held[1]! === 300 && held.every((n) => n > 0) ? true : undefined
-    }, { timeoutMs: 60_000 })
+    await shardsSettled("the shards split over both runners", [a.url, b.url], { timeoutMs: 60_000 })
   }, 120_000)
 
   afterAll(async () => {
