@@ -96,10 +96,8 @@ describe.skipIf(databaseUrl === undefined || redisUrl === undefined)("scale-out:
     ;[b, e, c] = await Promise.all([startService({ env, credentials }), startService({ env, credentials }), startRunner(env)])
     const key = await a.cli("keys", "create", "--project", a.projectId, "--name", "rate-limit")
     rateLimitedKey = JSON.parse(key.stdout).secret_token
-    // Every runner holds shards before the tests place sessions.
-    for (const node of [a.url, b.url, e.url, c.url]) {
-      await eventually(`shards on ${node}`, async () => ((await scrape(node)).get("effect_cluster_shards") ?? 0) > 0 ? true : undefined)
-    }
+    // The runners' split of the shards settles before the tests place sessions.
+    await shardsSettled("the shards split over four runners", [a.url, b.url, e.url, c.url])
   }, 180_000)
 
   afterAll(async () => {

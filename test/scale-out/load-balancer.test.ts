@@ -15,7 +15,7 @@ import { type ChatRequest, lastUserText, promptText, type ScriptedModel, type Sc
 import { type FixtureSites, startFixtureSites } from "../fixtures/sites/server.ts"
 import { externalDatabase, type Service, startService, stopAndClean } from "../support/service.ts"
 import { readSse, type SseEvent } from "../support/sse.ts"
-import { clusterNodeEnv, eventually, scrape } from "./nodes.ts"
+import { clusterNodeEnv, eventually, shardsSettled } from "./nodes.ts"
 
 const databaseUrl = process.env["TEST_DATABASE_URL"] || undefined
 const redisUrl = process.env["TEST_REDIS_URL"] || undefined
@@ -108,9 +108,7 @@ describe.skipIf(databaseUrl === undefined || redisUrl === undefined)("scale-out:
     })
     a = await startService({ env })
     b = await startService({ env, credentials: { projectId: a.projectId, apiKey: a.apiKey } })
-    for (const node of [a, b]) {
-      await eventually(`shards on ${node.url}`, async () => ((await scrape(node.url)).get("effect_cluster_shards") ?? 0) > 0 ? true : undefined)
-    }
+    await shardsSettled("the shards split over both runners", [a.url, b.url])
 
     nginxDir = mkdtempSync(path.join(tmpdir(), "wa-nginx-"))
     // Run as root, nginx's workers run as `nobody`: they must reach the temp paths in here.

@@ -10,7 +10,7 @@ import { lastUserText, type ScriptedModel, startScriptedModel } from "../fixture
 import { type FixtureSites, startFixtureSites } from "../fixtures/sites/server.ts"
 import { waitForRunStatus } from "../support/runs.ts"
 import { type Service, startService, stopAndClean } from "../support/service.ts"
-import { clusterNodeEnv, eventually, scrape, sharedDatabase } from "./nodes.ts"
+import { clusterNodeEnv, eventually, shardsSettled, sharedDatabase } from "./nodes.ts"
 
 let site: FixtureSites
 let model: ScriptedModel
@@ -38,9 +38,7 @@ beforeAll(async () => {
   const env = clusterNodeEnv(databaseUrl, undefined, model.baseUrl, { WA_CLUSTER_HEALTH_CHECK_SECONDS: "1" })
   a = await startService({ env })
   b = await startService({ env, credentials: { projectId: a.projectId, apiKey: a.apiKey } })
-  for (const node of [a, b]) {
-    await eventually(`shards on ${node.url}`, async () => ((await scrape(node.url)).get("effect_cluster_shards") ?? 0) > 0 ? true : undefined)
-  }
+  await shardsSettled("the shards split over both runners", [a.url, b.url])
 }, 240_000)
 
 afterAll(async () => {

@@ -11,7 +11,7 @@ import { type FakeEngines, startFakeEngines } from "../fixtures/engines/fake-eng
 import { TERMINAL, waitForRunStatus } from "../support/runs.ts"
 import { externalDatabase, type Service, startService, stopAndClean } from "../support/service.ts"
 import { readSse } from "../support/sse.ts"
-import { clusterNodeEnv, eventually, scrape } from "./nodes.ts"
+import { clusterNodeEnv, eventually, shardsSettled } from "./nodes.ts"
 
 const databaseUrl = process.env["TEST_DATABASE_URL"] || undefined
 const redisUrl = process.env["TEST_REDIS_URL"] || undefined
@@ -39,9 +39,7 @@ describe.skipIf(databaseUrl === undefined || redisUrl === undefined)("scale-out:
     a = await startService({ env })
     b = await startService({ env, credentials: { projectId: a.projectId, apiKey: a.apiKey } })
     // Both runners hold shards before the search is placed.
-    for (const node of [a, b]) {
-      await eventually(`shards on ${node.url}`, async () => ((await scrape(node.url)).get("effect_cluster_shards") ?? 0) > 0 ? true : undefined)
-    }
+    await shardsSettled("the shards split over both runners", [a.url, b.url])
   }, 180_000)
 
   afterAll(async () => {
