@@ -24,7 +24,7 @@
  *   received exactly once.
  */
 import { readdirSync, readFileSync, readlinkSync } from "node:fs"
-import { createServer, type Server } from "node:http"
+import { createServer, type Server, type ServerResponse } from "node:http"
 import type { AddressInfo } from "node:net"
 import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -83,7 +83,10 @@ describe.skipIf(databaseUrl === undefined)("scale-out: monitors whose runner die
   let receiver: WebhookReceiver
   const content = new Map<string, string>()
   /** Page reads under way: path, the pid of the node reading, when it began. */
-  const pending = new Map<object, { path: string; pid: number | undefined; since: number }>()
+  const pending = new Map<ServerResponse, { path: string; pid: number | undefined; since: number }>()
+  /** While set, page answers wait (in `held`): from picking the node to kill until it is dead, so its read cannot end first. */
+  let holding = false
+  const held: Array<() => void> = []
   /** Page reads whose reader went away before the answer, with the pid that read. */
   const aborted: Array<{ path: string; pid: number | undefined }> = []
   let pageDelayMs = 1_200
@@ -101,12 +104,13 @@ describe.skipIf(databaseUrl === undefined)("scale-out: monitors whose runner die
       response.on("close", () => {
         if (pending.delete(response) && !response.writableFinished) aborted.push(read)
       })
-      setTimeout(() => {
+      const answer = () => {
         if (response.destroyed) return
         const text = content.get(path)
         response.writeHead(text === undefined ? 404 : 200, { "content-type": "text/html; charset=utf-8" })
         response.end(text === undefined ? "not found" : `<!doctype html><html><body><main><h1>Widget</h1><p>${text}</p></main></body></html>`)
-      }, pageDelayMs)
+      }
+      setTimeout(() => (holding ? held.push(answer) : answer()), pageDelayMs)
     })
     pagesUrl = await listen(pages)
     receiver = await startWebhookReceiver()
@@ -174,17 +178,21 @@ describe.skipIf(databaseUrl === undefined)("scale-out: monitors whose runner die
       return ids.every((id) => (done.get(id) ?? 0) >= 2) ? true : undefined
     }, { timeoutMs: 30_000 })
 
-    // Kill the node that began reading a page just now (the answer is over a second away): a tick
-    // is under way on it.
+    // Kill a node that is reading a page (a tick is under way on it). Answers are held from the
+    // pick until it is dead: on a loaded host its read could otherwise end before the kill lands.
     const victim = await eventually("a node in the middle of a tick", async () => {
-      const reading = [...pending.values()].find((read) => read.pid !== undefined && Date.now() - read.since < 400)
-      return [a, b].find((node) => node.process.pid === reading?.pid)
+      const reading = [...pending].find(([response, read]) => read.pid !== undefined && !response.writableEnded && Date.now() - read.since < 400)?.[1]
+      const node = [a, b].find((candidate) => candidate.process.pid === reading?.pid)
+      if (node !== undefined) holding = true
+      return node
     }, { everyMs: 20, timeoutMs: 15_000 })
     const survivor = victim === a ? b : a
     await victim.kill()
     const killAt = Date.now()
     pageDelayMs = 300
     for (const monitor of monitors) content.set(monitor.path, "Sold out.")
+    holding = false
+    for (const answer of held.splice(0)) answer()
 
     // The survivor ticks every monitor again, three times; every recorded firing was dispatched
     // and no tick is under way.
