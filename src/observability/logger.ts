@@ -71,17 +71,21 @@ export const formatPlainLine = (
     fiberId: `#${fiberId}`
   })
 
+/** What the access log says of a request. */
+export interface AccessLine {
+  readonly requestId: string
+  readonly method: string
+  readonly path: string
+  readonly status: number
+  readonly durationMs: number
+}
+
 /**
  * The access log's line, exactly as formatPlainLine renders `request` with the annotations
  * request_id, method, path, status and duration_ms, written out as a string: it is made for every
  * request, and building the annotations object to stringify it cost more than the rest of the line.
  */
-export const formatAccessLine = (
-  logLevel: LogLevel.LogLevel,
-  date: Date,
-  fiberId: number,
-  access: { readonly requestId: string; readonly method: string; readonly path: string; readonly status: number; readonly durationMs: number }
-) =>
+export const formatAccessLine = (logLevel: LogLevel.LogLevel, date: Date, fiberId: number, access: AccessLine) =>
   `{"message":"request","level":"${logLevel.toUpperCase()}","timestamp":"${date.toISOString()}","annotations":{` +
   `"request_id":${JSON.stringify(access.requestId)},"method":${JSON.stringify(access.method)},"path":${JSON.stringify(access.path)},` +
   `"status":${access.status},"duration_ms":${JSON.stringify(access.durationMs)}},"spans":{},"fiberId":"#${fiberId}"}`

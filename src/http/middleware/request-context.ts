@@ -13,7 +13,7 @@ import { randomUUID } from "node:crypto"
 import { AppConfig } from "../../config/config.ts"
 import { envelopeBody, jsonResponse as json, type FieldError } from "../errors.ts"
 import { guardRequest } from "./request-guard.ts"
-import { formatAccessLine, LogLines } from "../../observability/logger.ts"
+import { type AccessLine, formatAccessLine, LogLines } from "../../observability/logger.ts"
 
 const requestIdPattern = /^[A-Za-z0-9._:-]{1,128}$/
 
@@ -142,7 +142,7 @@ const onlyRequestId = (annotations: Readonly<Record<string, unknown>>) => {
   return true
 }
 
-const accessAnnotations = (access: Parameters<typeof formatAccessLine>[3]) => ({
+const accessAnnotations = (access: AccessLine) => ({
   method: access.method,
   path: access.path,
   status: access.status,
