@@ -1,0 +1,95 @@
+/**
+ * The layering of src/, as DESIGN.md states it, checked by `npm run lint:layers` (and CI).
+ *
+ * Imports run one way: http → products → run kernel / entities → shared capabilities →
+ * browser / agent / reader → store → config / observability / net / security → domain.
+ * Each folder of src/ has a rank below; a folder may import folders of its own rank or lower.
+ * Violations that exist today are listed in .dependency-cruiser-known-violations.json (the
+ * baseline); the house-plan issue empties it, and a new violation fails the check.
+ */
+const ranks = {
+  domain: 0,
+  config: 1, observability: 1, net: 1, security: 1,
+  store: 2,
+  events: 3,
+  browser: 4, agent: 4, reader: 4,
+  // Shared capabilities the kernel and every product stand on.
+  accounts: 5, auth: 5, billing: 5, delegation: 5, profiles: 5, workspaces: 5, recordings: 5,
+  control: 5, webhooks: 5, schedules: 5, mail: 5, secrets: 5,
+  // The run kernel and the thin cluster entities.
+  runs: 6, cluster: 6, entities: 6,
+  // The products.
+  "do-anything": 7, research: 7, search: 7, track: 7,
+  http: 8,
+  // Clients of the API: they must not load the server (see the client rules below).
+  client: 9, cli: 9
+}
+
+const folders = Object.keys(ranks)
+const upward = folders.flatMap((from) => {
+  const higher = folders.filter((to) => ranks[to] > ranks[from])
+  if (higher.length === 0) return []
+  return [{
+    name: `upward-from-${from}`,
+    comment: `src/${from}/ (rank ${ranks[from]}) imports a folder of a higher layer`,
+    severity: "error",
+    from: { path: `^src/${from}/` },
+    to: { path: `^src/(${higher.join("|")})/` }
+  }]
+})
+
+/** Products: one reaches another only through that product's service module. */
+const products = ["do-anything", "research", "search", "track"]
+
+module.exports = {
+  forbidden: [
+    {
+      name: "no-circular",
+      comment: "an import cycle ties modules together so none can be read or tested alone",
+      severity: "error",
+      from: { path: "^src/" },
+      to: { circular: true }
+    },
+    {
+      name: "domain-imports-nothing-of-ours",
+      severity: "error",
+      from: { path: "^src/domain/" },
+      to: { path: "^src/", pathNot: "^src/domain/" }
+    },
+    {
+      name: "nothing-below-http-imports-http",
+      severity: "error",
+      from: { path: "^src/", pathNot: ["^src/http/", "^src/main\\.ts$", "^src/cli/", "^src/client/"] },
+      to: { path: "^src/http/" }
+    },
+    {
+      name: "product-through-its-service",
+      comment: "another product's internals (executor, store, schemas) are reached through its service.ts",
+      severity: "error",
+      from: { path: `^src/(${products.join("|")})/` },
+      to: { path: `^src/(${products.join("|")})/`, pathNot: ["^src/$1/", "^src/[^/]+/service\\.ts$"] }
+    },
+    {
+      name: "client-loads-no-server-module",
+      comment: "the SDK is the contract (http/api) and the domain schemas, nothing of the server",
+      severity: "error",
+      from: { path: "^src/client/" },
+      to: { path: "^src/", pathNot: ["^src/client/", "^src/domain/", "^src/http/api/"] }
+    },
+    {
+      name: "cli-client-verbs-load-no-server-module",
+      severity: "error",
+      from: { path: "^src/cli/(client|render|config)\\.ts$" },
+      to: { path: "^src/", pathNot: ["^src/client/", "^src/domain/", "^src/http/api/", "^src/cli/"] }
+    },
+    ...upward
+  ],
+  options: {
+    doNotFollow: { path: "node_modules" },
+    includeOnly: "^src/",
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: "tsconfig.json" },
+    enhancedResolveOptions: { extensions: [".ts", ".js"] },
+    reporterOptions: { text: { highlightFocused: true } }
+  }
+}
