@@ -27,7 +27,7 @@ const cruise = (extra: ReadonlyArray<string>) =>
     maxBuffer: 256 * 1024 * 1024
   })) as {
     modules: ReadonlyArray<Module>
-    summary: { violations: ReadonlyArray<{ rule: { name: string } }>; ignore?: number }
+    summary: { violations: ReadonlyArray<{ rule: { name: string } }>; error: number; warn: number }
   }
 
 const full = cruise(["--no-ignore-known"])
@@ -87,7 +87,9 @@ const byRule = new Map<string, number>()
 for (const violation of violations) byRule.set(violation.rule.name, (byRule.get(violation.rule.name) ?? 0) + 1)
 const upwardImports = violations.filter((violation) => upwardRules.has(violation.rule.name)).length
 const fileCycles = byRule.get("no-circular") ?? 0
-const withBaseline = cruise(["--ignore-known"]).summary.violations.length
+// With the baseline, known violations are still listed but counted as ignored, not as errors.
+const outside = cruise(["--ignore-known"]).summary
+const withBaseline = outside.error + outside.warn
 
 console.log(`folders of src/: ${edges.size}`)
 console.log(`largest strongly connected component: ${largest.length} folders (${largest.sort().join(", ")})`)
