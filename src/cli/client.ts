@@ -17,6 +17,7 @@ import { createClient, type WebAgentClient, WebAgentError } from "../client/inde
 import type { StreamEvent } from "../client/sse.ts"
 import { ConfigError, type Connection, resolveConnection } from "./config.ts"
 import { Progress } from "./render.ts"
+import { clientUsage } from "./usage.ts"
 
 /** Exit codes, one per kind of failure, so scripts can branch without parsing text. */
 export const EXIT = {
@@ -41,18 +42,6 @@ export const EXIT = {
   needsInput: 9
 } as const
 
-export const clientCommands: ReadonlySet<string> = new Set(["run", "research", "search", "monitors", "mcp"])
-
-export const clientUsage = `usage:
-  wa run "instructions" [--follow] [--no-wait] [--keep-alive] [--max-duration MIN] [--output-schema JSON]
-  wa research "topic" [--follow] [--approve] [--depth light|standard|deep] [--audience TEXT] [--no-outline] [--no-wait]
-  wa search "query" ["query" ...] [--engines a,b] [--max-results N] [--summarize] [--language L] [--objective TEXT]
-  wa monitors create --intent TEXT [--target URL]... [--interval SECONDS | --cron EXPR [--tz TZ]] [--notify inbox|URL|webhook:ID]
-  wa monitors list [--status S] [--page N]
-  wa monitors show MONITOR_ID
-  wa mcp [--http PORT]
-common: --json  --url URL (WA_URL)  --key KEY (WA_API_KEY)  --project PID (WA_PROJECT)  --config FILE (WA_CONFIG, ~/.config/wa/config.json)
-exit codes: 0 ok, 1 task failed, 2 usage, 3 auth, 4 not found, 5 rejected, 6 rate limited, 7 unavailable, 8 canceled, 9 needs input`
 
 export class UsageError extends Error {}
 
