@@ -59,7 +59,7 @@ module.exports = {
     {
       name: "nothing-below-http-imports-http",
       severity: "error",
-      from: { path: "^src/", pathNot: ["^src/http/", "^src/main\\.ts$", "^src/cli/", "^src/client/"] },
+      from: { path: "^src/", pathNot: ["^src/http/", "^src/(main|server)\\.ts$", "^src/cli/", "^src/client/"] },
       to: { path: "^src/http/" }
     },
     {
