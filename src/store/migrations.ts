@@ -17,6 +17,7 @@ import { m0018_charges } from "../billing/budget-migration.ts"
 import { m0019_plans } from "../billing/plans-migration.ts"
 import { m0021_accounts } from "../accounts/migration.ts"
 import { m0022_delegation } from "../delegation/migration.ts"
+import { m0023_email_verification } from "../accounts/email-verification-migration.ts"
 
 const m0001_foundation = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
@@ -263,7 +264,8 @@ const all = {
   "0019_plans": m0019_plans,
   "0020_session_schedules": m0020_session_schedules,
   "0021_accounts": m0021_accounts,
-  "0022_delegation": m0022_delegation
+  "0022_delegation": m0022_delegation,
+  "0023_email_verification": m0023_email_verification
 }
 
 export const migrations = Migrator.fromRecord(all)
