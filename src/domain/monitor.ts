@@ -9,8 +9,8 @@
  * condition met) and `canceled`.
  */
 import { Schema } from "effect"
-import { CanonicalSchedule, ScheduleSpec } from "../schedules/spec.ts"
-import { StopConditionDsl, TriggerDsl } from "../track/rules.ts"
+import { CanonicalSchedule, ScheduleSpec } from "./schedule-spec.ts"
+import { StopConditionDsl, TriggerDsl } from "./track-rules.ts"
 import { MaxString, OptionalNullable } from "./schemas.ts"
 
 export const MonitorId = Schema.String.pipe(Schema.brand("MonitorId"))

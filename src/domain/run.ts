@@ -51,7 +51,7 @@ export const doAnythingFields = {
     quality: Schema.optional(MaxString(32)),
     capture_during_take_control: Schema.optional(Schema.Boolean)
   })),
-  // The wire checks it strictly (CreateRunRequest: src/schedules/spec.ts SessionScheduleField); the
+  // The wire checks it strictly (CreateRunRequest: src/domain/schedule-spec.ts SessionScheduleField); the
   // schedule itself lives in session_schedules (src/schedules/session-schedules.ts), and runs are
   // stored without it, so rows written before it was checked still decode.
   schedule: OptionalNullable(JsonObject),

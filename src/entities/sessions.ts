@@ -31,7 +31,7 @@ import { WorkspaceStore } from "../workspaces/workspace-store.ts"
 import { type IssuedUrl, TakeControl } from "../control/take-control.ts"
 import { cancelRun } from "./cancel.ts"
 import { SessionSchedules } from "../schedules/session-schedules.ts"
-import { decodeSessionSchedule, validateSessionSchedule } from "../schedules/spec.ts"
+import { decodeSessionSchedule, validateSessionSchedule } from "../domain/schedule-spec.ts"
 import { SessionEntity } from "./session.ts"
 
 /**

@@ -5,7 +5,7 @@ import { SqlClient } from "effect/sql"
 export const m0010_schedules = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   // One schedule per owner (a monitor, a scheduled session). `spec` is the canonical form of
-  // src/schedules/spec.ts; interval slots are anchor_at + k * interval. next_fire_at is the slot
+  // src/domain/schedule-spec.ts; interval slots are anchor_at + k * interval. next_fire_at is the slot
   // the scheduler fires next; NULL while paused.
   yield* sql`
     CREATE TABLE schedules (

@@ -21,7 +21,7 @@
 import { Clock, Context, Duration, Effect, Exit, FiberSet, Layer, Metric, Queue, Schema, type Scope, Semaphore } from "effect"
 import { SqlClient } from "effect/sql"
 import { AppConfig } from "../config/config.ts"
-import { canonicalSchedule, nextFireAt, type ScheduleSpec, StoredSchedule, validateSchedule } from "./spec.ts"
+import { canonicalSchedule, nextFireAt, type ScheduleSpec, StoredSchedule, validateSchedule } from "../domain/schedule-spec.ts"
 
 /** Who a schedule belongs to: a product's kind (`monitor`) and the owner's id in it. */
 export interface ScheduleOwner {

@@ -32,7 +32,7 @@ import { DoAnythingRequest, type Run, type RunId, type SessionId, storedRequest 
 import { SessionEntity } from "../entities/session.ts"
 import { RunStore } from "../store/runs.ts"
 import { recordQueuedFiring, Schedules } from "./schedules.ts"
-import { clampProposal, type SessionScheduleSpec, StoredSchedule, storedSchedule } from "./spec.ts"
+import { clampProposal, type SessionScheduleSpec, StoredSchedule, storedSchedule } from "../domain/schedule-spec.ts"
 import { isTerminal, type RunStatus } from "../domain/run-state.ts"
 
 export const SESSION_SCHEDULE_OWNER = "session_schedule"

@@ -12,7 +12,7 @@ import { LanguageModel } from "effect/ai"
 import type { ConfiguredModel } from "../agent/model.ts"
 import type { Monitor } from "../domain/monitor.ts"
 import { parseJsonObject } from "./extraction.ts"
-import { RULES_DOCUMENTATION } from "./rules.ts"
+import { RULES_DOCUMENTATION } from "../domain/track-rules.ts"
 
 /** Questions the supervisor may ask before it must configure with what it has. */
 export const MAX_QUESTIONS = 5

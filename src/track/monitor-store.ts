@@ -24,7 +24,7 @@ import {
   TickRun,
   type TickRunId
 } from "../domain/monitor.ts"
-import type { CanonicalSchedule } from "../schedules/spec.ts"
+import type { CanonicalSchedule } from "../domain/schedule-spec.ts"
 import { EVENTS_CHANNEL, type RunEvent } from "../store/runs.ts"
 import { chargeInTransaction, toMicros } from "../billing/ledger.ts"
 import { AppConfig } from "../config/config.ts"

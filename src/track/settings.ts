@@ -5,8 +5,8 @@
  */
 import { Effect, Result } from "effect"
 import { InvalidField } from "../domain/errors.ts"
-import { canonicalSchedule, type ScheduleSpec, validateSchedule } from "../schedules/spec.ts"
-import { parseStopCondition, parseTrigger } from "./rules.ts"
+import { canonicalSchedule, type ScheduleSpec, validateSchedule } from "../domain/schedule-spec.ts"
+import { parseStopCondition, parseTrigger } from "../domain/track-rules.ts"
 
 const ruleProblem = (field: "trigger_dsl" | "stop_condition_dsl", input: Record<string, unknown> | null | undefined) => {
   if (input === null || input === undefined) return Effect.void

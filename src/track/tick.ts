@@ -32,7 +32,8 @@ import { diffJson, diffText, textChangeSummary } from "./diff.ts"
 import { ExtractionFailed, extractStructured } from "./extraction.ts"
 import { normalizeText } from "./fingerprint.ts"
 import { MonitorStore } from "./monitor-store.ts"
-import { DEFAULT_TRIGGER, evaluate, parseStopCondition, parseTrigger, type Rule } from "./rules.ts"
+import { DEFAULT_TRIGGER, parseStopCondition, parseTrigger, type Rule } from "../domain/track-rules.ts"
+import { evaluate } from "./rules.ts"
 
 /** Text kept in a snapshot (and diffed), at most. */
 const MAX_SNAPSHOT_TEXT = 200_000

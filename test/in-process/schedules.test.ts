@@ -15,7 +15,7 @@ import { TestClock } from "effect/testing"
 import { AppConfig } from "../../src/config/config.ts"
 import { fieldErrors } from "../../src/http/middleware/request-context.ts"
 import { Schedules, type FireHandler } from "../../src/schedules/schedules.ts"
-import { canonicalSchedule, nextSlot, ScheduleSpec, scheduleParseOptions, validateSchedule } from "../../src/schedules/spec.ts"
+import { canonicalSchedule, nextSlot, ScheduleSpec, scheduleParseOptions, validateSchedule } from "../../src/domain/schedule-spec.ts"
 import { databaseLayer } from "../../src/store/database.ts"
 import { freshDatabase, freshDataDir } from "./fresh-database.ts"
 

@@ -2,8 +2,6 @@ import { Result, Schema } from "effect"
 import { describe, expect, it } from "vitest"
 import {
   DEFAULT_TRIGGER,
-  evaluate,
-  getField,
   parseRfc3339,
   parseStopCondition,
   parseTrigger,
@@ -12,10 +10,9 @@ import {
   RULE_LIMITS,
   RULES_DOCUMENTATION,
   StopConditionDsl,
-  type TickFacts,
-  toNumber,
   TriggerDsl
-} from "../../src/track/rules.ts"
+} from "../../src/domain/track-rules.ts"
+import { evaluate, getField, type TickFacts, toNumber } from "../../src/track/rules.ts"
 
 const ok = (result: Result.Result<Rule, ReadonlyArray<RuleError>>): Rule => {
   if (Result.isFailure(result)) throw new Error(`expected a rule, got ${JSON.stringify(result.failure)}`)

@@ -10,7 +10,7 @@ import { PageQuery } from "../pagination.ts"
 import { doAnythingFields } from "../../domain/run.ts"
 import { MaxString, OptionalNullable, ProjectIdParam, RunIdParam, SessionIdParam } from "./schemas.ts"
 import { RecordingQuality } from "../../recordings/settings.ts"
-import { SessionScheduleField } from "../../schedules/spec.ts"
+import { SessionScheduleField } from "../../domain/schedule-spec.ts"
 import { Authentication, Idempotency, RateLimit } from "./security.ts"
 
 const JsonObject = Schema.Record(Schema.String, Schema.Unknown)

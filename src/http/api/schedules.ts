@@ -7,7 +7,7 @@
 import { Schema } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { MAX_TRIGGER_PAYLOAD_BYTES } from "../../schedules/session-schedules.ts"
-import { StoredSchedule } from "../../schedules/spec.ts"
+import { StoredSchedule } from "../../domain/schedule-spec.ts"
 import { BadRequest, Conflict, NotFound, ValidationError } from "../errors.ts"
 import { PageQuery } from "../pagination.ts"
 import { MaxString, ProjectIdParam, Timestamp } from "./schemas.ts"

@@ -18,8 +18,8 @@ import {
   TickStatus,
   TickTrigger
 } from "../../domain/monitor.ts"
-import { CanonicalSchedule } from "../../schedules/spec.ts"
-import { RULES_DOCUMENTATION } from "../../track/rules.ts"
+import { CanonicalSchedule } from "../../domain/schedule-spec.ts"
+import { RULES_DOCUMENTATION } from "../../domain/track-rules.ts"
 import { BadRequest, Conflict, NotFound, PaymentRequired, ValidationError } from "../errors.ts"
 import { PageQuery } from "../pagination.ts"
 import { MaxString, ProjectIdParam, Timestamp } from "./schemas.ts"
