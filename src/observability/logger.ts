@@ -12,6 +12,20 @@ import { Context, Effect, Layer, Logger, type LogLevel, References } from "effec
 
 const BATCH_WINDOW_MS = 20
 
+/**
+ * A log sink that goes away (`wa serve | head -5`: the reader closed the pipe) makes the next write
+ * fail with EPIPE, emitted as an 'error' event that, unheard, would end the process. The service
+ * outlives its log reader: the error is heard, and from then on its lines are dropped.
+ * Installed once per process (the layer may be built more than once in a test process).
+ */
+const watchedSinks = new WeakSet<NodeJS.WriteStream>()
+const surviveClosedSink = (stream: NodeJS.WriteStream) => {
+  if (watchedSinks.has(stream)) return
+  watchedSinks.add(stream)
+  // The failed write destroyed the stream: `destroyed` is what tells later writes to stop.
+  stream.on("error", () => {})
+}
+
 /** The lines waiting for stdout; a write is scheduled when the first line of a batch arrives. */
 export class LogLines extends Context.Service<LogLines, {
   readonly push: (line: string) => void
@@ -19,6 +33,9 @@ export class LogLines extends Context.Service<LogLines, {
   static readonly layer = Layer.effect(
     LogLines,
     Effect.gen(function*() {
+      surviveClosedSink(process.stdout)
+      // Node and Effect write there too (warnings, a defect at exit); a closed stderr must not end the service either.
+      surviveClosedSink(process.stderr)
       let batch: Array<string> = []
       let timer: ReturnType<typeof setTimeout> | undefined
       const flush = () => {
@@ -26,7 +43,7 @@ export class LogLines extends Context.Service<LogLines, {
         if (batch.length === 0) return
         const lines = batch
         batch = []
-        process.stdout.write(lines.join("\n") + "\n")
+        if (!process.stdout.destroyed) process.stdout.write(lines.join("\n") + "\n")
       }
       yield* Effect.addFinalizer(() =>
         Effect.sync(() => {

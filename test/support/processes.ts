@@ -91,6 +91,25 @@ export const livePostmaster = (dataDir: string): number | undefined => {
   return cmdline.includes("postgres") ? pid : undefined
 }
 
+/**
+ * The pid of the live watchdog that stops a data dir's embedded PostgreSQL when its owner dies
+ * (src/store/embedded-postgres.ts), or undefined when none runs.
+ */
+export const liveWatchdog = (dataDir: string): number | undefined => {
+  let pid: number
+  try {
+    pid = Number(readFileSync(path.join(dataDir, "postgres.watchdog"), "utf8").trim().split(" ")[0])
+  } catch {
+    return undefined
+  }
+  if (!Number.isInteger(pid) || pid <= 0 || !alive(pid)) return undefined
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("wa-postgres-watchdog") ? pid : undefined
+  } catch {
+    return undefined
+  }
+}
+
 /** Direct children of a process (from /proc), to take down a postmaster with its backends. */
 export const childPids = (pid: number): Array<number> => {
   const children: Array<number> = []
