@@ -1,11 +1,14 @@
 /**
- * Idempotency-Key records that cannot leak or stick: secrets are not kept in replay records, a
- * 429 is not replayed, and a claim left by a process killed mid-request expires after its lease.
+ * Idempotency-Key records that cannot leak or stick: secrets are not kept in replay records (for
+ * every write of /openapi.json), a 429 is not replayed, and a claim left by a process killed
+ * mid-request expires after its lease.
  */
 import { randomUUID } from "node:crypto"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { createUser, loginBearer } from "../accounts/support.ts"
 import { type FakeEngines, startFakeEngines } from "../fixtures/engines/fake-engines.ts"
 import { type ScriptedModel, startScriptedModel } from "../fixtures/model/scripted-model.ts"
+import { fillPath, type Json, type Operation, operationsOf, sample, type SchemaObject } from "../support/openapi-fuzz.ts"
 import { embeddedDatabaseClient, type Service, startService, stopAndClean } from "../support/service.ts"
 
 describe("replay records", () => {
@@ -107,4 +110,113 @@ describe("a claim left by a killed process", () => {
     expect([200, 202]).toContain(retried.status)
     expect(retried.json.run_id ?? retried.json.id).toBeDefined()
   }, 120_000)
+})
+
+/**
+ * The credentials a response may carry, found by their form (not by the schema's annotation, which
+ * is what is under test): the service's secret prefixes, and the token of a URL.
+ */
+const secretsIn = (value: unknown): Array<string> => {
+  if (typeof value === "string") {
+    const found: Array<string> = []
+    // A whole secret, not a key's display prefix (`wa_` and 8 characters).
+    if (/^(wa|was|wad|wask|whsec)_.{20,}/.test(value)) found.push(value)
+    const token = /[?&]token=([^&#]+)/.exec(value)?.[1]
+    if (token !== undefined) found.push(value, decodeURIComponent(token))
+    return found
+  }
+  if (Array.isArray(value)) return value.flatMap(secretsIn)
+  if (value !== null && typeof value === "object") return Object.values(value).flatMap(secretsIn)
+  return []
+}
+
+describe("no secret reaches the idempotency records", () => {
+  let service: Service
+  let consoleToken: string
+  beforeAll(async () => {
+    service = await startService({
+      env: {
+        WA_RATE_LIMIT_REQUESTS: "1000000",
+        WA_MAX_CONCURRENT_SESSIONS: "1000",
+        WA_ALLOW_PRIVATE_NETWORKS: "true",
+        // Runs created by the walk end at once: no browser, no model, no reachable engine.
+        CHROMIUM_PATH: "/nonexistent/idempotency-no-browser",
+        WA_DUCKDUCKGO_BASE_URL: "http://127.0.0.1:9",
+        WA_SEARCH_ENGINE_TIMEOUT_MS: "1000",
+        WA_WEB_SEARCH_WAIT_SECONDS: "1",
+        WA_DRAIN_SECONDS: "1"
+      }
+    })
+    await createUser(service, "owner@example.com", "owner-password")
+    consoleToken = await loginBearer(service, "owner@example.com", "owner-password")
+  }, 120_000)
+  afterAll(async () => {
+    await stopAndClean(service)
+  })
+
+  it("every write of /openapi.json that succeeds with an Idempotency-Key stores no secret and replays secrets as null", async () => {
+    const doc: SchemaObject = (await service.request("GET", "/openapi.json", { key: null })).json
+    const tenant = await service.request("POST", "/v1/tenants", { key: consoleToken, body: { name: "walk" } })
+    expect(tenant.status, tenant.text).toBe(201)
+    const values: Record<string, string> = { pid: service.projectId, tid: tenant.json.tenant_id }
+    // Bodies the plain sample cannot make valid (the rest are the sample of the request schema).
+    const monitor = {
+      intent: "watch the walk page",
+      notify_channel: { kind: "callback_url", url: "http://127.0.0.1:9/monitor" },
+      schedule: { kind: "interval", interval_seconds: 3600 },
+      target_urls: ["http://127.0.0.1:9/page"]
+    }
+    const bodyOf = (op: Operation): Json | undefined => {
+      if (op.path.endsWith("/invitations")) return { email: "invitee@example.com" }
+      if (op.path.endsWith("/access_keys")) return { name: "walk", redirect_uris: ["https://app.example.com/callback"] }
+      if (op.path.endsWith("/webhooks")) return { url: "http://127.0.0.1:9/walk" }
+      if (op.path.endsWith("/monitors") || op.path.endsWith("/tracks")) return monitor
+      if (op.body === undefined) return undefined
+      const sampled = sample(doc, op.body)
+      // Sessions and runs: with instructions (they end at once, there is no browser).
+      return "instructions" in (op.body["properties"] ?? {}) ? { ...(sampled as object), instructions: "walk" } : sampled
+    }
+    // Sign-out last: it ends the console session the tenant writes use.
+    const writes = operationsOf(doc)
+      .filter((op) => ["POST", "PUT", "PATCH"].includes(op.method) && op.secured)
+      .filter((op) => !/\{(?!pid\}|tid\})[^}]+\}/.test(op.path))
+      .sort((a, b) => Number(a.path.endsWith("/logout")) - Number(b.path.endsWith("/logout")))
+    const succeeded: Array<{ readonly name: string; readonly first: unknown; readonly replay: unknown }> = []
+    for (const op of writes) {
+      const name = `${op.method} ${op.path}`
+      const key = op.path.startsWith("/v1/tenants") || op.path.startsWith("/v1/auth") ? consoleToken : service.apiKey
+      const body = bodyOf(op)
+      const headers = { "idempotency-key": randomUUID() }
+      const path = fillPath(op.path, values)
+      const first = await service.request(op.method, path, { key, headers, ...(body === undefined ? {} : { body }) })
+      if (first.status < 200 || first.status > 299) continue
+      const replay = await service.request(op.method, path, { key, headers, ...(body === undefined ? {} : { body }) })
+      // An operation without Idempotency-Key support (a settings PUT) ran again: nothing was kept.
+      if (replay.headers.get("idempotent-replayed") !== "true") continue
+      expect(replay.status, `${name} replay: ${replay.text}`).toBe(first.status)
+      succeeded.push({ name, first: first.json, replay: replay.json })
+    }
+    // The walk reached every create that returns a secret.
+    expect(succeeded.map((s) => s.name)).toEqual(expect.arrayContaining([
+      "POST /v1/projects/{pid}/api_keys",
+      "POST /v1/tenants/{tid}/access_keys",
+      "POST /v1/tenants/{tid}/invitations",
+      "POST /v1/projects/{pid}/webhooks",
+      "POST /v1/projects/{pid}/track/monitors"
+    ]))
+    const secrets = succeeded.flatMap((s) => secretsIn(s.first).map((secret) => ({ name: s.name, secret })))
+    expect(secrets.map((s) => s.name)).toEqual(expect.arrayContaining(["POST /v1/tenants/{tid}/access_keys", "POST /v1/tenants/{tid}/invitations"]))
+    // A replay carries none of them.
+    for (const { name, replay } of succeeded) expect(secretsIn(replay), `${name} replays a secret`).toEqual([])
+    const db = await embeddedDatabaseClient(service.dataDir)
+    try {
+      const stored = (await db.query("SELECT coalesce(response_body, '') AS body FROM idempotency_records")).rows.map((row) => row.body as string)
+      expect(stored.length).toBeGreaterThanOrEqual(succeeded.length)
+      for (const { name, secret } of secrets) {
+        expect(stored.filter((body) => body.includes(secret)), `${name}: its secret is in idempotency_records`).toEqual([])
+      }
+    } finally {
+      await db.end()
+    }
+  }, 180_000)
 })

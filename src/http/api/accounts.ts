@@ -9,7 +9,7 @@ import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "
 import { BadRequest, Conflict, Forbidden, NotFound, TooManyRequests, Unauthorized, ValidationError } from "../errors.ts"
 import { PageQuery } from "../pagination.ts"
 import { ConsoleAuth } from "./accounts-security.ts"
-import { MaxString, OptionalNullable, ProjectIdParam, Timestamp } from "./schemas.ts"
+import { MaxString, OptionalNullable, ProjectIdParam, secretField, Timestamp } from "./schemas.ts"
 import { Authentication, Idempotency, RateLimit } from "./security.ts"
 
 const strict = { errors: "all", onExcessProperty: "error" } as const
@@ -176,7 +176,12 @@ export const InviteRequest = Schema.Struct({
   email: InviteEmail,
   role: Schema.optional(Role).annotate({ description: "default member" })
 })
-export const InviteResponse = Schema.Struct({ invitation_id: Schema.String, invite_url: Schema.String, expires_at: Timestamp })
+export const InviteResponse = Schema.Struct({
+  invitation_id: Schema.String,
+  // The whole URL is the secret: it carries the invitation token.
+  invite_url: secretField(Schema.String, "the invitation link for the invitee (it carries the invitation token)"),
+  expires_at: Timestamp
+})
 export const InvitationResponse = Schema.Struct({
   id: Schema.String,
   tenant_id: Schema.String,

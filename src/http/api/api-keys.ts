@@ -6,7 +6,7 @@ import { Schema } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { BadRequest, Forbidden, NotFound } from "../errors.ts"
 import { PageQuery } from "../pagination.ts"
-import { OptionalNullable, MaxString, ProjectIdParam, Timestamp } from "./schemas.ts"
+import { OptionalNullable, MaxString, ProjectIdParam, secretField, Timestamp } from "./schemas.ts"
 import { Authentication, Idempotency, RateLimit } from "./security.ts"
 
 export const ApiKeyScope = Schema.Literals(["admin", "run"]).annotate({
@@ -31,10 +31,7 @@ export const ApiKeyResponse = Schema.Struct({
 
 export const ApiKeyCreatedResponse = Schema.Struct({
   ...ApiKeyResponse.fields,
-  // Null only in an Idempotency-Key replay: the secret is returned once and never stored.
-  secret_token: Schema.NullOr(Schema.String).annotate({
-    description: "the full key, shown once; null when this response is an Idempotency-Key replay"
-  })
+  secret_token: secretField(Schema.String, "the full key")
 })
 
 export const ApiKeyListResponse = Schema.Struct({

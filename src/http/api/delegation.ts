@@ -18,7 +18,7 @@ import { BadRequest, Conflict, Forbidden, NotFound, TooManyRequests, Unauthorize
 import { delegationScopes } from "../../delegation/scopes.ts"
 import { PageQuery } from "../pagination.ts"
 import { ConsoleAuth } from "./accounts-security.ts"
-import { Timestamp } from "./schemas.ts"
+import { secretField, Timestamp } from "./schemas.ts"
 import { type CurrentCaller, Idempotency, RateLimit } from "./security.ts"
 
 const strict = { errors: "all", onExcessProperty: "error" } as const
@@ -124,7 +124,7 @@ export const AccessKeyResponse = Schema.Struct({
 })
 export const AccessKeyCreatedResponse = Schema.Struct({
   ...AccessKeyResponse.fields,
-  secret_key: Schema.String.annotate({ description: "wask_...; shown once. Keep it on your server only" })
+  secret_key: secretField(Schema.String, "wask_...; keep it on your server only")
 })
 export const CreateAccessKeyRequest = Schema.Struct({
   name: Schema.optional(Schema.NullOr(Bounded(1, 100))),

@@ -12,3 +12,17 @@ export const ProjectIdParam = { pid: Schema.String.check(Schema.isMaxLength(64))
  */
 export const SessionIdParam = SessionId.check(Schema.isMaxLength(64))
 export const RunIdParam = RunId.check(Schema.isMaxLength(64))
+
+/** The annotation `secretField` puts on a response field; the Idempotency-Key layer looks for it. */
+export const SECRET_FIELD_ANNOTATION = "wa/secretField"
+
+/**
+ * A response field that holds a credential shown once (a key's secret, a signing secret, a URL
+ * carrying a token). The Idempotency-Key layer never stores it (src/http/middleware/idempotency.ts
+ * finds these fields in the endpoint's success schema), so a replay carries it as null.
+ */
+export const secretField = <S extends Schema.Top>(schema: S, description: string) =>
+  Schema.NullOr(schema).annotate({
+    [SECRET_FIELD_ANNOTATION]: true,
+    description: `${description}; shown once: null when this response is an Idempotency-Key replay (the secret is never stored)`
+  })

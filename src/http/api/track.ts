@@ -22,7 +22,7 @@ import { CanonicalSchedule } from "../../domain/schedule-spec.ts"
 import { RULES_DOCUMENTATION } from "../../domain/track-rules.ts"
 import { BadRequest, Conflict, NotFound, PaymentRequired, ValidationError } from "../errors.ts"
 import { PageQuery } from "../pagination.ts"
-import { MaxString, ProjectIdParam, Timestamp } from "./schemas.ts"
+import { MaxString, ProjectIdParam, secretField, Timestamp } from "./schemas.ts"
 import { Authentication, Idempotency, RateLimit } from "./security.ts"
 import { DeliveryResponse } from "./webhook-deliveries.ts"
 
@@ -63,7 +63,7 @@ export const MonitorResponse = Schema.Struct({
 
 export const CreateMonitorResponse = Schema.Struct({
   ...MonitorResponse.fields,
-  notify_secret: Schema.String.annotate({ description: "Standard Webhooks secret (whsec_...) signing callback_url deliveries; returned only here" })
+  notify_secret: secretField(Schema.String, "Standard Webhooks secret (whsec_...) signing callback_url deliveries; returned only here")
 })
 
 export const MonitorListResponse = Schema.Struct({

@@ -8,7 +8,7 @@ import { CALLBACK_URL_MAX_LENGTH, callbackUrlFormProblem } from "../../domain/ca
 import { MAX_WEBHOOK_ENDPOINTS } from "../../webhooks/webhook-endpoints.ts"
 import { BadRequest, Conflict, Forbidden, NotFound, ValidationError } from "../errors.ts"
 import { PageQuery } from "../pagination.ts"
-import { MaxString, OptionalNullable, ProjectIdParam, Timestamp } from "./schemas.ts"
+import { MaxString, OptionalNullable, ProjectIdParam, secretField, Timestamp } from "./schemas.ts"
 import { Authentication, Idempotency, RateLimit } from "./security.ts"
 
 /** The endpoint's URL: the form rules of a callback_url, named `url` in the messages. */
@@ -28,9 +28,7 @@ export const WebhookEndpointResponse = Schema.Struct({
 
 export const WebhookEndpointCreatedResponse = Schema.Struct({
   ...WebhookEndpointResponse.fields,
-  secret: Schema.NullOr(Schema.String).annotate({
-    description: "whsec_... Standard Webhooks secret that signs this endpoint's deliveries; shown once (null in an Idempotency-Key replay)"
-  })
+  secret: secretField(Schema.String, "whsec_... Standard Webhooks secret that signs this endpoint's deliveries")
 })
 
 export const CreateWebhookEndpointRequest = Schema.Struct({

@@ -6,32 +6,97 @@
  * - A claim is a lease (WA_IDEMPOTENCY_LEASE_SECONDS) that the running request renews: a process
  *   that dies mid-request leaves a claim that expires within one lease and is taken over by the
  *   next request with that key, instead of answering 409 for 24 hours.
- * - Secrets (`secret_token`, `notify_secret`, ...) are never stored: the replay carries them as
- *   null, so the secret exists only in the first response.
+ * - Secrets are never stored: the fields a success schema marks with `secretField`
+ *   (src/http/api/schemas.ts) are set to null before the response is kept, so a replay carries
+ *   them as null and the secret exists only in the first response.
  * - Server errors (5xx), 429s (retry later) and interrupted requests are not kept, so a retry runs
  *   again.
  */
-import { Effect, Exit, Fiber, Layer, Schedule } from "effect"
+import { Effect, Exit, Fiber, Layer, Schedule, Schema, SchemaAST } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
+import type { HttpApiEndpoint } from "effect/http-api"
 import { SqlClient } from "effect/sql"
 import { createHash } from "node:crypto"
 import { AppConfig } from "../../config/config.ts"
 import { conflict, statusOf, validationError } from "../errors.ts"
+import { SECRET_FIELD_ANNOTATION } from "../api/schemas.ts"
 import { CurrentCaller, Idempotency } from "../api/security.ts"
 
 export const IDEMPOTENCY_WINDOW_HOURS = 24
 const writeMethods = new Set(["POST", "PUT", "PATCH", "DELETE"])
 const replayedHeaders = ["content-type", "location"]
-/** Response fields that hold secrets shown once; a replay shows them as null. */
-const secretFields = new Set(["secret_token", "notify_secret", "webhook_secret", "secret"])
 
-/** The response body as it may be stored: every secret field set to null. */
-export const redactSecrets = (body: string): string => {
-  if (![...secretFields].some((field) => body.includes(`"${field}"`))) return body
+/** Where a secret sits in a JSON body: property names, and `[]` for every item of an array. */
+type SecretPath = ReadonlyArray<string>
+
+const isSecretField = (ast: SchemaAST.AST): boolean =>
+  SchemaAST.resolveAt<boolean>(SECRET_FIELD_ANNOTATION)(ast) === true ||
+  (ast._tag === "Union" && ast.types.some(isSecretField))
+
+/** The paths of every field marked with `secretField` in a schema (its wire shape). */
+export const secretPaths = (schema: Schema.Top): ReadonlyArray<SecretPath> => {
+  const paths: Array<SecretPath> = []
+  const seen = new Set<SchemaAST.AST>()
+  const walk = (ast: SchemaAST.AST, at: SecretPath): void => {
+    if (seen.has(ast)) return
+    seen.add(ast)
+    switch (ast._tag) {
+      case "Objects":
+        for (const property of ast.propertySignatures) {
+          const path = [...at, String(property.name)]
+          if (isSecretField(property.type)) paths.push(path)
+          else walk(property.type, path)
+        }
+        break
+      case "Arrays":
+        for (const item of [...ast.elements, ...ast.rest]) walk(item, [...at, "[]"])
+        break
+      case "Union":
+        for (const member of ast.types) walk(member, at)
+        break
+      case "Suspend":
+        walk(ast.thunk(), at)
+        break
+      case "Declaration":
+        for (const parameter of ast.typeParameters) walk(parameter, at)
+        break
+    }
+    // A transformed schema (a class, a renamed field) is stored in its encoded form.
+    for (const link of ast.encoding ?? []) walk(link.to, at)
+  }
+  walk(schema.ast, [])
+  return paths
+}
+
+const nullAt = (value: unknown, path: SecretPath): void => {
+  if (path.length === 0 || value === null || typeof value !== "object") return
+  const [head, ...rest] = path as [string, ...Array<string>]
+  if (head === "[]") {
+    if (Array.isArray(value)) for (const item of value) nullAt(item, rest)
+    return
+  }
+  const record = value as Record<string, unknown>
+  if (!Object.hasOwn(record, head)) return
+  if (rest.length === 0) record[head] = null
+  else nullAt(record[head], rest)
+}
+
+/** The secret paths of every success schema of an endpoint. */
+const endpointSecretPaths = (endpoint: HttpApiEndpoint.Top): ReadonlyArray<SecretPath> =>
+  [...endpoint.success].flatMap(secretPaths)
+
+/**
+ * The response body as it may be stored: every secret field set to null; undefined when the body
+ * cannot be read as JSON although the schema has secrets (then nothing is stored).
+ */
+export const redactSecrets = (body: string, paths: ReadonlyArray<SecretPath>): string | undefined => {
+  if (paths.length === 0) return body
   try {
-    return JSON.stringify(JSON.parse(body), (key, value) => secretFields.has(key) && value !== null ? null : value)
+    const parsed: unknown = JSON.parse(body)
+    for (const path of paths) nullAt(parsed, path)
+    return JSON.stringify(parsed)
   } catch {
-    return body
+    return undefined
   }
 }
 
@@ -87,13 +152,14 @@ export const IdempotencyLive = Layer.effect(
 
     const store = (scope: CurrentCaller["Service"], key: string, status: number, headers: Record<string, string>, body: string) =>
       sql`UPDATE idempotency_records
-          SET status = ${status}, response_headers = ${JSON.stringify(headers)}::jsonb, response_body = ${redactSecrets(body)},
+          SET status = ${status}, response_headers = ${JSON.stringify(headers)}::jsonb, response_body = ${body},
               locked_until = NULL
           WHERE project_id = ${scope.space} AND api_key_id = ${scope.id} AND idempotency_key = ${key}`.pipe(
         Effect.orDie
       )
 
-    const withIdempotency = <E, R>(httpEffect: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
+    /** `secrets`: where the endpoint's success schema has secret fields (nulled before storing). */
+    const withIdempotency = <E, R>(httpEffect: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>, secrets: ReadonlyArray<SecretPath>) =>
       Effect.gen(function*() {
         const request = yield* HttpServerRequest.HttpServerRequest
         const key = request.headers["idempotency-key"]
@@ -140,14 +206,17 @@ export const IdempotencyLive = Layer.effect(
         if (Exit.isSuccess(exit)) {
           const response = exit.value
           const responseBody = response.body
-          if (replayable(response.status) && responseBody._tag === "Uint8Array") {
+          const stored = replayable(response.status) && responseBody._tag === "Uint8Array"
+            ? redactSecrets(new TextDecoder().decode(responseBody.body), secrets)
+            : undefined
+          if (stored !== undefined && responseBody._tag === "Uint8Array") {
             const headers: Record<string, string> = {}
             for (const name of replayedHeaders) {
               const value = response.headers[name]
               if (value !== undefined) headers[name] = value
             }
             headers["content-type"] ??= responseBody.contentType
-            yield* store(scope, key, response.status, headers, new TextDecoder().decode(responseBody.body))
+            yield* store(scope, key, response.status, headers, stored)
           } else {
             yield* release(scope, key)
           }
@@ -166,6 +235,10 @@ export const IdempotencyLive = Layer.effect(
       })
 
     // Reads never take part: their endpoints get the handler unwrapped, decided once per route.
-    return Idempotency.of((httpEffect, { endpoint }) => writeMethods.has(endpoint.method) ? withIdempotency(httpEffect) : httpEffect)
+    return Idempotency.of((httpEffect, { endpoint }) => {
+      if (!writeMethods.has(endpoint.method)) return httpEffect
+      const secrets = endpointSecretPaths(endpoint)
+      return withIdempotency(httpEffect, secrets)
+    })
   })
 )
