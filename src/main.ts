@@ -5,7 +5,8 @@
  * the operator runs it), `credits grant --project P --usd N [--bucket additional|monthly]` (src/billing/ledger.ts),
  * `plans list`, `plans set --project P --plan ID`, `plans unset --project P` (src/billing/plans.ts).
  * `budget set --project P --usd N|none` and `budget show --project P` (src/billing/budget.ts).
- * `users create --email E --password-stdin [--name N] [--tenant T] [--role admin|member]` (src/accounts/).
+ * `users create --email E --password-stdin [--name N] [--tenant T] [--role admin|member]`,
+ * `users reset-password --email E --password-stdin` (src/accounts/).
  * Commands other than `serve`
  * print one JSON document on stdout and work whether or not the service runs on the same data dir.
  * Client commands (`run`, `research`, `search`, `monitors`, `mcp`) talk to a service over its API:

@@ -18,7 +18,7 @@ export class LoginThrottled extends Schema.TaggedError<LoginThrottled>()("LoginT
 
 /** No such tenant, member or invitation visible to the caller (also: one of another tenant). */
 export class AccountResourceNotFound extends Schema.TaggedError<AccountResourceNotFound>()("AccountResourceNotFound", {
-  what: Schema.Literals(["tenant", "member", "invitation", "bug_report", "provider"]),
+  what: Schema.Literals(["tenant", "member", "invitation", "bug_report", "provider", "token"]),
   id: Schema.String
 }) {}
 

@@ -7,13 +7,15 @@
  *
  * Which account: the one linked to (provider, subject); else the account with the provider's
  * email if the provider says it is verified (the identity is then linked to it); else a new
- * account without a password. A provider that gives no verified email is refused.
+ * account without a password. A provider that gives no verified email is refused, and so is an
+ * account whose address was never verified while it has a password (409 `email_unverified`, see
+ * Users.resolveSsoIdentity): SSO never hands a proven address to an account someone else may hold.
  */
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import * as client from "openid-client"
 import { AppConfig } from "../config/config.ts"
-import { AccountResourceNotFound, SsoFailed } from "./errors.ts"
+import { type AccountConflict, AccountResourceNotFound, SsoFailed } from "./errors.ts"
 import { type UserRow, Users } from "./users.ts"
 
 const ProviderConfig = Schema.Struct({
@@ -50,7 +52,7 @@ export class Sso extends Context.Service<Sso, {
   /** Starts a sign-in: the URL to send the browser to, and the state to bind to it. */
   readonly start: (providerId: string, redirectUri: string, returnTo: string) => Effect.Effect<{ readonly url: string; readonly state: string }, AccountResourceNotFound | SsoFailed>
   /** Completes a sign-in from the callback URL: the user, and where to send the browser. */
-  readonly complete: (providerId: string, callbackUrl: URL) => Effect.Effect<{ readonly user: UserRow; readonly returnTo: string }, AccountResourceNotFound | SsoFailed>
+  readonly complete: (providerId: string, callbackUrl: URL) => Effect.Effect<{ readonly user: UserRow; readonly returnTo: string }, AccountResourceNotFound | SsoFailed | AccountConflict>
 }>()("wa/accounts/Sso") {
   static readonly layer = Layer.effect(
     Sso,

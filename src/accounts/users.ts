@@ -23,6 +23,8 @@ export interface UserRow {
   readonly id: string
   readonly email: string
   readonly display_name: string | null
+  /** Whether the account's owner proved the address (a mailed link, SSO, or the operator made it). */
+  readonly email_verified: boolean
   readonly created_at: Date
 }
 
@@ -73,15 +75,26 @@ export class Users extends Context.Service<Users, {
    */
   readonly authenticateOnProject: (token: string, projectId: string) => Effect.Effect<(ConsoleSession & { readonly access: ProjectAccess }) | SessionFailure>
   readonly logout: (sessionId: string) => Effect.Effect<void>
-  readonly changePassword: (session: ConsoleSession, current: string, next: string) => Effect.Effect<void, InvalidCredentials>
+  /** Throttled like a sign-in (the account and `address`): a wrong current password is a guess. */
+  readonly changePassword: (session: ConsoleSession, current: string, next: string, address: string) => Effect.Effect<void, InvalidCredentials | LoginThrottled>
+  /**
+   * Sets a new password for someone who proved the address some other way (a mailed reset link,
+   * the operator's `wa users reset-password`): the address counts as verified, and every session
+   * of the user ends. Runs inside the caller's transaction when there is one.
+   */
+  readonly setPasswordAfterProof: (userId: string, passwordHash: string) => Effect.Effect<void>
   readonly get: (userId: string) => Effect.Effect<UserRow | undefined>
   /** A new session for a user who proved who they are some other way (SSO). */
   readonly startSession: (user: UserRow, kind: SessionKind) => Effect.Effect<SignedIn>
   /**
    * The user of an SSO identity: the one linked to (provider, subject); else the account with the
    * provider's verified email, which gets the identity linked; else a new account (no password).
+   * Never an account whose address nobody proved while it has a password: someone who is not the
+   * address's owner may have set it (an invitation accepted by its inviter). That is refused with
+   * 409 `email_unverified` until the owner proves the address (password reset by mail, or a
+   * signed-in verification).
    */
-  readonly resolveSsoIdentity: (providerId: string, subject: string, email: string) => Effect.Effect<UserRow>
+  readonly resolveSsoIdentity: (providerId: string, subject: string, email: string) => Effect.Effect<UserRow, AccountConflict>
   readonly passwordIdentityId: (userId: string) => Effect.Effect<string | null>
 }>()("wa/accounts/Users") {
   static readonly layer = Layer.effect(
@@ -91,6 +104,7 @@ export class Users extends Context.Service<Users, {
       const config = yield* AppConfig
       const throttle = yield* LoginThrottle
       const sessionMs = config.consoleSessionHours * 3600 * 1000
+      const userColumns = sql.literal("id, email, display_name, email_verified, created_at")
 
       const create = Effect.fn("Users.create")(function*(input: { readonly email: string; readonly password: string; readonly displayName: string | null }) {
         const hash = yield* hashPassword(input.password)
@@ -99,8 +113,8 @@ export class Users extends Context.Service<Users, {
         const email = input.email.trim()
         return yield* sql.withTransaction(Effect.gen(function*() {
           const rows = yield* sql<UserRow>`
-            INSERT INTO users (id, email, display_name, password_hash) VALUES (${id}, ${email}, ${input.displayName}, ${hash})
-            ON CONFLICT DO NOTHING RETURNING id, email, display_name, created_at`
+            INSERT INTO users (id, email, display_name, password_hash, email_verified) VALUES (${id}, ${email}, ${input.displayName}, ${hash}, true)
+            ON CONFLICT DO NOTHING RETURNING ${userColumns}`
           if (rows.length === 0) {
             return yield* new AccountConflict({ code: "email_taken", detail: "an account with this email already exists; sign in instead" })
           }
@@ -110,13 +124,13 @@ export class Users extends Context.Service<Users, {
       })
 
       const findByEmail = (email: string) =>
-        sql<UserRow>`SELECT id, email, display_name, created_at FROM users WHERE lower(email) = ${normalizeEmail(email)}`.pipe(
+        sql<UserRow>`SELECT ${userColumns} FROM users WHERE lower(email) = ${normalizeEmail(email)}`.pipe(
           Effect.map((rows) => rows[0]),
           Effect.orDie
         )
 
       const get = (userId: string) =>
-        sql<UserRow>`SELECT id, email, display_name, created_at FROM users WHERE id = ${userId}`.pipe(
+        sql<UserRow>`SELECT ${userColumns} FROM users WHERE id = ${userId}`.pipe(
           Effect.map((rows) => rows[0]),
           Effect.orDie
         )
@@ -149,7 +163,7 @@ export class Users extends Context.Service<Users, {
         const keys = { account: normalizeEmail(input.email), address: input.address }
         yield* throttle.attempt(keys)
         const rows = yield* sql<UserRow & { password_hash: string | null }>`
-          SELECT id, email, display_name, created_at, password_hash FROM users WHERE lower(email) = ${keys.account}`.pipe(Effect.orDie)
+          SELECT ${userColumns}, password_hash FROM users WHERE lower(email) = ${keys.account}`.pipe(Effect.orDie)
         const row = rows[0]
         // An unknown email costs the same derivation as a known one (verifyPassword's dummy hash).
         const ok = yield* verifyPassword(input.password, row?.password_hash)
@@ -203,10 +217,15 @@ export class Users extends Context.Service<Users, {
       const logout = (sessionId: string) =>
         sql`UPDATE console_sessions SET revoked_at = coalesce(revoked_at, now()) WHERE id = ${sessionId}`.pipe(Effect.asVoid, Effect.orDie)
 
-      const changePassword = Effect.fn("Users.changePassword")(function*(session: ConsoleSession, current: string, next: string) {
+      const changePassword = Effect.fn("Users.changePassword")(function*(session: ConsoleSession, current: string, next: string, address: string) {
+        // The current password is a guess like a sign-in's: counted by the same limiter, for the
+        // account and the address, before the hash is checked.
+        const keys = { account: normalizeEmail(session.email), address }
+        yield* throttle.attempt(keys)
         const rows = yield* sql<{ password_hash: string | null }>`SELECT password_hash FROM users WHERE id = ${session.userId}`.pipe(Effect.orDie)
         const ok = yield* verifyPassword(current, rows[0]?.password_hash)
         if (!ok) return yield* new InvalidCredentials({ detail: "the current password is wrong" })
+        yield* throttle.succeeded(keys)
         const hash = yield* hashPassword(next)
         // The new hash and the end of every other session in one transaction: a stolen session
         // (or one signed in elsewhere) does not outlive the change.
@@ -221,26 +240,66 @@ export class Users extends Context.Service<Users, {
       const startSessionFor = (user: UserRow, kind: SessionKind) =>
         startSession(user.id, user.email, kind).pipe(Effect.map((started) => ({ user, ...started })), Effect.orDie)
 
+      const unproven = new AccountConflict({
+        code: "email_unverified",
+        detail: "an account with this email exists, has a password and its address was never verified, so SSO does not sign into it " +
+          "(whoever set that password may not own the address). Reset its password by email (POST /v1/auth/password/forgot), which " +
+          "proves the address and ends every session of the account, or sign in with its password and verify the address; then sign in with SSO again"
+      })
+
       const resolveSsoIdentity = (providerId: string, subject: string, email: string) =>
         sql.withTransaction(Effect.gen(function*() {
-          const linked = yield* sql<UserRow>`
-            SELECT u.id, u.email, u.display_name, u.created_at FROM auth_identities i JOIN users u ON u.id = i.user_id
-            WHERE i.provider = ${`oidc:${providerId}`} AND i.subject = ${subject}`
-          if (linked[0] !== undefined) return linked[0]
-          const inserted = yield* sql<UserRow>`
-            INSERT INTO users (id, email) VALUES (${makeId("usr")}, ${email.trim()})
-            ON CONFLICT DO NOTHING RETURNING id, email, display_name, created_at`
-          const user = inserted[0] ??
-            (yield* sql<UserRow>`SELECT id, email, display_name, created_at FROM users WHERE lower(email) = ${normalizeEmail(email)}`)[0]!
+          type Candidate = UserRow & { readonly has_password: boolean }
+          const provider = `oidc:${providerId}`
+          const linked = yield* sql<Candidate>`
+            SELECT u.id, u.email, u.display_name, u.email_verified, u.created_at, u.password_hash IS NOT NULL AS has_password
+            FROM auth_identities i JOIN users u ON u.id = i.user_id
+            WHERE i.provider = ${provider} AND i.subject = ${subject}
+            FOR UPDATE OF u`
+          const inserted = linked[0] !== undefined ? [] : yield* sql<UserRow>`
+            INSERT INTO users (id, email, email_verified) VALUES (${makeId("usr")}, ${email.trim()}, true)
+            ON CONFLICT DO NOTHING RETURNING ${userColumns}`
+          if (inserted[0] !== undefined) {
+            yield* sql`INSERT INTO auth_identities (id, user_id, provider, subject) VALUES (${makeId("aid")}, ${inserted[0].id}, ${provider}, ${subject})`
+            return inserted[0]
+          }
+          const candidate = linked[0] ?? (yield* sql<Candidate>`
+            SELECT id, email, display_name, email_verified, created_at, password_hash IS NOT NULL AS has_password
+            FROM users WHERE lower(email) = ${normalizeEmail(email)} FOR UPDATE`)[0]!
+          const { has_password, ...user } = candidate
+          if (!user.email_verified) {
+            if (has_password) return yield* unproven
+            // No password on it: nobody else holds a way in, and the provider vouches for the address.
+            if (normalizeEmail(user.email) === normalizeEmail(email)) {
+              yield* sql`UPDATE users SET email_verified = true WHERE id = ${user.id}`
+            }
+          }
+          if (linked[0] === undefined) {
+            yield* sql`
+              INSERT INTO auth_identities (id, user_id, provider, subject) VALUES (${makeId("aid")}, ${user.id}, ${provider}, ${subject})
+              ON CONFLICT DO NOTHING`
+          }
+          return { ...user, email_verified: user.email_verified || normalizeEmail(user.email) === normalizeEmail(email) }
+        })).pipe(Effect.catchTag("SqlError", Effect.die))
+
+      const setPasswordAfterProof = (userId: string, passwordHash: string) =>
+        sql.withTransaction(Effect.gen(function*() {
+          const rows = yield* sql<{ email: string }>`
+            UPDATE users SET password_hash = ${passwordHash}, password_changed_at = now(), email_verified = true
+            WHERE id = ${userId} RETURNING email`
+          if (rows[0] === undefined) return
+          // An account made by SSO had no password identity yet.
           yield* sql`
-            INSERT INTO auth_identities (id, user_id, provider, subject) VALUES (${makeId("aid")}, ${user.id}, ${`oidc:${providerId}`}, ${subject})
+            INSERT INTO auth_identities (id, user_id, provider, subject) VALUES (${makeId("aid")}, ${userId}, 'password', ${normalizeEmail(rows[0].email)})
             ON CONFLICT DO NOTHING`
-          return user
+          yield* sql`UPDATE console_sessions SET revoked_at = now() WHERE user_id = ${userId} AND revoked_at IS NULL`
+          // Whoever asked for a reset before is answered by this one: no other reset link works now.
+          yield* sql`UPDATE account_tokens SET used_at = now() WHERE user_id = ${userId} AND purpose = 'reset_password' AND used_at IS NULL`
         })).pipe(Effect.orDie)
 
       return Users.of({
         create, findByEmail, login, authenticate, authenticateOnProject, logout, changePassword, get, passwordIdentityId,
-        startSession: startSessionFor, resolveSsoIdentity
+        startSession: startSessionFor, resolveSsoIdentity, setPasswordAfterProof
       })
     })
   )

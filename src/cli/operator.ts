@@ -18,6 +18,7 @@ import { budgetView, MAX_CAP_USD } from "../http/server/billing.ts"
 import { AccountsLive } from "../accounts/accounts-live.ts"
 import { Tenants } from "../accounts/tenants.ts"
 import { Users } from "../accounts/users.ts"
+import { hashPassword } from "../accounts/passwords.ts"
 import { parseProviders } from "../accounts/sso.ts"
 import { operatorUsage as usage } from "./usage.ts"
 
@@ -45,6 +46,17 @@ const oneShot = <A>(program: Effect.Effect<A, never, ApiKeys | Projects | Ledger
   )
 
 class CommandFailed extends Error {}
+
+/** A password given on stdin (never in argv, which other local users can read): 8 to 200 characters. */
+const passwordFromStdin = Effect.gen(function*() {
+  const password = (yield* Effect.promise(async () => {
+    const chunks: Array<Buffer> = []
+    for await (const chunk of process.stdin) chunks.push(chunk as Buffer)
+    return Buffer.concat(chunks).toString("utf8")
+  })).replace(/\r?\n$/, "")
+  if (password.length < 8 || password.length > 200) return yield* Effect.die(new CommandFailed("the password must be 8 to 200 characters"))
+  return password
+})
 
 const commands: Record<string, (args: ReadonlyArray<string>) => Effect.Effect<void>> = {
   migrate: () => oneShot(Effect.succeed({ migrated: true })),
@@ -84,12 +96,7 @@ const commands: Record<string, (args: ReadonlyArray<string>) => Effect.Effect<vo
     if (name !== null && name.length > 100) throw new UsageError("--name is at most 100 characters")
     if (role !== "admin" && role !== "member") throw new UsageError(`--role is admin or member\n${usage}`)
     return oneShot(Effect.gen(function*() {
-      const password = (yield* Effect.promise(async () => {
-        const chunks: Array<Buffer> = []
-        for await (const chunk of process.stdin) chunks.push(chunk as Buffer)
-        return Buffer.concat(chunks).toString("utf8")
-      })).replace(/\r?\n$/, "")
-      if (password.length < 8 || password.length > 200) return yield* Effect.die(new CommandFailed("the password must be 8 to 200 characters"))
+      const password = yield* passwordFromStdin
       if (tenant !== undefined && !(yield* Tenants.use((tenants) => tenants.exists(tenant)))) {
         return yield* Effect.die(new CommandFailed(`no tenant ${tenant}`))
       }
@@ -105,6 +112,22 @@ const commands: Record<string, (args: ReadonlyArray<string>) => Effect.Effect<vo
         )
       }
       return { user_id: user.id, email: user.email, tenant_id: tenant ?? null, role: tenant === undefined ? null : role }
+    }))
+  },
+  // For operators without outgoing mail (or a person who cannot receive it): a new password, which
+  // ends every session of the account and marks its address verified (the operator vouches for the
+  // person, as with `users create`).
+  "users reset-password": (args) => {
+    const email = flag(args, "email")
+    if (email === undefined) throw new UsageError(`users reset-password needs --email\n${usage}`)
+    if (!args.includes("--password-stdin")) throw new UsageError(`users reset-password needs --password-stdin (the password is read from stdin)\n${usage}`)
+    return oneShot(Effect.gen(function*() {
+      const password = yield* passwordFromStdin
+      const user = yield* Users.use((users) => users.findByEmail(email))
+      if (user === undefined) return yield* Effect.die(new CommandFailed(`no account with the email ${email}`))
+      const hash = yield* hashPassword(password)
+      yield* Users.use((users) => users.setPasswordAfterProof(user.id, hash))
+      return { user_id: user.id, email: user.email, email_verified: true, sessions_ended: true }
     }))
   },
   // Credits a project (src/billing/ledger.ts): `additional` (default; a top-up, never expires) or

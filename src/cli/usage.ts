@@ -20,4 +20,4 @@ exit codes: 0 ok, 1 task failed, 2 usage, 3 auth, 4 not found, 5 rejected, 6 rat
 
 
 /** The operator verbs: src/cli/operator.ts (serve and runner: src/server.ts). */
-export const operatorUsage = `usage: wa [serve | runner | migrate | projects create --name N | keys create --project P [--name N] [--scope admin|run] | credits grant --project P --usd N [--bucket additional|monthly] | plans list | plans set --project P --plan ID | plans unset --project P | budget set --project P --usd N|none | budget show --project P | users create --email E --password-stdin [--name N] [--tenant T] [--role admin|member]]`
+export const operatorUsage = `usage: wa [serve | runner | migrate | projects create --name N | keys create --project P [--name N] [--scope admin|run] | credits grant --project P --usd N [--bucket additional|monthly] | plans list | plans set --project P --plan ID | plans unset --project P | budget set --project P --usd N|none | budget show --project P | users create --email E --password-stdin [--name N] [--tenant T] [--role admin|member] | users reset-password --email E --password-stdin]`

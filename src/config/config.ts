@@ -45,6 +45,8 @@ export const AppConfigSchema = Config.all({
   maxBodyBytes: Config.Int("WA_MAX_BODY_BYTES").pipe(Config.withDefault(1024 * 1024)),
   /** A client must send its request headers within this time (slow-header clients get 408). */
   headersTimeoutSeconds: Config.Int("WA_HEADERS_TIMEOUT_SECONDS").pipe(Config.withDefault(20)),
+  /** A request body that stops arriving for this long is answered 408 (a body still flowing is never cut). */
+  requestBodyIdleSeconds: Config.Int("WA_REQUEST_BODY_IDLE_SECONDS").pipe(Config.withDefault(60)),
   /** An event stream whose client reads nothing for this long is closed (the client reconnects). */
   sseStallSeconds: Config.Int("WA_SSE_STALL_SECONDS").pipe(Config.withDefault(60)),
   /**
@@ -160,6 +162,13 @@ export const AppConfigSchema = Config.all({
    * client_secret}; see README "Accounts".
    */
   oidcProviders: optionalString("WA_OIDC_PROVIDERS"),
+  /**
+   * Outgoing mail (src/mail/outgoing.ts): an SMTP URL (smtp://user:pass@host:587, smtps://...:465).
+   * Unset: mails (address verification, password reset) are written to the log for the operator.
+   */
+  smtpUrl: optionalRedacted("WA_SMTP_URL"),
+  /** The From of outgoing mail (default: Web Agent Service <no-reply@localhost>). */
+  mailFrom: optionalString("WA_MAIL_FROM"),
   bugReportScreenshotMaxBytes: Config.Int("WA_BUG_REPORT_SCREENSHOT_MAX_BYTES").pipe(Config.withDefault(512 * 1024))
 })
 
@@ -195,6 +204,7 @@ export const loadAppConfig = (env?: Record<string, string | undefined>) =>
       ["WA_SSE_HEARTBEAT_SECONDS", parsed.sseHeartbeatSeconds], ["WA_KEY_REVOCATION_GRACE_SECONDS", parsed.keyRevocationGraceSeconds],
       ["WA_AUTH_FAILURES_PER_MINUTE", parsed.authFailuresPerMinute], ["WA_MAX_BODY_BYTES", parsed.maxBodyBytes],
       ["WA_HEADERS_TIMEOUT_SECONDS", parsed.headersTimeoutSeconds], ["WA_SSE_STALL_SECONDS", parsed.sseStallSeconds],
+      ["WA_REQUEST_BODY_IDLE_SECONDS", parsed.requestBodyIdleSeconds],
       ["WA_IDEMPOTENCY_LEASE_SECONDS", parsed.idempotencyLeaseSeconds],
       ["WA_SCHEDULE_MIN_INTERVAL_SECONDS", parsed.scheduleMinIntervalSeconds], ["WA_SCHEDULER_POLL_MS", parsed.schedulerPollMs],
       ["WA_TRACK_MAX_CONSECUTIVE_FAILURES", parsed.trackMaxConsecutiveFailures],
@@ -213,6 +223,9 @@ export const loadAppConfig = (env?: Record<string, string | undefined>) =>
     }
     if (Option.isSome(parsed.secretKey) && parseSecretKey(Redacted.value(parsed.secretKey.value)) === undefined) {
       return yield* Effect.die(new InvalidConfig("invalid configuration: WA_SECRET_KEY must be 32 bytes, as 64 hex characters or base64"))
+    }
+    if (Option.isSome(parsed.smtpUrl) && !/^smtps?:\/\/[^/?#]/.test(Redacted.value(parsed.smtpUrl.value))) {
+      return yield* Effect.die(new InvalidConfig("invalid configuration: WA_SMTP_URL must be an smtp:// or smtps:// URL (smtp://user:password@host:587)"))
     }
     if (parsed.clusterShards < 1) return yield* Effect.die(new InvalidConfig("invalid configuration: WA_CLUSTER_SHARDS must be at least 1"))
     if (parsed.clusterHealthCheckSeconds < 1) return yield* Effect.die(new InvalidConfig("invalid configuration: WA_CLUSTER_HEALTH_CHECK_SECONDS must be at least 1"))

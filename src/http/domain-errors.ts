@@ -197,7 +197,11 @@ const toAccountHttpError = (e: AccountError) => {
     case "AccountResourceNotFound":
       return new NotFound({
         code: `${e.what}_not_found`,
-        detail: e.what === "invitation" ? "no invitation with this token" : `no ${e.what.replace("_", " ")} ${e.id} visible to you`,
+        detail: e.what === "invitation"
+          ? "no invitation with this token"
+          : e.what === "token"
+          ? "no such link: it is not one this service mailed (to this account); ask for a new one"
+          : `no ${e.what.replace("_", " ")} ${e.id} visible to you`,
         extra: {}
       })
     case "RoleForbidden":

@@ -7,6 +7,7 @@
 import { Duration, Effect } from "effect"
 import { HttpEffect, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
+import { AccountMail } from "../../accounts/account-mail.ts"
 import { BugReports, type BugReportRow } from "../../accounts/bug-reports.ts"
 import { AccountInvalidField } from "../../accounts/errors.ts"
 import { csrfTokenFor } from "../../accounts/session-tokens.ts"
@@ -119,6 +120,20 @@ const clearSessionCookies = Effect.gen(function*() {
   )
 })
 
+/**
+ * Where the browser goes after an SSO sign-in, decided on the URL as a browser reads it: resolved
+ * against the service's own origin (tabs and newlines dropped, backslashes read as slashes,
+ * `//host` as another host) it must keep that origin. The answer is the resolved absolute URL, so
+ * the Location header is exactly what was checked. A path is asked for (a leading /); anything
+ * else, and any other origin, is undefined.
+ */
+export const sameOriginReturnTo = (returnTo: string, base: string): string | undefined => {
+  if (!returnTo.startsWith("/")) return undefined
+  const origin = new URL(base).origin
+  const resolved = URL.parse(returnTo, origin)
+  return resolved !== null && resolved.origin === origin ? resolved.href : undefined
+}
+
 export const AuthPublicHandlers = HttpApiBuilder.group(
   WebAgentApi,
   "auth_public",
@@ -126,6 +141,7 @@ export const AuthPublicHandlers = HttpApiBuilder.group(
     const users = yield* Users
     const tenants = yield* Tenants
     const sso = yield* Sso
+    const accountMail = yield* AccountMail
     const config = yield* AppConfig
     const failures = makeAuthFailureLimiter(config.authFailuresPerMinute)
     return handlers
@@ -153,14 +169,13 @@ export const AuthPublicHandlers = HttpApiBuilder.group(
       .handle("providers", () => Effect.succeed({ providers: [...sso.providers] }))
       .handle("ssoStart", ({ params, query }) =>
         Effect.gen(function*() {
-          const returnTo = query.return_to ?? "/console/"
-          // Only a path of this service: no scheme, no host, no protocol-relative //evil.example.
-          if (!returnTo.startsWith("/") || returnTo.startsWith("//") || returnTo.includes("\\")) {
-            return yield* validationError("return_to must be a path of this service, starting with a single /", [
-              { loc: ["query", "return_to"], msg: "a path starting with a single /", type: "value_error" }
+          const base = yield* publicBaseUrl
+          const returnTo = sameOriginReturnTo(query.return_to ?? "/console/", base)
+          if (returnTo === undefined) {
+            return yield* validationError("return_to must be a path of this service, starting with /", [
+              { loc: ["query", "return_to"], msg: "a path of this service (read as a browser reads a URL, it must stay on this origin)", type: "value_error" }
             ])
           }
-          const base = yield* publicBaseUrl
           const started = yield* accountHttpErrors(sso.start(params.provider_id, `${base}/v1/auth/sso/${params.provider_id}/callback`, returnTo))
           const options = yield* cookieOptions
           return yield* HttpServerResponse.setCookie(HttpServerResponse.redirect(started.url, { status: 302 }), SSO_STATE_COOKIE, started.state, {
@@ -190,6 +205,18 @@ export const AuthPublicHandlers = HttpApiBuilder.group(
             Effect.flatMap(HttpServerResponse.expireCookie(SSO_STATE_COOKIE, { ...options, sameSite: "lax", httpOnly: true, path: "/v1/auth/sso" })),
             Effect.orDie
           )
+        }))
+      .handle("forgotPassword", ({ payload }) =>
+        Effect.gen(function*() {
+          const request = yield* HttpServerRequest.HttpServerRequest
+          const base = yield* publicBaseUrl
+          yield* accountHttpErrors(accountMail.requestPasswordReset(payload.email, clientAddress(request), base))
+          return { accepted: true }
+        }))
+      .handle("resetPassword", ({ payload }) =>
+        Effect.gen(function*() {
+          yield* accountHttpErrors(accountMail.resetPassword(payload.token, payload.new_password))
+          return { password_reset: true, email_verified: true, sessions_ended: true }
         }))
       .handle("acceptInvitation", ({ payload }) =>
         Effect.gen(function*() {
@@ -221,6 +248,7 @@ export const AccountHandlers = HttpApiBuilder.group(
   Effect.fn(function*(handlers) {
     const users = yield* Users
     const tenants = yield* Tenants
+    const accountMail = yield* AccountMail
     return handlers
       .handle("me", () =>
         Effect.gen(function*() {
@@ -231,6 +259,7 @@ export const AccountHandlers = HttpApiBuilder.group(
             user_id: session.userId,
             email: user?.email ?? session.email,
             display_name: user?.display_name ?? null,
+            email_verified: user?.email_verified ?? false,
             session: session.kind,
             expires_at: session.expiresAt.toISOString(),
             tenants: memberships.map(membershipView)
@@ -246,8 +275,23 @@ export const AccountHandlers = HttpApiBuilder.group(
       .handle("changePassword", ({ payload }) =>
         Effect.gen(function*() {
           const session = yield* CurrentUser
-          yield* accountHttpErrors(users.changePassword(session, payload.current_password, payload.new_password))
+          const request = yield* HttpServerRequest.HttpServerRequest
+          yield* accountHttpErrors(users.changePassword(session, payload.current_password, payload.new_password, clientAddress(request)))
           return { password_changed: true, other_sessions_ended: true }
+        }))
+      .handle("requestEmailVerification", () =>
+        Effect.gen(function*() {
+          const session = yield* CurrentUser
+          const request = yield* HttpServerRequest.HttpServerRequest
+          const base = yield* publicBaseUrl
+          const sent = yield* accountHttpErrors(accountMail.requestVerification(session.userId, clientAddress(request), base))
+          return { email: sent.email, email_verified: sent.emailVerified, mail_sent: sent.mailSent }
+        }))
+      .handle("verifyEmail", ({ payload }) =>
+        Effect.gen(function*() {
+          const session = yield* CurrentUser
+          yield* accountHttpErrors(accountMail.verifyEmail(session.userId, payload.token))
+          return { email: session.email, email_verified: true }
         }))
   })
 )

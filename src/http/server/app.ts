@@ -9,6 +9,7 @@ import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
 import { createServer, STATUS_CODES } from "node:http"
 import type { Duplex } from "node:stream"
 import { envelopeBody } from "../errors.ts"
+import { watchRequestBodyIdle } from "./request-body-idle.ts"
 import { ApiKeys } from "../../auth/api-keys.ts"
 import { AccountsLive } from "../../accounts/accounts-live.ts"
 import { AppConfig } from "../../config/config.ts"
@@ -53,6 +54,7 @@ import { TakeControl } from "../../control/take-control.ts"
 import { ArtifactStore } from "../../store/artifacts.ts"
 import { Users } from "../../accounts/users.ts"
 import { Sso } from "../../accounts/sso.ts"
+import { AccountMail } from "../../accounts/account-mail.ts"
 import { Tenants } from "../../accounts/tenants.ts"
 import { BugReports } from "../../accounts/bug-reports.ts"
 import { Callbacks } from "../../webhooks/callbacks.ts"
@@ -125,10 +127,10 @@ const ApiRoutes = HttpApiBuilder.layer(WebAgentApi, { openapiPath: "/openapi.jso
     withServices(ControlHandlers, [TakeControl]),
     withServices(RecordingReplayHandlers, [SqlClient.SqlClient, ArtifactStore]),
     withServices(StripeWebhookHandlers, [SqlClient.SqlClient]),
-    withServices(AuthPublicHandlers, [Users, Sso, Tenants]),
+    withServices(AuthPublicHandlers, [Users, Sso, Tenants, AccountMail]),
     withServices(DelegationServiceHandlers, [...signedMiddlewares, Delegations]).pipe(Layer.provide(Layer.mergeAll(SignedRequestLive, ProjectMiddlewares))),
     Layer.mergeAll(withServices(AccessKeysHandlers, [...consoleMiddlewares, Delegations]), withServices(DelegationsHandlers, [...consoleMiddlewares, Delegations])).pipe(Layer.provide(Layer.mergeAll(ConsoleAuthLive, ProjectMiddlewares))),
-    Layer.mergeAll(withServices(AccountHandlers, [...consoleMiddlewares, Users, Tenants]), withServices(TenantsHandlers, [...consoleMiddlewares, Tenants])).pipe(Layer.provide(Layer.mergeAll(ConsoleAuthLive, ProjectMiddlewares))),
+    Layer.mergeAll(withServices(AccountHandlers, [...consoleMiddlewares, Users, Tenants, AccountMail]), withServices(TenantsHandlers, [...consoleMiddlewares, Tenants])).pipe(Layer.provide(Layer.mergeAll(ConsoleAuthLive, ProjectMiddlewares))),
     Layer.mergeAll(
       withServices(ApiKeysHandlers, [...projectMiddlewares, ApiKeys]),
       withServices(ProjectHandlers, [...projectMiddlewares, ApiKeys, SqlClient.SqlClient]),
@@ -178,14 +180,17 @@ const clientErrorResponse = (error: NodeJS.ErrnoException): { status: number; co
     ? { status: 431, code: "request_header_fields_too_large", detail: "the request headers are too large" }
     : { status: 400, code: "bad_request", detail: "the request could not be parsed as HTTP" }
 
-const makeNodeServer = (headersTimeoutSeconds: number) => () => {
+const makeNodeServer = (headersTimeoutSeconds: number, requestBodyIdleSeconds: number) => () => {
   const headersTimeout = headersTimeoutSeconds * 1000
   const server = createServer({
     headersTimeout,
-    requestTimeout: Math.max(headersTimeout, 60_000),
-    // How often Node looks for connections past those timeouts.
+    // No bound on a request's total time: a body still arriving is never cut; one that stops is
+    // (watchRequestBodyIdle).
+    requestTimeout: 0,
+    // How often Node looks for connections past the headers timeout.
     connectionsCheckingInterval: Math.min(headersTimeout, 30_000)
   })
+  watchRequestBodyIdle(server, requestBodyIdleSeconds)
   server.on("clientError", (error: NodeJS.ErrnoException, socket: Duplex) => {
     // A response is already under way (or the peer is gone): nothing can be said any more.
     if (!socket.writable || (socket as { _httpMessage?: unknown })._httpMessage) return socket.destroy()
@@ -219,7 +224,7 @@ export const HttpLive = Layer.unwrap(Effect.gen(function*() {
   const config = yield* AppConfig
   // The routes are built over the server's platform services (file system, paths, ETags).
   return Layer.unwrap(Effect.map(HttpRouter.toHttpEffect(Routes), serveFromBase)).pipe(
-    Layer.provideMerge(NodeHttpServer.layer(makeNodeServer(config.headersTimeoutSeconds), {
+    Layer.provideMerge(NodeHttpServer.layer(makeNodeServer(config.headersTimeoutSeconds, config.requestBodyIdleSeconds), {
       port: config.port,
       host: config.host,
       gracefulShutdownTimeout: "5 seconds"
