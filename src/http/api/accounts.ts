@@ -40,6 +40,23 @@ export const LoginResponse = Schema.Struct({
   expires_at: Timestamp
 })
 
+export const ForgotPasswordRequest = Schema.Struct({ email: Email })
+export const ForgotPasswordResponse = Schema.Struct({ accepted: Schema.Boolean })
+export const ResetPasswordRequest = Schema.Struct({
+  token: Bounded(8, 255).annotate({ description: "the token of the mailed link (/console/reset-password?token=...)" }),
+  new_password: Bounded(8, 200)
+})
+export const ResetPasswordResponse = Schema.Struct({ password_reset: Schema.Boolean, email_verified: Schema.Boolean, sessions_ended: Schema.Boolean })
+export const EmailVerificationResponse = Schema.Struct({
+  email: Schema.String,
+  email_verified: Schema.Boolean,
+  mail_sent: Schema.Boolean.annotate({ description: "false when the address is already verified or the mail server failed (then ask again)" })
+})
+export const VerifyEmailRequest = Schema.Struct({
+  token: Bounded(8, 255).annotate({ description: "the token of the mailed link (/console/verify-email?token=...), also given as a code in the mail" })
+})
+export const VerifyEmailResponse = Schema.Struct({ email: Schema.String, email_verified: Schema.Boolean })
+
 export const ChangePasswordRequest = Schema.Struct({
   current_password: Bounded(1, 200),
   new_password: Bounded(8, 200)
@@ -69,6 +86,10 @@ export const MeResponse = Schema.Struct({
   user_id: Schema.String,
   email: Schema.String,
   display_name: Schema.NullOr(Schema.String),
+  email_verified: Schema.Boolean.annotate({
+    description: "whether the owner of the address proved it (a mailed link, SSO, or an account the operator made); " +
+      "an account made by accepting an invitation starts unverified"
+  }),
   session: Schema.Literals(["cookie", "bearer"]),
   expires_at: Timestamp,
   tenants: Schema.Array(MembershipResponse)
@@ -107,11 +128,30 @@ export class AuthPublicApi extends HttpApiGroup.make("auth_public")
     HttpApiEndpoint.get("ssoCallback", "/v1/auth/sso/:provider_id/callback", {
       params: { provider_id: IdParam },
       success: HttpApiSchema.Empty(302),
-      error: [NotFound, Unauthorized]
+      error: [NotFound, Unauthorized, Conflict]
     }).annotate(
       OpenApi.Description,
       "The provider's redirect: completes the sign-in, sets the console session cookies and answers 302 to return_to; " +
-        "401 sso_failed when the sign-in cannot complete (unknown or used state, another browser, provider error, no verified email)."
+        "401 sso_failed when the sign-in cannot complete (unknown or used state, another browser, provider error, no verified email); " +
+        "409 email_unverified when the account of that email has a password and an address nobody verified (reset its password by mail first)."
+    ),
+    HttpApiEndpoint.post("forgotPassword", "/v1/auth/password/forgot", {
+      payload: ForgotPasswordRequest,
+      success: ForgotPasswordResponse.annotate({ httpApiStatus: 202 }),
+      error: [TooManyRequests, ValidationError]
+    }).annotate(HttpApi.PayloadParseOptions, strict).annotate(
+      OpenApi.Description,
+      "Mails a password reset link (single use, 30 minutes) to the account with this email. The answer is the same " +
+        "whether such an account exists. 429 rate_limit_exceeded after too many requests for the email or from the address."
+    ),
+    HttpApiEndpoint.post("resetPassword", "/v1/auth/password/reset", {
+      payload: ResetPasswordRequest,
+      success: ResetPasswordResponse,
+      error: [NotFound, Conflict, ValidationError]
+    }).annotate(HttpApi.PayloadParseOptions, strict).annotate(
+      OpenApi.Description,
+      "Sets a new password with the token of a reset mail. The address counts as verified and every session of the account " +
+        "ends (sign in again). 404 token_not_found; 409 token_used / token_expired."
     ),
     HttpApiEndpoint.post("acceptInvitation", "/v1/invitations/accept", {
       payload: AcceptInvitationRequest,
@@ -134,10 +174,27 @@ export class AccountApi extends HttpApiGroup.make("account")
     HttpApiEndpoint.post("changePassword", "/password", {
       payload: ChangePasswordRequest,
       success: PasswordChanged,
-      error: [Unauthorized, ValidationError]
+      error: [Unauthorized, ValidationError, TooManyRequests]
     }).annotate(HttpApi.PayloadParseOptions, strict).annotate(
       OpenApi.Description,
-      "Changes the password and ends every other session of the user (this one stays signed in)."
+      "Changes the password and ends every other session of the user (this one stays signed in). A wrong current_password " +
+        "counts as a sign-in attempt: 429 rate_limit_exceeded with Retry-After past the sign-in limit."
+    ),
+    HttpApiEndpoint.post("requestEmailVerification", "/email/verification", {
+      success: EmailVerificationResponse,
+      error: [TooManyRequests]
+    }).annotate(
+      OpenApi.Description,
+      "Mails the signed-in user a link that verifies the account's address (single use, 24 hours). Nothing is sent when it is verified already."
+    ),
+    HttpApiEndpoint.post("verifyEmail", "/email/verify", {
+      payload: VerifyEmailRequest,
+      success: VerifyEmailResponse,
+      error: [NotFound, Conflict, ValidationError]
+    }).annotate(HttpApi.PayloadParseOptions, strict).annotate(
+      OpenApi.Description,
+      "Verifies the address with the token of the mail. Only a session of the same account can use it, so a mail that " +
+        "someone else's account sent to your address cannot verify their account. 404 token_not_found; 409 token_used / token_expired."
     )
   )
   .middleware(RateLimit)
