@@ -19,6 +19,7 @@ import { type Run, RunId, type WebSearchRunRequest } from "../domain/run.ts"
 import type { WebSearchResult } from "../search/schema.ts"
 import { WebSearch } from "../search/web-search.ts"
 import { RunStore, SupersededExecution } from "../store/runs.ts"
+import { fairly, WorkOwner } from "../runs/fair-queue.ts"
 import { RunNotifier } from "../webhooks/run-notifier.ts"
 
 export const Execute = Rpc.make("Execute", { payload: { runId: RunId } })
@@ -74,7 +75,9 @@ const webSearchHandlers = Effect.gen(function*() {
     const limit = request.max_results_per_query * queryCount(request)
     const searched = excluded.size === 0 ? request : { ...request, max_results_per_query: Math.min(50, request.max_results_per_query * 2) }
     const searching = search.run(searched, {
-      onProgress: (event) => store.appendEvent(run.id, "run.search.progress", { ...event }, executor).pipe(Effect.asVoid)
+      // Progress writes take a share of the run-write lane, so a burst of runs cannot hold the SQL
+      // pool that requests need.
+      onProgress: (event) => store.appendEvent(run.id, "run.search.progress", { ...event }, executor).pipe(Effect.asVoid, fairly("run_write"))
     })
     // The search looks for a model in its context; with none it summarizes extractively. Its
     // model calls (re-rank, summaries) are metered to be charged with the run.
@@ -109,7 +112,8 @@ const webSearchHandlers = Effect.gen(function*() {
 
   const execute = (run: Run, request: WebSearchRunRequest) =>
     Effect.gen(function*() {
-      const fiber = yield* FiberMap.run(fibers, run.id, conduct(run, request))
+      // The run's work (engine calls, page reads, model calls, writes) is its project's in the fair queue.
+      const fiber = yield* FiberMap.run(fibers, run.id, conduct(run, request).pipe(Effect.provideService(WorkOwner, run.project_id)))
       const exit = yield* Fiber.await(fiber)
       if (Exit.isFailure(exit)) {
         const failure = Cause.squash(exit.cause)

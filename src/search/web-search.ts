@@ -15,10 +15,11 @@
  * The final list holds at most `max_results_per_query` × number of queries results;
  * `total_unique_results` counts every distinct page found.
  */
-import { Clock, Context, Effect, Layer, Option } from "effect"
+import { Clock, Context, Effect, identity, Layer, Option } from "effect"
 import { LanguageModel } from "effect/ai"
 import { FetchHttpClient, HttpClient } from "effect/http"
 import { Reader } from "../reader/reader.ts"
+import { fairly } from "../runs/fair-queue.ts"
 import { normalizeSite } from "./canonical-url.ts"
 import { makeCircuitBreakers } from "./circuit-breaker.ts"
 import { type EngineQuery, type EngineResponse, freshnessDays } from "./engines/engine.ts"
@@ -101,7 +102,9 @@ export class WebSearch extends Context.Service<WebSearch, {
           return { _tag: "failed" } as const
         }
         yield* progress({ engine: name, query: query.query, status: "started", hits: 0 })
-        const outcome = yield* engine.search(query).pipe(Effect.timeoutOption(settings.engineTimeoutMs), Effect.result)
+        // The call waits for its fair share of engine calls (src/runs/fair-queue.ts); the engine's
+        // timeout counts from when it starts, so a wait in line never trips the circuit breaker.
+        const outcome = yield* engine.search(query).pipe(Effect.timeoutOption(settings.engineTimeoutMs), fairly("engine_call"), Effect.result)
         if (outcome._tag === "Failure") {
           yield* breakers.recordFailure(name)
           yield* Effect.logWarning(`search engine ${name} failed: ${outcome.failure.message}`)
@@ -171,7 +174,7 @@ export class WebSearch extends Context.Service<WebSearch, {
       })
 
       const fused = fuseRankedLists(lists, { k: settings.rrfK, weights: settings.engineWeights })
-      const ordered = request.rerank ? (yield* rerankHits(fused, focus, model)).hits : fused
+      const ordered = request.rerank ? (yield* rerankHits(fused, focus, model).pipe(model === undefined ? identity : fairly("model_call"))).hits : fused
       const limited = ordered.slice(0, maxPerQuery * queries.length)
 
       const summaries = new Map<string, string>()
@@ -180,7 +183,8 @@ export class WebSearch extends Context.Service<WebSearch, {
         const top = limited.slice(0, settings.summarizeTop)
         yield* Effect.forEach(top, (hit) =>
           reader.read(hit.url).pipe(
-            Effect.flatMap((page) => summarizePage(page, focus, model)),
+            fairly("page_read"),
+            Effect.flatMap((page) => summarizePage(page, focus, model).pipe(model === undefined ? identity : fairly("model_call"))),
             Effect.tap((summary) =>
               Effect.sync(() => {
                 if (summary.summary !== "") {
