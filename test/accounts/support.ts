@@ -1,4 +1,4 @@
-/** Helpers of the account suites: `wa users create` with the password on stdin, and sign-ins. */
+/** Helpers of the account suites: `wa users create|reset-password` with the password on stdin, and sign-ins. */
 import { spawn } from "node:child_process"
 import * as path from "node:path"
 import { expect } from "vitest"
@@ -7,7 +7,10 @@ import type { ApiResponse, Service } from "../support/service.ts"
 const root = path.resolve(import.meta.dirname, "../..")
 
 /** Runs `wa users create` against the service's data dir, writing `password` to its stdin. */
-export const cliUsersCreate = (service: Service, args: ReadonlyArray<string>, password: string) =>
+export const cliUsersCreate = (service: Service, args: ReadonlyArray<string>, password: string) => cliUsers(service, "create", args, password)
+
+/** Runs `wa users <verb>` against the service's data dir, writing `password` to its stdin. */
+export const cliUsers = (service: Service, verb: string, args: ReadonlyArray<string>, password: string) =>
   new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
     const env: Record<string, string> = {}
     for (const [name, value] of Object.entries(process.env)) {
@@ -15,7 +18,7 @@ export const cliUsersCreate = (service: Service, args: ReadonlyArray<string>, pa
     }
     env["WA_DATA_DIR"] = service.dataDir
     env["WA_LOG_LEVEL"] = "Warn"
-    const child = spawn(process.execPath, [path.join(root, "src/main.ts"), "users", "create", ...args], { cwd: root, env })
+    const child = spawn(process.execPath, [path.join(root, "src/main.ts"), "users", verb, ...args], { cwd: root, env })
     let stdout = ""
     let stderr = ""
     child.stdout.on("data", (c) => (stdout += c))
