@@ -142,6 +142,8 @@ export const AppConfigSchema = Config.all({
   defaultPlan: optionalString("WA_DEFAULT_PLAN"),
   /** WA_MAX_CONCURRENT_SESSIONS when set: overrides every plan's per-key concurrency. */
   maxConcurrentSessionsOverride: Config.option(Config.Int("WA_MAX_CONCURRENT_SESSIONS")),
+  /** Standalone runs (WebSearch, DeepResearch) a project may have under way; one more gets 429 too_many_concurrent_runs. */
+  maxConcurrentRuns: Config.Int("WA_MAX_CONCURRENT_RUNS").pipe(Config.withDefault(25)),
   stripeWebhookSecret: optionalRedacted("WA_STRIPE_WEBHOOK_SECRET"),
   stripeSecretKey: optionalRedacted("WA_STRIPE_SECRET_KEY"),
   stripeApiBase: Config.NonEmptyString("WA_STRIPE_API_BASE").pipe(Config.withDefault("https://api.stripe.com")),
@@ -198,6 +200,7 @@ export const loadAppConfig = (env?: Record<string, string | undefined>) =>
     if (parsed.rateLimitWindowSeconds < 1) return yield* Effect.die(new InvalidConfig("invalid configuration: WA_RATE_LIMIT_WINDOW_SECONDS must be at least 1"))
     if (parsed.maxConcurrentSessions < 1) return yield* Effect.die(new InvalidConfig("invalid configuration: WA_MAX_CONCURRENT_SESSIONS must be at least 1"))
     if (Option.getOrElse(parsed.scheduledCapOverride, () => 1) < 1) return yield* Effect.die(new InvalidConfig("invalid configuration: WA_SCHEDULED_CAP must be at least 1"))
+    if (parsed.maxConcurrentRuns < 1) return yield* Effect.die(new InvalidConfig("invalid configuration: WA_MAX_CONCURRENT_RUNS must be at least 1"))
     for (const [name, value] of [
       ["WA_MAX_STEPS", parsed.maxSteps], ["WA_RUN_MINUTE_MS", parsed.runMinuteMs], ["WA_SESSION_IDLE_SECONDS", parsed.sessionIdleSeconds],
       ["WA_WEBHOOK_RETRY_BASE_MS", parsed.webhookRetryBaseMs], ["WA_WEB_SEARCH_WAIT_SECONDS", parsed.webSearchWaitSeconds],

@@ -28,6 +28,12 @@ export class SessionCapReached extends Schema.TaggedError<SessionCapReached>()("
   limit: Schema.Int
 }) {}
 
+/** The project already has as many runs under way (standalone runs not ended) as it may. */
+export class RunCapReached extends Schema.TaggedError<RunCapReached>()("RunCapReached", {
+  active: Schema.Int,
+  limit: Schema.Int
+}) {}
+
 /** A session runs one run at a time: its latest run has not ended. */
 export class PreviousRunActive extends Schema.TaggedError<PreviousRunActive>()("PreviousRunActive", {
   runId: Schema.String,
@@ -150,6 +156,7 @@ export type DomainError =
   | SessionNotFound
   | SessionClosed
   | SessionCapReached
+  | RunCapReached
   | PreviousRunActive
   | InvalidTransition
   | RunEnded

@@ -18,6 +18,7 @@ import type {
   RunNotExpired,
   RunNotFound,
   SessionCapReached,
+  RunCapReached,
   SessionClosed,
   SessionNotFound,
   UnknownNames,
@@ -43,11 +44,14 @@ import type {
 import { Conflict, NotFound, PaymentRequired, TooManyRequests, ValidationError, validationError } from "./errors.ts"
 import { usd2 } from "../billing/ledger.ts"
 
+/** Retry-After of too_many_concurrent_runs: a search run ends within seconds, a research run takes longer. */
+const RUN_CAP_RETRY_SECONDS = 2
+
 const kindLabel = { do_anything: "run", deep_research: "research run", web_search: "web search run" } as const
 
 /** The envelope class each domain error becomes. */
 export type HttpErrorOf<E> = E extends RunNotFound | SessionNotFound | ArtifactNotFound | MonitorNotFound | MonitorPartNotFound | WorkspaceNotFound | WorkspaceFileNotFound | ProfileNotFound | ScheduleNotFound ? NotFound
-  : E extends SessionCapReached ? TooManyRequests
+  : E extends SessionCapReached | RunCapReached ? TooManyRequests
   : E extends InsufficientCredits | BudgetExceeded ? PaymentRequired
   : E extends UnknownNames | MissingFields | InvalidField | UnknownSections | AlignmentNeedsModel ? ValidationError
   : E extends SessionClosed | PreviousRunActive | InvalidTransition | RunEnded | RunNotEnded | RunNotExpired | RunNotAwaitingInput | InputRequestNotFound | InputRequestAnswered | ParentRunNotReady | MonitorNotInAlignment | MonitorActionRefused | ProfileInUse | LoginNotStarted | ControlNotAvailable | SchedulePaused ? Conflict
@@ -71,6 +75,13 @@ const renderers: { readonly [K in DomainError["_tag"]]: (error: Extract<DomainEr
       code: "too_many_concurrent_sessions",
       detail: `this key already holds ${e.open} open sessions (limit ${e.limit}); close one or wait for one to end`,
       extra: { limit: e.limit, active: e.open, retry_after_seconds: 5 }
+    }),
+  RunCapReached: (e) =>
+    new TooManyRequests({
+      code: "too_many_concurrent_runs",
+      detail: `this project already has ${e.active} runs under way (limit ${e.limit}); retry when one has ended`,
+      // Runs of a search end within seconds; the envelope middleware turns these into Retry-After and RateLimit.
+      extra: { limit: e.limit, active: e.active, retry_after_seconds: RUN_CAP_RETRY_SECONDS }
     }),
   SessionClosed: (e) => conflict("the session is closed; create a new session", { session_id: e.sessionId }),
   PreviousRunActive: (e) => conflict("the previous run of this session is not terminal yet", { run_id: e.runId, status: e.status }),

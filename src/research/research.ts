@@ -8,7 +8,7 @@
  */
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { Budget } from "../billing/budget.ts"
-import type { BudgetExceeded, InsufficientCredits } from "../domain/errors.ts"
+import type { BudgetExceeded, InsufficientCredits, RunCapReached } from "../domain/errors.ts"
 import { AppConfig } from "../config/config.ts"
 import { ArtifactNotFound, InputRequestNotFound, InvalidField, ParentRunNotReady, RunNotAwaitingInput, RunNotEnded, UnknownSections } from "../domain/errors.ts"
 import { isTerminal } from "../domain/run-state.ts"
@@ -47,7 +47,7 @@ const requestOf = (run: Run): DeepResearchRequest => {
 }
 
 export class Research extends Context.Service<Research, {
-  readonly create: (projectId: ProjectId, request: DeepResearchRequest) => Effect.Effect<Run, InsufficientCredits | BudgetExceeded>
+  readonly create: (projectId: ProjectId, request: DeepResearchRequest) => Effect.Effect<Run, InsufficientCredits | BudgetExceeded | RunCapReached>
   readonly find: (projectId: ProjectId, runId: RunId) => Effect.Effect<Run, import("../domain/errors.ts").RunNotFound>
   readonly list: (projectId: ProjectId, status: string | undefined, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<Run>>
   /** The run with its outline; an answer the run has not taken in yet is shown applied. */
@@ -65,7 +65,7 @@ export class Research extends Context.Service<Research, {
    * parent's settings, and the parent's report given to the brief, the planner and the writer so
    * the new report builds on it. The parent must be `done`.
    */
-  readonly followup: (run: Run, question: string) => Effect.Effect<Run, ParentRunNotReady | InsufficientCredits | BudgetExceeded>
+  readonly followup: (run: Run, question: string) => Effect.Effect<Run, ParentRunNotReady | InsufficientCredits | BudgetExceeded | RunCapReached>
   /**
    * The parent's topic again, rewritten by `text` (instructions for the planner and the writer).
    * When the parent's outline was final (approved, or no approval asked), its brief, outline,
@@ -73,7 +73,7 @@ export class Research extends Context.Service<Research, {
    * sections the parent did not cross-check are cross-checked). Otherwise the run plans again
    * from the parent's brief, with the text. The parent must have ended.
    */
-  readonly refine: (run: Run, text: string) => Effect.Effect<Run, ParentRunNotReady | InsufficientCredits | BudgetExceeded>
+  readonly refine: (run: Run, text: string) => Effect.Effect<Run, ParentRunNotReady | InsufficientCredits | BudgetExceeded | RunCapReached>
 }>()("wa/research/Research") {
   static readonly layer = Layer.effect(
     Research,

@@ -10,7 +10,7 @@
 import { Context, Effect, Layer, Option, Queue, Schema } from "effect"
 import { Budget } from "../billing/budget.ts"
 import { AppConfig } from "../config/config.ts"
-import type { BudgetExceeded, InsufficientCredits } from "../domain/errors.ts"
+import type { BudgetExceeded, InsufficientCredits, RunCapReached } from "../domain/errors.ts"
 import { type InvalidTransition, ParentRunNotReady, type RunEnded, type RunNotFound, UnknownNames } from "../domain/errors.ts"
 import { isTerminal } from "../domain/run-state.ts"
 import { MAX_QUERY_LENGTH, type ProjectId, type Run, type RunId, type WebSearchRunRequest } from "../domain/run.ts"
@@ -52,7 +52,7 @@ export class Search extends Context.Service<Search, {
    * Starts a run. With `wait`, waits up to WA_WEB_SEARCH_WAIT_SECONDS for it to end; `ended`
    * says whether it did (the run returned is the newest state either way).
    */
-  readonly create: (projectId: ProjectId, request: WebSearchRunRequest) => Effect.Effect<Started, UnknownNames | InsufficientCredits | BudgetExceeded>
+  readonly create: (projectId: ProjectId, request: WebSearchRunRequest) => Effect.Effect<Started, UnknownNames | InsufficientCredits | BudgetExceeded | RunCapReached>
   readonly find: (projectId: ProjectId, runId: RunId) => Effect.Effect<Run, RunNotFound>
   /** Cancels a run that has not ended (its search is interrupted, the callback sent); an ended one is RunEnded. */
   readonly cancel: (run: Run, reason: string | null) => Effect.Effect<Run, RunEnded | RunNotFound | InvalidTransition>
@@ -60,7 +60,7 @@ export class Search extends Context.Service<Search, {
    * A new run of the same search refined by `text`: every query gets the text appended, the text
    * becomes the objective, all other settings are the original's. The original may still run.
    */
-  readonly refine: (run: Run, input: { readonly text: string; readonly wait: boolean }) => Effect.Effect<Started, UnknownNames | InsufficientCredits | BudgetExceeded>
+  readonly refine: (run: Run, input: { readonly text: string; readonly wait: boolean }) => Effect.Effect<Started, UnknownNames | InsufficientCredits | BudgetExceeded | RunCapReached>
   /**
    * A new run with new queries and the original's settings (`text`, if given, becomes its
    * objective) that leaves out every page the original, and the runs it derives from, returned.
@@ -69,7 +69,7 @@ export class Search extends Context.Service<Search, {
   readonly followup: (
     run: Run,
     input: { readonly queries: ReadonlyArray<string>; readonly text: string | null; readonly wait: boolean }
-  ) => Effect.Effect<Started, UnknownNames | ParentRunNotReady | InsufficientCredits | BudgetExceeded>
+  ) => Effect.Effect<Started, UnknownNames | ParentRunNotReady | InsufficientCredits | BudgetExceeded | RunCapReached>
 }>()("wa/search/Search") {
   static readonly layer = Layer.effect(
     Search,

@@ -15,6 +15,7 @@ import {
   PreviousRunActive,
   RunNotAwaitingInput,
   RunNotFound,
+  RunCapReached,
   SessionCapReached,
   SessionClosed
 } from "../domain/errors.ts"
@@ -36,6 +37,7 @@ import { canTransition, isTerminal, type RunStatus } from "../domain/run-state.t
 import { chargeAllInTransaction, type Exhausted, toMicros, usd6 } from "../billing/ledger.ts"
 import { browserUsd } from "../billing/prices.ts"
 import { AppConfig } from "../config/config.ts"
+import { admitRunInFlight } from "./run-admission.ts"
 
 export const EVENTS_CHANNEL = "wa_run_events"
 
@@ -154,7 +156,7 @@ export class RunStore extends Context.Service<RunStore, {
     readonly parentRunId?: RunId | null
     /** What the derived run was asked on top of its request (a refinement's text). */
     readonly instructions?: string | null
-  }) => Effect.Effect<Run>
+  }) => Effect.Effect<Run, RunCapReached>
   /** Runs of one kind in a project, newest first. */
   readonly listRuns: (projectId: ProjectId, kind: RunKind, status: string | undefined, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<Run>>
   /** Enters a phase (DeepResearch), with its `run.phase_changed` event. */
@@ -233,6 +235,8 @@ export class RunStore extends Context.Service<RunStore, {
       const appConfig = yield* Effect.serviceOption(AppConfig)
       const billing = Option.match(appConfig, { onNone: () => false, onSome: (c) => c.billing === "on" })
       const prices = Option.map(appConfig, (c) => c.prices)
+      // The cap on a project's runs in flight (src/store/run-admission.ts); none without the config (store tests).
+      const maxRunsInFlight = Option.match(appConfig, { onNone: () => undefined, onSome: (c) => c.maxConcurrentRuns })
 
       /**
        * Browser time of a DoAnything run not charged yet: from its start to now, at
@@ -450,6 +454,7 @@ export class RunStore extends Context.Service<RunStore, {
 
       const createStandaloneRun: RunStore["Service"]["createStandaloneRun"] = (projectId, request, options = {}) =>
         sql.withTransaction(Effect.gen(function*() {
+          if (maxRunsInFlight !== undefined) yield* admitRunInFlight(sql, projectId, maxRunsInFlight)
           const deadline = options.maxDurationMs === undefined ? null : `${options.maxDurationMs} milliseconds`
           const rows = yield* sql<Row>`
             INSERT INTO runs (id, session_id, project_id, kind, status, request, max_steps, deadline_at, parent_run_id, instructions)
@@ -460,7 +465,7 @@ export class RunStore extends Context.Service<RunStore, {
           const run = runFromRow(rows[0]!)
           yield* insertEvent(run.id, "run.status_changed", { run_id: run.id, from: null, status: "pending" })
           return run
-        })).pipe(Effect.orDie)
+        })).pipe(Effect.catchTag("SqlError", Effect.die))
 
       const getRun: RunStore["Service"]["getRun"] = (runId) =>
         sql<Row>`SELECT * FROM runs WHERE id = ${runId}`.pipe(Effect.orDie, Effect.map((rows) => rows[0] === undefined ? undefined : runFromRow(rows[0])))

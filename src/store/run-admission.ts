@@ -1,0 +1,35 @@
+/**
+ * The cap on runs in flight: a project may have at most WA_MAX_CONCURRENT_RUNS standalone runs
+ * (WebSearch, DeepResearch) that have not ended; one more create is refused with RunCapReached
+ * (429 too_many_concurrent_runs) before anything is written. DoAnything runs are bounded by the
+ * sessions cap instead (a session runs one run at a time).
+ *
+ * Called first in the transaction that inserts the run: a transaction-scoped advisory lock per
+ * project serialises the project's creates on every node sharing the database, so the count
+ * cannot go stale between the check and the insert (200 parallel creates against a cap of 25
+ * give 25), and the refused create leaves nothing behind.
+ */
+import { Effect } from "effect"
+import type { SqlClient } from "effect/sql"
+import { RunCapReached } from "../domain/errors.ts"
+import { terminalStatuses } from "../domain/run-state.ts"
+
+/** The first key of the advisory locks this module takes (the second is the project's hash). */
+const RUNS_IN_FLIGHT_LOCK = 0x7761_7231 // "war1"
+
+/** Fails with RunCapReached when the project has `limit` runs in flight; must run inside a transaction. */
+export const admitRunInFlight = (sql: SqlClient.SqlClient, projectId: string, limit: number) =>
+  Effect.gen(function*() {
+    yield* sql`SELECT pg_advisory_xact_lock(${RUNS_IN_FLIGHT_LOCK}, hashtext(${projectId}))`
+    // Standalone runs are the kinds below (runs_project_kind serves the lookup); the inner LIMIT
+    // stops the scan once the cap is reached.
+    const [row] = yield* sql<{ active: number }>`
+      SELECT count(*)::int AS active FROM (
+        SELECT 1 FROM runs
+        WHERE project_id = ${projectId} AND kind IN ('web_search', 'deep_research')
+          AND status NOT IN ${sql.in([...terminalStatuses])}
+        LIMIT ${limit}
+      ) AS in_flight`
+    const active = row?.active ?? 0
+    if (active >= limit) return yield* new RunCapReached({ active, limit })
+  })
