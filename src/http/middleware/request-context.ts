@@ -126,6 +126,9 @@ const ensureEnvelope = (response: HttpServerResponse.HttpServerResponse) => {
       if (extra.limit !== undefined && extra.window_seconds !== undefined) {
         headers["ratelimit-policy"] = `${extra.limit};w=${extra.window_seconds}`
         headers["ratelimit"] = `limit=${extra.limit}, remaining=0, reset=${extra.retry_after_seconds ?? extra.window_seconds}`
+      } else if (extra.limit !== undefined && extra.retry_after_seconds !== undefined) {
+        // A concurrency cap (runs or sessions under way): no window, room comes back as they end.
+        headers["ratelimit"] = `limit=${extra.limit}, remaining=0, reset=${extra.retry_after_seconds}`
       }
       return HttpServerResponse.setHeaders(response, headers)
     } catch {
