@@ -51,7 +51,7 @@ export class ValidationError extends Schema.Error<ValidationError>("ValidationEr
 
 export class TooManyRequests extends Schema.Error<TooManyRequests>("TooManyRequests")(envelope, {
   httpApiStatus: 429,
-  description: "rate_limit_exceeded or too_many_concurrent_sessions; honour Retry-After"
+  description: "rate_limit_exceeded, too_many_concurrent_sessions or too_many_concurrent_runs; honour Retry-After"
 }) {}
 
 export class InternalError extends Schema.Error<InternalError>("InternalError")(envelope, {
