@@ -16,6 +16,7 @@ import { SqlClient } from "effect/sql"
 import { createHmac, randomUUID, timingSafeEqual } from "node:crypto"
 import { AppConfig } from "../config/config.ts"
 import { makeId } from "../domain/ids.ts"
+import { createOnce } from "../store/keyed-create.ts"
 import { WorkspaceFileNotFound, WorkspaceNotFound } from "../domain/errors.ts"
 
 /** Bytes per stored chunk: bytea values stay small and a download streams chunk by chunk. */
@@ -75,14 +76,28 @@ export interface PutOptions {
 }
 
 /**
- * Why a file name is refused, or undefined. Names are flat (no folders): 1 to 255 characters,
- * no `/` or `\`, no control characters, not `.` or `..`.
+ * Characters no file name may hold: C0 and C1 controls, DEL, and the bidirectional marks,
+ * embeddings, overrides and isolates (they make `invoice\u202Etxt.exe` read as `invoiceexe.txt`).
+ */
+const forbiddenInName = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/
+const forbiddenInNameGlobal = new RegExp(forbiddenInName.source, "g")
+
+/**
+ * The one spelling of a file name: Unicode NFC, so `café` typed precomposed or decomposed is one
+ * name. Every lookup, write and signature goes through it.
+ */
+export const canonicalFileName = (name: string): string => name.isWellFormed() ? name.normalize("NFC") : name
+
+/**
+ * Why a file name (already canonical) is refused, or undefined. Names are flat (no folders): 1 to
+ * 255 characters, no `/` or `\`, no control or bidi-override characters, not `.` or `..`.
  */
 export const fileNameProblem = (name: string): string | undefined => {
   if (name.length === 0) return "the name is empty"
   if (name.length > 255) return "the name is longer than 255 characters"
   if (!name.isWellFormed()) return "the name holds an invalid character"
-  if (/[\u0000-\u001f\u007f/\\]/.test(name)) return "the name may not contain /, \\ or control characters"
+  if (/[/\\]/.test(name)) return "the name may not contain / or \\"
+  if (forbiddenInName.test(name)) return "the name may not contain control or bidirectional-override characters"
   if (name === "." || name === "..") return "the name may not be . or .."
   return undefined
 }
@@ -90,7 +105,7 @@ export const fileNameProblem = (name: string): string | undefined => {
 /** A name for a download suggested by a page: its last path segment, cleaned of what fileNameProblem refuses. */
 export const sanitizeFileName = (suggested: string): string => {
   const base = suggested.split(/[/\\]/).at(-1) ?? ""
-  const cleaned = base.replace(/[\u0000-\u001f\u007f]/g, "").trim().slice(0, 255)
+  const cleaned = canonicalFileName(base.toWellFormed().replace(forbiddenInNameGlobal, "")).trim().slice(0, 255)
   return cleaned === "" || cleaned === "." || cleaned === ".." ? "download" : cleaned.toWellFormed()
 }
 
@@ -150,7 +165,7 @@ export class WorkspaceStore extends Context.Service<WorkspaceStore, {
       const config = yield* AppConfig
       const [secret] = yield* sql<{ value: string }>`SELECT value FROM service_secrets WHERE name = 'url_signing'`.pipe(Effect.orDie)
       const sign = (workspaceId: string, name: string, expires: number) =>
-        createHmac("sha256", secret!.value).update(`workspace_file\u0000${workspaceId}\u0000${name}\u0000${expires}`).digest("base64url")
+        createHmac("sha256", secret!.value).update(`workspace_file\u0000${workspaceId}\u0000${canonicalFileName(name)}\u0000${expires}`).digest("base64url")
 
       const workspaceColumns = sql`
         w.id, w.project_id, w.name, w.created_at, w.updated_at,
@@ -166,7 +181,7 @@ export class WorkspaceStore extends Context.Service<WorkspaceStore, {
 
       const findFile = (workspaceId: string, name: string) =>
         sql<WorkspaceFileRow & { blob_id: string }>`
-          SELECT ${fileColumns}, blob_id FROM workspace_files WHERE workspace_id = ${workspaceId} AND name = ${name}`.pipe(
+          SELECT ${fileColumns}, blob_id FROM workspace_files WHERE workspace_id = ${workspaceId} AND name = ${canonicalFileName(name)}`.pipe(
           Effect.orDie,
           Effect.flatMap((rows) => rows[0] === undefined ? Effect.fail(new WorkspaceFileNotFound({ workspaceId, name })) : Effect.succeed(rows[0]))
         )
@@ -230,8 +245,9 @@ export class WorkspaceStore extends Context.Service<WorkspaceStore, {
           }
         })).pipe(Effect.catchTag("SqlError", Effect.die))
 
-      const putFile = <E>(workspaceId: string, name: string, body: Stream.Stream<Uint8Array, E>, options: PutOptions) =>
+      const putFile = <E>(workspaceId: string, requested: string, body: Stream.Stream<Uint8Array, E>, options: PutOptions) =>
         Effect.gen(function*() {
+          const name = canonicalFileName(requested)
           const problem = fileNameProblem(name)
           if (problem !== undefined) return yield* new InvalidFileName({ name, reason: problem })
           // Leftovers of uploads whose process died mid-way (the index on created_at keeps it cheap).
@@ -267,13 +283,16 @@ export class WorkspaceStore extends Context.Service<WorkspaceStore, {
 
       return WorkspaceStore.of({
         maxFileBytes: config.workspaceMaxFileBytes,
+        // Once per Idempotency-Key, even across a crash (src/store/keyed-create.ts).
         create: (projectId, name) =>
-          sql<WorkspaceRow>`
-            INSERT INTO workspaces (id, project_id, name) VALUES (${makeId("ws")}, ${projectId}, ${name})
-            RETURNING id, project_id, name, created_at, updated_at, 0 AS file_count, 0 AS size_bytes`.pipe(
-            Effect.map((rows) => rows[0]!),
-            Effect.orDie
-          ),
+          createOnce(
+            sql,
+            sql<WorkspaceRow>`
+              INSERT INTO workspaces (id, project_id, name) VALUES (${makeId("ws")}, ${projectId}, ${name})
+              RETURNING id, project_id, name, created_at, updated_at, 0 AS file_count, 0 AS size_bytes`.pipe(Effect.map((rows) => rows[0]!)),
+            (row) => row.id,
+            (id) => find(projectId, id).pipe(Effect.catchTag("WorkspaceNotFound", () => Effect.succeed(undefined)))
+          ).pipe(Effect.orDie),
         list: (projectId, limit, beforeId) =>
           Effect.all({
             rows: sql<WorkspaceRow>`
@@ -319,7 +338,7 @@ export class WorkspaceStore extends Context.Service<WorkspaceStore, {
         deleteFile: (workspaceId, name) =>
           sql.withTransaction(Effect.gen(function*() {
             const rows = yield* sql<WorkspaceFileRow & { blob_id: string }>`
-              DELETE FROM workspace_files WHERE workspace_id = ${workspaceId} AND name = ${name} RETURNING ${fileColumns}, blob_id`
+              DELETE FROM workspace_files WHERE workspace_id = ${workspaceId} AND name = ${canonicalFileName(name)} RETURNING ${fileColumns}, blob_id`
             if (rows[0] === undefined) return yield* new WorkspaceFileNotFound({ workspaceId, name })
             yield* sql`DELETE FROM workspace_blobs WHERE id = ${rows[0].blob_id}`
             yield* sql`UPDATE workspaces SET updated_at = now() WHERE id = ${workspaceId}`
@@ -328,7 +347,7 @@ export class WorkspaceStore extends Context.Service<WorkspaceStore, {
         signUrl: (workspaceId, name) =>
           Effect.sync(() => {
             const expires = Math.floor(Date.now() / 1000) + FILE_URL_TTL_SECONDS
-            const url = `/v1/workspace_files/${encodeURIComponent(workspaceId)}/${encodeURIComponent(name)}` +
+            const url = `/v1/workspace_files/${encodeURIComponent(workspaceId)}/${encodeURIComponent(canonicalFileName(name))}` +
               `?expires=${expires}&signature=${sign(workspaceId, name, expires)}`
             return { url, expires_at: new Date(expires * 1000) }
           }),

@@ -169,6 +169,59 @@ describe("workspaces", () => {
     }
   })
 
+  it("names of 101 to 255 characters work; longer is 422, never 405; a path segment past any sane length is 414", async () => {
+    const ws = await createWorkspace("long names")
+    for (const length of [101, 200, 255]) {
+      const name = `${"n".repeat(length - 4)}.txt`
+      const put = await upload(ws.id, name, new TextEncoder().encode(`len ${length}`))
+      expect(put.status, `${length}: ${await put.clone().text()}`).toBe(201)
+      const got = await service.request("GET", `${workspaces()}/${ws.id}/files/${encodeURIComponent(name)}`)
+      expect(got.status, String(length)).toBe(200)
+      expect(got.json.name).toBe(name)
+      expect(await (await fetch(service.url + got.json.download_url)).text()).toBe(`len ${length}`)
+    }
+    // Non-ASCII: 255 characters (1020 percent-encoded bytes in the path) still fit.
+    const wide = "ü".repeat(251) + ".txt"
+    expect((await upload(ws.id, wide, new TextEncoder().encode("wide"))).status).toBe(201)
+    const deleted = await service.request("DELETE", `${workspaces()}/${ws.id}/files/${encodeURIComponent(wide)}`)
+    expect(deleted.status).toBe(200)
+
+    const tooLong = await upload(ws.id, "x".repeat(256), new TextEncoder().encode("x"))
+    expect(tooLong.status).toBe(422)
+    expect((await tooLong.json()).extra.errors[0].loc).toEqual(["path", "name"])
+    const absurd = await upload(ws.id, "x".repeat(5000), new TextEncoder().encode("x"))
+    expect(absurd.status).toBe(414)
+    expect((await absurd.json()).code).toBe("uri_too_long")
+  })
+
+  it("names refuse C1 controls and bidi overrides; NFC and NFD twins are one name, stored in NFC", async () => {
+    const ws = await createWorkspace("unicode names")
+    for (const name of ["bad\u0085name.txt", "bad\u009bname.txt", "invoice\u202Etxt.exe", "a\u2066b\u2069.txt", "mark\u200F.txt"]) {
+      const refused = await upload(ws.id, name, new TextEncoder().encode("x"))
+      expect(refused.status, JSON.stringify(name)).toBe(422)
+      expect((await refused.json()).extra.errors[0].loc).toEqual(["path", "name"])
+    }
+    const nfc = "caf\u00e9.txt"
+    const nfd = "cafe\u0301.txt"
+    expect((await upload(ws.id, nfd, new TextEncoder().encode("first"))).status).toBe(201)
+    const second = await upload(ws.id, nfc, new TextEncoder().encode("second"))
+    expect(second.status).toBe(201)
+    expect((await second.json()).name).toBe(nfc)
+    const files = (await service.request("GET", `${workspaces()}/${ws.id}/files`)).json.items as Array<{ name: string; download_url: string }>
+    expect(files.map((f) => f.name)).toEqual([nfc])
+    // Either spelling finds (and downloads) the one file.
+    const byNfd = await service.request("GET", `${workspaces()}/${ws.id}/files/${encodeURIComponent(nfd)}`)
+    expect(byNfd.status).toBe(200)
+    expect(byNfd.json.name).toBe(nfc)
+    expect(await (await fetch(service.url + byNfd.json.download_url)).text()).toBe("second")
+    // A signed URL spelled in NFD names the same file, so its signature holds.
+    const signedNfd = service.url + files[0]!.download_url.replace(encodeURIComponent(nfc), encodeURIComponent(nfd))
+    expect(signedNfd).not.toBe(service.url + files[0]!.download_url)
+    expect(await (await fetch(signedNfd)).text()).toBe("second")
+    expect((await service.request("DELETE", `${workspaces()}/${ws.id}/files/${encodeURIComponent(nfd)}`)).status).toBe(200)
+    expect((await service.request("GET", `${workspaces()}/${ws.id}/files`)).json.items).toEqual([])
+  })
+
   it("a tampered or expired download URL is 403", async () => {
     const ws = await createWorkspace("urls")
     expect((await upload(ws.id, "a.txt", new TextEncoder().encode("A"))).status).toBe(201)

@@ -7,6 +7,12 @@ export { CallbackUrl, MaxString, OptionalNullable, Timestamp } from "../../domai
 export const ProjectIdParam = { pid: Schema.String.check(Schema.isMaxLength(64)) }
 
 /**
+ * Longest decoded path parameter the router matches (its default, 100, turned 101-character file
+ * names into 405); a parameter past it is 414 uri_too_long. The schemas bound each parameter below it.
+ */
+export const MAX_PATH_PARAM_LENGTH = 1024
+
+/**
  * Session and run ids in a path, decoded once here as the model's branded ids (the brand is
  * type-level: on the wire they are the same strings, at most 64 characters).
  */

@@ -8,7 +8,7 @@ import { Schema } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { BadRequest, Forbidden, NotFound, ValidationError } from "../errors.ts"
 import { PageQuery } from "../pagination.ts"
-import { MaxString, OptionalNullable, ProjectIdParam, Timestamp } from "./schemas.ts"
+import { MAX_PATH_PARAM_LENGTH, MaxString, OptionalNullable, ProjectIdParam, Timestamp } from "./schemas.ts"
 import { Authentication, Idempotency, RateLimit } from "./security.ts"
 
 const envelope = {
@@ -58,8 +58,10 @@ export const WorkspaceFileResponse = Schema.Struct({
 export const WorkspaceFileListResponse = Schema.Struct({ items: Schema.Array(WorkspaceFileResponse) })
 
 const WorkspaceIdParam = Schema.String.check(Schema.isMaxLength(64))
-const FileNameParam = Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(255)).annotate({
-  description: "the file's name, percent-encoded in the path; 1 to 255 characters, no / or \\ or control characters"
+// The 255-character limit applies to the name in NFC (its NFD twin may be longer), so the store checks it.
+const FileNameParam = Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(MAX_PATH_PARAM_LENGTH)).annotate({
+  description: "the file's name, percent-encoded in the path; 1 to 255 characters in Unicode NFC (a name is stored and " +
+    "looked up in NFC, so its NFD spelling names the same file); no / or \\, no control or bidirectional-override characters"
 })
 const workspaceParams = { ...ProjectIdParam, wid: WorkspaceIdParam }
 const fileParams = { ...workspaceParams, name: FileNameParam }

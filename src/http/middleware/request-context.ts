@@ -81,6 +81,10 @@ const errorResponse = (
     const error = failure?._tag === "Fail" ? failure.error : undefined
     if (HttpServerError.isHttpServerError(error) && error.reason._tag === "RouteNotFound") {
       const path = request.url.split("?")[0] ?? "/"
+      // The router gave up on a path segment past MAX_PATH_PARAM_LENGTH: the path is too long, not the method wrong.
+      if (error.reason.description?.includes("maxParamLength") === true) {
+        return json(414, envelopeBody("uri_too_long", "a segment of the path is longer than this service accepts"))
+      }
       const allowed = routes.filter((route) => route.pattern.test(path)).map((route) => route.method)
       if (allowed.length > 0) {
         return json(405, envelopeBody("method_not_allowed", `${request.method} is not allowed on ${path}`, { allowed_methods: allowed }), {

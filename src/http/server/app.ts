@@ -14,6 +14,7 @@ import { ApiKeys } from "../../auth/api-keys.ts"
 import { AccountsLive } from "../../accounts/accounts-live.ts"
 import { AppConfig } from "../../config/config.ts"
 import { WebAgentApi } from "../api/api.ts"
+import { MAX_PATH_PARAM_LENGTH } from "../api/schemas.ts"
 import { AuthenticationLive } from "../middleware/authentication.ts"
 import { IdempotencyLive } from "../middleware/idempotency.ts"
 import { RateLimitLive } from "../middleware/rate-limit.ts"
@@ -190,7 +191,6 @@ const makeNodeServer = (headersTimeoutSeconds: number, requestBodyIdleSeconds: n
     // How often Node looks for connections past the headers timeout.
     connectionsCheckingInterval: Math.min(headersTimeout, 30_000)
   })
-  watchRequestBodyIdle(server, requestBodyIdleSeconds)
   server.on("clientError", (error: NodeJS.ErrnoException, socket: Duplex) => {
     // A response is already under way (or the peer is gone): nothing can be said any more.
     if (!socket.writable || (socket as { _httpMessage?: unknown })._httpMessage) return socket.destroy()
@@ -223,7 +223,8 @@ const serveFromBase = (
 export const HttpLive = Layer.unwrap(Effect.gen(function*() {
   const config = yield* AppConfig
   // The routes are built over the server's platform services (file system, paths, ETags).
-  return Layer.unwrap(Effect.map(HttpRouter.toHttpEffect(Routes), serveFromBase)).pipe(
+  const router = HttpRouter.toHttpEffect(Routes).pipe(Effect.provideService(HttpRouter.RouterConfig, { maxParamLength: MAX_PATH_PARAM_LENGTH }))
+  return Layer.unwrap(Effect.map(router, serveFromBase)).pipe(
     Layer.provideMerge(NodeHttpServer.layer(makeNodeServer(config.headersTimeoutSeconds, config.requestBodyIdleSeconds), {
       port: config.port,
       host: config.host,
