@@ -14,6 +14,8 @@ export interface Me {
   readonly user_id: string
   readonly email: string
   readonly display_name: string | null
+  /** Whether the address is proven (a mailed link, SSO, or an account the operator made). */
+  readonly email_verified: boolean
   readonly session: "cookie" | "bearer"
   readonly expires_at: string
   readonly tenants: ReadonlyArray<Membership>

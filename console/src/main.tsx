@@ -1,7 +1,8 @@
 /**
  * The console: sign in (a console account by default, or an API key), for an account pick a
  * tenant's project, then the pages of that project and of its tenant. The invitation link
- * (/console/accept-invitation?token=...) works signed in or not.
+ * (/console/accept-invitation?token=...) and the mailed links (/console/reset-password,
+ * /console/verify-email) work signed in or not.
  */
 import { StrictMode, useCallback, useEffect, useMemo, useRef, useState } from "react"
 import { createRoot } from "react-dom/client"
@@ -22,6 +23,7 @@ import { ProjectsPage, TeamPage } from "./pages/Team.tsx"
 import { BugReportsPage } from "./pages/BugReports.tsx"
 import { AccountPage } from "./pages/Account.tsx"
 import { AcceptInvitationPage } from "./pages/AcceptInvitation.tsx"
+import { ForgotPasswordPage, ResetPasswordPage, VerifyEmailPage } from "./pages/PasswordReset.tsx"
 import "./styles.css"
 
 interface NavItem { readonly to: string; readonly label: string; readonly prefix: string }
@@ -147,6 +149,14 @@ const App = () => {
     }
     signedOut()
     navigate("/")
+  }
+
+  // The pages of mailed links (password reset, address verification) work signed in or not.
+  if (match("/forgot-password", path)) return <ForgotPasswordPage />
+  if (match("/reset-password", path)) return <ResetPasswordPage />
+  if (match("/verify-email", path)) {
+    if (me === undefined) return <div className="signin"><p className="muted">Loading…</p></div>
+    return <VerifyEmailPage me={me} />
   }
 
   if (match("/accept-invitation", path)) {

@@ -17,6 +17,7 @@
  */
 import { type Browser, chromium } from "playwright-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { buildConsole, isStale } from "../../console/build.ts"
 import { chromiumPath } from "../browser/support.ts"
 import { freePort, type OidcProvider, startOidcProvider } from "../fixtures/oidc/provider.ts"
 import { embeddedDatabaseClient, type Service, startService, stopAndClean } from "../support/service.ts"
@@ -29,6 +30,7 @@ let smtp: SmtpReceiver
 let browser: Browser
 
 beforeAll(async () => {
+  if (isStale()) await buildConsole()
   const servicePort = await freePort()
   oidc = await startOidcProvider(servicePort)
   smtp = await startSmtpReceiver()
@@ -42,7 +44,7 @@ beforeAll(async () => {
     }
   })
   browser = await chromium.launch({ executablePath: chromiumPath, headless: true, args: ["--no-sandbox"] })
-}, 120_000)
+}, 300_000)
 
 afterAll(async () => {
   await browser?.close()
@@ -107,16 +109,31 @@ describe("account pre-hijacking", () => {
     // Nothing was linked: the squatter's session still sees only his tenant.
     expect((await squatter("GET", "/v1/auth/me")).json.tenants).toHaveLength(1)
 
-    // The victim asks for a password reset; the link arrives at the victim's mailbox only.
-    const before = smtp.mails.length
-    const forgot = await service.request("POST", "/v1/auth/password/forgot", { key: null, body: { email: "VIC@corp.example.com" } })
-    expect(forgot.status, forgot.text).toBe(202)
-    const mail = await smtp.waitFor(victimEmail, (m) => m.subject === "Reset your password", before)
-    expect(mail.from).toBe("agents@service.example")
-    const token = tokenOfLink(mail, "/console/reset-password")
-    const reset = await service.request("POST", "/v1/auth/password/reset", { key: null, body: { token, new_password: "victim-now-owns-this" } })
-    expect(reset.status, reset.text).toBe(200)
-    expect(reset.json).toEqual({ password_reset: true, email_verified: true, sessions_ended: true })
+    // The victim asks for a password reset in the console (Chromium); the link arrives at the victim's mailbox only.
+    const context = await browser.newContext()
+    try {
+      const page = await context.newPage()
+      await page.goto(`${service.url}/console/`)
+      await page.getByRole("link", { name: "Forgot your password?" }).click()
+      const before = smtp.mails.length
+      await page.fill("form[aria-label='forgot password'] input[name=email]", "VIC@corp.example.com")
+      await page.click("form[aria-label='forgot password'] button[type=submit]")
+      await page.getByRole("status").getByText("If an account has this email").waitFor()
+      const mail = await smtp.waitFor(victimEmail, (m) => m.subject === "Reset your password", before)
+      expect(mail.from).toBe("agents@service.example")
+      const link = /https?:\/\/\S+\/console\/reset-password\?token=\S+/.exec(mail.text)![0]
+      expect(new URL(link).origin).toBe(service.url)
+      await page.goto(link)
+      await page.fill("form[aria-label='reset password'] input[name=password]", "victim-now-owns-this")
+      await page.fill("form[aria-label='reset password'] input[name=repeat]", "victim-now-owns-this")
+      await page.click("form[aria-label='reset password'] button[type=submit]")
+      await page.getByRole("status").getByText("every session of the account was signed out").waitFor()
+      // Single use: the same link again is refused.
+      const again = await service.request("POST", "/v1/auth/password/reset", { key: null, body: { token: tokenOfLink(mail, "/console/reset-password"), new_password: "x-password-1" } })
+      expectEnvelope(again, 409, "token_used")
+    } finally {
+      await context.close()
+    }
 
     // The squatter is out: his session ended and his password no longer works.
     expectEnvelope(await squatter("GET", "/v1/auth/me"), 401)
@@ -152,7 +169,7 @@ describe("account pre-hijacking", () => {
     const second = await smtp.waitFor(victimEmail, (m) => m.subject === "Reset your password", count)
     expect(second.to).toEqual([victimEmail])
     expect(smtp.mails.slice(count).every((m) => m.to.every((to) => to === victimEmail))).toBe(true)
-  })
+  }, 240_000)
 
   it("a legitimate unverified account verifies its address by mail with its own session (not another account's); SSO then links it", async () => {
     const email = "ann@corp.example.com"
@@ -185,7 +202,7 @@ describe("account pre-hijacking", () => {
     const signedIn = await ssoInChromium("ann")
     expect(JSON.parse(signedIn.text)).toMatchObject({ user_id: annId, email_verified: true })
     expect((await service.request("POST", "/v1/auth/login", { key: null, body: { email, password: "ann-chose-this" } })).status).toBe(200)
-  })
+  }, 240_000)
 
   it("reset links: the same answer for an unknown email (no mail), single use, expired after 30 minutes, and earlier links die with a reset", async () => {
     const before = smtp.mails.length
@@ -222,7 +239,7 @@ describe("account pre-hijacking", () => {
     expectEnvelope(await service.request("POST", "/v1/auth/password/reset", { key: null, body: { token: second, new_password: "rex-password-x" } }), 409, "token_used")
     expectEnvelope(await as(service, session)("GET", "/v1/auth/me"), 401)
     await loginBearer(service, email, "rex-password-2")
-  })
+  }, 240_000)
 
   it("wa users reset-password: a new password for an operator without mail, every session ended, the address verified", async () => {
     const email = "sue@corp.example.com"
@@ -238,7 +255,7 @@ describe("account pre-hijacking", () => {
     const missing = await cliUsers(service, "reset-password", ["--email", "ghost@corp.example.com", "--password-stdin"], "long-enough-1")
     expect(missing.code).toBe(1)
     expect(missing.stderr).toContain("no account")
-  })
+  }, 240_000)
 })
 
 describe("password change is throttled like sign-in", () => {
@@ -257,7 +274,7 @@ describe("password change is throttled like sign-in", () => {
     expectEnvelope(await session("POST", "/v1/auth/password", { current_password: "the-right-password", new_password: "new-password-1" }), 429, "rate_limit_exceeded")
     // The same limiter as sign-in: the account's sign-ins wait as well.
     expectEnvelope(await service.request("POST", "/v1/auth/login", { key: null, body: { email, password: "the-right-password" } }), 429, "rate_limit_exceeded")
-  })
+  }, 240_000)
 })
 
 describe("SSO return_to is judged as a browser reads it", () => {
@@ -276,11 +293,11 @@ describe("SSO return_to is judged as a browser reads it", () => {
       const started = await fetch(`${service.url}/v1/auth/sso/corp/start?return_to=${encodeURIComponent(returnTo)}`, { redirect: "manual" })
       expect(started.status, returnTo).toBe(302)
     }
-  })
+  }, 240_000)
 
   it("in Chromium, an allowed but odd return_to lands on this origin", async () => {
     await createUser(service, "odd@corp.example.com", "odd-password-1")
     const landed = await ssoInChromium("odd", "/%09/evil.example/v1/auth/me")
     expect(new URL(landed.url).origin).toBe(new URL(service.url).origin)
-  })
+  }, 240_000)
 })

@@ -3,7 +3,8 @@
  * cookie sessions (HttpOnly, SameSite=Strict, CSRF header on writes) and bearer sessions, and the
  * misuse a stolen or stale credential meets: a cookie write without the CSRF token, a session
  * presented the other way than it was issued, a token after sign-out, sessions after a password
- * change, and sign-in throttling (429 with Retry-After).
+ * change, and sign-in throttling (429 with Retry-After). Without WA_SMTP_URL a reset mail is
+ * logged for the operator.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type Service, startService, stopAndClean } from "../support/service.ts"
@@ -157,5 +158,21 @@ describe("sign-in", () => {
     const providers = await service.request("GET", "/v1/auth/providers", { key: null })
     expect(providers.status).toBe(200)
     expect(providers.json).toEqual({ providers: [] })
+  })
+})
+
+describe("mail without WA_SMTP_URL", () => {
+  it("a reset mail is written to the log for the operator, and its link works", async () => {
+    await createUser(service, "nomail@example.com", "nomail-password-1")
+    const asked = await service.request("POST", "/v1/auth/password/forgot", { key: null, body: { email: "nomail@example.com" } })
+    expect(asked.status, asked.text).toBe(202)
+    await expect.poll(() => service.logs.some((line) => line.annotations["mail_to"] === "nomail@example.com")).toBe(true)
+    const logged = service.logs.find((line) => line.annotations["mail_to"] === "nomail@example.com")!
+    expect(logged.level).toBe("WARN")
+    expect(logged.annotations["mail_subject"]).toBe("Reset your password")
+    const token = /\/console\/reset-password\?token=([A-Za-z0-9_-]+)/.exec(String(logged.annotations["mail_text"]))![1]!
+    const reset = await service.request("POST", "/v1/auth/password/reset", { key: null, body: { token, new_password: "nomail-password-2" } })
+    expect(reset.status, reset.text).toBe(200)
+    await loginBearer(service, "nomail@example.com", "nomail-password-2")
   })
 })

@@ -4,6 +4,20 @@ import type { Me } from "../account.ts"
 import { type Api, ApiError, describeError } from "../api.ts"
 import { ErrorBox, Section, Time, useLoad } from "../ui.tsx"
 
+/** An unverified address: mail a link that proves it (to be opened where this account is signed in). */
+const VerifyButton = ({ api }: { api: Api }) => {
+  const [state, setState] = useState<string>()
+  const send = async () => {
+    try {
+      const result = await api.post<{ mail_sent: boolean }>("/v1/auth/email/verification")
+      setState(result.mail_sent ? "A verification link was mailed; open it in this browser." : "The mail could not be sent; try again later.")
+    } catch (failure) {
+      setState(describeError(failure))
+    }
+  }
+  return <>not verified {state === undefined ? <button className="link" onClick={send}>Mail me a verification link</button> : <span className="muted">{state}</span>}</>
+}
+
 export const AccountPage = ({ api }: { api: Api }) => {
   const me = useLoad(() => api.get<Me>("/v1/auth/me"), [api])
   const [current, setCurrent] = useState("")
@@ -35,6 +49,7 @@ export const AccountPage = ({ api }: { api: Api }) => {
         {me.data ? (
           <dl className="facts">
             <dt>Email</dt><dd data-testid="account-email">{me.data.email}</dd>
+            <dt>Address</dt><dd data-testid="account-email-verified">{me.data.email_verified ? "verified" : <VerifyButton api={api} />}</dd>
             <dt>Name</dt><dd>{me.data.display_name ?? "–"}</dd>
             <dt>User id</dt><dd><code>{me.data.user_id}</code></dd>
             <dt>Session ends</dt><dd><Time value={me.data.expires_at} /></dd>

@@ -52,6 +52,7 @@ const AccountForm = ({ onSignedIn }: { onSignedIn: () => void }) => {
       </label>
       {error !== undefined ? <div className="error" role="alert">{error}</div> : null}
       <button type="submit" disabled={busy}>{busy ? "Signing in…" : "Sign in"}</button>
+      <p className="small"><a href="/console/forgot-password">Forgot your password?</a></p>
       {providers.length > 0 ? (
         <div className="sso" aria-label="single sign-on">
           <div className="muted small">or</div>
