@@ -35,6 +35,7 @@ import { assembleReport, citationNumbers, initialState, type ResearchState } fro
 import { decodeOutlineAnswer, type Outline, type Phase } from "../research/schema.ts"
 import { canonicalUrl } from "../search/canonical-url.ts"
 import { WebSearch } from "../search/web-search.ts"
+import { fairModel, WorkOwner } from "../runs/fair-queue.ts"
 import { ArtifactStore } from "../store/artifacts.ts"
 import { type DeepResearchRequest, type Run, RunId } from "../domain/run.ts"
 import { RunStore, SupersededExecution } from "../store/runs.ts"
@@ -81,7 +82,8 @@ const researchHandlers = Effect.gen(function*() {
         return yield* new ResearchFailed({ code: "model_not_configured", detail: "DeepResearch needs a model; set WA_MODEL_BASE_URL (and WA_MODEL_API_KEY)" })
       }
       const configured = agentModel.value
-      const model = yield* Effect.provide(Effect.service(LanguageModel.LanguageModel), configured.layer)
+      // Its model calls take fair shares of the model lane (src/runs/fair-queue.ts).
+      const model = fairModel(yield* Effect.provide(Effect.service(LanguageModel.LanguageModel), configured.layer))
       const cost = configured.costUsd
 
       const executor = yield* store.claimExecution(runId)
@@ -325,7 +327,8 @@ const researchHandlers = Effect.gen(function*() {
           errorDetail: "the run reached max_duration_minutes"
         }).pipe(Effect.ignore)
       ))
-      const fiber = yield* FiberMap.run(fibers, run.id, timed)
+      // The run's work (searches, page reads, model calls) is its project's in the fair queue.
+      const fiber = yield* FiberMap.run(fibers, run.id, timed.pipe(Effect.provideService(WorkOwner, run.project_id)))
       const exit = yield* Fiber.await(fiber)
       yield* finish(run.id, exit)
       return Exit.isFailure(exit) && Cause.squash(exit.cause) instanceof Handover

@@ -18,6 +18,7 @@
 import { Effect, Schema } from "effect"
 import { type AiError, LanguageModel } from "effect/ai"
 import type { Reader } from "../reader/reader.ts"
+import { fairly } from "../runs/fair-queue.ts"
 import { canonicalUrl, hostOf, normalizeSite, urlMatchesAnySite } from "../search/canonical-url.ts"
 import { extractiveSummary } from "../search/summarize.ts"
 import { decodeWebSearchRequest } from "../search/schema.ts"
@@ -281,7 +282,8 @@ export const gatherSection = (
         const candidate = found.results[next++]!
         if (!used.has(canonicalUrl(candidate.url))) batch.push(candidate)
       }
-      const reads = yield* Effect.forEach(batch, (candidate) => Effect.result(reader.read(candidate.url)), { concurrency: "unbounded" })
+      // Each read waits for its fair share of page reads (src/runs/fair-queue.ts).
+      const reads = yield* Effect.forEach(batch, (candidate) => Effect.result(reader.read(candidate.url).pipe(fairly("page_read"))), { concurrency: "unbounded" })
       for (const [index, read] of reads.entries()) {
         const candidate = batch[index]!
         if (read._tag === "Failure" || read.success.text.trim().length < 200) {

@@ -12,6 +12,7 @@
  * tests provide their own.
  */
 import { Context, Effect } from "effect"
+import type { LanguageModel } from "effect/ai"
 
 /** Kinds of run work, each with its own lane and bound. */
 export type WorkKind = "engine_call" | "page_read" | "model_call" | "run_write"
@@ -145,3 +146,12 @@ export const WorkOwner = Context.Reference<string>("wa/runs/WorkOwner", { defaul
 /** `work` as a unit of `kind`, in the fair queue of the fiber's owner. */
 export const fairly = (kind: WorkKind) => <A, E, R>(work: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
   FairShares.use((queue) => WorkOwner.use((owner) => queue.run(kind, owner, work)))
+
+/** `model` with its text and object calls taken as units of the model lane (streams pass as they are). */
+export const fairModel = (model: LanguageModel.LanguageModel): LanguageModel.LanguageModel => ({
+  ...model,
+  generateText: ((options: Parameters<LanguageModel.LanguageModel["generateText"]>[0]) =>
+    fairly("model_call")(model.generateText(options))) as LanguageModel.LanguageModel["generateText"],
+  generateObject: ((options: Parameters<LanguageModel.LanguageModel["generateObject"]>[0]) =>
+    fairly("model_call")(model.generateObject(options))) as LanguageModel.LanguageModel["generateObject"]
+})
