@@ -12,6 +12,7 @@ import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { AppConfig } from "../config/config.ts"
 import { makeId } from "../domain/ids.ts"
+import { createOnce } from "../store/keyed-create.ts"
 import { displayPrefix, generateApiKey, hashApiKey, isWellFormedApiKey } from "./api-key-format.ts"
 
 /** last_used_at is refreshed at most this often, so reads do not each cost a write. */
@@ -73,16 +74,32 @@ export class ApiKeys extends Context.Service<ApiKeys, {
         "id, project_id, user_id, prefix, name, created_at, disabled_at, grace_until, last_used_at, scope, created_by_key_id"
       const columns = sql.literal(columnList)
 
+      // Once per Idempotency-Key, even across a crash (src/store/keyed-create.ts).
       const create = (projectId: string, name: string | null, options: CreateApiKeyOptions) =>
-        Effect.gen(function*() {
-          const secret = generateApiKey()
-          const rows = yield* sql<ApiKeyRow>`
-            INSERT INTO api_keys (id, project_id, prefix, name, secret_hash, scope, created_by_key_id, user_id)
-            VALUES (${makeId("key")}, ${projectId}, ${displayPrefix(secret)}, ${name}, ${hashApiKey(secret)},
-              ${options.scope}, ${options.createdByKeyId}, ${options.userId ?? null})
-            RETURNING ${columns}`
-          return { row: rows[0]!, secret }
-        }).pipe(Effect.orDie)
+        createOnce(
+          sql,
+          Effect.gen(function*() {
+            const secret = generateApiKey()
+            const rows = yield* sql<ApiKeyRow>`
+              INSERT INTO api_keys (id, project_id, prefix, name, secret_hash, scope, created_by_key_id, user_id)
+              VALUES (${makeId("key")}, ${projectId}, ${displayPrefix(secret)}, ${name}, ${hashApiKey(secret)},
+                ${options.scope}, ${options.createdByKeyId}, ${options.userId ?? null})
+              RETURNING ${columns}`
+            return { row: rows[0]!, secret }
+          }),
+          (created) => created.row.id,
+          // The key an earlier attempt created, whose answer was never kept, so never sent: nobody
+          // holds its secret, which is minted again for this answer.
+          (id) =>
+            Effect.gen(function*() {
+              const secret = generateApiKey()
+              const rows = yield* sql<ApiKeyRow>`
+                UPDATE api_keys SET prefix = ${displayPrefix(secret)}, secret_hash = ${hashApiKey(secret)}
+                WHERE id = ${id} AND project_id = ${projectId} AND disabled_at IS NULL
+                RETURNING ${columns}`
+              return rows[0] === undefined ? undefined : { row: rows[0], secret }
+            })
+        ).pipe(Effect.orDie)
 
       const count = (projectId: string) =>
         sql<{ total: number }>`SELECT count(*)::int AS total FROM api_keys WHERE project_id = ${projectId}`.pipe(

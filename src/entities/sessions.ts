@@ -25,6 +25,7 @@ import {
 import { isTerminal } from "../domain/run-state.ts"
 import type { DoAnythingRequest, ProjectId, Run, RunId, Session, SessionId } from "../domain/run.ts"
 import { type NewRun, RunStore } from "../store/runs.ts"
+import { earlierCreate, recordCreate } from "../store/keyed-create.ts"
 import { ProfileStore } from "../profiles/profile-store.ts"
 import { RunNotifier } from "../webhooks/run-notifier.ts"
 import { WorkspaceStore } from "../workspaces/workspace-store.ts"
@@ -182,6 +183,28 @@ export class Sessions extends Context.Service<Sessions, {
         return { session, runs: yield* store.runsOfSession(session.id) }
       })
 
+      /**
+       * The session a keyed create's earlier attempt committed. When that attempt died between the
+       * commit and the dispatch of the first run (no Execute was ever persisted), the run is
+       * dispatched now; one that was dispatched is delivered again by the cluster on its own.
+       */
+      const recoveredSession = (projectId: ProjectId, sessionId: SessionId) =>
+        Effect.gen(function*() {
+          const session = yield* store.getSession(projectId, sessionId)
+          const run = session === undefined ? undefined : (yield* store.runsOfSession(session.id))[0]
+          if (session === undefined || run === undefined) return undefined
+          if (run.status === "pending") {
+            // The cluster's message storage (SqlMessageStorage, prefix "cluster") holds every Execute sent.
+            const sent = yield* sql`
+              SELECT 1 FROM cluster_messages WHERE entity_type = 'Session' AND entity_id = ${session.id} AND tag = 'Execute' LIMIT 1`.pipe(
+              Effect.map((rows) => rows.length > 0),
+              Effect.orElseSucceed(() => false)
+            )
+            if (!sent) yield* execute(session.id, run.id)
+          }
+          return { session, run }
+        })
+
       const addRunTo = Effect.fn("Sessions.addRunTo")(function*(session: Session, request: DoAnythingRequest, parentRunId: RunId | null = null) {
         yield* check(request)
         yield* requireCredits(session.project_id)
@@ -196,6 +219,9 @@ export class Sessions extends Context.Service<Sessions, {
         create: Effect.fn("Sessions.create")(function*(key: { readonly projectId: ProjectId; readonly keyId: string }, request: DoAnythingRequest, options?: {
           readonly beforeExecute?: (created: { readonly session: Session; readonly run: Run }) => Effect.Effect<void>
         }) {
+          // The retry of a keyed create whose first attempt committed before its process died gets that session.
+          const earlier = yield* earlierCreate((id) => recoveredSession(key.projectId, id as SessionId))
+          if (earlier !== undefined) return earlier
           yield* check(request)
           yield* requireCredits(key.projectId)
           // The session's workspace must be one of the project's: 404 workspace_not_found, nothing created.
@@ -210,7 +236,11 @@ export class Sessions extends Context.Service<Sessions, {
             run: toNewRun(request),
             // The plan's per-key cap (WA_MAX_CONCURRENT_SESSIONS overrides it); counted in the insert's transaction.
             maxOpenSessions: yield* plans.concurrencyCap(key.projectId)
-          }).pipe(Effect.tap((created) => attachSchedule(created.run, request)))).pipe(Effect.catchTag("SqlError", Effect.die))
+          }).pipe(
+            Effect.tap((created) => attachSchedule(created.run, request)),
+            // Under an Idempotency-Key the claim records the session in this transaction (src/store/keyed-create.ts).
+            Effect.tap((created) => recordCreate(sql, created.session.id))
+          )).pipe(Effect.catchTag("SqlError", Effect.die))
           // A profile is leased in the transaction that inserts the session (its row lock
           // serialises creates on one profile across nodes); an unknown profile creates nothing.
           const leaseAndInsert = (id: string) =>

@@ -230,6 +230,13 @@ const m0008_idempotency_lease = Effect.gen(function*() {
   yield* sql`ALTER TABLE idempotency_records ADD COLUMN locked_until timestamptz`
 })
 
+const m0024_idempotency_resource = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  // The resource a keyed create made, written in the create's own transaction (src/store/keyed-create.ts),
+  // and the attempt holding the claim: a retry after a crash finds the resource instead of making another.
+  yield* sql`ALTER TABLE idempotency_records ADD COLUMN resource_id text, ADD COLUMN attempt text`
+})
+
 const m0009_delivery_outbox = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   // Deliveries are an outbox: a dispatcher on any node claims the due ones (SKIP LOCKED) and
@@ -265,7 +272,8 @@ const all = {
   "0020_session_schedules": m0020_session_schedules,
   "0021_accounts": m0021_accounts,
   "0022_delegation": m0022_delegation,
-  "0023_email_verification": m0023_email_verification
+  "0023_email_verification": m0023_email_verification,
+  "0024_idempotency_resource": m0024_idempotency_resource
 }
 
 export const migrations = Migrator.fromRecord(all)

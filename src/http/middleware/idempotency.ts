@@ -16,8 +16,9 @@ import { Effect, Exit, Fiber, Layer, Schedule, Schema, SchemaAST } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import type { HttpApiEndpoint } from "effect/http-api"
 import { SqlClient } from "effect/sql"
-import { createHash } from "node:crypto"
+import { createHash, randomUUID } from "node:crypto"
 import { AppConfig } from "../../config/config.ts"
+import { ClaimLost, type KeyedClaim, KeyedRequest } from "../../store/keyed-create.ts"
 import { conflict, statusOf, validationError } from "../errors.ts"
 import { SECRET_FIELD_ANNOTATION } from "../api/schemas.ts"
 import { CurrentCaller, Idempotency } from "../api/security.ts"
@@ -118,18 +119,31 @@ export const IdempotencyLive = Layer.effect(
     const lease = `${idempotencyLeaseSeconds} seconds`
     const window = `${IDEMPOTENCY_WINDOW_HOURS} hours`
 
+    /** One attempt's hold on a key: the claim's primary key and the attempt's token. */
+    interface Held {
+      readonly scope: CurrentCaller["Service"]
+      readonly key: string
+      readonly attempt: string
+    }
+    const where = (held: Held) =>
+      sql`project_id = ${held.scope.space} AND api_key_id = ${held.scope.id} AND idempotency_key = ${held.key} AND attempt = ${held.attempt}`
+
     // Takes the key when it is new, past its 24 h window, or held by a request whose lease ran out
-    // (its process died): one statement, so two racing requests cannot both take it.
-    const claim = (scope: CurrentCaller["Service"], key: string, requestHash: string) =>
-      sql<{ claimed: boolean }>`
-        INSERT INTO idempotency_records (project_id, api_key_id, idempotency_key, request_hash, locked_until)
-        VALUES (${scope.space}, ${scope.id}, ${key}, ${requestHash}, now() + ${lease}::interval)
+    // (its process died): one statement, so two racing requests cannot both take it. A claim that
+    // records a committed create (resource_id) is taken over only by the same request, which then
+    // gets that resource (src/store/keyed-create.ts); undefined when the key is not taken.
+    const claim = (held: Held, requestHash: string) =>
+      sql<{ resource_id: string | null }>`
+        INSERT INTO idempotency_records (project_id, api_key_id, idempotency_key, request_hash, locked_until, attempt)
+        VALUES (${held.scope.space}, ${held.scope.id}, ${held.key}, ${requestHash}, now() + ${lease}::interval, ${held.attempt})
         ON CONFLICT (project_id, api_key_id, idempotency_key) DO UPDATE
           SET request_hash = EXCLUDED.request_hash, status = NULL, response_headers = NULL, response_body = NULL,
-              created_at = now(), locked_until = EXCLUDED.locked_until
+              resource_id = CASE WHEN idempotency_records.created_at < now() - ${window}::interval THEN NULL ELSE idempotency_records.resource_id END,
+              created_at = now(), locked_until = EXCLUDED.locked_until, attempt = EXCLUDED.attempt
           WHERE idempotency_records.created_at < now() - ${window}::interval
-             OR (idempotency_records.status IS NULL AND coalesce(idempotency_records.locked_until, idempotency_records.created_at) < now())
-        RETURNING true AS claimed`.pipe(Effect.map((rows) => rows.length > 0), Effect.orDie)
+             OR (idempotency_records.status IS NULL AND coalesce(idempotency_records.locked_until, idempotency_records.created_at) < now()
+                 AND (idempotency_records.resource_id IS NULL OR idempotency_records.request_hash = EXCLUDED.request_hash))
+        RETURNING resource_id`.pipe(Effect.map((rows) => rows[0]), Effect.orDie)
 
     const find = (scope: CurrentCaller["Service"], key: string) =>
       sql<StoredResponse>`
@@ -140,21 +154,26 @@ export const IdempotencyLive = Layer.effect(
         Effect.orDie
       )
 
-    const release = (scope: CurrentCaller["Service"], key: string) =>
-      sql`DELETE FROM idempotency_records
-          WHERE project_id = ${scope.space} AND api_key_id = ${scope.id} AND idempotency_key = ${key}
-            AND status IS NULL`.pipe(Effect.orDie)
+    // Frees the key for a retry. A claim that records a committed create stays (its lease ends
+    // now), so the retry gets that resource instead of making a second one.
+    const release = (held: Held) =>
+      sql`DELETE FROM idempotency_records WHERE ${where(held)} AND status IS NULL AND resource_id IS NULL`.pipe(
+        Effect.andThen(sql`UPDATE idempotency_records SET locked_until = now() WHERE ${where(held)} AND status IS NULL`),
+        Effect.orDie
+      )
 
-    const renew = (scope: CurrentCaller["Service"], key: string) =>
+    const renew = (held: Held) =>
       sql`UPDATE idempotency_records SET locked_until = now() + ${lease}::interval
-          WHERE project_id = ${scope.space} AND api_key_id = ${scope.id} AND idempotency_key = ${key}
-            AND status IS NULL`.pipe(Effect.ignore)
+          WHERE ${where(held)} AND status IS NULL`.pipe(Effect.ignore)
 
-    const store = (scope: CurrentCaller["Service"], key: string, status: number, headers: Record<string, string>, body: string) =>
+    /** Keeps the outcome; false when another attempt took the claim over (this one outlived its lease). */
+    const store = (held: Held, status: number, headers: Record<string, string>, body: string) =>
       sql`UPDATE idempotency_records
           SET status = ${status}, response_headers = ${JSON.stringify(headers)}::jsonb, response_body = ${body},
               locked_until = NULL
-          WHERE project_id = ${scope.space} AND api_key_id = ${scope.id} AND idempotency_key = ${key}`.pipe(
+          WHERE ${where(held)}
+          RETURNING 1`.pipe(
+        Effect.map((rows) => rows.length > 0),
         Effect.orDie
       )
 
@@ -173,11 +192,14 @@ export const IdempotencyLive = Layer.effect(
         const body = yield* Effect.orElseSucceed(request.text, () => "")
         const requestHash = createHash("sha256").update(`${request.method} ${request.url}\n${body}`).digest("hex")
 
-        if (!(yield* claim(scope, key, requestHash))) {
+        const held: Held = { scope, key, attempt: randomUUID() }
+        let claimed = yield* claim(held, requestHash)
+        if (claimed === undefined) {
           const existing = yield* find(scope, key)
           if (existing === undefined) {
             // Released between the two statements: the request that held it failed; one more try.
-            if (!(yield* claim(scope, key, requestHash))) return yield* conflict("a request with this Idempotency-Key is in flight")
+            claimed = yield* claim(held, requestHash)
+            if (claimed === undefined) return yield* conflict("a request with this Idempotency-Key is in flight")
           } else if (existing.request_hash !== requestHash) {
             return yield* validationError("Idempotency-Key was already used with a different request", [
               { loc: ["header", "Idempotency-Key"], msg: "reused with a different method, path or body", type: "idempotency_key_reused" }
@@ -191,16 +213,17 @@ export const IdempotencyLive = Layer.effect(
             })
           }
         }
+        const keyed: KeyedClaim = { space: scope.space, callerId: scope.id, key, attempt: held.attempt, createdId: claimed.resource_id }
 
         // The claim is renewed while the request runs; an interrupted request (client gone, shutdown)
         // frees the key, so a retry is not stuck on 409.
-        const renewal = yield* renew(scope, key).pipe(
+        const renewal = yield* renew(held).pipe(
           Effect.repeat(Schedule.spaced(`${Math.max(1, idempotencyLeaseSeconds / 3)} seconds`)),
           Effect.delay(`${Math.max(1, idempotencyLeaseSeconds / 3)} seconds`),
           Effect.forkChild
         )
-        const exit = yield* Effect.exit(httpEffect).pipe(
-          Effect.onInterrupt(() => release(scope, key)),
+        const exit = yield* Effect.exit(Effect.provideService(httpEffect, KeyedRequest, keyed)).pipe(
+          Effect.onInterrupt(() => release(held)),
           Effect.ensuring(Fiber.interrupt(renewal))
         )
         if (Exit.isSuccess(exit)) {
@@ -216,9 +239,13 @@ export const IdempotencyLive = Layer.effect(
               if (value !== undefined) headers[name] = value
             }
             headers["content-type"] ??= responseBody.contentType
-            yield* store(scope, key, response.status, headers, stored)
+            // The attempt that took the key over answers it (with the resource this one made):
+            // this answer, which may carry a secret minted again since, is not given.
+            if (!(yield* store(held, response.status, headers, stored))) {
+              return yield* conflict("a request with this Idempotency-Key is in flight", { idempotency_key: key })
+            }
           } else {
-            yield* release(scope, key)
+            yield* release(held)
           }
           return response
         }
@@ -227,9 +254,13 @@ export const IdempotencyLive = Layer.effect(
         const status = failure === undefined ? undefined : statusOf(failure.error)
         if (failure !== undefined && status !== undefined && replayable(status)) {
           const { code, detail, extra } = failure.error as unknown as { code: string; detail: string; extra: unknown }
-          yield* store(scope, key, status, { "content-type": "application/json" }, JSON.stringify({ code, detail, extra }))
+          yield* store(held, status, { "content-type": "application/json" }, JSON.stringify({ code, detail, extra }))
         } else {
-          yield* release(scope, key)
+          yield* release(held)
+        }
+        // This attempt outlived its lease and another took the key over: its create was rolled back.
+        if (exit.cause.reasons.some((reason) => reason._tag === "Die" && reason.defect instanceof ClaimLost)) {
+          return yield* conflict("a request with this Idempotency-Key is in flight", { idempotency_key: key })
         }
         return yield* exit
       })

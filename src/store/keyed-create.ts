@@ -1,0 +1,81 @@
+/**
+ * Creates that survive a crash under an Idempotency-Key. The transaction that creates a resource
+ * also writes the new resource's id onto the request's idempotency claim, so the write and the
+ * fact that it happened commit together. When the process dies after that commit but before the
+ * response was kept, the retry (after the claim's lease) takes the claim over with the id on it
+ * and gets the resource that exists instead of a second one; its handler renders the response
+ * from it (src/http/middleware/idempotency.ts provides the claim).
+ *
+ * Only the insert is in that transaction: work that other fibers pick up (a run's Execute message)
+ * is dispatched after the commit as before, and nothing waits with a transaction open.
+ */
+import { Context, Data, Effect } from "effect"
+import type { SqlClient } from "effect/sql"
+
+/** The Idempotency-Key claim the current request holds (undefined outside keyed writes). */
+export interface KeyedClaim {
+  /** The claim's primary key: where the caller acts, who it is, the key. */
+  readonly space: string
+  readonly callerId: string
+  readonly key: string
+  /** This attempt's token: a claim taken over by a later attempt no longer records this one's writes. */
+  readonly attempt: string
+  /** The resource an earlier attempt with this key created (and committed), if any. */
+  readonly createdId: string | null
+}
+
+export const KeyedRequest = Context.Reference<KeyedClaim | undefined>("wa/store/KeyedRequest", { defaultValue: () => undefined })
+
+/**
+ * The claim was taken over by another attempt (this one outlived its lease), or this request
+ * already recorded a create (one create per keyed request): the create is rolled back. The
+ * idempotency layer answers it as 409, like any request whose key is in flight.
+ */
+export class ClaimLost extends Data.TaggedError("ClaimLost")<{ readonly key: string }> {}
+
+/**
+ * The resource an earlier attempt with the request's Idempotency-Key created and committed, as
+ * `existing(id)` finds it; undefined without a key, without one, or when it is gone since.
+ */
+export const earlierCreate = <A, E, R>(existing: (id: string) => Effect.Effect<A | undefined, E, R>): Effect.Effect<A | undefined, E, R> =>
+  Effect.gen(function*() {
+    const claim = yield* KeyedRequest
+    return claim === undefined || claim.createdId === null ? undefined : yield* existing(claim.createdId)
+  })
+
+/**
+ * Records `id` as the request's created resource on its claim; call it inside the transaction that
+ * creates the resource (nothing without a key). Dies with ClaimLost, rolling the create back, when
+ * this attempt no longer holds the claim.
+ */
+export const recordCreate = (sql: SqlClient.SqlClient, id: string): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    const claim = yield* KeyedRequest
+    if (claim === undefined) return
+    const rows = yield* sql`
+      UPDATE idempotency_records SET resource_id = ${id}
+      WHERE project_id = ${claim.space} AND api_key_id = ${claim.callerId} AND idempotency_key = ${claim.key}
+        AND attempt = ${claim.attempt} AND status IS NULL AND (resource_id IS NULL OR resource_id = ${claim.createdId})
+      RETURNING 1`.pipe(Effect.orDie)
+    if (rows.length !== 1) return yield* Effect.die(new ClaimLost({ key: claim.key }))
+  })
+
+/**
+ * Runs `create` at most once per Idempotency-Key: the earlier attempt's resource when there is
+ * one (earlierCreate), else `create` in a transaction that records the new id (`idOf`) on the
+ * claim (recordCreate). Without a key it is `create` as is.
+ */
+export const createOnce = <A, E, R, E2, R2>(
+  sql: SqlClient.SqlClient,
+  create: Effect.Effect<A, E, R>,
+  idOf: (created: A) => string,
+  existing: (id: string) => Effect.Effect<A | undefined, E2, R2>
+): Effect.Effect<A, E | E2, R | R2> =>
+  Effect.gen(function*() {
+    if ((yield* KeyedRequest) === undefined) return yield* create
+    const earlier = yield* earlierCreate(existing)
+    if (earlier !== undefined) return earlier
+    return yield* sql.withTransaction(Effect.tap(create, (created) => recordCreate(sql, idOf(created)))).pipe(
+      Effect.catchTag("SqlError", Effect.die)
+    )
+  }) as Effect.Effect<A, E | E2, R | R2>
