@@ -5,10 +5,12 @@
 import { NodeServices } from "@effect/platform-node"
 import { PgClient, PgMigrator } from "@effect/sql-pg"
 import { Context, Effect, Layer, Option, Redacted } from "effect"
+import { SqlClient } from "effect/sql"
 import { AppConfig } from "../config/config.ts"
 import { type EmbeddedPostgres, startEmbeddedPostgres } from "./embedded-postgres.ts"
 import { migrations } from "./migrations.ts"
 import { connectCoalesced, databaseEndpoint } from "./coalesced-socket.ts"
+import { retryLockConflicts } from "./transactions.ts"
 
 /** Where the database came from, for logs, readiness and the cluster. */
 export class DatabaseInfo extends Context.Service<DatabaseInfo, {
@@ -61,7 +63,11 @@ export const sqlClientLayer = Layer.unwrap(Effect.gen(function*() {
     multiplexConcurrency: 16,
     applicationName: "web-agent-service"
   })
-})).pipe(Layer.orDie)
+})).pipe(
+  // Every transaction that loses a deadlock or a serialization conflict runs again (transactions.ts).
+  Layer.tap((context) => Effect.sync(() => retryLockConflicts(Context.get(context, SqlClient.SqlClient)))),
+  Layer.orDie
+)
 
 export const migratorLayer = PgMigrator.layer({ loader: migrations, table: "wa_migrations" }).pipe(
   Layer.provide(NodeServices.layer),

@@ -8,6 +8,7 @@ import { Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import { withMethodSpans } from "../observability/spans.ts"
 import { StateCipher } from "../security/state-cipher.ts"
+import { ScreenshotStore } from "./screenshots.ts"
 import {
   InputRequestAnswered,
   InputRequestNotFound,
@@ -177,6 +178,7 @@ export class RunStore extends Context.Service<RunStore, {
   readonly appendEvent: (runId: RunId, type: string, data: Record<string, unknown>, executor?: string) => Effect.Effect<number>
   /** Makes a new execution the owner of the run and returns its token. */
   readonly claimExecution: (runId: RunId) => Effect.Effect<string>
+  /** Events after `afterId`, oldest first; screenshot URLs in them are signed at the time of reading. */
   readonly eventsAfter: (runId: RunId, afterId: number, limit: number) => Effect.Effect<ReadonlyArray<RunEvent>>
   readonly queueMessage: (runId: RunId, content: string) => Effect.Effect<void>
   readonly takeMessages: (runId: RunId) => Effect.Effect<ReadonlyArray<string>>
@@ -209,6 +211,12 @@ export class RunStore extends Context.Service<RunStore, {
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       const cipher = yield* StateCipher
+      const screenshots = yield* ScreenshotStore
+      // A stored screenshot URL has expired by the time an old event is read again: sign it afresh.
+      const withFreshUrls = (event: RunEvent): RunEvent =>
+        event.type === "run.screenshot" && typeof event.data.url === "string"
+          ? { ...event, data: { ...event.data, url: screenshots.refreshUrl(event.data.url) } }
+          : event
 
       // A checkpoint's browser storage state (cookies, local storage) is sealed with the run id as
       // additional data (src/security/state-cipher.ts) and stored as {wa_sealed, key_id, data}.
@@ -311,6 +319,14 @@ export class RunStore extends Context.Service<RunStore, {
           return { exhausted, refused }
         })
 
+      /**
+       * Locks the session of a run (if it has one) before the run itself. Every transaction that
+       * locks both takes them in this order, session then run (addRun, a schedule's firing, a run's
+       * end, its charges), so adding a run while the previous one ends cannot deadlock.
+       */
+      const lockSessionOfRun = (runId: string) =>
+        sql`SELECT id FROM sessions WHERE id = (SELECT session_id FROM runs WHERE id = ${runId}) FOR UPDATE`
+
       const lockRun = (runId: string, executor?: string) =>
         sql<LockedRun>`SELECT id, project_id, session_id, status, phase, executor FROM runs WHERE id = ${runId} FOR UPDATE`.pipe(
           Effect.flatMap((rows) => {
@@ -386,6 +402,8 @@ export class RunStore extends Context.Service<RunStore, {
 
       const transition: RunStore["Service"]["transition"] = (runId, to, options = {}) =>
         sql.withTransaction(Effect.gen(function*() {
+          // The run's end writes its session (status, browser cost): the session is locked first.
+          yield* lockSessionOfRun(runId)
           const run = yield* lockRun(runId, options.executor)
           if (run === undefined) return yield* new RunNotFound({ runId })
           if (!canTransition(run.status, to)) return yield* new InvalidTransition({ runId, from: run.status, to })
@@ -524,7 +542,7 @@ export class RunStore extends Context.Service<RunStore, {
           sql<{ id: string; type: string; data: Record<string, unknown>; created_at: Date }>`
             SELECT id::text, type, data, created_at FROM run_events
             WHERE run_id = ${runId} AND id > ${afterId} ORDER BY run_events.id LIMIT ${limit}`.pipe(
-            Effect.map((rows) => rows.map((row) => ({ ...row, id: Number(row.id) }))),
+            Effect.map((rows) => rows.map((row) => withFreshUrls({ ...row, id: Number(row.id) }))),
             Effect.orDie
           ),
         queueMessage: (runId, content) =>
@@ -565,6 +583,8 @@ export class RunStore extends Context.Service<RunStore, {
         },
         completeStep: (runId, usd, checkpoint, executor, events = []) =>
           sql.withTransaction(Effect.gen(function*() {
+            // Its charges add to the session's cost fields: the session is locked first.
+            yield* lockSessionOfRun(runId)
             const run = yield* lockRun(runId, executor)
             if (run === undefined) return { exhausted: null, refused: false }
             yield* sql`
@@ -592,6 +612,7 @@ export class RunStore extends Context.Service<RunStore, {
           })).pipe(Effect.orDie),
         chargeRun: (runId, charges, executor) =>
           sql.withTransaction(Effect.gen(function*() {
+            yield* lockSessionOfRun(runId)
             const run = yield* lockRun(runId, executor)
             if (run === undefined) return { exhausted: null, refused: false }
             return yield* applyCharges(run, charges)
@@ -626,7 +647,7 @@ export class RunStore extends Context.Service<RunStore, {
           sql`UPDATE runs SET feedback = ${JSON.stringify(feedback)}::jsonb WHERE id = ${runId}`.pipe(Effect.asVoid, Effect.orDie)
       }))
     })
-  ).pipe(Layer.provide(StateCipher.layer))
+  ).pipe(Layer.provide(Layer.mergeAll(StateCipher.layer, ScreenshotStore.layer)))
 }
 
 const money = (value: string | number) => Number(value).toFixed(2)
