@@ -1,6 +1,8 @@
 /**
  * Screenshots of runs, served through short-lived signed URLs (`run.screenshot` events carry
- * them), so a client can show frames without sending its API key to an <img> tag.
+ * them), so a client can show frames without sending its API key to an <img> tag. The URL stored
+ * in the event expires; whoever reads the event later (a replay, a reconnect) gets it signed again
+ * (`refreshUrl`, applied by RunStore.eventsAfter), so a replayed frame always loads.
  */
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
@@ -8,10 +10,14 @@ import { createHmac, timingSafeEqual } from "node:crypto"
 import { makeId } from "../domain/ids.ts"
 
 export const SCREENSHOT_URL_TTL_SECONDS = 15 * 60
+/** The path `save` returns; the id is what a fresh signature covers. */
+const screenshotUrlPattern = /^\/v1\/screenshots\/([A-Za-z0-9_]{1,64})\?/
 
 export class ScreenshotStore extends Context.Service<ScreenshotStore, {
   /** Stores a JPEG and returns its signed URL path. */
   readonly save: (runId: string, jpeg: Uint8Array) => Effect.Effect<string>
+  /** A screenshot URL of an event, signed again from now (anything that is not one is returned as is). */
+  readonly refreshUrl: (url: string) => string
   /** The JPEG when the signature is valid and not expired. */
   readonly read: (id: string, expires: number, signature: string) => Effect.Effect<Uint8Array | "expired" | "invalid" | "missing">
 }>()("wa/store/ScreenshotStore") {
@@ -22,14 +28,21 @@ export class ScreenshotStore extends Context.Service<ScreenshotStore, {
       const [secret] = yield* sql<{ value: string }>`SELECT value FROM service_secrets WHERE name = 'url_signing'`.pipe(Effect.orDie)
       const sign = (id: string, expires: number) =>
         createHmac("sha256", secret!.value).update(`screenshot:${id}:${expires}`).digest("base64url")
+      const signedUrl = (id: string) => {
+        const expires = Math.floor(Date.now() / 1000) + SCREENSHOT_URL_TTL_SECONDS
+        return `/v1/screenshots/${id}?expires=${expires}&signature=${sign(id, expires)}`
+      }
       return ScreenshotStore.of({
         save: (runId, jpeg) =>
           Effect.gen(function*() {
             const id = makeId("evt")
             yield* sql`INSERT INTO screenshots (id, run_id, data) VALUES (${id}, ${runId}, ${Buffer.from(jpeg)})`
-            const expires = Math.floor(Date.now() / 1000) + SCREENSHOT_URL_TTL_SECONDS
-            return `/v1/screenshots/${id}?expires=${expires}&signature=${sign(id, expires)}`
+            return signedUrl(id)
           }).pipe(Effect.orDie),
+        refreshUrl: (url) => {
+          const id = screenshotUrlPattern.exec(url)?.[1]
+          return id === undefined ? url : signedUrl(id)
+        },
         read: (id, expires, signature) =>
           Effect.gen(function*() {
             const expected = Buffer.from(sign(id, expires))

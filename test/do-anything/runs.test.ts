@@ -3,12 +3,13 @@
  * scripted OpenAI-compatible model that answers with tool calls.
  */
 import { Webhook } from "standardwebhooks"
+import { createHmac } from "node:crypto"
 import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type FixtureSites, startFixtureSites } from "../fixtures/sites/server.ts"
 import { type ChatRequest, lastUserText, type ScriptedModel, startScriptedModel, toolResults } from "../fixtures/model/scripted-model.ts"
-import { type Service, scriptedAgentEnv, startService, stopAndClean } from "../support/service.ts"
+import { embeddedDatabaseClient, type Service, scriptedAgentEnv, startService, stopAndClean } from "../support/service.ts"
 import { readSse } from "../support/sse.ts"
 import { eventually, waitForRunStatus } from "../support/runs.ts"
 
@@ -296,7 +297,52 @@ describe("events", () => {
     const image = await fetch(`${service.url}${shot}`)
     expect(image.status).toBe(200)
     expect(image.headers.get("content-type")).toBe("image/jpeg")
-    expect((await fetch(`${service.url}${shot.replace(/signature=[^&]+/, "signature=forged")}`)).status).toBe(400)
+    const forged = await fetch(`${service.url}${shot.replace(/signature=[^&]+/, "signature=forged")}`)
+    expect(forged.status).toBe(403)
+    expect((await forged.json()).code).toBe("invalid_signature")
+  })
+
+  it("a replay signs screenshot URLs afresh; the expired original answers 403 url_expired", async () => {
+    model.setScript((_request, turn) =>
+      turn === 0 ? { tool: "navigate", args: { url: `${site.url}/page/1` } } : { tool: "done", args: { output: "shots" } }
+    )
+    const { sid, rid } = await createSession({ instructions: "screenshots" })
+    await waitForStatus(sid, rid, terminal)
+    const url = `${service.url}${base()}/sessions/${sid}/runs/${rid}/events`
+    const first = (await readSse(url, authHeaders())).events.filter((e) => e.event === "run.screenshot")
+    expect(first.length).toBeGreaterThan(0)
+
+    // Age the stored events by 16 minutes: their URLs as a replay an hour later would find them,
+    // signed correctly (with the service's own secret) but past their expiry.
+    const client = await embeddedDatabaseClient(service.dataDir)
+    const aged: Array<string> = []
+    try {
+      const secret = (await client.query("SELECT value FROM service_secrets WHERE name = 'url_signing'")).rows[0].value as string
+      const rows = (await client.query("SELECT id, data FROM run_events WHERE run_id = $1 AND type = 'run.screenshot'", [rid])).rows
+      const expires = Math.floor(Date.now() / 1000) - 60
+      for (const row of rows) {
+        const id = /\/v1\/screenshots\/([^?]+)\?/.exec(row.data.url)![1]!
+        const old = `/v1/screenshots/${id}?expires=${expires}&signature=${createHmac("sha256", secret).update(`screenshot:${id}:${expires}`).digest("base64url")}`
+        aged.push(old)
+        await client.query("UPDATE run_events SET data = $1 WHERE run_id = $2 AND id = $3", [{ ...row.data, url: old }, rid, row.id])
+      }
+    } finally {
+      await client.end()
+    }
+    const expired = await fetch(`${service.url}${aged[0]}`)
+    expect(expired.status).toBe(403)
+    expect((await expired.json()).code).toBe("url_expired")
+
+    const replayed = (await readSse(url, authHeaders())).events.filter((e) => e.event === "run.screenshot")
+    expect(replayed.map((e) => e.id)).toEqual(first.map((e) => e.id))
+    for (const [index, event] of replayed.entries()) {
+      const fresh = event.data.data.url as string
+      expect(fresh).not.toBe(aged[index])
+      expect(Number(new URL(fresh, service.url).searchParams.get("expires"))).toBeGreaterThan(Date.now() / 1000 + 14 * 60)
+      const image = await fetch(`${service.url}${fresh}`)
+      expect(image.status).toBe(200)
+      expect(image.headers.get("content-type")).toBe("image/jpeg")
+    }
   })
 
   it("the session carries the four cost fields as two-decimal strings", async () => {

@@ -5,7 +5,7 @@
  */
 import { Schema } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
-import { BadRequest, Conflict, NotFound, PaymentRequired, TooManyRequests, ValidationError } from "../errors.ts"
+import { BadRequest, Conflict, Forbidden, NotFound, PaymentRequired, TooManyRequests, ValidationError } from "../errors.ts"
 import { PageQuery } from "../pagination.ts"
 import { doAnythingFields } from "../../domain/run.ts"
 import { MaxString, OptionalNullable, ProjectIdParam, RunIdParam, SessionIdParam } from "./schemas.ts"
@@ -236,8 +236,12 @@ export class MediaApi extends HttpApiGroup.make("media")
       params: { id: MaxString(64) },
       query: { expires: Schema.NumberFromString, signature: MaxString(128) },
       success: Schema.Uint8Array.pipe(HttpApiSchema.asUint8Array({ contentType: "image/jpeg" })),
-      error: [NotFound, BadRequest]
+      error: [NotFound, Forbidden]
     })
   )
-  .annotateMerge(OpenApi.annotations({ title: "Media", description: "Signed, short-lived URLs (no API key needed)." }))
+  .annotateMerge(OpenApi.annotations({
+    title: "Media",
+    description: "Signed, short-lived URLs (no API key needed); an expired or altered URL is 403 (url_expired or " +
+      "invalid_signature). Reading the run's events again gives freshly signed screenshot URLs."
+  }))
 {}

@@ -14,7 +14,7 @@ import { validateCallbackUrl } from "../../webhooks/callback-url.ts"
 import { WebAgentApi } from "../api/api.ts"
 import { CurrentKey } from "../api/security.ts"
 import { httpErrors } from "../domain-errors.ts"
-import { badRequest, notFound, validationError } from "../errors.ts"
+import { Forbidden, notFound, validationError } from "../errors.ts"
 import { DEFAULT_LIMIT, decodeCursor, toPage } from "../pagination.ts"
 import { parseLastEventId, runEventStream } from "../sse.ts"
 import { flatRunView, runView, sessionView } from "../views/run-view.ts"
@@ -168,8 +168,15 @@ export const MediaHandlers = HttpApiBuilder.group(
       Effect.gen(function*() {
         const result = yield* screenshots.read(params.id, query.expires, query.signature)
         if (result === "missing") return yield* notFound("screenshot_not_found", "no such screenshot")
-        if (result === "invalid") return yield* badRequest("the signature does not match")
-        if (result === "expired") return yield* badRequest("the URL has expired; read the run's events again for a fresh one")
+        // 403 like the other signed URLs (workspace files, recordings): the URL grants nothing (any more).
+        if (result === "invalid") return yield* new Forbidden({ code: "invalid_signature", detail: "the signature does not match this URL", extra: {} })
+        if (result === "expired") {
+          return yield* new Forbidden({
+            code: "url_expired",
+            detail: "the URL has expired; read the run's events again (a replay signs its screenshots afresh)",
+            extra: {}
+          })
+        }
         return HttpServerResponse.uint8Array(result, { contentType: "image/jpeg", headers: { "cache-control": "private, max-age=900" } })
       }))
   })
