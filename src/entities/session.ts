@@ -9,10 +9,12 @@
  * A draining runner (SIGTERM, see src/cluster/lifecycle.ts) starts no run and resumes none: their
  * Execute is left unprocessed and handled by the runner that takes the shard after the handover.
  */
-import { Cause, Clock, Effect, Exit, Fiber, FiberMap, Layer, Schema, Scope, Stream } from "effect"
+import { Cause, Clock, Effect, Exit, Fiber, FiberMap, Layer, Option, Schema, Scope, Stream } from "effect"
 import { ClusterSchema, Entity, Sharding } from "effect/cluster"
 import { Rpc } from "effect/rpc"
 import { type AgentSettings, runAgent } from "../agent/run-agent.ts"
+import { AgentModel } from "../agent/model.ts"
+import { fairModelLayer, WorkOwner } from "../runs/fair-queue.ts"
 import { navigate } from "../browser/actions.ts"
 import { AppConfig } from "../config/config.ts"
 import { BrowserPool, type ContextLease } from "../browser/pool.ts"
@@ -64,6 +66,8 @@ const sessionHandlers = Effect.gen(function*() {
     const profiles = yield* ProfileStore
     const recorders = yield* RunRecorders
     const control = yield* TakeControl
+    // The agent's model, its calls taking fair shares of the model lane.
+    const fairAgentModel = Option.map(yield* AgentModel, (model) => ({ ...model, layer: fairModelLayer(model.layer) }))
     const settings: AgentSettings = {
       stepScreenshots: config.stepScreenshots,
       vision: config.modelVision
@@ -191,10 +195,13 @@ const sessionHandlers = Effect.gen(function*() {
     const execute = <E, R>(runId: RunId, leased: ContextLease, agent: Effect.Effect<void, E, R>) =>
       Effect.gen(function*() {
         // The run's recording (src/recordings/recorder.ts) covers the agent's whole execution here.
-        const request = (yield* store.getRun(runId))?.request
+        const run = yield* store.getRun(runId)
+        const request = run?.request
         yield* recorders.start(runId, leased, recordingSettings(request?._tag === "DoAnything" ? request : undefined))
+        // The agent's model calls are its project's in the fair queue (src/runs/fair-queue.ts).
+        const owned = agent.pipe(Effect.provideService(AgentModel, fairAgentModel), Effect.provideService(WorkOwner, run?.project_id ?? "service"))
         // The take-control watcher (URL expiry, idle release) lives and dies with the agent.
-        const fiber = yield* FiberMap.run(runs, runId, Effect.scoped(Effect.andThen(Effect.forkScoped(live.watch(runId)), agent)))
+        const fiber = yield* FiberMap.run(runs, runId, Effect.scoped(Effect.andThen(Effect.forkScoped(live.watch(runId)), owned)))
         const exit = yield* Fiber.await(fiber)
         const superseded = Exit.isFailure(exit) && Cause.squash(exit.cause) instanceof SupersededExecution
         if (superseded) {

@@ -11,8 +11,8 @@
  * process's (`FairShares`, a reference with a default), so nothing has to be wired to use it;
  * tests provide their own.
  */
-import { Context, Effect } from "effect"
-import type { LanguageModel } from "effect/ai"
+import { Context, Effect, Layer } from "effect"
+import { LanguageModel } from "effect/ai"
 
 /** Kinds of run work, each with its own lane and bound. */
 export type WorkKind = "engine_call" | "page_read" | "model_call" | "run_write"
@@ -155,3 +155,7 @@ export const fairModel = (model: LanguageModel.LanguageModel): LanguageModel.Lan
   generateObject: ((options: Parameters<LanguageModel.LanguageModel["generateObject"]>[0]) =>
     fairly("model_call")(model.generateObject(options))) as LanguageModel.LanguageModel["generateObject"]
 })
+
+/** A model layer whose text and object calls take fair shares of the model lane. */
+export const fairModelLayer = (layer: Layer.Layer<LanguageModel.LanguageModel>): Layer.Layer<LanguageModel.LanguageModel> =>
+  Layer.effect(LanguageModel.LanguageModel, Effect.map(Effect.service(LanguageModel.LanguageModel), fairModel)).pipe(Layer.provide(layer))
