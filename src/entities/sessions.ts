@@ -25,7 +25,7 @@ import {
 import { isTerminal } from "../domain/run-state.ts"
 import type { DoAnythingRequest, ProjectId, Run, RunId, Session, SessionId } from "../domain/run.ts"
 import { type NewRun, RunStore } from "../store/runs.ts"
-import { earlierCreate, recordCreate } from "../store/keyed-create.ts"
+import { earlierCreate, messageSent, recordCreate } from "../store/keyed-create.ts"
 import { ProfileStore } from "../profiles/profile-store.ts"
 import { RunNotifier } from "../webhooks/run-notifier.ts"
 import { WorkspaceStore } from "../workspaces/workspace-store.ts"
@@ -193,15 +193,7 @@ export class Sessions extends Context.Service<Sessions, {
           const session = yield* store.getSession(projectId, sessionId)
           const run = session === undefined ? undefined : (yield* store.runsOfSession(session.id))[0]
           if (session === undefined || run === undefined) return undefined
-          if (run.status === "pending") {
-            // The cluster's message storage (SqlMessageStorage, prefix "cluster") holds every Execute sent.
-            const sent = yield* sql`
-              SELECT 1 FROM cluster_messages WHERE entity_type = 'Session' AND entity_id = ${session.id} AND tag = 'Execute' LIMIT 1`.pipe(
-              Effect.map((rows) => rows.length > 0),
-              Effect.orElseSucceed(() => false)
-            )
-            if (!sent) yield* execute(session.id, run.id)
-          }
+          if (run.status === "pending" && !(yield* messageSent(sql, "Session", session.id, "Execute"))) yield* execute(session.id, run.id)
           return { session, run }
         })
 

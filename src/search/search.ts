@@ -8,6 +8,7 @@
  * carry `parent_run_id` and answer like a create (the wait rule included).
  */
 import { Context, Effect, Layer, Option, Queue, Schema } from "effect"
+import { SqlClient } from "effect/sql"
 import { Budget } from "../billing/budget.ts"
 import { AppConfig } from "../config/config.ts"
 import type { BudgetExceeded, InsufficientCredits, RunCapReached } from "../domain/errors.ts"
@@ -17,6 +18,7 @@ import { MAX_QUERY_LENGTH, type ProjectId, type Run, type RunId, type WebSearchR
 import { cancelRun } from "../entities/cancel.ts"
 import { WebSearchEntity } from "../entities/web-search.ts"
 import { RunEventBus } from "../events/run-event-bus.ts"
+import { earlierCreate, messageSent, recordCreate } from "../store/keyed-create.ts"
 import { RunStore } from "../store/runs.ts"
 import { RunNotifier } from "../webhooks/run-notifier.ts"
 import { WebSearchResult } from "./schema.ts"
@@ -75,6 +77,7 @@ export class Search extends Context.Service<Search, {
     Search,
     Effect.gen(function*() {
       const store = yield* RunStore
+      const sql = yield* SqlClient.SqlClient
       const search = yield* WebSearch
       const bus = yield* RunEventBus
       const config = yield* AppConfig
@@ -104,11 +107,18 @@ export class Search extends Context.Service<Search, {
         const engines: ReadonlyArray<string> = search.engines
         const unknown = (request.engines ?? []).filter((name) => !engines.includes(name))
         if (unknown.length > 0) return yield* new UnknownNames({ field: "engines", what: "engine", unknown, allowed: [...search.engines] })
+        // The retry of a keyed create whose first attempt committed before its process died gets that run.
+        const earlier = yield* earlierCreate((id) => store.getRun(id as RunId).pipe(Effect.map((run) => run?.project_id === projectId ? run : undefined)))
         // 402 before anything is created (budget cap reached, or credits below the minimum).
-        yield* budget.admit(projectId)
-        const created = yield* store.createStandaloneRun(projectId, request, derived ?? {})
+        if (earlier === undefined) yield* budget.admit(projectId)
+        const created = earlier ?? (yield* sql.withTransaction(
+          // Under an Idempotency-Key the claim records the run in its create's transaction (src/store/keyed-create.ts).
+          Effect.tap(store.createStandaloneRun(projectId, request, derived ?? {}), (run) => recordCreate(sql, run.id))
+        ).pipe(Effect.catchTag("SqlError", Effect.die)))
         // Fire-and-forget: the persisted Execute reaches the run's entity even if this request is gone.
-        yield* clientFor(created.id).Execute({ runId: created.id }, { discard: true }).pipe(Effect.orDie)
+        if (earlier === undefined || (earlier.status === "pending" && !(yield* messageSent(sql, "WebSearch", earlier.id, "Execute")))) {
+          yield* clientFor(created.id).Execute({ runId: created.id }, { discard: true }).pipe(Effect.orDie)
+        }
         const run = request.wait ? yield* awaitEnd(created.id, config.webSearchWaitSeconds) : created
         return { run, ended: isTerminal(run.status) }
       })

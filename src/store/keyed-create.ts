@@ -79,3 +79,15 @@ export const createOnce = <A, E, R, E2, R2>(
       Effect.catchTag("SqlError", Effect.die)
     )
   }) as Effect.Effect<A, E | E2, R | R2>
+
+/**
+ * Whether a persisted message `tag` was ever sent to an entity, read from the cluster's message
+ * storage (SqlMessageStorage, table prefix "cluster"): a recovered create dispatches its run only
+ * when the attempt that died never did. False when it cannot be read (then it is sent: a run's
+ * entity ignores an Execute for a run that is no longer pending).
+ */
+export const messageSent = (sql: SqlClient.SqlClient, entityType: string, entityId: string, tag: string): Effect.Effect<boolean> =>
+  sql`SELECT 1 FROM cluster_messages WHERE entity_type = ${entityType} AND entity_id = ${entityId} AND tag = ${tag} LIMIT 1`.pipe(
+    Effect.map((rows) => rows.length > 0),
+    Effect.orElseSucceed(() => false)
+  )
