@@ -4,7 +4,7 @@
  * - project webhook endpoints (`/v1/projects/{pid}/webhooks`): create (201, the secret once), get
  *   and list without it, cursor pages, delete (204), the per-project limit (409
  *   webhook_endpoint_limit_reached), strict bodies and url checks (422 on ["body", "url"]), admin
- *   keys only for writes;
+ *   keys only, for reads too (the role table of the README);
  * - the console inbox (`/v1/projects/{pid}/inbox`): newest first with unread_count, the unread
  *   filter, cursor pages, PATCH {read} (strict);
  * - webhook deliveries show monitor_id and channel and filter by monitor_id.
@@ -121,7 +121,7 @@ describe("webhook endpoints", () => {
     for (const id of [...ids.slice(1), again.json.id]) await service.request("DELETE", `${webhooks()}/${id}`)
   })
 
-  it("a run key may read endpoints but not create or delete them (403)", async () => {
+  it("a run key may not list, read, create or delete endpoints (403): their URLs are an admin's", async () => {
     const minted = await service.request("POST", `/v1/projects/${service.projectId}/api_keys`, { body: { name: "runner", scope: "run" } })
     expect(minted.status).toBe(201)
     const key = minted.json.secret_token as string
@@ -130,8 +130,12 @@ describe("webhook endpoints", () => {
     expect(refused.status).toBe(403)
     expect(refused.json.code).toBe("forbidden")
     expect((await service.request("DELETE", `${webhooks()}/${created.json.id}`, { key })).status).toBe(403)
-    expect((await service.request("GET", `${webhooks()}/${created.json.id}`, { key })).status).toBe(200)
-    expect((await service.request("GET", webhooks(), { key })).status).toBe(200)
+    for (const path of [`${webhooks()}/${created.json.id}`, webhooks()]) {
+      const read = await service.request("GET", path, { key })
+      expect(read.status, path).toBe(403)
+      expect(read.json.code).toBe("forbidden")
+      expect(read.text).not.toContain(publicUrl(3))
+    }
     await service.request("DELETE", `${webhooks()}/${created.json.id}`)
   })
 })

@@ -55,9 +55,10 @@ export class WebhookEndpointsApi extends HttpApiGroup.make("webhook_endpoints")
       params: ProjectIdParam,
       query: PageQuery,
       success: Schema.Struct({ items: Schema.Array(WebhookEndpointResponse), next_cursor: Schema.NullOr(Schema.String) }),
-      error: BadRequest
-    }),
-    HttpApiEndpoint.get("get", "/:webhook_id", { params: WebhookIdParam, success: WebhookEndpointResponse, error: NotFound }),
+      error: [BadRequest, Forbidden]
+    }).annotate(OpenApi.Description, "Admin keys only (run keys and console members: 403)."),
+    HttpApiEndpoint.get("get", "/:webhook_id", { params: WebhookIdParam, success: WebhookEndpointResponse, error: [NotFound, Forbidden] })
+      .annotate(OpenApi.Description, "Admin keys only (run keys and console members: 403)."),
     HttpApiEndpoint.delete("delete", "/:webhook_id", {
       params: WebhookIdParam,
       success: HttpApiSchema.NoContent,

@@ -1,10 +1,14 @@
-/** Handlers of /v1/projects/{pid}/webhooks. Creating and deleting endpoints needs an admin key. */
+/**
+ * Handlers of /v1/projects/{pid}/webhooks. Every operation needs an admin key (or a tenant admin's
+ * console session): an endpoint's URL is where the project's notifications go, as private to
+ * admins as the webhook secret, so run keys and members get 403 even for reads.
+ */
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { ApiKeys } from "../../auth/api-keys.ts"
 import { type WebhookEndpointRow, WebhookEndpoints } from "../../webhooks/webhook-endpoints.ts"
 import { WebAgentApi } from "../api/api.ts"
-import { CurrentKey } from "../api/security.ts"
+import { CurrentKey, requireScope } from "../api/security.ts"
 import { toHttpError } from "../domain-errors.ts"
 import { conflict, notFound } from "../errors.ts"
 import { DEFAULT_LIMIT, decodeCursor, toPage } from "../pagination.ts"
@@ -41,6 +45,7 @@ export const WebhookEndpointsHandlers = HttpApiBuilder.group(
         }))
       .handle("list", ({ query }) =>
         Effect.gen(function*() {
+          yield* requireScope("admin")
           const { projectId } = yield* CurrentKey
           const limit = query.limit ?? DEFAULT_LIMIT
           const beforeId = yield* decodeCursor(query.cursor)
@@ -49,6 +54,7 @@ export const WebhookEndpointsHandlers = HttpApiBuilder.group(
         }))
       .handle("get", ({ params }) =>
         Effect.gen(function*() {
+          yield* requireScope("admin")
           const { projectId } = yield* CurrentKey
           const row = yield* endpoints.find(projectId, params.webhook_id)
           if (row === undefined) return yield* missing(params.webhook_id)
