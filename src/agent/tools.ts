@@ -44,6 +44,27 @@ export const Scroll = tool("scroll", "Scroll the page up or down (amount in pixe
   ref: Schema.optional(Ref)
 })
 export const Hover = tool("hover", "Move the mouse over the element with this ref.", { ref: Ref })
+export const Drag = tool(
+  "drag",
+  "Drag the element with this ref (a `draggable` item, a slider's handle, a card) and drop it on the element of to_ref, " +
+    "or move it by dx/dy CSS pixels (a handle's line shows its track=... and at=... position). Works for sortable lists, kanban boards and div sliders.",
+  {
+    ref: Ref,
+    to_ref: Schema.optional(Ref),
+    dx: Schema.optional(Schema.Number),
+    dy: Schema.optional(Schema.Number)
+  }
+)
+export const ClickAt = tool("click_at", "Click at a point of the visible page: x, y in CSS pixels from the viewport's top-left corner (as in a screenshot). Prefer click with a ref when the element has one.", {
+  x: Schema.Number,
+  y: Schema.Number
+})
+export const TypeAt = tool("type_at", "Click at a point of the visible page (x, y in CSS pixels from the viewport's top-left) and type text there, replacing a field's value; submit presses Enter after.", {
+  x: Schema.Number,
+  y: Schema.Number,
+  text: Schema.String,
+  submit: Schema.optional(Schema.Boolean)
+})
 export const GoBack = tool("go_back", "Go back to the previous page in the current tab.", {})
 export const WaitFor = tool("wait_for", "Wait until a text appears, a ref is visible, or a number of milliseconds passed (max 30000).", {
   text: Schema.optional(Schema.String),
@@ -100,7 +121,7 @@ const doneWithOutputSchema = (outputSchema: Record<string, unknown>, autonomous:
   })
 
 const browserTools = [
-  Navigate, Click, Type, PressKey, SelectOption, Scroll, Hover, GoBack, WaitFor, SwitchTab,
+  Navigate, Click, Type, PressKey, SelectOption, Scroll, Hover, Drag, ClickAt, TypeAt, GoBack, WaitFor, SwitchTab,
   ReadPage, Extract, Screenshot, AskHuman, Done
 ] as const
 
@@ -209,6 +230,16 @@ export const AgentToolkitHandlers = AgentToolkit.toLayer(Effect.gen(function*() 
           : { direction: params.direction ?? "down", ...(params.amount !== undefined ? { amount: params.amount } : {}) }
       ))),
   hover: (params) => instrumented_("hover", params, withLease((lease) => actions.hover(lease, params.ref))),
+  drag: (params) =>
+    instrumented_("drag", params, withLease((lease): Effect.Effect<actions.ActionOutcome, ToolError> =>
+      params.to_ref !== undefined
+        ? actions.drag(lease, params.ref, { ref: params.to_ref })
+        : params.dx !== undefined || params.dy !== undefined
+        ? actions.drag(lease, params.ref, { dx: params.dx ?? 0, dy: params.dy ?? 0 })
+        : Effect.fail(new ToolRefused({ code: "InvalidParameters", message: "give to_ref, or dx and/or dy, for where to drop" })))),
+  click_at: (params) => instrumented_("click_at", params, withLease((lease) => actions.clickAt(lease, params.x, params.y))),
+  type_at: (params) =>
+    instrumented_("type_at", params, withLease((lease) => actions.typeAt(lease, params.x, params.y, params.text, { submit: params.submit ?? false }))),
   go_back: (params) => instrumented_("go_back", params, withLease((lease) => actions.goBack(lease))),
   wait_for: (params) =>
     instrumented_("wait_for", params, withLease((lease) =>

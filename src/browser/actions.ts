@@ -5,9 +5,10 @@
  * quiet - each with a short cap) so the next observation sees the result.
  */
 import { Effect } from "effect"
-import type { ElementHandle, Page, Request } from "playwright-core"
+import { type ElementHandle, errors, type Page, type Request } from "playwright-core"
 import { type ActionError, ActionFailed, ActionTimeout, BrowserCrashed, ElementNotFound, NavigationRefused } from "./errors.ts"
 import { elementAt, locateRef, type RefLocation, resolveRefHandle, screenshot as takeScreenshot } from "./observe.ts"
+import { installSettleTracker, settleState } from "./page-script.ts"
 import { attempt, type ContextLease } from "./pool.ts"
 
 /** What happened, in words the model can use, plus where the tab is now. */
@@ -69,8 +70,13 @@ const watch = (lease: ContextLease, page: Page) => {
     lease.context.off("page", onPage)
   }
 
-  /** Waits until a started navigation commits and loads, and the network is quiet, all capped. */
-  const settle = async (capMs: number): Promise<void> => {
+  /**
+   * Waits until a started navigation commits and loads, and the network is quiet, all capped.
+   * With `dom` (after a click, a keystroke, a choice) also until the page's reaction is over:
+   * the short timers it set since `startedAt` fired (a debounce before suggestions) and the DOM
+   * has not changed for 50 ms; the quiet phase is capped at 1 s.
+   */
+  const settle = async (capMs: number, dom?: { readonly startedAt: number }): Promise<void> => {
     const deadline = Date.now() + capMs
     const left = () => Math.max(0, deadline - Date.now())
     // A click's fetch (or a navigation Playwright did not wait for) starts a moment after the
@@ -93,6 +99,15 @@ const watch = (lease: ContextLease, page: Page) => {
     const quiet = () => inFlight === 0 && (lastActivity === 0 || lastActivity <= loadedAt || Date.now() - lastActivity >= 50)
     const quietDeadline = Date.now() + Math.min(left(), 1_000)
     while (!quiet() && Date.now() < quietDeadline) await sleep(10)
+    if (dom === undefined) return
+    while (Date.now() < quietDeadline) {
+      const state = quiet()
+        ? await page.evaluate(settleState, { sinceMs: Date.now() - dom.startedAt + 20, horizonMs: Math.max(0, quietDeadline - Date.now()) })
+          .catch(() => undefined)
+        : undefined
+      if (quiet() && (state === undefined || !state.tracked || (state.pending === 0 && state.quietMs >= 50))) return
+      await sleep(15)
+    }
   }
 
   return {
@@ -106,8 +121,15 @@ const watch = (lease: ContextLease, page: Page) => {
   }
 }
 
+/** Contexts whose documents get the settle tracker (page-script.ts), installed before their first action. */
+const trackedContexts = new WeakSet<object>()
+
 const activePage = (lease: ContextLease) =>
   attempt(lease, "open tab", 10_000, async () => {
+    if (!trackedContexts.has(lease.context)) {
+      trackedContexts.add(lease.context)
+      await lease.context.addInitScript(installSettleTracker)
+    }
     const current = lease.page()
     if (current !== undefined) return current
     const page = await lease.context.newPage()
@@ -137,7 +159,9 @@ const act = (
   action: string,
   timeoutMs: number,
   settleMs: number,
-  f: (page: Page, expectTab: () => void) => Promise<string>
+  f: (page: Page, expectTab: () => void) => Promise<string>,
+  /** Wait for the page's reaction (timers, DOM) too: interactions, not navigations. */
+  settleDom = false
 ): Effect.Effect<ActionOutcome, ActionError> =>
   refusalOr(
     lease,
@@ -146,9 +170,18 @@ const act = (
       lease.takeDialogs()
       lease.takeBlockedConnections()
       const watcher = watch(lease, page)
+      // Playwright's own timeout (timeoutMs) is the one to report, with its reason in plain words.
+      let playwrightTimeout: string | undefined
       return attempt(lease, action, timeoutMs + settleMs + 1_000, async () => {
-        const message = await f(page, watcher.expectTab)
-        await watcher.settle(settleMs)
+        const startedAt = Date.now()
+        let message: string
+        try {
+          message = await f(page, watcher.expectTab)
+        } catch (error) {
+          if (error instanceof errors.TimeoutError) playwrightTimeout = timeoutReason(error.message)
+          throw error
+        }
+        await watcher.settle(settleMs, settleDom ? { startedAt } : undefined)
         const newTabs = watcher.newTabs()
         const dialogs = lease.takeDialogs()
         const blockedHosts = [...new Set(lease.takeBlockedConnections().map((b) => {
@@ -168,9 +201,37 @@ const act = (
             (dialogs.length > 0 ? `; the page showed and we accepted: ${dialogs.join(", ")}` : "") +
             (blockedHosts.length > 0 ? `; blocked the page's requests to private addresses: ${blockedHosts.slice(0, 5).join(", ")}` : "")
         }
-      }).pipe(Effect.ensuring(Effect.sync(watcher.stop)))
+      }).pipe(
+        Effect.mapError((error) =>
+          playwrightTimeout !== undefined && error._tag === "ActionTimeout"
+            ? new ActionTimeout({ action, timeoutMs, message: `${action} did not finish within ${timeoutMs} ms${playwrightTimeout}` })
+            : plainError(error)
+        ),
+        Effect.ensuring(Effect.sync(watcher.stop))
+      )
     })
   )
+
+// Playwright's messages carry terminal colour codes in their call logs.
+const colourCodes = /\u001b\[[0-9;]*m/g
+
+/** The last line of a Playwright call log that says why an action timed out (", element is not visible"). */
+const timeoutReason = (message: string): string => {
+  const why = message.replace(colourCodes, "").split("\n").map((l) => l.trim().replace(/^- /, "")).filter((l) =>
+    /intercepts pointer events|not visible|not enabled|not stable|not editable|detached|waiting for/.test(l)
+  ).at(-1)
+  return why === undefined ? "" : `: ${why}`
+}
+
+/** The error with its message as plain text (no colour codes, no Playwright method prefix). */
+const plainError = (error: ActionError): ActionError => {
+  if (error._tag !== "ActionFailed" && error._tag !== "ActionTimeout") return error
+  const message = error.message.replace(colourCodes, "").replace(/\b(?:elementHandle|locator|page|frame|mouse|keyboard)\.\w+: /g, "")
+  if (message === error.message) return error
+  return error._tag === "ActionFailed"
+    ? new ActionFailed({ action: error.action, message })
+    : new ActionTimeout({ action: error.action, timeoutMs: error.timeoutMs, message })
+}
 
 /**
  * Resolves a ref to its element handle (or fails with ElementNotFound) and runs `f` on it.
@@ -181,8 +242,9 @@ const withElement = <P = undefined>(
   ref: string,
   action: string,
   timeouts: ActionTimeouts,
-  f: (element: ElementHandle<Element>, page: Page, expectTab: () => void, pre: P | undefined) => Promise<string>,
-  pre?: (location: RefLocation) => Promise<P>
+  f: (element: ElementHandle<Element>, page: Page, expectTab: () => void, pre: P | undefined, location: RefLocation) => Promise<string>,
+  pre?: (location: RefLocation) => Promise<P>,
+  settleDom = true
 ): Effect.Effect<ActionOutcome, ActionError> =>
   Effect.flatMap(activePage(lease), (page) =>
     attempt(lease, `${action} ${ref}`, 5_000, async () => {
@@ -192,7 +254,7 @@ const withElement = <P = undefined>(
         elementAt(location),
         pre === undefined ? Promise.resolve(undefined) : pre(location).catch(() => undefined)
       ])
-      return element === undefined ? undefined : { element, preResult }
+      return element === undefined ? undefined : { element, preResult, location }
     }).pipe(
       Effect.flatMap((found) =>
         found === undefined
@@ -203,7 +265,7 @@ const withElement = <P = undefined>(
             })
           )
           : act(lease, `${action} ${ref}`, timeouts.actionMs, timeouts.settleMs, (p, expectTab) =>
-            f(found.element, p, expectTab, found.preResult)).pipe(
+            f(found.element, p, expectTab, found.preResult, found.location), settleDom).pipe(
               // Released in the background: nobody needs to wait for the handle's disposal.
               Effect.ensuring(Effect.sync(() => void found.element.dispose().catch(() => undefined)))
             )
@@ -222,17 +284,26 @@ export const navigate = (lease: ContextLease, url: string, timeouts: ActionTimeo
     })
   })
 
+/** What covers an element: the covering element and the controls inside it, with their ref numbers. */
+interface Cover {
+  readonly element: string
+  readonly id: number | null
+  readonly controls: ReadonlyArray<{ readonly id: number; readonly name: string }>
+}
+
 /**
  * Evaluated in the element's frame (by ref number, alongside the ref lookup): is the element
- * clickable right now (enabled, visible, in view, not covered at its centre), and will the
- * click open a new tab? Self-contained: it reads the ref table page-script.ts keeps.
+ * clickable right now (enabled, visible, in view, not covered at its centre), will the click
+ * open a new tab, and, when another element is on top, what covers it (with refs for the
+ * cover's controls, given now if the last snapshot did not have them, so the agent can close
+ * it). Self-contained: it reads and extends the ref table page-script.ts keeps.
  */
-function probeClick(id: number): { ready: boolean; opensTab: boolean } {
-  const table = (window as unknown as Record<symbol, { els: Map<number, WeakRef<Element>> } | undefined>)[
+function probeClick(id: number): { ready: boolean; opensTab: boolean; cover?: Cover } {
+  const table = (window as unknown as Record<symbol, { next: number; ids: WeakMap<Element, number>; els: Map<number, WeakRef<Element>> } | undefined>)[
     Symbol.for("web-agent-service.refs")
   ]
   const el = table?.els.get(id)?.deref()
-  if (el === undefined || !el.isConnected) return { ready: false, opensTab: false }
+  if (table === undefined || el === undefined || !el.isConnected) return { ready: false, opensTab: false }
   const link = el.closest("a[href], area[href]")
   const form = (el as HTMLButtonElement).form ?? null
   const target = (link?.getAttribute("target") ?? form?.getAttribute("target") ?? "").toLowerCase()
@@ -255,14 +326,55 @@ function probeClick(id: number): { ready: boolean; opensTab: boolean } {
     if (inner === null || inner === hit) break
     hit = inner
   }
-  for (let n: Element | null = hit; n !== null; n = n.parentElement ?? ((n.getRootNode() as ShadowRoot).host ?? null)) {
+  const parentOf = (n: Element): Element | null => n.parentElement ?? ((n.getRootNode() as ShadowRoot).host ?? null)
+  for (let n: Element | null = hit; n !== null; n = parentOf(n)) {
     if (n === el) return { ready: true, opensTab }
   }
-  return { ready: false, opensTab }
+  if (hit === null || hit.contains(el)) return { ready: false, opensTab }
+  // The cover: the outermost ancestor of the hit element that does not hold the target.
+  let cover: Element = hit
+  for (let p = parentOf(cover); p !== null && !p.contains(el) && p !== document.body; p = parentOf(p)) cover = p
+  const refOf = (n: Element): number => {
+    let ref = table.ids.get(n)
+    if (ref === undefined) {
+      ref = table.next++
+      table.ids.set(n, ref)
+      table.els.set(ref, new WeakRef(n))
+    }
+    return ref
+  }
+  const text = (n: Element) => (n.getAttribute("aria-label") ?? n.getAttribute("title") ?? (n as HTMLElement).innerText ?? n.textContent ?? "")
+    .replace(/\s+/g, " ").trim()
+  const short = (s: string, n: number) => (s.length > n ? `${s.slice(0, n - 1)}…` : s)
+  const controls = Array.from(cover.querySelectorAll("button, a[href], input:not([type=hidden]), select, [role=button], [role=link], [onclick], [aria-label], [title]"))
+    .filter((n) => n.checkVisibility() && (n.tagName === "INPUT" || text(n) !== ""))
+    .slice(0, 5)
+    .map((n) => ({ id: refOf(n), name: short(text(n) || (n as HTMLInputElement).value || n.tagName.toLowerCase(), 30) }))
+  const classes = Array.from(cover.classList).slice(0, 2).map((c) => `.${c}`).join("")
+  return {
+    ready: false,
+    opensTab,
+    cover: {
+      element: `<${cover.tagName.toLowerCase()}${cover.id ? `#${cover.id}` : ""}${classes}> "${short(text(cover), 60)}"`,
+      id: table.ids.get(cover) ?? null,
+      controls
+    }
+  }
 }
 
+/** How long a covered element may stay covered before the click fails (a fading toast clears sooner). */
+const coveredGraceMs = 800
+
 export const click = (lease: ContextLease, ref: string, timeouts: ActionTimeouts = defaultTimeouts) =>
-  withElement<ReturnType<typeof probeClick>>(lease, ref, "click", timeouts, async (element, _page, expectTab, probe) => {
+  withElement<ReturnType<typeof probeClick>>(lease, ref, "click", timeouts, async (element, _page, expectTab, first, location) => {
+    let probe = first
+    // A covered element fails fast, naming the cover, rather than waiting the whole timeout.
+    const coveredUntil = Date.now() + coveredGraceMs
+    while (probe?.cover !== undefined && Date.now() < coveredUntil) {
+      await sleep(50)
+      probe = await location.frame.evaluate(probeClick, location.id).catch(() => undefined)
+    }
+    if (probe?.cover !== undefined) throw new Error(coveredMessage(ref, probe.cover))
     if (probe?.opensTab === true) expectTab()
     // Playwright waits for a navigation the click scheduled to commit (it knows from the
     // browser, no timing guess); settle then waits for load. When the probe saw the element
@@ -272,6 +384,15 @@ export const click = (lease: ContextLease, ref: string, timeouts: ActionTimeouts
     await element.click({ timeout: timeouts.actionMs, force: probe?.ready === true })
     return `clicked ${ref}`
   }, (location) => location.frame.evaluate(probeClick, location.id))
+
+const coveredMessage = (ref: string, cover: Cover): string => {
+  const prefix = ref.replace(/e\d+$/, "")
+  const own = cover.id === null ? "" : ` [${prefix}e${cover.id}]`
+  const controls = cover.controls.map((c) => `${JSON.stringify(c.name)} [${prefix}e${c.id}]`).join(", ")
+  return `${ref} is covered by ${cover.element}${own}` +
+    (controls !== "" ? `, which holds ${controls}` : "") +
+    `; close or dismiss that first (or act on it), then click ${ref} again`
+}
 
 export interface TypeOptions {
   /** Press Enter afterwards (submits most forms and search boxes). */
@@ -307,7 +428,7 @@ export const pressKey = (lease: ContextLease, key: string, timeouts: ActionTimeo
   act(lease, `press ${key}`, timeouts.actionMs, timeouts.settleMs, async (page) => {
     await page.keyboard.press(key)
     return `pressed ${key}`
-  })
+  }, true)
 
 export const selectOption = (
   lease: ContextLease,
@@ -353,6 +474,120 @@ export const hover = (lease: ContextLease, ref: string, timeouts: ActionTimeouts
   withElement(lease, ref, "hover", timeouts, async (element) => {
     await element.hover({ timeout: timeouts.actionMs })
     return `hovering over ${ref}`
+  })
+
+/** Where a drag ends: on the element of another ref, or an offset in CSS pixels from where it starts. */
+export type DragTarget = { readonly ref: string } | { readonly dx: number; readonly dy: number }
+
+const centre = (box: { x: number; y: number; width: number; height: number }) => ({ x: box.x + box.width / 2, y: box.y + box.height / 2 })
+
+/**
+ * Drags the element of a ref like a person does: press on its centre, move a few pixels (past
+ * the activation distance of pointer-event libraries, which also starts an HTML5 drag:
+ * Playwright's Chromium input carries dragstart / dragover / drop), glide to the target in
+ * steps, release. The target's box is read after the drag started, as sortable lists move their
+ * items aside when it does.
+ */
+export const drag = (lease: ContextLease, ref: string, target: DragTarget, timeouts: ActionTimeouts = defaultTimeouts) =>
+  withElement(lease, ref, "drag", timeouts, async (source, page) => {
+    await source.scrollIntoViewIfNeeded({ timeout: timeouts.actionMs })
+    const from = await source.boundingBox()
+    if (from === null) throw new Error(`${ref} has no box on the page (it is hidden); observe again`)
+    const onto = "ref" in target ? await resolveRefHandle(page, target.ref) : undefined
+    if ("ref" in target && onto === undefined) {
+      throw new Error(`no element ${target.ref} on the page any more (it changed or navigated); observe again for fresh refs`)
+    }
+    try {
+      const start = centre(from)
+      const targetBox = onto === undefined ? null : await onto.boundingBox()
+      if (onto !== undefined && targetBox === null) throw new Error(`${"ref" in target ? target.ref : ""} has no box on the page (it is hidden)`)
+      const aim = targetBox !== null ? centre(targetBox) : { x: start.x + ("dx" in target ? target.dx : 0), y: start.y + ("dy" in target ? target.dy : 0) }
+      const distance = Math.hypot(aim.x - start.x, aim.y - start.y)
+      const unit = distance < 1 ? { x: 1, y: 0 } : { x: (aim.x - start.x) / distance, y: (aim.y - start.y) / distance }
+      const nudge = Math.min(10, Math.max(distance, 1))
+      await page.mouse.move(start.x, start.y)
+      await page.mouse.down()
+      await page.mouse.move(start.x + unit.x * nudge, start.y + unit.y * nudge, { steps: 3 })
+      await sleep(60)
+      const moved = onto === undefined ? null : await onto.boundingBox()
+      const end = moved !== null ? centre(moved) : aim
+      await page.mouse.move(end.x, end.y, { steps: Math.max(8, Math.min(25, Math.round(distance / 20))) })
+      await sleep(60)
+      // One more event over the target: libraries decide the drop position on the latest move.
+      await page.mouse.move(end.x, end.y + 1)
+      await page.mouse.up()
+      return "ref" in target
+        ? `dragged ${ref} onto ${target.ref}`
+        : `dragged ${ref} by (${Math.round(target.dx)}, ${Math.round(target.dy)}) px`
+    } finally {
+      void onto?.dispose().catch(() => undefined)
+    }
+  })
+
+/** Evaluated in the page: a short description of the element at viewport point (x, y), with its ref when it has one. */
+function describePoint(point: { x: number; y: number }): string {
+  const table = (window as unknown as Record<symbol, { ids: WeakMap<Element, number> } | undefined>)[Symbol.for("web-agent-service.refs")]
+  let hit = document.elementFromPoint(point.x, point.y)
+  while (hit?.shadowRoot) {
+    const inner = hit.shadowRoot.elementFromPoint(point.x, point.y)
+    if (inner === null || inner === hit) break
+    hit = inner
+  }
+  if (hit === null) return "nothing"
+  let ref: number | undefined
+  for (let n: Element | null = hit; n !== null && ref === undefined; n = n.parentElement) ref = table?.ids.get(n)
+  const text = (hit.getAttribute("aria-label") ?? (hit as HTMLElement).innerText ?? "").replace(/\s+/g, " ").trim()
+  return `<${hit.tagName.toLowerCase()}>${text ? ` ${JSON.stringify(text.length > 40 ? `${text.slice(0, 39)}…` : text)}` : ""}${ref === undefined ? "" : ` (in [e${ref}])`}`
+}
+
+const pointAction = (
+  lease: ContextLease,
+  label: string,
+  x: number,
+  y: number,
+  timeouts: ActionTimeouts,
+  f: (page: Page, what: string) => Promise<string>
+) =>
+  act(lease, label, timeouts.actionMs, timeouts.settleMs, async (page) => {
+    const viewport = page.viewportSize() ?? await page.evaluate(() => ({ width: window.innerWidth, height: window.innerHeight }))
+    if (!Number.isFinite(x) || !Number.isFinite(y) || x < 0 || y < 0 || x >= viewport.width || y >= viewport.height) {
+      throw new Error(`(${x}, ${y}) is outside the viewport (${viewport.width}×${viewport.height} CSS px); scroll to bring the spot into view`)
+    }
+    const what = await page.evaluate(describePoint, { x, y }).catch(() => "an element")
+    return f(page, what)
+  }, true)
+
+/** Clicks at a point of the viewport (CSS pixels from its top-left corner, as in a screenshot). */
+export const clickAt = (lease: ContextLease, x: number, y: number, timeouts: ActionTimeouts = defaultTimeouts) =>
+  pointAction(lease, `click_at (${x}, ${y})`, x, y, timeouts, async (page, what) => {
+    await page.mouse.click(x, y)
+    return `clicked at (${x}, ${y}) on ${what}`
+  })
+
+/**
+ * Clicks at a point of the viewport and types there: a field that takes the focus has its value
+ * replaced (as `type` does); a canvas or custom widget just receives the keys.
+ */
+export const typeAt = (
+  lease: ContextLease,
+  x: number,
+  y: number,
+  text: string,
+  options: TypeOptions = {},
+  timeouts: ActionTimeouts = defaultTimeouts
+) =>
+  pointAction(lease, `type_at (${x}, ${y})`, x, y, timeouts, async (page, what) => {
+    await page.mouse.click(x, y)
+    if (options.clear !== false) {
+      await page.evaluate(() => {
+        const el = document.activeElement
+        if (el instanceof HTMLInputElement || el instanceof HTMLTextAreaElement) el.select()
+        else if ((el as HTMLElement | null)?.isContentEditable === true) document.execCommand("selectAll")
+      })
+    }
+    await page.keyboard.type(text)
+    if (options.submit === true) await page.keyboard.press("Enter")
+    return `typed ${JSON.stringify(text.length > 40 ? `${text.slice(0, 40)}…` : text)} at (${x}, ${y}) into ${what}${options.submit === true ? " and pressed Enter" : ""}`
   })
 
 export const goBack = (lease: ContextLease, timeouts: ActionTimeouts = defaultTimeouts) =>

@@ -208,6 +208,35 @@ export function snapshotFrame(args: SnapshotArgs): FrameSnapshot {
 
   const INLINE = new Set(["inline", "inline-block", "inline-flex", "inline-grid", "ruby"])
 
+  const isToggle = (el: Element): el is HTMLInputElement =>
+    el.tagName === "INPUT" && ((el as HTMLInputElement).type === "checkbox" || (el as HTMLInputElement).type === "radio")
+  // A checkbox or radio drawn by its label (Bootstrap's btn-check, tile pickers): the input is
+  // hidden, clipped, transparent or takes no pointer events, so only the label can be clicked.
+  const concealed = (input: HTMLInputElement): boolean => {
+    const s = getComputedStyle(input)
+    if (s.display === "none" || s.visibility !== "visible" || Number(s.opacity) === 0 || s.pointerEvents === "none") return true
+    if (s.clip.startsWith("rect(0") || (s.clipPath !== "none" && s.clipPath !== "")) return true
+    const r = input.getBoundingClientRect()
+    return r.width * r.height <= 4 || r.right < -100
+  }
+  const labelShown = (input: HTMLInputElement): boolean =>
+    Array.from(input.labels ?? []).some((l) => l.getClientRects().length > 0 && getComputedStyle(l).visibility === "visible")
+  // Drag sources and drop zones as drag-and-drop libraries mark them (HTML5 draggable, ARIA,
+  // jQuery UI, SortableJS, react-beautiful-dnd / hello-pangea, dnd-kit).
+  const DRAG_SOURCE = "[draggable=true], [aria-grabbed], [aria-roledescription*=sortable i], [aria-roledescription*=draggable i], " +
+    "[data-rbd-drag-handle-draggable-id], [data-rfd-drag-handle-draggable-id], [data-drag-handle], [data-sortable-id], " +
+    ".ui-sortable-handle, .ui-draggable, .draggable, .sortable-item, .drag-handle, .ui-sortable > *, [data-sortable] > *"
+  const DROP_ZONE = "[aria-dropeffect]:not([aria-dropeffect=none]), [data-droppable], [data-rbd-droppable-id], [data-rfd-droppable-id], " +
+    "[ondrop], .ui-droppable, .ui-sortable, [data-sortable], [class*=dropzone i], [class*=drop-zone i], [class*=kanban-column i], [class*=kanban-lane i]"
+  const GRAB = new Set(["grab", "-webkit-grab", "move", "grabbing", "-webkit-grabbing"])
+  const zoneName = (el: Element): string => {
+    const own = norm(el.getAttribute("aria-label") ?? "").trim() || (el.hasAttribute("aria-labelledby") ? byIds(el, "aria-labelledby") : "") ||
+      norm(el.getAttribute("title") ?? "").trim()
+    if (own) return own
+    const heading = el.querySelector("h1, h2, h3, h4, h5, h6, [role=heading], legend, caption")
+    return heading ? textOf(heading) : ""
+  }
+
   // inside: true while walking the content of an interactive element (its text becomes its name)
   const walk = (node: Node, inside: boolean, parentPointer: boolean, textHidden: boolean): void => {
     if (node.nodeType === 3) {
@@ -256,22 +285,36 @@ export function snapshotFrame(args: SnapshotArgs): FrameSnapshot {
       return
     }
 
+    // A concealed checkbox or radio is operated through its label (below), which carries its ref.
+    if (isToggle(el) && concealed(el) && labelShown(el)) return
+    const labelled = tag === "LABEL" ? (el as HTMLLabelElement).control : null
+    const control = labelled !== null && isToggle(labelled) && concealed(labelled) ? labelled : undefined
+
     const pointer = style.cursor === "pointer"
-    let role = roleOf(el)
+    const grab = GRAB.has(style.cursor) && (el.parentElement === null || getComputedStyle(el.parentElement).cursor !== style.cursor)
+    const dragSource = !hidden && !inside && (grab || el.matches(DRAG_SOURCE))
+    let role = control ? control.type : roleOf(el)
     const explicitWidget = role !== undefined && WIDGET_ROLES.has(role)
     const editable = (el as HTMLElement).isContentEditable && !(el.parentElement?.isContentEditable ?? false)
     let interactive = !hidden && (
-      (role !== undefined && (WIDGET_ROLES.has(role) || role === "file")) || editable || tag === "SUMMARY"
+      (role !== undefined && (WIDGET_ROLES.has(role) || role === "file")) || editable || tag === "SUMMARY" || control !== undefined
     )
     if (interactive && role === "gridcell" && !pointer) interactive = false
     if (!interactive && editable) role = "textbox"
     // Clickable by heuristic: a pointer cursor that starts here (not inherited), or an onclick attribute.
     let heuristic = false
+    // An icon-only control (a div or span with aria-label or title) is named by that attribute.
+    const ownLabel = norm(el.getAttribute("aria-label") ?? el.getAttribute("title") ?? "").trim()
     if (!interactive && !inside && !hidden && tag !== "LABEL" && tag !== "BODY" && tag !== "HTML" &&
-      ((pointer && !parentPointer) || el.hasAttribute("onclick"))) {
+      ((pointer && (!parentPointer || ownLabel !== "")) || el.hasAttribute("onclick"))) {
       interactive = true
       heuristic = true
       role = "clickable"
+    }
+    if (dragSource && (!interactive || heuristic)) {
+      interactive = true
+      heuristic = false
+      role = "draggable"
     }
     if (editable && !explicitWidget) {
       interactive = !hidden
@@ -289,7 +332,12 @@ export function snapshotFrame(args: SnapshotArgs): FrameSnapshot {
     else if (block) items.push({ k: "b" })
 
     let containerStart = -1
-    if (landmark && !inside && !interactive) {
+    const dropZone = !inside && !interactive && !hidden && el.matches(DROP_ZONE)
+    if (dropZone) {
+      const name = zoneName(el)
+      containerStart = items.length
+      items.push({ k: "in", head: `dropzone${name ? " " + quote(cut(name, nameBudget)) : ""} [${refOf(el)}]:` })
+    } else if (landmark && !inside && !interactive) {
       let name = ""
       if (landmark === "dialog" || landmark === "form" || landmark === "nav" || landmark === "alert") {
         name = norm(el.getAttribute("aria-label") ?? "").trim() || (el.hasAttribute("aria-labelledby") ? byIds(el, "aria-labelledby") : "")
@@ -308,27 +356,36 @@ export function snapshotFrame(args: SnapshotArgs): FrameSnapshot {
       const nested = slice.some((it) => it.k === "e")
       if (heuristic && nested) {
         // A pointer-cursor wrapper around real controls: the controls are the targets.
-      } else if (heuristic && !slice.some((it) => it.k === "t" && it.s.trim())) {
+      } else if (heuristic && ownLabel === "" && !slice.some((it) => it.k === "t" && it.s.trim())) {
         // A pointer-cursor element with no content of its own: usually an overlay or a spacer.
         items.length = start
       } else if (nested) {
         const text = role === "textbox" ? "" : ""
-        items.splice(start, 0, { k: "b" }, { k: "in", head: `${role} ${quote(nameOf(el, role!, text))} [${refOf(el)}]${statesOf(el, role!)}:`.replace(' "" ', " ") })
+        items.splice(start, 0, { k: "b" }, { k: "in", head: `${role} ${quote(nameOf(control ?? el, role!, text))} [${refOf(el)}]${statesOf(control ?? el, role!)}${dragSource && role !== "draggable" ? " draggable" : ""}:`.replace(' "" ', " ") })
         items.push({ k: "out" })
       } else {
         const text = slice.map((it) => (it.k === "t" ? it.s : it.k === "sep" ? " " : "")).join("")
         items.length = start
-        const name = nameOf(el, role!, norm(text).trim())
-        let token = `${role}${name ? " " + quote(name) : ""} [${refOf(el)}]${statesOf(el, role!)}`
+        const name = nameOf(control ?? el, role!, norm(text).trim())
+        let token = `${role}${name ? " " + quote(name) : ""} [${refOf(el)}]${statesOf(control ?? el, role!)}`
         if (!name && tag === "A") {
           const href = el.getAttribute("href") ?? ""
           token += ` ->${cut(href.replace(/^https?:\/\/[^/]+/, ""), 40)}`
+        }
+        if (dragSource && role !== "draggable") token += " draggable"
+        if (dragSource && !name && el.parentElement) {
+          // A bare handle (a slider's thumb): where it sits on its track, to drag it by an offset.
+          const r = el.getBoundingClientRect()
+          const track = el.parentElement.getBoundingClientRect()
+          if (track.width >= 3 * r.width) token += ` track=${Math.round(track.width)}px at=${Math.round(r.left + r.width / 2 - track.left)}px`
+          else if (track.height >= 3 * r.height) token += ` track=${Math.round(track.height)}px at=${Math.round(r.top + r.height / 2 - track.top)}px`
         }
         items.push({ k: "e", s: token, name })
       }
     }
 
-    if (containerStart >= 0) {
+    if (containerStart >= 0 && dropZone) items.push({ k: "out" })
+    else if (containerStart >= 0) {
       const hasContent = items.slice(containerStart + 1).some((it) => (it.k === "t" && it.s.trim()) || it.k === "e")
       if (hasContent) items.push({ k: "out" })
       else items.length = containerStart
@@ -479,4 +536,73 @@ export function auditRefs(): { visible: number; withRef: number; ariaHidden: num
   }
   visit(document)
   return { visible, withRef, ariaHidden, missing }
+}
+
+/**
+ * Installed in every document of an agent's context before the page's scripts (init script):
+ * keeps the time of the last DOM mutation, and the short timers (≤ 1 s) the page set in reaction
+ * to events (an input's debounce before its suggestions, a click's delayed update), so the
+ * settle after an action waits for them. Timers set by a running timer that is itself untracked
+ * (polling, carousels) are not tracked: they are the page's own rhythm, not a reaction.
+ */
+export function installSettleTracker(): void {
+  const KEY = Symbol.for("web-agent-service.settle")
+  const w = window as unknown as Record<symbol, unknown>
+  if (w[KEY] !== undefined) return
+  const state = { timers: new Map<number, { due: number; created: number }>(), lastMutation: performance.now(), inTimer: false, inTracked: false }
+  Object.defineProperty(window, KEY, { value: state, enumerable: false, configurable: true })
+  const run = (fn: (...a: Array<unknown>) => unknown, self: unknown, args: Array<unknown>, tracked: boolean) => {
+    const before = [state.inTimer, state.inTracked] as const
+    state.inTimer = true
+    state.inTracked = tracked
+    try {
+      return fn.apply(self, args)
+    } finally {
+      state.inTimer = before[0]
+      state.inTracked = before[1]
+    }
+  }
+  window.setTimeout = new Proxy(window.setTimeout, {
+    apply(target, self, args: Array<unknown>) {
+      const fn = args[0]
+      if (typeof fn !== "function") return Reflect.apply(target, self, args)
+      const ms = Number(args[1]) || 0
+      const tracked = ms <= 1_000 && (!state.inTimer || state.inTracked)
+      let id = 0
+      const wrapped = function(this: unknown, ...a: Array<unknown>) {
+        if (tracked) state.timers.delete(id)
+        return run(fn as (...a: Array<unknown>) => unknown, this, a, tracked)
+      }
+      id = Reflect.apply(target, self, [wrapped, ...args.slice(1)]) as number
+      if (tracked) state.timers.set(id, { due: performance.now() + ms, created: performance.now() })
+      return id
+    }
+  })
+  window.clearTimeout = new Proxy(window.clearTimeout, {
+    apply(target, self, args: Array<unknown>) {
+      state.timers.delete(Number(args[0]))
+      return Reflect.apply(target, self, args)
+    }
+  })
+  new MutationObserver(() => {
+    state.lastMutation = performance.now()
+  }).observe(document, { subtree: true, childList: true, attributes: true, characterData: true })
+}
+
+/**
+ * What the settle after an action waits for (see installSettleTracker): tracked timers set in
+ * the last `sinceMs` that fire within `horizonMs`, and the milliseconds since the DOM last changed.
+ * `tracked` is false in a document that was loaded before the tracker was installed.
+ */
+export function settleState(args: { sinceMs: number; horizonMs: number }): { tracked: boolean; pending: number; quietMs: number } {
+  const state = (window as unknown as Record<symbol, { timers: Map<number, { due: number; created: number }>; lastMutation: number } | undefined>)[
+    Symbol.for("web-agent-service.settle")
+  ]
+  if (state === undefined) return { tracked: false, pending: 0, quietMs: 0 }
+  const now = performance.now()
+  let pending = 0
+  for (const timer of state.timers.values()) {
+    if (timer.created >= now - args.sinceMs && timer.due <= now + args.horizonMs) pending++
+  }
+  return { tracked: true, pending, quietMs: Math.round(now - state.lastMutation) }
 }
