@@ -5,7 +5,6 @@
  * subject and body), so an operator without a mail server can pass the link on by hand.
  */
 import { Context, Data, Effect, Layer, Option, Redacted } from "effect"
-import { createTransport } from "nodemailer"
 import { AppConfig } from "../config/config.ts"
 
 export interface OutgoingMessage {
@@ -38,6 +37,8 @@ export class OutgoingMail extends Context.Service<OutgoingMail, {
             )
         })
       }
+      // Loaded only when mail is configured: nodemailer costs about 0.2 s of start-up on a loaded host.
+      const { createTransport } = yield* Effect.promise(() => import("nodemailer"))
       const transport = createTransport({
         url: Redacted.value(config.smtpUrl.value),
         // A mail server that does not answer must not hold a request for minutes.

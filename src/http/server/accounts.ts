@@ -121,6 +121,23 @@ const clearSessionCookies = Effect.gen(function*() {
 })
 
 /**
+ * The base URL of links this service mails (password reset, verification): WA_PUBLIC_URL, else
+ * the address the request reached as the server's socket sees it. Never the Host or
+ * X-Forwarded-Host header: anyone can ask for a reset mail to someone else's address, and a
+ * forged Host would put the owner's reset token into a link to the asker's server.
+ */
+const mailBaseUrl = Effect.gen(function*() {
+  const { publicUrl } = yield* AppConfig
+  if (publicUrl._tag === "Some") return publicUrl.value.replace(/\/$/, "")
+  const request = yield* HttpServerRequest.HttpServerRequest
+  const socket = (request.source as { readonly socket?: { readonly localAddress?: string; readonly localPort?: number } }).socket
+  // An IPv4 client of a dual-stack socket shows as ::ffff:a.b.c.d; other IPv6 addresses take brackets.
+  const address = (socket?.localAddress ?? "127.0.0.1").replace(/^::ffff:(?=\d+\.\d+\.\d+\.\d+$)/, "")
+  const host = address.includes(":") ? `[${address}]` : address
+  return `http://${host}${socket?.localPort === undefined ? "" : `:${socket.localPort}`}`
+})
+
+/**
  * Where the browser goes after an SSO sign-in, decided on the URL as a browser reads it: resolved
  * against the service's own origin (tabs and newlines dropped, backslashes read as slashes,
  * `//host` as another host) it must keep that origin. The answer is the resolved absolute URL, so
@@ -209,7 +226,7 @@ export const AuthPublicHandlers = HttpApiBuilder.group(
       .handle("forgotPassword", ({ payload }) =>
         Effect.gen(function*() {
           const request = yield* HttpServerRequest.HttpServerRequest
-          const base = yield* publicBaseUrl
+          const base = yield* mailBaseUrl
           yield* accountHttpErrors(accountMail.requestPasswordReset(payload.email, clientAddress(request), base))
           return { accepted: true }
         }))
@@ -283,7 +300,7 @@ export const AccountHandlers = HttpApiBuilder.group(
         Effect.gen(function*() {
           const session = yield* CurrentUser
           const request = yield* HttpServerRequest.HttpServerRequest
-          const base = yield* publicBaseUrl
+          const base = yield* mailBaseUrl
           const sent = yield* accountHttpErrors(accountMail.requestVerification(session.userId, clientAddress(request), base))
           return { email: sent.email, email_verified: sent.emailVerified, mail_sent: sent.mailSent }
         }))
