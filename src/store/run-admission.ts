@@ -7,9 +7,12 @@
  * Called first in the transaction that inserts the run: a transaction-scoped advisory lock per
  * project serialises the project's creates on every node sharing the database, so the count
  * cannot go stale between the check and the insert (200 parallel creates against a cap of 25
- * give 25), and the refused create leaves nothing behind.
+ * give 25), and the refused create leaves nothing behind. In this process the project's creates
+ * also wait their turn in memory (`oneAdmissionAtATime`) before they open that transaction: a
+ * burst of 200 holds one SQL connection at a time, not the whole pool queued on the lock, so
+ * requests of other tenants keep theirs.
  */
-import { Effect } from "effect"
+import { Effect, Semaphore } from "effect"
 import type { SqlClient } from "effect/sql"
 import { RunCapReached } from "../domain/errors.ts"
 import { terminalStatuses } from "../domain/run-state.ts"
@@ -32,4 +35,21 @@ export const admitRunInFlight = (sql: SqlClient.SqlClient, projectId: string, li
       ) AS in_flight`
     const active = row?.active ?? 0
     if (active >= limit) return yield* new RunCapReached({ active, limit })
+  })
+
+const admissionGates = new Map<string, { readonly semaphore: Semaphore.Semaphore; users: number }>()
+
+/** Runs `admission` (a create's transaction) when the project's previous one in this process has ended. */
+export const oneAdmissionAtATime = (projectId: string) => <A, E, R>(admission: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.suspend(() => {
+    let gate = admissionGates.get(projectId)
+    if (gate === undefined) {
+      gate = { semaphore: Semaphore.makeUnsafe(1), users: 0 }
+      admissionGates.set(projectId, gate)
+    }
+    const held = gate
+    held.users++
+    return Semaphore.withPermit(held.semaphore, admission).pipe(Effect.ensuring(Effect.sync(() => {
+      if (--held.users === 0) admissionGates.delete(projectId)
+    })))
   })

@@ -4,14 +4,16 @@
  * locked while the next id is taken), and every new event is announced with NOTIFY so SSE streams
  * on any node wake up.
  */
-import { Context, Effect, Layer, Option } from "effect"
+import { Context, Effect, identity, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import { withMethodSpans } from "../observability/spans.ts"
 import { StateCipher } from "../security/state-cipher.ts"
 import { ScreenshotStore } from "./screenshots.ts"
 import {
+  type BudgetExceeded,
   InputRequestAnswered,
   InputRequestNotFound,
+  type InsufficientCredits,
   InvalidTransition,
   PreviousRunActive,
   RunNotAwaitingInput,
@@ -36,9 +38,10 @@ import {
 } from "../domain/run.ts"
 import { canTransition, isTerminal, type RunStatus } from "../domain/run-state.ts"
 import { chargeAllInTransaction, type Exhausted, toMicros, usd6 } from "../billing/ledger.ts"
+import { estimatedChargeMicros, holdInTransaction, releaseHoldInTransaction } from "../billing/holds.ts"
 import { browserUsd } from "../billing/prices.ts"
 import { AppConfig } from "../config/config.ts"
-import { admitRunInFlight } from "./run-admission.ts"
+import { admitRunInFlight, oneAdmissionAtATime } from "./run-admission.ts"
 
 export const EVENTS_CHANNEL = "wa_run_events"
 
@@ -148,8 +151,9 @@ export class RunStore extends Context.Service<RunStore, {
     readonly run: NewRun
     /** Open sessions the key may hold; the count and the insert are one transaction. */
     readonly maxOpenSessions: number
-  }) => Effect.Effect<{ readonly session: Session; readonly run: Run }, SessionCapReached>
-  readonly addRun: (sessionId: SessionId, run: NewRun) => Effect.Effect<Run, SessionClosed | PreviousRunActive>
+  }) => Effect.Effect<{ readonly session: Session; readonly run: Run }, SessionCapReached | InsufficientCredits | BudgetExceeded>
+  /** Billing on: the run is admitted against its estimated charge, held (src/billing/holds.ts), in the transaction that inserts it. */
+  readonly addRun: (sessionId: SessionId, run: NewRun) => Effect.Effect<Run, SessionClosed | PreviousRunActive | InsufficientCredits | BudgetExceeded>
   /** A run without a session (WebSearch, DeepResearch), with its first event. */
   readonly createStandaloneRun: (projectId: ProjectId, request: RunRequest, options?: {
     readonly maxDurationMs?: number
@@ -157,7 +161,7 @@ export class RunStore extends Context.Service<RunStore, {
     readonly parentRunId?: RunId | null
     /** What the derived run was asked on top of its request (a refinement's text). */
     readonly instructions?: string | null
-  }) => Effect.Effect<Run, RunCapReached>
+  }) => Effect.Effect<Run, RunCapReached | InsufficientCredits | BudgetExceeded>
   /** Runs of one kind in a project, newest first. */
   readonly listRuns: (projectId: ProjectId, kind: RunKind, status: string | undefined, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<Run>>
   /** Enters a phase (DeepResearch), with its `run.phase_changed` event. */
@@ -245,6 +249,20 @@ export class RunStore extends Context.Service<RunStore, {
       const prices = Option.map(appConfig, (c) => c.prices)
       // The cap on a project's runs in flight (src/store/run-admission.ts); none without the config (store tests).
       const maxRunsInFlight = Option.match(appConfig, { onNone: () => undefined, onSome: (c) => c.maxConcurrentRuns })
+      const minBalanceMicros = Option.match(appConfig, { onNone: () => 0, onSome: (c) => toMicros(c.billingMinBalanceUsd) })
+
+      /**
+       * Billing on: admits a new run against its estimated charge and holds it from the balance
+       * (src/billing/holds.ts), or refuses it (402). In the transaction that inserts the run.
+       */
+      const holdFor = (run: Pick<Run, "id" | "project_id" | "request">) =>
+        !billing || Option.isNone(prices) ? Effect.void : holdInTransaction(sql, {
+          projectId: run.project_id,
+          runId: run.id,
+          kind: "run",
+          micros: estimatedChargeMicros(run.request, prices.value, minBalanceMicros),
+          minimumMicros: minBalanceMicros
+        })
 
       /**
        * Browser time of a DoAnything run not charged yet: from its start to now, at
@@ -376,6 +394,7 @@ export class RunStore extends Context.Service<RunStore, {
             INSERT INTO sessions (id, project_id, api_key_id, status, profile_id, workspace_id)
             VALUES (${sessionId}, ${input.projectId}, ${input.apiKeyId}, 'running', ${input.profileId}, ${input.workspaceId})`
           const run = yield* insertRun(sessionId, input.projectId, input.run)
+          yield* holdFor(run)
           const sessions = yield* sql`
             UPDATE sessions SET latest_run_id = ${run.id} WHERE id = ${sessionId} RETURNING *`
           yield* insertEvent(run.id, "run.status_changed", { run_id: run.id, from: null, status: "pending" })
@@ -395,6 +414,7 @@ export class RunStore extends Context.Service<RunStore, {
             }
           }
           const created = yield* insertRun(sessionId, session.project_id, run)
+          yield* holdFor(created)
           yield* sql`UPDATE sessions SET latest_run_id = ${created.id}, status = 'running', updated_at = now() WHERE id = ${sessionId}`
           yield* insertEvent(created.id, "run.status_changed", { run_id: created.id, from: null, status: "pending" })
           return created
@@ -428,6 +448,8 @@ export class RunStore extends Context.Service<RunStore, {
           const updated = runFromRow(rows[0]!)
           yield* insertEvent(runId, "run.status_changed", { run_id: runId, from: run.status, status: to, ...options.data })
           if (terminal) {
+            // Its charges are in the ledger: the run's credit hold is settled.
+            if (billing) yield* releaseHoldInTransaction(sql, runId)
             yield* insertEvent(runId, "run.completed", {
               run_id: runId,
               status: to,
@@ -481,9 +503,10 @@ export class RunStore extends Context.Service<RunStore, {
               ${options.parentRunId ?? null}, ${options.instructions ?? null})
             RETURNING *`
           const run = runFromRow(rows[0]!)
+          yield* holdFor(run)
           yield* insertEvent(run.id, "run.status_changed", { run_id: run.id, from: null, status: "pending" })
           return run
-        })).pipe(Effect.catchTag("SqlError", Effect.die))
+        })).pipe(maxRunsInFlight === undefined ? identity : oneAdmissionAtATime(projectId), Effect.catchTag("SqlError", Effect.die))
 
       const getRun: RunStore["Service"]["getRun"] = (runId) =>
         sql<Row>`SELECT * FROM runs WHERE id = ${runId}`.pipe(Effect.orDie, Effect.map((rows) => rows[0] === undefined ? undefined : runFromRow(rows[0])))
