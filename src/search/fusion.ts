@@ -52,8 +52,21 @@ export interface FilterOptions {
   readonly publishedAfter: number | undefined
 }
 
-/** The site and freshness rules, for engines that could not apply them themselves. */
+/**
+ * Whether a browser would open the URL as a web page: it parses (the WHATWG parser a browser
+ * uses, so `java\tscript:` and leading controls read as they would there) with scheme http or
+ * https. Anything else (javascript:, data:, vbscript:, file:, relative) must not reach a client
+ * that renders results as links.
+ */
+const isWebUrl = (url: string): boolean => {
+  if (!URL.canParse(url)) return false
+  const protocol = new URL(url).protocol
+  return protocol === "http:" || protocol === "https:"
+}
+
+/** Keeps web pages only (isWebUrl), then the site and freshness rules, for engines that could not apply them themselves. */
 export const keepHit = (hit: EngineHit, options: FilterOptions): boolean => {
+  if (!isWebUrl(hit.url)) return false
   if (options.siteBlacklist.length > 0 && urlMatchesAnySite(hit.url, options.siteBlacklist)) return false
   if (options.siteWhitelist.length > 0 && !urlMatchesAnySite(hit.url, options.siteWhitelist)) return false
   if (options.publishedAfter !== undefined && hit.publishedAt !== undefined && hit.publishedAt < options.publishedAfter) {

@@ -103,6 +103,31 @@ describe("WebSearch", () => {
       assert.strictEqual(result.results[0]!.canonical_url, "https://example.com/guide?a=1&b=2")
     }))
 
+  it.effect("keeps only http(s) result URLs: javascript:, data: and other schemes never reach the client", () =>
+    Effect.gen(function*() {
+      const hostile = [
+        "javascript:alert(document.cookie)",
+        "JavaScript:alert(1)",
+        " \u0001javascript:alert(1)",
+        "java\tscript:alert(1)",
+        "data:text/html;base64,PHNjcmlwdD5hbGVydCgxKTwvc2NyaXB0Pg==",
+        "vbscript:msgbox(1)",
+        "file:///etc/passwd",
+        "ftp://files.example.org/a",
+        "blob:https://example.org/uuid",
+        "/relative/path",
+        "//evil.example.org/no-scheme",
+        "not a url"
+      ]
+      const kept = ["https://example.org/a", "HTTP://example.org/b"]
+      const fake = yield* fakeEngines({ results: () => [...hostile, ...kept].map((url) => hit(url)) })
+      const result = yield* run({ queries: ["q"], engines: ["searxng"], max_results_per_query: 20 }).pipe(Effect.provide(searchLayer(fake, ["searxng"])))
+      assert.deepStrictEqual(result.results.map((r) => r.url), kept)
+      assert.strictEqual(result.total_unique_results, 2)
+      // The engine's ranks are kept: the first web page was the engine's 13th hit.
+      assert.deepStrictEqual(result.results.map((r) => r.original_rank), [13, 14])
+    }))
+
   it.effect("applies site whitelist and blacklist on the merged list (subdomains count)", () =>
     Effect.gen(function*() {
       const urls = [
