@@ -18,6 +18,8 @@ export const snapshotFormatHelp = [
   "`# text` is a heading; plain lines are page text, cut with … when long.",
   "Interactive elements read `role \"name\" [ref] =\"value\" states`, e.g. `button \"Send\" [e12]`, `textbox \"Email\" [e4] =\"a@b.c\"`,",
   "`combobox \"Colour\" [e5] =\"Red\" {Red|Green|Blue}`. Use the ref (e12, f1e3 inside an iframe) to act on the element.",
+  "`clickable` is an element that looks clickable (pointer cursor) without a role; `draggable` is a drag source and `dropzone \"name\" [ref]:` a drop target (use drag);",
+  "a slider handle's `track=300px at=90px` says where it sits, to drag it by dx. A checkbox or radio drawn by its label is listed once, as the control.",
   "Refs stay the same while the element stays on the page; after a navigation observe again."
 ].join("\n")
 
