@@ -10,19 +10,16 @@
  */
 import { rrwebAssets } from "./rrweb-assets.ts"
 
-export const REPLAY_PAGE_CSP = [
-  "default-src 'none'",
+/** The page's Content-Security-Policy beyond `default-src 'none'`, `base-uri 'none'`, `form-action 'none'` (src/http/page-security.ts); framed by the service's own pages only. */
+export const REPLAY_PAGE_DIRECTIVES = [
   "script-src 'self'",
   "connect-src 'self'",
   "style-src 'self' 'unsafe-inline' * data: blob:",
   "img-src * data: blob:",
   "font-src * data:",
   "media-src * data: blob:",
-  "frame-src 'self' about: blob: data:",
-  "base-uri 'none'",
-  "form-action 'none'",
-  "frame-ancestors 'self'"
-].join("; ")
+  "frame-src 'self' about: blob: data:"
+]
 
 const escapeAttribute = (text: string) =>
   text.replace(/&/g, "&amp;").replace(/"/g, "&quot;").replace(/</g, "&lt;").replace(/>/g, "&gt;")

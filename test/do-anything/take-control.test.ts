@@ -165,7 +165,17 @@ describe("take control", () => {
     const context = await person.newContext({ viewport: { width: 1400, height: 1000 } })
     const page = await context.newPage()
     const opened = await page.goto(controlUrl)
-    expect(opened?.status()).toBe(200)
+    expect(opened?.status(), await opened?.text()).toBe(200)
+    // The page's inline script and style run by this response's nonce; nothing inline runs otherwise.
+    const headers = opened!.headers()
+    const csp = headers["content-security-policy"] ?? ""
+    expect(csp).not.toContain("unsafe-inline")
+    const nonce = /script-src 'nonce-([^']+)'/.exec(csp)?.[1]
+    expect(nonce, csp).toBeDefined()
+    expect(csp).toContain(`style-src 'nonce-${nonce}'`)
+    expect(csp).toContain("frame-ancestors 'none'")
+    expect(headers["x-content-type-options"]).toBe("nosniff")
+    expect(await opened!.text()).toContain(`<script nonce="${nonce}">`)
     await page.waitForFunction(() => document.body.dataset["state"] === "connected")
     await page.waitForFunction(() => Number((document.getElementById("screen") as HTMLCanvasElement).dataset["frames"]) > 0)
     expect(await page.locator("#release").isVisible()).toBe(true)

@@ -134,6 +134,8 @@ describe("recording", () => {
       const response = await page.goto(`${service.url}${run.recording.replay_url}`)
       expect(response?.status()).toBe(200)
       expect(response?.headers()["content-security-policy"]).toContain("script-src 'self'")
+      expect(response?.headers()["content-security-policy"]).toContain("frame-ancestors 'self'")
+      expect(response?.headers()["x-content-type-options"]).toBe("nosniff")
       await page.frameLocator(".replayer-wrapper iframe").getByText(MARKER).waitFor({ state: "visible", timeout: 30_000 })
       expect(await page.locator("body").getAttribute("data-state")).toBe("playing")
     } finally {

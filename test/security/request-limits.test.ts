@@ -36,6 +36,7 @@ beforeAll(async () => {
       WA_MODEL_BASE_URL: model.baseUrl,
       WA_MODEL: "scripted",
       WA_HEADERS_TIMEOUT_SECONDS: "1",
+      WA_REQUEST_BODY_IDLE_SECONDS: "2",
       WA_SSE_STALL_SECONDS: "1",
       WA_AUTH_FAILURES_PER_MINUTE: "5",
       WA_MAX_CONCURRENT_SESSIONS: "5",
@@ -155,6 +156,59 @@ describe("slow and hostile clients", () => {
     expect(answer).toMatch(/^HTTP\/1\.1 408 /)
     expectEnvelope(JSON.parse(answer.slice(answer.indexOf("\r\n\r\n") + 4)), "request_timeout")
   })
+
+  /**
+   * Sends a request whose body (Content-Length) comes a byte every `everyMs`; after `stopAfter`
+   * bytes the client sends nothing more. Resolves with what the server sent before it closed.
+   */
+  const dribble = (body: string, everyMs: number, stopAfter = body.length) => {
+    const url = new URL(service.url)
+    return new Promise<string>((resolve) => {
+      let answer = ""
+      let sent = 0
+      let timer: NodeJS.Timeout | undefined
+      const socket = connect(Number(url.port), url.hostname, () => {
+        socket.write(
+          `POST /v1/projects/${service.projectId}/api_keys HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${service.apiKey}\r\n` +
+            `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n`
+        )
+        timer = setInterval(() => {
+          if (sent < stopAfter && answer === "") socket.write(body[sent++]!)
+        }, everyMs)
+      })
+      socket.on("data", (chunk) => (answer += chunk))
+      socket.on("error", () => {})
+      socket.on("close", () => {
+        clearInterval(timer)
+        resolve(answer)
+      })
+    })
+  }
+  const keyNamed = async (name: string) => {
+    const listed = await service.request("GET", `/v1/projects/${service.projectId}/api_keys?limit=100`)
+    return listed.json.items.find((key: { name: string | null }) => key.name === name)
+  }
+
+  it("a body still arriving is never cut: a byte every 250 ms for 4 times the idle bound (2 s) is answered", async () => {
+    // 36 bytes, one each 250 ms: about 9 s in all, with no gap near the bound.
+    const body = `{"name":"slow-but-steady"${" ".repeat(10)}}`
+    const answer = await dribble(body, 250)
+    expect(answer).toMatch(/^HTTP\/1\.1 201 /)
+    expect(await keyNamed("slow-but-steady")).toBeDefined()
+  }, 60_000)
+
+  it("a body that stops arriving is answered 408 in the envelope after the idle bound, and nothing is created", async () => {
+    const body = `{"name":"stalled-body"}`
+    const answer = await dribble(body, 100, 10)
+    expect(answer).toMatch(/^HTTP\/1\.1 408 /)
+    expect(answer.toLowerCase()).toContain("connection: close")
+    const envelope = JSON.parse(answer.slice(answer.indexOf("\r\n\r\n") + 4))
+    expectEnvelope(envelope, "request_timeout")
+    expect(envelope.extra).toEqual({ idle_seconds: 2 })
+    expect(await keyNamed("stalled-body")).toBeUndefined()
+    // The service is fine afterwards.
+    expect((await service.request("GET", `/v1/projects/${service.projectId}/api_keys?limit=1`)).status).toBe(200)
+  }, 60_000)
 
   it("an address guessing keys is answered 429 without a lookup; a valid key still works", async () => {
     const project = `/v1/projects/${service.projectId}/do_anything/sessions`

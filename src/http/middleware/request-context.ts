@@ -13,6 +13,7 @@ import { randomUUID } from "node:crypto"
 import { AppConfig } from "../../config/config.ts"
 import { envelopeBody, jsonResponse as json, type FieldError } from "../errors.ts"
 import { guardRequest } from "./request-guard.ts"
+import { htmlDefaults } from "../page-security.ts"
 import { type AccessLine, formatAccessLine, LogLines } from "../../observability/logger.ts"
 
 const requestIdPattern = /^[A-Za-z0-9._:-]{1,128}$/
@@ -170,7 +171,7 @@ export const requestContextMiddleware = <Id extends string, Groups extends HttpA
         const started = performance.now()
         const finish = (response: HttpServerResponse.HttpServerResponse) =>
           Effect.withFiber((fiber) => {
-            const answered = HttpServerResponse.setHeader(ensureEnvelope(response), "x-request-id", requestId)
+            const answered = HttpServerResponse.setHeader(htmlDefaults(ensureEnvelope(response)), "x-request-id", requestId)
             const level = answered.status >= 500 ? "Error" : "Info"
             if (!LogLevel.isGreaterThanOrEqualTo(level, fiber.getRef(References.MinimumLogLevel))) return Effect.succeed(answered)
             const access = {

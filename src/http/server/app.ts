@@ -5,7 +5,7 @@
 import { NodeHttpServer } from "@effect/platform-node"
 import { Context, Effect, Layer, Scope } from "effect"
 import { HttpRouter, HttpServer, type HttpServerRequest, type HttpServerResponse } from "effect/http"
-import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
+import { HttpApiBuilder } from "effect/http-api"
 import { createServer, STATUS_CODES } from "node:http"
 import type { Duplex } from "node:stream"
 import { envelopeBody } from "../errors.ts"
@@ -38,6 +38,7 @@ import { DeepResearchFlatHandlers, DeepResearchHandlers, DeepResearchStandaloneH
 import { DoAnythingArtifactsHandlers, RecordingReplayHandlers } from "./recordings.ts"
 import { BillingPlansHandlers, StripeWebhookHandlers } from "./billing-plans.ts"
 import { ConsoleRoute } from "./console.ts"
+import { DocsRoute } from "./docs.ts"
 import { SchedulesHandlers } from "./schedules.ts"
 import { AccountHandlers, AuthPublicHandlers, BugReportsHandlers, TenantsHandlers } from "./accounts.ts"
 import { ConsoleAuthLive } from "../middleware/console-session.ts"
@@ -163,7 +164,7 @@ const ApiRoutes = HttpApiBuilder.layer(WebAgentApi, { openapiPath: "/openapi.jso
 
 const Routes = Layer.mergeAll(
   ApiRoutes,
-  HttpApiScalar.layer(WebAgentApi, { path: "/docs" }),
+  DocsRoute,
   ControlSocketRoute,
   ConsoleRoute,
   ConsentRoutes,
@@ -191,6 +192,7 @@ const makeNodeServer = (headersTimeoutSeconds: number, requestBodyIdleSeconds: n
     // How often Node looks for connections past the headers timeout.
     connectionsCheckingInterval: Math.min(headersTimeout, 30_000)
   })
+  watchRequestBodyIdle(server, requestBodyIdleSeconds)
   server.on("clientError", (error: NodeJS.ErrnoException, socket: Duplex) => {
     // A response is already under way (or the peer is gone): nothing can be said any more.
     if (!socket.writable || (socket as { _httpMessage?: unknown })._httpMessage) return socket.destroy()

@@ -13,6 +13,7 @@ import { readFile, stat } from "node:fs/promises"
 import * as path from "node:path"
 import { gzipSync } from "node:zlib"
 import { envelopeBody, jsonResponse } from "../errors.ts"
+import { pageSecurityHeaders } from "../page-security.ts"
 
 /** Where `node console/build.ts` writes the console (not committed; built by `npm install` and `npm start`). */
 export const consoleDistDir = path.resolve(import.meta.dirname, "../../../console/dist")
@@ -37,13 +38,12 @@ const compressible = new Set([".html", ".js", ".mjs", ".css", ".json", ".map", "
  * The console talks only to its own origin (the API), shows screenshots the API serves, and is
  * never framed. React sets styles through the DOM, not style attributes, so no 'unsafe-inline'.
  */
-const securityHeaders = {
-  "content-security-policy": "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; " +
-    "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'; object-src 'none'",
-  "x-content-type-options": "nosniff",
-  "referrer-policy": "no-referrer",
-  "x-frame-options": "DENY"
-}
+const securityHeaders = pageSecurityHeaders({
+  directives: [
+    "script-src 'self'", "style-src 'self'", "img-src 'self' data: blob:", "font-src 'self'", "connect-src 'self'",
+    "manifest-src 'self'", "form-action 'self'"
+  ]
+})
 
 interface CachedFile {
   readonly key: string

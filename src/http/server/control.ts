@@ -26,7 +26,8 @@ import { RunEventBus } from "../../events/run-event-bus.ts"
 import { RunStore } from "../../store/runs.ts"
 import { WebAgentApi } from "../api/api.ts"
 import { envelopeBody, Forbidden, jsonResponse } from "../errors.ts"
-import { controlPageCsp, controlPageHtml } from "../views/control-page.ts"
+import { controlPageHtml, controlPagePolicy } from "../views/control-page.ts"
+import { cspNonce, pageSecurityHeaders } from "../page-security.ts"
 
 const refused = (check: Exclude<TokenCheck, { _tag: "Valid" }>) =>
   check._tag === "Invalid"
@@ -42,14 +43,10 @@ export const ControlHandlers = HttpApiBuilder.group(
       Effect.gen(function*() {
         const check = yield* take.verify({ grantId: params.grant, exp: query.exp, sig: query.sig })
         if (check._tag !== "Valid") return yield* new Forbidden({ ...refused(check), extra: {} })
-        return HttpServerResponse.text(controlPageHtml({ runId: check.grant.runId, reason: check.grant.reason }), {
+        const nonce = cspNonce()
+        return HttpServerResponse.text(controlPageHtml({ runId: check.grant.runId, reason: check.grant.reason, nonce }), {
           contentType: "text/html; charset=utf-8",
-          headers: {
-            "cache-control": "no-store",
-            "referrer-policy": "no-referrer",
-            "x-content-type-options": "nosniff",
-            "content-security-policy": controlPageCsp
-          }
+          headers: { ...pageSecurityHeaders(controlPagePolicy(nonce)), "cache-control": "no-store" }
         })
       }))
   })

@@ -33,6 +33,7 @@ import { cursorPage } from "../pagination.ts"
 import { iso } from "../views/timestamps.ts"
 import { publicBaseUrl } from "./do-anything.ts"
 import { escapeHtml } from "../views/control-page.ts"
+import { cspNonce, type PagePolicy, pageSecurityHeaders } from "../page-security.ts"
 import { cookieOptions, withSessionCookies } from "./accounts.ts"
 
 export const SignedRequestLive = Layer.effect(
@@ -200,23 +201,40 @@ export const DelegationsHandlers = HttpApiBuilder.group(
 
 // ---- the consent page ------------------------------------------------------------------------
 
-const pageHeaders = {
-  "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'",
-  "x-frame-options": "DENY",
-  "x-content-type-options": "nosniff",
-  // same-origin (not no-referrer): Chromium then sends the page's Origin with its form posts, which are checked.
-  "referrer-policy": "same-origin",
-  "cache-control": "no-store"
+/**
+ * The consent pages' policy. Their one inline style runs by the response's nonce. Their forms post
+ * to the service; the decision form's answer is a redirect to the application, and Chromium holds
+ * that redirect to form-action too, so the decision page also allows the redirect URI's origin.
+ * Referrer same-origin (not no-referrer): Chromium then sends the page's Origin with its form
+ * posts, which are checked.
+ */
+const consentPolicy = (nonce: string | undefined, redirectUri?: string): PagePolicy => ({
+  directives: [
+    ...(nonce === undefined ? [] : [`style-src 'nonce-${nonce}'`]),
+    `form-action 'self'${redirectUri === undefined ? "" : ` ${formTargetSource(redirectUri)}`}`
+  ],
+  referrer: "same-origin"
+})
+
+/** The CSP source of a redirect URI: its origin, or its scheme for an app's own scheme (myapp://...). */
+const formTargetSource = (uri: string) => {
+  const url = new URL(uri)
+  return url.protocol === "http:" || url.protocol === "https:" ? url.origin : url.protocol
 }
 
-const page = (status: number, title: string, body: string, head = "") =>
-  HttpServerResponse.text(
+/** The headers of the consent routes' JSON refusals. */
+const pageHeaders = { ...pageSecurityHeaders(consentPolicy(undefined)), "cache-control": "no-store" }
+
+const page = (status: number, title: string, body: string, head = "", redirectUri?: string) => {
+  const nonce = cspNonce()
+  return HttpServerResponse.text(
     `<!doctype html><html><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">${head}` +
-      `<title>${escapeHtml(title)}</title><style>body{font-family:system-ui,sans-serif;max-width:34rem;margin:3rem auto;padding:0 1rem}` +
+      `<title>${escapeHtml(title)}</title><style nonce="${nonce}">body{font-family:system-ui,sans-serif;max-width:34rem;margin:3rem auto;padding:0 1rem}` +
       `button{padding:.5rem 1rem;margin-right:.5rem}label{display:block;margin:.5rem 0}</style></head>` +
       `<body><h1>${escapeHtml(title)}</h1>${body}</body></html>`,
-    { status, contentType: "text/html; charset=utf-8", headers: pageHeaders }
+    { status, contentType: "text/html; charset=utf-8", headers: { ...pageSecurityHeaders(consentPolicy(nonce, redirectUri)), "cache-control": "no-store" } }
   )
+}
 
 const scopeLabels: Record<string, string> = { read: "read", manage: "create, change and cancel" }
 const describeScope = (scope: string) => {
@@ -312,7 +330,9 @@ export const ConsentRoutes = HttpRouter.use((router) =>
           projectField +
           `<p><button type="submit" name="decision" value="approve">Allow</button>` +
           `<button type="submit" name="decision" value="deny">Deny</button></p></form>` +
-          `<p>You can revoke it any time (DELETE /v1/delegations/${escapeHtml(grant.id)}).</p>`
+          `<p>You can revoke it any time (DELETE /v1/delegations/${escapeHtml(grant.id)}).</p>`,
+        "",
+        grant.redirect_uri
       )
     }))
 

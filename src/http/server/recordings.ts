@@ -12,7 +12,8 @@ import { Sessions } from "../../entities/sessions.ts"
 import type { RunId, SessionId } from "../../domain/run.ts"
 import { RECORDING_ARTIFACT_NAME } from "../../recordings/recorder.ts"
 import { RecordingLinks } from "../../recordings/replay-links.ts"
-import { REPLAY_PAGE_CSP, replayAsset, replayHtml } from "../../recordings/replay-page.ts"
+import { REPLAY_PAGE_DIRECTIVES, replayAsset, replayHtml } from "../../recordings/replay-page.ts"
+import { pageSecurityHeaders } from "../page-security.ts"
 import { type ArtifactBody, type ArtifactRow, ArtifactStore } from "../../store/artifacts.ts"
 import { WebAgentApi } from "../api/api.ts"
 import { CurrentKey } from "../api/security.ts"
@@ -96,9 +97,7 @@ export const RecordingReplayHandlers = HttpApiBuilder.group(
         return artifact
       })
     const pageHeaders = {
-      "content-security-policy": REPLAY_PAGE_CSP,
-      "x-content-type-options": "nosniff",
-      "referrer-policy": "no-referrer",
+      ...pageSecurityHeaders({ directives: REPLAY_PAGE_DIRECTIVES, frameAncestors: "self" }),
       "cache-control": "private, no-store"
     }
     return handlers

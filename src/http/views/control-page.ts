@@ -11,17 +11,21 @@
  *   page → server: {type:"input", input: LiveInput} (src/browser/live-view.ts: mouse, wheel, key,
  *     text); {type:"release"}.
  */
-export const controlPageCsp =
-  "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src blob: data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+import type { PagePolicy } from "../page-security.ts"
 
-export const controlPageHtml = (options: { readonly runId: string; readonly reason: string | null }) => `<!doctype html>
+/** The page's inline script and style run by the response's nonce; nothing else inline runs. */
+export const controlPagePolicy = (nonce: string): PagePolicy => ({
+  directives: [`script-src 'nonce-${nonce}'`, `style-src 'nonce-${nonce}'`, "img-src blob: data:", "connect-src 'self'"]
+})
+
+export const controlPageHtml = (options: { readonly runId: string; readonly reason: string | null; readonly nonce: string }) => `<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="referrer" content="no-referrer">
 <title>Take control of run ${escapeHtml(options.runId)}</title>
-<style>
+<style nonce="${options.nonce}">
   * { box-sizing: border-box; }
   body { margin: 0; font: 14px/1.4 system-ui, sans-serif; background: #1e1f22; color: #e8e8e8; }
   header { display: flex; gap: 12px; align-items: center; padding: 8px 12px; background: #2b2d31; }
@@ -41,7 +45,7 @@ export const controlPageHtml = (options: { readonly runId: string; readonly reas
   <button id="release" type="button" disabled>Release control to the agent</button>
 </header>
 <main><canvas id="screen" tabindex="0" width="1280" height="800" data-frames="0"></canvas></main>
-<script>
+<script nonce="${options.nonce}">
 (() => {
   "use strict";
   const reason = ${JSON.stringify(options.reason ?? "").replace(/</g, "\\u003c")};
