@@ -55,6 +55,14 @@ export interface PaymentIntentInput {
 /** The ledger kind of a checkout top-up. */
 export const STRIPE_TOPUP_KIND = "topup_stripe"
 
+/**
+ * The largest top-up credited, in cents: Stripe's own maximum for one USD charge ($999,999.99).
+ * A signed event above it (or a total that is not a positive whole number of cents) is not a
+ * payment Stripe can have taken; it is refused with 200 and a warning line, never 5xx, which
+ * Stripe would retry for days. (Unbounded, 10^15 cents overflowed the ledger's bigint micro-USD.)
+ */
+export const MAX_TOPUP_CENTS = 99_999_999
+
 const baseAddress = (base: string) => {
   const url = new URL(base)
   return {
@@ -102,8 +110,12 @@ export class StripeBilling extends Context.Service<StripeBilling, {
           if (projectId === undefined || projectId === "") return ignore("the checkout session has no metadata.project_id")
           if (session.payment_status !== "paid") return ignore(`the checkout session is ${session.payment_status}, not paid`)
           if ((session.currency ?? "").toLowerCase() !== "usd") return ignore(`currency ${session.currency} is not usd`)
-          const cents = session.amount_total ?? 0
-          if (!Number.isSafeInteger(cents) || cents <= 0) return ignore("amount_total is not a positive amount")
+          const cents: unknown = session.amount_total ?? 0
+          if (typeof cents !== "number" || !Number.isSafeInteger(cents) || cents <= 0 || cents > MAX_TOPUP_CENTS) {
+            const reason = `amount_total ${String(cents)} is not a whole number of cents between 1 and ${MAX_TOPUP_CENTS} (the largest Stripe charge)`
+            yield* Effect.logWarning("stripe event refused").pipe(Effect.annotateLogs({ event_id: event.id, project_id: projectId, reason }))
+            return ignore(reason)
+          }
           const [project] = yield* sql<{ id: string }>`SELECT id FROM projects WHERE id = ${projectId}`
           if (project === undefined) return ignore(`no project ${projectId}`)
           const micros = cents * 10_000

@@ -147,6 +147,24 @@ describe("stripe webhook", () => {
     expect(await additional()).toBe(0)
   })
 
+  it("an amount past the largest Stripe charge is refused with 200 and a warning line, never 5xx (Stripe would retry a 5xx forever)", async () => {
+    const before = await additional()
+    // 10^15 cents fits a JS integer but not the ledger's bigint micro-USD (it answered 500);
+    // 10^8 cents is one cent past Stripe's own maximum charge ($999,999.99).
+    for (const [id, cents] of [["evt_huge_1", 1_000_000_000_000_000], ["evt_huge_2", 100_000_000], ["evt_huge_3", Number.MAX_SAFE_INTEGER], ["evt_huge_4", -5]] as const) {
+      const payload = event(id, cents)
+      const response = await webhook(payload, stripe.webhooks.generateTestHeaderString({ payload, secret: WEBHOOK_SECRET }))
+      expect(response.status, `${id}: ${response.text}`).toBe(200)
+      expect(response.json).toMatchObject({ received: true, event_id: id, credited: false, duplicate: false })
+      expect(response.json.ignored_reason).toContain("amount_total")
+      await eventually(`the refusal of ${id} logged`, () =>
+        service.logs.find((line) => line.message === "stripe event refused" && line.annotations["event_id"] === id && line.level === "WARN"), { timeoutMs: 5_000 })
+    }
+    expect(await additional()).toBe(before)
+    const usage = await service.request("GET", `${base()}/billing/usage?kind=topup_stripe`)
+    expect(usage.json.items.map((e: { idempotency_key: string }) => e.idempotency_key)).not.toContain("stripe:evt_huge_1")
+  })
+
   it("8 concurrent duplicate deliveries of one event credit the additional bucket once", async () => {
     const payload = event("evt_topup_1", 2_500)
     const signature = stripe.webhooks.generateTestHeaderString({ payload, secret: WEBHOOK_SECRET })
