@@ -186,9 +186,10 @@ const makeNodeServer = (headersTimeoutSeconds: number, requestBodyIdleSeconds: n
   const headersTimeout = headersTimeoutSeconds * 1000
   const server = createServer({
     headersTimeout,
-    // No bound on a request's total time: a body still arriving is never cut; one that stops is
-    // (watchRequestBodyIdle).
-    requestTimeout: 0,
+    // A body still arriving is not cut; one that stops is (watchRequestBodyIdle). The total bound
+    // is only a backstop of a day: with requestTimeout 0 Node no longer dropped an event-stream
+    // client that stopped reading (test/security/request-limits.test.ts, event streams).
+    requestTimeout: 86_400_000,
     // How often Node looks for connections past the headers timeout.
     connectionsCheckingInterval: Math.min(headersTimeout, 30_000)
   })
