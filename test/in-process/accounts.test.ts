@@ -8,11 +8,16 @@
  *   the right password is refused too once the account is throttled; a success clears the
  *   account's count; the address limit holds across accounts;
  * - tenants: two admins demoting each other at once leave one admin (last_admin refused), and
- *   concurrent invitations and tenant creations stop at their caps.
+ *   concurrent invitations and tenant creations stop at their caps;
+ * - mailed proofs: one reset token used by concurrent requests sets one password; SSO refuses an
+ *   unverified account with a password and links it once the reset verified it.
  */
 import { expect, layer } from "@effect/vitest"
 import { Effect, Layer, References } from "effect"
+import { SqlClient } from "effect/sql"
+import { AccountMail } from "../../src/accounts/account-mail.ts"
 import { AccountsLive } from "../../src/accounts/accounts-live.ts"
+import { hashToken } from "../../src/accounts/session-tokens.ts"
 import { LoginThrottle } from "../../src/accounts/login-throttle.ts"
 import { hashPassword, needsRehash, verifyPassword } from "../../src/accounts/passwords.ts"
 import { Tenants } from "../../src/accounts/tenants.ts"
@@ -165,5 +170,31 @@ layer(TestLayer, { excludeTestServices: true, timeout: 120_000 })("accounts", (i
       const mine = yield* tenants.listForUser(founder.id)
       expect(mine).toHaveLength(3)
       expect(mine.every((m) => m.role === "admin")).toBe(true)
+    }))
+
+  it.effect("one reset token presented by 8 requests at once sets the password once; SSO links the now verified account", () =>
+    Effect.gen(function*() {
+      const users = yield* Users
+      const mail = yield* AccountMail
+      const sql = yield* SqlClient.SqlClient
+      const user = yield* users.create({ email: "racer@example.com", password: "racer-password-0", displayName: null })
+      // Made unverified, as an account accepted from an invitation is.
+      yield* sql`UPDATE users SET email_verified = false WHERE id = ${user.id}`
+      expect(yield* Effect.flip(users.resolveSsoIdentity("corp", "sub-racer", "racer@example.com"))).toMatchObject({ code: "email_unverified" })
+      const token = "reset-token-of-the-race-0123456789"
+      yield* sql`
+        INSERT INTO account_tokens (token_hash, user_id, purpose, email, expires_at)
+        VALUES (${hashToken(token)}, ${user.id}, 'reset_password', ${user.email}, now() + interval '30 minutes')`
+      const results = yield* Effect.forEach(
+        Array.from({ length: 8 }, (_, i) => i),
+        (i) => Effect.result(mail.resetPassword(token, `racer-password-${i + 1}`)),
+        { concurrency: "unbounded" }
+      )
+      const won = results.flatMap((r, i) => r._tag === "Success" ? [i + 1] : [])
+      expect(won).toHaveLength(1)
+      for (const r of results) if (r._tag === "Failure") expect(r.failure).toMatchObject({ code: "token_used" })
+      expect(yield* login("racer@example.com", `racer-password-${won[0]}`, "10.3.0.1")).toBe("ok")
+      expect((yield* users.get(user.id))?.email_verified).toBe(true)
+      expect((yield* users.resolveSsoIdentity("corp", "sub-racer", "racer@example.com")).id).toBe(user.id)
     }))
 })
