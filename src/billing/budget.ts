@@ -13,7 +13,9 @@
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { BudgetExceeded, InsufficientCredits } from "../domain/errors.ts"
-import { type Balance, capMicrosOf, type Exhausted, Ledger, WARNING_RATIO } from "./ledger.ts"
+import { AppConfig } from "../config/config.ts"
+import { holdInTransaction } from "./holds.ts"
+import { type Balance, capMicrosOf, type Exhausted, Ledger, toMicros, WARNING_RATIO } from "./ledger.ts"
 
 export interface BudgetStatus {
   /** The monthly cap in micro-USD; null: no cap. */
@@ -40,6 +42,12 @@ export class Budget extends Context.Service<Budget, {
    * when its cap is reached, "credits" when its balance is at or below zero (billing off: null).
    */
   readonly exhausted: (projectId: string) => Effect.Effect<Exhausted | null>
+  /**
+   * A monitor tick about to run is admitted against its fee (track_per_tick), held from the
+   * balance until the tick ends (src/billing/holds.ts): "budget" or "credits" when it cannot be
+   * paid (billing off: null, nothing held). Its own transaction; the tick's end settles it.
+   */
+  readonly holdTick: (projectId: string, tickId: string) => Effect.Effect<Exhausted | null>
   /** Whether a new run (or tick) may start: BudgetExceeded or InsufficientCredits, else nothing. */
   readonly admit: (projectId: string) => Effect.Effect<void, BudgetExceeded | InsufficientCredits>
 }>()("wa/billing/Budget") {
@@ -48,6 +56,7 @@ export class Budget extends Context.Service<Budget, {
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       const ledger = yield* Ledger
+      const tickFeeMicros = toMicros((yield* AppConfig).prices.track_per_tick)
 
       // The status and the balance it was computed from, so callers that need both read it once.
       const statusAndBalance = (projectId: string) =>
@@ -78,6 +87,15 @@ export class Budget extends Context.Service<Budget, {
           if (current.exceeded) return "budget" as const
           if (balance.totalMicros <= 0) return "credits" as const
           return null
+        }),
+        holdTick: Effect.fn("Budget.holdTick")(function*(projectId: string, tickId: string) {
+          if (!ledger.enabled) return null
+          // At least one micro-dollar must be free: a tick never runs on an empty balance.
+          return yield* sql.withTransaction(holdInTransaction(sql, { projectId, runId: tickId, kind: "tick", micros: tickFeeMicros, minimumMicros: 1 })).pipe(
+            Effect.as(null),
+            Effect.catchTags({ InsufficientCredits: () => Effect.succeed("credits" as const), BudgetExceeded: () => Effect.succeed("budget" as const) }),
+            Effect.orDie
+          )
         }),
         setCap: Effect.fn("Budget.setCap")(function*(projectId: string, capMicros: number | null) {
           yield* sql`

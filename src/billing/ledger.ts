@@ -267,8 +267,19 @@ const append = (sql: SqlClient.SqlClient, projectId: string, balance: Balance, e
     const additional = sum((e) => e.bucket === "additional")
     const spent = -sum((e) => e.input.kind.startsWith("charge_"))
     if (rows.length === 0) return balance
+    // What each run was charged shrinks its credit hold (src/billing/holds.ts) by as much.
+    const chargedByRun = new Map<string, number>()
+    for (const row of rows) {
+      if (row.run_id !== null && row.kind.startsWith("charge_")) chargedByRun.set(row.run_id, (chargedByRun.get(row.run_id) ?? 0) - row.amount_micros)
+    }
+    const charged = JSON.stringify([...chargedByRun].map(([run_id, micros]) => ({ run_id, micros })))
     yield* sql`
-      WITH entries AS (INSERT INTO credit_ledger ${sql.insert(rows as unknown as [Record<string, unknown>, ...Array<Record<string, unknown>>])} RETURNING 1)
+      WITH entries AS (INSERT INTO credit_ledger ${sql.insert(rows as unknown as [Record<string, unknown>, ...Array<Record<string, unknown>>])} RETURNING 1),
+      held AS (
+        UPDATE credit_holds h SET charged_micros = h.charged_micros + c.micros
+        FROM jsonb_to_recordset(${charged}::jsonb) AS c(run_id text, micros bigint)
+        WHERE h.run_id = c.run_id
+      )
       UPDATE credit_balances SET monthly_micros = monthly_micros + ${monthly}, additional_micros = additional_micros + ${additional},
         period_spent_micros = period_spent_micros + ${spent}, updated_at = now()
       WHERE project_id = ${projectId}`

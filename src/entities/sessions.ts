@@ -9,7 +9,6 @@ import { SqlClient } from "effect/sql"
 import { AgentModel } from "../agent/model.ts"
 import { toolNames } from "../agent/tools.ts"
 import { AppConfig } from "../config/config.ts"
-import { Budget } from "../billing/budget.ts"
 import { Plans } from "../billing/plans.ts"
 import {
   type BudgetExceeded,
@@ -109,7 +108,6 @@ export class Sessions extends Context.Service<Sessions, {
       const sql = yield* SqlClient.SqlClient
       const profiles = yield* ProfileStore
       const control = yield* TakeControl
-      const budget = yield* Budget
       const plans = yield* Plans
       const sessionSchedules = yield* SessionSchedules
       const reread = (run: Run) => store.getRun(run.id).pipe(Effect.map((found) => found ?? run))
@@ -174,9 +172,6 @@ export class Sessions extends Context.Service<Sessions, {
           return latest !== undefined && isTerminal(latest.status) && latest.request._tag === "DoAnything" && latest.request.keep_alive === false
         })
 
-      /** 402 before anything is created: the budget cap reached, or (billing on) the balance below the minimum. */
-      const requireCredits = (projectId: ProjectId) => budget.admit(projectId)
-
       const find = Effect.fn("Sessions.find")(function*(projectId: ProjectId, sessionId: SessionId) {
         const session = yield* store.getSession(projectId, sessionId)
         if (session === undefined) return yield* new SessionNotFound({ sessionId })
@@ -199,7 +194,7 @@ export class Sessions extends Context.Service<Sessions, {
 
       const addRunTo = Effect.fn("Sessions.addRunTo")(function*(session: Session, request: DoAnythingRequest, parentRunId: RunId | null = null) {
         yield* check(request)
-        yield* requireCredits(session.project_id)
+        // 402 (billing on) comes from the store: the run is admitted against a credit hold in its insert's transaction.
         const run = yield* sql.withTransaction(
           store.addRun(session.id, toNewRun(request, parentRunId)).pipe(Effect.tap((added) => attachSchedule(added, request)))
         ).pipe(Effect.catchTag("SqlError", Effect.die))
@@ -215,7 +210,6 @@ export class Sessions extends Context.Service<Sessions, {
           const earlier = yield* earlierCreate((id) => recoveredSession(key.projectId, id as SessionId))
           if (earlier !== undefined) return earlier
           yield* check(request)
-          yield* requireCredits(key.projectId)
           // The session's workspace must be one of the project's: 404 workspace_not_found, nothing created.
           if (request.workspace_id !== undefined && request.workspace_id !== null) yield* workspaces.find(key.projectId, request.workspace_id)
           const profileId = request.profile_id ?? null
@@ -318,5 +312,5 @@ export class Sessions extends Context.Service<Sessions, {
         })
       })
     })
-  ).pipe(Layer.provide(Layer.mergeAll(ProfileStore.layer, Budget.layer, Plans.layer)))
+  ).pipe(Layer.provide(Layer.mergeAll(ProfileStore.layer, Plans.layer)))
 }

@@ -10,11 +10,15 @@
 import { Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import { AppConfig } from "../config/config.ts"
+import { releaseEndedHolds } from "../billing/holds.ts"
 
 export const StartupRecoveryLive = Layer.effectDiscard(Effect.gen(function*() {
   const config = yield* AppConfig
-  if (Option.isSome(config.databaseUrl)) return
   const sql = yield* SqlClient.SqlClient
+  // Credit holds of runs and ticks that ended (or are gone) count for nothing; their rows go (any database).
+  const released = yield* releaseEndedHolds(sql).pipe(Effect.orDie)
+  if (released > 0) yield* Effect.logInfo("credit holds of ended runs released").pipe(Effect.annotateLogs({ holds: released }))
+  if (Option.isSome(config.databaseUrl)) return
   const closed = yield* sql`
     UPDATE sessions SET status = 'closed', closed_at = now(), updated_at = now()
     WHERE status = 'idle'

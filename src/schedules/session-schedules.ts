@@ -363,7 +363,13 @@ export class SessionSchedules extends Context.Service<SessionSchedules, {
             model: request.model ?? null,
             maxDurationMs: request.max_duration_minutes === undefined || request.max_duration_minutes === null ? null : request.max_duration_minutes * config.runMinuteMs
           }))
-          if (added._tag === "Failure") return yield* skip(added.failure._tag === "PreviousRunActive" ? "previous_run_active" : "session_not_found")
+          if (added._tag === "Failure") {
+            const tag = added.failure._tag
+            // The run's credit hold (billing on) can still be refused after the check above: another create took the credits.
+            return yield* skip(
+              tag === "PreviousRunActive" ? "previous_run_active" : tag === "BudgetExceeded" ? "budget_exceeded" : tag === "InsufficientCredits" ? "insufficient_credits" : "session_not_found"
+            )
+          }
           yield* sql`UPDATE runs SET schedule_id = ${schedule.id} WHERE id = ${added.success.id}`
           return { outcome: "run_created" as const, reason: null, run: added.success }
         })

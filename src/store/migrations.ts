@@ -15,6 +15,7 @@ import { m0016_recordings } from "../recordings/migration.ts"
 import { m0017_billing } from "../billing/migration.ts"
 import { m0018_charges } from "../billing/budget-migration.ts"
 import { m0019_plans } from "../billing/plans-migration.ts"
+import { m0025_credit_holds } from "../billing/holds-migration.ts"
 import { m0021_accounts } from "../accounts/migration.ts"
 import { m0022_delegation } from "../delegation/migration.ts"
 import { m0023_email_verification } from "../accounts/email-verification-migration.ts"
@@ -273,7 +274,8 @@ const all = {
   "0021_accounts": m0021_accounts,
   "0022_delegation": m0022_delegation,
   "0023_email_verification": m0023_email_verification,
-  "0024_idempotency_resource": m0024_idempotency_resource
+  "0024_idempotency_resource": m0024_idempotency_resource,
+  "0025_credit_holds": m0025_credit_holds
 }
 
 export const migrations = Migrator.fromRecord(all)

@@ -27,6 +27,7 @@ import {
 import type { CanonicalSchedule } from "../domain/schedule-spec.ts"
 import { EVENTS_CHANNEL, type RunEvent } from "../store/runs.ts"
 import { chargeInTransaction, toMicros } from "../billing/ledger.ts"
+import { releaseHoldInTransaction } from "../billing/holds.ts"
 import { AppConfig } from "../config/config.ts"
 
 const decodeMonitor = Schema.decodeUnknownSync(Monitor)
@@ -174,6 +175,8 @@ export class MonitorStore extends Context.Service<MonitorStore, {
         Effect.gen(function*() {
           const fee = succeeded ? tickFeeMicros : 0
           if (!billing) return fee
+          // The tick ends: its credit hold (src/billing/holds.ts) is settled by these charges.
+          yield* releaseHoldInTransaction(sql, tick.id)
           yield* chargeInTransaction(sql, {
             projectId: tick.project_id, kind: "charge_llm", micros: llmMicros, idempotencyKey: `llm:${tick.id}`, runId: tick.id, force: true
           })
@@ -478,6 +481,7 @@ export class MonitorStore extends Context.Service<MonitorStore, {
           sql.withTransaction(Effect.gen(function*() {
             yield* sql`SELECT id FROM monitors WHERE id = ${tick.monitor_id} FOR UPDATE`
             yield* sql`UPDATE monitor_runs SET status = 'skipped', error_detail = ${reason}, finished_at = now() WHERE id = ${tick.id}`
+            if (billing) yield* releaseHoldInTransaction(sql, tick.id)
             yield* insertEvent(tick.monitor_id, "monitor.tick.skipped", { run_id: tick.id, reason })
           })).pipe(Effect.orDie),
         snapshot: (snapshotId) =>

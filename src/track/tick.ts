@@ -166,7 +166,8 @@ export class TickExecutor extends Context.Service<TickExecutor, {
         const { tick, previous } = yield* store.startTick(queued)
         // A tick the project cannot pay for is not run: it fails budget_exceeded (charged nothing)
         // and the monitor goes `failing` at once; its next paid tick makes it active again.
-        const unpaid = yield* budget.exhausted(monitor.project_id)
+        // Its fee is held from the balance until it ends, so concurrent ticks cannot overdraw it.
+        const unpaid = yield* budget.holdTick(monitor.project_id, tick.id)
         if (unpaid !== null) {
           const detail = unpaid === "credits" ? "the project's credits ran out" : "the project's monthly budget cap was reached"
           yield* store.failTick(tick, {

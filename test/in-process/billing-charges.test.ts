@@ -38,7 +38,7 @@ import { scriptedModel } from "../fixtures/model/scripted-model.ts"
 const ConfigLive = Layer.unwrap(Effect.gen(function*() {
   const url = yield* freshDatabase("charges")
   const dataDir = yield* freshDataDir("wa-charges")
-  return AppConfig.layerFrom({ DATABASE_URL: url, WA_DATA_DIR: dataDir, WA_LOG_LEVEL: "Warn", WA_BILLING: "on" })
+  return AppConfig.layerFrom({ DATABASE_URL: url, WA_DATA_DIR: dataDir, WA_LOG_LEVEL: "Warn", WA_BILLING: "on", WA_BILLING_MIN_BALANCE_USD: "0" })
 }))
 
 const TestLayer = Layer.mergeAll(Ledger.layer, Budget.layer, RunStore.layer, Projects.layer).pipe(
@@ -107,21 +107,22 @@ layer(TestLayer, { excludeTestServices: true, timeout: 120_000 })("charges and t
       const ledger = yield* Ledger
       const store = yield* RunStore
       const projectId = yield* newProject("fee")
-      yield* ledger.grant(projectId, 150_000, "additional")
+      yield* ledger.grant(projectId, 250_000, "additional")
+      // Both runs are admitted while the balance covers both fees' holds (0.10 each, no minimum in this file).
       const run = yield* store.createStandaloneRun(projectId, { _tag: "DeepResearch", topic: "fees" } as never)
+      const other = yield* store.createStandaloneRun(projectId, { _tag: "DeepResearch", topic: "refused" } as never)
       const fee = { kind: "charge_research", column: "service" as const, micros: 100_000, idempotencyKey: `research:${run.id}`, force: false }
       expect(yield* store.chargeRun(run.id, [fee])).toEqual({ exhausted: null, refused: false })
       expect(yield* store.chargeRun(run.id, [fee])).toEqual({ exhausted: null, refused: false })
-      expect((yield* ledger.balance(projectId)).totalMicros).toBe(50_000)
+      expect((yield* ledger.balance(projectId)).totalMicros).toBe(150_000)
       // A step's tokens (forced) take the balance below zero: the project can pay for nothing more.
-      const step = yield* store.completeStep(run.id, 0.08, stepCheckpoint(1))
+      const step = yield* store.completeStep(run.id, 0.18, stepCheckpoint(1))
       expect(step.exhausted).toBe("credits")
-      const other = yield* store.createStandaloneRun(projectId, { _tag: "DeepResearch", topic: "refused" } as never)
       const refused = yield* store.chargeRun(other.id, [{ ...fee, idempotencyKey: `research:${other.id}` }])
       expect(refused).toEqual({ exhausted: "credits", refused: true })
       expect((yield* ledger.balance(projectId)).totalMicros).toBe(-30_000)
       const reread = (yield* store.getRun(run.id))!
-      expect(reread.llm_cost_usd).toBe("0.080000")
+      expect(reread.llm_cost_usd).toBe("0.180000")
       const sql = yield* SqlClient.SqlClient
       const [row] = yield* sql<{ service: string; other: string }>`
         SELECT (SELECT service_cost_usd::text FROM runs WHERE id = ${run.id}) AS service, (SELECT service_cost_usd::text FROM runs WHERE id = ${other.id}) AS other`
