@@ -16,6 +16,7 @@ import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { AppConfig } from "../config/config.ts"
 import { makeId } from "../domain/ids.ts"
+import { earlierCreate, recordCreate } from "../store/keyed-create.ts"
 import {
   AccountConflict,
   AccountInvalidField,
@@ -125,6 +126,10 @@ export class Tenants extends Context.Service<Tenants, {
         })
 
       const create = Effect.fn("Tenants.create")(function*(userId: string, name: string) {
+        // The retry of a keyed create whose first attempt committed before its process died gets that tenant.
+        const earlier = yield* earlierCreate((id) =>
+          sql<TenantRow>`SELECT id, name, created_at FROM tenants WHERE id = ${id} AND created_by_user_id = ${userId}`.pipe(Effect.orDie, Effect.map((rows) => rows[0])))
+        if (earlier !== undefined) return earlier
         return yield* sql.withTransaction(Effect.gen(function*() {
           // The user's row is the lock: concurrent creations by one user count one after another.
           yield* sql`SELECT id FROM users WHERE id = ${userId} FOR UPDATE`
@@ -137,6 +142,8 @@ export class Tenants extends Context.Service<Tenants, {
           yield* sql`
             INSERT INTO tenant_members (tenant_id, user_id, auth_identity_id, role)
             VALUES (${rows[0]!.id}, ${userId}, ${identity[0]?.id ?? null}, 'admin')`
+          // Under an Idempotency-Key the claim records the tenant in this transaction (src/store/keyed-create.ts).
+          yield* recordCreate(sql, rows[0]!.id)
           return rows[0]!
         })).pipe(Effect.catchTag("SqlError", Effect.die))
       })

@@ -19,6 +19,7 @@ import { AccountResourceNotFound, RoleForbidden } from "../accounts/errors.ts"
 import { hashToken } from "../accounts/session-tokens.ts"
 import { Tenants } from "../accounts/tenants.ts"
 import { makeId } from "../domain/ids.ts"
+import { earlierCreate, recordCreate } from "../store/keyed-create.ts"
 import { StateCipher } from "../security/state-cipher.ts"
 import { DelegationConflict, DelegationForbidden, DelegationInvalid, DelegationNotFound, SignatureRejected } from "./errors.ts"
 import {
@@ -171,6 +172,21 @@ export class Delegations extends Context.Service<Delegations, {
           const problem = redirectUriProblem(uri, [])
           if (problem !== undefined) return yield* new DelegationInvalid({ code: "validation_error", field: `redirect_uris.${index}`, detail: problem.replace("redirectUri", "each redirect_uris entry") })
         }
+        // The retry of a keyed create whose first attempt committed before its process died gets that
+        // access key, with its secret (kept sealed, so it can be shown once, now).
+        const earlier = yield* earlierCreate((earlierId) =>
+          Effect.gen(function*() {
+            const [row] = yield* sql<AccessKeyRow & { secret_sealed: Uint8Array; secret_key_id: string }>`
+              SELECT ${sql.literal(accessKeyColumns)}, secret_sealed, secret_key_id FROM access_keys
+              WHERE id = ${earlierId} AND tenant_id = ${tenantId} AND revoked_at IS NULL`.pipe(Effect.orDie)
+            if (row === undefined) return undefined
+            const { secret_sealed, secret_key_id, ...view } = row
+            const opened = yield* cipher.open({ bytes: Buffer.from(secret_sealed), keyId: secret_key_id }, earlierId).pipe(
+              Effect.catchTag("StateUnreadable", (e) => Effect.die(new Error(`access key ${earlierId}: ${e.reason}`)))
+            )
+            return { row: view as AccessKeyRow, secret: opened.toString("utf8") }
+          }))
+        if (earlier !== undefined) return earlier
         const id = makeId("wak")
         const secret = generateAccessKeySecret()
         const sealed = cipher.seal(Buffer.from(secret, "utf8"), id)
@@ -185,6 +201,8 @@ export class Delegations extends Context.Service<Delegations, {
             INSERT INTO access_keys (id, tenant_id, name, secret_sealed, secret_key_id, redirect_uris, created_by_user_id)
             VALUES (${id}, ${tenantId}, ${name}, ${sealed.bytes}, ${sealed.keyId}, ${JSON.stringify(redirectUris)}::jsonb, ${userId})
             RETURNING ${sql.literal(accessKeyColumns)}`
+          // Under an Idempotency-Key the claim records the access key in this transaction (src/store/keyed-create.ts).
+          yield* recordCreate(sql, id)
           return { row: rows[0]!, secret }
         })).pipe(Effect.catchTag("SqlError", Effect.die))
       })

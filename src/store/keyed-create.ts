@@ -27,9 +27,8 @@ export interface KeyedClaim {
 export const KeyedRequest = Context.Reference<KeyedClaim | undefined>("wa/store/KeyedRequest", { defaultValue: () => undefined })
 
 /**
- * The claim was taken over by another attempt (this one outlived its lease), or this request
- * already recorded a create (one create per keyed request): the create is rolled back. The
- * idempotency layer answers it as 409, like any request whose key is in flight.
+ * The claim was taken over by another attempt (this one outlived its lease): the create is rolled
+ * back. The idempotency layer answers it as 409, like any request whose key is in flight.
  */
 export class ClaimLost extends Data.TaggedError("ClaimLost")<{ readonly key: string }> {}
 
@@ -45,17 +44,19 @@ export const earlierCreate = <A, E, R>(existing: (id: string) => Effect.Effect<A
 
 /**
  * Records `id` as the request's created resource on its claim; call it inside the transaction that
- * creates the resource (nothing without a key). Dies with ClaimLost, rolling the create back, when
- * this attempt no longer holds the claim.
+ * creates the resource (nothing without a key). The first create of a request is the one recorded
+ * (a later one of the same request, as a login's session after its profile, keeps it). Dies with
+ * ClaimLost, rolling the create back, when this attempt no longer holds the claim.
  */
 export const recordCreate = (sql: SqlClient.SqlClient, id: string): Effect.Effect<void> =>
   Effect.gen(function*() {
     const claim = yield* KeyedRequest
     if (claim === undefined) return
     const rows = yield* sql`
-      UPDATE idempotency_records SET resource_id = ${id}
+      UPDATE idempotency_records
+      SET resource_id = CASE WHEN resource_id IS NULL OR resource_id = ${claim.createdId} THEN ${id} ELSE resource_id END
       WHERE project_id = ${claim.space} AND api_key_id = ${claim.callerId} AND idempotency_key = ${claim.key}
-        AND attempt = ${claim.attempt} AND status IS NULL AND (resource_id IS NULL OR resource_id = ${claim.createdId})
+        AND attempt = ${claim.attempt} AND status IS NULL
       RETURNING 1`.pipe(Effect.orDie)
     if (rows.length !== 1) return yield* Effect.die(new ClaimLost({ key: claim.key }))
   })

@@ -33,6 +33,7 @@ import { MonitorStore, type MonitorSettings } from "./monitor-store.ts"
 import { checkRules, checkSchedule } from "./settings.ts"
 import { MONITOR_OWNER } from "./tick.ts"
 import { ProfileStore } from "../profiles/profile-store.ts"
+import { earlierCreate, messageSent, recordCreate } from "../store/keyed-create.ts"
 
 const channelOf = (spec: {
   readonly kind: NotifyChannel["kind"]
@@ -142,6 +143,13 @@ export class Monitors extends Context.Service<Monitors, {
           const schedule = yield* check(projectId, { ...request, notify_channel: channel })
           const direct = schedule !== undefined && schedule !== null
           if (!direct && Option.isNone(model)) return yield* new AlignmentNeedsModel()
+          // The retry of a keyed create whose first attempt committed before its process died gets
+          // that monitor (its schedule was set in the same transaction; alignment started if it never was).
+          const earlier = yield* earlierCreate((id) => store.find(projectId, id).pipe(Effect.catchTag("MonitorNotFound", () => Effect.succeed(undefined))))
+          if (earlier !== undefined) {
+            if (!direct && !(yield* messageSent(sql, "Monitor", earlier.id, "Align"))) yield* align(earlier)
+            return earlier
+          }
           // 402 before anything is created (budget cap reached, or credits below the minimum).
           yield* budget.admit(projectId)
           const monitor = yield* sql.withTransaction(Effect.gen(function*() {
@@ -161,6 +169,8 @@ export class Monitors extends Context.Service<Monitors, {
             })
             // The first tick runs at once (the baseline), then on the schedule.
             if (direct) yield* schedules.set(owner(created.id), schedule, { anchor: created.created_at, firstAt: created.created_at })
+            // Under an Idempotency-Key the claim records the monitor in this transaction (src/store/keyed-create.ts).
+            yield* recordCreate(sql, created.id)
             return created
           })).pipe(Effect.orDie)
           if (!direct) yield* align(monitor)

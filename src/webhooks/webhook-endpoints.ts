@@ -12,6 +12,7 @@ import { randomBytes } from "node:crypto"
 import { AppConfig } from "../config/config.ts"
 import { InvalidField } from "../domain/errors.ts"
 import { makeId } from "../domain/ids.ts"
+import { earlierCreate, recordCreate } from "../store/keyed-create.ts"
 import { validateCallbackUrl } from "./callback-url.ts"
 
 /** Endpoints a project may hold. */
@@ -76,6 +77,13 @@ export class WebhookEndpoints extends Context.Service<WebhookEndpoints, {
 
       const create = Effect.fn("WebhookEndpoints.create")(function*(projectId: string, input: { readonly url: string; readonly description: string | null }) {
         yield* validateTargetUrl(input.url, config.allowPrivateNetworks, ["url"])
+        // The retry of a keyed create whose first attempt committed before its process died gets that endpoint.
+        const earlier = yield* earlierCreate((id) =>
+          sql<WebhookEndpointRow & { secret: string }>`SELECT ${cols}, secret FROM webhook_endpoints WHERE project_id = ${projectId} AND id = ${id}`.pipe(
+            Effect.orDie,
+            Effect.map((rows) => rows[0] === undefined ? undefined : { row: rows[0] as WebhookEndpointRow, secret: rows[0].secret })
+          ))
+        if (earlier !== undefined) return earlier
         const id = makeId("wh")
         const secret = newWebhookSecret()
         // The count and the insert under one per-project lock: concurrent creates cannot pass the limit.
@@ -83,10 +91,13 @@ export class WebhookEndpoints extends Context.Service<WebhookEndpoints, {
           yield* sql`SELECT pg_advisory_xact_lock(hashtextextended(${`webhook_endpoints:${projectId}`}, 0))`
           const [count] = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM webhook_endpoints WHERE project_id = ${projectId}`
           if ((count?.n ?? 0) >= MAX_WEBHOOK_ENDPOINTS) return undefined
-          return yield* sql<WebhookEndpointRow>`
+          const inserted = yield* sql<WebhookEndpointRow>`
             INSERT INTO webhook_endpoints (id, project_id, url, secret, description)
             VALUES (${id}, ${projectId}, ${input.url}, ${secret}, ${input.description})
             RETURNING ${cols}`
+          // Under an Idempotency-Key the claim records the endpoint in this transaction (src/store/keyed-create.ts).
+          yield* recordCreate(sql, id)
+          return inserted
         })).pipe(Effect.orDie)
         if (rows === undefined) return yield* new WebhookEndpointLimitReached({ limit: MAX_WEBHOOK_ENDPOINTS })
         return { row: rows[0]!, secret }

@@ -219,4 +219,73 @@ describe("no secret reaches the idempotency records", () => {
       await db.end()
     }
   }, 180_000)
+
+  it("a create whose process died after its commit, before its answer was kept, is found by the retry instead of made twice", async () => {
+    const token = await loginBearer(service, "owner@example.com", "owner-password")
+    const tenant = await service.request("POST", "/v1/tenants", { key: token, body: { name: "recovery" } })
+    expect(tenant.status, tenant.text).toBe(201)
+    const project = `/v1/projects/${service.projectId}`
+    const creates: Array<{ readonly name: string; readonly path: string; readonly body: Json; readonly key?: string; readonly id: (json: any) => string }> = [
+      { name: "api key", path: `${project}/api_keys`, body: { name: "recovered" }, id: (j) => j.id },
+      { name: "workspace", path: `${project}/workspaces`, body: { name: "recovered" }, id: (j) => j.id },
+      { name: "session", path: `${project}/do_anything/sessions`, body: { instructions: "recovered" }, id: (j) => j.id },
+      { name: "web search", path: `${project}/web_search/runs`, body: { queries: ["recovered"], wait: false }, id: (j) => j.id },
+      { name: "webhook endpoint", path: `${project}/webhooks`, body: { url: "http://127.0.0.1:9/recovered" }, id: (j) => j.id },
+      {
+        name: "monitor",
+        path: `${project}/track/monitors`,
+        body: { intent: "watch the recovered page", notify_channel: { kind: "console_inbox" }, schedule: { kind: "interval", interval_seconds: 3600 }, target_urls: ["http://127.0.0.1:9/page"] },
+        id: (j) => j.id
+      },
+      { name: "tenant", path: "/v1/tenants", body: { name: "recovered" }, key: token, id: (j) => j.tenant_id },
+      { name: "access key", path: `/v1/tenants/${tenant.json.tenant_id}/access_keys`, body: { name: "recovered" }, key: token, id: (j) => j.id }
+    ]
+    const db = await embeddedDatabaseClient(service.dataDir)
+    try {
+      for (const create of creates) {
+        const headers = { "idempotency-key": randomUUID() }
+        const send = () => service.request("POST", create.path, { body: create.body, headers, ...(create.key === undefined ? {} : { key: create.key }) })
+        const first = await send()
+        expect(first.status, `${create.name}: ${first.text}`).toBeGreaterThanOrEqual(200)
+        expect(first.status, `${create.name}: ${first.text}`).toBeLessThan(300)
+        // As the process that died between the create's commit and keeping its answer left it: an
+        // expired claim with no response, only the resource recorded in the create's transaction.
+        const left = await db.query(
+          "UPDATE idempotency_records SET status = NULL, response_headers = NULL, response_body = NULL, locked_until = now() - interval '1 second' WHERE idempotency_key = $1 RETURNING resource_id",
+          [headers["idempotency-key"]]
+        )
+        expect(left.rows[0]?.resource_id, `${create.name}: the create's transaction recorded its resource`).toBe(create.id(first.json))
+        const retried = await send()
+        expect(retried.status, `${create.name}: ${retried.text}`).toBe(first.status)
+        expect(retried.headers.get("idempotent-replayed"), create.name).toBeNull()
+        expect(create.id(retried.json), `${create.name}: the retry names the first attempt's resource`).toBe(create.id(first.json))
+        // And that answer is now the one kept.
+        const replay = await send()
+        expect(replay.headers.get("idempotent-replayed"), create.name).toBe("true")
+        expect(create.id(replay.json), create.name).toBe(create.id(first.json))
+        if (create.name === "api key") {
+          // The first answer never left the service: the key gets a new secret, and only that one works.
+          expect(retried.json.secret_token).toMatch(/^wa_/)
+          expect(retried.json.secret_token).not.toBe(first.json.secret_token)
+          expect((await service.request("GET", `${project}/workspaces?limit=1`, { key: retried.json.secret_token })).status).toBe(200)
+          expect((await service.request("GET", `${project}/workspaces?limit=1`, { key: first.json.secret_token })).status).toBe(401)
+        }
+        if (create.name === "access key") expect(retried.json.secret_key).toBe(first.json.secret_key)
+        if (create.name === "webhook endpoint") expect(retried.json.secret).toBe(first.json.secret)
+        if (create.name === "monitor") expect(retried.json.notify_secret).toBe(first.json.notify_secret)
+      }
+      // One of each, not two.
+      const one = async (query: string) => expect((await db.query(query)).rows[0].n).toBe(1)
+      await one("SELECT count(*)::int AS n FROM api_keys WHERE name = 'recovered'")
+      await one("SELECT count(*)::int AS n FROM workspaces WHERE name = 'recovered'")
+      await one("SELECT count(*)::int AS n FROM runs WHERE instructions = 'recovered'")
+      await one("SELECT count(*)::int AS n FROM runs WHERE kind = 'web_search' AND request->'queries'->>0 = 'recovered'")
+      await one("SELECT count(*)::int AS n FROM webhook_endpoints WHERE url = 'http://127.0.0.1:9/recovered'")
+      await one("SELECT count(*)::int AS n FROM monitors WHERE intent_text = 'watch the recovered page'")
+      await one("SELECT count(*)::int AS n FROM tenants WHERE name = 'recovered'")
+      await one("SELECT count(*)::int AS n FROM access_keys WHERE name = 'recovered'")
+    } finally {
+      await db.end()
+    }
+  }, 180_000)
 })

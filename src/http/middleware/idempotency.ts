@@ -11,6 +11,12 @@
  *   them as null and the secret exists only in the first response.
  * - Server errors (5xx), 429s (retry later) and interrupted requests are not kept, so a retry runs
  *   again.
+ * - A create survives a crash between its commit and the keeping of its response: the create's
+ *   transaction records the new resource's id on the claim (src/store/keyed-create.ts, which
+ *   reads the claim from KeyedRequest), and such a claim is never released, only expired. The
+ *   retry with the same request takes it over after the lease and gets that resource, rendered
+ *   as a fresh response, instead of a second one. Each attempt holds the claim with its own token,
+ *   so one that outlived its lease can neither record a create nor keep a response (409).
  */
 import { Effect, Exit, Fiber, Layer, Schedule, Schema, SchemaAST } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
