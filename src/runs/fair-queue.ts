@@ -33,6 +33,12 @@ export const DEFAULT_WORK_LIMITS: Readonly<Record<WorkKind, number>> = {
 interface Waiter {
   state: "waiting" | "granted" | "gone"
   readonly grant: () => void
+  readonly ticket: Ticket
+}
+
+/** A unit's hold on a slot; given back once, however the unit ends. */
+interface Ticket {
+  released: boolean
 }
 
 interface Lane {
@@ -81,19 +87,21 @@ export const makeFairQueue = (limits: Readonly<Record<WorkKind, number>> = DEFAU
     }
   }
 
-  const release = (lane: Lane) => {
+  const release = (lane: Lane, ticket: Ticket) => {
+    if (ticket.released) return
+    ticket.released = true
     lane.active--
     dispatch(lane)
   }
 
-  const acquire = (lane: Lane, owner: string): Effect.Effect<void> =>
+  const acquire = (lane: Lane, owner: string, ticket: Ticket): Effect.Effect<void> =>
     Effect.suspend(() => {
       if (lane.active < lane.limit && lane.turns.length === 0) {
         lane.active++
         return Effect.void
       }
       return Effect.callback<void>((resume) => {
-        const waiter: Waiter = { state: "waiting", grant: () => resume(Effect.void) }
+        const waiter: Waiter = { state: "waiting", grant: () => resume(Effect.void), ticket }
         const line = lane.waiting.get(owner)
         if (line === undefined) {
           lane.waiting.set(owner, [waiter])
@@ -105,7 +113,7 @@ export const makeFairQueue = (limits: Readonly<Record<WorkKind, number>> = DEFAU
         return Effect.sync(() => {
           if (waiter.state === "granted") {
             waiter.state = "gone"
-            release(lane)
+            release(lane, waiter.ticket)
             return
           }
           waiter.state = "gone"
@@ -126,7 +134,8 @@ export const makeFairQueue = (limits: Readonly<Record<WorkKind, number>> = DEFAU
     run: (kind, owner, work) =>
       Effect.uninterruptibleMask((restore) => {
         const lane = laneOf(kind)
-        return Effect.flatMap(restore(acquire(lane, owner)), () => Effect.ensuring(restore(work), Effect.sync(() => release(lane))))
+        const ticket: Ticket = { released: false }
+        return Effect.flatMap(restore(acquire(lane, owner, ticket)), () => Effect.ensuring(restore(work), Effect.sync(() => release(lane, ticket))))
       }),
     state: (kind) => {
       const lane = laneOf(kind)
