@@ -14,6 +14,12 @@
  * Only a pending or active grant's URL works. Each state change and its events are written in
  * one transaction with the run's status, so every API node and runner agrees on them.
  *
+ * One controller at a time: each connect of a control page stamps the grant's `connected_at`
+ * (microseconds, the page's `controller` token) and wakes the run's listeners; a relay whose token
+ * is no longer the grant's has been taken over by a newer page and ends, telling its page why.
+ * The newest page wins (not the first): a person who reloads, or moves to another device, keeps
+ * control instead of being locked out by a socket their old tab left half-open.
+ *
  * The URL is `/v1/control/<grant id>?exp=<exp>&sig=<HMAC-SHA256(url_signing secret, control:<grant>:<run>:<exp>)>`
  * (like the signed media URLs: the secret part stays out of the path, which the request log
  * records): unforgeable, bound to one run, and it expires (exp is the connect deadline).
@@ -26,7 +32,7 @@ import { ControlNotAvailable } from "../domain/errors.ts"
 import { makeId } from "../domain/ids.ts"
 import { isTerminal, type RunStatus } from "../domain/run-state.ts"
 import type { Run, RunId, SessionId } from "../domain/run.ts"
-import { RunStore } from "../store/runs.ts"
+import { EVENTS_CHANNEL, RunStore } from "../store/runs.ts"
 
 export type GrantStatus = "pending" | "active" | "released" | "expired" | "superseded" | "ended"
 
@@ -38,6 +44,8 @@ export interface Grant {
   readonly status: GrantStatus
   readonly expiresAt: Date
   readonly connectedAt: Date | null
+  /** The connect that holds control now (see above); null before anyone connected. */
+  readonly controller: string | null
 }
 
 export interface IssuedUrl {
@@ -52,7 +60,9 @@ export type TokenCheck =
   | { readonly _tag: "Invalid" }
   | { readonly _tag: "Expired" }
 
-export type ConnectOutcome = "connected" | "expired" | "ended" | "unavailable"
+export type ConnectOutcome =
+  | { readonly _tag: "connected"; readonly controller: string }
+  | { readonly _tag: "expired" | "ended" | "unavailable" }
 
 interface GrantRow {
   readonly id: string
@@ -62,6 +72,7 @@ interface GrantRow {
   readonly status: string
   readonly expires_at: Date
   readonly connected_at: Date | null
+  readonly controller: string | null
 }
 
 const grantFromRow = (row: GrantRow): Grant => ({
@@ -71,7 +82,8 @@ const grantFromRow = (row: GrantRow): Grant => ({
   reason: row.reason,
   status: row.status as GrantStatus,
   expiresAt: new Date(row.expires_at),
-  connectedAt: row.connected_at === null ? null : new Date(row.connected_at)
+  connectedAt: row.connected_at === null ? null : new Date(row.connected_at),
+  controller: row.controller ?? null
 })
 
 /** The path and query of a control page (the WebSocket is the same path plus `/ws`, same query). */
@@ -93,7 +105,10 @@ export class TakeControl extends Context.Service<TakeControl, {
   readonly release: (runId: RunId, trigger: string) => Effect.Effect<Run, ControlNotAvailable>
   /** Checks a URL's signature and its grant's state (a pending grant past its deadline expires here). */
   readonly verify: (credentials: ControlCredentials) => Effect.Effect<TokenCheck>
-  /** A control page connected: a pending grant becomes active and the run paused. */
+  /**
+   * A control page connected: a pending grant becomes active and the run paused; on an active
+   * grant the page takes over from the one connected before (which is woken to notice).
+   */
   readonly connect: (grantId: string) => Effect.Effect<ConnectOutcome>
   /** Expires the run's pending grants whose deadline passed (emits run.take_control_expired). */
   readonly expireDue: (runId: RunId) => Effect.Effect<void>
@@ -113,8 +128,10 @@ export class TakeControl extends Context.Service<TakeControl, {
 
       const lockRun = (runId: string) =>
         sql<{ status: RunStatus }>`SELECT status FROM runs WHERE id = ${runId} FOR UPDATE`.pipe(Effect.map((rows) => rows[0]?.status))
+      // connected_at to the microsecond, as text: a JS Date would merge two connects of one millisecond.
+      const controllerColumn = sql`(extract(epoch FROM connected_at) * 1000000)::bigint::text AS controller`
       const grantById = (grantId: string, forUpdate = false) =>
-        sql<GrantRow>`SELECT * FROM control_grants WHERE id = ${grantId} ${forUpdate ? sql`FOR UPDATE` : sql``}`.pipe(
+        sql<GrantRow>`SELECT *, ${controllerColumn} FROM control_grants WHERE id = ${grantId} ${forUpdate ? sql`FOR UPDATE` : sql``}`.pipe(
           Effect.map((rows) => rows[0] === undefined ? undefined : grantFromRow(rows[0]))
         )
       const setStatus = (grantId: string, status: GrantStatus) =>
@@ -219,29 +236,39 @@ export class TakeControl extends Context.Service<TakeControl, {
         connect: (grantId) =>
           tx(Effect.gen(function*() {
             const found = yield* grantById(grantId)
-            if (found === undefined) return "ended" as const
+            if (found === undefined) return { _tag: "ended" } as const
             const status = yield* lockRun(found.runId)
             const grant = (yield* grantById(grantId, true))!
             if (status === undefined || isTerminal(status)) {
               if (grant.status === "pending" || grant.status === "active") yield* setStatus(grant.id, "ended")
-              return "ended" as const
+              return { _tag: "ended" } as const
             }
-            if (grant.status === "active") return "connected" as const
-            if (grant.status !== "pending") return grant.status === "expired" ? "expired" as const : "ended" as const
+            /** This page becomes the grant's one controller. */
+            const stamp = sql<{ controller: string }>`
+              UPDATE control_grants SET connected_at = clock_timestamp() WHERE id = ${grant.id} RETURNING ${controllerColumn}`.pipe(
+              Effect.map((rows) => ({ _tag: "connected", controller: rows[0]!.controller }) as const)
+            )
+            if (grant.status === "active") {
+              // Taking over: the page connected before is woken (on whichever node holds it) and
+              // sees the token is no longer its own. Delivered at commit, like event notifications.
+              yield* sql`SELECT pg_notify(${EVENTS_CHANNEL}, ${`${grant.runId}:0`})`
+              return yield* stamp
+            }
+            if (grant.status !== "pending") return { _tag: grant.status === "expired" ? "expired" : "ended" } as const
             if (grant.expiresAt.getTime() <= Date.now()) {
               yield* expire(grant)
-              return "expired" as const
+              return { _tag: "expired" } as const
             }
-            if (status !== "running") return "unavailable" as const
+            if (status !== "running") return { _tag: "unavailable" } as const
             yield* setStatus(grant.id, "active")
             yield* store.transition(grant.runId, "paused", { data: { trigger: "control_page" } }).pipe(Effect.orDie)
             yield* store.appendEvent(grant.runId, "run.user_paused", { run_id: grant.runId, reason: grant.reason })
-            return "connected" as const
+            return yield* stamp
           })),
         expireDue,
         grant: (grantId) => grantById(grantId).pipe(Effect.orDie),
         openGrants: (runId) =>
-          sql<GrantRow>`SELECT * FROM control_grants WHERE run_id = ${runId} AND status IN ('pending', 'active') ORDER BY id`.pipe(
+          sql<GrantRow>`SELECT *, ${controllerColumn} FROM control_grants WHERE run_id = ${runId} AND status IN ('pending', 'active') ORDER BY id`.pipe(
             Effect.map((rows) => rows.map(grantFromRow)),
             Effect.orDie
           )

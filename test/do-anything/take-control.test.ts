@@ -5,6 +5,8 @@
  * tampered tokens, cancel while paused, the idle release, and the intervene kinds' 409s.
  */
 import { chromium, type Browser, type Page } from "playwright-core"
+import { randomBytes } from "node:crypto"
+import { request as httpRequest } from "node:http"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { selectChromium } from "../../src/browser/chromium-executable.ts"
 import { lastUserText, type ScriptedModel, startScriptedModel } from "../fixtures/model/scripted-model.ts"
@@ -116,9 +118,34 @@ const wsUrl = (controlUrl: string) => {
   return url.toString()
 }
 
+/**
+ * The status and body the control socket's upgrade request gets, sent the way a browser sends it
+ * (with its Origin), read before any upgrade.
+ */
+const upgradeAnswer = (controlUrl: string, origin: string) =>
+  new Promise<{ status: number; body: any }>((resolve, reject) => {
+    const url = new URL(wsUrl(controlUrl).replace(/^ws:/, "http:"))
+    // A connection of its own: the server ends it after answering an upgrade request without upgrading.
+    const request = httpRequest(url, {
+      agent: false,
+      headers: { connection: "Upgrade", upgrade: "websocket", origin, "sec-websocket-version": "13", "sec-websocket-key": randomBytes(16).toString("base64") }
+    })
+    request.on("response", (response) => {
+      let text = ""
+      response.on("data", (chunk) => (text += chunk))
+      response.on("end", () => resolve({ status: response.statusCode ?? 0, body: text === "" ? undefined : JSON.parse(text) }))
+    })
+    request.on("upgrade", (_response, socket) => {
+      socket.destroy()
+      reject(new Error(`the socket was upgraded for origin ${origin}`))
+    })
+    request.on("error", reject)
+    request.end()
+  })
+
 /** A WebSocket to the control page's socket (as the page opens it), with what it received. */
-const openSocket = async (controlUrl: string) => {
-  const socket = new WebSocket(wsUrl(controlUrl))
+const openSocket = async (controlUrl: string, origin?: string) => {
+  const socket = new WebSocket(wsUrl(controlUrl), origin === undefined ? undefined : { headers: { origin } } as unknown as string)
   socket.binaryType = "arraybuffer"
   const texts: Array<any> = []
   let frames = 0
@@ -286,6 +313,41 @@ describe("take control", () => {
     expect(ended.status).toBe(409)
     expect(ended.json.extra.status).toBe("done")
     expect((await fetch(third)).status).toBe(403)
+  })
+
+  it("the socket takes only the service's own Origin; one controller at a time: a second page takes over and the first is told", async () => {
+    const { sid, rid, held } = await startHeldRun(() => ({ tool: "read_page" }))
+    const url = (await intervene(sid, rid, { kind: "take_control", reason: "one at a time" })).json.standalone_control_url as string
+
+    // Another site's page (a browser always sends its Origin): refused before the upgrade, the run not paused.
+    for (const origin of ["http://evil.example", "null", `${new URL(service.url).protocol}//localhost.evil.example:${new URL(service.url).port}`]) {
+      const answer = await upgradeAnswer(url, origin)
+      expect(answer.status, origin).toBe(403)
+      expect(answer.body).toMatchObject({ code: "origin_not_allowed" })
+    }
+    await expect(openSocket(url, "http://evil.example")).rejects.toThrow()
+    expect((await service.request("GET", runPath(sid, rid))).json.status).toBe("running")
+
+    // The service's own origin (what the control page sends) connects.
+    const first = await openSocket(url, new URL(service.url).origin)
+    await waitForRunStatus(service, runPath(sid, rid), ["paused"])
+    await eventually("the first page's frames", () => (first.frames() > 0 ? true : undefined))
+
+    // A second page on the same URL takes over; the first is told why, and its socket closes.
+    const second = await openSocket(url, new URL(service.url).origin)
+    await first.closed
+    expect(first.texts.at(-1)).toMatchObject({ type: "ended", reason: expect.stringContaining("another page") })
+    await eventually("the second page's frames", () => (second.frames() > 0 ? true : undefined))
+    expect(second.texts[0]).toMatchObject({ type: "hello", run_id: rid })
+    expect(second.socket.readyState).toBe(WebSocket.OPEN)
+    // Control stayed with the person: the run is still paused, and the second page releases it.
+    expect((await service.request("GET", runPath(sid, rid))).json.status).toBe("paused")
+    second.socket.send(JSON.stringify({ type: "release" }))
+    await second.closed
+    expect(second.texts.at(-1)).toMatchObject({ type: "ended", reason: "control was released to the agent" })
+    expect((await eventOf(sid, rid, "run.user_released")).data).toMatchObject({ trigger: "control_page" })
+    held.open()
+    await service.request("POST", `${runPath(sid, rid)}/cancel`, { body: {} })
   })
 
   it("cancel works while paused: the run is canceled and the control socket ends", async () => {

@@ -12,6 +12,14 @@
  * release button, idle), the run ends, the live view stops, or the person closes the page.
  * Closing the page does not release control by itself: the idle timeout does, unless the person
  * reconnects with the same URL first.
+ *
+ * One controller at a time: a page that connects to a grant another page holds takes over (the
+ * newest wins, see src/control/take-control.ts); the earlier page gets {type:"ended"} saying so
+ * and its socket closes. The upgrade is refused (403 origin_not_allowed, before the run is
+ * paused) when the request carries an Origin that is not the service's own (WA_PUBLIC_URL, else
+ * the scheme and host the request reached): another site's page cannot open the socket even with
+ * the URL. A request without Origin is not a browser's (browsers always send it on WebSockets)
+ * and is let through: the signed URL is its credential, as for any other client.
  */
 import { Cause, Deferred, Effect, Exit, Queue, Schema, Stream } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
@@ -27,6 +35,7 @@ import { RunStore } from "../../store/runs.ts"
 import { WebAgentApi } from "../api/api.ts"
 import { envelopeBody, Forbidden, jsonResponse } from "../errors.ts"
 import { controlPageHtml, controlPagePolicy } from "../views/control-page.ts"
+import { publicBaseUrl } from "./do-anything.ts"
 import { cspNonce, pageSecurityHeaders } from "../page-security.ts"
 
 const refused = (check: Exclude<TokenCheck, { _tag: "Valid" }>) =>
@@ -70,8 +79,8 @@ export const ControlSocketRoute = HttpRouter.use((router) =>
     const config = yield* AppConfig
     const clientFor = yield* SessionEntity.client
 
-    /** Relays between the person's socket and the session entity until control ends. */
-    const relay = (socket: Socket, grant: Grant) =>
+    /** Relays between the person's socket and the session entity until control ends (or another page takes it). */
+    const relay = (socket: Socket, grant: Grant, controller: string) =>
       Effect.scoped(Effect.gen(function*() {
         // Acquiring the reader completes the handshake (the 101); writes wait for it.
         const reader = yield* socket.reader
@@ -126,6 +135,7 @@ export const ControlSocketRoute = HttpRouter.use((router) =>
             if (current === undefined || current.status !== "active") {
               return yield* end(current?.status === "released" ? "control was released to the agent" : "control has ended")
             }
+            if (current.controller !== controller) return yield* end("control was taken over by another page opened with this URL")
             const run = yield* store.getRun(grant.runId)
             if (run === undefined || isTerminal(run.status)) return yield* end(`the run is ${run?.status ?? "gone"}`)
             yield* Queue.take(wakeups).pipe(Effect.timeoutOption("5 seconds"))
@@ -169,23 +179,33 @@ export const ControlSocketRoute = HttpRouter.use((router) =>
       if ((request.headers["upgrade"] ?? "").toLowerCase() !== "websocket") {
         return jsonResponse(400, envelopeBody("bad_request", "this endpoint is the control page's WebSocket; open the control page instead"))
       }
+      const origin = request.headers["origin"]
+      if (origin !== undefined && !sameOrigin(origin, yield* publicBaseUrl)) {
+        return jsonResponse(403, envelopeBody("origin_not_allowed", "the control socket opens only from this service's own control page"))
+      }
       const { grant } = yield* HttpRouter.params
       const query = new URL(request.url, "http://control").searchParams
       const check = yield* take.verify({ grantId: grant ?? "", exp: query.get("exp") ?? undefined, sig: query.get("sig") ?? undefined })
       if (check._tag !== "Valid") return jsonResponse(403, envelopeBody(refused(check).code, refused(check).detail))
       const outcome = yield* take.connect(check.grant.id)
-      if (outcome === "unavailable") {
+      if (outcome._tag === "unavailable") {
         return jsonResponse(409, envelopeBody("conflict", "the run is not running (it may be awaiting input); try again when it runs"))
       }
-      if (outcome !== "connected") return jsonResponse(403, envelopeBody(refused({ _tag: "Expired" }).code, refused({ _tag: "Expired" }).detail))
+      if (outcome._tag !== "connected") return jsonResponse(403, envelopeBody(refused({ _tag: "Expired" }).code, refused({ _tag: "Expired" }).detail))
       const socket = yield* request.upgrade
-      yield* relay(socket, check.grant).pipe(
+      yield* relay(socket, check.grant, outcome.controller).pipe(
         Effect.catchCause((cause) => Effect.logWarning("control page socket failed", cause))
       )
       return HttpServerResponse.empty()
     }))
   })
 )
+
+/** Whether an Origin header names the same origin (scheme, host, port) as the service's base URL. */
+const sameOrigin = (origin: string, base: string): boolean => {
+  if (!URL.canParse(origin) || !URL.canParse(base)) return false
+  return new URL(origin).origin === new URL(base).origin
+}
 
 /** The reason a LiveViewUnavailable carries, when that is what ended the relay. */
 const liveViewReason = (cause: Cause.Cause<unknown>): string | undefined => {
