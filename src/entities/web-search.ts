@@ -6,7 +6,7 @@
  * checkpoint: its engine calls are cheap to repeat and its result is written once, with the run's
  * terminal state.
  */
-import { Cause, Effect, Exit, Fiber, FiberMap, Option } from "effect"
+import { Cause, Effect, Exit, Fiber, FiberMap, Option, Semaphore } from "effect"
 import { ClusterSchema, Entity, Sharding } from "effect/cluster"
 import { Rpc } from "effect/rpc"
 import { AgentModel } from "../agent/model.ts"
@@ -74,10 +74,21 @@ const webSearchHandlers = Effect.gen(function*() {
     const excluded = new Set(request.exclude_canonical_urls ?? [])
     const limit = request.max_results_per_query * queryCount(request)
     const searched = excluded.size === 0 ? request : { ...request, max_results_per_query: Math.min(50, request.max_results_per_query * 2) }
+    // Progress events are written in batches: an event waits while the run's previous batch is
+    // written, then goes with every event that arrived meanwhile, in one transaction that takes a
+    // share of the run-write lane. A burst of runs then costs the SQL pool a few transactions per
+    // run instead of two per engine call, and the requests keep their connections.
+    const pending: Array<{ readonly type: string; readonly data: Record<string, unknown> }> = []
+    const writer = Semaphore.makeUnsafe(1)
+    const flush = Semaphore.withPermit(writer, Effect.suspend(() => {
+      const batch = pending.splice(0)
+      return batch.length === 0 ? Effect.void : store.appendEvents(run.id, batch, executor).pipe(fairly("run_write"))
+    }))
     const searching = search.run(searched, {
-      // Progress writes take a share of the run-write lane, so a burst of runs cannot hold the SQL
-      // pool that requests need.
-      onProgress: (event) => store.appendEvent(run.id, "run.search.progress", { ...event }, executor).pipe(Effect.asVoid, fairly("run_write"))
+      onProgress: (event) => Effect.suspend(() => {
+        pending.push({ type: "run.search.progress", data: { ...event } })
+        return flush
+      })
     })
     // The search looks for a model in its context; with none it summarizes extractively. Its
     // model calls (re-rank, summaries) are metered to be charged with the run.

@@ -180,6 +180,8 @@ export class RunStore extends Context.Service<RunStore, {
   readonly setSessionStatus: (sessionId: SessionId, status: Session["status"]) => Effect.Effect<void>
   readonly transition: (runId: RunId, to: RunStatus, options?: TransitionOptions) => Effect.Effect<Run, RunNotFound | InvalidTransition>
   readonly appendEvent: (runId: RunId, type: string, data: Record<string, unknown>, executor?: string) => Effect.Effect<number>
+  /** Appends events in order in one transaction (a batch of a run's progress). */
+  readonly appendEvents: (runId: RunId, events: ReadonlyArray<{ readonly type: string; readonly data: Record<string, unknown> }>, executor?: string) => Effect.Effect<void>
   /** Makes a new execution the owner of the run and returns its token. */
   readonly claimExecution: (runId: RunId) => Effect.Effect<string>
   /** Events after `afterId`, oldest first; screenshot URLs in them are signed at the time of reading. */
@@ -462,6 +464,11 @@ export class RunStore extends Context.Service<RunStore, {
           return updated
         })).pipe(Effect.catchTag("SqlError", Effect.die))
 
+      const appendEvents: RunStore["Service"]["appendEvents"] = (runId, events, executor) =>
+        events.length === 0 ? Effect.void : sql.withTransaction(lockRun(runId, executor).pipe(
+          Effect.andThen(Effect.forEach(events, (event) => insertEvent(runId, event.type, event.data), { discard: true }))
+        )).pipe(Effect.orDie)
+
       const appendEvent: RunStore["Service"]["appendEvent"] = (runId, type, data, executor) =>
         sql.withTransaction(lockRun(runId, executor).pipe(Effect.andThen(insertEvent(runId, type, data)))).pipe(Effect.orDie)
 
@@ -560,6 +567,7 @@ export class RunStore extends Context.Service<RunStore, {
               WHERE id = ${sessionId}`.pipe(Effect.asVoid, Effect.orDie),
         transition,
         appendEvent,
+        appendEvents,
         eventsAfter: (runId, afterId, limit) =>
           // Order by the bigint column: the `id::text` output alias would sort "10" before "7".
           sql<{ id: string; type: string; data: Record<string, unknown>; created_at: Date }>`
