@@ -529,7 +529,8 @@ export function auditRefs(): { visible: number; withRef: number; ariaHidden: num
         continue
       }
       visible++
-      if (st?.ids.has(el)) withRef++
+      // A concealed checkbox or radio is operated through its label's ref.
+      if (st?.ids.has(el) || Array.from((el as HTMLInputElement).labels ?? []).some((l) => st?.ids.has(l))) withRef++
       else if (missing.length < 5) missing.push(el.outerHTML.slice(0, 120))
     }
     for (const el of Array.from(root.querySelectorAll("*"))) if (el.shadowRoot) visit(el.shadowRoot)
