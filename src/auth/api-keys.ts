@@ -12,6 +12,10 @@ import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { AppConfig } from "../config/config.ts"
 import { makeId } from "../domain/ids.ts"
+import { PlanLimitReached } from "../domain/errors.ts"
+
+/** The first key of the advisory lock that serialises a project's key creates (the second is the project's hash). */
+const PROJECT_KEYS_LOCK = 0x7761_6b31 // "wak1"
 import { createOnce } from "../store/keyed-create.ts"
 import { displayPrefix, generateApiKey, hashApiKey, isWellFormedApiKey } from "./api-key-format.ts"
 
@@ -58,6 +62,11 @@ export class ApiKeys extends Context.Service<ApiKeys, {
     readonly rows: ReadonlyArray<ApiKeyRow>
     readonly total: number
   }>
+  /**
+   * `create` within the plan's cap on the project's keys (not revoked): PlanLimitReached at
+   * `limit`. The project's creates count and insert one at a time, on every node.
+   */
+  readonly createWithinPlan: (projectId: string, name: string | null, options: CreateApiKeyOptions, limit: number) => Effect.Effect<{ readonly row: ApiKeyRow; readonly secret: string }, PlanLimitReached>
   readonly count: (projectId: string) => Effect.Effect<number>
   readonly find: (projectId: string, keyId: string) => Effect.Effect<ApiKeyRow | undefined>
   readonly revoke: (projectId: string, keyId: string) => Effect.Effect<ApiKeyRow | undefined>
@@ -100,6 +109,14 @@ export class ApiKeys extends Context.Service<ApiKeys, {
               return rows[0] === undefined ? undefined : { row: rows[0], secret }
             })
         ).pipe(Effect.orDie)
+
+      const createWithinPlan = (projectId: string, name: string | null, options: CreateApiKeyOptions, limit: number) =>
+        sql.withTransaction(Effect.gen(function*() {
+          yield* sql`SELECT pg_advisory_xact_lock(${PROJECT_KEYS_LOCK}, hashtext(${projectId}))`
+          const [counted] = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM api_keys WHERE project_id = ${projectId} AND disabled_at IS NULL`
+          if (counted!.n >= limit) return yield* new PlanLimitReached({ resource: "api_keys", count: counted!.n, limit })
+          return yield* create(projectId, name, options)
+        })).pipe(Effect.catchTag("SqlError", (error) => Effect.die(error)))
 
       const count = (projectId: string) =>
         sql<{ total: number }>`SELECT count(*)::int AS total FROM api_keys WHERE project_id = ${projectId}`.pipe(
@@ -175,7 +192,7 @@ export class ApiKeys extends Context.Service<ApiKeys, {
         return Effect.succeed(graceUntil !== null && graceUntil.getTime() <= now ? "revoked" as const : cached.row)
       }
 
-      return ApiKeys.of({ create, list, count, find, revoke, authenticate })
+      return ApiKeys.of({ create, createWithinPlan, list, count, find, revoke, authenticate })
     })
   )
 }

@@ -7,7 +7,8 @@
  * "monthly_quota_usd"}]}`: concurrency is the concurrent-session cap of each API key, scheduled_cap
  * the scheduled runs a project may have active at once, monthly_credits_usd what a subscribed
  * project is granted each billing period, monthly_quota_usd the default monthly spending quota
- * (null: none).
+ * (null: none); optional `sessions_per_project` (open sessions of all its keys together),
+ * `keys_per_project` and `monitors_per_project` (not ended).
  */
 import { Schema } from "effect"
 import * as fs from "node:fs"
@@ -24,6 +25,12 @@ export interface Plan {
   readonly monthlyCreditsMicros: number
   /** The default monthly spending quota, micro-USD; null: none. */
   readonly monthlyQuotaMicros: number | null
+  /** Open sessions of the whole project, whatever key holds them (never below `concurrency`). */
+  readonly projectSessions: number
+  /** API keys a project may have (not revoked). */
+  readonly projectKeys: number
+  /** Monitors a project may have that have not ended (canceled or completed ones do not count). */
+  readonly projectMonitors: number
 }
 
 export interface PlanTable {
@@ -40,7 +47,11 @@ const PlanFile = Schema.Struct({
     concurrency: Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 1_000_000 })),
     scheduled_cap: Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 1_000_000 })),
     monthly_credits_usd: Usd,
-    monthly_quota_usd: Schema.NullOr(Usd)
+    monthly_quota_usd: Schema.NullOr(Usd),
+    // Optional: a table without them gets twice the per-key concurrency, 50 keys and 100 monitors.
+    sessions_per_project: Schema.optional(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 1_000_000 }))),
+    keys_per_project: Schema.optional(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 1_000_000 }))),
+    monitors_per_project: Schema.optional(Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 1_000_000 })))
   })).check(Schema.isMinLength(1))
 })
 
@@ -69,7 +80,10 @@ export const loadPlanTable = (file: string | undefined, defaultPlanId: string | 
     concurrency: p.concurrency,
     scheduledCap: p.scheduled_cap,
     monthlyCreditsMicros: micros(p.monthly_credits_usd),
-    monthlyQuotaMicros: p.monthly_quota_usd === null ? null : micros(p.monthly_quota_usd)
+    monthlyQuotaMicros: p.monthly_quota_usd === null ? null : micros(p.monthly_quota_usd),
+    projectSessions: Math.max(p.concurrency, p.sessions_per_project ?? 2 * p.concurrency),
+    projectKeys: p.keys_per_project ?? 50,
+    projectMonitors: p.monitors_per_project ?? 100
   }))
   const ids = new Set(plans.map((p) => p.id))
   if (ids.size !== plans.length) throw new Error(`WA_PLANS_FILE ${path}: plan ids must be unique`)

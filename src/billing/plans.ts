@@ -5,7 +5,9 @@
  *   subscription, status `active`), else on the default plan (WA_DEFAULT_PLAN) without a
  *   subscription (`subscription_status: none`).
  * - The plan gives each API key its concurrent-session cap (WA_MAX_CONCURRENT_SESSIONS, when set,
- *   overrides every plan's), the project's scheduled-run cap and its default monthly quota.
+ *   overrides every plan's), the project's scheduled-run cap and its default monthly quota, and
+ *   the project's caps on open sessions of all its keys (WA_MAX_SESSIONS_PER_PROJECT), API keys
+ *   (WA_MAX_KEYS_PER_PROJECT) and monitors not ended (WA_MAX_MONITORS_PER_PROJECT).
  * - A subscribed project is granted its plan's monthly credits once per billing period: when the
  *   plan is set (if the period has no grant yet), and when the ledger opens a new period
  *   (src/billing/ledger.ts lockBalance, lazily on the first write or balance read of the period).
@@ -25,6 +27,18 @@ export class UnknownPlan extends Schema.TaggedError<UnknownPlan>()("UnknownPlan"
   known: Schema.Array(Schema.String)
 }) {}
 
+/** The caps a plan sets, overrides applied (see Plans.capsOf). */
+export interface PlanCaps {
+  /** Open sessions per API key. */
+  readonly concurrency: number
+  /** Scheduled runs under way per project. */
+  readonly scheduled: number
+  /** Open sessions of the project, all keys together (never below `concurrency`). */
+  readonly projectSessions: number
+  readonly projectKeys: number
+  readonly projectMonitors: number
+}
+
 export interface ProjectPlan {
   readonly plan: Plan
   /** `active`: the operator put the project on this plan; `none`: the default plan, no subscription. */
@@ -40,9 +54,11 @@ export class Plans extends Context.Service<Plans, {
    * The caps a plan sets, as enforced: open sessions per key (WA_MAX_CONCURRENT_SESSIONS overrides
    * every plan's) and scheduled runs under way per project (WA_SCHEDULED_CAP overrides).
    */
-  readonly capsOf: (plan: Plan) => { readonly concurrency: number; readonly scheduled: number }
+  readonly capsOf: (plan: Plan) => PlanCaps
   /** Open sessions one key of the project may hold (capsOf its plan). */
   readonly concurrencyCap: (projectId: string) => Effect.Effect<number>
+  /** The caps of the project's plan (capsOf). */
+  readonly capsFor: (projectId: string) => Effect.Effect<PlanCaps>
   /** Runs of the project's schedules that may be under way at once (capsOf its plan). */
   readonly scheduledCap: (projectId: string) => Effect.Effect<number>
   /** Puts the project on a plan (a subscription) and grants the period's credits if not yet granted. */
@@ -59,10 +75,20 @@ export class Plans extends Context.Service<Plans, {
       const byId = new Map(table.plans.map((plan) => [plan.id, plan]))
       const concurrencyOverride = Option.getOrUndefined(config.maxConcurrentSessionsOverride)
       const scheduledOverride = Option.getOrUndefined(config.scheduledCapOverride)
-      const capsOf = (plan: Plan) => ({
-        concurrency: concurrencyOverride ?? plan.concurrency,
-        scheduled: scheduledOverride ?? plan.scheduledCap
-      })
+      const sessionsOverride = Option.getOrUndefined(config.maxProjectSessionsOverride)
+      const keysOverride = Option.getOrUndefined(config.maxProjectKeysOverride)
+      const monitorsOverride = Option.getOrUndefined(config.maxProjectMonitorsOverride)
+      const capsOf = (plan: Plan): PlanCaps => {
+        const concurrency = concurrencyOverride ?? plan.concurrency
+        return {
+          concurrency,
+          scheduled: scheduledOverride ?? plan.scheduledCap,
+          // A project may always hold what one of its keys may.
+          projectSessions: Math.max(concurrency, sessionsOverride ?? plan.projectSessions),
+          projectKeys: keysOverride ?? plan.projectKeys,
+          projectMonitors: monitorsOverride ?? plan.projectMonitors
+        }
+      }
 
       // The credits subscriptions are granted follow the table as configured now (a plan gone from
       // the table grants nothing; its projects are on the default plan's caps).
@@ -97,6 +123,7 @@ export class Plans extends Context.Service<Plans, {
         // An override needs no read of the project's plan.
         concurrencyCap: (projectId) =>
           concurrencyOverride !== undefined ? Effect.succeed(concurrencyOverride) : subscription(projectId).pipe(Effect.map((s) => capsOf(s.plan).concurrency)),
+        capsFor: (projectId) => subscription(projectId).pipe(Effect.map((s) => capsOf(s.plan))),
         scheduledCap: (projectId) =>
           scheduledOverride !== undefined ? Effect.succeed(scheduledOverride) : subscription(projectId).pipe(Effect.map((s) => capsOf(s.plan).scheduled)),
         set: Effect.fn("Plans.set")(function*(projectId: string, planId: string) {

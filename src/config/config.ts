@@ -142,6 +142,10 @@ export const AppConfigSchema = Config.all({
   defaultPlan: optionalString("WA_DEFAULT_PLAN"),
   /** WA_MAX_CONCURRENT_SESSIONS when set: overrides every plan's per-key concurrency. */
   maxConcurrentSessionsOverride: Config.option(Config.Int("WA_MAX_CONCURRENT_SESSIONS")),
+  /** Overrides of every plan's per-project caps: open sessions, API keys, monitors not ended. */
+  maxProjectSessionsOverride: Config.option(Config.Int("WA_MAX_SESSIONS_PER_PROJECT")),
+  maxProjectKeysOverride: Config.option(Config.Int("WA_MAX_KEYS_PER_PROJECT")),
+  maxProjectMonitorsOverride: Config.option(Config.Int("WA_MAX_MONITORS_PER_PROJECT")),
   /** Standalone runs (WebSearch, DeepResearch) a project may have under way; one more gets 429 too_many_concurrent_runs. */
   maxConcurrentRuns: Config.Int("WA_MAX_CONCURRENT_RUNS").pipe(Config.withDefault(25)),
   stripeWebhookSecret: optionalRedacted("WA_STRIPE_WEBHOOK_SECRET"),

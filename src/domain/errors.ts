@@ -22,9 +22,17 @@ export class SessionClosed extends Schema.TaggedError<SessionClosed>()("SessionC
   sessionId: Schema.String
 }) {}
 
-/** The key already holds as many open sessions as it may. */
+/** The key (or, with scope `project`, its project) already holds as many open sessions as it may. */
 export class SessionCapReached extends Schema.TaggedError<SessionCapReached>()("SessionCapReached", {
   open: Schema.Int,
+  limit: Schema.Int,
+  scope: Schema.optional(Schema.Literals(["key", "project"]))
+}) {}
+
+/** The project has as many API keys (or monitors not ended) as its plan allows. */
+export class PlanLimitReached extends Schema.TaggedError<PlanLimitReached>()("PlanLimitReached", {
+  resource: Schema.Literals(["api_keys", "monitors"]),
+  count: Schema.Int,
   limit: Schema.Int
 }) {}
 
@@ -149,6 +157,7 @@ export class BudgetExceeded extends Schema.TaggedError<BudgetExceeded>()("Budget
 }) {}
 
 export type DomainError =
+  | PlanLimitReached
   | InsufficientCredits
   | BudgetExceeded
   | ControlNotAvailable

@@ -220,8 +220,9 @@ export class Sessions extends Context.Service<Sessions, {
             profileId,
             workspaceId: request.workspace_id ?? null,
             run: toNewRun(request),
-            // The plan's per-key cap (WA_MAX_CONCURRENT_SESSIONS overrides it); counted in the insert's transaction.
-            maxOpenSessions: yield* plans.concurrencyCap(key.projectId)
+            // The plan's per-key and per-project caps (WA_MAX_CONCURRENT_SESSIONS, WA_MAX_SESSIONS_PER_PROJECT
+            // override them); counted in the insert's transaction.
+            ...yield* plans.capsFor(key.projectId).pipe(Effect.map((caps) => ({ maxOpenSessions: caps.concurrency, maxProjectSessions: caps.projectSessions })))
           }).pipe(
             Effect.tap((created) => attachSchedule(created.run, request)),
             // Under an Idempotency-Key the claim records the session in this transaction (src/store/keyed-create.ts).

@@ -38,10 +38,11 @@ import type {
   ControlNotAvailable,
   InsufficientCredits,
   BudgetExceeded,
+  PlanLimitReached,
   ScheduleNotFound,
   SchedulePaused
 } from "../domain/errors.ts"
-import { Conflict, NotFound, PaymentRequired, TooManyRequests, ValidationError, validationError } from "./errors.ts"
+import { Conflict, Forbidden, NotFound, PaymentRequired, TooManyRequests, ValidationError, validationError } from "./errors.ts"
 import { usd2 } from "../billing/ledger.ts"
 
 /** Retry-After of too_many_concurrent_runs: a search run ends within seconds, a research run takes longer. */
@@ -53,6 +54,7 @@ const kindLabel = { do_anything: "run", deep_research: "research run", web_searc
 export type HttpErrorOf<E> = E extends RunNotFound | SessionNotFound | ArtifactNotFound | MonitorNotFound | MonitorPartNotFound | WorkspaceNotFound | WorkspaceFileNotFound | ProfileNotFound | ScheduleNotFound ? NotFound
   : E extends SessionCapReached | RunCapReached ? TooManyRequests
   : E extends InsufficientCredits | BudgetExceeded ? PaymentRequired
+  : E extends PlanLimitReached ? Forbidden
   : E extends UnknownNames | MissingFields | InvalidField | UnknownSections | AlignmentNeedsModel ? ValidationError
   : E extends SessionClosed | PreviousRunActive | InvalidTransition | RunEnded | RunNotEnded | RunNotExpired | RunNotAwaitingInput | InputRequestNotFound | InputRequestAnswered | ParentRunNotReady | MonitorNotInAlignment | MonitorActionRefused | ProfileInUse | LoginNotStarted | ControlNotAvailable | SchedulePaused ? Conflict
   : E
@@ -73,8 +75,18 @@ const renderers: { readonly [K in DomainError["_tag"]]: (error: Extract<DomainEr
   SessionCapReached: (e) =>
     new TooManyRequests({
       code: "too_many_concurrent_sessions",
-      detail: `this key already holds ${e.open} open sessions (limit ${e.limit}); close one or wait for one to end`,
-      extra: { limit: e.limit, active: e.open, retry_after_seconds: 5 }
+      detail: e.scope === "project"
+        ? `this project already holds ${e.open} open sessions across its keys (its plan's limit ${e.limit}); close one or wait for one to end`
+        : `this key already holds ${e.open} open sessions (limit ${e.limit}); close one or wait for one to end`,
+      extra: { limit: e.limit, active: e.open, scope: e.scope ?? "key", retry_after_seconds: 5 }
+    }),
+  // A plan limit is no rate: waiting does not lift it (delete one, or move to a bigger plan).
+  PlanLimitReached: (e) =>
+    new Forbidden({
+      code: "plan_limit_reached",
+      detail: `this project already has ${e.count} ${e.resource === "api_keys" ? "API keys" : "monitors that have not ended"} (its plan's limit ${e.limit}); ` +
+        (e.resource === "api_keys" ? "revoke one" : "cancel or delete one") + " or move the project to a bigger plan",
+      extra: { resource: e.resource, limit: e.limit, count: e.count }
     }),
   RunCapReached: (e) =>
     new TooManyRequests({
@@ -187,7 +199,7 @@ export const httpErrors = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effe
 // ---- accounts (src/accounts/errors.ts) ---------------------------------------------------------
 
 import type { AccountError } from "../accounts/errors.ts"
-import { Forbidden, Unauthorized } from "./errors.ts"
+import { Unauthorized } from "./errors.ts"
 
 const accountTags = new Set<string>([
   "SsoFailed", "InvalidCredentials", "LoginThrottled", "AccountResourceNotFound", "RoleForbidden", "AccountConflict", "AccountLimitReached", "AccountInvalidField"

@@ -45,6 +45,9 @@ import { admitRunInFlight, oneAdmissionAtATime } from "./run-admission.ts"
 
 export const EVENTS_CHANNEL = "wa_run_events"
 
+/** The first key of the advisory lock that serialises a project's session creates (the second is the project's hash). */
+const PROJECT_SESSIONS_LOCK = 0x7761_7332 // "was2"
+
 /** A step charges the browser time due once it is at least this much (micro-USD); the run's end charges the rest. */
 export const MIN_BROWSER_STEP_MICROS = 1_000
 
@@ -151,6 +154,8 @@ export class RunStore extends Context.Service<RunStore, {
     readonly run: NewRun
     /** Open sessions the key may hold; the count and the insert are one transaction. */
     readonly maxOpenSessions: number
+    /** Open sessions the whole project may hold (its plan's), counted in the same transaction. */
+    readonly maxProjectSessions?: number
   }) => Effect.Effect<{ readonly session: Session; readonly run: Run }, SessionCapReached | InsufficientCredits | BudgetExceeded>
   /** Billing on: the run is admitted against its estimated charge, held (src/billing/holds.ts), in the transaction that inserts it. */
   readonly addRun: (sessionId: SessionId, run: NewRun) => Effect.Effect<Run, SessionClosed | PreviousRunActive | InsufficientCredits | BudgetExceeded>
@@ -389,7 +394,16 @@ export class RunStore extends Context.Service<RunStore, {
           const counted = yield* sql<{ open: number }>`
             SELECT count(*)::int AS open FROM sessions WHERE api_key_id = ${input.apiKeyId} AND status <> 'closed'`
           const open = counted[0]?.open ?? 0
-          if (open >= input.maxOpenSessions) return yield* new SessionCapReached({ open, limit: input.maxOpenSessions })
+          if (open >= input.maxOpenSessions) return yield* new SessionCapReached({ open, limit: input.maxOpenSessions, scope: "key" })
+          if (input.maxProjectSessions !== undefined) {
+            // The project's creates (by any key) count and insert one at a time, on every node.
+            yield* sql`SELECT pg_advisory_xact_lock(${PROJECT_SESSIONS_LOCK}, hashtext(${input.projectId}))`
+            const [project] = yield* sql<{ open: number }>`
+              SELECT count(*)::int AS open FROM sessions WHERE project_id = ${input.projectId} AND status <> 'closed'`
+            if (project!.open >= input.maxProjectSessions) {
+              return yield* new SessionCapReached({ open: project!.open, limit: input.maxProjectSessions, scope: "project" })
+            }
+          }
           // The store mints ids: a new one is branded where it is made.
           const sessionId = makeId("sess") as SessionId
           yield* sql`

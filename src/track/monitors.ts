@@ -12,7 +12,8 @@ import { randomBytes } from "node:crypto"
 import { AgentModel } from "../agent/model.ts"
 import { AppConfig } from "../config/config.ts"
 import { Budget } from "../billing/budget.ts"
-import type { BudgetExceeded, InsufficientCredits } from "../domain/errors.ts"
+import { type BudgetExceeded, type InsufficientCredits, PlanLimitReached } from "../domain/errors.ts"
+import { Plans } from "../billing/plans.ts"
 import { AlignmentNeedsModel, InvalidField, MonitorActionRefused, MonitorNotInAlignment, type MonitorNotFound, MonitorPartNotFound } from "../domain/errors.ts"
 import {
   type CreateMonitorRequest,
@@ -34,6 +35,8 @@ import { checkRules, checkSchedule } from "./settings.ts"
 import { MONITOR_OWNER } from "./tick.ts"
 import { ProfileStore } from "../profiles/profile-store.ts"
 import { earlierCreate, messageSent, recordCreate } from "../store/keyed-create.ts"
+/** The first key of the advisory lock that serialises a project's monitor creates (the second is the project's hash). */
+const PROJECT_MONITORS_LOCK = 0x7761_6d31 // "wam1"
 
 const channelOf = (spec: {
   readonly kind: NotifyChannel["kind"]
@@ -53,7 +56,7 @@ const newSecret = () => `whsec_${randomBytes(32).toString("base64")}`
 const owner = (monitorId: string) => ({ kind: MONITOR_OWNER, id: monitorId })
 
 export class Monitors extends Context.Service<Monitors, {
-  readonly create: (projectId: string, keyId: string | null, request: CreateMonitorRequest) => Effect.Effect<Monitor, InvalidField | AlignmentNeedsModel | InsufficientCredits | BudgetExceeded>
+  readonly create: (projectId: string, keyId: string | null, request: CreateMonitorRequest) => Effect.Effect<Monitor, InvalidField | AlignmentNeedsModel | InsufficientCredits | BudgetExceeded | PlanLimitReached>
   readonly list: (projectId: string, options: { readonly page: number; readonly pageSize: number; readonly status?: MonitorStatus | undefined }) => Effect.Effect<{ readonly items: ReadonlyArray<Monitor>; readonly total: number }>
   readonly find: (projectId: string, monitorId: string) => Effect.Effect<Monitor, MonitorNotFound>
   readonly pause: (monitor: Monitor, reason: string | null) => Effect.Effect<Monitor, MonitorActionRefused>
@@ -87,6 +90,7 @@ export class Monitors extends Context.Service<Monitors, {
       const clientFor = yield* MonitorEntity.client
       const profiles = yield* ProfileStore
       const budget = yield* Budget
+      const plans = yield* Plans
 
       const dispatchTick = (tick: TickRun) => clientFor(tick.monitor_id).Tick({ tickId: tick.id }, { discard: true }).pipe(Effect.orDie)
       const align = (monitor: Monitor) =>
@@ -152,7 +156,13 @@ export class Monitors extends Context.Service<Monitors, {
           }
           // 402 before anything is created (budget cap reached, or credits below the minimum).
           yield* budget.admit(projectId)
+          const limit = (yield* plans.capsFor(projectId)).projectMonitors
           const monitor = yield* sql.withTransaction(Effect.gen(function*() {
+            // The plan's cap on monitors not ended: the project's creates count and insert one at a time, on every node.
+            yield* sql`SELECT pg_advisory_xact_lock(${PROJECT_MONITORS_LOCK}, hashtext(${projectId}))`
+            const [counted] = yield* sql<{ n: number }>`
+              SELECT count(*)::int AS n FROM monitors WHERE project_id = ${projectId} AND status NOT IN ('canceled', 'completed')`
+            if (counted!.n >= limit) return yield* new PlanLimitReached({ resource: "monitors", count: counted!.n, limit })
             const created = yield* store.create({
               projectId,
               createdByKeyId: keyId,
@@ -172,7 +182,7 @@ export class Monitors extends Context.Service<Monitors, {
             // Under an Idempotency-Key the claim records the monitor in this transaction (src/store/keyed-create.ts).
             yield* recordCreate(sql, created.id)
             return created
-          })).pipe(Effect.orDie)
+          })).pipe(Effect.catchTag("SqlError", (error) => Effect.die(error)))
           if (!direct) yield* align(monitor)
           yield* Effect.logInfo("monitor created").pipe(Effect.annotateLogs({ monitor_id: monitor.id, mode: direct ? "direct" : "alignment" }))
           return monitor
@@ -304,7 +314,7 @@ export class Monitors extends Context.Service<Monitors, {
         fire
       })
     })
-  ).pipe(Layer.provide(Layer.mergeAll(ProfileStore.layer, Budget.layer)))
+  ).pipe(Layer.provide(Layer.mergeAll(ProfileStore.layer, Budget.layer, Plans.layer)))
 }
 
 export type { MonitorId }

@@ -20,7 +20,7 @@ import {
 } from "../../domain/monitor.ts"
 import { CanonicalSchedule } from "../../domain/schedule-spec.ts"
 import { RULES_DOCUMENTATION } from "../../domain/track-rules.ts"
-import { BadRequest, Conflict, NotFound, PaymentRequired, ValidationError } from "../errors.ts"
+import { BadRequest, Conflict, Forbidden, NotFound, PaymentRequired, ValidationError } from "../errors.ts"
 import { PageQuery } from "../pagination.ts"
 import { MaxString, ProjectIdParam, secretField, Timestamp } from "./schemas.ts"
 import { Authentication, Idempotency, RateLimit } from "./security.ts"
@@ -122,7 +122,8 @@ const createEndpoint = (path: "/monitors" | "/tracks") =>
     params: ProjectIdParam,
     payload: CreateMonitorRequest,
     success: CreateMonitorResponse.annotate({ httpApiStatus: 201 }),
-    error: [ValidationError, BadRequest, PaymentRequired]
+    // Forbidden: plan_limit_reached, the project has as many monitors not ended as its plan allows.
+    error: [ValidationError, BadRequest, PaymentRequired, Forbidden]
   }).annotate(HttpApi.PayloadParseOptions, strict).annotate(
     OpenApi.Description,
     "Direct mode (schedule given): active at once; the first tick runs at once (the baseline), then on the schedule " +

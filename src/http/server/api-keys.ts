@@ -4,10 +4,12 @@
  * calling key from the database so a key revoked a moment ago on another node cannot mint or
  * revoke keys.
  */
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { type ApiKeyRow, type ApiKeyScope, ApiKeys } from "../../auth/api-keys.ts"
 import { Forbidden, notFound } from "../errors.ts"
+import { Plans } from "../../billing/plans.ts"
+import { httpErrors } from "../domain-errors.ts"
 import { WebAgentApi } from "../api/api.ts"
 import { CurrentKey, requireScope, scopeFailure } from "../api/security.ts"
 import { DEFAULT_LIMIT, decodeCursor, toPage } from "../pagination.ts"
@@ -50,6 +52,7 @@ export const ApiKeysHandlers = HttpApiBuilder.group(
   "api_keys",
   Effect.fn(function*(handlers) {
     const keys = yield* ApiKeys
+    const plans = yield* Plans
     return handlers
       .handle("list", ({ query }) =>
         Effect.gen(function*() {
@@ -67,11 +70,12 @@ export const ApiKeysHandlers = HttpApiBuilder.group(
           const { projectId, keyId, userId } = yield* CurrentKey
           // Run unless asked: least privilege. The new key does not depend on the one creating it.
           // A console user's key records the user (user_id); an API key's records the key.
-          const { row, secret } = yield* keys.create(projectId, payload.name ?? null, {
+          // The plan's cap on the project's keys (WA_MAX_KEYS_PER_PROJECT overrides it): 403 plan_limit_reached.
+          const { row, secret } = yield* httpErrors(keys.createWithinPlan(projectId, payload.name ?? null, {
             scope: payload.scope ?? "run",
             createdByKeyId: userId === undefined ? keyId : null,
             userId: userId ?? null
-          })
+          }, (yield* plans.capsFor(projectId)).projectKeys))
           return { ...toApiKeyResponse(row), secret_token: secret }
         }))
       .handle("get", ({ params }) =>
@@ -92,4 +96,4 @@ export const ApiKeysHandlers = HttpApiBuilder.group(
           return toApiKeyResponse(row)
         }))
   })
-)
+).pipe(Layer.provide(Plans.layer))

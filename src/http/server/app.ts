@@ -134,7 +134,7 @@ const ApiRoutes = HttpApiBuilder.layer(WebAgentApi, { openapiPath: "/openapi.jso
     Layer.mergeAll(withServices(AccessKeysHandlers, [...consoleMiddlewares, Delegations]), withServices(DelegationsHandlers, [...consoleMiddlewares, Delegations])).pipe(Layer.provide(Layer.mergeAll(ConsoleAuthLive, ProjectMiddlewares))),
     Layer.mergeAll(withServices(AccountHandlers, [...consoleMiddlewares, Users, Tenants, AccountMail]), withServices(TenantsHandlers, [...consoleMiddlewares, Tenants])).pipe(Layer.provide(Layer.mergeAll(ConsoleAuthLive, ProjectMiddlewares))),
     Layer.mergeAll(
-      withServices(ApiKeysHandlers, [...projectMiddlewares, ApiKeys]),
+      withServices(ApiKeysHandlers, [...projectMiddlewares, ApiKeys, SqlClient.SqlClient]),
       withServices(ProjectHandlers, [...projectMiddlewares, ApiKeys, SqlClient.SqlClient]),
       withServices(BillingHandlers, [...projectMiddlewares, SqlClient.SqlClient]),
       withServices(WebhookDeliveriesHandlers, [...projectMiddlewares, Callbacks]),
