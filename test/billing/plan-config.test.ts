@@ -44,7 +44,11 @@ describe("plan configuration", () => {
     })
     const config = await Effect.runPromise(loadAppConfig({ WA_DATA_DIR: dir, WA_PLANS_FILE: custom, WA_DEFAULT_PLAN: "team" }))
     const table = loadPlanTable(custom, "team")
-    expect(table.defaultPlan).toEqual({ id: "team", name: "Team", concurrency: 12, scheduledCap: 3, monthlyCreditsMicros: 40_500_000, monthlyQuotaMicros: null })
+    // A table without the per-project caps gets their defaults: 2 x concurrency open sessions, 50 keys, 100 monitors.
+    expect(table.defaultPlan).toEqual({
+      id: "team", name: "Team", concurrency: 12, scheduledCap: 3, monthlyCreditsMicros: 40_500_000, monthlyQuotaMicros: null,
+      projectSessions: 24, projectKeys: 50, projectMonitors: 100
+    })
     expect(config.defaultPlan).toEqual(expect.objectContaining({ value: "team" }))
   })
 
