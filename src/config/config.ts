@@ -221,7 +221,11 @@ export const loadAppConfig = (env?: Record<string, string | undefined>) =>
       ["WA_LOGIN_ATTEMPTS_PER_ACCOUNT", parsed.loginAttemptsPerAccount], ["WA_LOGIN_ATTEMPTS_PER_ADDRESS", parsed.loginAttemptsPerAddress],
       ["WA_LOGIN_WINDOW_SECONDS", parsed.loginWindowSeconds], ["WA_CONSOLE_SESSION_HOURS", parsed.consoleSessionHours],
       ["WA_INVITATION_TTL_HOURS", parsed.invitationTtlHours], ["WA_MAX_PENDING_INVITATIONS", parsed.maxPendingInvitations],
-      ["WA_MAX_TENANTS_PER_USER", parsed.maxTenantsPerUser], ["WA_BUG_REPORT_SCREENSHOT_MAX_BYTES", parsed.bugReportScreenshotMaxBytes]
+      ["WA_MAX_TENANTS_PER_USER", parsed.maxTenantsPerUser], ["WA_BUG_REPORT_SCREENSHOT_MAX_BYTES", parsed.bugReportScreenshotMaxBytes],
+      // The per-project plan caps' overrides, when set (unset: the plan table's values).
+      ["WA_MAX_SESSIONS_PER_PROJECT", Option.getOrElse(parsed.maxProjectSessionsOverride, () => 1)],
+      ["WA_MAX_KEYS_PER_PROJECT", Option.getOrElse(parsed.maxProjectKeysOverride, () => 1)],
+      ["WA_MAX_MONITORS_PER_PROJECT", Option.getOrElse(parsed.maxProjectMonitorsOverride, () => 1)]
     ] as const) {
       if (value < 1) return yield* Effect.die(new InvalidConfig(`invalid configuration: ${name} must be at least 1`))
     }

@@ -20,6 +20,17 @@ describe("WA_LOG_LEVEL", () => {
   })
 })
 
+describe("per-project plan caps", () => {
+  it.each(["WA_MAX_SESSIONS_PER_PROJECT", "WA_MAX_KEYS_PER_PROJECT", "WA_MAX_MONITORS_PER_PROJECT"])(
+    "%s of 0 stops start-up with a line naming the variable; 3 is taken",
+    async (name) => {
+      const refused = await load({ [name]: "0" })
+      expect(Exit.isFailure(refused) && String(refused.cause)).toContain(`${name} must be at least 1`)
+      expect(Exit.isSuccess(await load({ [name]: "3" }))).toBe(true)
+    }
+  )
+})
+
 describe("Node flags", () => {
   it("npm start runs the service with the flags the tests and benches start it with", async () => {
     const { readFile } = await import("node:fs/promises")
