@@ -23,7 +23,8 @@ afterAll(async () => {
 })
 
 describe("wa users create", () => {
-  it("refuses a missing --password-stdin, a short password and a taken email, creating nothing", async () => {
+  // Runs `wa users create` (a process start each): minutes on a loaded 2-core host.
+  it("refuses a missing --password-stdin, a short password and a taken email, creating nothing", { timeout: 180_000 }, async () => {
     const noStdin = await cliUsersCreate(service, ["--email", "x@example.com"], "long-enough-1")
     expect(noStdin.code).toBe(2)
     expect(noStdin.stderr).toContain("--password-stdin")
@@ -107,7 +108,8 @@ describe("bearer sessions", () => {
     expectEnvelope(await as(service, token)("GET", `/v1/projects/${service.projectId}/do_anything/sessions`), 401, "unauthorized")
   })
 
-  it("a password change ends every other session; a wrong current password changes nothing", async () => {
+  // Runs `wa users create` (a process start each): minutes on a loaded 2-core host.
+  it("a password change ends every other session; a wrong current password changes nothing", { timeout: 180_000 }, async () => {
     await createUser(service, "changer@example.com", "old-password-1", ["--tenant", "ten_default", "--role", "member"])
     const mine = await loginBearer(service, "changer@example.com", "old-password-1")
     const stolen = await loginBearer(service, "changer@example.com", "old-password-1")
