@@ -157,7 +157,8 @@ describe.skipIf(databaseUrl === undefined || redisUrl === undefined)("scale-out:
     expect(await shardsSettled("all 300 shards held, split evenly", runnerUrls())).toEqual([75, 75, 75, 75])
   })
 
-  it("sessions created through either API node spread over the runners", async () => {
+  // Twelve agent runs at once on two runners: over a minute on a loaded 2-core host.
+  it("sessions created through either API node spread over the runners", { timeout: 180_000 }, async () => {
     const created = await Promise.all(Array.from({ length: 12 }, (_, i) => createSession(nodes()[i % 2]!, { instructions: "spread", keep_alive: true })))
     for (const { sid, rid } of created) expect((await waitForStatus(a, sid, rid, terminal)).status).toBe("done")
     const metrics = await Promise.all(runnerUrls().map(scrape))
