@@ -24,7 +24,7 @@ import { chromiumPath } from "../browser/support.ts"
 import { freePort, type OidcProvider, startOidcProvider } from "../fixtures/oidc/provider.ts"
 import { embeddedDatabaseClient, type Service, startService, stopAndClean } from "../support/service.ts"
 import { type SmtpReceiver, startSmtpReceiver, tokenOfLink } from "../support/smtp-receiver.ts"
-import { as, cliUsers, createUser, expectEnvelope, loginBearer } from "./support.ts"
+import { as, cliUsers, createUser, expectEnvelope, loginBearer, ssoSignIn } from "./support.ts"
 
 let service: Service
 let oidc: OidcProvider
@@ -55,24 +55,11 @@ afterAll(async () => {
   await smtp?.close()
 })
 
-/** Signs in at the provider as `login` (`<login>@corp.example.com`) in a fresh Chromium context; the page the service answered. */
-const ssoInChromium = async (login: string, returnTo = "/v1/auth/me") => {
-  const context = await browser.newContext()
-  try {
-    // Only loopback: the provider's pages import a web font that must not be fetched.
-    await context.route((url) => url.hostname !== "127.0.0.1", (route) => route.abort())
-    const page = await context.newPage()
-    await page.goto(`${service.url}/v1/auth/sso/corp/start?return_to=${encodeURIComponent(returnTo)}`, { waitUntil: "domcontentloaded" })
-    await page.fill("input[name=login]", login)
-    await page.fill("input[name=password]", "anything")
-    await Promise.all([page.waitForURL(/\/interaction\//, { waitUntil: "domcontentloaded" }), page.click("button[type=submit]")])
-    await Promise.all([page.waitForURL((url) => url.port === new URL(service.url).port, { waitUntil: "domcontentloaded" }), page.click("button[type=submit]")])
-    const cookies = await context.cookies(service.url)
-    const session = cookies.find((c) => c.name === "wa_session")
-    return { url: page.url(), text: await page.locator("body").innerText(), cookie: session === undefined ? undefined : `wa_session=${session.value}` }
-  } finally {
-    await context.close()
-  }
+/** SSO as `login` (`<login>@corp.example.com`) in Chromium: the page the service answered and its session cookie. */
+const ssoInChromium = async (login: string, returnTo?: string) => {
+  const { url, text, cookies } = await ssoSignIn(browser, service, login, returnTo)
+  const session = cookies.find((c) => c.name === "wa_session")
+  return { url, text, cookie: session === undefined ? undefined : `wa_session=${session.value}` }
 }
 
 const withSessionCookie = (cookie: string) => (method: string, pathname: string) =>

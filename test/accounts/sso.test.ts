@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { chromiumPath } from "../browser/support.ts"
 import { freePort, type OidcProvider, startOidcProvider } from "../fixtures/oidc/provider.ts"
 import { type Service, startService, stopAndClean } from "../support/service.ts"
-import { createUser, expectEnvelope } from "./support.ts"
+import { createUser, expectEnvelope, ssoSignIn } from "./support.ts"
 
 let service: Service
 let oidc: OidcProvider
@@ -36,24 +36,7 @@ afterAll(async () => {
   await oidc?.close()
 })
 
-/** Signs in at the provider as `login` in a fresh browser context; returns the final page text and the context's cookies. */
-const signInWithBrowser = async (login: string, returnTo = "/v1/auth/me") => {
-  const context = await browser.newContext()
-  try {
-    // Only loopback: the provider's pages import a web font that must not be fetched.
-    await context.route((url) => url.hostname !== "127.0.0.1", (route) => route.abort())
-    const page = await context.newPage()
-    await page.goto(`${service.url}/v1/auth/sso/corp/start?return_to=${encodeURIComponent(returnTo)}`, { waitUntil: "domcontentloaded" })
-    await page.fill("input[name=login]", login)
-    await page.fill("input[name=password]", "anything")
-    await Promise.all([page.waitForURL(/\/interaction\//, { waitUntil: "domcontentloaded" }), page.click("button[type=submit]")])
-    // Back at the service: the page it answered (the return_to page, or the callback's error).
-    await Promise.all([page.waitForURL((url) => url.port === new URL(service.url).port, { waitUntil: "domcontentloaded" }), page.click("button[type=submit]")])
-    return { url: page.url(), text: await page.locator("body").innerText(), cookies: await context.cookies(service.url) }
-  } finally {
-    await context.close()
-  }
-}
+const signInWithBrowser = (login: string, returnTo?: string) => ssoSignIn(browser, service, login, returnTo)
 
 describe("SSO (OpenID Connect, authorization code + PKCE)", () => {
   it("lists the configured provider", async () => {

@@ -2,6 +2,7 @@
 import { spawn } from "node:child_process"
 import * as path from "node:path"
 import { expect } from "vitest"
+import type { Browser, Cookie } from "playwright-core"
 import type { ApiResponse, Service } from "../support/service.ts"
 
 const root = path.resolve(import.meta.dirname, "../..")
@@ -71,4 +72,26 @@ export const expectEnvelope = (response: ApiResponse, status: number, code?: str
   expect(response.status, response.text).toBe(status)
   expect(Object.keys(response.json).sort()).toEqual(["code", "detail", "extra"])
   if (code !== undefined) expect(response.json.code).toBe(code)
+}
+
+/**
+ * Signs in at the OIDC fixture's provider (`corp`) as `login` in a fresh browser context and
+ * returns where the service left the browser: the page's URL and text, and the service's cookies.
+ */
+export const ssoSignIn = async (browser: Browser, service: Service, login: string, returnTo = "/v1/auth/me"): Promise<{ url: string; text: string; cookies: Array<Cookie> }> => {
+  const context = await browser.newContext()
+  try {
+    // Only loopback: the provider's pages import a web font that must not be fetched.
+    await context.route((url) => url.hostname !== "127.0.0.1", (route) => route.abort())
+    const page = await context.newPage()
+    await page.goto(`${service.url}/v1/auth/sso/corp/start?return_to=${encodeURIComponent(returnTo)}`, { waitUntil: "domcontentloaded" })
+    await page.fill("input[name=login]", login)
+    await page.fill("input[name=password]", "anything")
+    await Promise.all([page.waitForURL(/\/interaction\//, { waitUntil: "domcontentloaded" }), page.click("button[type=submit]")])
+    // Back at the service: the page it answered (the return_to page, or the callback's error).
+    await Promise.all([page.waitForURL((url) => url.port === new URL(service.url).port, { waitUntil: "domcontentloaded" }), page.click("button[type=submit]")])
+    return { url: page.url(), text: await page.locator("body").innerText(), cookies: await context.cookies(service.url) }
+  } finally {
+    await context.close()
+  }
 }
