@@ -122,4 +122,4 @@ it("a run whose duration limit passed while its runner was down ends canceled wi
   // ... and ended it at its limit instead of going on.
   expect(result.run.status).toBe("canceled")
   expect(result.run.error.code).toBe("duration_exceeded")
-})
+}, 180_000)

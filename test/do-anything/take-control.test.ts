@@ -16,7 +16,8 @@ import { type Service, scriptedAgentEnv, startService, stopAndClean } from "../s
 
 /** The agent's viewport (src/browser/pool.ts), in CSS pixels. */
 const AGENT_VIEWPORT = { width: 1280, height: 800 }
-const CONNECT_SECONDS = 4
+// Long enough for a loaded 2-core host to open a browser context and the page after the intervene.
+const CONNECT_SECONDS = 10
 const IDLE_SECONDS = 6
 
 let site: FixtureSites

@@ -397,5 +397,5 @@ describe.skipIf(databaseUrl === undefined || redisUrl === undefined)("scale-out:
     expect(after.filter((event) => event.event === "run.completed")).toHaveLength(1)
     expect(after.filter((event) => event.event === "run.cost_update").map((event) => event.data.data.step ?? "final")).toEqual([1, "final"])
     expect((await survivor.request("GET", `${base(survivor)}/sessions/${sid}/runs/${rid}`)).json.status).toBe("done")
-  })
+  }, 240_000)
 })
