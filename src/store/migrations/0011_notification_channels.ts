@@ -6,7 +6,7 @@
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 
-export const m0011_notification_channels = Effect.gen(function*() {
+export default Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   // A delivery of a monitor's notification names the monitor and the channel it went out on;
   // `secret` signs it (a monitor's notify_secret, an endpoint's secret); NULL is the project's

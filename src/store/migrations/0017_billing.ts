@@ -5,7 +5,7 @@
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 
-export const m0017_billing = Effect.gen(function*() {
+export default Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   // Amounts in integer micro-USD: + credit, - debit. A charge split across both buckets is two
   // rows with the same idempotency key, one per bucket, so (key, bucket) is unique.

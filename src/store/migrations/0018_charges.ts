@@ -6,7 +6,7 @@
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 
-export const m0018_charges = Effect.gen(function*() {
+export default Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   // A project's monthly spending cap in micro-USD (null or no row: no cap).
   yield* sql`

@@ -10,7 +10,7 @@
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 
-export const m0023_email_verification = Effect.gen(function*() {
+export default Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   yield* sql`ALTER TABLE users ADD COLUMN email_verified boolean NOT NULL DEFAULT false`
   yield* sql`

@@ -2,7 +2,7 @@
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 
-export const m0012_track = Effect.gen(function*() {
+export default Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   yield* sql`
     CREATE TABLE monitors (

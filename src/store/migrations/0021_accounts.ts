@@ -7,10 +7,10 @@
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 
-/** The tenant that holds the projects made before tenants existed and those made by the CLI. */
-export const DEFAULT_TENANT_ID = "ten_default"
+/** The tenant every existing project and user joins. */
+const DEFAULT_TENANT_ID = "ten_default"
 
-export const m0021_accounts = Effect.gen(function*() {
+export default Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   yield* sql`
     CREATE TABLE users (

@@ -4,7 +4,7 @@
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 
-export const m0019_plans = Effect.gen(function*() {
+export default Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   // A project's subscription, set by the operator (`wa plans set`). No row: the project is on the
   // default plan (WA_DEFAULT_PLAN) without a subscription, so it gets no monthly credits.

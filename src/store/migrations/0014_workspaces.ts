@@ -7,7 +7,7 @@
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 
-export const m0014_workspaces = Effect.gen(function*() {
+export default Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   yield* sql`
     CREATE TABLE workspaces (

@@ -2,7 +2,7 @@
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 
-export const m0013_profiles = Effect.gen(function*() {
+export default Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   // `storage_state` is AES-256-GCM ciphertext (src/security/state-cipher.ts), `storage_key_id` names
   // the key it was sealed with. Nothing of the state is stored in clear.

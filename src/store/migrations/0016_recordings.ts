@@ -6,7 +6,7 @@
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 
-export const m0016_recordings = Effect.gen(function*() {
+export default Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   yield* sql`ALTER TABLE run_artifacts ADD COLUMN data bytea`
   yield* sql`ALTER TABLE run_artifacts ADD COLUMN content_encoding text`

@@ -2,7 +2,7 @@
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 
-export const m0015_take_control = Effect.gen(function*() {
+export default Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   // status: pending (URL issued, nobody connected), active (a person holds control, run paused),
   // released, expired (nobody connected in time), superseded (a newer URL replaced it), ended
