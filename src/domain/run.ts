@@ -32,6 +32,13 @@ const OutputSchema = JsonObject.check(Schema.makeFilter(
   { description: `a JSON Schema of at most ${MAX_OUTPUT_SCHEMA_BYTES} bytes` }
 ))
 
+/** A project secret's name (src/secrets/): what `{{secret:name}}` / `{{totp:name}}` placeholders and a run's `secrets` name. */
+export const SecretName = Schema.String.check(Schema.isPattern(/^[A-Za-z0-9_-]{1,64}$/)).annotate({
+  description: "1 to 64 letters, digits, _ or -"
+})
+/** Secrets one run may name. */
+export const MAX_RUN_SECRETS = 20
+
 /** The fields of a DoAnything run request (the wire bounds `instructions`; a continued run's may be longer). */
 export const doAnythingFields = {
   instructions: OptionalNullable(Schema.String),
@@ -40,6 +47,10 @@ export const doAnythingFields = {
   profile_id: OptionalNullable(MaxString(64)),
   skills: Schema.optional(Schema.Array(MaxString(200)).check(Schema.isMaxLength(50))),
   allowed_actions: Schema.optional(Schema.Array(MaxString(64)).check(Schema.isMaxLength(50))),
+  secrets: Schema.optional(Schema.Array(SecretName).check(Schema.isMaxLength(MAX_RUN_SECRETS)).annotate({
+    description: "Names of project secrets (/v1/projects/{pid}/secrets) the run may type: the model sees only the placeholders " +
+      "{{secret:name}} and {{totp:name}}, and the browser tools substitute the values on the secret's origins"
+  })),
   max_duration_minutes: OptionalNullable(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 10_080 }))),
   keep_alive: Schema.optional(Schema.Boolean),
   agentmail: Schema.optional(Schema.Boolean),
