@@ -92,7 +92,7 @@ export interface NotifyChannel {
 }
 
 export const CreateMonitorRequest = Schema.Struct({
-  intent: Schema.String.check(Schema.isMinLength(4), Schema.isMaxLength(MAX_INTENT)),
+  intent: Schema.String.check(Schema.isMinCodePoints(4), Schema.isMaxCodePoints(MAX_INTENT)),
   notify_channel: NotifyChannelSpec,
   schedule: OptionalNullable(ScheduleSpec),
   target_urls: OptionalNullable(Schema.Array(TargetUrl).check(Schema.isMaxLength(MAX_TARGET_URLS))),
@@ -105,7 +105,7 @@ export type CreateMonitorRequest = typeof CreateMonitorRequest.Type
 
 /** What `refine` may change (the same fields and rules as create; intent and channel included). */
 export const MonitorPatch = Schema.Struct({
-  intent: Schema.optional(Schema.String.check(Schema.isMinLength(4), Schema.isMaxLength(MAX_INTENT))),
+  intent: Schema.optional(Schema.String.check(Schema.isMinCodePoints(4), Schema.isMaxCodePoints(MAX_INTENT))),
   notify_channel: Schema.optional(NotifyChannelSpec),
   schedule: OptionalNullable(ScheduleSpec),
   target_urls: OptionalNullable(Schema.Array(TargetUrl).check(Schema.isMaxLength(MAX_TARGET_URLS))),
@@ -128,12 +128,12 @@ export const PatchMonitorRequest = Schema.Struct({
 export type PatchMonitorRequest = typeof PatchMonitorRequest.Type
 
 export const MessageMonitorRequest = Schema.Struct({
-  content: Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(4000)),
+  content: Schema.String.check(Schema.isMinCodePoints(1), Schema.isMaxCodePoints(4000)),
   kind: Schema.optional(Schema.Literals(["user_clarification", "user_correction"]))
 })
 
 export const MonitorInterveneRequest = Schema.Struct({
-  request_id: Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(64)),
+  request_id: Schema.String.check(Schema.isMinCodePoints(1), Schema.isMaxCodePoints(64)),
   kind: Schema.optional(Schema.Literals(["answer", "skip", "abandon"])),
   response: Schema.optional(MaxString(4000))
 })

@@ -62,7 +62,7 @@ export interface ProfileLogin {
 }
 
 /** ISO 3166-1 alpha-2, upper case (stored for a proxy choice; no proxy is used yet). */
-export const ProxyCountryCode = Schema.String.check(Schema.isPattern(/^[A-Z]{2}$/)).annotate({ description: "ISO 3166-1 alpha-2 country code, e.g. US" })
+export const ProxyCountryCode = Schema.String.check(Schema.isPattern(/^[A-Z]{2}$/u)).annotate({ description: "ISO 3166-1 alpha-2 country code, e.g. US" })
 
 export const profileFields = {
   name: OptionalNullable(MaxString(PROFILE_NAME_MAX)),

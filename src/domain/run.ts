@@ -42,7 +42,7 @@ export const MAX_RUN_SECRETS = 20
 /** The fields of a DoAnything run request (the wire bounds `instructions`; a continued run's may be longer). */
 export const doAnythingFields = {
   instructions: OptionalNullable(Schema.String),
-  session_id: OptionalNullable(SessionId.check(Schema.isMaxLength(64))),
+  session_id: OptionalNullable(SessionId.check(Schema.isMaxCodePoints(64))),
   workspace_id: OptionalNullable(MaxString(64)),
   profile_id: OptionalNullable(MaxString(64)),
   skills: Schema.optional(Schema.Array(MaxString(200)).check(Schema.isMaxLength(50))),
@@ -77,16 +77,16 @@ export type DoAnythingRequest = typeof DoAnythingRequest.Type
 export const Depth = Schema.Literals(["light", "standard", "deep"])
 export type Depth = typeof Depth.Type
 
-const DomainList = Schema.Array(MaxString(253).check(Schema.isMinLength(1))).check(Schema.isMaxLength(200))
+const DomainList = Schema.Array(MaxString(253).check(Schema.isMinCodePoints(1))).check(Schema.isMaxLength(200))
 
 /** A non-negative USD amount as a number or a decimal string ("0.50"). */
 export const UsdAmount = Schema.Union([
   Schema.Number.check(Schema.isGreaterThanOrEqualTo(0), Schema.isFinite()),
-  Schema.String.check(Schema.isPattern(/^\d{1,9}(\.\d{1,6})?$/))
+  Schema.String.check(Schema.isPattern(/^\d{1,9}(\.\d{1,6})?$/u))
 ]).annotate({ description: "USD: a number >= 0 or a decimal string such as \"2.50\"" })
 
 export const deepResearchFields = {
-  topic: Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(2000)),
+  topic: Schema.String.check(Schema.isMinCodePoints(1), Schema.isMaxCodePoints(2000)),
   depth: Depth.pipe(Schema.withDecodingDefaultKey(Effect.succeed("standard" as const))),
   output_format: Schema.Literal("report").pipe(Schema.withDecodingDefaultKey(Effect.succeed("report" as const))),
   target_audience: OptionalNullable(MaxString(500)),
@@ -113,14 +113,14 @@ export const MAX_QUERY_LENGTH = 500
 export const MAX_SITES = 200
 export const DEFAULT_MAX_RESULTS_PER_QUERY = 10
 
-const Query = Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(MAX_QUERY_LENGTH))
-const Site = Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(253))
+const Query = Schema.String.check(Schema.isMinCodePoints(1), Schema.isMaxCodePoints(MAX_QUERY_LENGTH))
+const Site = Schema.String.check(Schema.isMinCodePoints(1), Schema.isMaxCodePoints(253))
 const SiteList = Schema.Array(Site).check(Schema.isMaxLength(MAX_SITES))
 
 export const webSearchFields = {
   queries: Schema.Array(Query).check(Schema.isMinLength(1), Schema.isMaxLength(MAX_QUERIES)),
   /** Engine names; omitted or null means the default engine set (every configured engine). */
-  engines: Schema.optionalKey(Schema.NullOr(Schema.Array(Schema.String.check(Schema.isMaxLength(64))).check(Schema.isMaxLength(20)))),
+  engines: Schema.optionalKey(Schema.NullOr(Schema.Array(Schema.String.check(Schema.isMaxCodePoints(64))).check(Schema.isMaxLength(20)))),
   max_results_per_query: Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 50 })).pipe(
     Schema.withDecodingDefaultKey(Effect.succeed(DEFAULT_MAX_RESULTS_PER_QUERY))
   ),
@@ -129,8 +129,8 @@ export const webSearchFields = {
   freshness: Schema.optionalKey(Schema.NullOr(Freshness)),
   site_whitelist: Schema.optionalKey(Schema.NullOr(SiteList)),
   site_blacklist: Schema.optionalKey(Schema.NullOr(SiteList)),
-  language: Schema.optionalKey(Schema.NullOr(Schema.String.check(Schema.isMinLength(2), Schema.isMaxLength(35)))),
-  objective: Schema.optionalKey(Schema.NullOr(Schema.String.check(Schema.isMaxLength(2000)))),
+  language: Schema.optionalKey(Schema.NullOr(Schema.String.check(Schema.isMinCodePoints(2), Schema.isMaxCodePoints(35)))),
+  objective: Schema.optionalKey(Schema.NullOr(Schema.String.check(Schema.isMaxCodePoints(2000)))),
   /** Read by the HTTP layer (block up to 30 s); the engine layer ignores it. */
   wait: Schema.Boolean.pipe(Schema.withDecodingDefaultKey(Effect.succeed(true)))
 }

@@ -67,14 +67,14 @@ const cronProblem = (expr: string, tz: string): ScheduleProblem | undefined => {
 /** The cron expression under whichever key it was given (undefined only for an invalid spec). */
 const exprOf = (spec: { readonly expr?: string | undefined; readonly cron?: string | undefined }) => spec.expr ?? spec.cron
 
-const CronExpr = Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(MAX_EXPR_LENGTH))
+const CronExpr = Schema.String.check(Schema.isMinCodePoints(1), Schema.isMaxCodePoints(MAX_EXPR_LENGTH))
 
 /** `{kind: "cron", expr | cron, tz?}`: the expression under either name, parsed in the zone. */
 export const CronScheduleSpec = Schema.Struct({
   kind: Schema.Literal("cron"),
   expr: Schema.optionalKey(CronExpr),
   cron: Schema.optionalKey(CronExpr),
-  tz: Schema.optionalKey(Schema.NullOr(Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(MAX_TZ_LENGTH))))
+  tz: Schema.optionalKey(Schema.NullOr(Schema.String.check(Schema.isMinCodePoints(1), Schema.isMaxCodePoints(MAX_TZ_LENGTH))))
 }).check(Schema.makeFilter((spec) => {
   if (spec.expr === undefined && spec.cron === undefined) return { path: ["expr"], issue: "a cron schedule needs expr (or its alias cron)" }
   if (spec.expr !== undefined && spec.cron !== undefined && spec.expr !== spec.cron) {
@@ -194,7 +194,7 @@ export const validateSchedule = (spec: ScheduleSpec | CanonicalSchedule, minimum
 // --- DoAnything schedules: event and autonomous kinds -----------------------------------------
 
 /** An event name: a label a trigger is filed under (letters, digits, `.`, `_`, `:`, `-`). */
-const EventName = Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(200), Schema.isPattern(/^[A-Za-z0-9._:-]+$/))
+const EventName = Schema.String.check(Schema.isMinCodePoints(1), Schema.isMaxCodePoints(200), Schema.isPattern(/^[A-Za-z0-9._:-]+$/u))
 
 /** `{kind: "event", event?}`: fires on `POST .../schedules/{id}/trigger`; `event` names what it waits for. */
 export const EventScheduleSpec = Schema.Struct({

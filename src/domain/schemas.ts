@@ -2,7 +2,7 @@
 import { Schema } from "effect"
 import { CALLBACK_URL_MAX_LENGTH, callbackUrlFormProblem } from "./callback-url.ts"
 
-export const MaxString = (max: number) => Schema.String.check(Schema.isMaxLength(max))
+export const MaxString = (max: number) => Schema.String.check(Schema.isMaxCodePoints(max))
 
 /** An optional field that also accepts null (the spec's "string or null"). */
 export const OptionalNullable = <S extends Schema.Top>(schema: S) => Schema.optional(Schema.NullOr(schema))

@@ -8,7 +8,7 @@ import { badRequest } from "./errors.ts"
 
 export const PageQuery = {
   limit: Schema.optional(Schema.NumberFromString.check(Schema.isInt(), Schema.isBetween({ minimum: 1, maximum: 100 }))),
-  cursor: Schema.optional(Schema.String.check(Schema.isMaxLength(200)))
+  cursor: Schema.optional(Schema.String.check(Schema.isMaxCodePoints(200)))
 }
 
 export const DEFAULT_LIMIT = 20

@@ -69,7 +69,7 @@ export const OutlineEdit = Schema.Union([
   Schema.Struct({ op: Schema.Literal("remove_section"), section_id: SectionId }),
   Schema.Struct({ op: Schema.Literal("rename_section"), section_id: SectionId, title: Title }),
   Schema.Struct({ op: Schema.Literal("set_queries"), section_id: SectionId, queries: Queries }),
-  Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(2000))
+  Schema.String.check(Schema.isMinCodePoints(1), Schema.isMaxCodePoints(2000))
 ])
 export type OutlineEdit = typeof OutlineEdit.Type
 
@@ -87,7 +87,7 @@ export const OutlineAnswer = Schema.Union([
 export type OutlineAnswer = typeof OutlineAnswer.Type
 export const decodeOutlineAnswer = Schema.decodeUnknownEffect(OutlineAnswer)
 
-const DerivedText = Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(2000))
+const DerivedText = Schema.String.check(Schema.isMinCodePoints(1), Schema.isMaxCodePoints(2000))
 
 /** POST .../{rid}/followup: a follow-up question on a finished report (unknown fields forbidden). */
 export const ResearchFollowupRequest = Schema.Struct({

@@ -19,7 +19,7 @@ export type WebSearchRequest = typeof WebSearchRequest.Type
 export type WebSearchRequestEncoded = typeof WebSearchRequest.Encoded
 
 /** A refinement's or follow-up's text: 1..2000 characters. */
-const DerivedText = Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(2000))
+const DerivedText = Schema.String.check(Schema.isMinCodePoints(1), Schema.isMaxCodePoints(2000))
 const Wait = webSearchFields.wait.annotate({ description: "block up to WA_WEB_SEARCH_WAIT_SECONDS (30 s) for the result, as on create; default true" })
 
 /** POST .../runs/{rid}/refine: the same search narrowed by `text` (appended to every query, and the objective). */

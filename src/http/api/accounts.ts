@@ -13,11 +13,11 @@ import { MaxString, OptionalNullable, ProjectIdParam, secretField, Timestamp } f
 import { Authentication, Idempotency, RateLimit } from "./security.ts"
 
 const strict = { errors: "all", onExcessProperty: "error" } as const
-const Bounded = (min: number, max: number) => Schema.String.check(Schema.isMinLength(min), Schema.isMaxLength(max))
+const Bounded = (min: number, max: number) => Schema.String.check(Schema.isMinCodePoints(min), Schema.isMaxCodePoints(max))
 const Email = Bounded(3, 255)
-const InviteEmail = Email.check(Schema.isPattern(/^[^\s@]+@[^\s@]+$/))
+const InviteEmail = Email.check(Schema.isPattern(/^[^\s@]+@[^\s@]+$/u))
 export const Role = Schema.Literals(["admin", "member"])
-const IdParam = Schema.String.check(Schema.isMaxLength(64))
+const IdParam = Schema.String.check(Schema.isMaxCodePoints(64))
 
 // ---- sign-in ---------------------------------------------------------------------------------
 

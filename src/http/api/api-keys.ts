@@ -62,12 +62,12 @@ export class ApiKeysApi extends HttpApiGroup.make("api_keys")
       error: Forbidden
     }).annotate(HttpApi.PayloadParseOptions, strict),
     HttpApiEndpoint.get("get", "/:key_id", {
-      params: { ...ProjectIdParam, key_id: Schema.String.check(Schema.isMaxLength(64)) },
+      params: { ...ProjectIdParam, key_id: Schema.String.check(Schema.isMaxCodePoints(64)) },
       success: ApiKeyResponse,
       error: [NotFound, Forbidden]
     }),
     HttpApiEndpoint.delete("revoke", "/:key_id", {
-      params: { ...ProjectIdParam, key_id: Schema.String.check(Schema.isMaxLength(64)) },
+      params: { ...ProjectIdParam, key_id: Schema.String.check(Schema.isMaxCodePoints(64)) },
       success: ApiKeyResponse,
       error: [NotFound, Forbidden]
     })

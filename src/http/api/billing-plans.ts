@@ -44,11 +44,11 @@ export const QuotaStatusResponse = Schema.Struct({
   quota_exceeded: Schema.Boolean.annotate({ description: "quota_used is at or above monthly_quota (the hard stop)" })
 }).annotate({ identifier: "QuotaStatusResponse" })
 
-const UsdAmount = Schema.String.check(Schema.isPattern(/^[0-9]{1,7}(\.[0-9]{1,2})?$/)).annotate({
+const UsdAmount = Schema.String.check(Schema.isPattern(/^[0-9]{1,7}(\.[0-9]{1,2})?$/u)).annotate({
   description: "USD as a decimal string with at most two decimals",
   examples: ["10.00"]
 })
-const StripeId = Schema.String.check(Schema.isPattern(/^[A-Za-z0-9_]{1,255}$/))
+const StripeId = Schema.String.check(Schema.isPattern(/^[A-Za-z0-9_]{1,255}$/u))
 
 export const AutoRechargeRequest = Schema.Struct({
   enabled: Schema.Boolean,

@@ -72,9 +72,9 @@ export class BillingApi extends HttpApiGroup.make("billing")
       params: ProjectIdParam,
       query: {
         ...PageQuery,
-        kind: Schema.optional(Schema.String.check(Schema.isMaxLength(64))),
-        from: Schema.optional(Schema.String.check(Schema.isMaxLength(64))).annotate({ description: "Entries created at or after (ISO 8601)" }),
-        to: Schema.optional(Schema.String.check(Schema.isMaxLength(64))).annotate({ description: "Entries created before (ISO 8601)" })
+        kind: Schema.optional(Schema.String.check(Schema.isMaxCodePoints(64))),
+        from: Schema.optional(Schema.String.check(Schema.isMaxCodePoints(64))).annotate({ description: "Entries created at or after (ISO 8601)" }),
+        to: Schema.optional(Schema.String.check(Schema.isMaxCodePoints(64))).annotate({ description: "Entries created before (ISO 8601)" })
       },
       success: UsageResponse,
       error: BadRequest

@@ -22,8 +22,8 @@ import { secretField, Timestamp } from "./schemas.ts"
 import { type CurrentCaller, Idempotency, RateLimit } from "./security.ts"
 
 const strict = { errors: "all", onExcessProperty: "error" } as const
-const Bounded = (min: number, max: number) => Schema.String.check(Schema.isMinLength(min), Schema.isMaxLength(max))
-const IdParam = Schema.String.check(Schema.isMaxLength(64))
+const Bounded = (min: number, max: number) => Schema.String.check(Schema.isMinCodePoints(min), Schema.isMaxCodePoints(max))
+const IdParam = Schema.String.check(Schema.isMaxCodePoints(64))
 
 /** The access key of a signed request. */
 export class CurrentAccessKey extends Context.Service<CurrentAccessKey, SignedCaller>()("wa/http/CurrentAccessKey") {}
@@ -40,13 +40,13 @@ export class SignedRequest extends HttpApiMiddleware.Service<SignedRequest, { pr
   }
 ) {}
 
-export const DelegationScope = Schema.String.check(Schema.isMaxLength(100)).annotate({
+export const DelegationScope = Schema.String.check(Schema.isMaxCodePoints(100)).annotate({
   description: `one of: ${delegationScopes.join(", ")}`
 })
 
 export const CreateDelegationRequest = Schema.Struct({
   mode: Schema.Literal("interactive"),
-  agent: Bounded(1, 128).check(Schema.isPattern(/^[A-Za-z0-9][A-Za-z0-9._:-]*$/)).annotate({ description: "stable agent key shown on the consent page" }),
+  agent: Bounded(1, 128).check(Schema.isPattern(/^[A-Za-z0-9][A-Za-z0-9._:-]*$/u)).annotate({ description: "stable agent key shown on the consent page" }),
   scopes: Schema.Array(DelegationScope).check(Schema.isMinLength(1), Schema.isMaxLength(12)),
   redirectUri: Bounded(1, 2048).annotate({ description: "absolute https URL (http only on loopback); one of the access key's redirect_uris when it has any" }),
   state: Bounded(1, 512),

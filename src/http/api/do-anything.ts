@@ -36,8 +36,8 @@ export const CreateRunRequest = Schema.Struct({
 export type CreateRunRequest = typeof CreateRunRequest.Type
 
 export const CancelRunRequest = Schema.Struct({ reason: OptionalNullable(MaxString(200)) })
-export const ContinueTaskRequest = Schema.Struct({ content: MaxString(10_000).check(Schema.isMinLength(1)) })
-export const MessageRequest = Schema.Struct({ content: MaxString(10_000).check(Schema.isMinLength(1)) })
+export const ContinueTaskRequest = Schema.Struct({ content: MaxString(10_000).check(Schema.isMinCodePoints(1)) })
+export const MessageRequest = Schema.Struct({ content: MaxString(10_000).check(Schema.isMinCodePoints(1)) })
 export const FeedbackRequest = Schema.Struct({
   rating: OptionalNullable(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 5 }))),
   thumbs: OptionalNullable(Schema.Literals(["up", "down"])),

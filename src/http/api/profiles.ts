@@ -57,7 +57,7 @@ const StartUrl = MaxString(CALLBACK_URL_MAX_LENGTH).check(
   })
 ).annotate({ format: "uri" })
 
-const SiteId = Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(SITE_ID_MAX))
+const SiteId = Schema.String.check(Schema.isMinCodePoints(1), Schema.isMaxCodePoints(SITE_ID_MAX))
 
 export const StartInteractiveLoginRequest = Schema.Struct({
   profile_id: OptionalNullable(MaxString(64)).annotate({ description: "an existing profile; omitted: a new one is created" }),

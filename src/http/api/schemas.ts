@@ -4,7 +4,7 @@ import { RunId, SessionId } from "../../domain/run.ts"
 
 export { CallbackUrl, MaxString, OptionalNullable, Timestamp } from "../../domain/schemas.ts"
 
-export const ProjectIdParam = { pid: Schema.String.check(Schema.isMaxLength(64)) }
+export const ProjectIdParam = { pid: Schema.String.check(Schema.isMaxCodePoints(64)) }
 
 /**
  * Longest decoded path parameter the router matches (its default, 100, turned 101-character file
@@ -16,8 +16,8 @@ export const MAX_PATH_PARAM_LENGTH = 1024
  * Session and run ids in a path, decoded once here as the model's branded ids (the brand is
  * type-level: on the wire they are the same strings, at most 64 characters).
  */
-export const SessionIdParam = SessionId.check(Schema.isMaxLength(64))
-export const RunIdParam = RunId.check(Schema.isMaxLength(64))
+export const SessionIdParam = SessionId.check(Schema.isMaxCodePoints(64))
+export const RunIdParam = RunId.check(Schema.isMaxCodePoints(64))
 
 /** The annotation `secretField` puts on a response field; the Idempotency-Key layer looks for it. */
 export const SECRET_FIELD_ANNOTATION = "wa/secretField"

@@ -57,9 +57,9 @@ export const WorkspaceFileResponse = Schema.Struct({
 
 export const WorkspaceFileListResponse = Schema.Struct({ items: Schema.Array(WorkspaceFileResponse) })
 
-const WorkspaceIdParam = Schema.String.check(Schema.isMaxLength(64))
+const WorkspaceIdParam = Schema.String.check(Schema.isMaxCodePoints(64))
 // The 255-character limit applies to the name in NFC (its NFD twin may be longer), so the store checks it.
-const FileNameParam = Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(MAX_PATH_PARAM_LENGTH)).annotate({
+const FileNameParam = Schema.String.check(Schema.isMinCodePoints(1), Schema.isMaxCodePoints(MAX_PATH_PARAM_LENGTH)).annotate({
   description: "the file's name, percent-encoded in the path; 1 to 255 characters in Unicode NFC (a name is stored and " +
     "looked up in NFC, so its NFD spelling names the same file); no / or \\, no control or bidirectional-override characters"
 })
