@@ -30,5 +30,11 @@ if (argv[0] === "--help" || argv[0] === "help") {
   // Client commands use the API of a running service, not this machine's server configuration.
   await (await import("./cli/client.ts")).mainClient(argv)
 } else {
+  // `serve` on the embedded database: start PostgreSQL now, so that it comes up while the
+  // server's modules load (see prestartEmbeddedPostgres). Its failure is reported by the start.
+  if ((argv[0] ?? "serve") === "serve" && !process.env["DATABASE_URL"]) {
+    const { prestartEmbeddedPostgres } = await import("./store/embedded-postgres.ts")
+    prestartEmbeddedPostgres(process.env["WA_DATA_DIR"] || "./data")
+  }
   await (await import("./cli/operator.ts")).runOperatorCommand(argv)
 }

@@ -11,6 +11,7 @@ import { AppConfig, clusterMode, loadAppConfig } from "../config/config.ts"
 import { applyServiceV8Flags } from "../config/node-flags.ts"
 import { logLayer } from "../observability/log-layer.ts"
 import { databaseLayer } from "../store/database.ts"
+import { abandonPrestartedEmbeddedPostgres } from "../store/embedded-postgres.ts"
 import { isBucket, Ledger, toMicros, usd2 } from "../billing/ledger.ts"
 import { Plans } from "../billing/plans.ts"
 import { Budget } from "../billing/budget.ts"
@@ -257,6 +258,7 @@ export const runOperatorCommand = async (argv: ReadonlyArray<string>): Promise<v
     }
   } catch (error) {
     console.error(error instanceof Error ? error.message : String(error))
+    await abandonPrestartedEmbeddedPostgres()
     process.exit(2)
   }
 
@@ -269,7 +271,8 @@ export const runOperatorCommand = async (argv: ReadonlyArray<string>): Promise<v
         if (Exit.isSuccess(exit) || Cause.hasInterruptsOnly(exit.cause)) return onExit(0)
         const failure = Cause.squash(exit.cause)
         process.stderr.write(`${failure instanceof CommandFailed || failure instanceof UsageError ? failure.message : Cause.pretty(exit.cause)}\n`)
-        onExit(failure instanceof UsageError ? 2 : 1)
+        // A `serve` that failed before its database layer took the head start over stops it here.
+        void abandonPrestartedEmbeddedPostgres().finally(() => onExit(failure instanceof UsageError ? 2 : 1))
       }
     })
   } catch (error) {

@@ -286,8 +286,48 @@ const claimServiceLock = async (dataDir: string) => {
   return () => fs.rm(lockFile, { force: true })
 }
 
+/**
+ * A start already under way for `serve`, begun by `prestartEmbeddedPostgres` before the server's
+ * module graph loaded: the database layer takes it over instead of starting a second one.
+ */
+let prestarted: { readonly dataDir: string; readonly started: Promise<EmbeddedPostgres> } | undefined
+
+/**
+ * Starts the embedded PostgreSQL of `serve` while the rest of the process is still loading its
+ * modules (main.ts): the server's start (about a second, mostly waiting on `pg_ctl`) and the
+ * module graph's load (CPU) overlap. The database layer's `startEmbeddedPostgres` for the same
+ * data dir picks it up; its failure surfaces there, as it would have without the head start.
+ */
+export const prestartEmbeddedPostgres = (dataDir: string): void => {
+  const started = startOnce(path.resolve(dataDir), { mode: "own" })
+  started.catch(() => undefined) // reported when the database layer takes it over
+  prestarted = { dataDir: path.resolve(dataDir), started }
+}
+
+/**
+ * The process ends before the database layer took the head start over (a configuration error, a
+ * failed start): waits for that start to finish and stops its server, so that a process exiting
+ * while `pg_ctl` was still starting it (before its watchdog ran) leaves no PostgreSQL behind.
+ */
+export const abandonPrestartedEmbeddedPostgres = async (): Promise<void> => {
+  const head = prestarted
+  prestarted = undefined
+  if (head === undefined) return
+  const db = await head.started.catch(() => undefined)
+  await db?.stop()
+}
+
 /** Starts (or attaches to) the embedded PostgreSQL of a data dir. */
-export const startEmbeddedPostgres = async (dataDir: string, options: StartOptions): Promise<EmbeddedPostgres> => {
+export const startEmbeddedPostgres = (dataDir: string, options: StartOptions): Promise<EmbeddedPostgres> => {
+  const head = prestarted
+  if (head !== undefined && options.mode === "own" && head.dataDir === path.resolve(dataDir)) {
+    prestarted = undefined
+    return head.started
+  }
+  return startOnce(dataDir, options)
+}
+
+const startOnce = async (dataDir: string, options: StartOptions): Promise<EmbeddedPostgres> => {
   const bins = await loadBinaries()
   const ids = await runAsIds()
   await fs.mkdir(dataDir, { recursive: true })
