@@ -22,6 +22,7 @@ import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import { AppConfig } from "../config/config.ts"
 import { makeId } from "../domain/ids.ts"
+import { usdFromMicros } from "../domain/money.ts"
 
 export type Bucket = "monthly" | "additional"
 
@@ -84,19 +85,8 @@ export interface ChargeOutcome {
 /** USD (a JS number) to integer micro-USD. */
 export const toMicros = (usd: number): number => Math.round(usd * 1_000_000)
 
-const formatMicros = (micros: number, digits: 2 | 6): string => {
-  const sign = micros < 0 ? "-" : ""
-  const unit = digits === 2 ? 10_000 : 1
-  const scaled = Math.round(Math.abs(micros) / unit)
-  const whole = Math.floor(scaled / 10 ** digits)
-  const fraction = String(scaled % 10 ** digits).padStart(digits, "0")
-  return scaled === 0 ? (0).toFixed(digits) : `${sign}${whole}.${fraction}`
-}
-
-/** Micro-USD as the wire's two-decimal string ("12.35"), rounded half away from zero. */
-export const usd2 = (micros: number): string => formatMicros(micros, 2)
-/** Micro-USD exactly, as a six-decimal string. */
-export const usd6 = (micros: number): string => formatMicros(micros, 6)
+/** @deprecated the one money formatter is `usdFromMicros` (src/domain/money.ts); this name stays for callers not yet renamed. */
+export const usd2 = usdFromMicros
 
 interface BalanceRow {
   readonly project_id: string
@@ -171,8 +161,8 @@ const warnOnce = (sql: SqlClient.SqlClient, balance: Balance, capMicros: number)
         project_id: balance.projectId,
         period_start: balance.periodStart.toISOString(),
         period_end: balance.periodEnd.toISOString(),
-        monthly_cap_usd: usd2(capMicros),
-        spent_usd: usd2(balance.periodSpentMicros),
+        monthly_cap_usd: usdFromMicros(capMicros),
+        spent_usd: usdFromMicros(balance.periodSpentMicros),
         warning_ratio: WARNING_RATIO
       })}::jsonb)
     ON CONFLICT (tick_id, type) DO NOTHING`

@@ -16,7 +16,8 @@ import { Context, Effect, Layer, Option, Redacted, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import Stripe from "stripe"
 import { AppConfig } from "../config/config.ts"
-import { creditInTransaction, usd2 } from "./ledger.ts"
+import { creditInTransaction } from "./ledger.ts"
+import { usdFromMicros } from "../domain/money.ts"
 
 export class StripeNotConfigured extends Schema.TaggedError<StripeNotConfigured>()("StripeNotConfigured", {
   variable: Schema.String
@@ -132,7 +133,7 @@ export class StripeBilling extends Context.Service<StripeBilling, {
             credited: recorded,
             duplicate: !recorded,
             projectId,
-            amountUsd: usd2(micros),
+            amountUsd: usdFromMicros(micros),
             ignoredReason: null
           }
         }).pipe(Effect.orDie)

@@ -42,8 +42,8 @@ import type {
   ScheduleNotFound,
   SchedulePaused
 } from "../domain/errors.ts"
+import { usdFromMicros } from "../domain/money.ts"
 import { Conflict, Forbidden, NotFound, PaymentRequired, TooManyRequests, ValidationError, validationError } from "./errors.ts"
-import { usd2 } from "../billing/ledger.ts"
 
 /** Retry-After of too_many_concurrent_runs: a search run ends within seconds, a research run takes longer. */
 const RUN_CAP_RETRY_SECONDS = 2
@@ -91,9 +91,11 @@ const renderers: { readonly [K in DomainError["_tag"]]: (error: Extract<DomainEr
   RunCapReached: (e) =>
     new TooManyRequests({
       code: "too_many_concurrent_runs",
-      detail: `this project already has ${e.active} runs under way (limit ${e.limit}); retry when one has ended`,
+      detail: e.scope === "key"
+        ? `this API key already has ${e.active} runs under way (its limit ${e.limit}); retry when one has ended`
+        : `this project already has ${e.active} runs under way (limit ${e.limit}); retry when one has ended`,
       // Runs of a search end within seconds; the envelope middleware turns these into Retry-After and RateLimit.
-      extra: { limit: e.limit, active: e.active, retry_after_seconds: RUN_CAP_RETRY_SECONDS }
+      extra: { limit: e.limit, active: e.active, scope: e.scope ?? "project", retry_after_seconds: RUN_CAP_RETRY_SECONDS }
     }),
   SessionClosed: (e) => conflict("the session is closed; create a new session", { session_id: e.sessionId }),
   PreviousRunActive: (e) => conflict("the previous run of this session is not terminal yet", { run_id: e.runId, status: e.status }),
@@ -168,14 +170,14 @@ const renderers: { readonly [K in DomainError["_tag"]]: (error: Extract<DomainEr
   InsufficientCredits: (e) =>
     new PaymentRequired({
       code: "insufficient_credits",
-      detail: `the project's credit balance (${usd2(e.balanceMicros)} USD) is below the ${usd2(e.requiredMicros)} USD a run needs; add credits (wa credits grant)`,
-      extra: { balance_usd: usd2(e.balanceMicros), required_usd: usd2(e.requiredMicros) }
+      detail: `the project's credit balance (${usdFromMicros(e.balanceMicros)} USD) is below the ${usdFromMicros(e.requiredMicros)} USD a run needs; add credits (wa credits grant)`,
+      extra: { balance_usd: usdFromMicros(e.balanceMicros), required_usd: usdFromMicros(e.requiredMicros) }
     }),
   BudgetExceeded: (e) =>
     new PaymentRequired({
       code: "budget_exceeded",
-      detail: `the project spent ${usd2(e.spentMicros)} USD of its ${usd2(e.capMicros)} USD monthly budget; raise the cap (PUT /billing/budget) or wait for the next period`,
-      extra: { monthly_cap_usd: usd2(e.capMicros), spent_usd: usd2(e.spentMicros) }
+      detail: `the project spent ${usdFromMicros(e.spentMicros)} USD of its ${usdFromMicros(e.capMicros)} USD monthly budget; raise the cap (PUT /billing/budget) or wait for the next period`,
+      extra: { monthly_cap_usd: usdFromMicros(e.capMicros), spent_usd: usdFromMicros(e.spentMicros) }
     }),
   LoginNotStarted: (e) =>
     new Conflict({

@@ -37,11 +37,12 @@ import {
   storedRequest
 } from "../domain/run.ts"
 import { canTransition, isTerminal, type RunStatus } from "../domain/run-state.ts"
-import { chargeAllInTransaction, type Exhausted, toMicros, usd6 } from "../billing/ledger.ts"
+import { chargeAllInTransaction, type Exhausted, toMicros } from "../billing/ledger.ts"
 import { estimatedChargeMicros, holdInTransaction, releaseHoldInTransaction } from "../billing/holds.ts"
 import { browserUsd } from "../billing/prices.ts"
 import { AppConfig } from "../config/config.ts"
 import { admitRunInFlight, oneAdmissionAtATime } from "./run-admission.ts"
+import { usd, usdFromMicros, usdSum } from "../domain/money.ts"
 
 export const EVENTS_CHANNEL = "wa_run_events"
 
@@ -321,23 +322,23 @@ export class RunStore extends Context.Service<RunStore, {
           if (increment === 0) return { exhausted, refused }
           // The cost fields take the amounts the ledger took, to the micro-dollar.
           const [totals] = yield* sql<{ llm_cost_usd: string; browser_cost_usd: string; proxy_cost_usd: string; service_cost_usd: string }>`
-            UPDATE runs SET llm_cost_usd = llm_cost_usd + ${usd6(added.llm)}::numeric, browser_cost_usd = browser_cost_usd + ${usd6(added.browser)}::numeric,
-              proxy_cost_usd = proxy_cost_usd + ${usd6(added.proxy)}::numeric, service_cost_usd = service_cost_usd + ${usd6(added.service)}::numeric
+            UPDATE runs SET llm_cost_usd = llm_cost_usd + ${usdFromMicros(added.llm)}::numeric, browser_cost_usd = browser_cost_usd + ${usdFromMicros(added.browser)}::numeric,
+              proxy_cost_usd = proxy_cost_usd + ${usdFromMicros(added.proxy)}::numeric, service_cost_usd = service_cost_usd + ${usdFromMicros(added.service)}::numeric
             WHERE id = ${run.id} RETURNING llm_cost_usd, browser_cost_usd, proxy_cost_usd, service_cost_usd`
           const sessions = run.session_id === null ? [] : yield* sql<{ llm_cost_usd: string; browser_cost_usd: string; proxy_cost_usd: string }>`
-            UPDATE sessions SET llm_cost_usd = llm_cost_usd + ${usd6(added.llm)}::numeric, browser_cost_usd = browser_cost_usd + ${usd6(added.browser)}::numeric,
-              proxy_cost_usd = proxy_cost_usd + ${usd6(added.proxy)}::numeric, updated_at = now()
+            UPDATE sessions SET llm_cost_usd = llm_cost_usd + ${usdFromMicros(added.llm)}::numeric, browser_cost_usd = browser_cost_usd + ${usdFromMicros(added.browser)}::numeric,
+              proxy_cost_usd = proxy_cost_usd + ${usdFromMicros(added.proxy)}::numeric, updated_at = now()
             WHERE id = ${run.session_id} RETURNING llm_cost_usd, browser_cost_usd, proxy_cost_usd`
           const runTotals = totals!
           yield* insertEvent(run.id, "run.cost_update", {
             ...eventData,
-            increment_usd: usd6(increment),
+            increment_usd: usdFromMicros(increment),
             // A run without a session (DeepResearch, WebSearch) reports its own totals.
             ...(sessions[0] === undefined
               ? {
-                llm_cost_usd: Number(runTotals.llm_cost_usd).toFixed(6),
-                service_cost_usd: Number(runTotals.service_cost_usd).toFixed(6),
-                total_cost_usd: (Number(runTotals.llm_cost_usd) + Number(runTotals.browser_cost_usd) + Number(runTotals.proxy_cost_usd) + Number(runTotals.service_cost_usd)).toFixed(6)
+                llm_cost_usd: usd(runTotals.llm_cost_usd),
+                service_cost_usd: usd(runTotals.service_cost_usd),
+                total_cost_usd: usdSum(runTotals.llm_cost_usd, runTotals.browser_cost_usd, runTotals.proxy_cost_usd, runTotals.service_cost_usd)
               }
               : costFields(sessions[0]))
           })
@@ -695,15 +696,10 @@ export class RunStore extends Context.Service<RunStore, {
   ).pipe(Layer.provide(Layer.mergeAll(StateCipher.layer, ScreenshotStore.layer)))
 }
 
-const money = (value: string | number) => Number(value).toFixed(2)
-
-/** The four cost fields of the spec, as two-decimal strings. */
-export const costFields = (session: Pick<Session, "llm_cost_usd" | "browser_cost_usd" | "proxy_cost_usd">) => {
-  const total = Number(session.llm_cost_usd) + Number(session.browser_cost_usd) + Number(session.proxy_cost_usd)
-  return {
-    llm_cost_usd: money(session.llm_cost_usd),
-    browser_cost_usd: money(session.browser_cost_usd),
-    proxy_cost_usd: money(session.proxy_cost_usd),
-    total_cost_usd: money(total)
-  }
-}
+/** The four cost fields of the spec, exact to the micro-dollar (src/domain/money.ts). */
+export const costFields = (session: Pick<Session, "llm_cost_usd" | "browser_cost_usd" | "proxy_cost_usd">) => ({
+  llm_cost_usd: usd(session.llm_cost_usd),
+  browser_cost_usd: usd(session.browser_cost_usd),
+  proxy_cost_usd: usd(session.proxy_cost_usd),
+  total_cost_usd: usdSum(session.llm_cost_usd, session.browser_cost_usd, session.proxy_cost_usd)
+})

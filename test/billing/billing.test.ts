@@ -16,6 +16,7 @@ import { type ScriptedModel, startScriptedModel } from "../fixtures/model/script
 import { embeddedDatabaseClient, type Service, startService, stopAndClean } from "../support/service.ts"
 import { TERMINAL, waitForRunStatus } from "../support/runs.ts"
 import { cliJson, micros } from "./support.ts"
+import { usdFromMicros } from "../../src/domain/money.ts"
 
 let site: FixtureSites
 let model: ScriptedModel
@@ -107,13 +108,13 @@ describe("billing on", () => {
       project_id: service.projectId,
       sessions_count: 1,
       monthly_credits_usd: "0.00",
-      credit_balance_usd: ((25_030_000 - runCost - browserCost) / 1e6).toFixed(2),
-      llm_cost_usd: (runCost / 1e6).toFixed(2),
-      browser_cost_usd: (browserCost / 1e6).toFixed(2),
+      credit_balance_usd: usdFromMicros(25_030_000 - runCost - browserCost),
+      llm_cost_usd: usdFromMicros(runCost),
+      browser_cost_usd: usdFromMicros(browserCost),
       proxy_cost_usd: "0.00",
-      total_cost_usd: ((runCost + browserCost) / 1e6).toFixed(2)
+      total_cost_usd: usdFromMicros(runCost + browserCost)
     })
-    for (const field of ["credit_balance_usd", "llm_cost_usd", "total_cost_usd"]) expect(account.json[field]).toMatch(/^-?\d+\.\d\d$/)
+    for (const field of ["credit_balance_usd", "llm_cost_usd", "total_cost_usd"]) expect(account.json[field]).toMatch(/^-?\d+\.\d{2,6}$/)
     expect(new Date(account.json.period_start).getUTCDate()).toBe(1)
   })
 

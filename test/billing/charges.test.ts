@@ -21,6 +21,7 @@ import { embeddedDatabaseClient, scriptedAgentEnv, type Service, startService, s
 import { eventually, TERMINAL, waitForRunStatus } from "../support/runs.ts"
 import { researchScript } from "../fixtures/model/research-model.ts"
 import { cliJson, micros } from "./support.ts"
+import { usdFromMicros } from "../../src/domain/money.ts"
 
 let site: FixtureSites
 let model: ScriptedModel
@@ -114,8 +115,8 @@ describe("charges and limits", () => {
     expect(byKind("charge_llm")).toBe(1_000_000)
     const session = await service.request("GET", `${base()}/do_anything/sessions/${sid}`)
     expect(micros(session.json.llm_cost_usd)).toBe(1_000_000)
-    expect(session.json.browser_cost_usd).toBe((byKind("charge_browser") / 1e6).toFixed(2))
-    expect(session.json.total_cost_usd).toBe(((byKind("charge_llm") + byKind("charge_browser")) / 1e6).toFixed(2))
+    expect(session.json.browser_cost_usd).toBe(usdFromMicros(byKind("charge_browser")))
+    expect(session.json.total_cost_usd).toBe(usdFromMicros(byKind("charge_llm") + byKind("charge_browser")))
     const account = await service.request("GET", `${base()}/billing/account`)
     expect(micros(account.json.credit_balance_usd)).toBeLessThan(0)
 

@@ -16,6 +16,7 @@ import { docTitle } from "../fixtures/sites/research-web.ts"
 import { type Service, startService, stopAndClean } from "../support/service.ts"
 import { readSse } from "../support/sse.ts"
 import { eventually } from "../support/runs.ts"
+import { usdFromMicros } from "../../src/domain/money.ts"
 import {
   allEvents,
   basePath,
@@ -389,7 +390,7 @@ describe("outline gate, report and artifacts", () => {
     expect(spent).toBeCloseTo(calls * 0.0215 + 0.1, 6)
     expect(Number(costs[costs.length - 1].service_cost_usd)).toBeCloseTo(0.1, 6)
     expect(Number(costs[costs.length - 1].llm_cost_usd)).toBeCloseTo(calls * 0.0215, 6)
-    expect(finished.llm_cost_usd).toBe((calls * 0.0215).toFixed(2))
+    expect(finished.llm_cost_usd).toBe(usdFromMicros(calls * 21_500))
   })
 
   it("replays the events after Last-Event-ID", async () => {

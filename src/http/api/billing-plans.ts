@@ -9,7 +9,7 @@ import { ProjectIdParam } from "./schemas.ts"
 import { Authentication, Idempotency, RateLimit } from "./security.ts"
 
 const Micros = (description: string) => Schema.Int.annotate({ description: `${description}, in integer micro-USD (1 USD = 1,000,000)` })
-const Usd = (description: string) => Schema.String.annotate({ description: `${description}, two decimals`, examples: ["12.50"] })
+const Usd = (description: string) => Schema.String.annotate({ description: `${description}; a decimal string exact to the micro-dollar, at least two decimals`, examples: ["12.50"] })
 
 export const ConcurrencyUsage = Schema.Struct({
   key_id: Schema.String,

@@ -66,7 +66,7 @@ export class BillingApi extends HttpApiGroup.make("billing")
     }).annotate(
       OpenApi.Description,
       "The project's credit balance (monthly credits are spent first, then additional ones) and its charges in the current billing period. " +
-        "Amounts are two-decimal strings."
+        "Amounts are decimal strings exact to the micro-dollar, with at least two decimals (\"0.000182\", \"1.50\")."
     ),
     HttpApiEndpoint.get("usage", "/usage", {
       params: ProjectIdParam,

@@ -20,7 +20,7 @@ import { CancelRunRequest, FeedbackRequest } from "./do-anything.ts"
 import { MaxString, ProjectIdParam, RunIdParam } from "./schemas.ts"
 import { Authentication, Idempotency, RateLimit } from "./security.ts"
 
-const Money = Schema.String.annotate({ description: "USD, two decimals" })
+const Money = Schema.String.annotate({ description: "USD as a decimal string exact to the micro-dollar, at least two decimals (\"0.000182\", \"1.50\")" })
 
 export const ResearchRunResponse = Schema.Struct({
   id: Schema.String,

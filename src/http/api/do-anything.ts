@@ -54,7 +54,7 @@ export const InterveneRequest = Schema.Struct({
 })
 
 const Error = Schema.Struct({ code: Schema.String, detail: Schema.String })
-const Money = Schema.String.annotate({ description: "USD, two decimals" })
+const Money = Schema.String.annotate({ description: "USD as a decimal string exact to the micro-dollar, at least two decimals (\"0.000182\", \"1.50\")" })
 
 export const RunResponse = Schema.Struct({
   id: Schema.String,

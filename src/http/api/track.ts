@@ -28,7 +28,7 @@ import { DeliveryResponse } from "./webhook-deliveries.ts"
 
 const Json = Schema.Unknown
 const JsonObject = Schema.Record(Schema.String, Schema.Unknown)
-const Money = Schema.String.annotate({ description: "USD with two decimals" })
+const Money = Schema.String.annotate({ description: "USD as a decimal string exact to the micro-dollar, at least two decimals (\"0.000182\", \"1.50\")" })
 
 export const MonitorResponse = Schema.Struct({
   id: Schema.String,

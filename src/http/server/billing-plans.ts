@@ -2,7 +2,7 @@
 import { Effect, Layer, Option } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { AutoRecharge, type AutoRechargeView } from "../../billing/auto-recharge.ts"
-import { toMicros, usd2 } from "../../billing/ledger.ts"
+import { toMicros } from "../../billing/ledger.ts"
 import { Quota, quotaUsedPercent } from "../../billing/quota.ts"
 import { StripeBilling } from "../../billing/stripe.ts"
 import { AppConfig } from "../../config/config.ts"
@@ -10,20 +10,21 @@ import { WebAgentApi } from "../api/api.ts"
 import { CurrentKey, requireScope } from "../api/security.ts"
 import { badRequest, conflict, type FieldError, notFound, validationError } from "../errors.ts"
 import { iso } from "../views/timestamps.ts"
+import { usdFromMicros } from "../../domain/money.ts"
 
 const autoRechargeView = (view: AutoRechargeView) => ({
   project_id: view.settings.projectId,
   enabled: view.settings.enabled,
-  threshold_usd: usd2(view.settings.thresholdMicros),
-  amount_usd: usd2(view.settings.amountMicros),
-  monthly_cap_usd: usd2(view.settings.monthlyCapMicros),
+  threshold_usd: usdFromMicros(view.settings.thresholdMicros),
+  amount_usd: usdFromMicros(view.settings.amountMicros),
+  monthly_cap_usd: usdFromMicros(view.settings.monthlyCapMicros),
   stripe_customer_id: view.settings.stripeCustomerId,
   stripe_payment_method_id: view.settings.stripePaymentMethodId,
   armed: view.settings.armed,
-  recharged_this_month_usd: usd2(view.monthMicros),
+  recharged_this_month_usd: usdFromMicros(view.monthMicros),
   recent: view.recent.map((r) => ({
     id: r.id,
-    amount_usd: usd2(r.amountMicros),
+    amount_usd: usdFromMicros(r.amountMicros),
     status: r.status,
     attempts: r.attempts,
     payment_intent_id: r.paymentIntentId,
@@ -54,8 +55,8 @@ export const BillingPlansHandlers = HttpApiBuilder.group(
             subscription_status: status.subscriptionStatus,
             monthly_credits: status.balance.monthlyMicros,
             additional_credits: status.balance.additionalMicros,
-            monthly_credits_usd: usd2(status.balance.monthlyMicros),
-            additional_credits_usd: usd2(status.balance.additionalMicros),
+            monthly_credits_usd: usdFromMicros(status.balance.monthlyMicros),
+            additional_credits_usd: usdFromMicros(status.balance.additionalMicros),
             plan_monthly_credits: status.plan.monthlyCreditsMicros,
             scheduled_cap: status.scheduledCap,
             scheduled_running: status.scheduledRunning,
@@ -63,9 +64,9 @@ export const BillingPlansHandlers = HttpApiBuilder.group(
             period_start: status.balance.periodStart.toISOString(),
             period_end: status.balance.periodEnd.toISOString(),
             monthly_quota: status.quotaMicros,
-            monthly_quota_usd: status.quotaMicros === null ? null : usd2(status.quotaMicros),
+            monthly_quota_usd: status.quotaMicros === null ? null : usdFromMicros(status.quotaMicros),
             quota_used: status.spentMicros,
-            quota_used_usd: usd2(status.spentMicros),
+            quota_used_usd: usdFromMicros(status.spentMicros),
             quota_used_percent: percent,
             quota_warning: status.warning,
             quota_exceeded: status.exceeded

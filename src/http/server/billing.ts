@@ -2,12 +2,13 @@
 import { Effect, Layer } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { Budget, type BudgetStatus } from "../../billing/budget.ts"
-import { Ledger, toMicros, usd2, usd6 } from "../../billing/ledger.ts"
+import { Ledger, toMicros } from "../../billing/ledger.ts"
 import { Plans } from "../../billing/plans.ts"
 import { WebAgentApi } from "../api/api.ts"
 import { CurrentKey, requireScope } from "../api/security.ts"
 import { badRequest, validationError } from "../errors.ts"
 import { DEFAULT_LIMIT } from "../pagination.ts"
+import { usdFromMicros } from "../../domain/money.ts"
 
 const encodeCursor = (id: string) => Buffer.from(JSON.stringify({ l: id })).toString("base64url")
 
@@ -37,9 +38,9 @@ export const MAX_CAP_USD = 1_000_000
 
 export const budgetView = (projectId: string, status: BudgetStatus) => ({
   project_id: projectId,
-  monthly_cap_usd: status.capMicros === null ? null : usd2(status.capMicros),
-  spent_usd: usd2(status.spentMicros),
-  remaining_usd: status.capMicros === null ? null : usd2(Math.max(0, status.capMicros - status.spentMicros)),
+  monthly_cap_usd: status.capMicros === null ? null : usdFromMicros(status.capMicros),
+  spent_usd: usdFromMicros(status.spentMicros),
+  remaining_usd: status.capMicros === null ? null : usdFromMicros(Math.max(0, status.capMicros - status.spentMicros)),
   warning: status.warning,
   exceeded: status.exceeded,
   period_start: status.periodStart.toISOString(),
@@ -81,14 +82,14 @@ export const BillingHandlers = HttpApiBuilder.group(
             period_end: account.balance.periodEnd.toISOString(),
             plan: (yield* plans.forProject(projectId)).id,
             sessions_count: account.sessionsCount,
-            credit_balance_usd: usd2(account.balance.totalMicros),
-            monthly_credits_usd: usd2(account.balance.monthlyMicros),
-            additional_credits_usd: usd2(account.balance.additionalMicros),
-            llm_cost_usd: usd2(account.llmMicros),
-            browser_cost_usd: usd2(account.browserMicros),
-            proxy_cost_usd: usd2(account.proxyMicros),
-            service_cost_usd: usd2(account.serviceMicros),
-            total_cost_usd: usd2(account.totalMicros)
+            credit_balance_usd: usdFromMicros(account.balance.totalMicros),
+            monthly_credits_usd: usdFromMicros(account.balance.monthlyMicros),
+            additional_credits_usd: usdFromMicros(account.balance.additionalMicros),
+            llm_cost_usd: usdFromMicros(account.llmMicros),
+            browser_cost_usd: usdFromMicros(account.browserMicros),
+            proxy_cost_usd: usdFromMicros(account.proxyMicros),
+            service_cost_usd: usdFromMicros(account.serviceMicros),
+            total_cost_usd: usdFromMicros(account.totalMicros)
           }
         }))
       .handle("usage", ({ query }) =>
@@ -105,7 +106,7 @@ export const BillingHandlers = HttpApiBuilder.group(
               id: entry.id,
               kind: entry.kind,
               bucket: entry.bucket,
-              amount_usd: usd6(entry.amountMicros),
+              amount_usd: usdFromMicros(entry.amountMicros),
               amount_micros: entry.amountMicros,
               run_id: entry.runId,
               session_id: entry.sessionId,

@@ -3,7 +3,7 @@
  * (issue 14), `tenant_id` is the project id and `owner_user_id` is null.
  */
 import type { Monitor, Snapshot, TickRun } from "../../domain/monitor.ts"
-import { usd2 } from "../../billing/ledger.ts"
+import { usdFromMicros } from "../../domain/money.ts"
 import { iso } from "./timestamps.ts"
 
 export const monitorView = (monitor: Monitor) => ({
@@ -45,11 +45,11 @@ export const tickRunView = (tick: TickRun) => ({
   pages: tick.pages,
   error: tick.error_code === null ? null : { code: tick.error_code, detail: tick.error_detail ?? "" },
   // The tick's cost fields add up: model tokens + the tick fee (service) = total.
-  llm_cost_usd: usd2(tick.llm_cost_micros),
+  llm_cost_usd: usdFromMicros(tick.llm_cost_micros),
   browser_cost_usd: "0.00",
   proxy_cost_usd: "0.00",
-  service_cost_usd: usd2(tick.service_cost_micros),
-  total_cost_usd: usd2(tick.llm_cost_micros + tick.service_cost_micros),
+  service_cost_usd: usdFromMicros(tick.service_cost_micros),
+  total_cost_usd: usdFromMicros(tick.llm_cost_micros + tick.service_cost_micros),
   created_at: tick.created_at.toISOString(),
   started_at: iso(tick.started_at),
   finished_at: iso(tick.finished_at)

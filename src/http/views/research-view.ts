@@ -2,14 +2,8 @@
 import { flatStatus, isTerminal } from "../../domain/run-state.ts"
 import type { DeepResearchRequest, Run } from "../../domain/run.ts"
 import type { Outline, ResearchResult } from "../../research/schema.ts"
+import { usd, usdSum } from "../../domain/money.ts"
 import { iso } from "./timestamps.ts"
-
-
-/** A USD amount as a decimal string with at least two decimals ("7.50", "0.005"). */
-const usd = (value: number | string) => {
-  const [whole, fraction = ""] = Number(value).toFixed(6).replace(/0+$/, "").split(".")
-  return `${whole}.${fraction.padEnd(2, "0")}`
-}
 
 export const researchRunView = (
   run: Run,
@@ -35,9 +29,9 @@ export const researchRunView = (
     outline: options.outline ?? null,
     pending_request_id: options.pendingRequestId ?? null,
     result: (run.status === "done" ? run.output ?? null : null) as ResearchResult | null,
-    llm_cost_usd: Number(run.llm_cost_usd).toFixed(2),
-    service_cost_usd: Number(run.service_cost_usd).toFixed(2),
-    total_cost_usd: (Number(run.llm_cost_usd) + Number(run.service_cost_usd)).toFixed(2),
+    llm_cost_usd: usd(run.llm_cost_usd),
+    service_cost_usd: usd(run.service_cost_usd),
+    total_cost_usd: usdSum(run.llm_cost_usd, run.service_cost_usd),
     max_cost_usd: cap === undefined || cap === null ? null : usd(cap),
     callback_url: request.callback_url ?? null,
     created_at: run.created_at.toISOString(),

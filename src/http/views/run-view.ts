@@ -1,6 +1,7 @@
 /** The wire shapes of sessions and runs, for both route conventions and for callbacks. */
 import { flatStatus } from "../../domain/run-state.ts"
 import type { Run, Session } from "../../domain/run.ts"
+import { usd } from "../../domain/money.ts"
 import { costFields } from "../../store/runs.ts"
 import { iso } from "./timestamps.ts"
 import { recordingSettingsView } from "./recording-view.ts"
@@ -28,7 +29,7 @@ export const runView = (run: Run) => {
     output_schema: request?.output_schema ?? null,
     // Completed with the stored recording by GET run (recording-view.ts).
     recording: recordingSettingsView(run),
-    llm_cost_usd: Number(run.llm_cost_usd).toFixed(2),
+    llm_cost_usd: usd(run.llm_cost_usd),
     created_at: run.created_at.toISOString(),
     started_at: iso(run.started_at),
     finished_at: iso(run.finished_at),

@@ -2,6 +2,7 @@
 import { flatStatus } from "../../domain/run-state.ts"
 import type { Run } from "../../domain/run.ts"
 import type { WebSearchResult } from "../../search/schema.ts"
+import { usd, usdSum } from "../../domain/money.ts"
 import { iso } from "./timestamps.ts"
 
 
@@ -33,9 +34,9 @@ export const webSearchRunView = (run: Run, flat: boolean) => ({
   terminal_reason: run.status === "done" ? "done" : run.terminal_reason,
   error: run.error_code === null ? null : { code: run.error_code, detail: run.error_detail ?? "" },
   results: (run.output ?? null) as WebSearchResult | null,
-  llm_cost_usd: Number(run.llm_cost_usd).toFixed(2),
-  service_cost_usd: Number(run.service_cost_usd).toFixed(2),
-  total_cost_usd: (Number(run.llm_cost_usd) + Number(run.service_cost_usd)).toFixed(2),
+  llm_cost_usd: usd(run.llm_cost_usd),
+  service_cost_usd: usd(run.service_cost_usd),
+  total_cost_usd: usdSum(run.llm_cost_usd, run.service_cost_usd),
   created_at: run.created_at.toISOString(),
   started_at: iso(run.started_at),
   finished_at: iso(run.finished_at)
