@@ -16,7 +16,7 @@ import type { DoAnythingRequest, Run, RunId } from "../domain/run.ts"
 import { type Checkpoint, RunStore } from "../store/runs.ts"
 import { ScreenshotStore } from "../store/screenshots.ts"
 import { AgentModel } from "./model.ts"
-import { AgentToolkitHandlers, observeForModel, RunContext, toolkitFor } from "./tools.ts"
+import { AgentToolkitHandlers, noSecrets, observeForModel, redactDeep, RunContext, type RunSecrets, SecretVault, toolkitFor } from "./tools.ts"
 import { FileToolContext, FileToolkitHandlers, fileToolNames, watchDownloads, workspacePrompt } from "./file-tools.ts"
 import { WorkspaceStore } from "../workspaces/workspace-store.ts"
 import { budgetExceededDetail, type Exhausted } from "../billing/ledger.ts"
@@ -25,7 +25,26 @@ import { autonomousBoundsOfRun, proposeNextRun } from "../schedules/session-sche
 /** The DoAnything fields of a run's request (a run of another product has none). */
 const requestOf = (run: Run): Partial<DoAnythingRequest> => run.request._tag === "DoAnything" ? run.request : {}
 
-const systemPrompt = (run: Run, autonomous?: { readonly min_interval_seconds: number; readonly max_interval_seconds: number }) => {
+/** The prompt's lines about the run's secrets: placeholders, what they are for and where they work; never a value. */
+const secretsPrompt = (secrets: RunSecrets): string => {
+  if (secrets.listed.length === 0) return ""
+  const lines = secrets.listed.map((secret) =>
+    `- {{${secret.kind}:${secret.name}}}${secret.kind === "totp" ? " (the current one-time code)" : ""}` +
+    `${secret.description ? `: ${secret.description.replace(/\s+/g, " ")}` : ""}; only on ${secret.origins.join(", ")}`
+  )
+  return [
+    "The user gave you secrets that you can type without seeing them. Write the placeholder exactly as shown in the text of type or type_at,",
+    "alone or within other text, and the browser puts the value into the field; fields holding a secret show as dots. A placeholder works",
+    "only in a field of a page on its origins (and never in a URL); elsewhere the action fails. Never ask the user for these values.",
+    ...lines
+  ].join("\n")
+}
+
+const systemPrompt = (
+  run: Run,
+  autonomous?: { readonly min_interval_seconds: number; readonly max_interval_seconds: number },
+  secrets: RunSecrets = noSecrets
+) => {
   const request = requestOf(run)
   return [
     "You are a web agent operating a real Chromium browser to carry out the user's task.",
@@ -38,6 +57,7 @@ const systemPrompt = (run: Run, autonomous?: { readonly min_interval_seconds: nu
       ? `The output passed to done must be JSON matching this JSON schema:\n${JSON.stringify(request.output_schema)}`
       : "",
     request.skills && request.skills.length > 0 ? `Skills the user enabled: ${request.skills.join(", ")}.` : "",
+    secretsPrompt(secrets),
     autonomous === undefined ? "" :
       `This task runs on a schedule you decide: when you call done, you may pass next_run_at (an ISO 8601 date-time) for its next run, ` +
       `between ${autonomous.min_interval_seconds} and ${autonomous.max_interval_seconds} seconds from now (it is clamped to that range). ` +
@@ -94,6 +114,24 @@ export const runAgent = Effect.fn("runAgent")(function*(
   }
 
   const request = requestOf(run)
+  // The secrets the run names (src/secrets/), opened for this execution only; a name the project
+  // does not have (deleted since the run was created) fails the run before its first step.
+  const vault = yield* SecretVault
+  let secrets: RunSecrets = noSecrets
+  if ((request.secrets ?? []).length > 0) {
+    const loaded = yield* Effect.result(vault.forRun(run.project_id, request.secrets ?? []))
+    if (loaded._tag === "Failure") {
+      yield* store.transition(runId, "failed", {
+        executor,
+        terminalReason: "failed",
+        errorCode: "secret_unavailable",
+        errorDetail: loaded.failure.detail
+      }).pipe(Effect.ignore)
+      return
+    }
+    secrets = loaded.success
+  }
+  const redact = secrets.redact
   const validate = request.output_schema ? ajv.compile(request.output_schema) : undefined
   const finalOutput = yield* Ref.make<Option.Option<unknown>>(Option.none())
   // A run of an autonomous schedule may propose its next run with done's next_run_at.
@@ -104,6 +142,7 @@ export const runAgent = Effect.fn("runAgent")(function*(
     runId,
     lease,
     allowPrivateNetworks: lease.allowPrivateNetworks,
+    secrets,
     emit: (type, data) => store.appendEvent(runId, type, data, executor).pipe(Effect.asVoid),
     publishScreenshot: (jpeg) =>
       Effect.gen(function*() {
@@ -124,8 +163,9 @@ export const runAgent = Effect.fn("runAgent")(function*(
           yield* Queue.take(wakeups).pipe(Effect.timeoutOption("2 seconds"))
         }
       })),
-    finish: (output, nextRunAt) =>
+    finish: (rawOutput, nextRunAt) =>
       Effect.gen(function*() {
+        const output = redactDeep(rawOutput, redact)
         if (validate !== undefined && !validate(output)) {
           return `the output does not match output_schema: ${ajv.errorsText(validate.errors)}. Fix it and call done again.`
         }
@@ -180,14 +220,15 @@ export const runAgent = Effect.fn("runAgent")(function*(
   let history = resume?.checkpoint !== undefined
     ? decodePrompt(resume.checkpoint.history)
     : Prompt.make([
-      { role: "system", content: workspaceId === null ? systemPrompt(run, autonomous) : `${systemPrompt(run, autonomous)}\n${workspacePrompt}` },
+      { role: "system", content: workspaceId === null ? systemPrompt(run, autonomous, secrets) : `${systemPrompt(run, autonomous, secrets)}\n${workspacePrompt}` },
       { role: "user", content: `Task:\n${run.instructions ?? "(continue the previous task)"}` }
     ])
 
   const step = Effect.gen(function*() {
     const stepNumber = yield* store.recordStep(runId, executor)
     const messages = yield* store.takeMessages(runId)
-    const observation = yield* observeForModel.pipe(Effect.provideService(RunContext, ctx))
+    const observed = yield* observeForModel.pipe(Effect.provideService(RunContext, ctx))
+    const observation = { ...observed, url: redact(observed.url), title: redact(observed.title), text: redact(observed.text) }
     let image: Uint8Array | undefined
     // A blank tab (the first step of a fresh session) has nothing to show.
     if ((settings.stepScreenshots || settings.vision) && observation.url !== "about:blank") {
@@ -211,13 +252,13 @@ export const runAgent = Effect.fn("runAgent")(function*(
         : userText
     }])
     const response = yield* LanguageModel.generateText({
-      prompt: Prompt.concat(history, turn),
+      prompt: redactPrompt(Prompt.concat(history, turn), secrets),
       toolkit,
       toolChoice: "required"
     }).pipe(Effect.provide(Layer.merge(model.layer, handlers)))
 
     personHadControl = false
-    if (response.text.trim() !== "") yield* ctx.emit("run.message", { role: "agent", content: response.text })
+    if (response.text.trim() !== "") yield* ctx.emit("run.message", { role: "agent", content: redact(response.text) })
 
     // Old observations are dropped from the history: the next turn carries a fresh one.
     const compacted = Prompt.make([{
@@ -319,12 +360,33 @@ export const runAgent = Effect.fn("runAgent")(function*(
       executor,
       terminalReason: "failed",
       errorCode: crashed ? "browser_crashed" : error._tag === "AiError" ? "model_error" : "agent_error",
-      errorDetail: crashed ? "the browser of this session crashed; the session's next run gets a fresh browser" : (error.message ?? String(error))
+      errorDetail: crashed ? "the browser of this session crashed; the session's next run gets a fresh browser" : redact(error.message ?? String(error))
     }).pipe(Effect.ignore)
   }
 }, Effect.scoped)
 
 const takeScreenshot = (ctx: RunContext["Service"]) => screenshot(ctx.lease)
+
+/**
+ * The conversation as the model gets it, with the run's secrets redacted in every text and tool
+ * result (file tools' results and anything else the tools did not redact themselves); images are
+ * left as they are (fields holding a secret are masked on the page).
+ */
+const structural = new Set(["role", "type", "id", "name", "mediaType", "providerName", "providerExecuted", "isFailure"])
+const redactPrompt = (prompt: Prompt.Prompt, secrets: RunSecrets): Prompt.Prompt => {
+  if (secrets.listed.length === 0) return prompt
+  const walk = (value: unknown): unknown => {
+    if (typeof value === "string") return secrets.redact(value)
+    if (Array.isArray(value)) return value.map(walk)
+    if (value !== null && typeof value === "object") {
+      if ((value as { type?: unknown }).type === "file") return value
+      // The structure's own strings (roles, part types, tool names and call ids) stay as they are.
+      return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, structural.has(key) ? item : walk(item)]))
+    }
+    return value
+  }
+  return decodePrompt(walk(encodePrompt(prompt)))
+}
 
 /** Runs in the page: whether any field holds a value the user typed or chose but did not submit. */
 const hasUnsubmittedInput = () =>

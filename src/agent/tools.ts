@@ -145,7 +145,78 @@ export class RunContext extends Context.Service<RunContext, {
   /** Validates and records the final output; a string explains why it was refused. */
   readonly finish: (output: unknown, nextRunAt?: string) => Effect.Effect<string | undefined>
   readonly allowPrivateNetworks: boolean
+  /** The secrets the run named (noSecrets when none): what type and type_at substitute, what redact hides. */
+  readonly secrets: RunSecrets
 }>()("wa/agent/RunContext") {}
+
+// --- Secrets ---------------------------------------------------------------------------------
+
+export type SecretKind = "secret" | "totp"
+
+/**
+ * The secrets of one run (src/secrets/ implements it). The model sees only placeholders,
+ * `{{secret:name}}` for a value and `{{totp:name}}` for a TOTP secret's current code; type and
+ * type_at put the value into the field, on the secret's origins only, and everything the model,
+ * the events and the logs get passes through `redact`.
+ */
+export interface RunSecrets {
+  /** For the prompt: never a value. */
+  readonly listed: ReadonlyArray<{
+    readonly name: string
+    readonly kind: SecretKind
+    readonly origins: ReadonlyArray<string>
+    readonly description: string | null
+  }>
+  /** The value of a placeholder typed into a field whose document has `origin`, or why not. */
+  readonly reveal: (kind: SecretKind, name: string, origin: string) => { readonly value: string } | { readonly refused: string }
+  /** `text` with every value of the run's secrets (and every code they gave out) replaced by its placeholder. */
+  readonly redact: (text: string) => string
+}
+
+export const noSecrets: RunSecrets = {
+  listed: [],
+  reveal: (kind, name) => ({
+    refused: `{{${kind}:${name}}} is not available: this run names no secrets (a run lists the project secrets it may use in its secrets field)`
+  }),
+  redact: (text) => text
+}
+
+/** The run names a secret the project does not have, or one that does not open. */
+export class SecretsUnavailable extends Schema.TaggedError<SecretsUnavailable>()("SecretsUnavailable", { detail: Schema.String }) {}
+
+/** Where a run's secrets come from (src/secrets/service.ts SecretVaultLive). */
+export class SecretVault extends Context.Service<SecretVault, {
+  readonly forRun: (projectId: string, names: ReadonlyArray<string>) => Effect.Effect<RunSecrets, SecretsUnavailable>
+}>()("wa/agent/SecretVault") {}
+
+const placeholderPattern = /\{\{\s*(secret|totp)\s*:\s*([A-Za-z0-9_-]{1,64})\s*\}\}/g
+
+export const hasPlaceholder = (text: string): boolean => new RegExp(placeholderPattern.source).test(text)
+
+/** `text` with its placeholders replaced by their values for a field on `origin`; the first refusal otherwise. */
+export const substituteSecrets = (secrets: RunSecrets, text: string, origin: string): { readonly text: string } | { readonly refused: string } => {
+  let refused: string | undefined
+  const substituted = text.replace(new RegExp(placeholderPattern.source, "g"), (_match, kind: SecretKind, name: string) => {
+    if (refused !== undefined) return ""
+    const revealed = secrets.reveal(kind, name, origin)
+    if ("refused" in revealed) {
+      refused = revealed.refused
+      return ""
+    }
+    return revealed.value
+  })
+  return refused === undefined ? { text: substituted } : { refused }
+}
+
+/** Every string inside `value` (object keys and values, array items) passed through `redact`. */
+export const redactDeep = (value: unknown, redact: (text: string) => string): unknown => {
+  if (typeof value === "string") return redact(value)
+  if (Array.isArray(value)) return value.map((item) => redactDeep(item, redact))
+  if (value !== null && typeof value === "object" && !(value instanceof Uint8Array)) {
+    return Object.fromEntries(Object.entries(value).map(([key, item]) => [redact(key), redactDeep(item, redact)]))
+  }
+  return value
+}
 
 type ToolFailure = typeof Failure.Type
 
@@ -163,17 +234,23 @@ const describeError = (error: ToolError): ToolFailure =>
   error._tag === "ToolRefused" ? { code: error.code, error: error.message } : { code: error._tag, error: error.message }
 
 /** Wraps a tool body with its events; failures become the tool's returned failure. */
-const instrumented = <A>(ctx: RunContext["Service"], name: string, params: unknown, body: Effect.Effect<A, ToolError, RunContext>) =>
+const instrumented = <A>(ctx: RunContext["Service"], name: string, rawParams: unknown, body: Effect.Effect<A, ToolError, RunContext>) =>
   Effect.gen(function*() {
+    // What the events and the model get passes through the run's secrets' redaction (a value a
+    // page shows back, a field's content in an error), before anything is cut short.
+    const redact = ctx.secrets.redact
+    const params = redactDeep(rawParams, redact)
     yield* ctx.emit("run.action.started", { action: name, params })
     const result = yield* Effect.result(Effect.provideService(body, RunContext, ctx))
     if (result._tag === "Failure") {
-      const failure = describeError(result.failure)
+      const described = describeError(result.failure)
+      const failure = { code: described.code, error: redact(described.error) }
       yield* ctx.emit("run.action.failed", { action: name, params, ...failure })
       return yield* Effect.fail(failure)
     }
-    yield* ctx.emit("run.action.completed", { action: name, result: summarize(result.success) })
-    return result.success as unknown
+    const success = redactDeep(result.success, redact)
+    yield* ctx.emit("run.action.completed", { action: name, result: summarize(success) })
+    return success
   })
 
 const summarize = (value: unknown): unknown => {
@@ -188,8 +265,10 @@ const page = withLease((lease) =>
 )
 
 /** Asks the model for JSON matching a JSON schema from the page's content. */
-const extractJson = (markdown: string, schema: unknown, instruction: string | undefined) =>
+const extractJson = (pageMarkdown: string, schema: unknown, instruction: string | undefined) =>
   Effect.gen(function*() {
+    // The extraction is a model request of its own: the page goes to it without the run's secrets.
+    const markdown = (yield* RunContext).secrets.redact(pageMarkdown)
     const model = yield* Effect.serviceOption(LanguageModel.LanguageModel)
     if (Option.isNone(model)) return yield* new ToolRefused({ code: "NoModel", message: "no model is configured" })
     const response = yield* LanguageModel.generateText({
@@ -209,16 +288,34 @@ const extractJson = (markdown: string, schema: unknown, instruction: string | un
     }
   })
 
+/** The text to type for a field on `origin`, or the step fails with the reason (an unbound origin, an unknown name). */
+const revealFor = (secrets: RunSecrets, text: string, origin: string) => {
+  const substituted = substituteSecrets(secrets, text, origin)
+  return "refused" in substituted
+    ? Effect.fail(new ToolRefused({ code: "SecretRefused", message: substituted.refused }))
+    : Effect.succeed(substituted.text)
+}
+
 /** Handlers bound to one run: the toolkit layer is built per run with its RunContext. */
 export const AgentToolkitHandlers = AgentToolkit.toLayer(Effect.gen(function*() {
   const ctx = yield* RunContext
   const instrumented_ = <A>(name: string, params: unknown, body: Effect.Effect<A, ToolError, RunContext>) =>
     instrumented(ctx, name, params, body)
   return AgentToolkit.of({
-  navigate: (params) => instrumented_("navigate", params, withLease((lease) => actions.navigate(lease, params.url))),
+  navigate: (params) =>
+    instrumented_("navigate", params, hasPlaceholder(params.url)
+      ? Effect.fail(new ToolRefused({ code: "SecretRefused", message: "secret placeholders are typed into fields only (type, type_at), never put into a URL" }))
+      : withLease((lease) => actions.navigate(lease, params.url))),
   click: (params) => instrumented_("click", params, withLease((lease) => actions.click(lease, params.ref))),
   type: (params) =>
-    instrumented_("type", params, withLease((lease) => actions.type(lease, params.ref, params.text, { submit: params.submit ?? false }))),
+    instrumented_("type", params, withLease((lease) =>
+      hasPlaceholder(params.text)
+        ? Effect.gen(function*() {
+          const origin = yield* actions.fieldOrigin(lease, params.ref)
+          const text = yield* revealFor(ctx.secrets, params.text, origin)
+          return yield* actions.type(lease, params.ref, text, { submit: params.submit ?? false, secret: { shown: params.text, origin } })
+        })
+        : actions.type(lease, params.ref, params.text, { submit: params.submit ?? false }))),
   press_key: (params) => instrumented_("press_key", params, withLease((lease) => actions.pressKey(lease, params.key))),
   select_option: (params) => instrumented_("select_option", params, withLease((lease) => actions.selectOption(lease, params.ref, params.values))),
   scroll: (params) =>
@@ -239,7 +336,14 @@ export const AgentToolkitHandlers = AgentToolkit.toLayer(Effect.gen(function*() 
         : Effect.fail(new ToolRefused({ code: "InvalidParameters", message: "give to_ref, or dx and/or dy, for where to drop" })))),
   click_at: (params) => instrumented_("click_at", params, withLease((lease) => actions.clickAt(lease, params.x, params.y))),
   type_at: (params) =>
-    instrumented_("type_at", params, withLease((lease) => actions.typeAt(lease, params.x, params.y, params.text, { submit: params.submit ?? false }))),
+    instrumented_("type_at", params, withLease((lease) =>
+      hasPlaceholder(params.text)
+        ? Effect.gen(function*() {
+          const origin = yield* actions.pageOrigin(lease)
+          const text = yield* revealFor(ctx.secrets, params.text, origin)
+          return yield* actions.typeAt(lease, params.x, params.y, text, { submit: params.submit ?? false, secret: { shown: params.text, origin } })
+        })
+        : actions.typeAt(lease, params.x, params.y, params.text, { submit: params.submit ?? false }))),
   go_back: (params) => instrumented_("go_back", params, withLease((lease) => actions.goBack(lease))),
   wait_for: (params) =>
     instrumented_("wait_for", params, withLease((lease) =>

@@ -399,6 +399,77 @@ export interface TypeOptions {
   readonly submit?: boolean
   /** Replace the current value (default) or append to it. */
   readonly clear?: boolean
+  /**
+   * The text holds secret values (src/secrets/, substituted by the agent's tools): they go only
+   * into a text field whose document still has `origin` (checked in the page right before
+   * typing), the field is concealed first (concealField), and the outcome says `shown` (the
+   * placeholders) instead of the text.
+   */
+  readonly secret?: { readonly shown: string; readonly origin: string }
+}
+
+/**
+ * Evaluated in the page on a field about to receive a secret: masks it on screen (screenshots,
+ * live view), in recordings (rrweb treats `data-rr-is-password` fields as passwords and records
+ * no value) and in observations (page-script.ts shows a `data-wa-secret` field's value as dots).
+ * Returns the field's document origin and whether it takes text; only such a field is marked.
+ * Self-contained: it runs in the page.
+ */
+function concealField(target: Element | null): { readonly origin: string; readonly editable: boolean; readonly frame: boolean } {
+  // type_at passes null: the field is the one the click focused.
+  const el = target ?? document.activeElement
+  const frame = el !== null && (el.tagName === "IFRAME" || el.tagName === "FRAME")
+  const editable = el !== null && (
+    (el instanceof HTMLInputElement && !["checkbox", "radio", "button", "submit", "reset", "image", "file", "hidden", "range", "color"].includes(el.type)) ||
+    el instanceof HTMLTextAreaElement || (el as HTMLElement).isContentEditable === true
+  )
+  if (el !== null && editable) {
+    el.setAttribute("data-wa-secret", "")
+    el.setAttribute("data-rr-is-password", "")
+    ;(el as HTMLElement).style.setProperty("-webkit-text-security", "disc", "important")
+  }
+  return { origin: (el?.ownerDocument ?? document).location.origin, editable, frame }
+}
+
+/** Checks a concealField answer against the origin a secret was released for; the reason to refuse otherwise. */
+const secretFieldProblem = (
+  state: ReturnType<typeof concealField>,
+  what: string,
+  origin: string
+): string | undefined =>
+  state.frame
+    ? `${what} is inside a frame; type the secret with type and the field's ref`
+    : !state.editable
+    ? `${what} is not a text field (input, textarea or contenteditable); a secret is typed only into a field`
+    : state.origin !== origin
+    ? `${what} is now on ${state.origin}, not ${origin}; observe the page again`
+    : undefined
+
+/** The origin of the document holding the element of a ref (where a secret typed into it would go). */
+export const fieldOrigin = (lease: ContextLease, ref: string) =>
+  Effect.flatMap(activePage(lease), (page) =>
+    attempt(lease, `locate ${ref}`, 5_000, async () => {
+      const location = await locateRef(page, ref)
+      const element = location === undefined ? undefined : await elementAt(location)
+      if (element === undefined) return undefined
+      try {
+        return await element.evaluate((el) => el.ownerDocument.location.origin)
+      } finally {
+        void element.dispose().catch(() => undefined)
+      }
+    }).pipe(Effect.flatMap((origin) =>
+      origin === undefined
+        ? Effect.fail(new ElementNotFound({ ref, message: `no element ${ref} on the page any more (it changed or navigated); observe again for fresh refs` }))
+        : Effect.succeed(origin)
+    )))
+
+/** The origin of the active tab's top document (where type_at types, unless the point is in a frame). */
+export const pageOrigin = (lease: ContextLease) =>
+  Effect.flatMap(activePage(lease), (page) => attempt(lease, "read the page's origin", 5_000, () => page.mainFrame().evaluate(() => location.origin)))
+
+const typedText = (text: string, options: TypeOptions) => {
+  const shown = options.secret?.shown ?? text
+  return JSON.stringify(shown.length > 40 ? `${shown.slice(0, 40)}…` : shown)
 }
 
 export const type = (
@@ -409,6 +480,10 @@ export const type = (
   timeouts: ActionTimeouts = defaultTimeouts
 ) =>
   withElement(lease, ref, "type", timeouts, async (element, page) => {
+    if (options.secret !== undefined) {
+      const problem = secretFieldProblem(await element.evaluate(concealField), ref, options.secret.origin)
+      if (problem !== undefined) throw new Error(problem)
+    }
     const editable = await element.evaluate((el) =>
       el instanceof HTMLInputElement || el instanceof HTMLTextAreaElement || (el as HTMLElement).isContentEditable
     )
@@ -421,7 +496,7 @@ export const type = (
       await page.keyboard.type(text)
     }
     if (options.submit === true) await element.press("Enter", { timeout: timeouts.actionMs })
-    return `typed ${JSON.stringify(text.length > 40 ? `${text.slice(0, 40)}…` : text)} into ${ref}${options.submit === true ? " and pressed Enter" : ""}`
+    return `typed ${typedText(text, options)} into ${ref}${options.submit === true ? " and pressed Enter" : ""}`
   })
 
 export const pressKey = (lease: ContextLease, key: string, timeouts: ActionTimeouts = defaultTimeouts) =>
@@ -578,6 +653,10 @@ export const typeAt = (
 ) =>
   pointAction(lease, `type_at (${x}, ${y})`, x, y, timeouts, async (page, what) => {
     await page.mouse.click(x, y)
+    if (options.secret !== undefined) {
+      const problem = secretFieldProblem(await page.evaluate(concealField, null), `the field at (${x}, ${y})`, options.secret.origin)
+      if (problem !== undefined) throw new Error(problem)
+    }
     if (options.clear !== false) {
       await page.evaluate(() => {
         const el = document.activeElement
@@ -587,7 +666,7 @@ export const typeAt = (
     }
     await page.keyboard.type(text)
     if (options.submit === true) await page.keyboard.press("Enter")
-    return `typed ${JSON.stringify(text.length > 40 ? `${text.slice(0, 40)}…` : text)} at (${x}, ${y}) into ${what}${options.submit === true ? " and pressed Enter" : ""}`
+    return `typed ${typedText(text, options)} at (${x}, ${y}) into ${what}${options.submit === true ? " and pressed Enter" : ""}`
   })
 
 export const goBack = (lease: ContextLease, timeouts: ActionTimeouts = defaultTimeouts) =>

@@ -167,7 +167,8 @@ export function snapshotFrame(args: SnapshotArgs): FrameSnapshot {
       const input = el as HTMLInputElement
       if (input.type === "checkbox" || input.type === "radio") {
         if (input.checked) out.push("checked")
-      } else if (input.type === "password") {
+      } else if (input.type === "password" || el.hasAttribute("data-wa-secret")) {
+        // A field a run typed a secret into (src/browser/actions.ts concealField) shows dots too.
         if (input.value) out.push(`="${"•".repeat(Math.min(8, input.value.length))}"`)
       } else if (input.type !== "submit" && input.type !== "button" && input.type !== "reset" && input.type !== "image" && input.value) {
         out.push("=" + quote(cut(norm(input.value), 80)))
@@ -179,6 +180,8 @@ export function snapshotFrame(args: SnapshotArgs): FrameSnapshot {
       const options = Array.from(select.options).map((o) => cut(norm(o.text).trim(), 24)).filter(Boolean)
       const shown = options.slice(0, 8).join("|")
       out.push(`{${shown}${options.length > 8 ? `|+${options.length - 8}` : ""}}`)
+    } else if ((el as HTMLElement).isContentEditable && el.hasAttribute("data-wa-secret")) {
+      out.push("=\"••••••••\"")
     } else if ((el as HTMLElement).isContentEditable) {
       const t = cut(textOf(el), 80)
       if (t) out.push("=" + quote(t))

@@ -16,6 +16,7 @@ import { MetricsApi } from "./metrics.ts"
 import { InboxApi } from "./inbox.ts"
 import { TrackApi, TrackFlatApi } from "./track.ts"
 import { WebhookEndpointsApi } from "./webhook-endpoints.ts"
+import { SecretsApi } from "./secrets.ts"
 import { WorkspaceDownloadApi, WorkspacesApi, WorkspaceUploadApi } from "./workspaces.ts"
 import { ProfilesApi } from "./profiles.ts"
 import { DoAnythingArtifactsApi, RecordingReplayApi } from "./recordings.ts"
@@ -32,6 +33,7 @@ export class WebAgentApi extends HttpApi.make("web-agent-service")
   .add(BillingApi)
   .add(WebhookDeliveriesApi)
   .add(WebhookEndpointsApi)
+  .add(SecretsApi)
   .add(InboxApi)
   .add(DoAnythingApi)
   .add(DoAnythingFlatApi)

@@ -27,6 +27,8 @@ import { ProjectHandlers } from "./project.ts"
 import { BillingHandlers } from "./billing.ts"
 import { WebhookDeliveriesHandlers } from "./webhook-deliveries.ts"
 import { WebhookEndpointsHandlers } from "./webhook-endpoints.ts"
+import { SecretsHandlers } from "./secrets.ts"
+import { ProjectSecrets } from "../../secrets/service.ts"
 import { InboxHandlers } from "./inbox.ts"
 import { TrackFlatHandlers, TrackHandlers } from "./track.ts"
 import { SystemHandlers } from "./system.ts"
@@ -146,6 +148,7 @@ const ApiRoutes = HttpApiBuilder.layer(WebAgentApi, { openapiPath: "/openapi.jso
       withServices(DeepResearchFlatHandlers, [...projectMiddlewares, RunStore, RunEventBus, Research]),
       withServices(DeepResearchStandaloneHandlers, [...projectMiddlewares, RunStore, RunEventBus, Research]),
       withServices(WebhookEndpointsHandlers, [...projectMiddlewares, ApiKeys, WebhookEndpoints]),
+      withServices(SecretsHandlers, [...projectMiddlewares, ApiKeys, ProjectSecrets]).pipe(Layer.provide(ProjectSecrets.layer)),
       withServices(InboxHandlers, [...projectMiddlewares, Inbox]),
       withServices(TrackHandlers, [...projectMiddlewares, RunEventBus, MonitorStore, Monitors]),
       withServices(TrackFlatHandlers, [...projectMiddlewares, RunEventBus, MonitorStore, Monitors]),

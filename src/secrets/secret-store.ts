@@ -1,0 +1,165 @@
+/**
+ * Project secrets in PostgreSQL (table project_secrets, migration 0027). The value is sealed with
+ * the service's secret key (src/security/state-cipher.ts: AES-256-GCM, `WA_SECRET_KEY` or the data
+ * dir's key file) with the secret's id as additional data, and opened only for a run that names
+ * the secret (`openForRun`); every other read returns the metadata. A project holds at most
+ * `MAX_SECRETS` secrets, names unique.
+ */
+import { Context, Effect, Layer, Schema } from "effect"
+import { SqlClient } from "effect/sql"
+import { makeId } from "../domain/ids.ts"
+import { StateCipher } from "../security/state-cipher.ts"
+import { earlierCreate, recordCreate } from "../store/keyed-create.ts"
+
+import { MAX_SECRETS } from "./limits.ts"
+
+export type SecretKind = "secret" | "totp"
+
+export interface SecretRow {
+  readonly id: string
+  readonly project_id: string
+  readonly name: string
+  readonly kind: SecretKind
+  readonly origins: ReadonlyArray<string>
+  readonly description: string | null
+  readonly totp_digits: number | null
+  readonly totp_period: number | null
+  readonly totp_algorithm: string | null
+  readonly created_at: Date
+  readonly updated_at: Date
+  readonly value_updated_at: Date
+  readonly last_used_at: Date | null
+}
+
+/** A secret with its value opened, for a run. */
+export interface OpenedSecret extends SecretRow {
+  readonly value: string
+}
+
+/** What a create writes: the value already checked and normalised for its kind. */
+export interface NewSecret {
+  readonly name: string
+  readonly kind: SecretKind
+  readonly value: string
+  readonly origins: ReadonlyArray<string>
+  readonly description: string | null
+  readonly totp: { readonly digits: number; readonly period: number; readonly algorithm: string } | null
+}
+
+export interface SecretChanges {
+  readonly value?: { readonly value: string; readonly totp: NewSecret["totp"] }
+  readonly origins?: ReadonlyArray<string>
+  /** null clears it. */
+  readonly description?: string | null
+}
+
+export class SecretNameTaken extends Schema.TaggedError<SecretNameTaken>()("SecretNameTaken", { name: Schema.String }) {}
+export class SecretLimitReached extends Schema.TaggedError<SecretLimitReached>()("SecretLimitReached", { limit: Schema.Int }) {}
+/** A sealed value does not open: written with another key (set the same WA_SECRET_KEY everywhere), or altered. */
+export class SecretUnreadable extends Schema.TaggedError<SecretUnreadable>()("SecretUnreadable", { name: Schema.String, reason: Schema.String }) {}
+
+const columns = "id, project_id, name, kind, origins, description, totp_digits, totp_period, totp_algorithm, created_at, updated_at, value_updated_at, last_used_at"
+
+export class SecretStore extends Context.Service<SecretStore, {
+  readonly create: (projectId: string, input: NewSecret) => Effect.Effect<SecretRow, SecretNameTaken | SecretLimitReached>
+  /** Newest first, `limit` rows before the id `beforeId` (exclusive). */
+  readonly list: (projectId: string, limit: number, beforeId?: string) => Effect.Effect<ReadonlyArray<SecretRow>>
+  readonly find: (projectId: string, id: string) => Effect.Effect<SecretRow | undefined>
+  /** undefined when there is no such secret. */
+  readonly update: (projectId: string, id: string, changes: SecretChanges) => Effect.Effect<SecretRow | undefined>
+  /** Whether there was one to delete. */
+  readonly delete: (projectId: string, id: string) => Effect.Effect<boolean>
+  /** The named secrets with their values (those that exist), marked used now. */
+  readonly openForRun: (projectId: string, names: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<OpenedSecret>, SecretUnreadable>
+}>()("wa/secrets/SecretStore") {
+  static readonly layer = Layer.effect(
+    SecretStore,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const cipher = yield* StateCipher
+      const cols = sql.literal(columns)
+
+      const find = (projectId: string, id: string) =>
+        sql<SecretRow>`SELECT ${cols} FROM project_secrets WHERE project_id = ${projectId} AND id = ${id}`.pipe(
+          Effect.map((rows) => rows[0]),
+          Effect.orDie
+        )
+
+      const create = Effect.fn("SecretStore.create")(function*(projectId: string, input: NewSecret) {
+        // The retry of a keyed create whose first attempt committed before its process died gets that secret.
+        const earlier = yield* earlierCreate((id) => find(projectId, id))
+        if (earlier !== undefined) return earlier
+        const id = makeId("sec")
+        const sealed = cipher.seal(Buffer.from(input.value, "utf8"), id)
+        const outcome = yield* sql.withTransaction(Effect.gen(function*() {
+          // The count, the name check and the insert under one per-project lock.
+          yield* sql`SELECT pg_advisory_xact_lock(hashtextextended(${`project_secrets:${projectId}`}, 0))`
+          const [count] = yield* sql<{ n: number; taken: boolean }>`
+            SELECT count(*)::int AS n, coalesce(bool_or(name = ${input.name}), false) AS taken
+            FROM project_secrets WHERE project_id = ${projectId}`
+          if (count?.taken === true) return "taken" as const
+          if ((count?.n ?? 0) >= MAX_SECRETS) return "limit" as const
+          const rows = yield* sql<SecretRow>`
+            INSERT INTO project_secrets (id, project_id, name, kind, value_sealed, value_key_id, origins, description, totp_digits, totp_period, totp_algorithm)
+            VALUES (${id}, ${projectId}, ${input.name}, ${input.kind}, ${sealed.bytes}, ${sealed.keyId}, ${JSON.stringify(input.origins)}::jsonb,
+                    ${input.description}, ${input.totp?.digits ?? null}, ${input.totp?.period ?? null}, ${input.totp?.algorithm ?? null})
+            RETURNING ${cols}`
+          // Under an Idempotency-Key the claim records the secret in this transaction (src/store/keyed-create.ts).
+          yield* recordCreate(sql, id)
+          return rows[0]!
+        })).pipe(Effect.orDie)
+        if (outcome === "taken") return yield* new SecretNameTaken({ name: input.name })
+        if (outcome === "limit") return yield* new SecretLimitReached({ limit: MAX_SECRETS })
+        return outcome
+      })
+
+      const update = Effect.fn("SecretStore.update")(function*(projectId: string, id: string, changes: SecretChanges) {
+        const sealed = changes.value === undefined ? undefined : cipher.seal(Buffer.from(changes.value.value, "utf8"), id)
+        const totp = changes.value?.totp
+        const rows = yield* sql<SecretRow>`
+          UPDATE project_secrets SET
+            updated_at = now()
+            ${sealed === undefined ? sql`` : sql`, value_sealed = ${sealed.bytes}, value_key_id = ${sealed.keyId}, value_updated_at = now()`}
+            ${totp === undefined || totp === null ? sql`` : sql`, totp_digits = ${totp.digits}, totp_period = ${totp.period}, totp_algorithm = ${totp.algorithm}`}
+            ${changes.origins === undefined ? sql`` : sql`, origins = ${JSON.stringify(changes.origins)}::jsonb`}
+            ${changes.description === undefined ? sql`` : sql`, description = ${changes.description}`}
+          WHERE project_id = ${projectId} AND id = ${id}
+          RETURNING ${cols}`.pipe(Effect.orDie)
+        return rows[0]
+      })
+
+      const openForRun = Effect.fn("SecretStore.openForRun")(function*(projectId: string, names: ReadonlyArray<string>) {
+        if (names.length === 0) return []
+        const rows = yield* sql<SecretRow & { value_sealed: Uint8Array; value_key_id: string }>`
+          UPDATE project_secrets SET last_used_at = now()
+          WHERE project_id = ${projectId} AND name IN ${sql.in(names)}
+          RETURNING ${cols}, value_sealed, value_key_id`.pipe(Effect.orDie)
+        const opened: Array<OpenedSecret> = []
+        for (const { value_sealed, value_key_id, ...row } of rows) {
+          const bytes = yield* cipher.open({ bytes: Buffer.from(value_sealed), keyId: value_key_id }, row.id).pipe(
+            Effect.mapError((e) => new SecretUnreadable({ name: row.name, reason: e.reason }))
+          )
+          opened.push({ ...row, value: bytes.toString("utf8") })
+        }
+        return opened
+      })
+
+      return SecretStore.of({
+        create,
+        list: (projectId, limit, beforeId) =>
+          sql<SecretRow>`
+            SELECT ${cols} FROM project_secrets
+            WHERE project_id = ${projectId} ${beforeId === undefined ? sql`` : sql`AND id < ${beforeId}`}
+            ORDER BY id DESC LIMIT ${limit}`.pipe(Effect.orDie),
+        find,
+        update,
+        delete: (projectId, id) =>
+          sql`DELETE FROM project_secrets WHERE project_id = ${projectId} AND id = ${id} RETURNING 1`.pipe(
+            Effect.map((rows) => rows.length > 0),
+            Effect.orDie
+          ),
+        openForRun
+      })
+    })
+  ).pipe(Layer.provide(StateCipher.layer))
+}
