@@ -26,13 +26,13 @@
  */
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
-import { createHmac, timingSafeEqual } from "node:crypto"
 import { AppConfig } from "../config/config.ts"
 import { ControlNotAvailable } from "../domain/errors.ts"
 import { makeId } from "../domain/ids.ts"
 import { isTerminal, type RunStatus } from "../domain/run-state.ts"
 import type { Run, RunId, SessionId } from "../domain/run.ts"
 import { EVENTS_CHANNEL, RunStore } from "../store/runs.ts"
+import { loadUrlSigner } from "../store/url-signer.ts"
 
 export type GrantStatus = "pending" | "active" | "released" | "expired" | "superseded" | "ended"
 
@@ -122,9 +122,9 @@ export class TakeControl extends Context.Service<TakeControl, {
       const sql = yield* SqlClient.SqlClient
       const store = yield* RunStore
       const config = yield* AppConfig
-      const [secret] = yield* sql<{ value: string }>`SELECT value FROM service_secrets WHERE name = 'url_signing'`.pipe(Effect.orDie)
-      const sign = (grantId: string, runId: string, exp: number) =>
-        createHmac("sha256", secret!.value).update(`control:${grantId}:${runId}:${exp}`).digest("base64url")
+      const signer = yield* loadUrlSigner
+      const message = (grantId: string, runId: string, exp: number) => `control:${grantId}:${runId}:${exp}`
+      const sign = (grantId: string, runId: string, exp: number) => signer.sign(message(grantId, runId, exp))
 
       const lockRun = (runId: string) =>
         sql<{ status: RunStatus }>`SELECT status FROM runs WHERE id = ${runId} FOR UPDATE`.pipe(Effect.map((rows) => rows[0]?.status))
@@ -216,9 +216,7 @@ export class TakeControl extends Context.Service<TakeControl, {
             const exp = Number(expText)
             const grant = yield* grantById(grantId)
             if (grant === undefined) return { _tag: "Invalid" } as const
-            const expected = Buffer.from(sign(grant.id, grant.runId, exp))
-            const given = Buffer.from(signature!)
-            if (expected.length !== given.length || !timingSafeEqual(expected, given)) return { _tag: "Invalid" } as const
+            if (!signer.matches(message(grant.id, grant.runId, exp), signature!)) return { _tag: "Invalid" } as const
             // The token's exp is the grant's own: a re-signed exp would not match the signature.
             if (exp !== Math.floor(grant.expiresAt.getTime() / 1000)) return { _tag: "Invalid" } as const
             if (grant.status === "pending" && grant.expiresAt.getTime() <= Date.now()) {

@@ -4,8 +4,7 @@
  * signature. A signature names one artifact and its expiry; it is useless for anything else.
  */
 import { Context, Effect, Layer } from "effect"
-import { SqlClient } from "effect/sql"
-import { createHmac, timingSafeEqual } from "node:crypto"
+import { loadUrlSigner } from "../store/url-signer.ts"
 
 export const REPLAY_URL_TTL_SECONDS = 15 * 60
 
@@ -22,10 +21,9 @@ export class RecordingLinks extends Context.Service<RecordingLinks, {
   static readonly layer = Layer.effect(
     RecordingLinks,
     Effect.gen(function*() {
-      const sql = yield* SqlClient.SqlClient
-      const [secret] = yield* sql<{ value: string }>`SELECT value FROM service_secrets WHERE name = 'url_signing'`.pipe(Effect.orDie)
-      const signature = (artifactId: string, expires: number) =>
-        createHmac("sha256", secret!.value).update(`recording:${artifactId}:${expires}`).digest("base64url")
+      const signer = yield* loadUrlSigner
+      const message = (artifactId: string, expires: number) => `recording:${artifactId}:${expires}`
+      const signature = (artifactId: string, expires: number) => signer.sign(message(artifactId, expires))
       return RecordingLinks.of({
         sign: (artifactId) =>
           Effect.sync(() => {
@@ -36,12 +34,7 @@ export class RecordingLinks extends Context.Service<RecordingLinks, {
             }
           }),
         verify: (artifactId, expires, given) =>
-          Effect.sync(() => {
-            const expected = Buffer.from(signature(artifactId, expires))
-            const actual = Buffer.from(given)
-            if (expected.length !== actual.length || !timingSafeEqual(expected, actual)) return "invalid" as const
-            return expires < Date.now() / 1000 ? "expired" as const : "valid" as const
-          })
+          Effect.sync(() => signer.check(message(artifactId, expires), expires, given))
       })
     })
   )

@@ -6,7 +6,7 @@
  */
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
-import { createHmac, timingSafeEqual } from "node:crypto"
+import { loadUrlSigner } from "./url-signer.ts"
 import { makeId } from "../domain/ids.ts"
 
 export const SCREENSHOT_URL_TTL_SECONDS = 15 * 60
@@ -25,9 +25,9 @@ export class ScreenshotStore extends Context.Service<ScreenshotStore, {
     ScreenshotStore,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
-      const [secret] = yield* sql<{ value: string }>`SELECT value FROM service_secrets WHERE name = 'url_signing'`.pipe(Effect.orDie)
-      const sign = (id: string, expires: number) =>
-        createHmac("sha256", secret!.value).update(`screenshot:${id}:${expires}`).digest("base64url")
+      const signer = yield* loadUrlSigner
+      const message = (id: string, expires: number) => `screenshot:${id}:${expires}`
+      const sign = (id: string, expires: number) => signer.sign(message(id, expires))
       const signedUrl = (id: string) => {
         const expires = Math.floor(Date.now() / 1000) + SCREENSHOT_URL_TTL_SECONDS
         return `/v1/screenshots/${id}?expires=${expires}&signature=${sign(id, expires)}`
@@ -45,10 +45,8 @@ export class ScreenshotStore extends Context.Service<ScreenshotStore, {
         },
         read: (id, expires, signature) =>
           Effect.gen(function*() {
-            const expected = Buffer.from(sign(id, expires))
-            const given = Buffer.from(signature)
-            if (expected.length !== given.length || !timingSafeEqual(expected, given)) return "invalid" as const
-            if (expires < Date.now() / 1000) return "expired" as const
+            const verdict = signer.check(message(id, expires), expires, signature)
+            if (verdict !== "valid") return verdict
             const rows = yield* sql<{ data: Buffer }>`SELECT data FROM screenshots WHERE id = ${id}`
             return rows[0] === undefined ? "missing" as const : new Uint8Array(rows[0].data)
           }).pipe(Effect.orDie)

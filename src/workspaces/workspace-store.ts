@@ -13,10 +13,11 @@
  */
 import { Context, Effect, Layer, Schema, Stream } from "effect"
 import { SqlClient } from "effect/sql"
-import { createHmac, randomUUID, timingSafeEqual } from "node:crypto"
+import { randomUUID } from "node:crypto"
 import { AppConfig } from "../config/config.ts"
 import { makeId } from "../domain/ids.ts"
 import { createOnce } from "../store/keyed-create.ts"
+import { loadUrlSigner } from "../store/url-signer.ts"
 import { WorkspaceFileNotFound, WorkspaceNotFound } from "../domain/errors.ts"
 
 /** Bytes per stored chunk: bytea values stay small and a download streams chunk by chunk. */
@@ -163,9 +164,10 @@ export class WorkspaceStore extends Context.Service<WorkspaceStore, {
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       const config = yield* AppConfig
-      const [secret] = yield* sql<{ value: string }>`SELECT value FROM service_secrets WHERE name = 'url_signing'`.pipe(Effect.orDie)
-      const sign = (workspaceId: string, name: string, expires: number) =>
-        createHmac("sha256", secret!.value).update(`workspace_file\u0000${workspaceId}\u0000${canonicalFileName(name)}\u0000${expires}`).digest("base64url")
+      const signer = yield* loadUrlSigner
+      const message = (workspaceId: string, name: string, expires: number) =>
+        `workspace_file\u0000${workspaceId}\u0000${canonicalFileName(name)}\u0000${expires}`
+      const sign = (workspaceId: string, name: string, expires: number) => signer.sign(message(workspaceId, name, expires))
 
       const workspaceColumns = sql`
         w.id, w.project_id, w.name, w.created_at, w.updated_at,
@@ -353,10 +355,8 @@ export class WorkspaceStore extends Context.Service<WorkspaceStore, {
           }),
         verifyUrl: (workspaceId, name, expires, signature) =>
           Effect.sync(() => {
-            const expected = Buffer.from(sign(workspaceId, name, expires))
-            const given = Buffer.from(signature)
-            if (expected.length !== given.length || !timingSafeEqual(expected, given)) return "invalid" as const
-            return expires < Date.now() / 1000 ? "expired" as const : "ok" as const
+            const verdict = signer.check(message(workspaceId, name, expires), expires, signature)
+            return verdict === "valid" ? "ok" as const : verdict
           })
       })
     })
