@@ -22,7 +22,7 @@ const ranks = {
   "do-anything": 7, research: 7, search: 7, track: 7,
   http: 8,
   // Clients of the API: they must not load the server (see the client rules below).
-  client: 9, cli: 9
+  client: 9, cli: 9, eval: 9
 }
 
 const folders = Object.keys(ranks)
@@ -79,7 +79,7 @@ module.exports = {
     {
       name: "cli-client-verbs-load-no-server-module",
       severity: "error",
-      from: { path: "^src/cli/(client|render|config)\\.ts$" },
+      from: { path: ["^src/cli/(client|render|config|eval)\\.ts$", "^src/eval/"] },
       to: { path: "^src/", pathNot: ["^src/client/", "^src/domain/", "^src/http/api/", "^src/cli/"] }
     },
     ...upward

@@ -2,7 +2,7 @@
  * Snapshot size on real pages: our compact snapshot (src/browser/observe.ts) against
  * Playwright's `page.ariaSnapshot({ mode: "ai" })`, in tokens (characters / 4), over the
  * Readability test pages in /work/shared/corpora/readability-pages (or the directory given as
- * the first argument), and the widget fixture pages (test/fixtures/sites/widgets.ts: label tiles,
+ * the first argument), and the widget fixture pages (src/eval/widgets.ts: label tiles,
  * btn-check, icon controls, drag and drop, cookie wall, autocomplete; `--no-widgets` leaves them
  * out). Each page is served from memory for its own URL with every other
  * request aborted, so no network is used. Also checks that every visible interactive element
@@ -17,7 +17,7 @@ import { snapshotPage } from "../src/browser/observe.ts"
 import { auditRefs } from "../src/browser/page-script.ts"
 import { chromiumArgs } from "../src/browser/pool.ts"
 import { quantile } from "./stats.ts"
-import { widgetPages } from "../test/fixtures/sites/widgets.ts"
+import { widgetPages } from "../src/eval/widgets.ts"
 
 const args = process.argv.slice(2)
 const dir = args.find((a) => !a.startsWith("--")) ?? "/work/shared/corpora/readability-pages"

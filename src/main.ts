@@ -26,6 +26,8 @@ enableCompileCache()
 const argv = process.argv.slice(2)
 if (argv[0] === "--help" || argv[0] === "help") {
   console.log(`${operatorUsage}\n${clientUsage}`)
+} else if (argv[0] === "eval") {
+  await (await import("./cli/eval.ts")).mainEval(argv.slice(1))
 } else if (clientCommands.has(argv[0] ?? "")) {
   // Client commands use the API of a running service, not this machine's server configuration.
   await (await import("./cli/client.ts")).mainClient(argv)

@@ -15,6 +15,7 @@ export const clientUsage = `usage:
   wa monitors list [--status S] [--page N]
   wa monitors show MONITOR_ID
   wa mcp [--http PORT]
+  wa eval [--tasks all|NAME|CLASS ...] [--repeat N] [--concurrency N] [--timeout SEC] [--json] [--list] [--site-host HOST] [--site-public-host HOST]
 common: --json  --url URL (WA_URL)  --key KEY (WA_API_KEY)  --project PID (WA_PROJECT)  --config FILE (WA_CONFIG, ~/.config/wa/config.json)
 exit codes: 0 ok, 1 task failed, 2 usage, 3 auth, 4 not found, 5 rejected, 6 rate limited, 7 unavailable, 8 canceled, 9 needs input`
 

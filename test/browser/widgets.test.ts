@@ -1,5 +1,5 @@
 /**
- * The widget classes of issue 28 on the fixture pages of test/fixtures/sites/widgets.ts, with real
+ * The widget classes of issue 28 on the fixture pages of src/eval/widgets.ts, with real
  * Chromium: each test acts through refs of the observation and reads the page's own account of
  * its state, which changes only when the interaction truly worked.
  */

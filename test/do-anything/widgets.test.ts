@@ -1,6 +1,6 @@
 /**
  * Widget classes of issue 28 end to end through the REST API: the real service with real
- * Chromium, the fixture pages of test/fixtures/sites/widgets.ts and a scripted model that follows
+ * Chromium, the fixture pages of src/eval/widgets.ts and a scripted model that follows
  * a fixed plan, reading refs from the observations the service sends it (so what is measured is
  * the observation and the tools). Each run's output is the page's own account of its state.
  */
