@@ -68,13 +68,14 @@ const cronProblem = (expr: string, tz: string): ScheduleProblem | undefined => {
 const exprOf = (spec: { readonly expr?: string | undefined; readonly cron?: string | undefined }) => spec.expr ?? spec.cron
 
 const CronExpr = Schema.String.check(Schema.isMinCodePoints(1), Schema.isMaxCodePoints(MAX_EXPR_LENGTH))
+const Zone = Schema.String.check(Schema.isMinCodePoints(1), Schema.isMaxCodePoints(MAX_TZ_LENGTH))
 
 /** `{kind: "cron", expr | cron, tz?}`: the expression under either name, parsed in the zone. */
 export const CronScheduleSpec = Schema.Struct({
   kind: Schema.Literal("cron"),
   expr: Schema.optionalKey(CronExpr),
   cron: Schema.optionalKey(CronExpr),
-  tz: Schema.optionalKey(Schema.NullOr(Schema.String.check(Schema.isMinCodePoints(1), Schema.isMaxCodePoints(MAX_TZ_LENGTH))))
+  tz: Schema.optionalKey(Schema.NullOr(Zone)).annotate({ description: "IANA time zone the expression is read in (default UTC)" })
 }).check(Schema.makeFilter((spec) => {
   if (spec.expr === undefined && spec.cron === undefined) return { path: ["expr"], issue: "a cron schedule needs expr (or its alias cron)" }
   if (spec.expr !== undefined && spec.cron !== undefined && spec.expr !== spec.cron) {
@@ -87,14 +88,25 @@ export const CronScheduleSpec = Schema.Struct({
   return { path, issue: problem.message }
 }))
 
+/**
+ * `{kind: "interval", interval_seconds, tz?}`. The spec's shape lists `tz` for every schedule, so an
+ * interval accepts it too (a named IANA zone, checked like a cron's); it anchors nothing: slots are
+ * `anchor + k * interval_seconds` in absolute time, so the zone is not stored or answered.
+ */
 export const IntervalScheduleSpec = Schema.Struct({
   kind: Schema.Literal("interval"),
-  interval_seconds: Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: MAX_INTERVAL_SECONDS }))
-})
+  interval_seconds: Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: MAX_INTERVAL_SECONDS })),
+  tz: Schema.optionalKey(Schema.NullOr(Zone)).annotate({
+    description: "accepted for the shape's sake and checked as an IANA zone; an interval counts absolute seconds, so the zone changes nothing and is not stored"
+  })
+}).check(Schema.makeFilter((spec) => {
+  const problem = spec.tz === undefined || spec.tz === null ? undefined : zoneProblem(spec.tz)
+  return problem === undefined ? undefined : { path: ["tz"], issue: problem }
+}))
 
 /** The wire schedule of a create or refine request (decode it with `onExcessProperty: "error"`). */
 export const ScheduleSpec = Schema.Union([CronScheduleSpec, IntervalScheduleSpec]).annotate({
-  message: "schedule must be {kind: \"cron\", expr, tz} or {kind: \"interval\", interval_seconds}"
+  message: "schedule must be {kind: \"cron\", expr, tz} or {kind: \"interval\", interval_seconds, tz}"
 })
 export type ScheduleSpec = typeof ScheduleSpec.Type
 
@@ -166,6 +178,9 @@ const cronGapUnder = (cron: Cron.Cron, minimumSeconds: number): number | undefin
  */
 export const validateSchedule = (spec: ScheduleSpec | CanonicalSchedule, minimumSeconds: number): ScheduleProblem | undefined => {
   if (spec.kind === "interval") {
+    const tz = "tz" in spec ? spec.tz : undefined
+    const zone = tz === undefined || tz === null ? undefined : zoneProblem(tz)
+    if (zone !== undefined) return { path: ["tz"], message: zone }
     if (!Number.isInteger(spec.interval_seconds) || spec.interval_seconds < 1 || spec.interval_seconds > MAX_INTERVAL_SECONDS) {
       return { path: ["interval_seconds"], message: `interval_seconds must be a whole number of seconds from 1 to ${MAX_INTERVAL_SECONDS}` }
     }
@@ -224,7 +239,7 @@ export const DEFAULT_AUTONOMOUS_MAX_SECONDS = 24 * 3600
 
 /** A DoAnything session's `schedule` on the wire: every kind of the spec. */
 export const SessionScheduleSpec = Schema.Union([CronScheduleSpec, IntervalScheduleSpec, EventScheduleSpec, AutonomousScheduleSpec]).annotate({
-  message: "schedule must be {kind: \"cron\", expr, tz}, {kind: \"interval\", interval_seconds}, {kind: \"event\", event?} " +
+  message: "schedule must be {kind: \"cron\", expr, tz}, {kind: \"interval\", interval_seconds, tz?}, {kind: \"event\", event?} " +
     "or {kind: \"autonomous\", min_interval_seconds?, max_interval_seconds?}"
 })
 export type SessionScheduleSpec = typeof SessionScheduleSpec.Type
@@ -241,7 +256,7 @@ export const SessionScheduleField = Schema.Record(Schema.String, Schema.Unknown)
   const decoded = decodeSessionSchedule(input)
   return Result.isFailure(decoded) ? decoded.failure.issue : undefined
 })).annotate({
-  description: "{kind: \"cron\", expr (or cron), tz?} | {kind: \"interval\", interval_seconds} | {kind: \"event\", event?} | " +
+  description: "{kind: \"cron\", expr (or cron), tz?} | {kind: \"interval\", interval_seconds, tz?} | {kind: \"event\", event?} | " +
     "{kind: \"autonomous\", min_interval_seconds?, max_interval_seconds?}; unknown fields are refused. Each firing adds a run " +
     "to the session with this request's instructions (see README \"Schedules\")."
 })

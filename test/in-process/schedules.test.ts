@@ -51,6 +51,18 @@ describe("schedule spec", () => {
     expect(canonicalSchedule(interval.success)).toEqual({ kind: "interval", interval_seconds: 300 })
   })
 
+  it("accepts tz on an interval (issue 27): it anchors nothing, so slots and the stored form are the same without it", () => {
+    for (const tz of ["Europe/Berlin", "UTC", null]) {
+      const zoned = decode({ kind: "interval", interval_seconds: 300, tz })
+      assert(Result.isSuccess(zoned))
+      expect(canonicalSchedule(zoned.success)).toEqual({ kind: "interval", interval_seconds: 300 })
+      expect(validateSchedule(zoned.success, 60)).toBeUndefined()
+      const anchor = at("2025-03-30T00:58:00Z")
+      expect(nextSlot(zoned.success, at("2025-03-30T01:00:00Z"), anchor)).toEqual(nextSlot({ kind: "interval", interval_seconds: 300 }, at("2025-03-30T01:00:00Z"), anchor))
+    }
+    expect(validateSchedule({ kind: "interval", interval_seconds: 300, tz: "Nowhere/Special" } as never, 60)).toMatchObject({ path: ["tz"] })
+  })
+
   it("refuses bad schedules naming the field", () => {
     expect(errorsOf({ kind: "cron", expr: "*/5 * * * *", cron: "0 * * * *" })).toEqual([{ loc: "body.cron", msg: expect.stringContaining("same expression") }])
     expect(errorsOf({ kind: "cron", cron: "every day" })).toEqual([{ loc: "body.cron", msg: expect.stringContaining("invalid cron expression") }])
@@ -59,7 +71,9 @@ describe("schedule spec", () => {
     expect(errorsOf({ kind: "cron", expr: "0 * * * *", tz: "Mars/Olympus" })).toEqual([{ loc: "body.tz", msg: expect.stringContaining("unknown time zone") }])
     expect(errorsOf({ kind: "cron", expr: "0 * * * *", tz: "+02:00" })).toEqual([{ loc: "body.tz", msg: expect.stringContaining("IANA") }])
     expect(errorsOf({ kind: "cron" })).toEqual([{ loc: "body.expr", msg: expect.stringContaining("needs expr") }])
-    expect(errorsOf({ kind: "interval", interval_seconds: 60, tz: "UTC" })).toEqual([{ loc: "body.tz", msg: expect.stringContaining("excess") }])
+    // An interval takes tz (the spec's shape lists it) but it must still name a zone.
+    expect(errorsOf({ kind: "interval", interval_seconds: 60, tz: "Mars/Olympus" })).toEqual([{ loc: "body.tz", msg: expect.stringContaining("unknown time zone") }])
+    expect(errorsOf({ kind: "interval", interval_seconds: 60, zone: "UTC" })).toEqual([{ loc: "body.zone", msg: expect.stringContaining("excess") }])
     expect(errorsOf({ kind: "interval", interval_seconds: 1.5 })[0]?.loc).toBe("body.interval_seconds")
     expect(errorsOf({ kind: "interval" })[0]?.loc).toBe("body.interval_seconds")
     expect(errorsOf({ kind: "weekly" })).toEqual([{ loc: "body", msg: expect.stringContaining("kind") }])

@@ -4,6 +4,7 @@
  */
 import type { Monitor, Snapshot, TickRun } from "../../domain/monitor.ts"
 import { usdFromMicros } from "../../domain/money.ts"
+import { DEFAULT_TRIGGER } from "../../domain/track-rules.ts"
 import { iso } from "./timestamps.ts"
 
 export const monitorView = (monitor: Monitor) => ({
@@ -17,7 +18,8 @@ export const monitorView = (monitor: Monitor) => ({
   schedule: monitor.schedule,
   target_urls: monitor.target_urls,
   extraction_schema: monitor.extraction_schema,
-  trigger_dsl: monitor.trigger_dsl,
+  // The rule in effect: none given means the default, shown as it is ({"on": "change"}).
+  trigger_dsl: monitor.trigger_dsl ?? DEFAULT_TRIGGER,
   stop_condition_dsl: monitor.stop_condition_dsl,
   profile_id: monitor.profile_id,
   baseline_extracted: monitor.baseline_extracted ?? null,
