@@ -69,3 +69,12 @@ describe("interval schedules document tz", () => {
     expect(interval.properties.tz.description).toContain("changes nothing")
   })
 })
+
+describe("the billing account's plan", () => {
+  it("documents how the spec's default plan maps to the plan id shown (decision: the id of the plan in effect)", () => {
+    const plan = responseSchema("/v1/projects/{pid}/billing/account", "get", "200").properties.plan
+    expect(plan.type).toBe("string")
+    expect(plan.description).toContain("spec's `default`")
+    expect(plan.description).toContain("WA_DEFAULT_PLAN")
+  })
+})

@@ -13,7 +13,13 @@ export const BillingAccountResponse = Schema.Struct({
   project_id: Schema.String,
   period_start: Schema.String.annotate({ description: "Start of the current billing period (a calendar month, UTC), ISO 8601" }),
   period_end: Schema.NullOr(Schema.String).annotate({ description: "End of the current billing period (exclusive); monthly credits expire then" }),
-  plan: Schema.String.annotate({ description: "The project's plan id (free, dev, business, scaleup: see GET .../billing/quota)" }),
+  plan: Schema.String.annotate({
+    description: "The id of the plan in effect (the shipped table: free, dev, business, scaleup; see GET .../billing/quota). " +
+      "The spec's `default` is the operator's default plan, the one a project without a plan of its own is on: it is named " +
+      "by its id here (WA_DEFAULT_PLAN; shipped: dev), so `plan` always names a row of the plan table. An operator who " +
+      "wants the literal value names that plan `default` in WA_PLANS_FILE.",
+    examples: ["dev"]
+  }),
   sessions_count: Schema.Int.annotate({ description: "DoAnything sessions created in the current period" }),
   credit_balance_usd: Usd("Credits left: monthly plus additional (can be slightly negative by the last charge in flight)"),
   monthly_credits_usd: Usd("Monthly credits left in the current period (spent first; expire at period_end)"),
