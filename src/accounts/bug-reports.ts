@@ -8,6 +8,7 @@ import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { AppConfig } from "../config/config.ts"
 import { makeId } from "../domain/ids.ts"
+import { createOnce } from "../store/keyed-create.ts"
 import { AccountInvalidField } from "./errors.ts"
 
 export type InputMethod = "text" | "voice" | "mixed"
@@ -78,13 +79,19 @@ export class BugReports extends Context.Service<BugReports, {
             })
           }
         }
-        const rows = yield* sql<BugReportRow>`
+        const insert = sql<BugReportRow>`
           INSERT INTO bug_reports (id, project_id, user_id, api_key_id, message, page_path, screenshot_data_url, input_method,
             viewport_width, viewport_height, user_agent)
           VALUES (${makeId("bug")}, ${projectId}, ${reporter.userId}, ${reporter.apiKeyId}, ${report.message}, ${report.page_path},
             ${screenshot}, ${report.input_method}, ${report.viewport_width}, ${report.viewport_height}, ${report.user_agent})
-          RETURNING ${columns}`.pipe(Effect.orDie)
-        return rows[0]!
+          RETURNING ${columns}`.pipe(Effect.orDie, Effect.map((rows) => rows[0]!))
+        // Under an Idempotency-Key the report is recorded on the claim in its insert's transaction, so
+        // a retry after a crash gets it instead of filing a second (src/store/keyed-create.ts).
+        return yield* createOnce(sql, insert, (row) => row.id, (id) =>
+          sql<BugReportRow>`SELECT ${columns} FROM bug_reports WHERE id = ${id} AND project_id = ${projectId}`.pipe(
+            Effect.orDie,
+            Effect.map((rows) => rows[0])
+          ))
       })
 
       const list = (projectId: string, onlyUserId: string | null, limit: number, beforeId: string | undefined) =>

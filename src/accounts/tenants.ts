@@ -204,6 +204,15 @@ export class Tenants extends Context.Service<Tenants, {
         yield* require(tenantId, actorId, "admin")
         const token = generateInvitationToken()
         const address = email.trim()
+        // The retry of a keyed invite whose first attempt committed before its process died gets that
+        // invitation, with a new token: the first answer was never kept, so never sent, and only the
+        // token's hash is stored, so nobody holds the old one.
+        const earlier = yield* earlierCreate((id) =>
+          sql<InvitationRow>`
+            UPDATE invitations SET token_hash = ${hashToken(token)}
+            WHERE id = ${id} AND tenant_id = ${tenantId} AND status = 'pending'
+            RETURNING ${invitationSelect}`.pipe(Effect.orDie, Effect.map((rows) => rows[0])))
+        if (earlier !== undefined) return { invitation: earlier, token }
         const invitation = yield* sql.withTransaction(Effect.gen(function*() {
           yield* sql`SELECT id FROM tenants WHERE id = ${tenantId} FOR UPDATE`
           const member = yield* sql`
@@ -225,6 +234,8 @@ export class Tenants extends Context.Service<Tenants, {
             VALUES (${makeId("inv")}, ${tenantId}, ${address}, ${role}, ${hashToken(token)}, ${actorId},
               now() + ${`${config.invitationTtlHours} hours`}::interval)
             RETURNING ${invitationSelect}`
+          // Under an Idempotency-Key the claim records the invitation in this transaction (src/store/keyed-create.ts).
+          yield* recordCreate(sql, rows[0]!.id)
           return rows[0]!
         })).pipe(Effect.catchTag("SqlError", Effect.die))
         return { invitation, token }

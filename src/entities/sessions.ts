@@ -183,20 +183,48 @@ export class Sessions extends Context.Service<Sessions, {
        * commit and the dispatch of the first run (no Execute was ever persisted), the run is
        * dispatched now; one that was dispatched is delivered again by the cluster on its own.
        */
-      const recoveredSession = (projectId: ProjectId, sessionId: SessionId) =>
+      const recoveredSession = (
+        projectId: ProjectId,
+        sessionId: SessionId,
+        beforeExecute?: (created: { readonly session: Session; readonly run: Run }) => Effect.Effect<void>
+      ) =>
         Effect.gen(function*() {
           const session = yield* store.getSession(projectId, sessionId)
           const run = session === undefined ? undefined : (yield* store.runsOfSession(session.id))[0]
           if (session === undefined || run === undefined) return undefined
-          if (run.status === "pending" && !(yield* messageSent(sql, "Session", session.id, "Execute"))) yield* execute(session.id, run.id)
+          if (run.status === "pending" && !(yield* messageSent(sql, "Session", session.id, "Execute", run.id))) {
+            // What the dead attempt did not get to before dispatching (a login's record) is done first.
+            if (beforeExecute !== undefined) yield* beforeExecute({ session, run })
+            yield* execute(session.id, run.id)
+          }
           return { session, run }
         })
 
+      /**
+       * The follow-up run a keyed add's earlier attempt committed on this session, dispatched now
+       * when that attempt died before its Execute was persisted (the session gets one per run, so
+       * the run's id picks it out).
+       */
+      const recoveredRun = (session: Session, runId: RunId) =>
+        Effect.gen(function*() {
+          const run = yield* store.getRun(runId)
+          if (run === undefined || run.session_id !== session.id) return undefined
+          if (run.status === "pending" && !(yield* messageSent(sql, "Session", session.id, "Execute", run.id))) yield* execute(session.id, run.id)
+          return run
+        })
+
       const addRunTo = Effect.fn("Sessions.addRunTo")(function*(session: Session, request: DoAnythingRequest, parentRunId: RunId | null = null) {
+        // The retry of a keyed add whose first attempt committed before its process died gets that run.
+        const earlier = yield* earlierCreate((id) => recoveredRun(session, id as RunId))
+        if (earlier !== undefined) return earlier
         yield* check(request)
         // 402 (billing on) comes from the store: the run is admitted against a credit hold in its insert's transaction.
+        // Under an Idempotency-Key the claim records the run in the same transaction (src/store/keyed-create.ts).
         const run = yield* sql.withTransaction(
-          store.addRun(session.id, toNewRun(request, parentRunId)).pipe(Effect.tap((added) => attachSchedule(added, request)))
+          store.addRun(session.id, toNewRun(request, parentRunId)).pipe(
+            Effect.tap((added) => attachSchedule(added, request)),
+            Effect.tap((added) => recordCreate(sql, added.id))
+          )
         ).pipe(Effect.catchTag("SqlError", Effect.die))
         yield* execute(session.id, run.id)
         return run
@@ -207,7 +235,7 @@ export class Sessions extends Context.Service<Sessions, {
           readonly beforeExecute?: (created: { readonly session: Session; readonly run: Run }) => Effect.Effect<void>
         }) {
           // The retry of a keyed create whose first attempt committed before its process died gets that session.
-          const earlier = yield* earlierCreate((id) => recoveredSession(key.projectId, id as SessionId))
+          const earlier = yield* earlierCreate((id) => recoveredSession(key.projectId, id as SessionId, options?.beforeExecute))
           if (earlier !== undefined) return earlier
           yield* check(request)
           // The session's workspace must be one of the project's: 404 workspace_not_found, nothing created.

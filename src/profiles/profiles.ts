@@ -15,6 +15,7 @@
  *   `last_failure_reason`.
  */
 import { Context, Effect, Layer, Option, Queue } from "effect"
+import { SqlClient } from "effect/sql"
 import { AgentModel } from "../agent/model.ts"
 import type { IssuedUrl } from "../control/take-control.ts"
 import { isTerminal } from "../domain/run-state.ts"
@@ -26,6 +27,7 @@ import type { Profile, ProfileState } from "../domain/profile.ts"
 import { ProfileEntity } from "../entities/profile.ts"
 import { Sessions } from "../entities/sessions.ts"
 import { RunStore } from "../store/runs.ts"
+import { createOnce, KeyedRequest } from "../store/keyed-create.ts"
 import { type ProfileFields, ProfileStore } from "./profile-store.ts"
 import { loginInstructions } from "./login-hold.ts"
 import type { ProbeResult } from "./probe.ts"
@@ -90,6 +92,23 @@ export class Profiles extends Context.Service<Profiles, {
       const entityFor = yield* ProfileEntity.client
       const model = yield* AgentModel
       const bus = yield* RunEventBus
+      const sql = yield* SqlClient.SqlClient
+
+      /** A profile by id, undefined when gone: what a keyed create's retry finds of its first attempt. */
+      const existing = (projectId: ProjectId) => (id: string) =>
+        store.get(projectId, id).pipe(Effect.catchTag("ProfileNotFound", () => Effect.succeed(undefined)))
+      /** Under an Idempotency-Key, a crash between the commit and the answer leaves one profile (src/store/keyed-create.ts). */
+      const createProfile = (projectId: ProjectId, fields: ProfileFields) =>
+        createOnce(sql, store.create(projectId, fields), (profile) => profile.id, existing(projectId))
+      /**
+       * The first session that held a profile: for a profile made by a login, that login's session
+       * (open or closed since; ids are ordered by time).
+       */
+      const holderOf = (profileId: string) =>
+        sql<{ id: string }>`SELECT id FROM sessions WHERE profile_id = ${profileId} ORDER BY id LIMIT 1`.pipe(
+          Effect.map((rows) => rows[0]?.id ?? null),
+          Effect.orDie
+        )
 
       /** The run once it is `running` (or has ended), or undefined if it did not start within LOGIN_RUN_START. */
       const startedRun = (run: Run) =>
@@ -103,7 +122,7 @@ export class Profiles extends Context.Service<Profiles, {
         })).pipe(Effect.timeoutOption(LOGIN_RUN_START), Effect.map(Option.getOrUndefined))
 
       return Profiles.of({
-        create: store.create,
+        create: createProfile,
         list: store.list,
         get: store.get,
         update: store.update,
@@ -129,10 +148,15 @@ export class Profiles extends Context.Service<Profiles, {
               type: "model_not_configured"
             })
           }
-          const profile = given !== null ? yield* store.get(key.projectId, given) : yield* store.create(key.projectId, {
+          // Under an Idempotency-Key the request's one recorded create is its new profile (or, with
+          // profile_id, its session): a retry after a crash takes the profile the first attempt
+          // made, and the login session holding it, instead of making second ones.
+          const profile = given !== null ? yield* store.get(key.projectId, given) : yield* createProfile(key.projectId, {
             name: request.name ?? null,
             customer_user_id: request.customer_user_id ?? null
           })
+          const claim = yield* KeyedRequest
+          const sessionClaim = given !== null || claim === undefined ? claim : { ...claim, createdId: yield* holderOf(profile.id) }
           const created = yield* sessions.create(key, {
             _tag: "DoAnything",
             instructions: instructions ?? loginInstructions(request.start_url, request.site_id),
@@ -154,6 +178,7 @@ export class Profiles extends Context.Service<Profiles, {
                 store.setState(profile.id, "login_pending")
               )
           }).pipe(
+            Effect.provideService(KeyedRequest, sessionClaim),
             // A profile made for this login does not outlive a login that could not start.
             Effect.tapError(() => given === null ? store.remove(key.projectId, profile.id).pipe(Effect.ignore) : Effect.void)
           )

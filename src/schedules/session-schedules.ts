@@ -22,6 +22,7 @@
  */
 import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
+import { earlierCreate, recordCreate } from "../store/keyed-create.ts"
 import type { Fragment } from "effect/sql/Statement"
 import { Budget } from "../billing/budget.ts"
 import { Plans } from "../billing/plans.ts"
@@ -32,10 +33,12 @@ import { DoAnythingRequest, type Run, type RunId, type SessionId, storedRequest 
 import { SessionEntity } from "../entities/session.ts"
 import { RunStore } from "../store/runs.ts"
 import { recordQueuedFiring, Schedules } from "./schedules.ts"
-import { clampProposal, type SessionScheduleSpec, StoredSchedule, storedSchedule } from "../domain/schedule-spec.ts"
+import { autonomousBoundsOfRun, proposeNextRun, SESSION_SCHEDULE_OWNER } from "../store/autonomous-schedules.ts"
+
+export { autonomousBoundsOfRun, proposeNextRun, SESSION_SCHEDULE_OWNER }
+import { type SessionScheduleSpec, StoredSchedule, storedSchedule } from "../domain/schedule-spec.ts"
 import { isTerminal, type RunStatus } from "../domain/run-state.ts"
 
-export const SESSION_SCHEDULE_OWNER = "session_schedule"
 const owner = (id: string) => ({ kind: SESSION_SCHEDULE_OWNER, id })
 
 /** How long the firing history (GET .../schedules/{id}/firings) is kept. */
@@ -140,40 +143,6 @@ export const scheduledRunning = (projectId: string) =>
       WHERE project_id = ${projectId} AND schedule_id IS NOT NULL AND status IN ('pending', 'running', 'awaiting_input', 'paused')`
     return row?.n ?? 0
   }).pipe(Effect.orDie)
-
-/** The bounds of an autonomous schedule whose firing made this run, if it did. */
-export const autonomousBoundsOfRun = (runId: string) =>
-  Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    const [row] = yield* sql<{ id: string; spec: unknown }>`
-      SELECT s.id, s.spec FROM runs r JOIN session_schedules s ON s.id = r.schedule_id
-      WHERE r.id = ${runId}
-      UNION ALL
-      SELECT s.id, s.spec FROM session_schedules s WHERE s.source_run_id = ${runId}
-      LIMIT 1`
-    if (row === undefined) return undefined
-    const spec = decodeSpec(row.spec)
-    return spec.kind === "autonomous" ? { scheduleId: row.id, min_interval_seconds: spec.min_interval_seconds, max_interval_seconds: spec.max_interval_seconds } : undefined
-  }).pipe(Effect.orDie)
-
-/**
- * The agent of an autonomous schedule's run proposed its next run (done's `next_run_at`): the
- * schedule follows it, clamped to [now + min, now + max]. Returns the time it will fire at, or
- * undefined when the run belongs to no autonomous schedule (or it is paused).
- */
-export const proposeNextRun = (runId: string, proposed: Date) =>
-  Effect.gen(function*() {
-    const bounds = yield* autonomousBoundsOfRun(runId)
-    if (bounds === undefined) return undefined
-    const sql = yield* SqlClient.SqlClient
-    const now = new Date(yield* Clock.currentTimeMillis)
-    const next = clampProposal(proposed, now, bounds)
-    const rows = yield* sql`
-      UPDATE schedules SET next_fire_at = ${next}, updated_at = ${now}
-      WHERE owner_kind = ${SESSION_SCHEDULE_OWNER} AND owner_id = ${bounds.scheduleId} AND NOT paused
-      RETURNING owner_id`.pipe(Effect.orDie)
-    return rows.length > 0 ? next : undefined
-  })
 
 /**
  * Queues an event firing of a schedule now, with `payload`: the firing (outcome pending) and the
@@ -474,7 +443,20 @@ export class SessionSchedules extends Context.Service<SessionSchedules, {
           return rows.map(firingFromRow)
         }),
         trigger: Effect.fn("SessionSchedules.trigger")(function*(projectId: string, scheduleId: string, payload: unknown) {
-          const queued = yield* sql.withTransaction(queueTrigger(projectId, scheduleId, payload)).pipe(
+          // The retry of a keyed trigger whose first attempt committed before its process died gets
+          // that firing (recorded as "<schedule id> <slot ms>" on the claim, src/store/keyed-create.ts).
+          const earlier = yield* earlierCreate((id) => {
+            const [firingScheduleId, slotMs] = id.split(" ")
+            return firingScheduleId !== scheduleId || !Number.isSafeInteger(Number(slotMs)) ? Effect.succeed(undefined) : sql<FiringRow>`
+              SELECT * FROM session_schedule_firings WHERE schedule_id = ${scheduleId} AND project_id = ${projectId} AND slot_at = ${new Date(Number(slotMs))}`.pipe(
+              Effect.orDie,
+              Effect.map((rows) => rows[0] === undefined ? undefined : firingFromRow(rows[0]))
+            )
+          })
+          if (earlier !== undefined) return earlier
+          const queued = yield* sql.withTransaction(queueTrigger(projectId, scheduleId, payload).pipe(
+            Effect.tap((queued) => queued._tag === "queued" ? recordCreate(sql, `${scheduleId} ${queued.firing.slot_at.getTime()}`) : Effect.void)
+          )).pipe(
             Effect.provideService(SqlClient.SqlClient, sql),
             Effect.catchTag("SqlError", Effect.die)
           )

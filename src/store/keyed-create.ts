@@ -85,10 +85,13 @@ export const createOnce = <A, E, R, E2, R2>(
  * Whether a persisted message `tag` was ever sent to an entity, read from the cluster's message
  * storage (SqlMessageStorage, table prefix "cluster"): a recovered create dispatches its run only
  * when the attempt that died never did. False when it cannot be read (then it is sent: a run's
- * entity ignores an Execute for a run that is no longer pending).
+ * entity ignores an Execute for a run that is no longer pending). `payloadHas`: only a message
+ * whose serialised payload contains it (an entity that gets one message per run, as a session's
+ * follow-up runs, is asked about one run: its id).
  */
-export const messageSent = (sql: SqlClient.SqlClient, entityType: string, entityId: string, tag: string): Effect.Effect<boolean> =>
-  sql`SELECT 1 FROM cluster_messages WHERE entity_type = ${entityType} AND entity_id = ${entityId} AND tag = ${tag} LIMIT 1`.pipe(
+export const messageSent = (sql: SqlClient.SqlClient, entityType: string, entityId: string, tag: string, payloadHas?: string): Effect.Effect<boolean> =>
+  sql`SELECT 1 FROM cluster_messages WHERE entity_type = ${entityType} AND entity_id = ${entityId} AND tag = ${tag}
+      ${payloadHas === undefined ? sql`` : sql`AND position(${payloadHas} in payload) > 0`} LIMIT 1`.pipe(
     Effect.map((rows) => rows.length > 0),
     Effect.orElseSucceed(() => false)
   )
