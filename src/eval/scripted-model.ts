@@ -62,7 +62,11 @@ const readBody = (request: IncomingMessage) =>
 const MAX_TURNS = 30
 
 /** The plan's next step for one Chat Completions request. */
-export const nextStep = (request: ChatRequest, stuck?: (task: string, reason: string, page: string) => void): PlanStep => {
+export const nextStep = (
+  request: ChatRequest,
+  stuck?: (task: string, reason: string, page: string) => void,
+  trace?: (task: string, page: string, step: PlanStep) => void
+): PlanStep => {
   const messages = request.messages
   const task = messages.filter((m) => m.role === "user").map((m) => taskOfInstructions(textOf(m.content))).find((t) => t !== undefined)
   if (task === undefined) return { tool: "done", args: { output: "no eval task in the instructions" } }
@@ -79,7 +83,9 @@ export const nextStep = (request: ChatRequest, stuck?: (task: string, reason: st
     ? last.error
     : typeof last === "string" && /error|fail|timeout/i.test(last) ? last : undefined
   try {
-    return plan.plan({ page, results, lastError, start: task.start })
+    const step = plan.plan({ page, results, lastError, start: task.start })
+    trace?.(task.name, `${page}\n(last result: ${JSON.stringify(results.at(-1)).slice(0, 400)})`, step)
+    return step
   } catch (error) {
     if (!(error instanceof PlanStuck)) throw error
     stuck?.(task.name, error.message, page)
@@ -87,7 +93,9 @@ export const nextStep = (request: ChatRequest, stuck?: (task: string, reason: st
   }
 }
 
-export const startPlanModel = async (options: { readonly port?: number; readonly host?: string } = {}): Promise<PlanModel> => {
+export const startPlanModel = async (
+  options: { readonly port?: number; readonly host?: string; readonly trace?: (task: string, page: string, step: PlanStep) => void } = {}
+): Promise<PlanModel> => {
   let answered = 0
   const stuck: Array<{ task: string; reason: string; page: string }> = []
   const server: Server = createServer(async (req, res) => {
@@ -104,7 +112,7 @@ export const startPlanModel = async (options: { readonly port?: number; readonly
       res.writeHead(400, { "content-type": "application/json" }).end(JSON.stringify({ error: { message: "the body is not JSON" } }))
       return
     }
-    const step = nextStep(body, (task, reason, page) => stuck.push({ task, reason, page }))
+    const step = nextStep(body, (task, reason, page) => stuck.push({ task, reason, page }), options.trace)
     answered++
     const args = JSON.stringify(step.args ?? {})
     res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({

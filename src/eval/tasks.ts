@@ -347,8 +347,9 @@ export const evalTasks: ReadonlyArray<EvalTask> = [
     path: "/t/file-input",
     goal: "Upload the file invoice.txt from your workspace through the form.",
     workspace: { files: ["invoice.txt"] },
-    plan: ({ page, results }) =>
-      results.some((r) => r?.uploaded !== undefined || r?.files !== undefined || (typeof r === "object" && r !== null && "name" in r && r.name === "invoice.txt"))
+    // The file input's value (C:\\fakepath\\invoice.txt) says the file is set.
+    plan: ({ page }) =>
+      valueOf(page, 'file "Invoice file"').endsWith("invoice.txt")
         ? click(page, 'button "Upload invoice"')
         : { tool: "upload_file", args: { ref: need(page, 'file "Invoice file"'), name: "invoice.txt" } }
   },
@@ -467,7 +468,8 @@ export const evalTasks: ReadonlyArray<EvalTask> = [
 const tabStep = (page: string, title: string, action: string, opener: string): PlanStep => {
   const current = /^title: (.*)$/m.exec(page)?.[1] ?? ""
   if (current === title) return click(page, action)
-  const tab = new RegExp(`\\[(\\d+)\\][^\\n]*${escapeRegExp(title)}`).exec(page.split("---")[0] ?? "")
+  const tabs = /^tabs: (.*)$/m.exec(page)?.[1] ?? ""
+  const tab = new RegExp(`(\\d+)\\*? "${escapeRegExp(title)}"`).exec(tabs)
   if (tab !== null) return { tool: "switch_tab", args: { index: Number(tab[1]) } }
   return click(page, opener)
 }

@@ -71,7 +71,6 @@ describe("wa eval", () => {
       expect(r.wall_ms, r.task).toBeGreaterThan(0)
     }
     expect(report.totals.steps).toBe(report.results.reduce((a: number, r: any) => a + r.steps, 0))
-    expect(report.model).toBe("scripted")
   }, 900_000)
 
   it("prints a table with a row per task and the totals, and --repeat runs a task again", async () => {
