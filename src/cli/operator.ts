@@ -76,9 +76,17 @@ const commands: Record<string, (args: ReadonlyArray<string>) => Effect.Effect<vo
     return oneShot(Effect.gen(function*() {
       const project = yield* Projects.use((projects) => projects.find(projectId))
       if (project === undefined) return yield* Effect.die(new CommandFailed(`no project ${projectId}`))
+      // The plan's cap on the project's keys holds here as through the API (WA_MAX_KEYS_PER_PROJECT
+      // overrides it), counted in the insert's transaction: past it nothing is created.
+      const { projectKeys } = yield* Plans.use((plans) => plans.capsFor(projectId))
       const { row, secret } = yield* ApiKeys.use((keys) =>
-        keys.create(projectId, name, { scope: scope as ApiKeyScope, createdByKeyId: null })
-      )
+        keys.createWithinPlan(projectId, name, { scope: scope as ApiKeyScope, createdByKeyId: null }, projectKeys)
+      ).pipe(Effect.catchTag("PlanLimitReached", (e) =>
+        Effect.die(new CommandFailed(
+          `project ${projectId} already has ${e.count} API keys that are not revoked, its plan's limit is ${e.limit}: ` +
+            `revoke one (DELETE /v1/projects/${projectId}/api_keys/{key_id}), move the project to a bigger plan (wa plans set), ` +
+            `or raise the cap for every project (WA_MAX_KEYS_PER_PROJECT)`
+        ))))
       return { project_id: projectId, key_id: row.id, scope: row.scope, secret_token: secret }
     }))
   },
