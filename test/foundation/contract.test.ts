@@ -67,6 +67,18 @@ describe("framework errors are in the envelope", () => {
     expect(response.json.extra.errors).toEqual([{ loc: ["body", "name"], msg: expect.any(String), type: "type_error" }])
   })
 
+  it("unknown fields are refused on the run-creation bodies too, as the document says (issue 27), and nothing is created", async () => {
+    const sessions = `/v1/projects/${service.projectId}/do_anything/sessions`
+    const before = (await service.request("GET", sessions)).json.total
+    for (const path of [sessions, `/api/v1/projects/${service.projectId}/do_anything/runs`, `/v1/projects/${service.projectId}/web_search/runs`]) {
+      const body = path.includes("web_search") ? { queries: ["q"], bogus: 1 } : { instructions: "x", bogus: 1 }
+      const response = await service.request("POST", path, { body })
+      expect(response.status, `${path}: ${response.text}`).toBe(422)
+      expect(response.json.extra.errors).toContainEqual({ loc: ["body", "bogus"], msg: expect.any(String), type: "extra_forbidden" })
+    }
+    expect((await service.request("GET", sessions)).json.total).toBe(before)
+  })
+
   it("unknown fields are forbidden where the spec says so", async () => {
     const response = await service.request("POST", keysPath(), { body: { name: "x", admin: true } })
     expect(response.status).toBe(422)

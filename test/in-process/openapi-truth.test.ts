@@ -9,7 +9,7 @@
  * JSON Schema counts them (a string of emoji at the documented maximum passes).
  */
 import { describe, expect, it } from "vitest"
-import { Exit, Schema } from "effect"
+import { Context, Exit, Schema } from "effect"
 import { HttpApi, OpenApi } from "effect/http-api"
 import type * as SchemaIssue from "effect/SchemaIssue"
 import { WebAgentApi } from "../../src/http/api/api.ts"
@@ -149,6 +149,37 @@ describe("every bound in /openapi.json is the one the server enforces", () => {
         if (refusals.length > 0) wrong.push(`${c.operation} ${c.probe.field} (${c.probe.bound}): the bound is refused: ${refusals.join("; ")}`)
       }
     }
+    expect(wrong).toEqual([])
+  })
+})
+
+describe("unknown body fields: one policy, the same in the document and on the wire", () => {
+  it("every JSON body is documented closed (additionalProperties: false) and the router refuses {bogus: 1} at body.bogus", () => {
+    const wrong: Array<string> = []
+    let bodies = 0
+    HttpApi.reflect(WebAgentApi, {
+      onGroup: () => {},
+      onEndpoint: ({ endpoint, mergedAnnotations }) => {
+        const payload = [...endpoint.payload.values()].find((entry) => entry.encoding._tag === "Json")
+        if (payload === undefined) return
+        const path = endpoint.path.replace(/:([A-Za-z_]+)/g, "{$1}")
+        const name = `${endpoint.method} ${path}`
+        const json = resolve(doc.paths[path]?.[endpoint.method.toLowerCase()]?.requestBody?.content?.["application/json"]?.schema)
+        if (json === undefined) return
+        bodies++
+        const closed = (branches(json).length > 0 ? branches(json) : [json]).every((b) => b.type !== "object" || b.additionalProperties === false)
+        if (!closed) wrong.push(`${name}: the document leaves the body open`)
+        // The options the router decodes this body with (HttpApi.PayloadParseOptions of the endpoint, its group, the API).
+        const options = Context.getOrUndefined(mergedAnnotations, HttpApi.PayloadParseOptions)
+        const exit = Schema.decodeUnknownExit(payload.schemas[0] as Schema.Codec<unknown, unknown, never, never>)({ bogus: 1 }, options)
+        const issue = Exit.isFailure(exit)
+          ? (exit.cause.reasons.find((reason) => reason._tag === "Fail") as unknown as { error: { issue: SchemaIssue.Issue } } | undefined)?.error.issue
+          : undefined
+        const refused = issue !== undefined && fieldErrors("Payload", issue).some((e) => e.loc.join(".") === "body.bogus" && e.type === "extra_forbidden")
+        if (!refused) wrong.push(`${name}: {bogus: 1} is not refused at body.bogus`)
+      }
+    })
+    expect(bodies).toBeGreaterThan(50)
     expect(wrong).toEqual([])
   })
 })

@@ -62,8 +62,11 @@ export class WebAgentApi extends HttpApi.make("web-agent-service")
   .add(DelegationServiceApi)
   .add(AccessKeysApi)
   .add(DelegationsApi)
-  // Collect every schema failure so extra.errors[] lists all bad fields at once.
-  .annotate(HttpApi.PayloadParseOptions, { errors: "all" })
+  // Collect every schema failure so extra.errors[] lists all bad fields at once. Unknown body
+  // fields are refused on every body (422 extra_forbidden): one policy, the one the generated
+  // document states (additionalProperties: false on every request object). A misspelt optional
+  // field would otherwise be dropped and the run go on with its default.
+  .annotate(HttpApi.PayloadParseOptions, { errors: "all", onExcessProperty: "error" })
   .annotate(HttpApi.QueryParseOptions, { errors: "all" })
   .annotateMerge(OpenApi.annotations({
     title: "Web Agent Service",
