@@ -20,7 +20,7 @@ import { AgentToolkitHandlers, noSecrets, observeForModel, redactDeep, RunContex
 import { FileToolContext, FileToolkitHandlers, fileToolNames, watchDownloads, workspacePrompt } from "./file-tools.ts"
 import { WorkspaceStore } from "../workspaces/workspace-store.ts"
 import { budgetExceededDetail, type Exhausted } from "../billing/ledger.ts"
-import { autonomousBoundsOfRun, proposeNextRun } from "../schedules/session-schedules.ts"
+import { autonomousBoundsOfRun, proposeNextRun } from "../store/autonomous-schedules.ts"
 
 /** The DoAnything fields of a run's request (a run of another product has none). */
 const requestOf = (run: Run): Partial<DoAnythingRequest> => run.request._tag === "DoAnything" ? run.request : {}
