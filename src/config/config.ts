@@ -148,6 +148,8 @@ export const AppConfigSchema = Config.all({
   maxProjectMonitorsOverride: Config.option(Config.Int("WA_MAX_MONITORS_PER_PROJECT")),
   /** Standalone runs (WebSearch, DeepResearch) a project may have under way; one more gets 429 too_many_concurrent_runs. */
   maxConcurrentRuns: Config.Int("WA_MAX_CONCURRENT_RUNS").pipe(Config.withDefault(25)),
+  /** Of those, what one API key (or console user) may have under way; unset: WA_MAX_CONCURRENT_RUNS. */
+  maxConcurrentRunsPerKey: Config.option(Config.Int("WA_MAX_CONCURRENT_RUNS_PER_KEY")),
   stripeWebhookSecret: optionalRedacted("WA_STRIPE_WEBHOOK_SECRET"),
   stripeSecretKey: optionalRedacted("WA_STRIPE_SECRET_KEY"),
   stripeApiBase: Config.NonEmptyString("WA_STRIPE_API_BASE").pipe(Config.withDefault("https://api.stripe.com")),
@@ -225,7 +227,8 @@ export const loadAppConfig = (env?: Record<string, string | undefined>) =>
       // The per-project plan caps' overrides, when set (unset: the plan table's values).
       ["WA_MAX_SESSIONS_PER_PROJECT", Option.getOrElse(parsed.maxProjectSessionsOverride, () => 1)],
       ["WA_MAX_KEYS_PER_PROJECT", Option.getOrElse(parsed.maxProjectKeysOverride, () => 1)],
-      ["WA_MAX_MONITORS_PER_PROJECT", Option.getOrElse(parsed.maxProjectMonitorsOverride, () => 1)]
+      ["WA_MAX_MONITORS_PER_PROJECT", Option.getOrElse(parsed.maxProjectMonitorsOverride, () => 1)],
+      ["WA_MAX_CONCURRENT_RUNS_PER_KEY", Option.getOrElse(parsed.maxConcurrentRunsPerKey, () => 1)]
     ] as const) {
       if (value < 1) return yield* Effect.die(new InvalidConfig(`invalid configuration: ${name} must be at least 1`))
     }

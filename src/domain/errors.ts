@@ -39,7 +39,9 @@ export class PlanLimitReached extends Schema.TaggedError<PlanLimitReached>()("Pl
 /** The project already has as many runs under way (standalone runs not ended) as it may. */
 export class RunCapReached extends Schema.TaggedError<RunCapReached>()("RunCapReached", {
   active: Schema.Int,
-  limit: Schema.Int
+  limit: Schema.Int,
+  /** Whose cap: the project's (WA_MAX_CONCURRENT_RUNS) or the calling key's (WA_MAX_CONCURRENT_RUNS_PER_KEY). */
+  scope: Schema.optional(Schema.Literals(["key", "project"]))
 }) {}
 
 /** A session runs one run at a time: its latest run has not ended. */

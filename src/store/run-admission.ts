@@ -11,8 +11,12 @@
  * also wait their turn in memory (`oneAdmissionAtATime`) before they open that transaction: a
  * burst of 200 holds one SQL connection at a time, not the whole pool queued on the lock, so
  * requests of other tenants keep theirs.
+ *
+ * Each key (or console user) that starts runs has a cap of its own, WA_MAX_CONCURRENT_RUNS_PER_KEY
+ * (unset: the project's cap), counted under the same lock from `runs.api_key_id` (migration 0026),
+ * so one key cannot take all of its project's share: its 429 says `scope: "key"`.
  */
-import { Effect, Semaphore } from "effect"
+import { Context, Effect, Semaphore } from "effect"
 import type { SqlClient } from "effect/sql"
 import { RunCapReached } from "../domain/errors.ts"
 import { terminalStatuses } from "../domain/run-state.ts"
@@ -20,8 +24,18 @@ import { terminalStatuses } from "../domain/run-state.ts"
 /** The first key of the advisory locks this module takes (the second is the project's hash). */
 const RUNS_IN_FLIGHT_LOCK = 0x7761_7231 // "war1"
 
-/** Fails with RunCapReached when the project has `limit` runs in flight; must run inside a transaction. */
-export const admitRunInFlight = (sql: SqlClient.SqlClient, projectId: string, limit: number) =>
+/**
+ * The API key (or console user) whose request starts runs: the HTTP layer provides it with the
+ * caller (src/http/api/security.ts provideKey), and the run store writes it to `runs.api_key_id`.
+ * Undefined for work no request started (a schedule's firing, a monitor's tick).
+ */
+export const RunStartedBy = Context.Reference<string | undefined>("wa/store/RunStartedBy", { defaultValue: () => undefined })
+
+/**
+ * Fails with RunCapReached when the project has `limit` runs in flight, or the key `key.id` has
+ * `key.limit`; must run inside a transaction.
+ */
+export const admitRunInFlight = (sql: SqlClient.SqlClient, projectId: string, limit: number, key?: { readonly id: string; readonly limit: number }) =>
   Effect.gen(function*() {
     yield* sql`SELECT pg_advisory_xact_lock(${RUNS_IN_FLIGHT_LOCK}, hashtext(${projectId}))`
     // Standalone runs are the kinds below (runs_project_kind serves the lookup); the inner LIMIT
@@ -34,7 +48,18 @@ export const admitRunInFlight = (sql: SqlClient.SqlClient, projectId: string, li
         LIMIT ${limit}
       ) AS in_flight`
     const active = row?.active ?? 0
-    if (active >= limit) return yield* new RunCapReached({ active, limit })
+    if (active >= limit) return yield* new RunCapReached({ active, limit, scope: "project" })
+    if (key === undefined || key.limit >= limit) return
+    // The key's runs are its project's: the project's lock above serialises its creates too.
+    const [own] = yield* sql<{ active: number }>`
+      SELECT count(*)::int AS active FROM (
+        SELECT 1 FROM runs
+        WHERE api_key_id = ${key.id} AND project_id = ${projectId} AND kind IN ('web_search', 'deep_research')
+          AND status NOT IN ${sql.in([...terminalStatuses])}
+        LIMIT ${key.limit}
+      ) AS in_flight`
+    const keyActive = own?.active ?? 0
+    if (keyActive >= key.limit) return yield* new RunCapReached({ active: keyActive, limit: key.limit, scope: "key" })
   })
 
 const admissionGates = new Map<string, { readonly semaphore: Semaphore.Semaphore; users: number }>()

@@ -41,7 +41,7 @@ import { chargeAllInTransaction, type Exhausted, toMicros } from "../billing/led
 import { estimatedChargeMicros, holdInTransaction, releaseHoldInTransaction } from "../billing/holds.ts"
 import { browserUsd } from "../billing/prices.ts"
 import { AppConfig } from "../config/config.ts"
-import { admitRunInFlight, oneAdmissionAtATime } from "./run-admission.ts"
+import { admitRunInFlight, oneAdmissionAtATime, RunStartedBy } from "./run-admission.ts"
 import { usd, usdFromMicros, usdSum } from "../domain/money.ts"
 
 export const EVENTS_CHANNEL = "wa_run_events"
@@ -257,6 +257,8 @@ export class RunStore extends Context.Service<RunStore, {
       const prices = Option.map(appConfig, (c) => c.prices)
       // The cap on a project's runs in flight (src/store/run-admission.ts); none without the config (store tests).
       const maxRunsInFlight = Option.match(appConfig, { onNone: () => undefined, onSome: (c) => c.maxConcurrentRuns })
+      // A key's share of them (unset: the project's cap, so one key may fill its project's share).
+      const maxRunsPerKey = Option.match(appConfig, { onNone: () => undefined, onSome: (c) => Option.getOrElse(c.maxConcurrentRunsPerKey, () => c.maxConcurrentRuns) })
       const minBalanceMicros = Option.match(appConfig, { onNone: () => 0, onSome: (c) => toMicros(c.billingMinBalanceUsd) })
 
       /**
@@ -377,13 +379,14 @@ export class RunStore extends Context.Service<RunStore, {
           return id
         })
 
-      const insertRun = (sessionId: SessionId, projectId: string, run: NewRun) =>
+      // `apiKeyId`: the key (or console user) that started it (migration 0026).
+      const insertRun = (sessionId: SessionId, projectId: string, run: NewRun, apiKeyId: string | null) =>
         sql<Row>`
-          INSERT INTO runs (id, session_id, project_id, status, instructions, request, max_steps, model, parent_run_id, deadline_at)
+          INSERT INTO runs (id, session_id, project_id, status, instructions, request, max_steps, model, parent_run_id, deadline_at, api_key_id)
           VALUES (
             ${makeId("run")}, ${sessionId}, ${projectId}, 'pending', ${run.instructions},
             ${JSON.stringify(storedRequest(run.request))}::jsonb, ${run.maxSteps}, ${run.model}, ${run.parentRunId ?? null},
-            ${run.maxDurationMs === null ? null : new Date(Date.now() + run.maxDurationMs)}
+            ${run.maxDurationMs === null ? null : new Date(Date.now() + run.maxDurationMs)}, ${apiKeyId}
           )
           RETURNING *`.pipe(Effect.map((rows) => runFromRow(rows[0]!)))
 
@@ -410,7 +413,7 @@ export class RunStore extends Context.Service<RunStore, {
           yield* sql`
             INSERT INTO sessions (id, project_id, api_key_id, status, profile_id, workspace_id)
             VALUES (${sessionId}, ${input.projectId}, ${input.apiKeyId}, 'running', ${input.profileId}, ${input.workspaceId})`
-          const run = yield* insertRun(sessionId, input.projectId, input.run)
+          const run = yield* insertRun(sessionId, input.projectId, input.run, input.apiKeyId)
           yield* holdFor(run)
           const sessions = yield* sql`
             UPDATE sessions SET latest_run_id = ${run.id} WHERE id = ${sessionId} RETURNING *`
@@ -420,8 +423,8 @@ export class RunStore extends Context.Service<RunStore, {
 
       const addRun: RunStore["Service"]["addRun"] = (sessionId, run) =>
         sql.withTransaction(Effect.gen(function*() {
-          const sessions = yield* sql<{ status: string; project_id: string; latest_run_id: RunId | null }>`
-            SELECT status, project_id, latest_run_id FROM sessions WHERE id = ${sessionId} FOR UPDATE`
+          const sessions = yield* sql<{ status: string; project_id: string; latest_run_id: RunId | null; api_key_id: string | null }>`
+            SELECT status, project_id, latest_run_id, api_key_id FROM sessions WHERE id = ${sessionId} FOR UPDATE`
           const session = sessions[0]!
           if (session.status === "closed") return yield* new SessionClosed({ sessionId })
           if (session.latest_run_id !== null) {
@@ -430,7 +433,8 @@ export class RunStore extends Context.Service<RunStore, {
               return yield* new PreviousRunActive({ runId: latest.id, status: latest.status })
             }
           }
-          const created = yield* insertRun(sessionId, session.project_id, run)
+          // Started by the calling key; a schedule's firing (no caller) counts for the session's key.
+          const created = yield* insertRun(sessionId, session.project_id, run, (yield* RunStartedBy) ?? session.api_key_id)
           yield* holdFor(created)
           yield* sql`UPDATE sessions SET latest_run_id = ${created.id}, status = 'running', updated_at = now() WHERE id = ${sessionId}`
           yield* insertEvent(created.id, "run.status_changed", { run_id: created.id, from: null, status: "pending" })
@@ -516,13 +520,16 @@ export class RunStore extends Context.Service<RunStore, {
 
       const createStandaloneRun: RunStore["Service"]["createStandaloneRun"] = (projectId, request, options = {}) =>
         sql.withTransaction(Effect.gen(function*() {
-          if (maxRunsInFlight !== undefined) yield* admitRunInFlight(sql, projectId, maxRunsInFlight)
+          const startedBy = yield* RunStartedBy
+          if (maxRunsInFlight !== undefined) {
+            yield* admitRunInFlight(sql, projectId, maxRunsInFlight, startedBy === undefined || maxRunsPerKey === undefined ? undefined : { id: startedBy, limit: maxRunsPerKey })
+          }
           const deadline = options.maxDurationMs === undefined ? null : `${options.maxDurationMs} milliseconds`
           const rows = yield* sql<Row>`
-            INSERT INTO runs (id, session_id, project_id, kind, status, request, max_steps, deadline_at, parent_run_id, instructions)
+            INSERT INTO runs (id, session_id, project_id, kind, status, request, max_steps, deadline_at, parent_run_id, instructions, api_key_id)
             VALUES (${makeId("run")}, NULL, ${projectId}, ${kindOfTag[request._tag]}, 'pending', ${JSON.stringify(storedRequest(request))}::jsonb, 0,
               CASE WHEN ${deadline}::text IS NULL THEN NULL ELSE now() + ${deadline}::interval END,
-              ${options.parentRunId ?? null}, ${options.instructions ?? null})
+              ${options.parentRunId ?? null}, ${options.instructions ?? null}, ${startedBy ?? null})
             RETURNING *`
           const run = runFromRow(rows[0]!)
           yield* holdFor(run)

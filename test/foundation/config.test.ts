@@ -31,6 +31,17 @@ describe("per-project plan caps", () => {
   )
 })
 
+describe("runs in flight per key", () => {
+  it("WA_MAX_CONCURRENT_RUNS_PER_KEY of 0 stops start-up with a line naming the variable; 3 is taken; unset is the project's cap", async () => {
+    const refused = await load({ WA_MAX_CONCURRENT_RUNS_PER_KEY: "0" })
+    expect(Exit.isFailure(refused) && String(refused.cause)).toContain("WA_MAX_CONCURRENT_RUNS_PER_KEY must be at least 1")
+    const taken = await load({ WA_MAX_CONCURRENT_RUNS_PER_KEY: "3" })
+    expect(Exit.isSuccess(taken) && taken.value.maxConcurrentRunsPerKey._tag === "Some" && taken.value.maxConcurrentRunsPerKey.value).toBe(3)
+    const unset = await load({})
+    expect(Exit.isSuccess(unset) && unset.value.maxConcurrentRunsPerKey._tag).toBe("None")
+  })
+})
+
 describe("Node flags", () => {
   it("npm start runs the service with the flags the tests and benches start it with", async () => {
     const { readFile } = await import("node:fs/promises")

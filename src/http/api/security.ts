@@ -6,6 +6,7 @@ import { Context, Effect } from "effect"
 import { HttpApiMiddleware, HttpApiSecurity } from "effect/http-api"
 import type { ApiKeyScope } from "../../auth/api-keys.ts"
 import type { ProjectId } from "../../domain/run.ts"
+import { RunStartedBy } from "../../store/run-admission.ts"
 import { Conflict, Forbidden, TooManyRequests, Unauthorized, ValidationError } from "../errors.ts"
 
 /** The API key a request authenticated with, and the project it is scoped to. */
@@ -43,7 +44,8 @@ export const provideKey = <A, E, R>(
 ): Effect.Effect<A, E, Exclude<R, CurrentKey | CurrentCaller>> =>
   // One context update for both (this runs on every authenticated request).
   Effect.updateContext(effect, (context: Context.Context<Exclude<R, CurrentKey | CurrentCaller>>) =>
-    Context.add(Context.add(context, CurrentKey, key), CurrentCaller, { space: key.projectId, id: key.keyId }) as Context.Context<R>)
+    // RunStartedBy: the runs this request starts record the key (runs.api_key_id, its per-key cap).
+    Context.add(Context.add(Context.add(context, CurrentKey, key), CurrentCaller, { space: key.projectId, id: key.keyId }), RunStartedBy, key.keyId) as Context.Context<R>)
 
 /**
  * The 403 a key gets for an operation that needs `required`, or undefined when it may. `run` is
