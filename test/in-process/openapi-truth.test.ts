@@ -183,3 +183,53 @@ describe("unknown body fields: one policy, the same in the document and on the w
     expect(wrong).toEqual([])
   })
 })
+
+describe("transport headers in the document", () => {
+  const operations = Object.entries<Record<string, Json>>(doc.paths).flatMap(([path, ops]) =>
+    Object.entries<Json>(ops).filter(([, op]) => op?.responses !== undefined).map(([method, op]) => ({ name: `${method.toUpperCase()} ${path}`, method, op })))
+  const declares = (op: Json, header: string) => (op.parameters ?? []).some((p: Json) => p.in === "header" && p.name === header)
+
+  it("Idempotency-Key is declared on every write the Idempotency middleware serves, and only on writes", () => {
+    const served = new Set<string>()
+    HttpApi.reflect(WebAgentApi, {
+      onGroup: () => {},
+      onEndpoint: ({ endpoint, middleware }) => {
+        if (["POST", "PUT", "PATCH", "DELETE"].includes(endpoint.method) && [...middleware].some((m) => (m as { key?: string }).key === "wa/http/Idempotency")) {
+          served.add(`${endpoint.method} ${endpoint.path.replace(/:([A-Za-z_]+)/g, "{$1}")}`)
+        }
+      }
+    })
+    expect(served.size).toBeGreaterThan(60)
+    const writes = operations.filter((o) => ["post", "put", "patch", "delete"].includes(o.method))
+    expect(writes.filter((o) => served.has(o.name) && !declares(o.op, "Idempotency-Key")).map((o) => o.name)).toEqual([])
+    expect(operations.filter((o) => !served.has(o.name) && declares(o.op, "Idempotency-Key")).map((o) => o.name)).toEqual([])
+    // The writes without it, each for a reason (README): PUTs are idempotent by themselves, the
+    // Stripe webhook is deduplicated by Stripe's event id, the sign-in and delegation-consent steps
+    // have no caller to keep a key for.
+    expect(writes.filter((o) => !served.has(o.name)).map((o) => o.name).sort()).toEqual([
+      "POST /api/v3/eak/delegations",
+      "POST /api/v3/eak/delegations/complete",
+      "POST /v1/auth/email/verification",
+      "POST /v1/auth/email/verify",
+      "POST /v1/auth/login",
+      "POST /v1/auth/logout",
+      "POST /v1/auth/password",
+      "POST /v1/auth/password/forgot",
+      "POST /v1/auth/password/reset",
+      "POST /v1/billing/stripe/webhook",
+      "POST /v1/invitations/accept",
+      "PUT /v1/projects/{pid}/billing/budget",
+      "PUT /v1/projects/{pid}/workspaces/{wid}/files/{name}"
+    ])
+  })
+
+  it("every 429 declares Retry-After (required) and the RateLimit headers", () => {
+    const limited = operations.filter((o) => o.op.responses["429"] !== undefined)
+    expect(limited.length).toBeGreaterThan(100)
+    for (const { name, op } of limited) {
+      const headers = op.responses["429"].headers ?? {}
+      expect({ name, retryAfter: headers["Retry-After"]?.required, type: headers["Retry-After"]?.schema?.type }).toEqual({ name, retryAfter: true, type: "integer" })
+      expect(Object.keys(headers)).toEqual(expect.arrayContaining(["RateLimit", "RateLimit-Policy"]))
+    }
+  })
+})

@@ -3,6 +3,7 @@
  * /openapi.json and the typed client.
  */
 import { HttpApi, OpenApi } from "effect/http-api"
+import { transportHeaders } from "./openapi-transport.ts"
 import { ApiKeysApi } from "./api-keys.ts"
 import { ControlApi } from "./control.ts"
 import { DoAnythingApi, DoAnythingFlatApi, MediaApi } from "./do-anything.ts"
@@ -68,6 +69,8 @@ export class WebAgentApi extends HttpApi.make("web-agent-service")
   // field would otherwise be dropped and the run go on with its default.
   .annotate(HttpApi.PayloadParseOptions, { errors: "all", onExcessProperty: "error" })
   .annotate(HttpApi.QueryParseOptions, { errors: "all" })
+  // Idempotency-Key on every write that honours it, Retry-After and RateLimit on every 429.
+  .annotate(OpenApi.Transform, transportHeaders(() => WebAgentApi))
   .annotateMerge(OpenApi.annotations({
     title: "Web Agent Service",
     version: "1.0.0",

@@ -1,0 +1,77 @@
+/**
+ * The transport headers of the contract, added to the generated OpenAPI document (issue 27): the
+ * middlewares that honour them are not schemas, so the generator cannot see them.
+ *
+ * - `Idempotency-Key` (request header) on every operation that carries the Idempotency middleware
+ *   (src/http/middleware/idempotency.ts): 1..255 characters, a replay answers the first response.
+ * - `Retry-After` on every 429 (always sent: every 429 of the service carries
+ *   `extra.retry_after_seconds`, see src/http/middleware/request-context.ts), and `RateLimit` /
+ *   `RateLimit-Policy` (sent when the refusal comes from a limiter with a window or a cap).
+ */
+import { HttpApi } from "effect/http-api"
+import { Idempotency } from "./security.ts"
+
+type Spec = Record<string, any>
+
+const idempotencyKeyParameter = {
+  name: "Idempotency-Key",
+  in: "header",
+  required: false,
+  description: "Makes the write safe to retry: the first response to a key is kept for 24 hours and replayed to a repeat " +
+    "of the same request (with Idempotent-Replayed: true); the same key with a different request is 422, and while the " +
+    "first is still running 409. 5xx and 429 answers are not kept. Keys are per project and caller.",
+  schema: { type: "string", minLength: 1, maxLength: 255 }
+}
+
+const tooManyRequestsHeaders = {
+  "Retry-After": {
+    required: true,
+    description: "Seconds to wait before retrying (the envelope's extra.retry_after_seconds)",
+    schema: { type: "integer", minimum: 0 }
+  },
+  "RateLimit": {
+    required: false,
+    description: "limit=<n>, remaining=0, reset=<seconds> (IETF RateLimit header fields draft); sent by the rate limiter and the concurrency caps",
+    schema: { type: "string" }
+  },
+  "RateLimit-Policy": {
+    required: false,
+    description: "<limit>;w=<window seconds>; sent by the request rate limiter",
+    schema: { type: "string" }
+  }
+}
+
+const writeMethods = new Set(["POST", "PUT", "PATCH", "DELETE"])
+
+/** `METHOD /path/{param}` of each write that carries the Idempotency middleware. */
+const idempotentOperations = (api: HttpApi.Any): ReadonlySet<string> => {
+  const out = new Set<string>()
+  HttpApi.reflect(api as HttpApi.HttpApi<string, any>, {
+    onGroup: () => {},
+    onEndpoint: ({ endpoint, middleware }) => {
+      if ((middleware as ReadonlySet<unknown>).has(Idempotency) && writeMethods.has(endpoint.method)) {
+        out.add(`${endpoint.method.toLowerCase()} ${endpoint.path.replace(/:([A-Za-z_]+)/g, "{$1}")}`)
+      }
+    }
+  })
+  return out
+}
+
+/** The `OpenApi.Transform` of the whole API (the API is read when the document is generated). */
+export const transportHeaders = (api: () => HttpApi.Any) => (spec: Spec): Spec => {
+  const idempotent = idempotentOperations(api())
+  for (const [path, operations] of Object.entries<Record<string, any>>(spec["paths"] ?? {})) {
+    for (const [method, operation] of Object.entries<Record<string, any>>(operations)) {
+      if (typeof operation !== "object" || operation === null || operation["responses"] === undefined) continue
+      if (idempotent.has(`${method} ${path}`)) {
+        const parameters: Array<Record<string, unknown>> = operation["parameters"] ?? []
+        if (!parameters.some((p) => String(p["name"]).toLowerCase() === "idempotency-key")) {
+          operation["parameters"] = [...parameters, idempotencyKeyParameter]
+        }
+      }
+      const tooMany = operation["responses"]["429"]
+      if (tooMany !== undefined) tooMany["headers"] = { ...tooManyRequestsHeaders, ...tooMany["headers"] }
+    }
+  }
+  return spec
+}
