@@ -76,6 +76,9 @@ export interface EvalReport {
   readonly service: string
   readonly model: string | null
   readonly started_at: string
+  /** Wall time of the whole eval (tasks run concurrently; totals.wall_ms sums the tasks'). */
+  readonly elapsed_ms: number
+  readonly concurrency: number
   readonly results: ReadonlyArray<TaskResult>
   readonly totals: EvalTotals
 }
@@ -164,6 +167,7 @@ export const runEval = async (options: EvalOptions): Promise<EvalReport> => {
     ...(options.sitePublicHost !== undefined ? { publicHost: options.sitePublicHost } : {})
   })
   const startedAt = new Date().toISOString()
+  const startedMs = Date.now()
   let model: string | null = null
 
   const runTask = async (task: EvalTask, attempt: number): Promise<TaskResult> => {
@@ -268,7 +272,15 @@ export const runEval = async (options: EvalOptions): Promise<EvalReport> => {
     }
     await Promise.all(Array.from({ length: Math.min(concurrency, queue.length) }, worker))
     const ordered = results.sort((a, b) => a.order - b.order).map(({ order: _, ...r }) => r)
-    return { service: connection.url, model, started_at: startedAt, results: ordered, totals: totalsOf(ordered) }
+    return {
+      service: connection.url,
+      model,
+      started_at: startedAt,
+      elapsed_ms: Date.now() - startedMs,
+      concurrency,
+      results: ordered,
+      totals: totalsOf(ordered)
+    }
   } finally {
     await site.close()
   }
@@ -299,7 +311,7 @@ export const reportTable = (report: EvalReport): string => {
     header,
     ...rows,
     total,
-    `mean per task: ${t.mean_steps.toFixed(1)} steps, ${secs(t.mean_wall_ms)}${t.input_tokens === null ? "; tokens: the service does not report them" : ""}`,
+    `mean per task: ${t.mean_steps.toFixed(1)} steps, ${secs(t.mean_wall_ms)}; whole eval ${secs(report.elapsed_ms)} at concurrency ${report.concurrency}${t.input_tokens === null ? "; tokens: the service does not report them" : ""}`,
     ...(failures.length > 0 ? ["failures:", ...failures] : [])
   ].join("\n")
 }
