@@ -158,6 +158,11 @@ export const runAgent = Effect.fn("runAgent")(function*(
         while (true) {
           const answer = yield* store.inputRequest(requestId)
           if (answer?.status === "answered") return answer.response
+          if (answer?.status === "withdrawn") {
+            // A person took control instead of answering (src/control/take-control.ts).
+            yield* waitWhilePaused
+            return "No answer: a person took control of the browser to handle this themselves and has handed it back. Look at the page again before going on."
+          }
           const current = yield* store.getRun(runId)
           if (current === undefined || isTerminal(current.status)) return yield* Effect.interrupt
           yield* Queue.take(wakeups).pipe(Effect.timeoutOption("2 seconds"))

@@ -35,6 +35,8 @@ export const describeEvent = (event: StreamEvent): string | undefined => {
       return `? ${short(data.prompt, 300)}`
     case "run.input_request_resolved":
       return "✓ answered"
+    case "run.input_request_withdrawn":
+      return "✓ handled by a person (take control)"
     case "run.research.progress":
       return `  ${data.phase ?? "progress"}${data.section_id ? ` ${data.section_id}` : ""}${
         data.sources_found !== undefined ? ` sources ${data.sources_found}/${data.sources_target ?? "?"}` : ""

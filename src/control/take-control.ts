@@ -7,6 +7,11 @@
  *              `run.take_control_pending` emitted; the agent keeps going
  *   active   → a person's control page connected: the run is `paused` (`run.user_paused`); the
  *              agent finishes its current step and waits
+ * A run `awaiting_input` takes control too (the common case: the agent asked about a captcha or
+ * a 2FA prompt, and the person would rather solve it in the page than type an answer): when the
+ * page connects, the open input request is withdrawn (`run.input_request_withdrawn`, reason
+ * `take_control`) in the same transaction as the pause, and on release the agent's ask_human
+ * returns saying a person handled it, so the agent looks at the page afresh.
  *   released → release_control, the page's release button, or the page idle for
  *              WA_CONTROL_IDLE_SECONDS: the run is `running` again (`run.user_released`)
  *   expired  → nobody connected within WA_CONTROL_CONNECT_SECONDS (`run.take_control_expired`)
@@ -169,7 +174,9 @@ export class TakeControl extends Context.Service<TakeControl, {
       const needsRunning = (run: Run, status: RunStatus | undefined, kind: string) =>
         status === "paused"
           ? unavailable(run.id, status, `a person already holds control of this run; send release_control first`)
-          : unavailable(run.id, status, `the run is ${status ?? "gone"}; ${kind} needs a running run`)
+          : unavailable(run.id, status, `the run is ${status ?? "gone"}; ${kind} needs a running run (or one awaiting input)`)
+      /** The states a person can take control from: the agent at work, or waiting for an answer. */
+      const controllable = (status: RunStatus | undefined) => status === "running" || status === "awaiting_input"
 
       const expireDue = (runId: RunId) =>
         tx(Effect.gen(function*() {
@@ -186,7 +193,7 @@ export class TakeControl extends Context.Service<TakeControl, {
         issue: (run, reason, baseUrl) =>
           tx(Effect.gen(function*() {
             const status = yield* lockRun(run.id)
-            if (status !== "running" || run.session_id === null) return yield* needsRunning(run, status, "take_control")
+            if (!controllable(status) || run.session_id === null) return yield* needsRunning(run, status, "take_control")
             return yield* insertGrant(run, reason, baseUrl)
           })),
         refresh: (run, baseUrl) =>
@@ -194,7 +201,7 @@ export class TakeControl extends Context.Service<TakeControl, {
             const status = yield* lockRun(run.id)
             const latest = (yield* sql<GrantRow>`SELECT * FROM control_grants WHERE run_id = ${run.id} ORDER BY id DESC LIMIT 1`)[0]
             if (latest === undefined) return yield* unavailable(run.id, status, "no take_control was requested on this run; send kind take_control first")
-            if (status !== "running" || run.session_id === null) return yield* needsRunning(run, status, "refresh_control_url")
+            if (!controllable(status) || run.session_id === null) return yield* needsRunning(run, status, "refresh_control_url")
             return yield* insertGrant(run, latest.reason, baseUrl)
           })),
         release: (runId, trigger) =>
@@ -257,8 +264,21 @@ export class TakeControl extends Context.Service<TakeControl, {
               yield* expire(grant)
               return { _tag: "expired" } as const
             }
-            if (status !== "running") return { _tag: "unavailable" } as const
+            if (!controllable(status)) return { _tag: "unavailable" } as const
             yield* setStatus(grant.id, "active")
+            if (status === "awaiting_input") {
+              // The person answers by acting in the page: the question is withdrawn, not answered.
+              const withdrawn = yield* sql<{ id: string }>`
+                UPDATE input_requests SET status = 'withdrawn', resolved_at = now()
+                WHERE run_id = ${grant.runId} AND status = 'pending' RETURNING id`
+              for (const request of withdrawn) {
+                yield* store.appendEvent(grant.runId, "run.input_request_withdrawn", {
+                  input_request_id: request.id,
+                  request_id: request.id,
+                  reason: "take_control"
+                })
+              }
+            }
             yield* store.transition(grant.runId, "paused", { data: { trigger: "control_page" } }).pipe(Effect.orDie)
             yield* store.appendEvent(grant.runId, "run.user_paused", { run_id: grant.runId, reason: grant.reason })
             return yield* stamp

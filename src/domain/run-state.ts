@@ -11,7 +11,8 @@ export const isTerminal = (status: RunStatus) => terminalStatuses.has(status)
 const transitions: Record<RunStatus, ReadonlyArray<RunStatus>> = {
   pending: ["running", "canceled", "failed"],
   running: ["awaiting_input", "paused", "done", "failed", "canceled"],
-  awaiting_input: ["running", "canceled", "failed"],
+  // awaiting_input -> paused: a person took control instead of answering (src/control/take-control.ts).
+  awaiting_input: ["running", "paused", "canceled", "failed"],
   paused: ["running", "canceled", "failed"],
   done: [],
   failed: [],

@@ -9,7 +9,7 @@ import { randomBytes } from "node:crypto"
 import { request as httpRequest } from "node:http"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { selectChromium } from "../../src/browser/chromium-executable.ts"
-import { lastUserText, type ScriptedModel, startScriptedModel } from "../fixtures/model/scripted-model.ts"
+import { lastUserText, type ScriptedModel, startScriptedModel, toolResults } from "../fixtures/model/scripted-model.ts"
 import { type FixtureSites, startFixtureSites } from "../fixtures/sites/server.ts"
 import { eventually, waitForRunStatus } from "../support/runs.ts"
 import { type Service, scriptedAgentEnv, startService, stopAndClean } from "../support/service.ts"
@@ -247,6 +247,67 @@ describe("take control", () => {
     const after = await fetch(controlUrl)
     expect(after.status).toBe(403)
     expect((await after.json()).code).toBe("control_url_expired")
+    await context.close()
+  })
+
+  it("a run awaiting input (the agent asked about a human check) takes control: the question is withdrawn, the person solves it in the page, releases, and the agent goes on", async () => {
+    let turns = 0
+    let askResult: unknown
+    model.setScript(async (request) => {
+      const turn = turns++
+      if (turn === 0) return { tool: "navigate", args: { url: `${site.url}/take-control` } }
+      if (turn === 1) return { tool: "ask_human", args: { prompt: "Please pass the human check for me" } }
+      const observation = lastUserText(request)
+      if (observation.includes("Verified by a person:")) {
+        askResult = (toolResults(request) as Array<{ answer?: unknown }>).find((r) => r?.answer !== undefined)?.answer
+        const line = observation.split("\n").find((l) => l.includes("Verified by a person:"))!
+        return { tool: "done", args: { output: { verified: line.trim() } } }
+      }
+      return { tool: "read_page" }
+    })
+    const created = await service.request("POST", `${base()}/sessions`, { body: { instructions: "Pass the human check", keep_alive: false } })
+    expect(created.status, created.text).toBe(201)
+    const sid = created.json.id as string
+    const rid = created.json.latest_run_id as string
+    await waitForRunStatus(service, runPath(sid, rid), ["awaiting_input"])
+    const question = (await eventOf(sid, rid, "run.input_request")).data
+
+    // The user would rather solve it than type an answer: take control of the waiting run.
+    const taken = await intervene(sid, rid, { kind: "take_control", reason: "captcha" })
+    expect(taken.status, taken.text).toBe(200)
+    expect(taken.json.status).toBe("awaiting_input")
+    const context = await person.newContext({ viewport: { width: 1400, height: 1000 } })
+    const page = await context.newPage()
+    expect((await page.goto(taken.json.standalone_control_url))?.status()).toBe(200)
+    await page.waitForFunction(() => document.body.dataset["state"] === "connected")
+    await page.waitForFunction(() => Number((document.getElementById("screen") as HTMLCanvasElement).dataset["frames"]) > 0)
+
+    // Connecting withdrew the question and paused the run; answering it now is refused.
+    await waitForRunStatus(service, runPath(sid, rid), ["paused"])
+    expect((await eventOf(sid, rid, "run.input_request_withdrawn")).data).toMatchObject({ input_request_id: question.input_request_id, reason: "take_control" })
+    const late = await intervene(sid, rid, { kind: "answer_input_request", input_request_id: question.input_request_id, response: "too late" })
+    expect(late.status, late.text).toBe(409)
+
+    await clickAgentPage(page, 40 + 150, 120 + 20)
+    await page.keyboard.type("HUMAN-7")
+    await clickAgentPage(page, 40 + 80, 200 + 24)
+    expect(turns).toBe(2)
+    await page.click("#release")
+    await page.waitForFunction(() => document.body.dataset["state"] === "ended")
+
+    const run = await waitForRunStatus(service, runPath(sid, rid), terminal)
+    expect(run.status, JSON.stringify(run.error)).toBe("done")
+    expect(run.output).toEqual({ verified: "Verified by a person: HUMAN-7" })
+    // The agent's ask_human came back saying a person handled it, not with an invented answer.
+    expect(String(askResult)).toContain("a person took control")
+    const types = (await events(sid, rid)).map((e) => e.type === "run.status_changed" ? `status:${e.data.status}` : e.type)
+    const order = ["run.input_request", "run.take_control_pending", "run.input_request_withdrawn", "status:paused", "run.user_paused", "status:running", "run.user_released", "status:done"]
+    let from = 0
+    for (const type of order) {
+      const at = types.indexOf(type, from)
+      expect(at, `${type} after position ${from} in ${types.join(", ")}`).toBeGreaterThanOrEqual(from)
+      from = at
+    }
     await context.close()
   })
 

@@ -175,7 +175,7 @@ export class DoAnythingApi extends HttpApiGroup.make("do_anything")
     }).annotate(
       OpenApi.Description,
       "By `kind`: `answer_input_request` (default; input_request_id and response) answers the agent's question. " +
-        "`take_control` (optional reason) on a running run issues a signed control URL (standalone_control_url, exp; event " +
+        "`take_control` (optional reason) on a running run (or one awaiting input, whose question is withdrawn when a person connects) issues a signed control URL (standalone_control_url, exp; event " +
         "run.take_control_pending); when a person opens it the run becomes paused (run.user_paused) after the agent's current " +
         "step; nobody connecting before exp gives run.take_control_expired. `release_control` (optional trigger, default `api`) " +
         "on a paused run gives the browser back (running, run.user_released). `refresh_control_url` issues a new URL for the " +
