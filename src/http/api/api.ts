@@ -26,7 +26,7 @@ import { SchedulesApi } from "./schedules.ts"
 import { AccountApi, AuthPublicApi, BugReportsApi, TenantsApi } from "./accounts.ts"
 import { AccessKeysApi, DelegationsApi, DelegationServiceApi } from "./delegation.ts"
 
-export class WebAgentApi extends HttpApi.make("web-agent-service")
+const contract = HttpApi.make("web-agent-service")
   .add(SystemApi)
   .add(MetricsApi)
   .add(ApiKeysApi)
@@ -69,12 +69,12 @@ export class WebAgentApi extends HttpApi.make("web-agent-service")
   // field would otherwise be dropped and the run go on with its default.
   .annotate(HttpApi.PayloadParseOptions, { errors: "all", onExcessProperty: "error" })
   .annotate(HttpApi.QueryParseOptions, { errors: "all" })
-  // Idempotency-Key on every write that honours it, Retry-After and RateLimit on every 429.
-  .annotate(OpenApi.Transform, transportHeaders(() => WebAgentApi))
   .annotateMerge(OpenApi.annotations({
     title: "Web Agent Service",
     version: "1.0.0",
     description: "DoAnything, DeepResearch, WebSearch and Track over one REST API. " +
       "Every non-2xx response is {code, detail, extra}; clients branch on code."
   }))
-{}
+
+// Idempotency-Key on every write that honours it, Retry-After and RateLimit on every 429.
+export class WebAgentApi extends contract.annotate(OpenApi.Transform, transportHeaders(contract)) {}

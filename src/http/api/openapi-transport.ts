@@ -8,7 +8,7 @@
  *   `extra.retry_after_seconds`, see src/http/middleware/request-context.ts), and `RateLimit` /
  *   `RateLimit-Policy` (sent when the refusal comes from a limiter with a window or a cap).
  */
-import { HttpApi } from "effect/http-api"
+import { HttpApi, type HttpApiGroup } from "effect/http-api"
 import { Idempotency } from "./security.ts"
 
 type Spec = Record<string, any>
@@ -44,9 +44,9 @@ const tooManyRequestsHeaders = {
 const writeMethods = new Set(["POST", "PUT", "PATCH", "DELETE"])
 
 /** `METHOD /path/{param}` of each write that carries the Idempotency middleware. */
-const idempotentOperations = (api: HttpApi.Any): ReadonlySet<string> => {
+const idempotentOperations = <Id extends string, Groups extends HttpApiGroup.Constraint>(api: HttpApi.HttpApi<Id, Groups>): ReadonlySet<string> => {
   const out = new Set<string>()
-  HttpApi.reflect(api as HttpApi.HttpApi<string, any>, {
+  HttpApi.reflect(api, {
     onGroup: () => {},
     onEndpoint: ({ endpoint, middleware }) => {
       if ((middleware as ReadonlySet<unknown>).has(Idempotency) && writeMethods.has(endpoint.method)) {
@@ -57,9 +57,9 @@ const idempotentOperations = (api: HttpApi.Any): ReadonlySet<string> => {
   return out
 }
 
-/** The `OpenApi.Transform` of the whole API (the API is read when the document is generated). */
-export const transportHeaders = (api: () => HttpApi.Any) => (spec: Spec): Spec => {
-  const idempotent = idempotentOperations(api())
+/** The `OpenApi.Transform` of the whole API (its middlewares are read when the document is generated). */
+export const transportHeaders = <Id extends string, Groups extends HttpApiGroup.Constraint>(api: HttpApi.HttpApi<Id, Groups>) => (spec: Spec): Spec => {
+  const idempotent = idempotentOperations(api)
   for (const [path, operations] of Object.entries<Record<string, any>>(spec["paths"] ?? {})) {
     for (const [method, operation] of Object.entries<Record<string, any>>(operations)) {
       if (typeof operation !== "object" || operation === null || operation["responses"] === undefined) continue
