@@ -36,14 +36,16 @@ beforeAll(async () => {
   model = await startScriptedModel((request) => {
     const page = lastUserText(request)
     const task = taskOf(request)
-    const results = toolResults(request) as Array<{ code?: string; error?: string }>
+    const results = toolResults(request) as Array<{ code?: string; error?: string; message?: string }>
     const last = results.at(-1)
     if (task.startsWith("sign in")) {
       if (last?.code !== undefined) return { tool: "done", args: { output: { failed: last } } }
       if (page.includes("Signed in as alice")) return { tool: "done", args: { output: { signed_in: true } } }
       if (page.includes("Enter your one-time code")) {
-        // Typed first, submitted on the next turn: that observation shows the text field holding the code.
+        // Typed first, then Tab (the field's change event is what a recording keeps), then Verify:
+        // the observations in between show the text field holding the code.
         if (!/"One-time code" \[e\d+\] ="/.test(page)) return { tool: "type", args: { ref: refNamed(page, "One-time code"), text: "{{totp:site_otp}}" } }
+        if (last?.message?.startsWith("typed") === true) return { tool: "press_key", args: { key: "Tab" } }
         return { tool: "click", args: { ref: refNamed(page, "Verify") } }
       }
       if (page.includes("Sign in") && urlOf(page).endsWith("/login")) {
@@ -248,6 +250,10 @@ describe("a run with secrets", () => {
     expect(recording.text).toContain("Enter your one-time code")
     const secretValues = [PASSWORD, TOTP_SEED, ...site.acceptedCodes]
     for (const value of secretValues) expect(recording.text.includes(value), `${value.slice(0, 3)}… in the recording`).toBe(false)
+    // The recording holds the code's text field (its change, on Tab) as a masked value.
+    const inputs = (recording.json.events as Array<{ type: number; data: { source?: number; text?: string } }>)
+      .filter((e) => e.type === 3 && e.data.source === 5).map((e) => e.data.text)
+    expect(inputs).toContain("******")
     expect(JSON.stringify(events)).not.toContain(PASSWORD)
 
     expect(await leakedInto(secretValues)).toEqual([])
