@@ -307,7 +307,7 @@ export const reportTable = (report: EvalReport): string => {
   const total = `${pad("total", 22)} ${pad(`${t.passed}/${t.runs}`, 16)} ${lpad(`${(t.success_rate * 100).toFixed(0)}%`, 4)} ${lpad(String(t.steps), 7)}  ${lpad(tok(t.input_tokens), 9)}  ${lpad(tok(t.output_tokens), 10)}  ${lpad(t.cost_usd.toFixed(4), 10)}  ${lpad(secs(t.wall_ms), 7)}`
   const failures = report.results.filter((r) => !r.success).map((r) => `  ${r.task}${r.attempt > 1 ? `#${r.attempt}` : ""}: ${r.reason}`)
   return [
-    `model ${report.model ?? "(unknown)"} at ${report.service}`,
+    `model ${report.model ?? "(as configured on the service)"} at ${report.service}`,
     header,
     ...rows,
     total,
