@@ -239,7 +239,8 @@ const instrumented = <A>(ctx: RunContext["Service"], name: string, rawParams: un
     // What the events and the model get passes through the run's secrets' redaction (a value a
     // page shows back, a field's content in an error), before anything is cut short.
     const redact = ctx.secrets.redact
-    const params = redactDeep(rawParams, redact)
+    const withSecrets = ctx.secrets.listed.length > 0
+    const params = withSecrets ? redactDeep(rawParams, redact) : rawParams
     yield* ctx.emit("run.action.started", { action: name, params })
     const result = yield* Effect.result(Effect.provideService(body, RunContext, ctx))
     if (result._tag === "Failure") {
@@ -248,7 +249,7 @@ const instrumented = <A>(ctx: RunContext["Service"], name: string, rawParams: un
       yield* ctx.emit("run.action.failed", { action: name, params, ...failure })
       return yield* Effect.fail(failure)
     }
-    const success = redactDeep(result.success, redact)
+    const success = withSecrets ? redactDeep(result.success, redact) : result.success as unknown
     yield* ctx.emit("run.action.completed", { action: name, result: summarize(success) })
     return success
   })
