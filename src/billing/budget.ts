@@ -14,7 +14,7 @@ import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { BudgetExceeded, InsufficientCredits } from "../domain/errors.ts"
 import { AppConfig } from "../config/config.ts"
-import { holdInTransaction } from "./holds.ts"
+import { holdInTransaction, outstandingHoldsMicros } from "./holds.ts"
 import { type Balance, capMicrosOf, type Exhausted, Ledger, toMicros, WARNING_RATIO } from "./ledger.ts"
 
 export interface BudgetStatus {
@@ -50,6 +50,11 @@ export class Budget extends Context.Service<Budget, {
   readonly holdTick: (projectId: string, tickId: string) => Effect.Effect<Exhausted | null>
   /** Whether a new run (or tick) may start: BudgetExceeded or InsufficientCredits, else nothing. */
   readonly admit: (projectId: string) => Effect.Effect<void, BudgetExceeded | InsufficientCredits>
+  /**
+   * Credits held now for runs and monitor ticks under way (src/billing/holds.ts), micro-USD: what
+   * the balance is not free to spend until they end (shown as `held_usd`).
+   */
+  readonly held: (projectId: string) => Effect.Effect<number>
 }>()("wa/billing/Budget") {
   static readonly layer = Layer.effect(
     Budget,
@@ -80,6 +85,7 @@ export class Budget extends Context.Service<Budget, {
 
       return Budget.of({
         status,
+        held: (projectId: string) => outstandingHoldsMicros(sql, projectId).pipe(Effect.orDie),
         statusWithBalance: Effect.fn("Budget.statusWithBalance")(statusAndBalance),
         exhausted: Effect.fn("Budget.exhausted")(function*(projectId: string) {
           if (!ledger.enabled) return null

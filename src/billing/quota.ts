@@ -24,6 +24,8 @@ export interface QuotaStatus {
   readonly plan: Plan
   readonly subscriptionStatus: "active" | "none"
   readonly balance: Balance
+  /** Credits held for runs and ticks under way (src/billing/holds.ts), micro-USD. */
+  readonly heldMicros: number
   /** Charges of the current period, positive micro-USD. */
   readonly spentMicros: number
   readonly quotaMicros: number | null
@@ -66,6 +68,7 @@ export class Quota extends Context.Service<Quota, {
             plan,
             subscriptionStatus,
             balance,
+            heldMicros: yield* budget.held(projectId),
             spentMicros: status.spentMicros,
             quotaMicros: status.capMicros,
             warning: status.warning,

@@ -29,6 +29,8 @@ export const QuotaStatusResponse = Schema.Struct({
   additional_credits: Micros("Additional credits left (top-ups, auto-recharge; never expire)"),
   monthly_credits_usd: Usd("monthly_credits in USD"),
   additional_credits_usd: Usd("additional_credits in USD"),
+  held: Micros("Credits held for runs and monitor ticks under way (their estimated charges, admitted against the balance and settled when each ends): not free to spend until then"),
+  held_usd: Usd("held in USD"),
   plan_monthly_credits: Micros("Credits the plan grants each billing period to a subscribed project"),
   scheduled_cap: Schema.Int.annotate({ description: "Scheduled runs the project may have active at once" }),
   scheduled_running: Schema.Int.annotate({ description: "Scheduled runs active now" }),

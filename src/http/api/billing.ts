@@ -22,6 +22,7 @@ export const BillingAccountResponse = Schema.Struct({
   }),
   sessions_count: Schema.Int.annotate({ description: "DoAnything sessions created in the current period" }),
   credit_balance_usd: Usd("Credits left: monthly plus additional (can be slightly negative by the last charge in flight)"),
+  held_usd: Usd("Of credit_balance_usd, what is held for runs and monitor ticks under way (their estimated charges, settled when each ends): not free to spend until then"),
   monthly_credits_usd: Usd("Monthly credits left in the current period (spent first; expire at period_end)"),
   additional_credits_usd: Usd("Additional credits left (top-ups; never expire)"),
   llm_cost_usd: Usd("LLM charges in the current period"),

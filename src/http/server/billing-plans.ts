@@ -57,6 +57,8 @@ export const BillingPlansHandlers = HttpApiBuilder.group(
             additional_credits: status.balance.additionalMicros,
             monthly_credits_usd: usdFromMicros(status.balance.monthlyMicros),
             additional_credits_usd: usdFromMicros(status.balance.additionalMicros),
+            held: status.heldMicros,
+            held_usd: usdFromMicros(status.heldMicros),
             plan_monthly_credits: status.plan.monthlyCreditsMicros,
             scheduled_cap: status.scheduledCap,
             scheduled_running: status.scheduledRunning,

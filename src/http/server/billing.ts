@@ -83,6 +83,7 @@ export const BillingHandlers = HttpApiBuilder.group(
             plan: (yield* plans.forProject(projectId)).id,
             sessions_count: account.sessionsCount,
             credit_balance_usd: usdFromMicros(account.balance.totalMicros),
+            held_usd: usdFromMicros(yield* budget.held(projectId)),
             monthly_credits_usd: usdFromMicros(account.balance.monthlyMicros),
             additional_credits_usd: usdFromMicros(account.balance.additionalMicros),
             llm_cost_usd: usdFromMicros(account.llmMicros),
