@@ -13,24 +13,35 @@ export const PageQuery = {
 
 export const DEFAULT_LIMIT = 20
 
-const cursorIdPattern = /^[a-z]{1,8}_[0-9a-z]{26}$/
+/**
+ * The one cursor codec: base64url of `{<key>: position}`, opaque to clients. Decoding checks the
+ * position with `valid` (only what this server issues gets through: anything else would reach the
+ * database as text, and a NUL in it is a 500 there); a cursor the server did not make is a 400
+ * naming the parameter. Each list kind has its own key, so a cursor of one kind is refused by
+ * another.
+ */
+export const cursorCodec = <A>(key: string, valid: (position: unknown) => position is A) => ({
+  encode: (position: A): string => Buffer.from(JSON.stringify({ [key]: position })).toString("base64url"),
+  decode: (cursor: string | undefined) =>
+    Effect.suspend(() => {
+      if (cursor === undefined) return Effect.succeed(undefined)
+      try {
+        const parsed = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8")) as Record<string, unknown>
+        if (typeof parsed === "object" && parsed !== null && valid(parsed[key])) return Effect.succeed(parsed[key] as A)
+      } catch {
+        // fall through
+      }
+      return Effect.fail(badRequest("cursor is not a cursor this server issued", { param: "cursor" }))
+    })
+})
 
-export const encodeCursor = (lastId: string): string => Buffer.from(JSON.stringify({ a: lastId })).toString("base64url")
+/** Lists of resources by id: the cursor is the last id returned (a prefix, then 26 base32 characters). */
+const idCursor = cursorCodec("a", (position): position is string => typeof position === "string" && /^[a-z]{1,8}_[0-9a-z]{26}$/.test(position))
+
+export const encodeCursor = idCursor.encode
 
 /** Decodes a cursor; a cursor the server did not make is a 400 naming the parameter. */
-export const decodeCursor = (cursor: string | undefined) =>
-  Effect.suspend(() => {
-    if (cursor === undefined) return Effect.succeed(undefined)
-    try {
-      const parsed = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8")) as { a?: unknown }
-      // Only an id of ours (prefix, then 26 base32 characters) is a cursor; anything else would
-      // reach the database as text (a NUL in it is a 500 there).
-      if (typeof parsed.a === "string" && cursorIdPattern.test(parsed.a)) return Effect.succeed(parsed.a)
-    } catch {
-      // fall through
-    }
-    return Effect.fail(badRequest("cursor is not a cursor this server issued", { param: "cursor" }))
-  })
+export const decodeCursor = idCursor.decode
 
 /** Turns `limit + 1` rows into a page: the extra row only says there is more. */
 export const toPage = <A extends { readonly id: string }>(rows: ReadonlyArray<A>, limit: number) => {

@@ -6,8 +6,7 @@ import { SessionSchedules } from "../../schedules/session-schedules.ts"
 import { WebAgentApi } from "../api/api.ts"
 import { CurrentKey } from "../api/security.ts"
 import { httpErrors } from "../domain-errors.ts"
-import { badRequest } from "../errors.ts"
-import { cursorPage, DEFAULT_LIMIT } from "../pagination.ts"
+import { cursorCodec, cursorPage, DEFAULT_LIMIT } from "../pagination.ts"
 import { iso } from "../views/timestamps.ts"
 
 export const firingView = (firing: ScheduleFiring) => ({
@@ -41,18 +40,10 @@ export const scheduleView = (schedule: SessionSchedule) => ({
 })
 
 /** Firings are paged by slot: the cursor is the last slot returned (milliseconds), opaque. */
-const encodeSlotCursor = (slot: Date) => Buffer.from(JSON.stringify({ s: slot.getTime() })).toString("base64url")
+const slotCursor = cursorCodec("s", (position): position is number => typeof position === "number" && Number.isSafeInteger(position) && position >= 0)
+const encodeSlotCursor = (slot: Date) => slotCursor.encode(slot.getTime())
 const decodeSlotCursor = (cursor: string | undefined) =>
-  Effect.suspend(() => {
-    if (cursor === undefined) return Effect.succeed(undefined)
-    try {
-      const parsed = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8")) as { s?: unknown }
-      if (typeof parsed.s === "number" && Number.isSafeInteger(parsed.s) && parsed.s >= 0) return Effect.succeed(new Date(parsed.s))
-    } catch {
-      // fall through
-    }
-    return Effect.fail(badRequest("cursor is not a cursor this server issued", { param: "cursor" }))
-  })
+  slotCursor.decode(cursor).pipe(Effect.map((ms) => ms === undefined ? undefined : new Date(ms)))
 
 export const SchedulesHandlers = HttpApiBuilder.group(
   WebAgentApi,
