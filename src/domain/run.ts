@@ -3,9 +3,9 @@
  * `Session` / `Run` as schema classes. Rows are decoded into these once, where the store reads
  * them (src/store/runs.ts); nothing above the store looks at raw JSON.
  */
-import { Effect, Schema } from "effect"
+import { Schema } from "effect"
 import { RunStatuses } from "./run-state.ts"
-import { CallbackUrl, MaxString, OptionalNullable } from "./schemas.ts"
+import { CallbackUrl, MaxString, OptionalNullable, WithDefault } from "./schemas.ts"
 
 export const ProjectId = Schema.String.pipe(Schema.brand("ProjectId"))
 export type ProjectId = typeof ProjectId.Type
@@ -51,9 +51,13 @@ export const doAnythingFields = {
     description: "Names of project secrets (/v1/projects/{pid}/secrets) the run may type: the model sees only the placeholders " +
       "{{secret:name}} and {{totp:name}}, and the browser tools substitute the values on the secret's origins"
   })),
-  max_duration_minutes: OptionalNullable(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 10_080 }))),
-  keep_alive: Schema.optional(Schema.Boolean),
-  agentmail: Schema.optional(Schema.Boolean),
+  max_duration_minutes: OptionalNullable(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 10_080 }))).annotate({
+    default: null,
+    description: "minutes the run may take; omitted or null: no limit of its own"
+  }),
+  // Omitted: true (the run's request is stored with these filled in, src/entities/sessions.ts).
+  keep_alive: Schema.optional(Schema.Boolean).annotate({ default: true, description: "keeps the session warm after the run for follow-ups" }),
+  agentmail: Schema.optional(Schema.Boolean).annotate({ default: true }),
   cache_script: OptionalNullable(Schema.Boolean),
   callback_url: OptionalNullable(CallbackUrl),
   output_schema: OptionalNullable(OutputSchema),
@@ -87,13 +91,11 @@ export const UsdAmount = Schema.Union([
 
 export const deepResearchFields = {
   topic: Schema.String.check(Schema.isMinCodePoints(1), Schema.isMaxCodePoints(2000)),
-  depth: Depth.pipe(Schema.withDecodingDefaultKey(Effect.succeed("standard" as const))),
-  output_format: Schema.Literal("report").pipe(Schema.withDecodingDefaultKey(Effect.succeed("report" as const))),
+  depth: WithDefault(Depth, "standard"),
+  output_format: WithDefault(Schema.Literal("report"), "report"),
   target_audience: OptionalNullable(MaxString(500)),
-  require_outline_approval: Schema.Boolean.pipe(Schema.withDecodingDefaultKey(Effect.succeed(true))),
-  max_duration_minutes: Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 10_000 })).pipe(
-    Schema.withDecodingDefaultKey(Effect.succeed(600))
-  ),
+  require_outline_approval: WithDefault(Schema.Boolean, true),
+  max_duration_minutes: WithDefault(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 10_000 })), 600),
   max_cost_usd: OptionalNullable(UsdAmount),
   domain_whitelist: OptionalNullable(DomainList),
   domain_blacklist: OptionalNullable(DomainList),
@@ -121,18 +123,16 @@ export const webSearchFields = {
   queries: Schema.Array(Query).check(Schema.isMinLength(1), Schema.isMaxLength(MAX_QUERIES)),
   /** Engine names; omitted or null means the default engine set (every configured engine). */
   engines: Schema.optionalKey(Schema.NullOr(Schema.Array(Schema.String.check(Schema.isMaxCodePoints(64))).check(Schema.isMaxLength(20)))),
-  max_results_per_query: Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 50 })).pipe(
-    Schema.withDecodingDefaultKey(Effect.succeed(DEFAULT_MAX_RESULTS_PER_QUERY))
-  ),
-  rerank: Schema.Boolean.pipe(Schema.withDecodingDefaultKey(Effect.succeed(false))),
-  summarize: Schema.Boolean.pipe(Schema.withDecodingDefaultKey(Effect.succeed(false))),
+  max_results_per_query: WithDefault(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 50 })), DEFAULT_MAX_RESULTS_PER_QUERY),
+  rerank: WithDefault(Schema.Boolean, false),
+  summarize: WithDefault(Schema.Boolean, false),
   freshness: Schema.optionalKey(Schema.NullOr(Freshness)),
   site_whitelist: Schema.optionalKey(Schema.NullOr(SiteList)),
   site_blacklist: Schema.optionalKey(Schema.NullOr(SiteList)),
   language: Schema.optionalKey(Schema.NullOr(Schema.String.check(Schema.isMinCodePoints(2), Schema.isMaxCodePoints(35)))),
   objective: Schema.optionalKey(Schema.NullOr(Schema.String.check(Schema.isMaxCodePoints(2000)))),
   /** Read by the HTTP layer (block up to 30 s); the engine layer ignores it. */
-  wait: Schema.Boolean.pipe(Schema.withDecodingDefaultKey(Effect.succeed(true)))
+  wait: WithDefault(Schema.Boolean, true)
 }
 
 /**

@@ -1,8 +1,15 @@
 /** Schema helpers shared by every layer: bounded strings, nullable fields, timestamps, callback URLs. */
-import { Schema } from "effect"
+import { Effect, Schema } from "effect"
 import { CALLBACK_URL_MAX_LENGTH, callbackUrlFormProblem } from "./callback-url.ts"
 
 export const MaxString = (max: number) => Schema.String.check(Schema.isMaxCodePoints(max))
+
+/**
+ * A field that may be omitted and then takes `value`: the one value is both what decoding fills
+ * in and the `default` the OpenAPI document shows.
+ */
+export const WithDefault = <S extends Schema.Top>(schema: S, value: S["Encoded"]) =>
+  Schema.withDecodingDefaultKey<S>(Effect.succeed(value))(schema.annotate({ default: value }) as S)
 
 /** An optional field that also accepts null (the spec's "string or null"). */
 export const OptionalNullable = <S extends Schema.Top>(schema: S) => Schema.optional(Schema.NullOr(schema))

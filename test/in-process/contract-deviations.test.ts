@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from "vitest"
 import { Schema } from "effect"
-import { OpenApi } from "effect/http-api"
+import { HttpApi, OpenApi } from "effect/http-api"
 import { WebAgentApi } from "../../src/http/api/api.ts"
 import { MonitorResponse } from "../../src/http/api/track.ts"
 import { Monitor } from "../../src/domain/monitor.ts"
@@ -76,5 +76,52 @@ describe("the billing account's plan", () => {
     expect(plan.type).toBe("string")
     expect(plan.description).toContain("spec's `default`")
     expect(plan.description).toContain("WA_DEFAULT_PLAN")
+  })
+})
+
+describe("defaults in the document are the ones applied", () => {
+  const payloadOf = (method: string, path: string): Schema.Top => {
+    let found: Schema.Top | undefined
+    HttpApi.reflect(WebAgentApi, {
+      onGroup: () => {},
+      onEndpoint: ({ endpoint }) => {
+        if (endpoint.method === method && endpoint.path.replace(/:([A-Za-z_]+)/g, "{$1}") === path) {
+          found = [...endpoint.payload.values()].find((entry) => entry.encoding._tag === "Json")?.schemas[0]
+        }
+      }
+    })
+    if (found === undefined) throw new Error(`no JSON body for ${method} ${path}`)
+    return found
+  }
+  const documented = (method: string, path: string) =>
+    resolve(doc.paths[path][method.toLowerCase()].requestBody.content["application/json"].schema).properties as Record<string, Json>
+
+  it("a body decoded without the defaulted fields gets the documented default of each", () => {
+    const cases: Array<[string, string, Record<string, unknown>, Array<string>]> = [
+      ["POST", "/v1/projects/{pid}/deep_research/runs", { topic: "t" }, ["depth", "require_outline_approval", "max_duration_minutes", "output_format"]],
+      ["POST", "/api/v1/projects/{pid}/web_search/runs", { queries: ["q"] }, ["max_results_per_query", "rerank", "summarize", "wait"]]
+    ]
+    for (const [method, path, body, fields] of cases) {
+      const decoded = Schema.decodeUnknownSync(Schema.toCodecJson(payloadOf(method, path) as Schema.Codec<unknown, unknown, never, never>))(body) as Record<string, unknown>
+      const properties = documented(method, path)
+      for (const field of fields) {
+        expect({ path, field, default: properties[field]?.default }).toEqual({ path, field, default: decoded[field] })
+      }
+    }
+  })
+
+  it("keep_alive and agentmail are documented true and max_duration_minutes null (what src/entities/sessions.ts fills in)", () => {
+    const properties = documented("POST", "/v1/projects/{pid}/do_anything/sessions")
+    expect([properties["keep_alive"].default, properties["agentmail"].default, properties["max_duration_minutes"].default]).toEqual([true, true, null])
+  })
+
+  it("limit is an integer 1..100 with its default on every list; Track's page and page_size likewise", () => {
+    const limits = Object.values<Record<string, Json>>(doc.paths).flatMap((ops) => Object.values<Json>(ops))
+      .flatMap((op) => (op?.parameters ?? []).filter((p: Json) => p.in === "query" && p.name === "limit"))
+    expect(limits.length).toBeGreaterThan(20)
+    for (const limit of limits) expect(limit.schema).toEqual({ type: "integer", minimum: 1, maximum: 100, default: 20 })
+    const monitors = doc.paths["/v1/projects/{pid}/track/monitors"].get.parameters as Array<Json>
+    expect(monitors.find((p) => p.name === "page_size").schema).toEqual({ type: "integer", minimum: 1, maximum: 100, default: 20 })
+    expect(monitors.find((p) => p.name === "page").schema).toMatchObject({ type: "integer", minimum: 1, default: 1 })
   })
 })

@@ -4,11 +4,15 @@
  *
  * - `Idempotency-Key` (request header) on every operation that carries the Idempotency middleware
  *   (src/http/middleware/idempotency.ts): 1..255 characters, a replay answers the first response.
+ * - Numeric query parameters (`limit`, `page`, `page_size`, ...) as what they decode to, an integer
+ *   with its bounds (the generator shows the string of the URL), and `limit`'s default.
  * - `Retry-After` on every 429 (always sent: every 429 of the service carries
  *   `extra.retry_after_seconds`, see src/http/middleware/request-context.ts), and `RateLimit` /
  *   `RateLimit-Policy` (sent when the refusal comes from a limiter with a window or a cap).
  */
+import { Schema } from "effect"
 import { HttpApi, type HttpApiGroup } from "effect/http-api"
+import { DEFAULT_LIMIT } from "../pagination.ts"
 import { Idempotency } from "./security.ts"
 
 type Spec = Record<string, any>
@@ -57,12 +61,45 @@ const idempotentOperations = <Id extends string, Groups extends HttpApiGroup.Con
   return out
 }
 
+/**
+ * Per operation, the JSON Schema of each numeric query parameter's decoded value (`{type:
+ * "integer", minimum, maximum}`), from the endpoint's own query schema.
+ */
+const numericQueryParameters = <Id extends string, Groups extends HttpApiGroup.Constraint>(api: HttpApi.HttpApi<Id, Groups>) => {
+  const out = new Map<string, Record<string, Record<string, unknown>>>()
+  HttpApi.reflect(api, {
+    onGroup: () => {},
+    onEndpoint: ({ endpoint }) => {
+      if (endpoint.query === undefined) return
+      const properties: Record<string, any> = Schema.toJsonSchemaDocument(Schema.toType(endpoint.query)).schema["properties"] ?? {}
+      const numeric: Record<string, Record<string, unknown>> = {}
+      for (const [name, schema] of Object.entries(properties)) {
+        const branches: Array<Record<string, unknown>> = Array.isArray(schema.anyOf) ? schema.anyOf : [schema]
+        const values = branches.filter((b) => b["type"] !== "null")
+        if (values.length === 1 && (values[0]!["type"] === "integer" || values[0]!["type"] === "number")) numeric[name] = values[0]!
+      }
+      out.set(`${endpoint.method.toLowerCase()} ${endpoint.path.replace(/:([A-Za-z_]+)/g, "{$1}")}`, numeric)
+    }
+  })
+  return out
+}
+
 /** The `OpenApi.Transform` of the whole API (its middlewares are read when the document is generated). */
 export const transportHeaders = <Id extends string, Groups extends HttpApiGroup.Constraint>(api: HttpApi.HttpApi<Id, Groups>) => (spec: Spec): Spec => {
   const idempotent = idempotentOperations(api)
+  const numeric = numericQueryParameters(api)
   for (const [path, operations] of Object.entries<Record<string, any>>(spec["paths"] ?? {})) {
     for (const [method, operation] of Object.entries<Record<string, any>>(operations)) {
       if (typeof operation !== "object" || operation === null || operation["responses"] === undefined) continue
+      const numbers = numeric.get(`${method} ${path}`) ?? {}
+      for (const parameter of (operation["parameters"] ?? []) as Array<Record<string, any>>) {
+        const decoded = parameter["in"] === "query" ? numbers[parameter["name"]] : undefined
+        if (decoded === undefined) continue
+        const shown = parameter["schema"] ?? {}
+        const fallback = parameter["name"] === "limit" ? DEFAULT_LIMIT : undefined
+        const defaultValue = shown["default"] ?? fallback
+        parameter["schema"] = { ...decoded, ...(defaultValue === undefined ? {} : { default: defaultValue }) }
+      }
       if (idempotent.has(`${method} ${path}`)) {
         const parameters: Array<Record<string, unknown>> = operation["parameters"] ?? []
         if (!parameters.some((p) => String(p["name"]).toLowerCase() === "idempotency-key")) {

@@ -139,8 +139,8 @@ export class TrackApi extends HttpApiGroup.make("track")
     HttpApiEndpoint.get("listMonitors", "/monitors", {
       params: ProjectIdParam,
       query: {
-        page: Schema.optional(Schema.NumberFromString.check(Schema.isInt(), Schema.isBetween({ minimum: 1, maximum: 100_000 }))),
-        page_size: Schema.optional(Schema.NumberFromString.check(Schema.isInt(), Schema.isBetween({ minimum: 1, maximum: 100 }))),
+        page: Schema.optional(Schema.NumberFromString.check(Schema.isInt(), Schema.isBetween({ minimum: 1, maximum: 100_000 }))).annotate({ default: 1 }),
+        page_size: Schema.optional(Schema.NumberFromString.check(Schema.isInt(), Schema.isBetween({ minimum: 1, maximum: 100 }))).annotate({ default: 20 }),
         status: Schema.optional(MonitorStatus)
       },
       success: MonitorListResponse,
