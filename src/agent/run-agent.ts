@@ -295,7 +295,11 @@ export const runAgent = Effect.fn("runAgent")(function*(
       tabs: lease.pages().map((page) => page.url()),
       dirtyForm,
       storageState
-    }, executor)
+    }, executor, [{
+      // The tokens the step's model call used: what users compare agents by (wa eval reads them).
+      type: "run.usage",
+      data: { step: stepNumber, input_tokens: usage.inputTokens.total ?? 0, output_tokens: usage.outputTokens.total ?? 0 }
+    }])
     exhausted = charged.exhausted
   })
 

@@ -345,13 +345,18 @@ describe("events", () => {
     }
   })
 
-  it("the session carries the four cost fields as two-decimal strings", async () => {
+  it("the session carries the four cost fields as decimal strings exact to the micro-dollar (at least two decimals)", async () => {
     model.setScript(() => ({ tool: "done", args: { output: 1 } }))
     const { sid, rid } = await createSession({ instructions: "cost" })
     await waitForStatus(sid, rid, terminal)
     const session = (await service.request("GET", `${base()}/sessions/${sid}`)).json
-    for (const field of ["llm_cost_usd", "browser_cost_usd", "proxy_cost_usd", "total_cost_usd"]) expect(session[field]).toMatch(/^\d+\.\d\d$/)
+    for (const field of ["llm_cost_usd", "browser_cost_usd", "proxy_cost_usd", "total_cost_usd"]) expect(session[field]).toMatch(/^\d+\.\d{2,6}$/)
     expect(Number(session.total_cost_usd)).toBeGreaterThan(0)
+    // Each step's model tokens are an event of their own (the scripted model reports 20,000 in, 500 out).
+    const { events } = await readSse(`${service.url}${base()}/sessions/${sid}/runs/${rid}/events`, authHeaders(), {
+      stopAfter: (seen) => seen.some((e) => e.event === "run.completed")
+    })
+    expect(events.filter((e) => e.event === "run.usage").map((e) => e.data.data)).toEqual([{ step: 1, input_tokens: 20_000, output_tokens: 500 }])
   })
 })
 
