@@ -5,6 +5,12 @@
 export const RunStatuses = ["pending", "running", "awaiting_input", "paused", "done", "failed", "canceled"] as const
 export type RunStatus = typeof RunStatuses[number]
 
+/** A run's status as the wire shows it: the stored ones, and `succeeded` (Convention B's `done`, see flatStatus). */
+export const WireRunStatuses = [...RunStatuses, "succeeded"] as const
+
+/** A DoAnything session's status. */
+export const SessionStatuses = ["running", "idle", "closed"] as const
+
 export const terminalStatuses: ReadonlySet<RunStatus> = new Set(["done", "failed", "canceled"])
 export const isTerminal = (status: RunStatus) => terminalStatuses.has(status)
 
@@ -25,4 +31,4 @@ export const canTransition = (from: RunStatus, to: RunStatus) => transitions[fro
 export const cancellable: ReadonlyArray<RunStatus> = ["pending", "running", "awaiting_input", "paused"]
 
 /** Convention B shows `succeeded` where Convention A shows `done` (and `done` as terminal_reason). */
-export const flatStatus = (status: RunStatus): string => status === "done" ? "succeeded" : status
+export const flatStatus = (status: RunStatus): RunStatus | "succeeded" => status === "done" ? "succeeded" : status

@@ -9,6 +9,8 @@ import { WebAgentApi } from "../../src/http/api/api.ts"
 import { MonitorResponse } from "../../src/http/api/track.ts"
 import { Monitor } from "../../src/domain/monitor.ts"
 import { monitorView } from "../../src/http/views/monitor-view.ts"
+import { flatStatus, RunStatuses } from "../../src/domain/run-state.ts"
+import { Phases } from "../../src/research/schema.ts"
 
 type Json = any
 const doc: Json = OpenApi.fromApi(WebAgentApi)
@@ -123,5 +125,28 @@ describe("defaults in the document are the ones applied", () => {
     const monitors = doc.paths["/v1/projects/{pid}/track/monitors"].get.parameters as Array<Json>
     expect(monitors.find((p) => p.name === "page_size").schema).toEqual({ type: "integer", minimum: 1, maximum: 100, default: 20 })
     expect(monitors.find((p) => p.name === "page").schema).toMatchObject({ type: "integer", minimum: 1, default: 1 })
+  })
+})
+
+describe("statuses and phases are enums in the document", () => {
+  const enumOf = (schema: Json): Array<string> => {
+    const s = resolve(schema)
+    if (Array.isArray(s.enum)) return s.enum
+    return (s.anyOf ?? []).flatMap((b: Json) => resolve(b).enum ?? [])
+  }
+  it("run status (both conventions), session status and research phase list every value the views produce", () => {
+    const wire = [...RunStatuses, ...RunStatuses.map(flatStatus)]
+    for (const [path, field] of [
+      ["/v1/projects/{pid}/do_anything/sessions/{sid}/runs/{rid}", "status"],
+      ["/api/v1/projects/{pid}/do_anything/runs/{rid}", "status"],
+      ["/v1/projects/{pid}/web_search/runs/{rid}", "status"],
+      ["/api/v1/projects/{pid}/deep_research/runs/{rid}", "status"]
+    ] as const) {
+      const values = enumOf(responseSchema(path, "get", "200").properties[field])
+      expect(values.length, path).toBeGreaterThan(0)
+      for (const status of wire) expect(values, `${path} ${status}`).toContain(status)
+    }
+    expect(enumOf(responseSchema("/v1/projects/{pid}/do_anything/sessions/{sid}", "get", "200").properties.status).sort()).toEqual(["closed", "idle", "running"])
+    expect(enumOf(responseSchema("/v1/projects/{pid}/deep_research/runs/{rid}", "get", "200").properties.phase)).toEqual([...Phases])
   })
 })

@@ -13,11 +13,12 @@ import {
   ResearchFollowupRequest,
   ResearchInterveneRequest,
   ResearchRefineRequest,
+  Phases,
   ResearchResult
 } from "../../research/schema.ts"
 import { PageQuery } from "../pagination.ts"
 import { CancelRunRequest, FeedbackRequest } from "./do-anything.ts"
-import { MaxString, ProjectIdParam, RunIdParam } from "./schemas.ts"
+import { MaxString, ProjectIdParam, RunIdParam, WireRunStatus } from "./schemas.ts"
 import { Authentication, Idempotency, RateLimit } from "./security.ts"
 
 const Money = Schema.String.annotate({ description: "USD as a decimal string exact to the micro-dollar, at least two decimals (\"0.000182\", \"1.50\")" })
@@ -29,13 +30,13 @@ export const ResearchRunResponse = Schema.Struct({
   session_id: Schema.Null,
   project_id: Schema.String,
   kind: Schema.Literal("deep_research"),
-  status: Schema.String,
+  status: WireRunStatus,
   /** The run this one was derived from (followup, refine); null for a run created directly. */
   parent_run_id: Schema.NullOr(Schema.String),
   /** A refinement's text (instructions for the planner and the writer); null otherwise. */
   instructions: Schema.NullOr(Schema.String),
   /** While running: brief, plan, hitl_outline, gather, crosscheck, synthesize. */
-  phase: Schema.NullOr(Schema.String),
+  phase: Schema.NullOr(Schema.Literals(Phases)),
   terminal_reason: Schema.NullOr(Schema.String),
   error: Schema.NullOr(Schema.Struct({ code: Schema.String, detail: Schema.String })),
   topic: Schema.String,

@@ -8,7 +8,7 @@ import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "
 import { BadRequest, Conflict, Forbidden, NotFound, PaymentRequired, TooManyRequests, ValidationError } from "../errors.ts"
 import { PageQuery } from "../pagination.ts"
 import { doAnythingFields } from "../../domain/run.ts"
-import { MaxString, OptionalNullable, ProjectIdParam, RunIdParam, SessionIdParam } from "./schemas.ts"
+import { MaxString, OptionalNullable, ProjectIdParam, RunIdParam, SessionIdParam, SessionStatus, WireRunStatus } from "./schemas.ts"
 import { RecordingQuality } from "../../recordings/settings.ts"
 import { SessionScheduleField } from "../../domain/schedule-spec.ts"
 import { Authentication, Idempotency, RateLimit } from "./security.ts"
@@ -59,7 +59,7 @@ const Money = Schema.String.annotate({ description: "USD as a decimal string exa
 export const RunResponse = Schema.Struct({
   id: Schema.String,
   session_id: Schema.NullOr(Schema.String),
-  status: Schema.String,
+  status: WireRunStatus,
   terminal_reason: Schema.NullOr(Schema.String),
   expired: Schema.Boolean,
   instructions: Schema.NullOr(Schema.String),
@@ -105,7 +105,7 @@ export const FlatRunResponse = Schema.Struct({ ...RunResponse.fields, run_id: Sc
 export const SessionResponse = Schema.Struct({
   id: Schema.String,
   project_id: Schema.String,
-  status: Schema.String,
+  status: SessionStatus,
   profile_id: Schema.NullOr(Schema.String),
   workspace_id: Schema.NullOr(Schema.String),
   latest_run_id: Schema.NullOr(Schema.String),

@@ -10,7 +10,7 @@ import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "
 import { BadRequest, Conflict, NotFound, PaymentRequired, ValidationError } from "../errors.ts"
 import { RefineWebSearchRequest, WebSearchFollowupRequest, WebSearchRequest, WebSearchResult } from "../../search/schema.ts"
 import { CancelRunRequest } from "./do-anything.ts"
-import { ProjectIdParam, RunIdParam } from "./schemas.ts"
+import { ProjectIdParam, RunIdParam, WireRunStatus } from "./schemas.ts"
 import { Authentication, Idempotency, RateLimit } from "./security.ts"
 
 export const WebSearchRunResponse = Schema.Struct({
@@ -18,7 +18,7 @@ export const WebSearchRunResponse = Schema.Struct({
   run_id: Schema.String,
   session_id: Schema.Null,
   kind: Schema.Literal("web_search"),
-  status: Schema.String,
+  status: WireRunStatus,
   /** The run this one was refined or followed up from; null for a run created directly. */
   parent_run_id: Schema.NullOr(Schema.String),
   /** What the run searches: the request as decoded (defaults filled in). */

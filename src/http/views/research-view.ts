@@ -1,7 +1,7 @@
 /** The wire shape of a DeepResearch run (all three prefixes, and its terminal callback). */
 import { flatStatus, isTerminal } from "../../domain/run-state.ts"
 import type { DeepResearchRequest, Run } from "../../domain/run.ts"
-import type { Outline, ResearchResult } from "../../research/schema.ts"
+import type { Outline, Phase, ResearchResult } from "../../research/schema.ts"
 import { usd, usdSum } from "../../domain/money.ts"
 import { iso } from "./timestamps.ts"
 
@@ -20,7 +20,8 @@ export const researchRunView = (
     status: options.flat === true ? flatStatus(run.status) : run.status,
     parent_run_id: run.parent_run_id,
     instructions: run.instructions,
-    phase: isTerminal(run.status) ? null : run.phase,
+    // Stored by the pipeline as one of Phases (src/research/schema.ts).
+    phase: (isTerminal(run.status) ? null : run.phase) as Phase | null,
     terminal_reason: run.status === "done" ? "done" : run.terminal_reason,
     error: run.error_code === null ? null : { code: run.error_code, detail: run.error_detail ?? "" },
     topic: request.topic,
