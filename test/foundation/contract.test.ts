@@ -67,6 +67,33 @@ describe("framework errors are in the envelope", () => {
     expect(response.json.extra.errors).toEqual([{ loc: ["body", "name"], msg: expect.any(String), type: "type_error" }])
   })
 
+  it("the documented minimum of intent, email, new password and invitation token is the enforced one (issue 27)", async () => {
+    const spec = (await service.request("GET", "/openapi.json", { key: null })).json
+    const bodyOf = (path: string) => {
+      const schema = spec.paths[path].post.requestBody.content["application/json"].schema
+      return schema.$ref === undefined ? schema : spec.components.schemas[schema.$ref.split("/").pop()]
+    }
+    const monitors = `/v1/projects/${service.projectId}/track/monitors`
+    // [path, documented path, field, body with the field set; another field is always bad so nothing is created]
+    const cases: Array<[string, string, string, (value: string) => Record<string, unknown>]> = [
+      [monitors, "/v1/projects/{pid}/track/monitors", "intent", (v) => ({ intent: v, notify_channel: { kind: "nowhere" } })],
+      ["/v1/auth/password/forgot", "/v1/auth/password/forgot", "email", (v) => ({ email: v, extra_field: 1 })],
+      ["/v1/auth/password/reset", "/v1/auth/password/reset", "new_password", (v) => ({ token: "t", new_password: v })],
+      ["/v1/invitations/accept", "/v1/invitations/accept", "token", (v) => ({ token: v, display_name: "" })]
+    ]
+    for (const [path, documented, field, body] of cases) {
+      const minimum = bodyOf(documented).properties[field].minLength as number
+      expect({ field, minimum }).toEqual({ field, minimum: { intent: 4, email: 3, new_password: 8, token: 8 }[field] })
+      const locs = async (value: string) => {
+        const response = await service.request("POST", path, { body: body(value), key: path.startsWith("/v1/projects") ? undefined : null })
+        expect(response.status, `${path} ${response.text}`).toBe(422)
+        return (response.json.extra.errors as Array<{ loc: Array<string> }>).map((e) => e.loc.join("."))
+      }
+      expect(await locs("x".repeat(minimum - 1)), `${field} at ${minimum - 1}`).toContain(`body.${field}`)
+      expect(await locs("x".repeat(minimum)), `${field} at ${minimum}`).not.toContain(`body.${field}`)
+    }
+  })
+
   it("unknown fields are refused on the run-creation bodies too, as the document says (issue 27), and nothing is created", async () => {
     const sessions = `/v1/projects/${service.projectId}/do_anything/sessions`
     const before = (await service.request("GET", sessions)).json.total
