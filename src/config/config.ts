@@ -67,8 +67,14 @@ export const AppConfigSchema = Config.all({
   sessionIdleSeconds: Config.Int("WA_SESSION_IDLE_SECONDS").pipe(Config.withDefault(300)),
   /** A run.screenshot event after every agent step. */
   stepScreenshots: Config.Boolean("WA_STEP_SCREENSHOTS").pipe(Config.withDefault(true)),
-  /** Send a screenshot with each observation (for models that accept images). */
-  modelVision: Config.Boolean("WA_MODEL_VISION").pipe(Config.withDefault(false)),
+  /**
+   * Send a marked screenshot with each observation: `auto` when the model is known to accept images
+   * (visionCapable in src/agent/model.ts), `on`/`off` to force it; `true`/`false` are taken as on/off.
+   */
+  modelVision: Config.Literals(["auto", "on", "off", "true", "false"], "WA_MODEL_VISION").pipe(
+    Config.map((value) => value === "true" ? "on" as const : value === "false" ? "off" as const : value),
+    Config.withDefault("auto" as const)
+  ),
   /** "input,output" USD per million tokens for models that are not in the price table. */
   modelPricePerMtok: Config.schema(
     Schema.String.check(Schema.isPattern(/^\d+(\.\d+)?,\d+(\.\d+)?$/)),
@@ -177,6 +183,14 @@ export const AppConfigSchema = Config.all({
   smtpUrl: optionalRedacted("WA_SMTP_URL"),
   /** The From of outgoing mail (default: Web Agent Service <no-reply@localhost>). */
   mailFrom: optionalString("WA_MAIL_FROM"),
+  /**
+   * Inbound mail (agentmail, src/mail/inbound/): the SMTP listener's host:port (off unless set) and
+   * the domain of session inboxes (<session id>@<domain>; default agents.localhost when the listener is on).
+   */
+  smtpListen: optionalString("WA_SMTP_LISTEN"),
+  mailDomain: optionalString("WA_MAIL_DOMAIN"),
+  /** Largest inbound message accepted (552 past it). */
+  inboundMailMaxBytes: Config.Int("WA_INBOUND_MAIL_MAX_BYTES").pipe(Config.withDefault(1024 * 1024)),
   bugReportScreenshotMaxBytes: Config.Int("WA_BUG_REPORT_SCREENSHOT_MAX_BYTES").pipe(Config.withDefault(512 * 1024))
 })
 
@@ -219,7 +233,7 @@ export const loadAppConfig = (env?: Record<string, string | undefined>) =>
       ["WA_TRACK_MAX_CONSECUTIVE_FAILURES", parsed.trackMaxConsecutiveFailures],
       ["WA_WORKSPACE_MAX_FILE_BYTES", parsed.workspaceMaxFileBytes],
       ["WA_CONTROL_CONNECT_SECONDS", parsed.controlConnectSeconds], ["WA_CONTROL_IDLE_SECONDS", parsed.controlIdleSeconds],
-      ["WA_RECORDING_MAX_BYTES", parsed.recordingMaxBytes],
+      ["WA_RECORDING_MAX_BYTES", parsed.recordingMaxBytes], ["WA_INBOUND_MAIL_MAX_BYTES", parsed.inboundMailMaxBytes],
       ["WA_LOGIN_ATTEMPTS_PER_ACCOUNT", parsed.loginAttemptsPerAccount], ["WA_LOGIN_ATTEMPTS_PER_ADDRESS", parsed.loginAttemptsPerAddress],
       ["WA_LOGIN_WINDOW_SECONDS", parsed.loginWindowSeconds], ["WA_CONSOLE_SESSION_HOURS", parsed.consoleSessionHours],
       ["WA_INVITATION_TTL_HOURS", parsed.invitationTtlHours], ["WA_MAX_PENDING_INVITATIONS", parsed.maxPendingInvitations],
@@ -240,6 +254,12 @@ export const loadAppConfig = (env?: Record<string, string | undefined>) =>
     }
     if (Option.isSome(parsed.smtpUrl) && !/^smtps?:\/\/[^/?#]/.test(Redacted.value(parsed.smtpUrl.value))) {
       return yield* Effect.die(new InvalidConfig("invalid configuration: WA_SMTP_URL must be an smtp:// or smtps:// URL (smtp://user:password@host:587)"))
+    }
+    if (Option.isSome(parsed.smtpListen) && !/^[^\s]*:\d{1,5}$/.test(parsed.smtpListen.value)) {
+      return yield* Effect.die(new InvalidConfig("invalid configuration: WA_SMTP_LISTEN must be host:port (127.0.0.1:2525, 0.0.0.0:25)"))
+    }
+    if (Option.isSome(parsed.mailDomain) && !/^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$/i.test(parsed.mailDomain.value)) {
+      return yield* Effect.die(new InvalidConfig("invalid configuration: WA_MAIL_DOMAIN must be a domain name (agents.example.com)"))
     }
     if (parsed.clusterShards < 1) return yield* Effect.die(new InvalidConfig("invalid configuration: WA_CLUSTER_SHARDS must be at least 1"))
     if (parsed.clusterHealthCheckSeconds < 1) return yield* Effect.die(new InvalidConfig("invalid configuration: WA_CLUSTER_HEALTH_CHECK_SECONDS must be at least 1"))
