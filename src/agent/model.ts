@@ -16,6 +16,8 @@ export interface ConfiguredModel {
   readonly provider: "openai-compatible" | "anthropic"
   readonly name: string
   readonly layer: Layer.Layer<LanguageModel.LanguageModel>
+  /** Whether each observation carries a marked screenshot (WA_MODEL_VISION, see visionCapable). */
+  readonly vision: boolean
   /** USD for the tokens of one call of this model. */
   readonly costUsd: (inputTokens: number, outputTokens: number) => number
 }
@@ -24,6 +26,21 @@ const defaults = {
   "openai-compatible": { model: "gpt-4.1-mini", baseUrl: "https://api.openai.com/v1" },
   anthropic: { model: "claude-sonnet-4-5", baseUrl: "https://api.anthropic.com" }
 } as const
+
+/**
+ * Models known to accept images, by name, for WA_MODEL_VISION=auto. Anthropic: every Claude 3 or
+ * later (not claude-2 or claude-instant). OpenAI-compatible: OpenAI's multimodal families (gpt-4o,
+ * gpt-4.1, gpt-4-turbo, gpt-5, o1/o3/o4 but not o1-mini/o3-mini), Claude and Gemini behind a proxy, and open models
+ * whose name says so (llava, *-vl, *vision*, pixtral, gemma3, llama4, minicpm-v, internvl, qvq,
+ * moondream, mistral-small-3.1/3.2). Anything else is text-only unless WA_MODEL_VISION=on.
+ */
+export const visionCapable = (provider: ConfiguredModel["provider"], name: string): boolean => {
+  const model = name.toLowerCase()
+  if (provider === "anthropic") return !/claude-(2|instant)/.test(model)
+  if (/\b(o1|o3)-mini\b/.test(model)) return false
+  return /gpt-4o|gpt-4\.1|gpt-4-turbo|gpt-4-vision|gpt-5|chatgpt-4o|\bo[134](\b|-)|claude-(3|sonnet|opus|haiku)|claude-[a-z]+-4|gemini|llava|vision|[-_.]vl\b|[-_.]vl[-_:.]|qwen\d?(\.\d)?-?vl|qvq|pixtral|gemma-?3(?!.*\b1b\b)|llama-?4|minicpm-v|internvl|moondream|mistral-small-3\.[12]/
+    .test(model)
+}
 
 /** The configured model, or none when neither a base URL nor an API key was given. */
 export class AgentModel extends Context.Service<AgentModel, Option.Option<ConfiguredModel>>()("wa/agent/AgentModel") {
@@ -47,6 +64,7 @@ export class AgentModel extends Context.Service<AgentModel, Option.Option<Config
         provider,
         name,
         layer,
+        vision: config.modelVision === "auto" ? visionCapable(provider, name) : config.modelVision === "on",
         costUsd: (inputTokens, outputTokens) => costUsd(config.prices, name, inputTokens, outputTokens, fallbackPrice)
       })
     })

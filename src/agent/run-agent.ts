@@ -9,6 +9,7 @@ import { Duration, Effect, Layer, Option, Queue, Ref, Schema } from "effect"
 import { LanguageModel, Prompt } from "effect/ai"
 import { screenshot } from "../browser/actions.ts"
 import { snapshotFormatHelp } from "../browser/observe.ts"
+import { markedScreenshot, type MarkedScreenshot } from "../browser/marks.ts"
 import type { ContextLease } from "../browser/pool.ts"
 import { isTerminal } from "../domain/run-state.ts"
 import { RunEventBus } from "../events/run-event-bus.ts"
@@ -235,20 +236,27 @@ export const runAgent = Effect.fn("runAgent")(function*(
     const observed = yield* observeForModel.pipe(Effect.provideService(RunContext, ctx))
     const observation = { ...observed, url: redact(observed.url), title: redact(observed.title), text: redact(observed.text) }
     let image: Uint8Array | undefined
+    let imageNote = ""
     // A blank tab (the first step of a fresh session) has nothing to show.
-    if ((settings.stepScreenshots || settings.vision) && observation.url !== "about:blank") {
-      const shot = yield* Effect.result(takeScreenshot(ctx))
+    if (settings.vision && observation.url !== "about:blank") {
+      // One capture: published plain, sent to the model with the refs' marks (src/browser/marks.ts).
+      const shot = yield* Effect.result(markedScreenshot(ctx.lease, observation.text))
       if (shot._tag === "Success") {
-        image = shot.success
-        if (settings.stepScreenshots) yield* ctx.publishScreenshot(shot.success)
+        image = shot.success.jpeg
+        imageNote = visionNote(shot.success)
+        if (settings.stepScreenshots) yield* ctx.publishScreenshot(shot.success.plain)
       }
+    } else if (settings.stepScreenshots && observation.url !== "about:blank") {
+      const shot = yield* Effect.result(takeScreenshot(ctx))
+      if (shot._tag === "Success") yield* ctx.publishScreenshot(shot.success)
     }
     const userText = [
       ...messages.map((message) => `Message from the user: ${message}`),
       ...(personHadControl
         ? ["A person took control of the browser and has handed it back; the page may have changed. Look at the current page below before acting."]
         : []),
-      `Step ${stepNumber}. Current page:\n${observation.text}`
+      `Step ${stepNumber}. Current page:\n${observation.text}`,
+      ...(imageNote === "" ? [] : [imageNote])
     ].join("\n\n")
     const turn = Prompt.make([{
       role: "user",
@@ -375,6 +383,12 @@ export const runAgent = Effect.fn("runAgent")(function*(
 }, Effect.scoped)
 
 const takeScreenshot = (ctx: RunContext["Service"]) => screenshot(ctx.lease)
+
+/** What the model is told about the image that comes with the observation. */
+const visionNote = (shot: MarkedScreenshot): string =>
+  `Screenshot of the viewport attached (${shot.width}x${shot.height} px` +
+  (shot.scale === 1 ? ", the CSS pixels click_at and type_at take)" : `; divide image coordinates by ${Number(shot.scale.toFixed(4))} for click_at and type_at)`) +
+  (shot.marks.length > 0 ? ". Boxes labelled with refs mark the elements of the snapshot; use click_at only where there is no ref." : ".")
 
 /**
  * The conversation as the model gets it, with the run's secrets redacted in every text and tool

@@ -71,7 +71,7 @@ const sessionHandlers = Effect.gen(function*() {
     const fairAgentModel = Option.map(yield* AgentModel, (model) => ({ ...model, layer: fairModelLayer(model.layer) }))
     const settings: AgentSettings = {
       stepScreenshots: config.stepScreenshots,
-      vision: config.modelVision
+      vision: Option.exists(fairAgentModel, (model) => model.vision)
     }
 
     let lease: { readonly lease: ContextLease; readonly scope: Scope.Closeable } | undefined
