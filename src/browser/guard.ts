@@ -20,6 +20,12 @@
  * - `checkPublicUrl` classifies addresses by their bytes (src/net/private-address.ts), so
  *   127.0.0.1 spelled `[::ffff:7f00:1]` or `[::127.0.0.1]` is loopback too. An allowed origin
  *   is exempt only in its exact spelling: another spelling of the same address is checked.
+ * - A run's domain policy (the project's safety boundary, src/safety/) is set with `setPolicy`
+ *   and checked before the private-address check, for documents only (main frames, pop-ups,
+ *   frames, redirect hops), with private networks allowed or not (the route is then installed
+ *   when a policy is first set). A main-frame refusal is also kept as the lease's `violation`
+ *   (the run ends failed with safety_boundary_violated); a refused frame is only blanked. A
+ *   redirect hop is seen only once the browser requested it: its response never reaches the agent.
  */
 import { Effect, Result } from "effect"
 import type { BrowserContext, Frame, Request, Route } from "playwright-core"
@@ -36,7 +42,20 @@ export interface GuardOptions {
   readonly allowedOrigins?: ReadonlyArray<string> | undefined
 }
 
+/** A run's domain policy: undefined when a document may load from the URL, else why not. */
+export type DomainPolicy = (url: string) => { readonly reason: string } | undefined
+
+/** A main-frame navigation the domain policy refused. */
+export interface PolicyViolation {
+  readonly url: string
+  readonly reason: string
+}
+
 export interface NavigationGuard {
+  /** Sets (or, with undefined, clears) the run's domain policy; forgets an earlier violation. */
+  readonly setPolicy: (policy: DomainPolicy | undefined) => Promise<void>
+  /** The first main-frame navigation the policy refused since it was set. */
+  readonly violation: () => PolicyViolation | undefined
   /** Returns (and forgets) the main-frame refusals recorded since the last call, oldest first. */
   readonly takeRefusals: () => ReadonlyArray<NavigationRefused>
   /** Returns (and forgets) the iframe navigations refused since the last call. */
@@ -60,8 +79,22 @@ export const installNavigationGuard = async (
 ): Promise<NavigationGuard> => {
   const allowed = new Set((options.allowedOrigins ?? []).map((o) => originOf(o) ?? o))
   const refusals: Array<NavigationRefused> = []
+  let policy: DomainPolicy | undefined
+  let violation: PolicyViolation | undefined
+
+  const policyRefusal = (url: string): NavigationRefused | undefined => {
+    const refused = policy?.(url)
+    return refused === undefined
+      ? undefined
+      : new NavigationRefused({ url, address: "", message: `navigation refused by the project's safety boundary: ${refused.reason}` })
+  }
 
   const check = (url: string): Effect.Effect<void, NavigationRefused> => {
+    const byPolicy = policyRefusal(url)
+    if (byPolicy !== undefined) {
+      violation ??= { url, reason: policy?.(url)?.reason ?? byPolicy.message }
+      return Effect.fail(byPolicy)
+    }
     if (options.allowPrivateNetworks) return Effect.void
     const origin = originOf(url)
     if (origin !== undefined && allowed.has(origin)) return Effect.void
@@ -71,6 +104,9 @@ export const installNavigationGuard = async (
   }
 
   const verdict = async (url: string): Promise<NavigationRefused | undefined> => {
+    const byPolicy = policyRefusal(url)
+    if (byPolicy !== undefined) return byPolicy
+    if (options.allowPrivateNetworks) return undefined
     const result = await Effect.runPromise(Effect.result(check(url))).catch(() =>
       Result.fail(new NavigationRefused({ url, address: "", message: `navigation refused: ${url} could not be checked` }))
     )
@@ -87,9 +123,15 @@ export const installNavigationGuard = async (
       // Service-worker requests have no frame; treat them as the page's own.
     }
     ;(main ? refusals : blockedFrames).push(refusal)
+    if (main && refusal.address === "" && policy?.(refusal.url) !== undefined) {
+      violation ??= { url: refusal.url, reason: policy(refusal.url)?.reason ?? refusal.message }
+    }
   }
 
-  if (!options.allowPrivateNetworks) {
+  let installed = false
+  const install = async () => {
+    if (installed) return
+    installed = true
     await context.route("**/*", async (route: Route, request: Request) => {
       if (!request.isNavigationRequest()) return route.fallback()
       const refused = await verdict(request.url())
@@ -108,8 +150,15 @@ export const installNavigationGuard = async (
       }).catch(() => undefined)
     })
   }
+  if (!options.allowPrivateNetworks) await install()
 
   return {
+    setPolicy: async (next) => {
+      policy = next
+      violation = undefined
+      if (next !== undefined) await install()
+    },
+    violation: () => violation,
     takeRefusals: () => refusals.splice(0, refusals.length),
     takeBlockedFrames: () => blockedFrames.splice(0, blockedFrames.length),
     check

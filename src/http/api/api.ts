@@ -18,6 +18,7 @@ import { InboxApi } from "./inbox.ts"
 import { TrackApi, TrackFlatApi } from "./track.ts"
 import { WebhookEndpointsApi } from "./webhook-endpoints.ts"
 import { SecretsApi } from "./secrets.ts"
+import { SafetyApi } from "./safety.ts"
 import { WorkspaceDownloadApi, WorkspacesApi, WorkspaceUploadApi } from "./workspaces.ts"
 import { ProfilesApi } from "./profiles.ts"
 import { DoAnythingArtifactsApi, RecordingReplayApi } from "./recordings.ts"
@@ -35,6 +36,7 @@ const contract = HttpApi.make("web-agent-service")
   .add(WebhookDeliveriesApi)
   .add(WebhookEndpointsApi)
   .add(SecretsApi)
+  .add(SafetyApi)
   .add(InboxApi)
   .add(DoAnythingApi)
   .add(DoAnythingFlatApi)

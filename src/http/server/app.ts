@@ -29,6 +29,8 @@ import { WebhookDeliveriesHandlers } from "./webhook-deliveries.ts"
 import { WebhookEndpointsHandlers } from "./webhook-endpoints.ts"
 import { SecretsHandlers } from "./secrets.ts"
 import { ProjectSecrets } from "../../secrets/service.ts"
+import { SafetyHandlers } from "./safety.ts"
+import { SafetyPolicies } from "../../safety/service.ts"
 import { InboxHandlers } from "./inbox.ts"
 import { TrackFlatHandlers, TrackHandlers } from "./track.ts"
 import { SystemHandlers } from "./system.ts"
@@ -149,6 +151,7 @@ const ApiRoutes = HttpApiBuilder.layer(WebAgentApi, { openapiPath: "/openapi.jso
       withServices(DeepResearchStandaloneHandlers, [...projectMiddlewares, RunStore, RunEventBus, Research]),
       withServices(WebhookEndpointsHandlers, [...projectMiddlewares, ApiKeys, WebhookEndpoints]),
       withServices(SecretsHandlers, [...projectMiddlewares, ApiKeys, ProjectSecrets]).pipe(Layer.provide(ProjectSecrets.layer)),
+      withServices(SafetyHandlers, [...projectMiddlewares, ApiKeys, SafetyPolicies]).pipe(Layer.provide(SafetyPolicies.layer)),
       withServices(InboxHandlers, [...projectMiddlewares, Inbox]),
       withServices(TrackHandlers, [...projectMiddlewares, RunEventBus, MonitorStore, Monitors]),
       withServices(TrackFlatHandlers, [...projectMiddlewares, RunEventBus, MonitorStore, Monitors]),

@@ -1,0 +1,53 @@
+/**
+ * Safety policies in PostgreSQL (table safety_policies, migration 0028): one row per project that
+ * has one; no row reads as the empty policy. Entries are stored as the service normalised them.
+ */
+import { Context, Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+import type { ConfirmCategory, SafetyPolicy } from "./policy.ts"
+
+export interface StoredPolicy extends SafetyPolicy {
+  /** Null while the project has never set one. */
+  readonly updated_at: Date | null
+}
+
+interface Row {
+  readonly allowed_domains: ReadonlyArray<string>
+  readonly denied_domains: ReadonlyArray<string>
+  readonly confirm_actions: ReadonlyArray<ConfirmCategory>
+  readonly updated_at: Date
+}
+
+export class SafetyPolicyStore extends Context.Service<SafetyPolicyStore, {
+  readonly get: (projectId: string) => Effect.Effect<StoredPolicy>
+  /** Replaces the project's policy (already normalised). */
+  readonly put: (projectId: string, policy: SafetyPolicy) => Effect.Effect<StoredPolicy>
+}>()("wa/safety/SafetyPolicyStore") {
+  static readonly layer = Layer.effect(
+    SafetyPolicyStore,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      return SafetyPolicyStore.of({
+        get: (projectId) =>
+          sql<Row>`SELECT allowed_domains, denied_domains, confirm_actions, updated_at FROM safety_policies WHERE project_id = ${projectId}`.pipe(
+            Effect.map((rows): StoredPolicy => rows[0] ?? { allowed_domains: [], denied_domains: [], confirm_actions: [], updated_at: null }),
+            Effect.orDie
+          ),
+        put: (projectId, policy) =>
+          sql<Row>`
+            INSERT INTO safety_policies (project_id, allowed_domains, denied_domains, confirm_actions)
+            VALUES (${projectId}, ${JSON.stringify(policy.allowed_domains)}::jsonb, ${JSON.stringify(policy.denied_domains)}::jsonb,
+                    ${JSON.stringify(policy.confirm_actions)}::jsonb)
+            ON CONFLICT (project_id) DO UPDATE SET
+              allowed_domains = excluded.allowed_domains,
+              denied_domains = excluded.denied_domains,
+              confirm_actions = excluded.confirm_actions,
+              updated_at = now()
+            RETURNING allowed_domains, denied_domains, confirm_actions, updated_at`.pipe(
+            Effect.map((rows): StoredPolicy => rows[0]!),
+            Effect.orDie
+          )
+      })
+    })
+  )
+}
