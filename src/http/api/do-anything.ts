@@ -53,7 +53,13 @@ export const InterveneRequest = Schema.Struct({
   trigger: Schema.optional(MaxString(64))
 })
 
-const Error = Schema.Struct({ code: Schema.String, detail: Schema.String })
+const Error = Schema.Struct({
+  code: Schema.String,
+  detail: Schema.String,
+  extra: Schema.optional(Schema.Record(Schema.String, Schema.Unknown).annotate({
+    description: "safety_boundary_violated: reason (what was refused and by which rule)"
+  }))
+})
 const Money = Schema.String.annotate({ description: "USD as a decimal string exact to the micro-dollar, at least two decimals (\"0.000182\", \"1.50\")" })
 
 export const RunResponse = Schema.Struct({
@@ -128,7 +134,8 @@ const strict = { errors: "all", onExcessProperty: "error" } as const
 const sessionParams = { ...ProjectIdParam, sid: SessionIdParam }
 const runParams = { ...sessionParams, rid: RunIdParam }
 // PaymentRequired: 402 insufficient_credits when billing is on (WA_BILLING) and the balance is below the minimum.
-const writeErrors = [ValidationError, NotFound, Conflict, PaymentRequired] as const
+// Forbidden: 403 safety_boundary_violated when a URL of a create breaks the project's safety boundary (/v1/projects/{pid}/safety).
+const writeErrors = [ValidationError, NotFound, Conflict, PaymentRequired, Forbidden] as const
 const EventStream = Schema.String.pipe(HttpApiSchema.asText({ contentType: "text/event-stream" }))
 const LastEventId = { "last-event-id": Schema.optional(Schema.String) }
 

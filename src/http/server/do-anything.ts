@@ -22,6 +22,8 @@ import { withRecording } from "../views/recording-view.ts"
 import { RecordingLinks } from "../../recordings/replay-links.ts"
 import { ArtifactStore } from "../../store/artifacts.ts"
 import type { RunId, SessionId } from "../../domain/run.ts"
+import { SafetyPolicies } from "../../safety/service.ts"
+import { checkCreateSafety } from "./safety.ts"
 
 /**
  * The base of URLs handed to people (control pages): WA_PUBLIC_URL, else the scheme and host the
@@ -51,6 +53,7 @@ export const DoAnythingHandlers = HttpApiBuilder.group(
   "do_anything",
   Effect.fn(function*(handlers) {
     const sessions = yield* Sessions
+    const safety = yield* SafetyPolicies
     const { allowPrivateNetworks } = yield* AppConfig
     const context = yield* Effect.context<AppConfig | RunEventBus | RunStore>()
     const run = (sid: SessionId, rid: RunId) => CurrentKey.use(({ projectId }) => httpErrors(sessions.findRun(projectId, rid, sid)))
@@ -59,6 +62,7 @@ export const DoAnythingHandlers = HttpApiBuilder.group(
       .handle("createSession", ({ payload }) =>
         Effect.gen(function*() {
           yield* httpErrors(validateCallbackUrl(payload.callback_url, allowPrivateNetworks))
+          yield* checkCreateSafety(safety, (yield* CurrentKey).projectId, payload)
           const { session, run } = yield* httpErrors(sessions.create(yield* CurrentKey, tagged(payload)))
           return sessionView(session, [run])
         }))
@@ -83,6 +87,7 @@ export const DoAnythingHandlers = HttpApiBuilder.group(
         Effect.gen(function*() {
           yield* httpErrors(validateCallbackUrl(payload.callback_url, allowPrivateNetworks))
           const { projectId } = yield* CurrentKey
+          yield* checkCreateSafety(safety, projectId, payload)
           return runView(yield* httpErrors(sessions.addRun(projectId, params.sid, tagged(payload))))
         }))
       .handle("getRun", ({ params }) => run(params.sid, params.rid).pipe(Effect.flatMap(withRecording(runView)), Effect.provide(recordings)))
@@ -121,6 +126,7 @@ export const DoAnythingHandlers = HttpApiBuilder.group(
         ))
       .handle("continue", ({ params, payload }) =>
         run(params.sid, params.rid).pipe(
+          Effect.tap((found) => checkCreateSafety(safety, found.project_id, payload)),
           Effect.flatMap((found) => httpErrors(sessions.continueRun(found, payload.content))),
           Effect.map(runView)
         ))
@@ -137,6 +143,7 @@ export const DoAnythingFlatHandlers = HttpApiBuilder.group(
   "do_anything_flat",
   Effect.fn(function*(handlers) {
     const sessions = yield* Sessions
+    const safety = yield* SafetyPolicies
     const { allowPrivateNetworks } = yield* AppConfig
     const context = yield* Effect.context<AppConfig | RunEventBus | RunStore>()
     const run = (rid: RunId) => CurrentKey.use(({ projectId }) => httpErrors(sessions.findRun(projectId, rid)))
@@ -146,6 +153,7 @@ export const DoAnythingFlatHandlers = HttpApiBuilder.group(
         Effect.gen(function*() {
           yield* httpErrors(validateCallbackUrl(payload.callback_url, allowPrivateNetworks))
           const key = yield* CurrentKey
+          yield* checkCreateSafety(safety, key.projectId, payload)
           // With session_id: a follow-up run on that session; without instructions it observes the page.
           if (payload.session_id !== undefined && payload.session_id !== null) {
             return flatRunView(yield* httpErrors(sessions.addRun(key.projectId, payload.session_id, tagged(payload), { observeWithoutInstructions: true })))

@@ -17,7 +17,12 @@ export const runView = (run: Run) => {
     expired: run.expired,
     instructions: run.instructions,
     output: run.output ?? null,
-    error: run.error_code === null ? null : { code: run.error_code, detail: run.error_detail ?? "" },
+    error: run.error_code === null ? null : {
+      code: run.error_code,
+      detail: run.error_detail ?? "",
+      // The safety boundary's refusal (src/safety/): its detail is the reason.
+      ...(run.error_code === "safety_boundary_violated" ? { extra: { reason: run.error_detail ?? "" } } : {})
+    },
     step_count: run.step_count,
     max_steps: run.max_steps,
     model: run.model,
