@@ -8,6 +8,7 @@ import { AiError, LanguageModel, type Prompt, Tool } from "effect/ai"
 import type * as Response from "effect/ai/Response"
 import { HttpClient, HttpClientRequest } from "effect/http"
 import { finishPart } from "./openai-compatible.ts"
+import { estimateInputTokens, estimateOutputTokens } from "./usage.ts"
 
 export interface AnthropicOptions {
   readonly baseUrl: string
@@ -91,7 +92,12 @@ const finishReasons: Record<string, Response.FinishReason> = {
 interface MessagesResponse {
   readonly content?: ReadonlyArray<{ readonly type: string; readonly text?: string; readonly id?: string; readonly name?: string; readonly input?: unknown }>
   readonly stop_reason?: string
-  readonly usage?: { readonly input_tokens?: number; readonly output_tokens?: number }
+  readonly usage?: {
+    readonly input_tokens?: number
+    readonly output_tokens?: number
+    readonly cache_creation_input_tokens?: number
+    readonly cache_read_input_tokens?: number
+  }
   readonly error?: { readonly message?: string }
 }
 
@@ -129,7 +135,16 @@ export const makeAnthropic = (options: AnthropicOptions) =>
             if (block.type === "text" && block.text) parts.push({ type: "text", text: block.text })
             if (block.type === "tool_use") parts.push({ type: "tool-call", id: block.id ?? "", name: block.name ?? "", params: block.input ?? {} })
           }
-          parts.push(finishPart(finishReasons[json.stop_reason ?? ""] ?? "unknown", json.usage?.input_tokens, json.usage?.output_tokens))
+          // Input tokens: uncached + cache writes + cache reads (all are billed input); estimated when not reported (./usage.ts).
+          const usage = json.usage
+          const reported = usage?.input_tokens === undefined
+            ? undefined
+            : usage.input_tokens + (usage.cache_creation_input_tokens ?? 0) + (usage.cache_read_input_tokens ?? 0)
+          parts.push(finishPart(
+            finishReasons[json.stop_reason ?? ""] ?? "unknown",
+            reported ?? estimateInputTokens(provider.prompt),
+            usage?.output_tokens ?? estimateOutputTokens(parts)
+          ))
           return parts
         }),
       streamText: () => Stream.fail(failure("streamText", "streaming is not supported by this provider"))

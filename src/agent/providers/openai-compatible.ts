@@ -10,6 +10,7 @@ import { Effect, Redacted, Stream } from "effect"
 import { AiError, LanguageModel, type Prompt, Tool } from "effect/ai"
 import type * as Response from "effect/ai/Response"
 import { HttpClient, HttpClientRequest } from "effect/http"
+import { estimateInputTokens, estimateOutputTokens } from "./usage.ts"
 
 export interface OpenAiCompatibleOptions {
   readonly baseUrl: string
@@ -152,7 +153,12 @@ export const makeOpenAiCompatible = (options: OpenAiCompatibleOptions) =>
             }
             parts.push({ type: "tool-call", id: call.id ?? `call_${parts.length}`, name: call.function?.name ?? "", params })
           }
-          parts.push(finishPart(finishReasons[choice.finish_reason ?? ""] ?? "unknown", json.usage?.prompt_tokens, json.usage?.completion_tokens))
+          // A server that reports no usage is charged an estimate (./usage.ts); reported usage counts the images.
+          parts.push(finishPart(
+            finishReasons[choice.finish_reason ?? ""] ?? "unknown",
+            json.usage?.prompt_tokens ?? estimateInputTokens(provider.prompt),
+            json.usage?.completion_tokens ?? estimateOutputTokens(parts)
+          ))
           return parts
         }),
       streamText: () => Stream.fail(failure("streamText", "streaming is not supported by this provider"))
