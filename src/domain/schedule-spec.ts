@@ -247,6 +247,17 @@ export type SessionScheduleSpec = typeof SessionScheduleSpec.Type
 /** Strict decoding of a session's schedule: unknown fields are refused (a misspelt `tz` would silently mean UTC). */
 export const decodeSessionSchedule = (input: unknown) => Schema.decodeUnknownResult(SessionScheduleSpec)(input, scheduleParseOptions)
 
+/** The JSON Schema of the four session schedule shapes, by `kind` (computed once, when a document is made). */
+let shapes: Record<string, unknown> | undefined
+const sessionScheduleShapes = () => {
+  if (shapes === undefined) {
+    const { schema } = Schema.toJsonSchemaDocument(SessionScheduleSpec, { onExcessProperty: "error" })
+    const { anyOf, oneOf } = schema as { anyOf?: Array<unknown>; oneOf?: Array<unknown> }
+    shapes = { oneOf: oneOf ?? anyOf ?? [schema] }
+  }
+  return shapes
+}
+
 /**
  * The `schedule` field of a run request: a JSON object that must decode strictly as a
  * SessionScheduleSpec (a plain struct union would drop unknown keys silently). The issue of a bad
@@ -255,6 +266,9 @@ export const decodeSessionSchedule = (input: unknown) => Schema.decodeUnknownRes
 export const SessionScheduleField = Schema.Record(Schema.String, Schema.Unknown).check(Schema.makeFilter((input) => {
   const decoded = decodeSessionSchedule(input)
   return Result.isFailure(decoded) ? decoded.failure.issue : undefined
+}, {
+  // The document shows the four shapes this filter decodes (a looser fragment: the cron checks are code).
+  toJsonSchema: () => [sessionScheduleShapes(), true]
 })).annotate({
   description: "{kind: \"cron\", expr (or cron), tz?} | {kind: \"interval\", interval_seconds, tz?} | {kind: \"event\", event?} | " +
     "{kind: \"autonomous\", min_interval_seconds?, max_interval_seconds?}; unknown fields are refused. Each firing adds a run " +

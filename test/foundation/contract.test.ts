@@ -85,7 +85,7 @@ describe("framework errors are in the envelope", () => {
       const minimum = bodyOf(documented).properties[field].minLength as number
       expect({ field, minimum }).toEqual({ field, minimum: { intent: 4, email: 3, new_password: 8, token: 8 }[field] })
       const locs = async (value: string) => {
-        const response = await service.request("POST", path, { body: body(value), key: path.startsWith("/v1/projects") ? undefined : null })
+        const response = await service.request("POST", path, path.startsWith("/v1/projects") ? { body: body(value) } : { body: body(value), key: null })
         expect(response.status, `${path} ${response.text}`).toBe(422)
         return (response.json.extra.errors as Array<{ loc: Array<string> }>).map((e) => e.loc.join("."))
       }

@@ -150,3 +150,23 @@ describe("statuses and phases are enums in the document", () => {
     expect(enumOf(responseSchema("/v1/projects/{pid}/deep_research/runs/{rid}", "get", "200").properties.phase)).toEqual([...Phases])
   })
 })
+
+describe("a DoAnything run's schedule is documented as its four shapes", () => {
+  it("oneOf cron, interval, event, autonomous, each closed, as the filter decodes them", () => {
+    const body = resolve(doc.paths["/v1/projects/{pid}/do_anything/sessions"].post.requestBody.content["application/json"].schema)
+    const field = JSON.stringify(body.properties.schedule)
+    const found: Json = JSON.parse(field)
+    const oneOf = (function find(o: Json): Array<Json> | undefined {
+      if (o === null || typeof o !== "object") return undefined
+      if (Array.isArray(o.oneOf)) return o.oneOf
+      for (const v of Object.values(o)) {
+        const r = find(v)
+        if (r !== undefined) return r
+      }
+      return undefined
+    })(found)!
+    expect(oneOf.map((shape) => shape.properties.kind.enum[0])).toEqual(["cron", "interval", "event", "autonomous"])
+    for (const shape of oneOf) expect(shape.additionalProperties).toBe(false)
+    expect(Object.keys(oneOf[1].properties)).toEqual(["kind", "interval_seconds", "tz"])
+  })
+})
