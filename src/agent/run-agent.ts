@@ -22,6 +22,7 @@ import { FileToolContext, FileToolkitHandlers, fileToolNames, watchDownloads, wo
 import { WorkspaceStore } from "../workspaces/workspace-store.ts"
 import { budgetExceededDetail, type Exhausted } from "../billing/ledger.ts"
 import { autonomousBoundsOfRun, proposeNextRun } from "../store/autonomous-schedules.ts"
+import { SafetyPolicies } from "../safety/service.ts"
 
 /** The DoAnything fields of a run's request (a run of another product has none). */
 const requestOf = (run: Run): Partial<DoAnythingRequest> => run.request._tag === "DoAnything" ? run.request : {}
@@ -133,6 +134,23 @@ export const runAgent = Effect.fn("runAgent")(function*(
     secrets = loaded.success
   }
   const redact = secrets.redact
+  // The project's safety boundary (src/safety/), as it is when the run starts: the guard refuses
+  // documents outside its domains (the run then ends below), clicks in its categories ask first.
+  const safety = yield* (yield* SafetyPolicies).forRun(run.project_id)
+  yield* Effect.promise(() => lease.guard.setPolicy(safety.active ? safety.navigation : undefined))
+  /** Ends the run failed (safety_boundary_violated) when the guard refused a page outside the boundary; the step is not charged. */
+  const endedOnBoundary = Effect.gen(function*() {
+    const violation = lease.guard.violation()
+    if (violation === undefined) return false
+    yield* store.transition(runId, "failed", {
+      executor,
+      terminalReason: "failed",
+      errorCode: "safety_boundary_violated",
+      errorDetail: redact(violation.reason),
+      data: { reason: redact(violation.reason) }
+    }).pipe(Effect.ignore)
+    return true
+  })
   const validate = request.output_schema ? ajv.compile(request.output_schema) : undefined
   const finalOutput = yield* Ref.make<Option.Option<unknown>>(Option.none())
   // A run of an autonomous schedule may propose its next run with done's next_run_at.
@@ -144,6 +162,7 @@ export const runAgent = Effect.fn("runAgent")(function*(
     lease,
     allowPrivateNetworks: lease.allowPrivateNetworks,
     secrets,
+    safety,
     emit: (type, data) => store.appendEvent(runId, type, data, executor).pipe(Effect.asVoid),
     publishScreenshot: (jpeg) =>
       Effect.gen(function*() {
@@ -231,6 +250,7 @@ export const runAgent = Effect.fn("runAgent")(function*(
     ])
 
   const step = Effect.gen(function*() {
+    if (yield* endedOnBoundary) return
     const stepNumber = yield* store.recordStep(runId, executor)
     const messages = yield* store.takeMessages(runId)
     const observed = yield* observeForModel.pipe(Effect.provideService(RunContext, ctx))
@@ -269,6 +289,8 @@ export const runAgent = Effect.fn("runAgent")(function*(
       toolkit,
       toolChoice: "required"
     }).pipe(Effect.provide(Layer.merge(model.layer, handlers)))
+    // The step's actions left the boundary: the run ends and this step is not charged.
+    if (yield* endedOnBoundary) return
 
     personHadControl = false
     if (response.text.trim() !== "") yield* ctx.emit("run.message", { role: "agent", content: redact(response.text) })

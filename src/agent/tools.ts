@@ -12,6 +12,9 @@ import { observe } from "../browser/observe.ts"
 import type { ContextLease } from "../browser/pool.ts"
 import { type ExtractionError, extractFromPage } from "../reader/extract-in-page.ts"
 import { fileTools } from "./file-tools.ts"
+import { confirmClick } from "../safety/confirm.ts"
+import type { RunSafety } from "../safety/service.ts"
+import { targetAt, targetOfRef } from "../safety/target.ts"
 
 const Failure = Schema.Struct({ error: Schema.String, code: Schema.String })
 
@@ -147,6 +150,8 @@ export class RunContext extends Context.Service<RunContext, {
   readonly allowPrivateNetworks: boolean
   /** The secrets the run named (noSecrets when none): what type and type_at substitute, what redact hides. */
   readonly secrets: RunSecrets
+  /** The project's safety boundary (src/safety/): clicks in its confirm categories ask a person first. */
+  readonly safety: RunSafety
 }>()("wa/agent/RunContext") {}
 
 // --- Secrets ---------------------------------------------------------------------------------
@@ -301,13 +306,22 @@ const revealFor = (secrets: RunSecrets, text: string, origin: string) => {
 export const AgentToolkitHandlers = AgentToolkit.toLayer(Effect.gen(function*() {
   const ctx = yield* RunContext
   const instrumented_ = <A>(name: string, params: unknown, body: Effect.Effect<A, ToolError, RunContext>) =>
-    instrumented(ctx, name, params, body)
+    instrumented(ctx, name, params, Effect.suspend(() => {
+      // A navigation outside the safety boundary ends the run after this step: nothing more is done.
+      const violation = ctx.lease.guard.violation()
+      return violation === undefined ? body : Effect.fail(new ToolRefused({ code: "safety_boundary_violated", message: `the run is stopping: ${violation.reason}` }))
+    }))
+  /** The action, after a person's yes when the click falls in a confirm category of the boundary. */
+  const confirmed = <A>(check: Effect.Effect<string | undefined>, action: Effect.Effect<A, ToolError>) =>
+    Effect.flatMap(check, (declined) => declined === undefined ? action : Effect.fail(new ToolRefused({ code: "UserDeclined", message: declined })))
   return AgentToolkit.of({
   navigate: (params) =>
     instrumented_("navigate", params, hasPlaceholder(params.url)
       ? Effect.fail(new ToolRefused({ code: "SecretRefused", message: "secret placeholders are typed into fields only (type, type_at), never put into a URL" }))
       : withLease((lease) => actions.navigate(lease, params.url))),
-  click: (params) => instrumented_("click", params, withLease((lease) => actions.click(lease, params.ref))),
+  click: (params) =>
+    instrumented_("click", params, withLease((lease) =>
+      confirmed(confirmClick(ctx.safety, targetOfRef(lease, params.ref), ctx.askHuman), actions.click(lease, params.ref)))),
   type: (params) =>
     instrumented_("type", params, withLease((lease) =>
       hasPlaceholder(params.text)
@@ -335,7 +349,9 @@ export const AgentToolkitHandlers = AgentToolkit.toLayer(Effect.gen(function*() 
         : params.dx !== undefined || params.dy !== undefined
         ? actions.drag(lease, params.ref, { dx: params.dx ?? 0, dy: params.dy ?? 0 })
         : Effect.fail(new ToolRefused({ code: "InvalidParameters", message: "give to_ref, or dx and/or dy, for where to drop" })))),
-  click_at: (params) => instrumented_("click_at", params, withLease((lease) => actions.clickAt(lease, params.x, params.y))),
+  click_at: (params) =>
+    instrumented_("click_at", params, withLease((lease) =>
+      confirmed(confirmClick(ctx.safety, targetAt(lease, params.x, params.y), ctx.askHuman), actions.clickAt(lease, params.x, params.y)))),
   type_at: (params) =>
     instrumented_("type_at", params, withLease((lease) =>
       hasPlaceholder(params.text)

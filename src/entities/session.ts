@@ -32,6 +32,7 @@ import { holdForPerson, isLoginHold } from "../profiles/login-hold.ts"
 import { RunRecorders } from "../recordings/recorder.ts"
 import { recordingSettings } from "../recordings/settings.ts"
 import { SecretVaultLive } from "../secrets/service.ts"
+import { SafetyPolicies } from "../safety/service.ts"
 
 export const Execute = Rpc.make("Execute", { payload: { runId: RunId } })
   .annotate(ClusterSchema.Persisted, true)
@@ -337,4 +338,4 @@ const sessionHandlers = Effect.gen(function*() {
 /** The entity, passivated (browser released, session closed) after WA_SESSION_IDLE_SECONDS idle. */
 export const SessionEntityLive = Layer.unwrap(Effect.map(AppConfig, (config) =>
   SessionEntity.toLayer(sessionHandlers, { maxIdleTime: `${config.sessionIdleSeconds} seconds` })
-)).pipe(Layer.provide(ProfileStore.layer), Layer.provide(RunRecorders.live), Layer.provide(SecretVaultLive))
+)).pipe(Layer.provide(ProfileStore.layer), Layer.provide(RunRecorders.live), Layer.provide(SecretVaultLive), Layer.provide(SafetyPolicies.layer))
