@@ -114,6 +114,9 @@ export const SessionResponse = Schema.Struct({
   status: SessionStatus,
   profile_id: Schema.NullOr(Schema.String),
   workspace_id: Schema.NullOr(Schema.String),
+  inbox_address: Schema.NullOr(Schema.String).annotate({
+    description: "the session's email inbox, <session id>@<WA_MAIL_DOMAIN> (agentmail); null when its run was created with agentmail: false or the service receives no mail"
+  }),
   latest_run_id: Schema.NullOr(Schema.String),
   runs: Schema.Array(RunResponse),
   llm_cost_usd: Money,

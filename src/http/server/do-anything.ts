@@ -18,6 +18,7 @@ import { Forbidden, notFound, validationError } from "../errors.ts"
 import { DEFAULT_LIMIT, decodeCursor, toPage } from "../pagination.ts"
 import { parseLastEventId, runEventStream } from "../sse.ts"
 import { flatRunView, runView, sessionView } from "../views/run-view.ts"
+import { mailDomainOf } from "../../mail/inbound/inbox-store.ts"
 import { withRecording } from "../views/recording-view.ts"
 import { RecordingLinks } from "../../recordings/replay-links.ts"
 import { ArtifactStore } from "../../store/artifacts.ts"
@@ -55,6 +56,7 @@ export const DoAnythingHandlers = HttpApiBuilder.group(
     const sessions = yield* Sessions
     const safety = yield* SafetyPolicies
     const { allowPrivateNetworks } = yield* AppConfig
+    const mailDomain = mailDomainOf(yield* AppConfig)
     const context = yield* Effect.context<AppConfig | RunEventBus | RunStore>()
     const run = (sid: SessionId, rid: RunId) => CurrentKey.use(({ projectId }) => httpErrors(sessions.findRun(projectId, rid, sid)))
     const recordings = yield* Effect.context<ArtifactStore | RecordingLinks>()
@@ -64,7 +66,7 @@ export const DoAnythingHandlers = HttpApiBuilder.group(
           yield* httpErrors(validateCallbackUrl(payload.callback_url, allowPrivateNetworks))
           yield* checkCreateSafety(safety, (yield* CurrentKey).projectId, payload)
           const { session, run } = yield* httpErrors(sessions.create(yield* CurrentKey, tagged(payload)))
-          return sessionView(session, [run])
+          return sessionView(session, [run], mailDomain)
         }))
       .handle("listSessions", ({ query }) =>
         Effect.gen(function*() {
@@ -73,15 +75,15 @@ export const DoAnythingHandlers = HttpApiBuilder.group(
           const before = yield* decodeCursor(query.cursor)
           const rows = yield* sessions.list(projectId, query.status, limit + 1, before)
           const page = toPage(rows.map((row) => ({ ...row, id: row.session.id })), limit)
-          return { items: page.items.map(({ session, runs }) => sessionView(session, runs)), next_cursor: page.next_cursor }
+          return { items: page.items.map(({ session, runs }) => sessionView(session, runs, mailDomain)), next_cursor: page.next_cursor }
         }))
       .handle("getSession", ({ params }) =>
         CurrentKey.use(({ projectId }) => httpErrors(sessions.find(projectId, params.sid))).pipe(
-          Effect.map(({ session, runs }) => sessionView(session, runs))
+          Effect.map(({ session, runs }) => sessionView(session, runs, mailDomain))
         ))
       .handle("closeSession", ({ params }) =>
         CurrentKey.use(({ projectId }) => httpErrors(sessions.close(projectId, params.sid))).pipe(
-          Effect.map(({ session, runs }) => sessionView(session, runs))
+          Effect.map(({ session, runs }) => sessionView(session, runs, mailDomain))
         ))
       .handle("createRun", ({ params, payload }) =>
         Effect.gen(function*() {

@@ -5,6 +5,7 @@ import { usd } from "../../domain/money.ts"
 import { costFields } from "../../store/runs.ts"
 import { iso } from "./timestamps.ts"
 import { recordingSettingsView } from "./recording-view.ts"
+import { inboxAddressOf } from "../../mail/inbound/inbox-store.ts"
 
 
 export const runView = (run: Run) => {
@@ -42,12 +43,17 @@ export const runView = (run: Run) => {
   }
 }
 
-export const sessionView = (session: Session, runs: ReadonlyArray<Run>) => ({
+/**
+ * `mailDomain`: the service's inbox domain (src/mail/inbound/inbox-store.ts mailDomainOf), null when it
+ * receives no mail. `runs` start with the session's first run, whose `agentmail` decides the inbox.
+ */
+export const sessionView = (session: Session, runs: ReadonlyArray<Run>, mailDomain: string | null = null) => ({
   id: session.id,
   project_id: session.project_id,
   status: session.status,
   profile_id: session.profile_id,
   workspace_id: session.workspace_id,
+  inbox_address: inboxAddressOf(session.id, runs[0]?.request._tag === "DoAnything" ? runs[0].request.agentmail : undefined, mailDomain),
   latest_run_id: session.latest_run_id,
   runs: runs.map(runView),
   ...costFields(session),
