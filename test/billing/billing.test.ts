@@ -132,7 +132,7 @@ describe("billing on", () => {
     expect(seen).toEqual(all.json.items.map((e: any) => e.id))
 
     const topups = await service.request("GET", `${base()}/billing/usage?kind=topup`)
-    expect(topups.json.items.map((e: any) => [e.kind, e.bucket, e.amount_usd])).toEqual([["topup", "additional", "25.000000"]])
+    expect(topups.json.items.map((e: any) => [e.kind, e.bucket, e.amount_usd])).toEqual([["topup", "additional", "25.00"]])
     const future = await service.request("GET", `${base()}/billing/usage?from=${new Date(Date.now() + 3_600_000).toISOString()}`)
     expect(future.json.items).toEqual([])
     const past = await service.request("GET", `${base()}/billing/usage?to=2000-01-01`)

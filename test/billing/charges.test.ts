@@ -96,7 +96,8 @@ describe("charges and limits", () => {
     }, { timeoutMs: 30_000 })
     const { rows: fees } = await db.query("SELECT amount_micros::int AS amount FROM credit_ledger WHERE idempotency_key = $1", [`track:${firstTick.id}`])
     expect(fees).toEqual([{ amount: -2_000 }])
-    expect(firstTick).toMatchObject({ llm_cost_usd: "0.00", service_cost_usd: "0.00", total_cost_usd: "0.00" })
+    // The tick shows the fee exactly, as the ledger holds it (it read "0.00" before issue 27).
+    expect(firstTick).toMatchObject({ llm_cost_usd: "0.00", service_cost_usd: "0.002", total_cost_usd: "0.002" })
 
     // The model never finishes: each step is 20,000 input tokens = 1.00 USD, more than is left.
     const created = await service.request("POST", `${base()}/do_anything/sessions`, { body: { instructions: "browse forever", keep_alive: false } })
