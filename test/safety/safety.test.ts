@@ -1,0 +1,232 @@
+/**
+ * The safety boundary end to end (issue 28 §2): the real service, real Chromium, the scripted
+ * model and a local shop (test/fixtures/sites/safety-shop.ts) reachable as 127.0.0.1 and as
+ * localhost, two hosts to the browser. Policy CRUD (admin only, bad input in the envelope), 403
+ * at create, runs that leave the boundary (navigate, a link, a redirect) ending failed with the
+ * code and reason and the refused step not charged, and a payment click that waits for a person's yes.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { type ChatRequest, lastUserText, refOf, type ScriptedModel, startScriptedModel, toolResults } from "../fixtures/model/scripted-model.ts"
+import { type SafetyShop, startSafetyShop } from "../fixtures/sites/safety-shop.ts"
+import { type Service, scriptedAgentEnv, startService, stopAndClean } from "../support/service.ts"
+import { readSse } from "../support/sse.ts"
+import { waitForRunStatus } from "../support/runs.ts"
+
+let shop: SafetyShop
+let model: ScriptedModel
+let service: Service
+let originalScript: Parameters<ScriptedModel["setScript"]>[0]
+
+const taskOf = (request: ChatRequest) => JSON.stringify(request.messages).match(/Task:\\n([^"\\]+)/)?.[1] ?? ""
+
+beforeAll(async () => {
+  shop = await startSafetyShop()
+  originalScript = (request) => {
+    const page = lastUserText(request)
+    const task = taskOf(request)
+    const results = toolResults(request) as Array<{ code?: string; error?: string; message?: string }>
+    const last = results.at(-1)
+    const onShop = page.includes("Cart: 1 book")
+    if (task.startsWith("nothing")) return { tool: "done", args: { output: "ok" } }
+    if (task.startsWith("open the partner page directly")) {
+      if (!onShop) return { tool: "navigate", args: { url: `${shop.url}/shop` } }
+      return { tool: "navigate", args: { url: `${shop.otherHostUrl}/partner` } }
+    }
+    if (task.startsWith("follow the partner link")) {
+      if (!onShop) return { tool: "navigate", args: { url: `${shop.url}/shop` } }
+      return { tool: "click", args: { ref: refOf(page, "Partner offers") } }
+    }
+    if (task.startsWith("follow the redirect")) {
+      if (!onShop) return { tool: "navigate", args: { url: `${shop.url}/shop` } }
+      return { tool: "click", args: { ref: refOf(page, "Partner via redirect") } }
+    }
+    if (task.startsWith("place the order")) {
+      if (last?.code === "UserDeclined") return { tool: "done", args: { output: { declined: last.error } } }
+      if (page.includes("Order placed")) return { tool: "done", args: { output: { placed: true } } }
+      if (!onShop) return { tool: "navigate", args: { url: `${shop.url}/shop` } }
+      // An ordinary button first: it asks nobody.
+      if (!page.includes("Noted")) return { tool: "click", args: { ref: refOf(page, "Add a note") } }
+      return { tool: "click", args: { ref: refOf(page, "Place order") } }
+    }
+    return { tool: "done", args: { output: "unknown task" } }
+  }
+  model = await startScriptedModel(originalScript)
+  service = await startService({ env: scriptedAgentEnv(model.baseUrl) })
+}, 120_000)
+afterAll(async () => {
+  await stopAndClean(service)
+  await model?.close()
+  await shop?.close()
+})
+
+const safetyPath = () => `/v1/projects/${service.projectId}/safety`
+const sessionsPath = () => `/v1/projects/${service.projectId}/do_anything/sessions`
+const terminal = ["done", "failed", "canceled"]
+
+const putPolicy = async (body: Record<string, unknown>) => {
+  const response = await service.request("PUT", safetyPath(), { body })
+  expect(response.status, response.text).toBe(200)
+  return response.json
+}
+
+const startRun = async (instructions: string) => {
+  const created = await service.request("POST", sessionsPath(), { body: { keep_alive: false, instructions } })
+  expect(created.status, created.text).toBe(201)
+  const sid = created.json.id as string
+  const rid = created.json.latest_run_id as string
+  return { sid, rid, runPath: `${sessionsPath()}/${sid}/runs/${rid}` }
+}
+
+const eventsOf = async (runPath: string, stopAt?: string) =>
+  (await readSse(`${service.url}${runPath}/events`, { authorization: `Bearer ${service.apiKey}` }, {
+    ...(stopAt !== undefined ? { stopAfter: (seen) => seen.some((e) => e.event === stopAt) } : {})
+  })).events
+
+/** The LLM cost of one step: a run that calls done at once takes one step. */
+let stepCost = 0
+
+describe("safety policy API", () => {
+  it("reads the empty policy, replaces it with normalised entries, refuses bad input and non-admin keys", async () => {
+    const empty = await service.request("GET", safetyPath())
+    expect(empty.status, empty.text).toBe(200)
+    expect(empty.json).toEqual({ allowed_domains: [], denied_domains: [], confirm_actions: [], updated_at: null })
+
+    const put = await putPolicy({
+      allowed_domains: ["Example.COM.", "*.shop.example.org", "Bücher.de", "127.1", "example.com"],
+      denied_domains: ["ads.example.com"],
+      confirm_actions: ["payment", "send_message", "payment"]
+    })
+    expect(put).toMatchObject({
+      allowed_domains: ["example.com", "shop.example.org", "xn--bcher-kva.de", "127.0.0.1"],
+      denied_domains: ["ads.example.com"],
+      confirm_actions: ["payment", "send_message"]
+    })
+    expect(typeof put.updated_at).toBe("string")
+    expect((await service.request("GET", safetyPath())).json).toEqual(put)
+
+    for (const [body, field] of [
+      [{ denied_domains: ["https://evil.example/path"] }, "denied_domains"],
+      [{ allowed_domains: ["example.com:8080"] }, "allowed_domains"],
+      [{ confirm_actions: ["launch_missiles"] }, "confirm_actions"],
+      [{ denied_domains: ["ok.example"], blocked: ["x"] }, "blocked"]
+    ] as const) {
+      const refused = await service.request("PUT", safetyPath(), { body })
+      expect(refused.status, refused.text).toBe(422)
+      expect(refused.json.code).toBe("validation_error")
+      expect(typeof refused.json.detail).toBe("string")
+      expect(JSON.stringify(refused.json.extra)).toContain(field)
+    }
+    // Nothing half-written.
+    expect((await service.request("GET", safetyPath())).json).toEqual(put)
+
+    const key = await service.request("POST", `/v1/projects/${service.projectId}/api_keys`, { body: { name: "runner", scope: "run" } })
+    expect(key.status, key.text).toBe(201)
+    const runKey = key.json.secret_token as string
+    for (const method of ["GET", "PUT"]) {
+      const denied = await service.request(method, safetyPath(), { key: runKey, ...(method === "PUT" ? { body: {} } : {}) })
+      expect(denied.status, denied.text).toBe(403)
+      expect(denied.json.code).toBe("forbidden")
+    }
+    expect((await service.request("GET", safetyPath())).json).toEqual(put)
+    // An empty PUT lifts the boundary.
+    expect(await putPolicy({})).toMatchObject({ allowed_domains: [], denied_domains: [], confirm_actions: [] })
+  })
+})
+
+describe("safety boundary at create", () => {
+  it("refuses a create whose instructions name a denied URL with 403 safety_boundary_violated, creating nothing", async () => {
+    await putPolicy({ denied_domains: ["localhost"] })
+    const before = await service.request("GET", sessionsPath())
+    for (const [path, body] of [
+      [sessionsPath(), { instructions: `open ${shop.otherHostUrl}/partner and read it` }],
+      [`/api/v1/projects/${service.projectId}/do_anything/runs`, { instructions: `see ${shop.otherHostUrl}/partner.` }]
+    ] as const) {
+      const refused = await service.request("POST", path, { body })
+      expect(refused.status, refused.text).toBe(403)
+      expect(refused.json.code).toBe("safety_boundary_violated")
+      expect(refused.json.extra.reason).toContain("localhost")
+      expect(refused.json.extra).toMatchObject({ field: "instructions", domain: "localhost", rule: "denied_domains" })
+    }
+    const after = await service.request("GET", sessionsPath())
+    expect(after.json.items.length).toBe(before.json.items.length)
+
+    // An allowed URL goes ahead; its run takes one step, whose cost the next tests compare with.
+    const { runPath } = await startRun(`nothing to do at ${shop.url}/shop`)
+    const run = await waitForRunStatus(service, runPath, terminal, { timeoutMs: 60_000, everyMs: 200 })
+    expect(run.status).toBe("done")
+    expect(run.step_count).toBe(1)
+    stepCost = Number(run.llm_cost_usd)
+    expect(stepCost).toBeGreaterThan(0)
+  })
+})
+
+describe("safety boundary during a run", () => {
+  for (const task of ["open the partner page directly", "follow the partner link", "follow the redirect"]) {
+    it(`${task}: the run ends failed with safety_boundary_violated and the reason; the refused step is not charged`, async () => {
+      await putPolicy({ denied_domains: ["localhost"] })
+      const { runPath } = await startRun(task)
+      const run = await waitForRunStatus(service, runPath, terminal, { timeoutMs: 90_000, everyMs: 200 })
+      expect(run.status).toBe("failed")
+      expect(run.error.code).toBe("safety_boundary_violated")
+      expect(run.error.extra.reason).toContain("localhost is on the project's denied_domains")
+      // Two steps: the shop (charged), then the one that left the boundary (not charged).
+      expect(run.step_count).toBe(2)
+      expect(Number(run.llm_cost_usd)).toBeCloseTo(stepCost, 6)
+      const events = await eventsOf(runPath)
+      const completed = events.find((e) => e.event === "run.completed")!.data.data
+      expect(completed.error.code).toBe("safety_boundary_violated")
+      // The agent never saw the partner page.
+      expect(JSON.stringify(model.requests.filter((r) => taskOf(r) === task))).not.toContain("Partner page")
+    })
+  }
+
+  it("the same task goes through without the boundary (the test can fail)", async () => {
+    await putPolicy({ allowed_domains: ["localhost", "127.0.0.1"] })
+    model.setScript((request) => {
+      const page = lastUserText(request)
+      if (page.includes("Partner page")) return { tool: "done", args: { output: "reached" } }
+      if (!page.includes("Cart: 1 book")) return { tool: "navigate", args: { url: `${shop.url}/shop` } }
+      return { tool: "click", args: { ref: refOf(page, "Partner offers") } }
+    })
+    try {
+      const { runPath } = await startRun("reach the partner")
+      const run = await waitForRunStatus(service, runPath, terminal, { timeoutMs: 90_000, everyMs: 200 })
+      expect(run.status, JSON.stringify(run.error)).toBe("done")
+      expect(shop.requests.some((r) => r.host.startsWith("localhost") && r.path === "/partner")).toBe(true)
+    } finally {
+      model.setScript(originalScript)
+    }
+  })
+})
+
+describe("confirmation of a payment click", () => {
+  const answerWith = async (answer: string) => {
+    const { runPath } = await startRun("place the order")
+    await waitForRunStatus(service, runPath, ["awaiting_input"], { timeoutMs: 90_000, everyMs: 200 })
+    const events = await eventsOf(runPath, "run.input_request")
+    const asked = events.filter((e) => e.event === "run.input_request")
+    expect(asked).toHaveLength(1)
+    const request = asked[0]!.data.data
+    expect(request.prompt).toBe("The agent wants to click \"Place order\" (payment). Allow? yes/no")
+    const ordersBefore = shop.orders()
+    const answered = await service.request("POST", `${runPath}/intervene`, {
+      body: { kind: "answer_input_request", input_request_id: request.input_request_id, response: answer }
+    })
+    expect(answered.status, answered.text).toBe(200)
+    const run = await waitForRunStatus(service, runPath, terminal, { timeoutMs: 90_000, everyMs: 200 })
+    return { run, ordersBefore }
+  }
+
+  it("asks a person before clicking Place order; no declines and the agent is told, yes places the order", async () => {
+    await putPolicy({ confirm_actions: ["payment"] })
+    const declined = await answerWith("no")
+    expect(declined.run.status).toBe("done")
+    expect(declined.run.output.declined).toContain("the user declined")
+    expect(shop.orders()).toBe(declined.ordersBefore)
+
+    const allowed = await answerWith("yes")
+    expect(allowed.run.status).toBe("done")
+    expect(allowed.run.output).toEqual({ placed: true })
+    expect(shop.orders()).toBe(allowed.ordersBefore + 1)
+  })
+})
