@@ -64,7 +64,7 @@ export const normaliseDomain = (entry: string): { readonly domain: string } | st
 
 /** Whether `host` (canonical) is `domain` or one of its subdomains (IP addresses: only itself). */
 export const domainMatches = (host: string, domain: string): boolean =>
-  host === domain || (!isIpLiteral(domain) && host.endsWith(`.${domain}`))
+  host === domain || (!isIpLiteral(domain) && !isIpLiteral(host) && host.endsWith(`.${domain}`))
 
 /** Why a URL is outside the boundary. */
 export interface BoundaryRefusal {
