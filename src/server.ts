@@ -42,6 +42,9 @@ import { HttpLive, logListening, RequestBase } from "./http/server/app.ts"
 import { logLayer } from "./observability/log-layer.ts"
 import { databaseLayer } from "./store/database.ts"
 import { AutoRechargeLive } from "./billing/auto-recharge.ts"
+import { InboxStore } from "./mail/inbound/inbox-store.ts"
+import { AgentInboxLive } from "./mail/inbound/agent-inbox.ts"
+import { InboundMailLive } from "./mail/inbound/listener.ts"
 
 /** Services of the products, over the database and the cluster. */
 const ProductServices = Profiles.layer.pipe(
@@ -62,7 +65,9 @@ const ProductServices = Profiles.layer.pipe(
     WorkspaceStore.layer,
     AgentModel.layer,
     BrowserPool.layerFromAppConfig,
-    Callbacks.layer
+    Callbacks.layer,
+    // Session inboxes (agentmail): what the agent's mail tools read.
+    AgentInboxLive.pipe(Layer.provideMerge(InboxStore.layer))
   )),
   Layer.provideMerge(ClusterLive)
 )
@@ -84,7 +89,9 @@ const RunnerFoundation = ProductServices.pipe(
 export const serve = Layer.mergeAll(
   Layer.effectDiscard(logListening).pipe(Layer.provideMerge(HttpLive)),
   BootstrapLive,
-  AutoRechargeLive
+  AutoRechargeLive,
+  // The SMTP listener of session inboxes (WA_SMTP_LISTEN; off unless set).
+  InboundMailLive
 ).pipe(
   Layer.provide(DrainLive),
   Layer.provide(RunnerFoundation)

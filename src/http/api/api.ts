@@ -15,6 +15,7 @@ import { DeepResearchApi, DeepResearchFlatApi, DeepResearchStandaloneApi } from 
 import { SystemApi } from "./system.ts"
 import { MetricsApi } from "./metrics.ts"
 import { InboxApi } from "./inbox.ts"
+import { InboxMessagesApi } from "./inbox-messages.ts"
 import { TrackApi, TrackFlatApi } from "./track.ts"
 import { WebhookEndpointsApi } from "./webhook-endpoints.ts"
 import { SecretsApi } from "./secrets.ts"
@@ -39,6 +40,7 @@ const contract = HttpApi.make("web-agent-service")
   .add(SafetyApi)
   .add(InboxApi)
   .add(DoAnythingApi)
+  .add(InboxMessagesApi)
   .add(DoAnythingFlatApi)
   .add(WebSearchApi)
   .add(WebSearchFlatApi)

@@ -32,6 +32,8 @@ import { ProjectSecrets } from "../../secrets/service.ts"
 import { SafetyHandlers } from "./safety.ts"
 import { SafetyPolicies } from "../../safety/service.ts"
 import { InboxHandlers } from "./inbox.ts"
+import { InboxMessagesHandlers } from "./inbox-messages.ts"
+import { InboxStore } from "../../mail/inbound/inbox-store.ts"
 import { TrackFlatHandlers, TrackHandlers } from "./track.ts"
 import { SystemHandlers } from "./system.ts"
 import { WorkspaceDownloadHandlers, WorkspacesHandlers, WorkspaceUploadHandlers } from "./workspaces.ts"
@@ -153,6 +155,7 @@ const ApiRoutes = HttpApiBuilder.layer(WebAgentApi, { openapiPath: "/openapi.jso
       withServices(SecretsHandlers, [...projectMiddlewares, ApiKeys, ProjectSecrets]).pipe(Layer.provide(ProjectSecrets.layer)),
       withServices(SafetyHandlers, [...projectMiddlewares, ApiKeys, SafetyPolicies]).pipe(Layer.provide(SafetyPolicies.layer)),
       withServices(InboxHandlers, [...projectMiddlewares, Inbox]),
+      withServices(InboxMessagesHandlers, [...projectMiddlewares, InboxStore, RunStore]).pipe(Layer.provide(InboxStore.layer)),
       withServices(TrackHandlers, [...projectMiddlewares, RunEventBus, MonitorStore, Monitors]),
       withServices(TrackFlatHandlers, [...projectMiddlewares, RunEventBus, MonitorStore, Monitors]),
       withServices(WorkspacesHandlers, [...projectMiddlewares, WorkspaceStore]),
