@@ -329,10 +329,21 @@ export class Tenants extends Context.Service<Tenants, {
       const createProject = (tenantId: string, userId: string, name: string) =>
         Effect.gen(function*() {
           yield* require(tenantId, userId, "admin")
-          const rows = yield* sql<TenantProjectRow>`
-            INSERT INTO projects (id, name, tenant_id) VALUES (${makeId("proj")}, ${name}, ${tenantId})
-            RETURNING id, name, tenant_id, created_at`.pipe(Effect.orDie)
-          return rows[0]!
+          // The retry of a keyed create whose first attempt committed before its process died gets that project.
+          const earlier = yield* earlierCreate((id) =>
+            sql<TenantProjectRow>`SELECT id, name, tenant_id, created_at FROM projects WHERE id = ${id} AND tenant_id = ${tenantId}`.pipe(
+              Effect.orDie,
+              Effect.map((rows) => rows[0])
+            ))
+          if (earlier !== undefined) return earlier
+          return yield* sql.withTransaction(Effect.gen(function*() {
+            const rows = yield* sql<TenantProjectRow>`
+              INSERT INTO projects (id, name, tenant_id) VALUES (${makeId("proj")}, ${name}, ${tenantId})
+              RETURNING id, name, tenant_id, created_at`
+            // Under an Idempotency-Key the claim records the project in this transaction (src/store/keyed-create.ts).
+            yield* recordCreate(sql, rows[0]!.id)
+            return rows[0]!
+          })).pipe(Effect.catchTag("SqlError", Effect.die))
         })
 
       const addMember = (tenantId: string, userId: string, role: Role, identityId: string | null) =>

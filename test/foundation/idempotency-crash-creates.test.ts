@@ -1,6 +1,6 @@
 /**
  * Idempotency across a crash, for the keyed creates not in idempotency-crash.test.ts: tenant
- * invitations (by a signed-in user), profiles, profile logins (a profile and the login session
+ * invitations and tenant projects (by a signed-in user), profiles, profile logins (a profile and the login session
  * holding it), bug reports, follow-up runs added to a session (POST .../sessions/{sid}/runs) and
  * schedule triggers (a firing). A burst of each is cut by SIGKILL at a random moment, several
  * times; after each restart every request is retried with its Idempotency-Key and body once the
@@ -28,8 +28,8 @@ const env = {
   WA_DRAIN_SECONDS: "1"
 }
 
-type Kind = "invitation" | "profile" | "profile_login" | "bug_report" | "followup" | "trigger"
-const kinds: ReadonlyArray<Kind> = ["invitation", "profile", "profile_login", "bug_report", "followup", "trigger"]
+type Kind = "invitation" | "tenant_project" | "profile" | "profile_login" | "bug_report" | "followup" | "trigger"
+const kinds: ReadonlyArray<Kind> = ["invitation", "tenant_project", "profile", "profile_login", "bug_report", "followup", "trigger"]
 const created = (kind: Kind) => kind === "followup" ? [201, 202] : kind === "trigger" ? [200, 201, 202] : [201]
 
 interface Keyed {
@@ -56,7 +56,7 @@ const request = (service: Service, setup: Setup, keyed: Keyed) =>
   service.request("POST", keyed.path, {
     body: keyed.body,
     headers: { "idempotency-key": keyed.key },
-    ...(keyed.kind === "invitation" ? { key: setup.userToken } : {})
+    ...(keyed.kind === "invitation" || keyed.kind === "tenant_project" ? { key: setup.userToken } : {})
   })
 
 const make = (kind: Kind, service: Service, setup: Setup, worker: number): Keyed => {
@@ -64,6 +64,8 @@ const make = (kind: Kind, service: Service, setup: Setup, worker: number): Keyed
   const base = `/v1/projects/${service.projectId}`
   const [path, body]: [string, Record<string, unknown>] = kind === "invitation"
     ? [`/v1/tenants/${setup.tenantId}/invitations`, { email: `${marker}@example.com` }]
+    : kind === "tenant_project"
+    ? [`/v1/tenants/${setup.tenantId}/projects`, { name: marker }]
     : kind === "profile"
     ? [`${base}/profiles`, { name: marker }]
     : kind === "profile_login"
@@ -97,7 +99,8 @@ const terminal = new Set(["succeeded", "failed", "canceled", "cancelled", "timed
 
 /** Until the session's latest run has ended (a session runs one run at a time). */
 const settled = async (service: Service, sessionId: string) => {
-  for (;;) {
+  for (const started = Date.now(); ;) {
+    if (Date.now() - started > 120_000) throw new Error(`session ${sessionId}: its latest run did not end within 120 s`)
     const response = await service.request("GET", `/v1/projects/${service.projectId}/do_anything/sessions/${sessionId}`)
     if (response.status !== 200) throw new Error(`session ${sessionId}: ${response.status} ${response.text}`)
     const runs: Array<{ status: string }> = response.json.runs ?? []
@@ -131,7 +134,8 @@ const burstUntilKilled = async (service: Service, setup: Setup, killAfterMs: num
     }
   }
   const workers = kinds.flatMap((kind) => Array.from({ length: WORKERS_PER_KIND }, (_, i) => worker(kind, i)))
-  await answered
+  // A service that answers nothing fails the test here rather than hanging it.
+  await Promise.race([answered, new Promise((_, reject) => setTimeout(() => reject(new Error("no create of the burst was answered within 60 s")), 60_000))])
   await new Promise((resolve) => setTimeout(resolve, killAfterMs))
   killed = true
   service.process.kill("SIGKILL")
@@ -149,7 +153,7 @@ const retry = async (service: Service, setup: Setup, keyed: Keyed): Promise<ApiR
   }
 }
 
-describe("Idempotency-Key across SIGKILL: invitations, profiles, logins, bug reports, follow-up runs, triggers", () => {
+describe("Idempotency-Key across SIGKILL: invitations, tenant projects, profiles, logins, bug reports, follow-up runs, triggers", () => {
   it("every key of a burst cut by SIGKILL ends with exactly one resource, and a retry returns the first answer", async () => {
     let service = await startService({ env })
     running.push(service)
@@ -219,6 +223,7 @@ describe("Idempotency-Key across SIGKILL: invitations, profiles, logins, bug rep
     try {
       const queries: Record<Kind, string> = {
         invitation: "SELECT split_part(email, '@', 1) AS marker, count(*)::int AS n FROM invitations WHERE split_part(email, '@', 1) = ANY($1) GROUP BY 1",
+        tenant_project: "SELECT name AS marker, count(*)::int AS n FROM projects WHERE name = ANY($1) GROUP BY name",
         profile: "SELECT name AS marker, count(*)::int AS n FROM profiles WHERE name = ANY($1) GROUP BY name",
         // A login's profile, and the one login session holding it.
         profile_login:
