@@ -149,7 +149,7 @@ async function compose(args: ComposeArgs): Promise<{ data: string; width: number
     const canvas = new OffscreenCanvas(width, height)
     const g = canvas.getContext("2d")!
     g.drawImage(bitmap, 0, 0, width, height)
-    const font = Math.max(10, Math.round(12 * Math.min(1, scale * 1.2)))
+    const font = Math.max(10, Math.round(13 * Math.min(1, scale * 1.2)))
     g.font = `bold ${font}px sans-serif`
     g.textBaseline = "top"
     args.marks.forEach((mark, i) => {

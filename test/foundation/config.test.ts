@@ -50,3 +50,29 @@ describe("Node flags", () => {
     expect(manifest.scripts["start"]).toBe(`node ${SERVICE_NODE_FLAGS.join(" ")} src/main.ts serve`)
   })
 })
+
+describe("WA_MODEL_VISION", () => {
+  it("auto by default; on, off, and true/false as on/off are taken; anything else stops start-up naming the variable", async () => {
+    const unset = await load({})
+    expect(Exit.isSuccess(unset) && unset.value.modelVision).toBe("auto")
+    for (const [raw, value] of [["on", "on"], ["off", "off"], ["auto", "auto"], ["true", "on"], ["false", "off"]]) {
+      const taken = await load({ WA_MODEL_VISION: raw! })
+      expect(Exit.isSuccess(taken) && taken.value.modelVision).toBe(value)
+    }
+    const refused = await load({ WA_MODEL_VISION: "maybe" })
+    expect(Exit.isFailure(refused) && String(refused.cause)).toContain("WA_MODEL_VISION")
+  })
+
+  it("auto decides by provider and model name", async () => {
+    const { visionCapable } = await import("../../src/agent/model.ts")
+    for (const name of ["gpt-4.1-mini", "gpt-4o", "gpt-5", "o4-mini", "anthropic/claude-sonnet-4.5", "google/gemini-2.5-flash", "llava:13b", "qwen2.5-vl-7b-instruct", "Qwen/Qwen2.5-VL-72B-Instruct", "llama3.2-vision", "pixtral-12b", "gemma3:27b"]) {
+      expect([name, visionCapable("openai-compatible", name)]).toEqual([name, true])
+    }
+    for (const name of ["scripted", "gpt-3.5-turbo", "o3-mini", "llama3.1:8b", "qwen2.5-coder:7b", "mistral-7b-instruct", "gemma3:1b", "deepseek-r1"]) {
+      expect([name, visionCapable("openai-compatible", name)]).toEqual([name, false])
+    }
+    expect(visionCapable("anthropic", "claude-sonnet-4-5")).toBe(true)
+    expect(visionCapable("anthropic", "claude-3-5-haiku-latest")).toBe(true)
+    expect(visionCapable("anthropic", "claude-2.1")).toBe(false)
+  })
+})
