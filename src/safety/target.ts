@@ -72,3 +72,37 @@ export const targetAt = (lease: ContextLease, x: number, y: number): Effect.Effe
     }
   }).pipe(Effect.orElseSucceed(() => undefined))
 }
+
+/** Evaluated in the page: the button a form submission from this field presses (its form's default button). */
+function defaultButtonOf(field: Element | null): Element | null {
+  const el = field ?? document.activeElement
+  if (el === null) return null
+  const form = el instanceof HTMLInputElement || el instanceof HTMLTextAreaElement || el instanceof HTMLSelectElement || el instanceof HTMLButtonElement
+    ? el.form
+    : el.closest("form")
+  if (form === null) return null
+  return form.querySelector("button:not([type]), button[type=submit], input[type=submit], input[type=image]")
+}
+
+/**
+ * The control a submission presses: for `type ... submit` (Enter in the field of a ref) or
+ * `press_key Enter` (the focused field, ref undefined), its form's default button.
+ */
+export const submitTargetOf = (lease: ContextLease, ref: string | undefined): Effect.Effect<ActionTarget | undefined> => {
+  const page = lease.page()
+  if (page === undefined) return Effect.succeed(undefined)
+  return attempt(lease, "read the form", 5_000, async () => {
+    const field = ref === undefined ? undefined : await locateRef(page, ref).then((location) => location === undefined ? undefined : elementAt(location))
+    if (ref !== undefined && field === undefined) return undefined
+    const handle = field === undefined
+      ? await page.mainFrame().evaluateHandle(defaultButtonOf, null)
+      : await field.evaluateHandle(defaultButtonOf)
+    const button = handle.asElement()
+    try {
+      return button === null ? undefined : (await button.evaluate(describeTarget)) ?? undefined
+    } finally {
+      void handle.dispose().catch(() => undefined)
+      if (field !== undefined) void field.dispose().catch(() => undefined)
+    }
+  }).pipe(Effect.orElseSucceed(() => undefined))
+}
