@@ -51,6 +51,14 @@ export class AgentInbox extends Context.Service<AgentInbox, {
   readonly oldestFirst: (sessionId: string, limit: number) => Effect.Effect<ReadonlyArray<InboxMessage>>
 }>()("wa/agent/AgentInbox") {}
 
+/** No inboxes (the service is not given one): no session has an address. */
+export const noInbox: AgentInbox["Service"] = {
+  addressOf: () => Effect.succeed(null),
+  list: () => Effect.succeed([]),
+  get: () => Effect.succeed(undefined),
+  oldestFirst: () => Effect.succeed([])
+}
+
 const Failure = Schema.Struct({ error: Schema.String, code: Schema.String })
 
 const tool = <const Name extends string, P extends Schema.Struct.Fields>(name: Name, description: string, parameters: P) =>

@@ -19,6 +19,7 @@ import { ScreenshotStore } from "../store/screenshots.ts"
 import { AgentModel } from "./model.ts"
 import { AgentToolkitHandlers, noSecrets, observeForModel, redactDeep, RunContext, type RunSecrets, SecretVault, toolkitFor } from "./tools.ts"
 import { FileToolContext, FileToolkitHandlers, fileToolNames, watchDownloads, workspacePrompt } from "./file-tools.ts"
+import { AgentInbox, inboxPrompt, MailToolContext, MailToolkitHandlers, mailToolNames, noInbox } from "./mail-tools.ts"
 import { WorkspaceStore } from "../workspaces/workspace-store.ts"
 import { budgetExceededDetail, type Exhausted } from "../billing/ledger.ts"
 import { autonomousBoundsOfRun, proposeNextRun } from "../store/autonomous-schedules.ts"
@@ -235,17 +236,31 @@ export const runAgent = Effect.fn("runAgent")(function*(
     settleDownloads
   }))))
 
+  // The session's inbox (agentmail, src/mail/inbound/) gives the mail tools and a line of the prompt.
+  const inbox = Option.getOrElse(yield* Effect.serviceOption(AgentInbox), () => noInbox)
+  const inboxAddress = run.session_id === null ? null : yield* inbox.addressOf(run.session_id)
+  const mailHandlers = MailToolkitHandlers.pipe(Layer.provide(Layer.succeed(MailToolContext, MailToolContext.of({
+    sessionId: run.session_id ?? "",
+    address: inboxAddress,
+    inbox,
+    emit
+  }))))
+
   const toolkit = toolkitFor(
     request.allowed_actions ?? [],
     request.output_schema as Record<string, unknown> | null | undefined,
-    workspaceId === null ? fileToolNames : [],
+    [...(workspaceId === null ? fileToolNames : []), ...(inboxAddress === null ? mailToolNames : [])],
     autonomous !== undefined
   )
-  const handlers = Layer.merge(AgentToolkitHandlers.pipe(Layer.provide(Layer.succeed(RunContext, ctx))), fileHandlers)
+  const handlers = Layer.mergeAll(AgentToolkitHandlers.pipe(Layer.provide(Layer.succeed(RunContext, ctx))), fileHandlers, mailHandlers)
   let history = resume?.checkpoint !== undefined
     ? decodePrompt(resume.checkpoint.history)
     : Prompt.make([
-      { role: "system", content: workspaceId === null ? systemPrompt(run, autonomous, secrets) : `${systemPrompt(run, autonomous, secrets)}\n${workspacePrompt}` },
+      {
+        role: "system",
+        content: [systemPrompt(run, autonomous, secrets), workspaceId === null ? "" : workspacePrompt, inboxAddress === null ? "" : inboxPrompt(inboxAddress)]
+          .filter((part) => part !== "").join("\n")
+      },
       { role: "user", content: `Task:\n${run.instructions ?? "(continue the previous task)"}` }
     ])
 

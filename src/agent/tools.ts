@@ -12,6 +12,7 @@ import { observe } from "../browser/observe.ts"
 import type { ContextLease } from "../browser/pool.ts"
 import { type ExtractionError, extractFromPage } from "../reader/extract-in-page.ts"
 import { fileTools } from "./file-tools.ts"
+import { mailTools } from "./mail-tools.ts"
 import { confirmClick } from "../safety/confirm.ts"
 import type { RunSafety } from "../safety/service.ts"
 import { targetAt, targetOfRef } from "../safety/target.ts"
@@ -128,8 +129,8 @@ const browserTools = [
   ReadPage, Extract, Screenshot, AskHuman, Done
 ] as const
 
-/** Every tool: the browser's and the workspace's (file-tools.ts, handled by FileToolkitHandlers). */
-export const allTools = [...browserTools, ...fileTools] as const
+/** Every tool: the browser's, the workspace's (file-tools.ts, FileToolkitHandlers) and the inbox's (mail-tools.ts, MailToolkitHandlers). */
+export const allTools = [...browserTools, ...fileTools, ...mailTools] as const
 
 export const toolNames: ReadonlyArray<string> = allTools.map((t) => t.name)
 
