@@ -7,7 +7,7 @@
 import { Context, Effect, Layer, Option } from "effect"
 import { LanguageModel } from "effect/ai"
 import { FetchHttpClient } from "effect/http"
-import { costUsd, parsePricePerMtok } from "../billing/prices.ts"
+import { costUsd, parsePricePerMtok } from "../config/prices.ts"
 import { AppConfig, modelApiKey } from "../config/config.ts"
 import { makeAnthropic } from "./providers/anthropic.ts"
 import { makeOpenAiCompatible } from "./providers/openai-compatible.ts"

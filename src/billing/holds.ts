@@ -30,7 +30,7 @@ import { BudgetExceeded, InsufficientCredits } from "../domain/errors.ts"
 import type { RunRequest } from "../domain/run.ts"
 import { terminalStatuses } from "../domain/run-state.ts"
 import { lockBalance, toMicros } from "./ledger.ts"
-import type { PriceTable } from "./prices.ts"
+import type { PriceTable } from "../config/prices.ts"
 
 /** What a hold pays for: a run (runs) or a monitor tick (monitor_runs). */
 export type HoldKind = "run" | "tick"

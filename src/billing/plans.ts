@@ -1,5 +1,5 @@
 /**
- * Plans: the plan table (src/billing/plan-table.ts, configuration) and each project's plan.
+ * Plans: the plan table (src/config/plan-table.ts, configuration) and each project's plan.
  *
  * - A project is on the plan the operator set (`wa plans set`, a row in project_plans: a
  *   subscription, status `active`), else on the default plan (WA_DEFAULT_PLAN) without a
@@ -18,9 +18,9 @@ import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { AppConfig } from "../config/config.ts"
 import { grantMonthlyInTransaction, lockBalance } from "./ledger.ts"
-import { loadPlanTable, type Plan, type PlanTable } from "./plan-table.ts"
+import { loadPlanTable, type Plan, type PlanTable } from "../config/plan-table.ts"
 
-export type { Plan } from "./plan-table.ts"
+export type { Plan } from "../config/plan-table.ts"
 
 export class UnknownPlan extends Schema.TaggedError<UnknownPlan>()("UnknownPlan", {
   planId: Schema.String,

@@ -5,8 +5,8 @@
 import { Config, ConfigProvider, Context, Effect, Layer, LogLevel, Option, Redacted, Schema } from "effect"
 import * as path from "node:path"
 import { parseSecretKey } from "../security/secret-key.ts"
-import { planTableProblem } from "../billing/plan-table.ts"
-import { defaultPricesFile, loadPriceTable, type PriceTable } from "../billing/prices.ts"
+import { planTableProblem } from "./plan-table.ts"
+import { defaultPricesFile, loadPriceTable, type PriceTable } from "./prices.ts"
 
 const optionalString = (name: string) => Config.option(Config.NonEmptyString(name))
 const optionalRedacted = (name: string) => Config.option(Config.Redacted(name))
@@ -161,7 +161,7 @@ export const AppConfigSchema = Config.all({
   stripeApiBase: Config.NonEmptyString("WA_STRIPE_API_BASE").pipe(Config.withDefault("https://api.stripe.com")),
   /** How often each process looks for projects below their auto-recharge threshold. */
   autoRechargePollMs: Config.Int("WA_AUTO_RECHARGE_POLL_MS").pipe(Config.withDefault(2000)),
-  /** The price table (src/billing/prices.ts); unset: config/prices.json of the repository. */
+  /** The price table (src/config/prices.ts); unset: config/prices.json of the repository. */
   pricesFile: optionalString("WA_PRICES_FILE"),
   // Console accounts (src/accounts/): sign-in throttling, session lifetime, invitations, caps.
   loginAttemptsPerAccount: Config.Int("WA_LOGIN_ATTEMPTS_PER_ACCOUNT").pipe(Config.withDefault(10)),

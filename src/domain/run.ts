@@ -180,7 +180,7 @@ export class Run extends Schema.Class<Run>("wa/domain/Run")({
   model: Schema.NullOr(Schema.String),
   parent_run_id: Schema.NullOr(RunId),
   llm_cost_usd: Schema.String,
-  /** DoAnything: the browser time this run held the session's browser (src/billing/prices.ts). */
+  /** DoAnything: the browser time this run held the session's browser (src/config/prices.ts). */
   browser_cost_usd: Schema.String,
   proxy_cost_usd: Schema.String,
   /** The product fee: DeepResearch per run, WebSearch per query. */

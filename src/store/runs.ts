@@ -39,7 +39,7 @@ import {
 import { canTransition, isTerminal, type RunStatus } from "../domain/run-state.ts"
 import { chargeAllInTransaction, type Exhausted, toMicros } from "../billing/ledger.ts"
 import { estimatedChargeMicros, holdInTransaction, releaseHoldInTransaction } from "../billing/holds.ts"
-import { browserUsd } from "../billing/prices.ts"
+import { browserUsd } from "../config/prices.ts"
 import { AppConfig } from "../config/config.ts"
 import { admitRunInFlight, oneAdmissionAtATime, RunStartedBy } from "./run-admission.ts"
 import { usd, usdFromMicros, usdSum } from "../domain/money.ts"

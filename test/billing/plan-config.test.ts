@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import * as path from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
-import { loadPlanTable } from "../../src/billing/plan-table.ts"
+import { loadPlanTable } from "../../src/config/plan-table.ts"
 import { loadAppConfig } from "../../src/config/config.ts"
 
 const dir = mkdtempSync(path.join(tmpdir(), "wa-plans-config-"))

@@ -56,7 +56,7 @@ const PlanFile = Schema.Struct({
 })
 
 /** The shipped table, next to the package (config/plans.json). */
-// A function for the same reason as defaultPricesFile (src/billing/prices.ts).
+// A function for the same reason as defaultPricesFile (src/config/prices.ts).
 export const shippedPlansFile = () => fileURLToPath(new URL("../../config/plans.json", import.meta.url))
 
 const micros = (usd: number) => Math.round(usd * 1_000_000)
