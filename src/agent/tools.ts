@@ -15,7 +15,7 @@ import { fileTools } from "./file-tools.ts"
 import { mailTools } from "./mail-tools.ts"
 import { confirmClick } from "../safety/confirm.ts"
 import type { RunSafety } from "../safety/service.ts"
-import { targetAt, targetOfRef } from "../safety/target.ts"
+import { submitTargetOf, targetAt, targetOfRef } from "../safety/target.ts"
 
 const Failure = Schema.Struct({ error: Schema.String, code: Schema.String })
 
@@ -325,14 +325,20 @@ export const AgentToolkitHandlers = AgentToolkit.toLayer(Effect.gen(function*() 
       confirmed(confirmClick(ctx.safety, targetOfRef(lease, params.ref), ctx.askHuman), actions.click(lease, params.ref)))),
   type: (params) =>
     instrumented_("type", params, withLease((lease) =>
-      hasPlaceholder(params.text)
+      // Enter after typing submits the field's form: its default button's category asks first.
+      confirmed(params.submit === true ? confirmClick(ctx.safety, submitTargetOf(lease, params.ref), ctx.askHuman) : Effect.succeed(undefined), hasPlaceholder(params.text)
         ? Effect.gen(function*() {
           const origin = yield* actions.fieldOrigin(lease, params.ref)
           const text = yield* revealFor(ctx.secrets, params.text, origin)
           return yield* actions.type(lease, params.ref, text, { submit: params.submit ?? false, secret: { shown: params.text, origin } })
         })
-        : actions.type(lease, params.ref, params.text, { submit: params.submit ?? false }))),
-  press_key: (params) => instrumented_("press_key", params, withLease((lease) => actions.pressKey(lease, params.key))),
+        : actions.type(lease, params.ref, params.text, { submit: params.submit ?? false })))),
+  press_key: (params) =>
+    instrumented_("press_key", params, withLease((lease) =>
+      confirmed(
+        /^enter$/i.test(params.key.trim()) ? confirmClick(ctx.safety, submitTargetOf(lease, undefined), ctx.askHuman) : Effect.succeed(undefined),
+        actions.pressKey(lease, params.key)
+      ))),
   select_option: (params) => instrumented_("select_option", params, withLease((lease) => actions.selectOption(lease, params.ref, params.values))),
   scroll: (params) =>
     instrumented_("scroll", params, withLease((lease) =>
