@@ -17,8 +17,8 @@ import { HttpApiClient, HttpApiMiddleware } from "effect/http-api"
 import { HttpClientRequest } from "effect/http"
 import { Authentication } from "../http/api/security.ts"
 import { CreateRunRequest as CreateRunSchema } from "../http/api/do-anything.ts"
-import { CreateResearchRequest as CreateResearchSchema } from "../research/schema.ts"
-import { WebSearchRequest as WebSearchSchema } from "../search/schema.ts"
+import { CreateResearchRequest as CreateResearchSchema } from "../domain/research.ts"
+import { WebSearchRequest as WebSearchSchema } from "../domain/web-search.ts"
 import { CreateMonitorRequest as CreateMonitorSchema, PatchMonitorRequest as PatchMonitorSchema } from "../domain/monitor.ts"
 import { ClientApi } from "./api.ts"
 import { WebAgentError } from "./errors.ts"
@@ -55,9 +55,9 @@ export type Session = Schemas["SessionResponse"]["Type"]
 export type Run = Schemas["RunResponse"]["Type"]
 export type CreateRunRequest = Schemas["CreateRunRequest"]["Encoded"]
 export type ResearchRun = ResearchSchemas["ResearchRunResponse"]["Type"]
-export type CreateResearchRequest = typeof import("../research/schema.ts")["CreateResearchRequest"]["Encoded"]
+export type CreateResearchRequest = typeof import("../domain/research.ts")["CreateResearchRequest"]["Encoded"]
 export type SearchRun = SearchSchemas["WebSearchRunResponse"]["Type"]
-export type WebSearchRequest = typeof import("../search/schema.ts")["WebSearchRequest"]["Encoded"]
+export type WebSearchRequest = typeof import("../domain/web-search.ts")["WebSearchRequest"]["Encoded"]
 export type Monitor = TrackSchemas["MonitorResponse"]["Type"]
 export type CreatedMonitor = TrackSchemas["CreateMonitorResponse"]["Type"]
 export type CreateMonitorRequest = typeof import("../domain/monitor.ts")["CreateMonitorRequest"]["Encoded"]

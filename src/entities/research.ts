@@ -32,7 +32,7 @@ import {
   writeSection
 } from "../research/pipeline.ts"
 import { assembleReport, citationNumbers, initialState, type ResearchState } from "../research/report.ts"
-import { decodeOutlineAnswer, type Outline, type Phase } from "../research/schema.ts"
+import { decodeOutlineAnswer, type Outline, type Phase } from "../domain/research.ts"
 import { canonicalUrl } from "../search/canonical-url.ts"
 import { WebSearch } from "../search/web-search.ts"
 import { fairModel, WorkOwner } from "../runs/fair-queue.ts"

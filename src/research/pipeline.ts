@@ -21,9 +21,9 @@ import type { Reader } from "../reader/reader.ts"
 import { fairly } from "../runs/fair-queue.ts"
 import { canonicalUrl, hostOf, normalizeSite, urlMatchesAnySite } from "../search/canonical-url.ts"
 import { extractiveSummary } from "../search/summarize.ts"
-import { decodeWebSearchRequest } from "../search/schema.ts"
+import { decodeWebSearchRequest } from "../domain/web-search.ts"
 import type { WebSearch } from "../search/web-search.ts"
-import type { Depth, Outline, OutlineEdit, OutlineSection } from "./schema.ts"
+import type { Depth, Outline, OutlineEdit, OutlineSection } from "../domain/research.ts"
 
 export interface DepthBudget {
   readonly sections: number

@@ -4,7 +4,7 @@
  * and the run's result.
  */
 import type { Brief, Claim, DepthBudget, Source } from "./pipeline.ts"
-import type { ConfidenceSummary, Outline, PartialSection } from "./schema.ts"
+import type { ConfidenceSummary, Outline, PartialSection } from "../domain/research.ts"
 
 export interface SectionGathering {
   readonly sourceIds: ReadonlyArray<string>

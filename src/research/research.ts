@@ -22,7 +22,7 @@ import { RunStore } from "../store/runs.ts"
 import { RunNotifier } from "../webhooks/run-notifier.ts"
 import { applyOutlineEdits, depthBudgets } from "./pipeline.ts"
 import { initialState, PRIOR_REPORT_CHARS, type ResearchState } from "./report.ts"
-import { decodeOutlineAnswer, type Outline, type OutlineEdit, ResearchResult } from "./schema.ts"
+import { decodeOutlineAnswer, type Outline, type OutlineEdit, ResearchResult } from "../domain/research.ts"
 
 const decodeResult = Schema.decodeUnknownOption(ResearchResult)
 

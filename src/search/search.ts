@@ -21,7 +21,7 @@ import { RunEventBus } from "../events/run-event-bus.ts"
 import { earlierCreate, messageSent, recordCreate } from "../store/keyed-create.ts"
 import { RunStore } from "../store/runs.ts"
 import { RunNotifier } from "../webhooks/run-notifier.ts"
-import { WebSearchResult } from "./schema.ts"
+import { WebSearchResult } from "../domain/web-search.ts"
 import { WebSearch } from "./web-search.ts"
 
 /** A run that was started, and whether it ended within the wait (the run is its newest state either way). */

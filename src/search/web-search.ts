@@ -33,7 +33,7 @@ import {
   type WebSearchRequest,
   type WebSearchResult,
   type WebSearchResultItem
-} from "./schema.ts"
+} from "../domain/web-search.ts"
 import {
   configuredEngineNames,
   defaultEngineNames,

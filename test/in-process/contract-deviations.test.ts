@@ -10,7 +10,7 @@ import { MonitorResponse } from "../../src/http/api/track.ts"
 import { Monitor } from "../../src/domain/monitor.ts"
 import { monitorView } from "../../src/http/views/monitor-view.ts"
 import { flatStatus, RunStatuses } from "../../src/domain/run-state.ts"
-import { Phases } from "../../src/research/schema.ts"
+import { Phases } from "../../src/domain/research.ts"
 
 type Json = any
 const doc: Json = OpenApi.fromApi(WebAgentApi)

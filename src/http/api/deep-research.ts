@@ -15,7 +15,7 @@ import {
   ResearchRefineRequest,
   Phases,
   ResearchResult
-} from "../../research/schema.ts"
+} from "../../domain/research.ts"
 import { PageQuery } from "../pagination.ts"
 import { CancelRunRequest, FeedbackRequest } from "./do-anything.ts"
 import { MaxString, ProjectIdParam, RunIdParam, WireRunStatus } from "./schemas.ts"

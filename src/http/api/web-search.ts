@@ -8,7 +8,7 @@
 import { Schema } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { BadRequest, Conflict, NotFound, PaymentRequired, ValidationError } from "../errors.ts"
-import { RefineWebSearchRequest, WebSearchFollowupRequest, WebSearchRequest, WebSearchResult } from "../../search/schema.ts"
+import { RefineWebSearchRequest, WebSearchFollowupRequest, WebSearchRequest, WebSearchResult } from "../../domain/web-search.ts"
 import { CancelRunRequest } from "./do-anything.ts"
 import { ProjectIdParam, RunIdParam, WireRunStatus } from "./schemas.ts"
 import { Authentication, Idempotency, RateLimit } from "./security.ts"

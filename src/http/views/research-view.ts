@@ -1,7 +1,7 @@
 /** The wire shape of a DeepResearch run (all three prefixes, and its terminal callback). */
 import { flatStatus, isTerminal } from "../../domain/run-state.ts"
 import type { DeepResearchRequest, Run } from "../../domain/run.ts"
-import type { Outline, Phase, ResearchResult } from "../../research/schema.ts"
+import type { Outline, Phase, ResearchResult } from "../../domain/research.ts"
 import { usd, usdSum } from "../../domain/money.ts"
 import { iso } from "./timestamps.ts"
 

@@ -1,7 +1,7 @@
 /** The wire shape of a WebSearch run (both conventions). */
 import { flatStatus } from "../../domain/run-state.ts"
 import type { Run } from "../../domain/run.ts"
-import type { WebSearchResult } from "../../search/schema.ts"
+import type { WebSearchResult } from "../../domain/web-search.ts"
 import { usd, usdSum } from "../../domain/money.ts"
 import { iso } from "./timestamps.ts"
 

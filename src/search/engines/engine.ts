@@ -5,7 +5,7 @@
  */
 import { Effect, Schema } from "effect"
 import type { HttpClient, HttpClientRequest } from "effect/http"
-import { EngineError, type Freshness } from "../schema.ts"
+import { EngineError, type Freshness } from "../../domain/web-search.ts"
 import type { EngineName } from "../search-config.ts"
 
 export interface EngineQuery {

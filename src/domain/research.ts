@@ -3,10 +3,10 @@
  * result and its parts, the outline a run asks to have approved, and the answers it accepts.
  */
 import { Schema } from "effect"
-import { deepResearchFields } from "../domain/run.ts"
-import { MaxString } from "../domain/schemas.ts"
+import { deepResearchFields } from "./run.ts"
+import { MaxString } from "./schemas.ts"
 
-export { Depth, UsdAmount } from "../domain/run.ts"
+export { Depth, UsdAmount } from "./run.ts"
 
 export const Phases = ["brief", "plan", "hitl_outline", "gather", "crosscheck", "synthesize"] as const
 export type Phase = typeof Phases[number]

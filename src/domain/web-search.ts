@@ -4,15 +4,15 @@
  * encodes results with `WebSearchResult`.
  */
 import { Schema } from "effect"
-import { webSearchFields } from "../domain/run.ts"
+import { webSearchFields } from "./run.ts"
 
-export { Freshness } from "../domain/run.ts"
+export { Freshness } from "./run.ts"
 
 /** How summaries were written: by the configured model, extractively (BM25 over sentences), or both. */
 export const SummaryMethod = Schema.Literals(["model", "extractive", "mixed"])
 export type SummaryMethod = typeof SummaryMethod.Type
 
-export { DEFAULT_MAX_RESULTS_PER_QUERY, MAX_QUERIES, MAX_QUERY_LENGTH, MAX_SITES } from "../domain/run.ts"
+export { DEFAULT_MAX_RESULTS_PER_QUERY, MAX_QUERIES, MAX_QUERY_LENGTH, MAX_SITES } from "./run.ts"
 
 export const WebSearchRequest = Schema.Struct(webSearchFields)
 export type WebSearchRequest = typeof WebSearchRequest.Type
