@@ -101,7 +101,8 @@ describe("agentmail", () => {
     const received = signup.events.filter((event) => event.event === "run.email_received")
     expect(received).toHaveLength(1)
     const data = received[0]!.data
-    expect(typeof data === "string" ? JSON.parse(data) : data).toMatchObject({ session_id: signup.sid, subject: "Confirm your account", from: expect.stringContaining("accounts@shop.example") })
+    const payload = typeof data === "string" ? JSON.parse(data) : data
+    expect(payload.data).toMatchObject({ session_id: signup.sid, subject: "Confirm your account", from: expect.stringContaining("accounts@shop.example") })
     const session = await service.request("GET", `${sessionsPath()}/${signup.sid}`)
     expect(session.json.inbox_address).toBe(address)
   })
