@@ -48,6 +48,12 @@ beforeAll(async () => {
       if (!page.includes("Noted")) return { tool: "click", args: { ref: refOf(page, "Add a note") } }
       return { tool: "click", args: { ref: refOf(page, "Place order") } }
     }
+    if (task.startsWith("send the message")) {
+      if (last?.code === "UserDeclined") return { tool: "done", args: { output: { declined: last.error } } }
+      if (page.includes("Message sent")) return { tool: "done", args: { output: { sent: true } } }
+      if (!page.includes("Contact us")) return { tool: "navigate", args: { url: `${shop.url}/contact` } }
+      return { tool: "type", args: { ref: refOf(page, "Message"), text: "Hello", submit: true } }
+    }
     return { tool: "done", args: { output: "unknown task" } }
   }
   model = await startScriptedModel(originalScript)
@@ -200,14 +206,14 @@ describe("safety boundary during a run", () => {
 })
 
 describe("confirmation of a payment click", () => {
-  const answerWith = async (answer: string) => {
-    const { runPath } = await startRun("place the order")
+  const answerWith = async (answer: string, task = "place the order", prompt = "The agent wants to click \"Place order\" (payment). Allow? yes/no") => {
+    const { runPath } = await startRun(task)
     await waitForRunStatus(service, runPath, ["awaiting_input"], { timeoutMs: 90_000, everyMs: 200 })
     const events = await eventsOf(runPath, "run.input_request")
     const asked = events.filter((e) => e.event === "run.input_request")
     expect(asked).toHaveLength(1)
     const request = asked[0]!.data.data
-    expect(request.prompt).toBe("The agent wants to click \"Place order\" (payment). Allow? yes/no")
+    expect(request.prompt).toBe(prompt)
     const ordersBefore = shop.orders()
     const answered = await service.request("POST", `${runPath}/intervene`, {
       body: { kind: "answer_input_request", input_request_id: request.input_request_id, response: answer }
@@ -228,5 +234,14 @@ describe("confirmation of a payment click", () => {
     expect(allowed.run.status).toBe("done")
     expect(allowed.run.output).toEqual({ placed: true })
     expect(shop.orders()).toBe(allowed.ordersBefore + 1)
+  })
+
+  it("asks before a form is submitted with Enter (type ... submit) when its button sends a message", async () => {
+    await putPolicy({ confirm_actions: ["payment", "send_message"] })
+    const sentBefore = shop.messages()
+    const declined = await answerWith("no thanks", "send the message", "The agent wants to click \"Send\" (send message). Allow? yes/no")
+    expect(declined.run.status).toBe("done")
+    expect(declined.run.output.declined).toContain("the user declined")
+    expect(shop.messages()).toBe(sentBefore)
   })
 })
