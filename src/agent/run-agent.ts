@@ -138,7 +138,7 @@ export const runAgent = Effect.fn("runAgent")(function*(
   // The project's safety boundary (src/safety/), as it is when the run starts: the guard refuses
   // documents outside its domains (the run then ends below), clicks in its categories ask first.
   const safety = yield* (yield* SafetyPolicies).forRun(run.project_id)
-  yield* Effect.promise(() => lease.guard.setPolicy(safety.active ? safety.navigation : undefined))
+  yield* Effect.promise(() => lease.guard.setPolicy(safety.checksDomains ? safety.navigation : undefined))
   /** Ends the run failed (safety_boundary_violated) when the guard refused a page outside the boundary; the step is not charged. */
   const endedOnBoundary = Effect.gen(function*() {
     const violation = lease.guard.violation()

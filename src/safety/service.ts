@@ -50,13 +50,16 @@ export interface RunSafety {
   readonly confirms: (category: ConfirmCategory) => boolean
   /** Whether anything is checked at all (no policy: the run goes exactly as before). */
   readonly active: boolean
+  /** Whether pages are checked (a domain list is set): without, the guard routes nothing for it. */
+  readonly checksDomains: boolean
 }
 
 export const runSafety = (policy: SafetyPolicy): RunSafety => ({
   policy,
   navigation: (url) => checkUrl(policy, url),
   confirms: (category) => policy.confirm_actions.includes(category),
-  active: policy.allowed_domains.length > 0 || policy.denied_domains.length > 0 || policy.confirm_actions.length > 0
+  active: policy.allowed_domains.length > 0 || policy.denied_domains.length > 0 || policy.confirm_actions.length > 0,
+  checksDomains: policy.allowed_domains.length > 0 || policy.denied_domains.length > 0
 })
 
 export const noSafety: RunSafety = runSafety(emptyPolicy)
