@@ -22,7 +22,7 @@ import { WebSearchRequest as WebSearchSchema } from "../domain/web-search.ts"
 import { CreateMonitorRequest as CreateMonitorSchema, PatchMonitorRequest as PatchMonitorSchema } from "../domain/monitor.ts"
 import { ClientApi } from "./api.ts"
 import { WebAgentError } from "./errors.ts"
-import { statusOf } from "../http/errors.ts"
+import { statusOf } from "../domain/api-errors.ts"
 import { followEvents, type StreamEvent, type StreamOptions } from "./sse.ts"
 import { makeFetch, type RetryInfo, type RetryPolicy } from "./transport.ts"
 
