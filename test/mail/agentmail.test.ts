@@ -140,6 +140,21 @@ describe("agentmail", () => {
     ])
   })
 
+  it("saves an attachment into the session's workspace when it has one", async () => {
+    const workspace = await service.request("POST", `/v1/projects/${service.projectId}/workspaces`, { body: { name: "mail" } })
+    expect(workspace.status, workspace.text).toBe(201)
+    const wid = workspace.json.id as string
+    const session = await runToEnd({ instructions: "report your tools", workspace_id: wid })
+    expect((session.run.output as { tools: Array<string> }).tools).toEqual(expect.arrayContaining(["read_inbox", "read_email", "wait_for_email"]))
+    expect(await sendMail(session.created.inbox_address, { attachments: [{ filename: "invoice.txt", content: "total 12" }] })).toBeUndefined()
+    const list = await service.request("GET", `${sessionsPath()}/${session.sid}/inbox`)
+    const message = await service.request("GET", `${sessionsPath()}/${session.sid}/inbox/${list.json.items[0].id}`)
+    expect(message.json.attachments).toEqual([{ filename: "invoice.txt", content_type: "text/plain", size_bytes: 8, saved_as: "invoice.txt", note: null }])
+    const file = await service.request("GET", `/v1/projects/${service.projectId}/workspaces/${wid}/files/invoice.txt`)
+    expect(file.status, file.text).toBe(200)
+    expect(file.json.size_bytes).toBe(8)
+  })
+
   it("refuses mail for an unknown address at RCPT and stores nothing", async () => {
     for (const to of ["sess_00000000000000000000000000@agents.localhost", `${signup.sid}@elsewhere.test`, "postmaster@agents.localhost"]) {
       const refused = await sendMail(to)
