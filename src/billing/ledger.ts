@@ -85,9 +85,6 @@ export interface ChargeOutcome {
 /** USD (a JS number) to integer micro-USD. */
 export const toMicros = (usd: number): number => Math.round(usd * 1_000_000)
 
-/** @deprecated the one money formatter is `usdFromMicros` (src/domain/money.ts); this name stays for callers not yet renamed. */
-export const usd2 = usdFromMicros
-
 interface BalanceRow {
   readonly project_id: string
   readonly monthly_micros: string

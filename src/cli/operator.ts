@@ -12,7 +12,8 @@ import { applyServiceV8Flags } from "../config/node-flags.ts"
 import { logLayer } from "../observability/log-layer.ts"
 import { databaseLayer } from "../store/database.ts"
 import { abandonPrestartedEmbeddedPostgres } from "../store/embedded-postgres.ts"
-import { isBucket, Ledger, toMicros, usd2 } from "../billing/ledger.ts"
+import { isBucket, Ledger, toMicros } from "../billing/ledger.ts"
+import { usdFromMicros } from "../domain/money.ts"
 import { Plans } from "../billing/plans.ts"
 import { Budget } from "../billing/budget.ts"
 import { budgetView, MAX_CAP_USD } from "../http/server/billing.ts"
@@ -154,11 +155,11 @@ const commands: Record<string, (args: ReadonlyArray<string>) => Effect.Effect<vo
       const { balance } = yield* Ledger.use((ledger) => ledger.grant(projectId, toMicros(usd), bucket))
       return {
         project_id: projectId,
-        granted_usd: usd2(toMicros(usd)),
+        granted_usd: usdFromMicros(toMicros(usd)),
         bucket,
-        credit_balance_usd: usd2(balance.totalMicros),
-        monthly_credits_usd: usd2(balance.monthlyMicros),
-        additional_credits_usd: usd2(balance.additionalMicros),
+        credit_balance_usd: usdFromMicros(balance.totalMicros),
+        monthly_credits_usd: usdFromMicros(balance.monthlyMicros),
+        additional_credits_usd: usdFromMicros(balance.additionalMicros),
         period_start: balance.periodStart.toISOString(),
         period_end: balance.periodEnd.toISOString()
       }
@@ -174,8 +175,8 @@ const commands: Record<string, (args: ReadonlyArray<string>) => Effect.Effect<vo
           name: plan.name,
           concurrency: plan.concurrency,
           scheduled_cap: plan.scheduledCap,
-          monthly_credits_usd: usd2(plan.monthlyCreditsMicros),
-          monthly_quota_usd: plan.monthlyQuotaMicros === null ? null : usd2(plan.monthlyQuotaMicros)
+          monthly_credits_usd: usdFromMicros(plan.monthlyCreditsMicros),
+          monthly_quota_usd: plan.monthlyQuotaMicros === null ? null : usdFromMicros(plan.monthlyQuotaMicros)
         }))
       })
     )),
@@ -232,9 +233,9 @@ const planCommand = (
       project_id: projectId,
       plan_id: plan.id,
       subscription_status: subscriptionStatus,
-      credit_balance_usd: usd2(balance.totalMicros),
-      monthly_credits_usd: usd2(balance.monthlyMicros),
-      additional_credits_usd: usd2(balance.additionalMicros),
+      credit_balance_usd: usdFromMicros(balance.totalMicros),
+      monthly_credits_usd: usdFromMicros(balance.monthlyMicros),
+      additional_credits_usd: usdFromMicros(balance.additionalMicros),
       period_start: balance.periodStart.toISOString(),
       period_end: balance.periodEnd.toISOString()
     }
