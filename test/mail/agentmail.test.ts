@@ -169,7 +169,7 @@ describe("agentmail", () => {
     expect(list.json.items).toHaveLength(2)
   })
 
-  it("a session created with agentmail: false has no address, no mail tools, and refuses mail", async () => {
+  it("a session created with agentmail: false has no address, no mail tools, and refuses mail; so does a closed session", async () => {
     const plain = await runToEnd({ instructions: "report your tools", agentmail: false })
     expect(plain.created.inbox_address).toBeNull()
     expect(plain.run.status).toBe("done")
@@ -178,6 +178,10 @@ describe("agentmail", () => {
     expect(tools).not.toContain("read_inbox")
     expect(tools).not.toContain("wait_for_email")
     expect((await sendMail(`${plain.sid}@agents.localhost`))?.responseCode).toBe(550)
+    // A closed session's address refuses mail too.
+    const closed = await service.request("POST", `${sessionsPath()}/${signup.sid}/close`)
+    expect(closed.status, closed.text).toBe(200)
+    expect((await sendMail(`${signup.sid}@agents.localhost`))?.responseCode).toBe(550)
     // The sign-up run was offered them.
     const signupRequest = model.requests.find((request) => taskOf(request).startsWith("sign up"))!
     expect(toolsOf(signupRequest)).toEqual(expect.arrayContaining(["read_inbox", "read_email", "wait_for_email"]))
