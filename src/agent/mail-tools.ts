@@ -97,6 +97,8 @@ export class MailToolContext extends Context.Service<MailToolContext, {
   readonly address: string | null
   readonly inbox: AgentInbox["Service"]
   readonly emit: (type: string, data: Record<string, unknown>) => Effect.Effect<void>
+  /** The run's secrets' redaction (tools.ts RunSecrets.redact): a mail may echo a value back. */
+  readonly redact: (text: string) => string
 }>()("wa/agent/MailToolContext") {}
 
 /** The lines of the system prompt about the inbox. */
@@ -106,18 +108,32 @@ export const inboxPrompt = (address: string) =>
 
 type ToolFailure = typeof Failure.Type
 
-/** Reports the tool with the same events as the other tools (tools.ts); failures go back to the model. */
-const instrumented = <A>(ctx: MailToolContext["Service"], name: string, params: unknown, body: Effect.Effect<A, ToolFailure>) =>
+/** Every string inside `value` passed through `redact`. */
+const redactAll = (value: unknown, redact: (text: string) => string): unknown => {
+  if (typeof value === "string") return redact(value)
+  if (Array.isArray(value)) return value.map((item) => redactAll(item, redact))
+  if (value !== null && typeof value === "object") return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, redactAll(item, redact)]))
+  return value
+}
+
+/**
+ * Reports the tool with the same events as the other tools (tools.ts); failures go back to the
+ * model. What the events and the model get passes through the run's secrets' redaction.
+ */
+const instrumented = <A>(ctx: MailToolContext["Service"], name: string, rawParams: unknown, body: Effect.Effect<A, ToolFailure>) =>
   Effect.gen(function*() {
+    const params = redactAll(rawParams, ctx.redact)
     yield* ctx.emit("run.action.started", { action: name, params })
     const result = yield* Effect.result(body)
     if (result._tag === "Failure") {
-      yield* ctx.emit("run.action.failed", { action: name, params, ...result.failure })
-      return yield* Effect.fail(result.failure)
+      const failure = redactAll(result.failure, ctx.redact) as ToolFailure
+      yield* ctx.emit("run.action.failed", { action: name, params, ...failure })
+      return yield* Effect.fail(failure)
     }
-    const text = JSON.stringify(result.success)
-    yield* ctx.emit("run.action.completed", { action: name, result: text.length > 500 ? `${text.slice(0, 500)}…` : result.success })
-    return result.success as unknown
+    const success = redactAll(result.success, ctx.redact)
+    const text = JSON.stringify(success)
+    yield* ctx.emit("run.action.completed", { action: name, result: text.length > 500 ? `${text.slice(0, 500)}…` : success })
+    return success
   })
 
 const contains = (haystack: string, needle: string | undefined) =>

@@ -243,7 +243,8 @@ export const runAgent = Effect.fn("runAgent")(function*(
     sessionId: run.session_id ?? "",
     address: inboxAddress,
     inbox,
-    emit
+    emit,
+    redact
   }))))
 
   const toolkit = toolkitFor(
