@@ -17,6 +17,7 @@ import { PlanLimitReached } from "../domain/errors.ts"
 /** The first key of the advisory lock that serialises a project's key creates (the second is the project's hash). */
 const PROJECT_KEYS_LOCK = 0x7761_6b31 // "wak1"
 import { createOnce } from "../store/keyed-create.ts"
+import { type ApiKeyScope, apiKeyScopes } from "../domain/api-key-scope.ts"
 import { displayPrefix, generateApiKey, hashApiKey, isWellFormedApiKey } from "./api-key-format.ts"
 
 /** last_used_at is refreshed at most this often, so reads do not each cost a write. */
@@ -29,8 +30,8 @@ const LAST_USED_RESOLUTION_MS = 60 * 1000
 const AUTH_CACHE_MAX_MS = 30 * 1000
 const AUTH_CACHE_MAX = 10_000
 
-export const apiKeyScopes = ["admin", "run"] as const
-export type ApiKeyScope = typeof apiKeyScopes[number]
+// The scopes are the contract's (src/domain/api-key-scope.ts).
+export { type ApiKeyScope, apiKeyScopes }
 
 export interface ApiKeyRow {
   readonly id: string

@@ -3,15 +3,12 @@
  * Lists are ordered newest first by id (ids sort by creation time), and the cursor is the last id
  * returned, so rows inserted while a client pages never shift or repeat what it reads.
  */
-import { Effect, Schema } from "effect"
+import { Effect } from "effect"
 import { badRequest } from "./errors.ts"
 
-export const PageQuery = {
-  limit: Schema.optional(Schema.NumberFromString.check(Schema.isInt(), Schema.isBetween({ minimum: 1, maximum: 100 }))),
-  cursor: Schema.optional(Schema.String.check(Schema.isMaxCodePoints(200)))
-}
-
-export const DEFAULT_LIMIT = 20
+// The query schema is the contract's (src/domain/pagination.ts).
+import { DEFAULT_LIMIT } from "../domain/pagination.ts"
+export { DEFAULT_LIMIT, PageQuery } from "../domain/pagination.ts"
 
 /**
  * The one cursor codec: base64url of `{<key>: position}`, opaque to clients. Decoding checks the

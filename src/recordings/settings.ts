@@ -14,12 +14,10 @@
  * canvases are not recorded. "By URL" means the replay loads the image from the site again, so it
  * shows nothing once the site is gone; `high` keeps them in the recording (larger).
  */
-import { Schema } from "effect"
+import { RecordingQualities, type RecordingQuality } from "../domain/recording.ts"
 import type { DoAnythingRequest } from "../domain/run.ts"
 
-export const RecordingQualities = ["low", "medium", "high"] as const
-export const RecordingQuality = Schema.Literals(RecordingQualities)
-export type RecordingQuality = typeof RecordingQuality.Type
+export { RecordingQualities, RecordingQuality } from "../domain/recording.ts"
 
 /** A run's recording settings, resolved; undefined when the run is not recorded. */
 export interface RecordingSettings {

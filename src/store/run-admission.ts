@@ -16,7 +16,7 @@
  * (unset: the project's cap), counted under the same lock from `runs.api_key_id` (migration 0026),
  * so one key cannot take all of its project's share: its 429 says `scope: "key"`.
  */
-import { Context, Effect, Semaphore } from "effect"
+import { Effect, Semaphore } from "effect"
 import type { SqlClient } from "effect/sql"
 import { RunCapReached } from "../domain/errors.ts"
 import { terminalStatuses } from "../domain/run-state.ts"
@@ -24,12 +24,8 @@ import { terminalStatuses } from "../domain/run-state.ts"
 /** The first key of the advisory locks this module takes (the second is the project's hash). */
 const RUNS_IN_FLIGHT_LOCK = 0x7761_7231 // "war1"
 
-/**
- * The API key (or console user) whose request starts runs: the HTTP layer provides it with the
- * caller (src/http/api/security.ts provideKey), and the run store writes it to `runs.api_key_id`.
- * Undefined for work no request started (a schedule's firing, a monitor's tick).
- */
-export const RunStartedBy = Context.Reference<string | undefined>("wa/store/RunStartedBy", { defaultValue: () => undefined })
+/** The key whose request starts runs (the contract's, src/domain/run-started-by.ts). */
+export { RunStartedBy } from "../domain/run-started-by.ts"
 
 /**
  * Fails with RunCapReached when the project has `limit` runs in flight, or the key `key.id` has

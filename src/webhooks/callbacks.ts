@@ -19,6 +19,7 @@ import { createHmac } from "node:crypto"
 import { request as httpRequest } from "node:http"
 import { request as httpsRequest } from "node:https"
 import { AppConfig } from "../config/config.ts"
+import { DeliveryChannel, DeliveryStatus } from "../domain/delivery.ts"
 import { makeId } from "../domain/ids.ts"
 import { checkPublicUrl, PrivateLookupError, publicLookup } from "../net/private-address.ts"
 
@@ -64,15 +65,8 @@ const post = (url: string, headers: Record<string, string>, body: string, allowP
     request.end(body)
   })
 
-export const DeliveryStatus = Schema.Literals(["pending", "retrying", "delivered", "failed"])
-export type DeliveryStatus = typeof DeliveryStatus.Type
-
-/**
- * The channel a delivery went out on: `callback_url` (a run's or a monitor's own URL),
- * `global_webhook` (a project webhook endpoint), `console_inbox` (recorded, not sent over HTTP).
- */
-export const DeliveryChannel = Schema.Literals(["callback_url", "global_webhook", "console_inbox", "schedule"])
-export type DeliveryChannel = typeof DeliveryChannel.Type
+// The delivery record's status and channel are the contract's (src/domain/delivery.ts).
+export { DeliveryChannel, DeliveryStatus }
 
 export interface DeliveryRow {
   readonly id: string

@@ -7,7 +7,7 @@
 import { Context } from "effect"
 import { HttpApiMiddleware, HttpApiSecurity } from "effect/http-api"
 import type { ConsoleSession } from "../../accounts/users.ts"
-import { Forbidden, TooManyRequests, Unauthorized } from "../errors.ts"
+import { Forbidden, TooManyRequests, Unauthorized } from "../../domain/api-errors.ts"
 import type { CurrentCaller } from "./security.ts"
 
 export const SESSION_COOKIE = "wa_session"

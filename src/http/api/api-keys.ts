@@ -4,8 +4,8 @@
  */
 import { Schema } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
-import { BadRequest, Forbidden, NotFound } from "../errors.ts"
-import { PageQuery } from "../pagination.ts"
+import { BadRequest, Forbidden, NotFound } from "../../domain/api-errors.ts"
+import { PageQuery } from "../../domain/pagination.ts"
 import { OptionalNullable, MaxString, ProjectIdParam, secretField, Timestamp } from "./schemas.ts"
 import { Authentication, Idempotency, RateLimit } from "./security.ts"
 

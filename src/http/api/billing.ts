@@ -2,8 +2,8 @@
 import { Schema } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { UsdAmount } from "../../domain/run.ts"
-import { BadRequest, Forbidden, ValidationError } from "../errors.ts"
-import { PageQuery } from "../pagination.ts"
+import { BadRequest, Forbidden, ValidationError } from "../../domain/api-errors.ts"
+import { PageQuery } from "../../domain/pagination.ts"
 import { ProjectIdParam } from "./schemas.ts"
 import { Authentication, RateLimit } from "./security.ts"
 

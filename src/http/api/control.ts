@@ -5,7 +5,7 @@
  */
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
-import { Forbidden } from "../errors.ts"
+import { Forbidden } from "../../domain/api-errors.ts"
 import { MaxString } from "./schemas.ts"
 
 export class ControlApi extends HttpApiGroup.make("control")

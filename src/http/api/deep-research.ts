@@ -6,7 +6,7 @@
  */
 import { Schema } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
-import { BadRequest, Conflict, NotFound, PaymentRequired, ValidationError } from "../errors.ts"
+import { BadRequest, Conflict, NotFound, PaymentRequired, ValidationError } from "../../domain/api-errors.ts"
 import {
   CreateResearchRequest,
   Outline,
@@ -16,7 +16,7 @@ import {
   Phases,
   ResearchResult
 } from "../../domain/research.ts"
-import { PageQuery } from "../pagination.ts"
+import { PageQuery } from "../../domain/pagination.ts"
 import { CancelRunRequest, FeedbackRequest } from "./do-anything.ts"
 import { MaxString, ProjectIdParam, RunIdParam, WireRunStatus } from "./schemas.ts"
 import { Authentication, Idempotency, RateLimit } from "./security.ts"

@@ -5,11 +5,11 @@
  */
 import { Schema } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
-import { BadRequest, Conflict, Forbidden, NotFound, PaymentRequired, TooManyRequests, ValidationError } from "../errors.ts"
-import { PageQuery } from "../pagination.ts"
+import { BadRequest, Conflict, Forbidden, NotFound, PaymentRequired, TooManyRequests, ValidationError } from "../../domain/api-errors.ts"
+import { PageQuery } from "../../domain/pagination.ts"
 import { doAnythingFields } from "../../domain/run.ts"
 import { MaxString, OptionalNullable, ProjectIdParam, RunIdParam, SessionIdParam, SessionStatus, WireRunStatus } from "./schemas.ts"
-import { RecordingQuality } from "../../recordings/settings.ts"
+import { RecordingQuality } from "../../domain/recording.ts"
 import { SessionScheduleField } from "../../domain/schedule-spec.ts"
 import { Authentication, Idempotency, RateLimit } from "./security.ts"
 

@@ -5,8 +5,8 @@
  */
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
-import { BadRequest, NotFound } from "../errors.ts"
-import { PageQuery } from "../pagination.ts"
+import { BadRequest, NotFound } from "../../domain/api-errors.ts"
+import { PageQuery } from "../../domain/pagination.ts"
 import { MaxString, ProjectIdParam, SessionIdParam, Timestamp } from "./schemas.ts"
 import { Authentication, Idempotency, RateLimit } from "./security.ts"
 

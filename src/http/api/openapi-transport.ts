@@ -12,7 +12,7 @@
  */
 import { Schema } from "effect"
 import { HttpApi, type HttpApiGroup } from "effect/http-api"
-import { DEFAULT_LIMIT } from "../pagination.ts"
+import { DEFAULT_LIMIT } from "../../domain/pagination.ts"
 import { Idempotency } from "./security.ts"
 
 type Spec = Record<string, any>

@@ -13,8 +13,8 @@ import {
   SELECTOR_MAX,
   SITE_ID_MAX
 } from "../../domain/profile.ts"
-import { BadRequest, Conflict, NotFound, PaymentRequired, TooManyRequests, ValidationError } from "../errors.ts"
-import { PageQuery } from "../pagination.ts"
+import { BadRequest, Conflict, NotFound, PaymentRequired, TooManyRequests, ValidationError } from "../../domain/api-errors.ts"
+import { PageQuery } from "../../domain/pagination.ts"
 import { MaxString, OptionalNullable, ProjectIdParam, Timestamp } from "./schemas.ts"
 import { Authentication, Idempotency, RateLimit } from "./security.ts"
 

@@ -1,7 +1,7 @@
 /** Project-level settings: the secret that signs the project's callbacks (admin keys only). */
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
-import { Forbidden } from "../errors.ts"
+import { Forbidden } from "../../domain/api-errors.ts"
 import { ProjectIdParam } from "./schemas.ts"
 import { Authentication, RateLimit } from "./security.ts"
 

@@ -5,7 +5,7 @@
 import { Schema } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { CONFIRM_CATEGORIES, MAX_DOMAIN_LENGTH, MAX_DOMAINS } from "../../safety/policy.ts"
-import { Forbidden, ValidationError } from "../errors.ts"
+import { Forbidden, ValidationError } from "../../domain/api-errors.ts"
 import { MaxString, ProjectIdParam } from "./schemas.ts"
 import { Authentication, Idempotency, RateLimit } from "./security.ts"
 

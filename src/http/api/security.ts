@@ -4,10 +4,10 @@
  */
 import { Context, Effect } from "effect"
 import { HttpApiMiddleware, HttpApiSecurity } from "effect/http-api"
-import type { ApiKeyScope } from "../../auth/api-keys.ts"
+import type { ApiKeyScope } from "../../domain/api-key-scope.ts"
 import type { ProjectId } from "../../domain/run.ts"
-import { RunStartedBy } from "../../store/run-admission.ts"
-import { Conflict, Forbidden, TooManyRequests, Unauthorized, ValidationError } from "../errors.ts"
+import { RunStartedBy } from "../../domain/run-started-by.ts"
+import { Conflict, Forbidden, TooManyRequests, Unauthorized, ValidationError } from "../../domain/api-errors.ts"
 
 /** The API key a request authenticated with, and the project it is scoped to. */
 export class CurrentKey extends Context.Service<CurrentKey, {

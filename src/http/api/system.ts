@@ -1,7 +1,7 @@
 /** Liveness and readiness, outside the versioned API and without auth. */
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
-import { InternalError } from "../errors.ts"
+import { InternalError } from "../../domain/api-errors.ts"
 
 export const HealthStatus = Schema.Struct({ status: Schema.String })
 

@@ -7,7 +7,7 @@
  */
 import { Schema } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
-import { BadRequest, Conflict, NotFound, PaymentRequired, ValidationError } from "../errors.ts"
+import { BadRequest, Conflict, NotFound, PaymentRequired, ValidationError } from "../../domain/api-errors.ts"
 import { RefineWebSearchRequest, WebSearchFollowupRequest, WebSearchRequest, WebSearchResult } from "../../domain/web-search.ts"
 import { CancelRunRequest } from "./do-anything.ts"
 import { ProjectIdParam, RunIdParam, WireRunStatus } from "./schemas.ts"

@@ -5,9 +5,9 @@
  */
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
-import { DeliveryChannel, DeliveryStatus } from "../../webhooks/callbacks.ts"
-import { BadRequest, Conflict, NotFound } from "../errors.ts"
-import { PageQuery } from "../pagination.ts"
+import { DeliveryChannel, DeliveryStatus } from "../../domain/delivery.ts"
+import { BadRequest, Conflict, NotFound } from "../../domain/api-errors.ts"
+import { PageQuery } from "../../domain/pagination.ts"
 import { MaxString, ProjectIdParam, Timestamp } from "./schemas.ts"
 import { Authentication, Idempotency, RateLimit } from "./security.ts"
 

@@ -6,8 +6,8 @@
  */
 import { Schema } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
-import { BadRequest, Forbidden, NotFound, ValidationError } from "../errors.ts"
-import { PageQuery } from "../pagination.ts"
+import { BadRequest, Forbidden, NotFound, ValidationError } from "../../domain/api-errors.ts"
+import { PageQuery } from "../../domain/pagination.ts"
 import { MAX_PATH_PARAM_LENGTH, MaxString, OptionalNullable, ProjectIdParam, Timestamp } from "./schemas.ts"
 import { Authentication, Idempotency, RateLimit } from "./security.ts"
 

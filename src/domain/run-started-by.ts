@@ -1,0 +1,8 @@
+import { Context } from "effect"
+
+/**
+ * The API key (or console user) whose request starts runs: the HTTP layer provides it with the
+ * caller (src/http/api/security.ts provideKey), and the run store writes it to `runs.api_key_id`.
+ * Undefined for work no request started (a schedule's firing, a monitor's tick).
+ */
+export const RunStartedBy = Context.Reference<string | undefined>("wa/store/RunStartedBy", { defaultValue: () => undefined })
