@@ -72,6 +72,13 @@ module.exports = {
       to: { path: `^src/(${products.join("|")})/`, pathNot: ["^src/$1/", "^src/[^/]+/service\\.ts$"] }
     },
     {
+      name: "contract-imports-only-domain",
+      comment: "the contract (http/api) and the SDK import only domain/ (and effect): the browser SDK bundles no server code",
+      severity: "error",
+      from: { path: ["^src/http/api/", "^src/client/"] },
+      to: { path: "^src/", pathNot: ["^src/domain/", "^src/http/api/", "^src/client/"] }
+    },
+    {
       name: "client-loads-no-server-module",
       comment: "the SDK is the contract (http/api) and the domain schemas, nothing of the server",
       severity: "error",

@@ -8,6 +8,7 @@
  * (the browser console: HttpOnly cookie + CSRF header on writes) or `bearer` (programs: the token
  * in Authorization). Changing the password ends every other session of the user.
  */
+import type { ConsoleSession, SessionKind } from "../domain/console-session.ts"
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { AppConfig } from "../config/config.ts"
@@ -17,7 +18,7 @@ import { LoginThrottle } from "./login-throttle.ts"
 import { hashPassword, needsRehash, verifyPassword } from "./passwords.ts"
 import { generateSessionToken, hashToken, isWellFormedSessionToken } from "./session-tokens.ts"
 
-export type SessionKind = "cookie" | "bearer"
+export type { ConsoleSession, SessionKind } from "../domain/console-session.ts"
 
 export interface UserRow {
   readonly id: string
@@ -28,13 +29,6 @@ export interface UserRow {
   readonly created_at: Date
 }
 
-export interface ConsoleSession {
-  readonly sessionId: string
-  readonly userId: string
-  readonly email: string
-  readonly kind: SessionKind
-  readonly expiresAt: Date
-}
 
 export interface SignedIn {
   readonly user: UserRow

@@ -42,4 +42,4 @@ export const renderMetrics: Effect.Effect<string, never, BrowserPool | Sharding.
   return yield* PrometheusMetrics.format()
 })
 
-export const prometheusContentType = "text/plain; version=0.0.4; charset=utf-8"
+export { prometheusContentType } from "../domain/limits.ts"

@@ -12,6 +12,7 @@
  *   the exchange of the code turns it `active` with a token; the user or a tenant admin can make it
  *   `revoked`. A pending grant expires after CONSENT_TTL. Reusing a code revokes the grant's token.
  */
+import type { SignedCaller } from "../domain/delegation.ts"
 import type { ProjectId } from "../domain/run.ts"
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
@@ -84,12 +85,7 @@ export interface DelegationRequest {
   readonly projectId: string | undefined
 }
 
-export interface SignedCaller {
-  readonly accessKeyId: string
-  readonly tenantId: string
-  /** Where the key's delegation requests may send the user back (read with the key itself). */
-  readonly redirectUris: ReadonlyArray<string>
-}
+export type { SignedCaller } from "../domain/delegation.ts"
 
 /** What a delegation token acts as on a request. */
 export interface DelegatedIdentity {

@@ -8,14 +8,10 @@
  * delegation token gets 403 there whatever its scopes. Table: README "Delegation".
  */
 
-export const delegationResources = ["do_anything", "deep_research", "web_search", "track", "profiles", "workspaces"] as const
-export type DelegationResource = typeof delegationResources[number]
-export type DelegationAction = "read" | "manage"
+import { type DelegationAction, type DelegationResource, delegationResources, delegationScopes } from "../domain/delegation.ts"
 
-export const delegationScopes: ReadonlyArray<string> = delegationResources.flatMap((resource) => [
-  `web_agent.${resource}:read`,
-  `web_agent.${resource}:manage`
-])
+// The scopes are the contract's (src/domain/delegation.ts).
+export { type DelegationAction, type DelegationResource, delegationResources, delegationScopes } from "../domain/delegation.ts"
 
 const known = new Set(delegationScopes)
 export const isDelegationScope = (scope: string): boolean => known.has(scope)

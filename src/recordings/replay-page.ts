@@ -151,4 +151,4 @@ export const replayAsset = (file: string): { readonly body: string; readonly con
   }
 }
 
-export const replayAssetNames = ["rrweb.js", "rrweb.css", "replay.js", "replay.css"] as const
+export { replayAssetNames } from "../domain/recording.ts"

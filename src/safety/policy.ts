@@ -15,11 +15,10 @@
  *   pass; any other scheme (file:, ftp:, chrome:...) passes only when there is no allow-list.
  */
 
-export const CONFIRM_CATEGORIES = ["payment", "account_deletion", "send_message"] as const
-export type ConfirmCategory = typeof CONFIRM_CATEGORIES[number]
+import { CONFIRM_CATEGORIES, type ConfirmCategory, MAX_DOMAIN_LENGTH, MAX_DOMAINS } from "../domain/limits.ts"
 
-export const MAX_DOMAINS = 500
-export const MAX_DOMAIN_LENGTH = 253
+// The policy's categories and bounds are the contract's (src/domain/limits.ts).
+export { CONFIRM_CATEGORIES, type ConfirmCategory, MAX_DOMAIN_LENGTH, MAX_DOMAINS }
 
 export interface SafetyPolicy {
   readonly allowed_domains: ReadonlyArray<string>

@@ -20,6 +20,7 @@
  *   run is still pending, which the Session entity handles once: it runs one message at a time and
  *   ignores runs that are no longer pending).
  */
+import { MAX_TRIGGER_PAYLOAD_BYTES } from "../domain/limits.ts"
 import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { earlierCreate, recordCreate } from "../store/keyed-create.ts"
@@ -45,7 +46,7 @@ const owner = (id: string) => ({ kind: SESSION_SCHEDULE_OWNER, id })
 export const FIRING_RETENTION_DAYS = 30
 
 /** The largest event payload accepted, as JSON text (it is added to the run's instructions). */
-export const MAX_TRIGGER_PAYLOAD_BYTES = 16 * 1024
+export { MAX_TRIGGER_PAYLOAD_BYTES }
 
 export type FiringOutcome = "pending" | "run_created" | "skipped"
 export type SkipReason = "paused" | "session_not_found" | "scheduled_cap_reached" | "previous_run_active" | "insufficient_credits" | "budget_exceeded"

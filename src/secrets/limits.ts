@@ -1,10 +1,2 @@
-/** The bounds of project secrets, shared by the service and the API schemas (no server code here). */
-
-/** Secrets a project may hold. */
-export const MAX_SECRETS = 100
-/** The longest value accepted (code points): passwords, tokens, otpauth URIs. */
-export const MAX_VALUE_LENGTH = 4096
-/** Origins one secret may be bound to. */
-export const MAX_ORIGINS = 20
-/** The longest origin entry accepted. */
-export const MAX_ORIGIN_LENGTH = 300
+/** The bounds of project secrets, shared by the service and the API schemas (defined in src/domain/limits.ts). */
+export { MAX_ORIGIN_LENGTH, MAX_ORIGINS, MAX_SECRETS, MAX_VALUE_LENGTH } from "../domain/limits.ts"

@@ -6,6 +6,7 @@
  * The URL is checked like a `callback_url` when the endpoint is created (form, and a public
  * address unless private networks are allowed) and again by the dispatcher at every attempt.
  */
+import { MAX_WEBHOOK_ENDPOINTS } from "../domain/limits.ts"
 import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { randomBytes } from "node:crypto"
@@ -16,7 +17,7 @@ import { earlierCreate, recordCreate } from "../store/keyed-create.ts"
 import { validateCallbackUrl } from "./callback-url.ts"
 
 /** Endpoints a project may hold. */
-export const MAX_WEBHOOK_ENDPOINTS = 20
+export { MAX_WEBHOOK_ENDPOINTS }
 
 export interface WebhookEndpointRow {
   readonly id: string

@@ -6,7 +6,7 @@
  */
 import { Context } from "effect"
 import { HttpApiMiddleware, HttpApiSecurity } from "effect/http-api"
-import type { ConsoleSession } from "../../accounts/users.ts"
+import type { ConsoleSession } from "../../domain/console-session.ts"
 import { Forbidden, TooManyRequests, Unauthorized } from "../../domain/api-errors.ts"
 import type { CurrentCaller } from "./security.ts"
 

@@ -12,10 +12,10 @@
  * writes them; the console endpoints are snake_case like their siblings.
  */
 import { Context, Schema } from "effect"
-import type { SignedCaller } from "../../delegation/delegations.ts"
+import type { SignedCaller } from "../../domain/delegation.ts"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSecurity, OpenApi } from "effect/http-api"
 import { BadRequest, Conflict, Forbidden, NotFound, TooManyRequests, Unauthorized, ValidationError } from "../../domain/api-errors.ts"
-import { delegationScopes } from "../../delegation/scopes.ts"
+import { delegationScopes } from "../../domain/delegation.ts"
 import { PageQuery } from "../../domain/pagination.ts"
 import { ConsoleAuth } from "./accounts-security.ts"
 import { secretField, Timestamp } from "./schemas.ts"

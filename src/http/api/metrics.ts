@@ -1,7 +1,7 @@
 /** /metrics: this node's metrics in the Prometheus text format, outside the versioned API and without auth. */
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "effect/http-api"
-import { prometheusContentType } from "../../cluster/metrics.ts"
+import { prometheusContentType } from "../../domain/limits.ts"
 
 export const PrometheusText = Schema.String.pipe(HttpApiSchema.asText({ contentType: prometheusContentType }))
 

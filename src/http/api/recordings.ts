@@ -5,7 +5,7 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { Forbidden, NotFound } from "../../domain/api-errors.ts"
-import { replayAssetNames } from "../../recordings/replay-page.ts"
+import { replayAssetNames } from "../../domain/recording.ts"
 import { ArtifactResponse } from "./deep-research.ts"
 import { MaxString, ProjectIdParam, RunIdParam, SessionIdParam } from "./schemas.ts"
 import { Authentication, Idempotency, RateLimit } from "./security.ts"

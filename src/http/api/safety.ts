@@ -4,7 +4,7 @@
  */
 import { Schema } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
-import { CONFIRM_CATEGORIES, MAX_DOMAIN_LENGTH, MAX_DOMAINS } from "../../safety/policy.ts"
+import { CONFIRM_CATEGORIES, MAX_DOMAIN_LENGTH, MAX_DOMAINS } from "../../domain/limits.ts"
 import { Forbidden, ValidationError } from "../../domain/api-errors.ts"
 import { MaxString, ProjectIdParam } from "./schemas.ts"
 import { Authentication, Idempotency, RateLimit } from "./security.ts"

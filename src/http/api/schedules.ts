@@ -6,7 +6,7 @@
  */
 import { Schema } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
-import { MAX_TRIGGER_PAYLOAD_BYTES } from "../../schedules/session-schedules.ts"
+import { MAX_TRIGGER_PAYLOAD_BYTES } from "../../domain/limits.ts"
 import { StoredSchedule } from "../../domain/schedule-spec.ts"
 import { BadRequest, Conflict, NotFound, ValidationError } from "../../domain/api-errors.ts"
 import { PageQuery } from "../../domain/pagination.ts"

@@ -6,7 +6,7 @@
 import { Schema } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { SecretName } from "../../domain/run.ts"
-import { MAX_ORIGIN_LENGTH, MAX_ORIGINS, MAX_SECRETS, MAX_VALUE_LENGTH } from "../../secrets/limits.ts"
+import { MAX_ORIGIN_LENGTH, MAX_ORIGINS, MAX_SECRETS, MAX_VALUE_LENGTH } from "../../domain/limits.ts"
 import { BadRequest, Conflict, Forbidden, NotFound, ValidationError } from "../../domain/api-errors.ts"
 import { PageQuery } from "../../domain/pagination.ts"
 import { MaxString, OptionalNullable, ProjectIdParam, SECRET_FIELD_ANNOTATION, Timestamp } from "./schemas.ts"

@@ -5,7 +5,7 @@
 import { Schema } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { CALLBACK_URL_MAX_LENGTH, callbackUrlFormProblem } from "../../domain/callback-url.ts"
-import { MAX_WEBHOOK_ENDPOINTS } from "../../webhooks/webhook-endpoints.ts"
+import { MAX_WEBHOOK_ENDPOINTS } from "../../domain/limits.ts"
 import { BadRequest, Conflict, Forbidden, NotFound, ValidationError } from "../../domain/api-errors.ts"
 import { PageQuery } from "../../domain/pagination.ts"
 import { MaxString, OptionalNullable, ProjectIdParam, secretField, Timestamp } from "./schemas.ts"
