@@ -119,14 +119,22 @@ export class Sessions extends Context.Service<Sessions, {
       const cancel = cancelRun(store, notifier, (run) =>
         run.session_id === null ? Effect.void : clientFor(run.session_id).Interrupt({ runId: run.id }, { discard: true }))
 
-      /** Rules the schema cannot express: names of allowed_actions and of the model, instructions present. */
-      const check = Effect.fn("Sessions.check")(function*(request: DoAnythingRequest) {
+      /** Rules the schema cannot express: names of allowed_actions, of the model and of the project's secrets, instructions present. */
+      const check = Effect.fn("Sessions.check")(function*(request: DoAnythingRequest, projectId: string) {
         const unknown = (request.allowed_actions ?? []).filter((name) => !toolNames.includes(name))
         if (unknown.length > 0) return yield* new UnknownNames({ field: "allowed_actions", what: "action", unknown, allowed: [...toolNames] })
         if (request.model !== undefined && request.model !== null && !models.includes(request.model)) {
           return yield* new UnknownNames({ field: "model", what: "model", unknown: [request.model], allowed: [...models] })
         }
         if (!hasInstructions(request)) return yield* new MissingFields({ fields: ["instructions"] })
+        const secretNames = request.secrets ?? []
+        if (secretNames.length > 0) {
+          // A secret the project does not have is a 422 at create, not a run that fails at its start.
+          const known = (yield* sql<{ name: string }>`SELECT name FROM project_secrets WHERE project_id = ${projectId} ORDER BY name`.pipe(Effect.orDie))
+            .map((row) => row.name)
+          const missing = secretNames.filter((name) => !known.includes(name))
+          if (missing.length > 0) return yield* new UnknownNames({ field: "secrets", what: "secret", unknown: missing, allowed: known })
+        }
         yield* scheduleOf(request)
       })
 
@@ -217,7 +225,7 @@ export class Sessions extends Context.Service<Sessions, {
         // The retry of a keyed add whose first attempt committed before its process died gets that run.
         const earlier = yield* earlierCreate((id) => recoveredRun(session, id as RunId))
         if (earlier !== undefined) return earlier
-        yield* check(request)
+        yield* check(request, session.project_id)
         // 402 (billing on) comes from the store: the run is admitted against a credit hold in its insert's transaction.
         // Under an Idempotency-Key the claim records the run in the same transaction (src/store/keyed-create.ts).
         const run = yield* sql.withTransaction(
@@ -237,7 +245,7 @@ export class Sessions extends Context.Service<Sessions, {
           // The retry of a keyed create whose first attempt committed before its process died gets that session.
           const earlier = yield* earlierCreate((id) => recoveredSession(key.projectId, id as SessionId, options?.beforeExecute))
           if (earlier !== undefined) return earlier
-          yield* check(request)
+          yield* check(request, key.projectId)
           // The session's workspace must be one of the project's: 404 workspace_not_found, nothing created.
           if (request.workspace_id !== undefined && request.workspace_id !== null) yield* workspaces.find(key.projectId, request.workspace_id)
           const profileId = request.profile_id ?? null

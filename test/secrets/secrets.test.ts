@@ -274,16 +274,18 @@ describe("a run with secrets", () => {
     expect(await leakedInto([PASSWORD])).toEqual([])
   })
 
-  it("never puts a placeholder into a URL; a run naming a secret the project lacks fails before its first step", async () => {
+  it("never puts a placeholder into a URL; a run naming a secret the project lacks is a 422 at create and makes nothing", async () => {
     const { run } = await runToEnd({ instructions: "put the password in a url", secrets: ["site_password"] })
     expect(run.status, JSON.stringify(run.error)).toBe("done")
     expect(run.output.refused.code).toBe("SecretRefused")
 
-    const { run: missing } = await runToEnd({ instructions: "sign in to the site as alice", secrets: ["site_password", "no_such_secret"] })
-    expect(missing.status).toBe("failed")
-    expect(missing.error.code).toBe("secret_unavailable")
-    expect(missing.error.detail).toContain("no_such_secret")
-    expect(missing.step_count).toBe(0)
+    const listed = async () => (await service.request("GET", sessionsPath())).json.items.length
+    const before = await listed()
+    const missing = await service.request("POST", sessionsPath(), { body: { instructions: "sign in to the site as alice", secrets: ["site_password", "no_such_secret"] } })
+    expect(missing.status, missing.text).toBe(422)
+    expect(missing.json.code).toBe("validation_error")
+    expect(missing.text).toContain("no_such_secret")
+    expect(await listed()).toBe(before)
 
     const badName = await service.request("POST", sessionsPath(), { body: { instructions: "x", secrets: ["has space"] } })
     expect(badName.status, badName.text).toBe(422)
