@@ -24,7 +24,7 @@ import {
   type InvalidFileName,
   sanitizeFileName,
   type WorkspaceStore
-} from "../workspaces/workspace-store.ts"
+} from "../store/workspace-store.ts"
 
 /** Bytes of a file read_file returns at most. */
 export const READ_FILE_LIMIT = 50_000

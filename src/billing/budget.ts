@@ -15,7 +15,8 @@ import { SqlClient } from "effect/sql"
 import { BudgetExceeded, InsufficientCredits } from "../domain/errors.ts"
 import { AppConfig } from "../config/config.ts"
 import { holdInTransaction, outstandingHoldsMicros } from "./holds.ts"
-import { type Balance, capMicrosOf, type Exhausted, Ledger, toMicros, WARNING_RATIO } from "./ledger.ts"
+import { type Balance, capMicrosOf, Ledger, toMicros, WARNING_RATIO } from "./ledger.ts"
+import type { Exhausted } from "../domain/billing.ts"
 
 export interface BudgetStatus {
   /** The monthly cap in micro-USD; null: no cap. */

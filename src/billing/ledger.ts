@@ -17,6 +17,7 @@
  *   execution charges exactly once).
  * - The balance is re-derivable: per bucket, the sum of the project's entries (`rederive`).
  */
+import type { Exhausted } from "../domain/billing.ts"
 import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
@@ -67,8 +68,6 @@ export interface ChargeInput {
   readonly force?: boolean
 }
 
-/** Why a project cannot be charged more: its credits ran out, or its monthly budget cap was reached. */
-export type Exhausted = "credits" | "budget"
 
 export interface ChargeOutcome {
   /** False when the key was already recorded, or when the charge was refused. */
@@ -135,12 +134,6 @@ const capSubquery = (sql: SqlClient.SqlClient, projectId: string) =>
 /** Whether the project can pay for more work: credits left, and under its cap. */
 export const exhaustedOf = (balance: Balance, capMicros: number | null): Exhausted | null =>
   balance.totalMicros <= 0 ? "credits" : capMicros !== null && balance.periodSpentMicros >= capMicros ? "budget" : null
-
-/** error.detail of a run that ended budget_exceeded. */
-export const budgetExceededDetail = (exhausted: Exhausted): string =>
-  exhausted === "credits"
-    ? "the project's credits ran out; what the run spent stays charged (add credits, then start a follow-up run)"
-    : "the project's monthly budget cap was reached; what the run spent stays charged (raise the cap with PUT /billing/budget)"
 
 /** The share of the cap at which the project gets its one warning of the period. */
 export const WARNING_RATIO = 0.8

@@ -37,7 +37,8 @@ import {
   storedRequest
 } from "../domain/run.ts"
 import { canTransition, isTerminal, type RunStatus } from "../domain/run-state.ts"
-import { chargeAllInTransaction, type Exhausted, toMicros } from "../billing/ledger.ts"
+import { chargeAllInTransaction, toMicros } from "../billing/ledger.ts"
+import type { Exhausted } from "../domain/billing.ts"
 import { estimatedChargeMicros, holdInTransaction, releaseHoldInTransaction } from "../billing/holds.ts"
 import { browserUsd } from "../config/prices.ts"
 import { AppConfig } from "../config/config.ts"

@@ -5,7 +5,7 @@
 import { Effect } from "effect"
 import { HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
-import { type WorkspaceFileRow, type WorkspaceRow, WorkspaceStore } from "../../workspaces/workspace-store.ts"
+import { type WorkspaceFileRow, type WorkspaceRow, WorkspaceStore } from "../../store/workspace-store.ts"
 import { PayloadTooLarge } from "../api/workspaces.ts"
 import { WebAgentApi } from "../api/api.ts"
 import { CurrentKey } from "../api/security.ts"

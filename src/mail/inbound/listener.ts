@@ -16,7 +16,7 @@ import { SMTPServer, type SMTPServerAddress } from "smtp-server"
 import { AppConfig } from "../../config/config.ts"
 import type { RunId } from "../../domain/run.ts"
 import { RunStore } from "../../store/runs.ts"
-import { contentTypeOf, WorkspaceStore } from "../../workspaces/workspace-store.ts"
+import { contentTypeOf, WorkspaceStore } from "../../store/workspace-store.ts"
 import { type InboxMessageRow, InboxStore, type Recipient, type StoredAttachment } from "./inbox-store.ts"
 import { findCodes, findLinks, htmlToText } from "./parse.ts"
 

@@ -16,8 +16,8 @@ import { SqlClient } from "effect/sql"
 import { randomUUID } from "node:crypto"
 import { AppConfig } from "../config/config.ts"
 import { makeId } from "../domain/ids.ts"
-import { createOnce } from "../store/keyed-create.ts"
-import { loadUrlSigner } from "../store/url-signer.ts"
+import { createOnce } from "./keyed-create.ts"
+import { loadUrlSigner } from "./url-signer.ts"
 import { WorkspaceFileNotFound, WorkspaceNotFound } from "../domain/errors.ts"
 
 /** Bytes per stored chunk: bytea values stay small and a download streams chunk by chunk. */
