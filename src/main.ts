@@ -15,7 +15,9 @@
  * This file only picks the verb: each kind of verb loads its own modules, so `wa --help` loads
  * nothing of the server and a client verb nothing but the SDK.
  */
+import { existsSync } from "node:fs"
 import { enableCompileCache } from "node:module"
+import { join } from "node:path"
 import { clientCommands, clientUsage, operatorUsage } from "./cli/usage.ts"
 
 // Node keeps the compiled code of our modules (and the stripped TypeScript) between starts, checked
@@ -32,11 +34,14 @@ if (argv[0] === "--help" || argv[0] === "help") {
   // Client commands use the API of a running service, not this machine's server configuration.
   await (await import("./cli/client.ts")).mainClient(argv)
 } else {
-  // `serve` on the embedded database: start PostgreSQL now, so that it comes up while the
-  // server's modules load (see prestartEmbeddedPostgres). Its failure is reported by the start.
-  if ((argv[0] ?? "serve") === "serve" && !process.env["DATABASE_URL"]) {
+  // `serve` on an embedded database that exists already: start PostgreSQL now, so that it comes
+  // up while the server's modules load (see prestartEmbeddedPostgres); its failure is reported by
+  // the start. A first start (initdb) waits for the configuration to be validated instead, so a
+  // bad setting never creates a database.
+  const dataDir = process.env["WA_DATA_DIR"] || "./data"
+  if ((argv[0] ?? "serve") === "serve" && !process.env["DATABASE_URL"] && existsSync(join(dataDir, "postgres.password"))) {
     const { prestartEmbeddedPostgres } = await import("./store/embedded-postgres.ts")
-    prestartEmbeddedPostgres(process.env["WA_DATA_DIR"] || "./data")
+    prestartEmbeddedPostgres(dataDir)
   }
   await (await import("./cli/operator.ts")).runOperatorCommand(argv)
 }
