@@ -18,6 +18,8 @@ let lists: Array<Operation>
 let monitorId: string
 /** A real schedule, for its firings. */
 let scheduleId: string
+/** A DoAnything session, for the lists under it (its inbox). */
+let sessionId: string
 /** A console session of an admin of the project's tenant, for the account lists (API keys get 403 there). */
 let sessionToken: string
 const agent = new http.Agent({ keepAlive: true, maxSockets: 4 })
@@ -33,6 +35,7 @@ beforeAll(async () => {
   })
   const schedules = await service.request("GET", `/v1/projects/${service.projectId}/schedules?session_id=${scheduled.json.id}`)
   scheduleId = schedules.json.items[0].id
+  sessionId = scheduled.json.id
   await createUser(service, "lists@example.com", "list-parameters-1", ["--tenant", "ten_default", "--role", "admin"])
   sessionToken = await loginBearer(service, "lists@example.com", "list-parameters-1")
   lists = operationsOf(doc).filter((op) =>
@@ -71,7 +74,7 @@ const badStatuses = (schema: SchemaObject): Array<string> => {
 }
 
 const pathOf = (op: Operation) =>
-  fillPath(op.path, { pid: encodeURIComponent(service.projectId), mid: monitorId, schedule_id: scheduleId, tid: "ten_default" })
+  fillPath(op.path, { pid: encodeURIComponent(service.projectId), mid: monitorId, schedule_id: scheduleId, sid: sessionId, tid: "ten_default" })
 
 /** Account and tenant lists take a console session; every other list the project's API key. */
 const tokenOf = (op: Operation) => /^\/v1\/(tenants|delegations)/.test(op.path) ? sessionToken : service.apiKey
