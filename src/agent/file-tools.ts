@@ -12,7 +12,8 @@
  * any order.
  */
 import { Context, Duration, Effect, FiberSet, Schema, type Scope, Stream } from "effect"
-import { Tool, Toolkit } from "effect/ai"
+import { Toolkit } from "effect/ai"
+import { tool, type ToolFailure } from "./tool-def.ts"
 import type { Download, Page } from "playwright-core"
 import type { ActionError } from "../browser/errors.ts"
 import { resolveRefHandle } from "../browser/observe.ts"
@@ -30,17 +31,6 @@ import {
 export const READ_FILE_LIMIT = 50_000
 /** How long a file tool (or the end of a run) waits for downloads still being saved. */
 const SETTLE_DOWNLOADS = Duration.seconds(30)
-
-const Failure = Schema.Struct({ error: Schema.String, code: Schema.String })
-
-const tool = <const Name extends string, P extends Schema.Struct.Fields>(name: Name, description: string, parameters: P) =>
-  Tool.make(name, {
-    description,
-    parameters: Schema.Struct(parameters),
-    success: Schema.Unknown,
-    failure: Failure,
-    failureMode: "return"
-  })
 
 const FileName = Schema.String.annotate({ description: "a file name in the session's workspace (see list_files)" })
 
@@ -79,7 +69,7 @@ class FileToolRefused extends Schema.TaggedError<FileToolRefused>()("FileToolRef
 
 type FileToolError = FileToolRefused | ActionError | WorkspaceFileNotFound | WorkspaceNotFound | FileTooLarge | InvalidFileName
 
-const describe = (error: FileToolError): typeof Failure.Type => {
+const describe = (error: FileToolError): ToolFailure => {
   switch (error._tag) {
     case "FileToolRefused": return { code: error.code, error: error.message }
     case "WorkspaceFileNotFound": return { code: "FileNotFound", error: `no file ${JSON.stringify(error.name)} in the workspace; call list_files` }

@@ -12,7 +12,8 @@
  * This module depends on nothing in tools.ts (tools.ts imports it).
  */
 import { Context, Effect, Schema } from "effect"
-import { Tool, Toolkit } from "effect/ai"
+import { Toolkit } from "effect/ai"
+import { tool, type ToolFailure } from "./tool-def.ts"
 
 /** wait_for_email waits at most this long. */
 export const MAX_WAIT_SECONDS = 120
@@ -59,17 +60,6 @@ export const noInbox: AgentInbox["Service"] = {
   oldestFirst: () => Effect.succeed([])
 }
 
-const Failure = Schema.Struct({ error: Schema.String, code: Schema.String })
-
-const tool = <const Name extends string, P extends Schema.Struct.Fields>(name: Name, description: string, parameters: P) =>
-  Tool.make(name, {
-    description,
-    parameters: Schema.Struct(parameters),
-    success: Schema.Unknown,
-    failure: Failure,
-    failureMode: "return"
-  })
-
 export const ReadInbox = tool("read_inbox", "List the emails received by your inbox address, newest first (id, from, subject, received_at).", {})
 export const ReadEmail = tool(
   "read_email",
@@ -105,8 +95,6 @@ export class MailToolContext extends Context.Service<MailToolContext, {
 export const inboxPrompt = (address: string) =>
   `You have your own email inbox: ${address}. Give this address when a site asks for an email address (sign-ups, verification, ` +
   "password resets); then call wait_for_email to get the mail (its links and one-time codes are listed), or read_inbox and read_email."
-
-type ToolFailure = typeof Failure.Type
 
 /** Every string inside `value` passed through `redact`. */
 const redactAll = (value: unknown, redact: (text: string) => string): unknown => {

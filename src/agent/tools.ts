@@ -5,7 +5,8 @@
  * result so it can retry, switch tool or give up.
  */
 import { Context, Effect, Option, Schema } from "effect"
-import { type AiError, LanguageModel, Tool, Toolkit } from "effect/ai"
+import { type AiError, LanguageModel, Toolkit } from "effect/ai"
+import { tool, type ToolFailure } from "./tool-def.ts"
 import * as actions from "../browser/actions.ts"
 import type { ActionError } from "../browser/errors.ts"
 import { observe } from "../browser/observe.ts"
@@ -16,17 +17,6 @@ import { mailTools } from "./mail-tools.ts"
 import { confirmClick } from "../safety/confirm.ts"
 import type { RunSafety } from "../safety/service.ts"
 import { submitTargetOf, targetAt, targetOfRef } from "../safety/target.ts"
-
-const Failure = Schema.Struct({ error: Schema.String, code: Schema.String })
-
-const tool = <const Name extends string, P extends Schema.Struct.Fields>(name: Name, description: string, parameters: P) =>
-  Tool.make(name, {
-    description,
-    parameters: Schema.Struct(parameters),
-    success: Schema.Unknown,
-    failure: Failure,
-    failureMode: "return"
-  })
 
 const Ref = Schema.String.annotate({ description: "element ref from the page snapshot, e.g. e12 or f1e3" })
 
@@ -223,8 +213,6 @@ export const redactDeep = (value: unknown, redact: (text: string) => string): un
   }
   return value
 }
-
-type ToolFailure = typeof Failure.Type
 
 /** A tool's own refusal (no tab, no model, output refused, ...), with the code the model sees. */
 export class ToolRefused extends Schema.TaggedError<ToolRefused>()("ToolRefused", {
