@@ -8,7 +8,7 @@ import { type FixtureSites, startFixtureSites } from "../fixtures/sites/server.t
 import { lastUserText, refOf, type ScriptedModel, startScriptedModel } from "../fixtures/model/scripted-model.ts"
 import { newDataDir, type Service, startService, stopAndClean } from "../support/service.ts"
 import { readSse } from "../support/sse.ts"
-import { TERMINAL, waitForRunStatus } from "../support/runs.ts"
+import { eventually, TERMINAL, waitForRunStatus } from "../support/runs.ts"
 
 let site: FixtureSites
 let model: ScriptedModel
@@ -75,7 +75,17 @@ const runUntilKilled = async (instructions: string, body: Record<string, unknown
   const created = await first.request("POST", `/v1/projects/${first.projectId}/do_anything/sessions`, { body: { instructions, keep_alive: false, ...body } })
   expect(created.status).toBe(201)
   const createdAt = Date.now()
-  await holding
+  const firstPath = `/v1/projects/${first.projectId}/do_anything/sessions/${created.json.id}/runs/${created.json.latest_run_id}`
+  // The run must reach the hold on the first runner; if it ends there first (a slow host can spend
+  // a short deadline before step 2), say so instead of waiting on a hold that never comes.
+  let reached = false
+  void holding.then(() => (reached = true))
+  const outcome = await eventually("the run to reach the hold on the first runner", async () => {
+    if (reached) return "held"
+    const run = await first.request("GET", firstPath)
+    return TERMINAL.includes(run.json?.status) ? run.json : undefined
+  }, { timeoutMs: 60_000 })
+  if (outcome !== "held") throw new Error(`the run ended on the first runner before it reached the hold: ${outcome.status} ${JSON.stringify(outcome.error)}`)
   await first.kill()
   const credentials = { projectId: first.projectId, apiKey: first.apiKey }
   release()
@@ -111,15 +121,14 @@ it("a run whose form held unsubmitted input when the service died fails with can
   expect(result.run.error.code).toBe("cannot_resume")
 })
 
-// SKIPPED, a known failure under investigation: in the last two clean-clone CI runs this test hung
-// (60 s, then 180 s) instead of seeing the restarted service cancel the run at its deadline; it
-// passed when run alone earlier. Until the cause is found the deadline-while-down path is covered
-// only by test/in-process/limits.test.ts (deadline under TestClock, without a restart).
-it.skip("a run whose duration limit passed while its runner was down ends canceled with duration_exceeded", async () => {
+// The deadline (one "minute" of WA_RUN_MINUTE_MS) must leave the first runner time to start its
+// browser and reach step 2 on a loaded host: at 6 s it once did not, the first runner canceled the
+// run itself, and the test waited on a hold that never came.
+it("a run whose duration limit passed while its runner was down ends canceled with duration_exceeded", async () => {
   await stopAndClean(service)
-  // A minute lasts six seconds here; the service dies within it and stays down past it (until
-  // 6.5 s after the run was created, when its deadline was set).
-  const result = await runUntilKilled("wait past the deadline", { max_duration_minutes: 1 }, { WA_RUN_MINUTE_MS: "6000" }, 6500)
+  // A minute lasts fifteen seconds here; the service dies within it and stays down past it (until
+  // 15.5 s after the run was created, when its deadline was set).
+  const result = await runUntilKilled("wait past the deadline", { max_duration_minutes: 1 }, { WA_RUN_MINUTE_MS: "15000" }, 15_500)
   service = result.service
   // The restarted service took the run up again (so the first one had not ended it) ...
   expect(result.events.some((event) => event.event === "run.resumed")).toBe(true)
