@@ -10,7 +10,7 @@ import { FetchHttpClient } from "effect/http"
 import { Reader } from "../src/reader/reader.ts"
 import { ReaderBrowser } from "../src/reader/reader-browser.ts"
 import { decodeWebSearchRequest } from "../src/domain/web-search.ts"
-import { WebSearch } from "../src/search/web-search.ts"
+import { WebSearch } from "../src/engines/web-search.ts"
 import { startFakeEngines } from "../test/fixtures/engines/fake-engines.ts"
 import { settingsFor } from "../test/fixtures/engines/settings.ts"
 

@@ -80,7 +80,7 @@ const doneDescription = "Finish the task with its final output (matching the out
 
 /**
  * `next_run_at` of `done`, offered only to a run of an autonomous schedule
- * (src/schedules/session-schedules.ts): when the session should run again, clamped by the server to
+ * (src/do-anything/schedules.ts): when the session should run again, clamped by the server to
  * the schedule's bounds.
  */
 const nextRunAt = {

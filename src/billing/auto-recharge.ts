@@ -14,14 +14,14 @@
  *    Idempotency-Key is the recharge id: a retry after a crash or timeout charges once. On success
  *    the additional bucket is credited under the ledger key `auto_recharge:<id>` and the recharge
  *    is `succeeded` in one transaction (a credit that lifts the balance to the threshold re-arms the
- *    settings, in the crediting transaction: src/billing/ledger.ts); a declined payment is `failed` at once (the settings stay
+ *    settings, in the crediting transaction: src/store/ledger.ts); a declined payment is `failed` at once (the settings stay
  *    disarmed until the balance is back above the threshold); other errors are retried with
  *    backoff, up to MAX_ATTEMPTS.
  */
 import { Context, Effect, Layer, Schedule } from "effect"
 import { SqlClient } from "effect/sql"
 import { AppConfig } from "../config/config.ts"
-import { creditInTransaction } from "./ledger.ts"
+import { creditInTransaction } from "../store/ledger.ts"
 import { StripeBilling } from "./stripe.ts"
 
 export const AUTO_RECHARGE_KIND = "topup_auto_recharge"

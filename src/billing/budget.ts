@@ -14,8 +14,10 @@ import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { BudgetExceeded, InsufficientCredits } from "../domain/errors.ts"
 import { AppConfig } from "../config/config.ts"
-import { holdInTransaction, outstandingHoldsMicros } from "./holds.ts"
-import { type Balance, capMicrosOf, Ledger, toMicros, WARNING_RATIO } from "./ledger.ts"
+import { holdInTransaction, outstandingHoldsMicros } from "../store/credit-holds.ts"
+import { toMicros } from "../domain/money.ts"
+import { type Balance, capMicrosOf, WARNING_RATIO } from "../store/ledger.ts"
+import { Ledger } from "./ledger.ts"
 import type { Exhausted } from "../domain/billing.ts"
 
 export interface BudgetStatus {
@@ -45,14 +47,14 @@ export class Budget extends Context.Service<Budget, {
   readonly exhausted: (projectId: string) => Effect.Effect<Exhausted | null>
   /**
    * A monitor tick about to run is admitted against its fee (track_per_tick), held from the
-   * balance until the tick ends (src/billing/holds.ts): "budget" or "credits" when it cannot be
+   * balance until the tick ends (src/store/credit-holds.ts): "budget" or "credits" when it cannot be
    * paid (billing off: null, nothing held). Its own transaction; the tick's end settles it.
    */
   readonly holdTick: (projectId: string, tickId: string) => Effect.Effect<Exhausted | null>
   /** Whether a new run (or tick) may start: BudgetExceeded or InsufficientCredits, else nothing. */
   readonly admit: (projectId: string) => Effect.Effect<void, BudgetExceeded | InsufficientCredits>
   /**
-   * Credits held now for runs and monitor ticks under way (src/billing/holds.ts), micro-USD: what
+   * Credits held now for runs and monitor ticks under way (src/store/credit-holds.ts), micro-USD: what
    * the balance is not free to spend until they end (shown as `held_usd`).
    */
   readonly held: (projectId: string) => Effect.Effect<number>

@@ -10,14 +10,14 @@
  *   (WA_MAX_KEYS_PER_PROJECT) and monitors not ended (WA_MAX_MONITORS_PER_PROJECT).
  * - A subscribed project is granted its plan's monthly credits once per billing period: when the
  *   plan is set (if the period has no grant yet), and when the ledger opens a new period
- *   (src/billing/ledger.ts lockBalance, lazily on the first write or balance read of the period).
+ *   (src/store/ledger.ts lockBalance, lazily on the first write or balance read of the period).
  *   Changing plan mid-period changes the caps at once; the new plan's credits come with the next
  *   period (the current one was granted already).
  */
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { AppConfig } from "../config/config.ts"
-import { grantMonthlyInTransaction, lockBalance } from "./ledger.ts"
+import { grantMonthlyInTransaction, lockBalance } from "../store/ledger.ts"
 import { loadPlanTable, type Plan, type PlanTable } from "../config/plan-table.ts"
 
 export type { Plan } from "../config/plan-table.ts"

@@ -6,9 +6,9 @@
  */
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
-import { scheduledRunning } from "../schedules/session-schedules.ts"
+import { scheduledRunning } from "../schedules/session-firings.ts"
 import { Budget } from "./budget.ts"
-import type { Balance } from "./ledger.ts"
+import type { Balance } from "../store/ledger.ts"
 import { type Plan, Plans } from "./plans.ts"
 
 export interface KeyConcurrency {
@@ -24,7 +24,7 @@ export interface QuotaStatus {
   readonly plan: Plan
   readonly subscriptionStatus: "active" | "none"
   readonly balance: Balance
-  /** Credits held for runs and ticks under way (src/billing/holds.ts), micro-USD. */
+  /** Credits held for runs and ticks under way (src/store/credit-holds.ts), micro-USD. */
   readonly heldMicros: number
   /** Charges of the current period, positive micro-USD. */
   readonly spentMicros: number

@@ -16,7 +16,7 @@ import { Context, Effect, Layer, Option, Redacted, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import Stripe from "stripe"
 import { AppConfig } from "../config/config.ts"
-import { creditInTransaction } from "./ledger.ts"
+import { creditInTransaction } from "../store/ledger.ts"
 import { usdFromMicros } from "../domain/money.ts"
 
 export class StripeNotConfigured extends Schema.TaggedError<StripeNotConfigured>()("StripeNotConfigured", {

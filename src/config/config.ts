@@ -4,7 +4,7 @@
  */
 import { Config, ConfigProvider, Context, Effect, Layer, LogLevel, Option, Redacted, Schema } from "effect"
 import * as path from "node:path"
-import { parseSecretKey } from "../security/secret-key.ts"
+import { parseSecretKey } from "./secret-key.ts"
 import { planTableProblem } from "./plan-table.ts"
 import { defaultPricesFile, loadPriceTable, type PriceTable } from "./prices.ts"
 
@@ -127,7 +127,7 @@ export const AppConfigSchema = Config.all({
   recordingMaxBytes: Config.Int("WA_RECORDING_MAX_BYTES").pipe(Config.withDefault(32 * 1024 * 1024)),
   /**
    * The key that encrypts saved browser state (profiles) at rest: 32 bytes as 64 hex characters or
-   * base64. Unset: generated once into <WA_DATA_DIR>/secret.key (mode 0600). See src/security/secret-key.ts.
+   * base64. Unset: generated once into <WA_DATA_DIR>/secret.key (mode 0600). See src/config/secret-key.ts.
    */
   secretKey: optionalRedacted("WA_SECRET_KEY"),
   // Take control (src/control/): how long a control URL waits for a person (spec: about 5

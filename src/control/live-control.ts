@@ -1,6 +1,6 @@
 /**
  * The runner's side of take control, inside the Session entity that holds the browser (see
- * src/entities/session.ts): the live frames and the person's input for a control page (whichever
+ * src/do-anything/executor.ts): the live frames and the person's input for a control page (whichever
  * API node holds its WebSocket reaches this entity through the cluster), and the watcher that runs
  * beside each run's agent: it expires control URLs nobody opened in time and gives the browser
  * back to the agent when the control page has been idle for WA_CONTROL_IDLE_SECONDS.

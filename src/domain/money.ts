@@ -7,6 +7,9 @@
 
 export const MICROS_PER_USD = 1_000_000
 
+/** A float amount of USD (a price times a quantity) to integer micro-USD, rounded. */
+export const toMicros = (usd: number): number => Math.round(usd * MICROS_PER_USD)
+
 /** Integer micro-USD as the wire's decimal string ("0.000182", "1.50", "-2.25"). */
 export const usdFromMicros = (micros: number | bigint): string => {
   const value = typeof micros === "bigint" ? micros : BigInt(Math.round(micros))

@@ -53,7 +53,7 @@ export type NotifyChannelKind = typeof NotifyChannelKind.Type
 /**
  * Exactly one of `url` / `webhook_id` / `schedule_id`, the one its kind names (none for
  * `console_inbox`). `schedule`: each notification triggers a DoAnything schedule of the project
- * (src/schedules/session-schedules.ts), its payload the notification.
+ * (src/do-anything/schedules.ts), its payload the notification.
  */
 export const NotifyChannelSpec = Schema.Struct({
   kind: NotifyChannelKind,

@@ -55,7 +55,7 @@ export const doAnythingFields = {
     default: null,
     description: "minutes the run may take; omitted or null: no limit of its own"
   }),
-  // Omitted: true (the run's request is stored with these filled in, src/entities/sessions.ts).
+  // Omitted: true (the run's request is stored with these filled in, src/do-anything/service.ts).
   keep_alive: Schema.optional(Schema.Boolean).annotate({ default: true, description: "keeps the session warm after the run for follow-ups" }),
   agentmail: Schema.optional(Schema.Boolean).annotate({ default: true }),
   cache_script: OptionalNullable(Schema.Boolean),
@@ -67,7 +67,7 @@ export const doAnythingFields = {
     capture_during_take_control: Schema.optional(Schema.Boolean)
   })),
   // The wire checks it strictly (CreateRunRequest: src/domain/schedule-spec.ts SessionScheduleField); the
-  // schedule itself lives in session_schedules (src/schedules/session-schedules.ts), and runs are
+  // schedule itself lives in session_schedules (src/do-anything/schedules.ts), and runs are
   // stored without it, so rows written before it was checked still decode.
   schedule: OptionalNullable(JsonObject),
   model: OptionalNullable(MaxString(100))

@@ -3,14 +3,13 @@
  * alignment steps, one at a time. Both messages are persisted with a primary key (the tick run's
  * id; the monitor and the alignment turn), so a message sent twice (a scheduler re-dispatching a
  * firing after a crash) is stored once, and a message under way when its runner dies is delivered
- * again on the runner that holds the shard next. The handlers are idempotent: a tick that ended
- * only makes sure its notification was recorded; an alignment turn already answered is skipped.
+ * again on the runner that holds the shard next. Its behaviour is bound in src/track/track-live.ts
+ * to the tick executor and the supervisor, whose handlers are idempotent: a tick that ended only
+ * makes sure its notification was recorded; an alignment turn already answered is skipped.
  */
-import { Effect, Schema } from "effect"
+import { Schema } from "effect"
 import { ClusterSchema, Entity } from "effect/cluster"
 import { Rpc } from "effect/rpc"
-import { Supervisor } from "../track/supervisor.ts"
-import { TickExecutor } from "../track/tick.ts"
 
 export const Tick = Rpc.make("Tick", {
   payload: { tickId: Schema.String },
@@ -30,18 +29,3 @@ export const Align = Rpc.make("Align", {
 }).annotate(ClusterSchema.Persisted, true)
 
 export const MonitorEntity = Entity.make("Monitor", [Tick, Fire, Align])
-
-export const MonitorEntityLive = MonitorEntity.toLayer(
-  Effect.gen(function*() {
-    const ticks = yield* TickExecutor
-    const supervisor = yield* Supervisor
-    return MonitorEntity.of({
-      Tick: ({ payload }) => ticks.execute(payload.tickId),
-      Fire: ({ payload }) => ticks.fire(payload.monitorId, new Date(payload.slot)),
-      Align: ({ payload }) => supervisor.step(payload.monitorId, payload.turn)
-    })
-  }),
-  // Monitors tick every minute or less often: an idle entity is let go between ticks, so thousands
-  // of monitors do not all stay resident.
-  { maxIdleTime: "10 seconds" }
-)

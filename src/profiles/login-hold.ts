@@ -1,12 +1,12 @@
 /**
- * The login run of an interactive login (src/profiles/profiles.ts) when the request gave no
+ * The login run of an interactive login (src/do-anything/profiles.ts) when the request gave no
  * `instructions`: it needs no model. It opens the start URL in the session's browser and holds
  * the page for a person, who signs in through the take-control URL the login returned (their
  * control page pauses the run; releasing it makes it `running` again, still holding). The run
  * stays `running` (or `paused`) until confirm closes the login session (which cancels it), the
  * session is closed, or its deadline passes.
  *
- * A login run is recognised by the Session entity (src/entities/session.ts): the session is the
+ * A login run is recognised by the Session entity (src/do-anything/executor.ts): the session is the
  * login session of a `profile_logins` row and the run's instructions are `loginInstructions` of
  * that row. With caller-given instructions the login run is an ordinary agent run instead.
  */

@@ -18,11 +18,11 @@
 import { Effect, Schema } from "effect"
 import { type AiError, LanguageModel } from "effect/ai"
 import type { Reader } from "../reader/reader.ts"
-import { fairly } from "../runs/fair-queue.ts"
-import { canonicalUrl, hostOf, normalizeSite, urlMatchesAnySite } from "../search/canonical-url.ts"
-import { extractiveSummary } from "../search/summarize.ts"
+import { fairly } from "../fairness/fair-queue.ts"
+import { canonicalUrl, hostOf, normalizeSite, urlMatchesAnySite } from "../engines/canonical-url.ts"
+import { extractiveSummary } from "../engines/summarize.ts"
 import { decodeWebSearchRequest } from "../domain/web-search.ts"
-import type { WebSearch } from "../search/web-search.ts"
+import type { WebSearch } from "../engines/web-search.ts"
 import type { Depth, Outline, OutlineEdit, OutlineSection } from "../domain/research.ts"
 
 export interface DepthBudget {
@@ -282,7 +282,7 @@ export const gatherSection = (
         const candidate = found.results[next++]!
         if (!used.has(canonicalUrl(candidate.url))) batch.push(candidate)
       }
-      // Each read waits for its fair share of page reads (src/runs/fair-queue.ts).
+      // Each read waits for its fair share of page reads (src/fairness/fair-queue.ts).
       const reads = yield* Effect.forEach(batch, (candidate) => Effect.result(reader.read(candidate.url).pipe(fairly("page_read"))), { concurrency: "unbounded" })
       for (const [index, read] of reads.entries()) {
         const candidate = batch[index]!

@@ -22,7 +22,7 @@ import { earlierCreate, messageSent, recordCreate } from "../store/keyed-create.
 import { RunStore } from "../store/runs.ts"
 import { RunNotifier } from "../webhooks/run-notifier.ts"
 import { WebSearchResult } from "../domain/web-search.ts"
-import { WebSearch } from "./web-search.ts"
+import { WebSearch } from "../engines/web-search.ts"
 
 /** A run that was started, and whether it ended within the wait (the run is its newest state either way). */
 export interface Started {

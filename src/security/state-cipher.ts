@@ -2,12 +2,12 @@
  * AES-256-GCM for saved browser state (profiles, src/profiles/profile-store.ts, and run
  * checkpoints, src/store/runs.ts). A sealed value is `iv (12 bytes) | tag (16) | ciphertext`, with
  * the owner's id (the profile id, the run id) as additional authenticated data, so a ciphertext
- * copied onto another row does not open. The key id is stored beside it (see secret-key.ts).
+ * copied onto another row does not open. The key id is stored beside it (see src/config/secret-key.ts).
  */
 import { Context, Data, Effect, Layer, Option, Redacted } from "effect"
 import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto"
 import { AppConfig } from "../config/config.ts"
-import { keyIdOf, loadSecretKey } from "./secret-key.ts"
+import { keyIdOf, loadSecretKey } from "../config/secret-key.ts"
 
 /** The state was written with another key, or the bytes were altered. */
 export class StateUnreadable extends Data.TaggedError("StateUnreadable")<{ readonly reason: string }> {}

@@ -8,7 +8,7 @@ import { Clock, Effect, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { clampProposal, StoredSchedule } from "../domain/schedule-spec.ts"
 
-/** `schedules.owner_kind` of a session's schedule (src/schedules/session-schedules.ts). */
+/** `schedules.owner_kind` of a session's schedule (src/do-anything/schedules.ts). */
 export const SESSION_SCHEDULE_OWNER = "session_schedule"
 
 const decodeSpec = Schema.decodeUnknownSync(StoredSchedule)

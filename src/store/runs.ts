@@ -37,9 +37,10 @@ import {
   storedRequest
 } from "../domain/run.ts"
 import { canTransition, isTerminal, type RunStatus } from "../domain/run-state.ts"
-import { chargeAllInTransaction, toMicros } from "../billing/ledger.ts"
+import { toMicros } from "../domain/money.ts"
+import { chargeAllInTransaction } from "./ledger.ts"
 import type { Exhausted } from "../domain/billing.ts"
-import { estimatedChargeMicros, holdInTransaction, releaseHoldInTransaction } from "../billing/holds.ts"
+import { estimatedChargeMicros, holdInTransaction, releaseHoldInTransaction } from "./credit-holds.ts"
 import { browserUsd } from "../config/prices.ts"
 import { AppConfig } from "../config/config.ts"
 import { admitRunInFlight, oneAdmissionAtATime, RunStartedBy } from "./run-admission.ts"
@@ -159,7 +160,7 @@ export class RunStore extends Context.Service<RunStore, {
     /** Open sessions the whole project may hold (its plan's), counted in the same transaction. */
     readonly maxProjectSessions?: number
   }) => Effect.Effect<{ readonly session: Session; readonly run: Run }, SessionCapReached | InsufficientCredits | BudgetExceeded>
-  /** Billing on: the run is admitted against its estimated charge, held (src/billing/holds.ts), in the transaction that inserts it. */
+  /** Billing on: the run is admitted against its estimated charge, held (src/store/credit-holds.ts), in the transaction that inserts it. */
   readonly addRun: (sessionId: SessionId, run: NewRun) => Effect.Effect<Run, SessionClosed | PreviousRunActive | InsufficientCredits | BudgetExceeded>
   /** A run without a session (WebSearch, DeepResearch), with its first event. */
   readonly createStandaloneRun: (projectId: ProjectId, request: RunRequest, options?: {
@@ -264,7 +265,7 @@ export class RunStore extends Context.Service<RunStore, {
 
       /**
        * Billing on: admits a new run against its estimated charge and holds it from the balance
-       * (src/billing/holds.ts), or refuses it (402). In the transaction that inserts the run.
+       * (src/store/credit-holds.ts), or refuses it (402). In the transaction that inserts the run.
        */
       const holdFor = (run: Pick<Run, "id" | "project_id" | "request">) =>
         !billing || Option.isNone(prices) ? Effect.void : holdInTransaction(sql, {

@@ -26,8 +26,9 @@ import {
 } from "../domain/monitor.ts"
 import type { CanonicalSchedule } from "../domain/schedule-spec.ts"
 import { EVENTS_CHANNEL, type RunEvent } from "../store/runs.ts"
-import { chargeInTransaction, toMicros } from "../billing/ledger.ts"
-import { releaseHoldInTransaction } from "../billing/holds.ts"
+import { toMicros } from "../domain/money.ts"
+import { chargeInTransaction } from "../store/ledger.ts"
+import { releaseHoldInTransaction } from "../store/credit-holds.ts"
 import { AppConfig } from "../config/config.ts"
 
 const decodeMonitor = Schema.decodeUnknownSync(Monitor)
@@ -175,7 +176,7 @@ export class MonitorStore extends Context.Service<MonitorStore, {
         Effect.gen(function*() {
           const fee = succeeded ? tickFeeMicros : 0
           if (!billing) return fee
-          // The tick ends: its credit hold (src/billing/holds.ts) is settled by these charges.
+          // The tick ends: its credit hold (src/store/credit-holds.ts) is settled by these charges.
           yield* releaseHoldInTransaction(sql, tick.id)
           yield* chargeInTransaction(sql, {
             projectId: tick.project_id, kind: "charge_llm", micros: llmMicros, idempotencyKey: `llm:${tick.id}`, runId: tick.id, force: true

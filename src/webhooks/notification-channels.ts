@@ -15,7 +15,8 @@
  */
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
-import { MAX_TRIGGER_PAYLOAD_BYTES, queueTrigger, scheduleExists } from "../schedules/session-schedules.ts"
+import { MAX_TRIGGER_PAYLOAD_BYTES } from "../domain/limits.ts"
+import { queueTrigger, scheduleExists } from "../schedules/session-firings.ts"
 import { Schedules } from "../schedules/schedules.ts"
 import { AppConfig } from "../config/config.ts"
 import { InvalidField } from "../domain/errors.ts"

@@ -1,11 +1,11 @@
 /**
- * The fair queue of run work (src/runs/fair-queue.ts): a lane's bound holds, freed slots go
+ * The fair queue of run work (src/fairness/fair-queue.ts): a lane's bound holds, freed slots go
  * round-robin between owners so a long line of one owner cannot starve another's unit, and a
  * unit interrupted while it waits leaves the line (or gives back a slot granted meanwhile).
  */
 import { Deferred, Effect, Fiber } from "effect"
 import { describe, expect, it } from "vitest"
-import { FairShares, fairly, makeFairQueue, WorkOwner } from "../../src/runs/fair-queue.ts"
+import { FairShares, fairly, makeFairQueue, WorkOwner } from "../../src/fairness/fair-queue.ts"
 
 const limits = { engine_call: 2, page_read: 1, model_call: 1, run_write: 1 }
 

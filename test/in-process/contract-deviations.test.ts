@@ -112,7 +112,7 @@ describe("defaults in the document are the ones applied", () => {
     }
   })
 
-  it("keep_alive and agentmail are documented true and max_duration_minutes null (what src/entities/sessions.ts fills in)", () => {
+  it("keep_alive and agentmail are documented true and max_duration_minutes null (what src/do-anything/service.ts fills in)", () => {
     const properties = documented("POST", "/v1/projects/{pid}/do_anything/sessions")
     expect([properties["keep_alive"].default, properties["agentmail"].default, properties["max_duration_minutes"].default]).toEqual([true, true, null])
   })

@@ -1,7 +1,7 @@
 /** Small helpers of the in-process DoAnything tests: requests and sessions through the Sessions service. */
 import { Effect } from "effect"
 import type { DoAnythingRequest } from "../../src/domain/run.ts"
-import { Sessions } from "../../src/entities/sessions.ts"
+import { Sessions } from "../../src/do-anything/service.ts"
 import { Tenant } from "./harness.ts"
 
 /** A DoAnything request; keep_alive false unless the test keeps the session. */

@@ -9,7 +9,7 @@
  */
 import { assert, expect, layer } from "@effect/vitest"
 import { Effect, Exit } from "effect"
-import { Sessions } from "../../src/entities/sessions.ts"
+import { Sessions } from "../../src/do-anything/service.ts"
 import { RunStore } from "../../src/store/runs.ts"
 import { lastUserText, refOf, toolResults } from "../fixtures/model/scripted-model.ts"
 import { createSession, doAnything } from "./do-anything.ts"

@@ -5,7 +5,7 @@ import { tmpdir } from "node:os"
 import * as path from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
 import { loadAppConfig } from "../../src/config/config.ts"
-import { keyIdOf, loadSecretKey, parseSecretKey } from "../../src/security/secret-key.ts"
+import { keyIdOf, loadSecretKey, parseSecretKey } from "../../src/config/secret-key.ts"
 import { makeCipher } from "../../src/security/state-cipher.ts"
 
 const dirs: Array<string> = []

@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { canonicalUrl, hostMatchesSite, normalizeSite, urlMatchesAnySite } from "../../src/search/canonical-url.ts"
+import { canonicalUrl, hostMatchesSite, normalizeSite, urlMatchesAnySite } from "../../src/engines/canonical-url.ts"
 
 describe("canonicalUrl, one rule at a time", () => {
   it("lower-cases scheme and host, keeps path case", () => {

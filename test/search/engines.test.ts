@@ -5,9 +5,9 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { FetchHttpClient, HttpClient } from "effect/http"
-import type { EngineQuery } from "../../src/search/engines/engine.ts"
-import { parseDuckDuckGoHtml } from "../../src/search/engines/duckduckgo.ts"
-import { makeEngines } from "../../src/search/engines/registry.ts"
+import type { EngineQuery } from "../../src/engines/engine.ts"
+import { parseDuckDuckGoHtml } from "../../src/engines/duckduckgo.ts"
+import { makeEngines } from "../../src/engines/registry.ts"
 import { fakeEngines, type FakeHit } from "../fixtures/engines/fake-engines.ts"
 import { settingsFor } from "../fixtures/engines/settings.ts"
 

@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Redacted } from "effect"
-import { configuredEngineNames, defaultEngineNames, SearchConfig } from "../../src/search/search-config.ts"
+import { configuredEngineNames, defaultEngineNames, SearchConfig } from "../../src/engines/search-config.ts"
 
 const load = (env: Record<string, string>) => SearchConfig.parse(ConfigProvider.fromEnv({ env }))
 

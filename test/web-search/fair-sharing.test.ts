@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { FAKE_KEYS, type FakeEngines, startFakeEngines } from "../fixtures/engines/fake-engines.ts"
 import { eventually, TERMINAL, waitForRunStatus } from "../support/runs.ts"
 import { embeddedDatabaseClient, type Service, startService, stopAndClean } from "../support/service.ts"
-import { DEFAULT_WORK_LIMITS } from "../../src/runs/fair-queue.ts"
+import { DEFAULT_WORK_LIMITS } from "../../src/fairness/fair-queue.ts"
 
 const CAP = 5
 let engines: FakeEngines

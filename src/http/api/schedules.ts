@@ -1,7 +1,7 @@
 /**
  * Schedules of DoAnything sessions (`/v1/projects/{pid}/schedules`): list, read, pause, resume,
  * delete, trigger (event), and the firing history with the skipped firings and why. A schedule is
- * made by a session request's `schedule` (src/schedules/session-schedules.ts); Track monitors'
+ * made by a session request's `schedule` (src/do-anything/schedules.ts); Track monitors'
  * schedules are not listed here (they are managed through their monitor).
  */
 import { Schema } from "effect"

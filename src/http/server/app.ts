@@ -68,15 +68,15 @@ import { BugReports } from "../../accounts/bug-reports.ts"
 import { Callbacks } from "../../webhooks/callbacks.ts"
 import { RunStore } from "../../store/runs.ts"
 import { RunEventBus } from "../../events/run-event-bus.ts"
-import { Sessions } from "../../entities/sessions.ts"
+import { Sessions } from "../../do-anything/service.ts"
 import { Search } from "../../search/search.ts"
 import { Research } from "../../research/research.ts"
 import { WebhookEndpoints } from "../../webhooks/webhook-endpoints.ts"
 import { Inbox } from "../../webhooks/inbox.ts"
 import { MonitorStore } from "../../track/monitor-store.ts"
 import { Monitors } from "../../track/monitors.ts"
-import { Profiles } from "../../profiles/profiles.ts"
-import { SessionSchedules } from "../../schedules/session-schedules.ts"
+import { Profiles } from "../../do-anything/profiles.ts"
+import { SessionSchedules } from "../../do-anything/schedules.ts"
 
 /** The services a request may take from its context while it is answered (see RequestBase). */
 type RequestServices = AppConfig

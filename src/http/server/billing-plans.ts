@@ -2,7 +2,7 @@
 import { Effect, Layer, Option } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { AutoRecharge, type AutoRechargeView } from "../../billing/auto-recharge.ts"
-import { toMicros } from "../../billing/ledger.ts"
+import { toMicros } from "../../domain/money.ts"
 import { Quota, quotaUsedPercent } from "../../billing/quota.ts"
 import { StripeBilling } from "../../billing/stripe.ts"
 import { AppConfig } from "../../config/config.ts"

@@ -1,12 +1,12 @@
 /**
  * Handlers of DoAnything (both conventions): decode, call one method of the Sessions service
- * (src/entities/sessions.ts), map its domain errors, render the wire view.
+ * (src/do-anything/service.ts), map its domain errors, render the wire view.
  */
 import { Effect, Layer } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { AppConfig } from "../../config/config.ts"
-import { Sessions } from "../../entities/sessions.ts"
+import { Sessions } from "../../do-anything/service.ts"
 import { RunEventBus } from "../../events/run-event-bus.ts"
 import { RunStore } from "../../store/runs.ts"
 import { ScreenshotStore } from "../../store/screenshots.ts"

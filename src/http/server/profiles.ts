@@ -2,7 +2,7 @@
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import type { Profile } from "../../domain/profile.ts"
-import { Profiles } from "../../profiles/profiles.ts"
+import { Profiles } from "../../do-anything/profiles.ts"
 import { WebAgentApi } from "../api/api.ts"
 import { CurrentKey } from "../api/security.ts"
 import { httpErrors } from "../domain-errors.ts"

@@ -1,8 +1,8 @@
 /** Handlers of /v1/projects/{pid}/schedules. */
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
-import type { ScheduleFiring, SessionSchedule } from "../../schedules/session-schedules.ts"
-import { SessionSchedules } from "../../schedules/session-schedules.ts"
+import type { ScheduleFiring, SessionSchedule } from "../../do-anything/schedules.ts"
+import { SessionSchedules } from "../../do-anything/schedules.ts"
 import { WebAgentApi } from "../api/api.ts"
 import { CurrentKey } from "../api/security.ts"
 import { httpErrors } from "../domain-errors.ts"

@@ -21,7 +21,7 @@ export default Effect.gen(function*() {
     )`
   // The default plan's monthly quota (null: none), mirrored at start like the subscriptions' own
   // (monthly_quota_micros above), so the ledger reads a project's cap in the statement that locks
-  // its balance (capSubquery in src/billing/ledger.ts). One row.
+  // its balance (capSubquery in src/store/ledger.ts). One row.
   yield* sql`
     CREATE TABLE plan_defaults (
       singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),

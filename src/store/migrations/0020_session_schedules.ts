@@ -1,4 +1,4 @@
-/** Scheduled DoAnything sessions (src/schedules/session-schedules.ts). */
+/** Scheduled DoAnything sessions (src/do-anything/schedules.ts). */
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 

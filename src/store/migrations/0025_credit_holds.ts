@@ -1,5 +1,5 @@
 /**
- * Credit holds (src/billing/holds.ts): what a run or a monitor tick was admitted against, held from
+ * Credit holds (src/store/credit-holds.ts): what a run or a monitor tick was admitted against, held from
  * the balance until it ends.
  */
 import { Effect } from "effect"

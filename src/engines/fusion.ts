@@ -7,7 +7,7 @@
  * with k = 60, so a page several engines (or several queries) agree on rises above a page only
  * one list ranks slightly higher.
  */
-import type { EngineHit } from "./engines/engine.ts"
+import type { EngineHit } from "./engine.ts"
 import { canonicalUrl, urlMatchesAnySite } from "./canonical-url.ts"
 
 /** A hit with the 1-based rank its engine gave it (kept when filters drop hits above it). */

@@ -5,8 +5,8 @@
  */
 import { Effect, Schema } from "effect"
 import type { HttpClient, HttpClientRequest } from "effect/http"
-import { EngineError, type Freshness } from "../../domain/web-search.ts"
-import type { EngineName } from "../search-config.ts"
+import { EngineError, type Freshness } from "../domain/web-search.ts"
+import type { EngineName } from "./search-config.ts"
 
 export interface EngineQuery {
   readonly query: string

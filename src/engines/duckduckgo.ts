@@ -6,7 +6,7 @@
  */
 import { Effect } from "effect"
 import { type HttpClient, HttpClientRequest } from "effect/http"
-import { EngineError, type Freshness } from "../../domain/web-search.ts"
+import { EngineError, type Freshness } from "../domain/web-search.ts"
 import { cleanText, type EngineHit, type EngineQuery, executeText, primaryLanguage, type SearchEngine, siteOperators, USER_AGENT } from "./engine.ts"
 
 const ddgFreshness: Record<Freshness, string> = { day: "d", week: "w", month: "m", year: "y" }

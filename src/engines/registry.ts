@@ -2,7 +2,7 @@
  * Builds the adapters of the configured engines. DuckDuckGo needs no key, so it is always there.
  */
 import type { HttpClient } from "effect/http"
-import type { EngineName, SearchSettings } from "../search-config.ts"
+import type { EngineName, SearchSettings } from "./search-config.ts"
 import { makeBrave } from "./brave.ts"
 import { makeDuckDuckGo } from "./duckduckgo.ts"
 import type { SearchEngine } from "./engine.ts"

@@ -1,7 +1,7 @@
 /**
  * Sessions: the DoAnything product. It owns the rules of sessions and their runs (the request's
  * cross-field rules, the model choice, the per-key session cap, which the store enforces
- * atomically) and hands runs to the Session entity (src/entities/session.ts), which executes them.
+ * atomically) and hands runs to the Session entity, whose executor (src/do-anything/executor.ts) runs them.
  * Cancel and close go through here too. The HTTP handlers only decode, call one method and render.
  */
 import { Context, Effect, Layer, Option } from "effect"
@@ -29,10 +29,10 @@ import { ProfileStore } from "../profiles/profile-store.ts"
 import { RunNotifier } from "../webhooks/run-notifier.ts"
 import { WorkspaceStore } from "../store/workspace-store.ts"
 import { type IssuedUrl, TakeControl } from "../control/take-control.ts"
-import { cancelRun } from "./cancel.ts"
-import { SessionSchedules } from "../schedules/session-schedules.ts"
+import { cancelRun } from "../entities/cancel.ts"
+import { SessionSchedules } from "./schedules.ts"
 import { decodeSessionSchedule, validateSessionSchedule } from "../domain/schedule-spec.ts"
-import { SessionEntity } from "./session.ts"
+import { SessionEntity } from "../entities/session.ts"
 
 /**
  * A Convention B run on an existing session without instructions observes: it reports the state

@@ -19,11 +19,11 @@ import { Clock, Context, Effect, identity, Layer, Option } from "effect"
 import { LanguageModel } from "effect/ai"
 import { FetchHttpClient, HttpClient } from "effect/http"
 import { Reader } from "../reader/reader.ts"
-import { fairly } from "../runs/fair-queue.ts"
+import { fairly } from "../fairness/fair-queue.ts"
 import { normalizeSite } from "./canonical-url.ts"
 import { makeCircuitBreakers } from "./circuit-breaker.ts"
-import { type EngineQuery, type EngineResponse, freshnessDays } from "./engines/engine.ts"
-import { makeEngines } from "./engines/registry.ts"
+import { type EngineQuery, type EngineResponse, freshnessDays } from "./engine.ts"
+import { makeEngines } from "./registry.ts"
 import { type FilterOptions, fuseRankedLists, keepHit, rankInOrder, type RankedList } from "./fusion.ts"
 import { rerankHits } from "./rerank.ts"
 import {
@@ -102,7 +102,7 @@ export class WebSearch extends Context.Service<WebSearch, {
           return { _tag: "failed" } as const
         }
         yield* progress({ engine: name, query: query.query, status: "started", hits: 0 })
-        // The call waits for its fair share of engine calls (src/runs/fair-queue.ts); the engine's
+        // The call waits for its fair share of engine calls (src/fairness/fair-queue.ts); the engine's
         // timeout counts from when it starts, so a wait in line never trips the circuit breaker.
         const outcome = yield* engine.search(query).pipe(Effect.timeoutOption(settings.engineTimeoutMs), fairly("engine_call"), Effect.result)
         if (outcome._tag === "Failure") {

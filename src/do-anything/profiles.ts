@@ -25,14 +25,14 @@ import type { BudgetExceeded, InsufficientCredits, LoginNotStarted, MissingField
 import { InvalidField, LoginNotStarted as LoginNotStartedError } from "../domain/errors.ts"
 import type { Profile, ProfileState } from "../domain/profile.ts"
 import { ProfileEntity } from "../entities/profile.ts"
-import { Sessions } from "../entities/sessions.ts"
+import { Sessions } from "./service.ts"
 import { RunStore } from "../store/runs.ts"
 import { createOnce, KeyedRequest } from "../store/keyed-create.ts"
-import { type ProfileFields, ProfileStore } from "./profile-store.ts"
-import { loginInstructions } from "./login-hold.ts"
-import type { ProbeResult } from "./probe.ts"
+import { type ProfileFields, ProfileStore } from "../profiles/profile-store.ts"
+import { loginInstructions } from "../profiles/login-hold.ts"
+import type { ProbeResult } from "../profiles/probe.ts"
 
-export { loginInstructions } from "./login-hold.ts"
+export { loginInstructions } from "../profiles/login-hold.ts"
 
 /** How long login waits for its run to be `running` before it answers without a control URL. */
 export const LOGIN_RUN_START = "30 seconds"

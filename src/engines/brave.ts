@@ -5,7 +5,7 @@
  */
 import { Effect, Redacted, Schema } from "effect"
 import { type HttpClient, HttpClientRequest } from "effect/http"
-import type { Freshness } from "../../domain/web-search.ts"
+import type { Freshness } from "../domain/web-search.ts"
 import { cleanText, type EngineQuery, executeJson, OptionalText, parseDate, type SearchEngine, siteOperators } from "./engine.ts"
 
 const BraveResponse = Schema.Struct({
