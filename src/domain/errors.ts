@@ -254,3 +254,7 @@ export class ScheduleNotFound extends Schema.TaggedError<ScheduleNotFound>()("Sc
 export class SchedulePaused extends Schema.TaggedError<SchedulePaused>()("SchedulePaused", {
   scheduleId: Schema.String
 }) {}
+
+export class CacheScriptNotFound extends Schema.TaggedError<CacheScriptNotFound>()("CacheScriptNotFound", {
+  scriptId: Schema.String
+}) {}
