@@ -19,6 +19,7 @@ import { InboxMessagesApi } from "./inbox-messages.ts"
 import { TrackApi, TrackFlatApi } from "./track.ts"
 import { WebhookEndpointsApi } from "./webhook-endpoints.ts"
 import { SecretsApi } from "./secrets.ts"
+import { CacheScriptsApi } from "./cache-scripts.ts"
 import { SafetyApi } from "./safety.ts"
 import { WorkspaceDownloadApi, WorkspacesApi, WorkspaceUploadApi } from "./workspaces.ts"
 import { ProfilesApi } from "./profiles.ts"
@@ -37,6 +38,7 @@ const contract = HttpApi.make("web-agent-service")
   .add(WebhookDeliveriesApi)
   .add(WebhookEndpointsApi)
   .add(SecretsApi)
+  .add(CacheScriptsApi)
   .add(SafetyApi)
   .add(InboxApi)
   .add(DoAnythingApi)

@@ -29,6 +29,8 @@ import { WebhookDeliveriesHandlers } from "./webhook-deliveries.ts"
 import { WebhookEndpointsHandlers } from "./webhook-endpoints.ts"
 import { SecretsHandlers } from "./secrets.ts"
 import { ProjectSecrets } from "../../secrets/service.ts"
+import { CacheScriptsHandlers } from "./cache-scripts.ts"
+import { CacheScripts } from "../../do-anything/cache-scripts.ts"
 import { SafetyHandlers } from "./safety.ts"
 import { SafetyPolicies } from "../../safety/service.ts"
 import { InboxHandlers } from "./inbox.ts"
@@ -153,6 +155,7 @@ const ApiRoutes = HttpApiBuilder.layer(WebAgentApi, { openapiPath: "/openapi.jso
       withServices(DeepResearchStandaloneHandlers, [...projectMiddlewares, RunStore, RunEventBus, Research]),
       withServices(WebhookEndpointsHandlers, [...projectMiddlewares, ApiKeys, WebhookEndpoints]),
       withServices(SecretsHandlers, [...projectMiddlewares, ApiKeys, ProjectSecrets]).pipe(Layer.provide(ProjectSecrets.layer)),
+      withServices(CacheScriptsHandlers, [...projectMiddlewares, CacheScripts]).pipe(Layer.provide(CacheScripts.layer)),
       withServices(SafetyHandlers, [...projectMiddlewares, ApiKeys, SafetyPolicies]).pipe(Layer.provide(SafetyPolicies.layer)),
       withServices(InboxHandlers, [...projectMiddlewares, Inbox]),
       withServices(InboxMessagesHandlers, [...projectMiddlewares, InboxStore, RunStore]).pipe(Layer.provide(InboxStore.layer)),
