@@ -19,6 +19,8 @@ const ranks = {
   browser: 4, agent: 4, reader: 4,
   // The safety boundary (policy, classifier): the agent and the browser guard apply it.
   safety: 4,
+  // Cached scripts: recording a run's actions and replaying them (the agent loop uses it).
+  cache: 4,
   // Shared capabilities the kernel and every product stand on.
   accounts: 5, auth: 5, billing: 5, delegation: 5, profiles: 5, workspaces: 5, recordings: 5,
   control: 5, webhooks: 5, schedules: 5, mail: 5, secrets: 5,

@@ -5,7 +5,7 @@
  * marked expired), the duration limit passes, or the model or browser fails.
  */
 import { Ajv } from "ajv"
-import { Duration, Effect, Layer, Option, Queue, Ref, Schema } from "effect"
+import { Duration, Effect, Layer, Option, Queue, Ref, Schema, Stream } from "effect"
 import { LanguageModel, Prompt } from "effect/ai"
 import { screenshot } from "../browser/actions.ts"
 import { snapshotFormatHelp } from "../browser/observe.ts"
@@ -24,6 +24,9 @@ import { WorkspaceStore } from "../store/workspace-store.ts"
 import { budgetExceededDetail, type Exhausted } from "../domain/billing.ts"
 import { autonomousBoundsOfRun, proposeNextRun } from "../store/autonomous-schedules.ts"
 import { SafetyPolicies } from "../safety/service.ts"
+import { makeRecorder, planStep, startOriginOf, stepSummary } from "../cache/script.ts"
+import type { CachedStep } from "../domain/cache-script.ts"
+import { cacheKeyOf, type CacheScript, CacheScriptStore } from "../store/cache-scripts.ts"
 
 /** The DoAnything fields of a run's request (a run of another product has none). */
 const requestOf = (run: Run): Partial<DoAnythingRequest> => run.request._tag === "DoAnything" ? run.request : {}
@@ -158,9 +161,20 @@ export const runAgent = Effect.fn("runAgent")(function*(
   const autonomous = yield* autonomousBoundsOfRun(runId)
   const proposedNext = yield* Ref.make<Date | undefined>(undefined)
 
+  // cache_script (src/cache/): a run that ends done saves its actions as the task's script; a run
+  // whose task has one replays it without the model, handing the steps it cannot replay to the
+  // model. A resumed execution neither replays nor saves (its earlier actions were not recorded here).
+  const caching = request.cache_script === true && resume === undefined && run.instructions !== null
+  const cacheScripts = yield* CacheScriptStore
+  const recorder = caching ? makeRecorder(lease) : undefined
+  const startOrigin = startOriginOf(lease)
+  const cacheKey = cacheKeyOf(run.instructions ?? "", startOrigin, request.output_schema ?? null)
+  const script: CacheScript | undefined = caching ? yield* cacheScripts.find(run.project_id, cacheKey) : undefined
+
   const ctx = RunContext.of({
     runId,
     lease,
+    recorder,
     allowPrivateNetworks: lease.allowPrivateNetworks,
     secrets,
     safety,
@@ -210,6 +224,8 @@ export const runAgent = Effect.fn("runAgent")(function*(
   // Take control (src/control/): while a person holds the browser the run is paused; the agent
   // finishes the step under way, waits here, then observes the page afresh before it acts.
   let personHadControl = false
+  /** Said to the model with its next observation: why a cached script's step comes to it (src/cache/). */
+  let cacheNote: string | undefined
   const waitWhilePaused = Effect.scoped(Effect.gen(function*() {
     const wakeups = yield* bus.wakeups(runId)
     while (true) {
@@ -271,6 +287,7 @@ export const runAgent = Effect.fn("runAgent")(function*(
     const messages = yield* store.takeMessages(runId)
     const observed = yield* observeForModel.pipe(Effect.provideService(RunContext, ctx))
     const observation = { ...observed, url: redact(observed.url), title: redact(observed.title), text: redact(observed.text) }
+    recorder?.observed(observation.text)
     let image: Uint8Array | undefined
     let imageNote = ""
     // A blank tab (the first step of a fresh session) has nothing to show.
@@ -291,6 +308,7 @@ export const runAgent = Effect.fn("runAgent")(function*(
       ...(personHadControl
         ? ["A person took control of the browser and has handed it back; the page may have changed. Look at the current page below before acting."]
         : []),
+      ...(cacheNote === undefined ? [] : [cacheNote]),
       `Step ${stepNumber}. Current page:\n${observation.text}`,
       ...(imageNote === "" ? [] : [imageNote])
     ].join("\n\n")
@@ -309,6 +327,7 @@ export const runAgent = Effect.fn("runAgent")(function*(
     if (yield* endedOnBoundary) return
 
     personHadControl = false
+    cacheNote = undefined
     if (response.text.trim() !== "") yield* ctx.emit("run.message", { role: "agent", content: redact(response.text) })
 
     // Old observations are dropped from the history: the next turn carries a fresh one.
@@ -349,6 +368,122 @@ export const runAgent = Effect.fn("runAgent")(function*(
     exhausted = charged.exhausted
   })
 
+  // The replay of a cached script: the index of its next step (the script's length once it is
+  // used up or when there is none), the step the replay could not take (handed to the model until
+  // the model's own action succeeds), and how many steps the model took in place of the script's.
+  const cachedSteps: ReadonlyArray<CachedStep> = script?.steps ?? []
+  let replayAt = 0
+  let missed: { readonly index: number; readonly step: CachedStep; readonly reason: string; readonly recordedBefore: number } | undefined
+  let healedSteps = 0
+  if (caching) {
+    yield* script === undefined
+      ? ctx.emit("run.cache.miss", { reason: "no_script" })
+      : ctx.emit("run.cache.hit", { script_id: script.id, version: script.version, steps: cachedSteps.length })
+  }
+
+  /** Runs one tool through the run's handlers, as a model's call would (events, secrets, safety); its failure message, if it failed. */
+  const runTool = (name: string, params: Record<string, unknown>) =>
+    Effect.gen(function*() {
+      const withHandlers = yield* toolkit
+      const stream = yield* (withHandlers.handle as unknown as (name: string, params: unknown) => Effect.Effect<Stream.Stream<{ readonly isFailure: boolean; readonly result: unknown }, unknown>, unknown>)(name, params)
+      const results = yield* Stream.runCollect(stream)
+      const last = results[results.length - 1]
+      if (last === undefined) return "the tool gave no result"
+      return last.isFailure ? String((last.result as { error?: unknown }).error ?? "the action failed") : undefined
+    }).pipe(
+      Effect.provide(handlers),
+      Effect.catch((error) => Effect.succeed(error instanceof Error ? error.message : String(error)))
+    )
+
+  /** One step of the cached script, without the model: checked, found in the page, acted. */
+  const replayStep = Effect.gen(function*() {
+    if (yield* endedOnBoundary) return
+    const cached = cachedSteps[replayAt]!
+    const index = replayAt
+    replayAt += 1
+    const observed = yield* observeForModel.pipe(Effect.provideService(RunContext, ctx))
+    const snapshot = redact(observed.text)
+    recorder?.observed(snapshot)
+    const plan = yield* planStep(lease, cached, snapshot)
+    if (plan._tag === "miss") {
+      missed = { index, step: cached, reason: plan.reason, recordedBefore: recorder?.steps().length ?? 0 }
+      return
+    }
+    const stepNumber = yield* store.recordStep(runId, executor)
+    const recordedBefore = recorder?.steps().length ?? 0
+    const failure = yield* runTool(plan.tool, plan.params)
+    if (yield* endedOnBoundary) return
+    if (failure !== undefined) missed = { index, step: cached, reason: redact(failure), recordedBefore }
+    else if (plan.byCss) {
+      // Found by its CSS path only: the element was renamed or its role changed. The step is
+      // healed without the model; the saved script describes the element as it is now.
+      healedSteps += 1
+      const now = recorder?.steps()[recordedBefore]
+      yield* ctx.emit("run.cache.step_healed", {
+        step: index + 1,
+        by: "css_path",
+        reason: `the page has no ${cached.target?.role} ${JSON.stringify(cached.target?.name)}; found by its CSS path`,
+        old: stepSummary(cached),
+        new: now === undefined ? null : stepSummary(now)
+      })
+    }
+    const active = lease.page()
+    // No model call: the step costs browser time only (charged by completeStep).
+    const charged = yield* store.completeStep(runId, 0, {
+      step: stepNumber,
+      history: encodePrompt(history),
+      url: active?.url() ?? null,
+      tabs: lease.pages().map((page) => page.url()),
+      dirtyForm: false,
+      storageState: undefined
+    }, executor)
+    exhausted = charged.exhausted
+  })
+
+  /** The model takes the step the replay missed; once one of its actions succeeds the replay goes on. */
+  const healStep = Effect.gen(function*() {
+    const miss = missed!
+    const replayed = recorder?.steps().slice(0, miss.recordedBefore).map((step) => `${step.tool}${step.target === null ? "" : ` ${step.target.role} ${JSON.stringify(step.target.name)}`}`) ?? []
+    cacheNote = [
+      replayed.length === 0 ? "This task has a saved script of its actions." : `The first actions of this task were replayed from its saved script: ${replayed.join("; ")}.`,
+      `The script's next action (${miss.step.tool}${miss.step.target === null ? "" : ` on ${miss.step.target.role} ${JSON.stringify(miss.step.target.name)}`}) could not be replayed: ${miss.reason}.`,
+      "Take that step yourself on the current page (or what the page needs instead), then go on with the task."
+    ].join(" ")
+    yield* step
+    const steps = recorder?.steps() ?? []
+    if (steps.length > miss.recordedBefore) {
+      healedSteps += 1
+      yield* ctx.emit("run.cache.step_healed", {
+        step: miss.index + 1,
+        by: "model",
+        reason: miss.reason,
+        old: stepSummary(miss.step),
+        new: stepSummary(steps[miss.recordedBefore]!)
+      })
+      missed = undefined
+    }
+  })
+
+  /** At done: the first run of a task saves its script; a replay that healed saves the healed script as its next version. */
+  const saveScript = Effect.gen(function*() {
+    if (recorder === undefined || run.instructions === null) return
+    if (script !== undefined && healedSteps === 0 && missed === undefined) {
+      yield* cacheScripts.recordUse(script.id, false)
+      return
+    }
+    const saved = yield* cacheScripts.save({
+      projectId: run.project_id,
+      instructions: run.instructions,
+      startOrigin,
+      outputSchema: request.output_schema ?? null,
+      steps: recorder.steps(),
+      sourceRunId: runId,
+      healedSteps
+    })
+    if (script !== undefined) yield* cacheScripts.recordUse(script.id, true)
+    yield* ctx.emit("run.cache.saved", { script_id: saved.id, version: saved.version, steps: recorder.steps().length, healed_steps: healedSteps })
+  }).pipe(Effect.catchCause((cause) => Effect.logWarning("the run's cached script was not saved", cause)))
+
   // Set when a step's charge left the project unable to pay for more (billing on): the run ends
   // failed with budget_exceeded before its next step; what it spent stays charged.
   let exhausted: Exhausted | null = null
@@ -364,6 +499,7 @@ export const runAgent = Effect.fn("runAgent")(function*(
       const output = yield* Ref.get(finalOutput)
       if (Option.isSome(output)) {
         yield* settleDownloads // a file the page is still downloading belongs to this run's result
+        yield* saveScript
         const proposed = yield* Ref.get(proposedNext)
         if (proposed !== undefined) {
           // Applied before the run ends: a resumed run calls done again and proposes again.
@@ -394,7 +530,9 @@ export const runAgent = Effect.fn("runAgent")(function*(
         }).pipe(Effect.ignore)
         return
       }
-      yield* step
+      if (missed !== undefined) yield* healStep
+      else if (replayAt < cachedSteps.length) yield* replayStep
+      else yield* step
     }
   })
 

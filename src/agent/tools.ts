@@ -4,6 +4,7 @@
  * `run.action.completed` or `run.action.failed`; a failure goes back to the model as the tool's
  * result so it can retry, switch tool or give up.
  */
+import type { Recorder } from "../cache/script.ts"
 import { Context, Effect, Option, Schema } from "effect"
 import { type AiError, LanguageModel, Toolkit } from "effect/ai"
 import { tool, type ToolFailure } from "./tool-def.ts"
@@ -143,6 +144,8 @@ export class RunContext extends Context.Service<RunContext, {
   readonly secrets: RunSecrets
   /** The project's safety boundary (src/safety/): clicks in its confirm categories ask a person first. */
   readonly safety: RunSafety
+  /** With cache_script: the run's actions, recorded as a cached script's steps (src/cache/script.ts). */
+  readonly recorder?: Recorder | undefined
 }>()("wa/agent/RunContext") {}
 
 // --- Secrets ---------------------------------------------------------------------------------
@@ -236,6 +239,8 @@ const instrumented = <A>(ctx: RunContext["Service"], name: string, rawParams: un
     const withSecrets = ctx.secrets.listed.length > 0
     const params = withSecrets ? redactDeep(rawParams, redact) : rawParams
     yield* ctx.emit("run.action.started", { action: name, params })
+    // Described before it runs: a click can take its element away.
+    const pending = ctx.recorder === undefined ? undefined : yield* ctx.recorder.before(name, params)
     const result = yield* Effect.result(Effect.provideService(body, RunContext, ctx))
     if (result._tag === "Failure") {
       const described = describeError(result.failure)
@@ -244,6 +249,7 @@ const instrumented = <A>(ctx: RunContext["Service"], name: string, rawParams: un
       return yield* Effect.fail(failure)
     }
     const success = withSecrets ? redactDeep(result.success, redact) : result.success as unknown
+    if (pending !== undefined) ctx.recorder?.succeeded(pending)
     yield* ctx.emit("run.action.completed", { action: name, result: summarize(success) })
     return success
   })
