@@ -58,7 +58,12 @@ export const doAnythingFields = {
   // Omitted: true (the run's request is stored with these filled in, src/do-anything/service.ts).
   keep_alive: Schema.optional(Schema.Boolean).annotate({ default: true, description: "keeps the session warm after the run for follow-ups" }),
   agentmail: Schema.optional(Schema.Boolean).annotate({ default: true }),
-  cache_script: OptionalNullable(Schema.Boolean),
+  cache_script: OptionalNullable(Schema.Boolean).annotate({
+    default: null,
+    description: "true: a run that ends done saves its browser actions as the task's script (GET /v1/projects/{pid}/cache_scripts), " +
+      "and a later run of the same task (instructions, start origin, output_schema) replays it without the model, healing the steps " +
+      "the page no longer allows (events run.cache.hit, run.cache.miss, run.cache.step_healed, run.cache.saved); omitted, null or false: neither"
+  }),
   callback_url: OptionalNullable(CallbackUrl),
   output_schema: OptionalNullable(OutputSchema),
   recording: OptionalNullable(Schema.Struct({

@@ -63,7 +63,7 @@ const scriptFields = {
   version: Schema.Int.annotate({ description: "the current version: the one a replay uses and whose steps are shown" }),
   steps: Schema.Array(CacheScriptStepResponse).annotate({ description: "the steps of the current version, in order" }),
   hit_count: Schema.Int.annotate({ description: "replays that used the script" }),
-  heal_count: Schema.Int.annotate({ description: "replays in which the model had to take some of the steps again" }),
+  heal_count: Schema.Int.annotate({ description: "replays that healed a step: found its element by the CSS path only, or handed it to the model" }),
   last_used_at: Schema.NullOr(Timestamp).annotate({ description: "when a replay last used it; null when none has" }),
   created_at: Timestamp,
   updated_at: Timestamp.annotate({ description: "when its last version was saved" })
