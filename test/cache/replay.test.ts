@@ -15,6 +15,8 @@ import { TERMINAL, waitForRunStatus } from "../support/runs.ts"
 
 /** A three-page order wizard; its first button's label and place are what the site changes. */
 const shop = { nextLabel: "Next", wrapped: false, confirmedSize: undefined as string | undefined }
+/** The names the site received (what the browser typed). */
+const namesReceived: Array<string> = []
 let site: Server
 let siteUrl = ""
 
@@ -33,6 +35,7 @@ beforeAll(async () => {
       res.end(page("Shop", `<h1>Order a shirt</h1><form action="/shop/size"><label>Name <input name="name"></label>${shop.wrapped ? `<div class="actions"><button>${shop.nextLabel}</button></div>` : `<button>${shop.nextLabel}</button>`}</form>`))
     } else if (url.pathname === "/shop/size") {
       const name = url.searchParams.get("name") ?? ""
+      namesReceived.push(name)
       res.end(page("Size", `<h1>Size for ${name}</h1><form action="/shop/done"><input type="hidden" name="name" value="${name}">` +
         `<label>Size <select name="size"><option>S</option><option>M</option><option>L</option></select></label><button>Place order</button></form>`))
     } else if (url.pathname === "/shop/done") {
@@ -62,6 +65,11 @@ beforeAll(async () => {
       const size = refFor(text, "combobox")
       if (size !== undefined && !text.includes("=\"M\"")) return { tool: "select_option", args: { ref: size, values: ["M"] } }
       return { tool: "click", args: { ref: refFor(text, "button", "Place order")! } }
+    }
+    if (text.includes("Order a shirt") && JSON.stringify(request.messages).includes("secret shopper")) {
+      const name = refFor(text, "textbox", "Name")!
+      if (!/textbox "Name" \[\w+\] =/.test(text)) return { tool: "type", args: { ref: name, text: "{{secret:shopper}}" } }
+      return { tool: "click", args: { ref: refFor(text, "button", shop.nextLabel)! } }
     }
     if (text.includes("Order a shirt")) {
       const name = refFor(text, "textbox", "Name")!
@@ -176,6 +184,29 @@ describe("cache_script", () => {
     expect(ofType(stale.events, "run.cache.step_healed")[0]).toMatchObject({ step: 6, by: "model", old: { tool: "done" }, new: { tool: "done" } })
     shop.confirmedSize = undefined
   }, 120_000)
+
+  it("a script made with a secret keeps its placeholder, never the value, and the replay types the value", async () => {
+    const value = "Grace-7fq2"
+    const secret = await service.request("POST", `/v1/projects/${service.projectId}/secrets`, {
+      body: { name: "shopper", value, origins: [siteUrl] }
+    })
+    expect(secret.status, secret.text).toBe(201)
+    const task = { cache_script: true, instructions: "Order a shirt in size M for the secret shopper and report the order.", secrets: ["shopper"] }
+    const first = await order(task)
+    expect(first.run.status, JSON.stringify(first.run.error)).toBe("done")
+    const scriptId = ofType(first.events, "run.cache.saved")[0].script_id
+    const stored = await service.request("GET", `/v1/projects/${service.projectId}/cache_scripts/${scriptId}`)
+    expect(stored.status).toBe(200)
+    expect(stored.text).toContain("{{secret:shopper}}")
+    expect(stored.text).not.toContain(value)
+    namesReceived.length = 0
+    const replay = await order(task)
+    expect(replay.modelRequests).toBe(0)
+    expect(replay.run.status, JSON.stringify(replay.run.error)).toBe("done")
+    expect(namesReceived).toEqual([value])
+    // The events of the replay show the placeholder, not the value.
+    expect(JSON.stringify(replay.events)).not.toContain(value)
+  }, 180_000)
 
   it("a run without cache_script uses the model and leaves the script alone", async () => {
     const plain = await order({})
