@@ -258,3 +258,11 @@ export class SchedulePaused extends Schema.TaggedError<SchedulePaused>()("Schedu
 export class CacheScriptNotFound extends Schema.TaggedError<CacheScriptNotFound>()("CacheScriptNotFound", {
   scriptId: Schema.String
 }) {}
+
+export class SkillNotFound extends Schema.TaggedError<SkillNotFound>()("SkillNotFound", {
+  skill: Schema.String
+}) {}
+
+export class SkillNameTaken extends Schema.TaggedError<SkillNameTaken>()("SkillNameTaken", {
+  name: Schema.String
+}) {}

@@ -23,6 +23,6 @@ const encodeRandom = (): string => {
   return out
 }
 
-export type IdPrefix = "proj" | "key" | "sess" | "run" | "prof" | "ir" | "ws" | "evt" | "dlv" | "mon" | "art" | "tick" | "snap" | "wh" | "ntf" | "ctl" | "sched" | "usr" | "aid" | "uss" | "ten" | "inv" | "bug" | "wak" | "dgr" | "aud" | "sec" | "eml" | "cs"
+export type IdPrefix = "proj" | "key" | "sess" | "run" | "prof" | "ir" | "ws" | "evt" | "dlv" | "mon" | "art" | "tick" | "snap" | "wh" | "ntf" | "ctl" | "sched" | "usr" | "aid" | "uss" | "ten" | "inv" | "bug" | "wak" | "dgr" | "aud" | "sec" | "eml" | "cs" | "sk"
 
 export const makeId = (prefix: IdPrefix, now: number = Date.now()): string => `${prefix}_${encodeTime(now)}${encodeRandom()}`
