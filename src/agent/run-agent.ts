@@ -6,7 +6,7 @@
  */
 import { Ajv } from "ajv"
 import { Duration, Effect, Layer, Option, Queue, Ref, Schema, Stream } from "effect"
-import { LanguageModel, Prompt } from "effect/ai"
+import { LanguageModel, Prompt, Toolkit } from "effect/ai"
 import { screenshot } from "../browser/actions.ts"
 import { snapshotFormatHelp } from "../browser/observe.ts"
 import { markedScreenshot, type MarkedScreenshot } from "../browser/marks.ts"
@@ -27,6 +27,8 @@ import { SafetyPolicies } from "../safety/service.ts"
 import { makeRecorder, planStep, startOriginOf, stepSummary } from "../cache/script.ts"
 import type { CachedStep } from "../domain/cache-script.ts"
 import { cacheKeyOf, type CacheScript, CacheScriptStore } from "../store/cache-scripts.ts"
+import { SkillStore } from "../store/skills.ts"
+import { skillToolkit } from "./skill-tools.ts"
 
 /** The DoAnything fields of a run's request (a run of another product has none). */
 const requestOf = (run: Run): Partial<DoAnythingRequest> => run.request._tag === "DoAnything" ? run.request : {}
@@ -62,7 +64,9 @@ const systemPrompt = (
     request.output_schema
       ? `The output passed to done must be JSON matching this JSON schema:\n${JSON.stringify(request.output_schema)}`
       : "",
-    request.skills && request.skills.length > 0 ? `Skills the user enabled: ${request.skills.join(", ")}.` : "",
+    request.skills && request.skills.length > 0
+      ? `Skills the user enabled, each a tool skill_<name>: ${request.skills.join(", ")}. Use a skill when it does what the task needs next.`
+      : "",
     secretsPrompt(secrets),
     autonomous === undefined ? "" :
       `This task runs on a schedule you decide: when you call done, you may pass next_run_at (an ISO 8601 date-time) for its next run, ` +
@@ -270,6 +274,35 @@ export const runAgent = Effect.fn("runAgent")(function*(
     autonomous !== undefined
   )
   const handlers = Layer.mergeAll(AgentToolkitHandlers.pipe(Layer.provide(Layer.succeed(RunContext, ctx))), fileHandlers, mailHandlers)
+
+  /** Runs one tool through the run's handlers, as a model's call would (events, secrets, safety); its failure message, if it failed. */
+  const runTool = (name: string, params: Record<string, unknown>) =>
+    Effect.gen(function*() {
+      const withHandlers = yield* toolkit
+      const stream = yield* (withHandlers.handle as unknown as (name: string, params: unknown) => Effect.Effect<Stream.Stream<{ readonly isFailure: boolean; readonly result: unknown }, unknown>, unknown>)(name, params)
+      const results = yield* Stream.runCollect(stream)
+      const last = results[results.length - 1]
+      if (last === undefined) return "the tool gave no result"
+      return last.isFailure ? String((last.result as { error?: unknown }).error ?? "the action failed") : undefined
+    }).pipe(
+      Effect.provide(handlers),
+      Effect.catch((error) => Effect.succeed(error instanceof Error ? error.message : String(error)))
+    )
+
+  // The skills the run lists (src/agent/skill-tools.ts), each a tool skill_<name> beside the others;
+  // a skill deleted since the run was created is not offered.
+  const skillStore = yield* SkillStore
+  const runSkills = (yield* skillStore.forRun(run.project_id, request.skills ?? [])).skills
+  const skills = skillToolkit(runSkills, {
+    lease,
+    emit,
+    observe: observeForModel.pipe(Effect.provideService(RunContext, ctx), Effect.map((observed) => redact(observed.text))),
+    runTool,
+    recordCall: skillStore.recordCall
+  })
+  // Typed as the base toolkit: the skills' tools are only known at run time.
+  const modelToolkit = runSkills.length === 0 ? toolkit : Toolkit.merge(toolkit, skills.toolkit) as unknown as typeof toolkit
+  const modelHandlers = runSkills.length === 0 ? handlers : Layer.merge(handlers, skills.layer)
   let history = resume?.checkpoint !== undefined
     ? decodePrompt(resume.checkpoint.history)
     : Prompt.make([
@@ -320,9 +353,9 @@ export const runAgent = Effect.fn("runAgent")(function*(
     }])
     const response = yield* LanguageModel.generateText({
       prompt: redactPrompt(Prompt.concat(history, turn), secrets),
-      toolkit,
+      toolkit: modelToolkit,
       toolChoice: "required"
-    }).pipe(Effect.provide(Layer.merge(model.layer, handlers)))
+    }).pipe(Effect.provide(Layer.merge(model.layer, modelHandlers)))
     // The step's actions left the boundary: the run ends and this step is not charged.
     if (yield* endedOnBoundary) return
 
@@ -380,20 +413,6 @@ export const runAgent = Effect.fn("runAgent")(function*(
       ? ctx.emit("run.cache.miss", { reason: "no_script" })
       : ctx.emit("run.cache.hit", { script_id: script.id, version: script.version, steps: cachedSteps.length })
   }
-
-  /** Runs one tool through the run's handlers, as a model's call would (events, secrets, safety); its failure message, if it failed. */
-  const runTool = (name: string, params: Record<string, unknown>) =>
-    Effect.gen(function*() {
-      const withHandlers = yield* toolkit
-      const stream = yield* (withHandlers.handle as unknown as (name: string, params: unknown) => Effect.Effect<Stream.Stream<{ readonly isFailure: boolean; readonly result: unknown }, unknown>, unknown>)(name, params)
-      const results = yield* Stream.runCollect(stream)
-      const last = results[results.length - 1]
-      if (last === undefined) return "the tool gave no result"
-      return last.isFailure ? String((last.result as { error?: unknown }).error ?? "the action failed") : undefined
-    }).pipe(
-      Effect.provide(handlers),
-      Effect.catch((error) => Effect.succeed(error instanceof Error ? error.message : String(error)))
-    )
 
   /** One step of the cached script, without the model: checked, found in the page, acted. */
   const replayStep = Effect.gen(function*() {

@@ -9,6 +9,7 @@
  * A draining runner (SIGTERM, see src/cluster/lifecycle.ts) starts no run and resumes none: their
  * Execute is left unprocessed and handled by the runner that takes the shard after the handover.
  */
+import { SkillStore } from "../store/skills.ts"
 import { CacheScriptStore } from "../store/cache-scripts.ts"
 import { Cause, Clock, Effect, Exit, Fiber, FiberMap, Layer, Option, Scope, Stream } from "effect"
 import { Entity, Sharding } from "effect/cluster"
@@ -319,4 +320,4 @@ const sessionHandlers = Effect.gen(function*() {
 /** The entity, passivated (browser released, session closed) after WA_SESSION_IDLE_SECONDS idle. */
 export const SessionEntityLive = Layer.unwrap(Effect.map(AppConfig, (config) =>
   SessionEntity.toLayer(sessionHandlers, { maxIdleTime: `${config.sessionIdleSeconds} seconds` })
-)).pipe(Layer.provide(ProfileStore.layer), Layer.provide(RunRecorders.live), Layer.provide(SecretVaultLive), Layer.provide(SafetyPolicies.layer), Layer.provide(CacheScriptStore.layer))
+)).pipe(Layer.provide(ProfileStore.layer), Layer.provide(RunRecorders.live), Layer.provide(SecretVaultLive), Layer.provide(SafetyPolicies.layer), Layer.provide(CacheScriptStore.layer), Layer.provide(SkillStore.layer))
