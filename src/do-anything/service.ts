@@ -26,6 +26,7 @@ import type { DoAnythingRequest, ProjectId, Run, RunId, Session, SessionId } fro
 import { type NewRun, RunStore } from "../store/runs.ts"
 import { earlierCreate, messageSent, recordCreate } from "../store/keyed-create.ts"
 import { ProfileStore } from "../profiles/profile-store.ts"
+import { SkillStore } from "../store/skills.ts"
 import { RunNotifier } from "../webhooks/run-notifier.ts"
 import { WorkspaceStore } from "../store/workspace-store.ts"
 import { type IssuedUrl, TakeControl } from "../control/take-control.ts"
@@ -107,6 +108,7 @@ export class Sessions extends Context.Service<Sessions, {
       const clientFor = yield* SessionEntity.client
       const sql = yield* SqlClient.SqlClient
       const profiles = yield* ProfileStore
+      const skillStore = yield* SkillStore
       const control = yield* TakeControl
       const plans = yield* Plans
       const sessionSchedules = yield* SessionSchedules
@@ -119,7 +121,7 @@ export class Sessions extends Context.Service<Sessions, {
       const cancel = cancelRun(store, notifier, (run) =>
         run.session_id === null ? Effect.void : clientFor(run.session_id).Interrupt({ runId: run.id }, { discard: true }))
 
-      /** Rules the schema cannot express: names of allowed_actions, of the model and of the project's secrets, instructions present. */
+      /** Rules the schema cannot express: names of allowed_actions, of the model and of the project's secrets and skills, instructions present. */
       const check = Effect.fn("Sessions.check")(function*(request: DoAnythingRequest, projectId: string) {
         const unknown = (request.allowed_actions ?? []).filter((name) => !toolNames.includes(name))
         if (unknown.length > 0) return yield* new UnknownNames({ field: "allowed_actions", what: "action", unknown, allowed: [...toolNames] })
@@ -134,6 +136,12 @@ export class Sessions extends Context.Service<Sessions, {
             .map((row) => row.name)
           const missing = secretNames.filter((name) => !known.includes(name))
           if (missing.length > 0) return yield* new UnknownNames({ field: "secrets", what: "secret", unknown: missing, allowed: known })
+        }
+        const skillNames = request.skills ?? []
+        if (skillNames.length > 0) {
+          // A skill the project does not have is a 422 (unknown_skills) at create, nothing created.
+          const { missing } = yield* skillStore.forRun(projectId, [...new Set(skillNames)])
+          if (missing.length > 0) return yield* new UnknownNames({ field: "skills", what: "skill", unknown: missing, allowed: [] })
         }
         yield* scheduleOf(request)
       })
@@ -349,5 +357,5 @@ export class Sessions extends Context.Service<Sessions, {
         })
       })
     })
-  ).pipe(Layer.provide(Layer.mergeAll(ProfileStore.layer, Plans.layer)))
+  ).pipe(Layer.provide(Layer.mergeAll(ProfileStore.layer, Plans.layer, SkillStore.layer)))
 }

@@ -6,6 +6,7 @@
 import { Schema } from "effect"
 import { RunStatuses } from "./run-state.ts"
 import { CallbackUrl, MaxString, OptionalNullable, WithDefault } from "./schemas.ts"
+import { SkillName } from "./skill.ts"
 
 export const ProjectId = Schema.String.pipe(Schema.brand("ProjectId"))
 export type ProjectId = typeof ProjectId.Type
@@ -45,7 +46,10 @@ export const doAnythingFields = {
   session_id: OptionalNullable(SessionId.check(Schema.isMaxCodePoints(64))),
   workspace_id: OptionalNullable(MaxString(64)),
   profile_id: OptionalNullable(MaxString(64)),
-  skills: Schema.optional(Schema.Array(MaxString(200)).check(Schema.isMaxLength(50))),
+  skills: Schema.optional(Schema.Array(SkillName).check(Schema.isMaxLength(50)).annotate({
+    description: "names of project skills (/v1/projects/{pid}/skills) offered to the agent as tools skill_<name>; " +
+      "a name the project has no skill for is 422 unknown_skills"
+  })),
   allowed_actions: Schema.optional(Schema.Array(MaxString(64)).check(Schema.isMaxLength(50))),
   secrets: Schema.optional(Schema.Array(SecretName).check(Schema.isMaxLength(MAX_RUN_SECRETS)).annotate({
     description: "Names of project secrets (/v1/projects/{pid}/secrets) the run may type: the model sees only the placeholders " +

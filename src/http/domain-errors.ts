@@ -116,7 +116,13 @@ const renderers: { readonly [K in DomainError["_tag"]]: (error: Extract<DomainEr
       : conflict(`no input request ${e.inputRequestId} on this run`, { input_request_id: e.inputRequestId }),
   InputRequestAnswered: (e) => conflict("the input request was already answered", { input_request_id: e.inputRequestId }),
   UnknownNames: (e) =>
-    validationError(
+    e.field === "skills"
+      ? new ValidationError({
+        code: "unknown_skills",
+        detail: `no skill named ${e.unknown.join(", ")} in this project (see /v1/projects/{pid}/skills)`,
+        extra: { names: e.unknown, errors: e.unknown.map((name) => ({ loc: ["body", "skills"], msg: `no skill named ${name} in this project`, type: "value_error" })) }
+      })
+      : validationError(
       `unknown ${e.what}(s): ${e.unknown.join(", ")}; valid: ${e.allowed.join(", ")}`,
       e.unknown.map((name) => ({ loc: ["body", e.field], msg: `unknown ${e.what} ${name}; valid ${e.what}s: ${e.allowed.join(", ")}`, type: "enum" }))
     ),

@@ -47,6 +47,11 @@ describe("steps", () => {
 
   it("a run that uses its step budget is marked expired, and continue starts a follow-up with a fresh budget", async () => {
     model.setScript(() => ({ tool: "navigate", args: { url: `${site.url}/page/1` } }))
+    // A run may list only skills its project has (422 unknown_skills otherwise).
+    const skill = await service.request("POST", `/v1/projects/${service.projectId}/skills`, {
+      body: { name: "careful", description: "check each page before acting", instructions: "Read the page before each action." }
+    })
+    expect(skill.status, skill.text).toBe(201)
     const { sid, rid } = await create(service, { instructions: "loop", allowed_actions: ["navigate"], skills: ["careful"], keep_alive: true })
     const run = await waitForStatus(service, sid, rid, terminal)
     expect(run.status).toBe("failed")

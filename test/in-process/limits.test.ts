@@ -15,6 +15,7 @@ import type { SessionId } from "../../src/domain/run.ts"
 import { TestClock } from "effect/testing"
 import { BrowserPool } from "../../src/browser/pool.ts"
 import { Sessions } from "../../src/do-anything/service.ts"
+import { SkillStore } from "../../src/store/skills.ts"
 import { Fixtures, inProcess, Tenant } from "./harness.ts"
 import { createSession, doAnything } from "./do-anything.ts"
 import { awaitState, awaitStatus, gate, TERMINAL } from "./waits.ts"
@@ -93,6 +94,18 @@ layer(inProcess({ WA_MAX_STEPS: "3", WA_SESSION_IDLE_SECONDS: String(IDLE_SECOND
       const { site, model } = yield* Fixtures
       const sessions = yield* Sessions
       model.setScript(() => ({ tool: "navigate", args: { url: `${site.url}/page/1` } }))
+      // A run may list only skills its project has (422 unknown_skills otherwise).
+      const tenant = yield* Tenant
+      yield* SkillStore.use((skills) =>
+        skills.create(tenant.projectId, "careful", {
+          description: "check each page before acting",
+          parameters: { type: "object", properties: {} },
+          kind: "instructions",
+          instructions: "Read the page before each action.",
+          steps: null,
+          sourceRunId: null
+        })
+      ).pipe(Effect.provide(SkillStore.layer), Effect.orDie)
       const { run } = yield* createSession({ instructions: "loop", allowed_actions: ["navigate"], skills: ["careful"], keep_alive: true })
       const expired = yield* awaitStatus(run.id, TERMINAL)
       expect(expired).toMatchObject({ status: "failed", expired: true, error_code: "max_steps_exceeded", step_count: 3 })

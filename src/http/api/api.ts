@@ -20,6 +20,7 @@ import { TrackApi, TrackFlatApi } from "./track.ts"
 import { WebhookEndpointsApi } from "./webhook-endpoints.ts"
 import { SecretsApi } from "./secrets.ts"
 import { CacheScriptsApi } from "./cache-scripts.ts"
+import { SkillsApi } from "./skills.ts"
 import { SafetyApi } from "./safety.ts"
 import { WorkspaceDownloadApi, WorkspacesApi, WorkspaceUploadApi } from "./workspaces.ts"
 import { ProfilesApi } from "./profiles.ts"
@@ -39,6 +40,7 @@ const contract = HttpApi.make("web-agent-service")
   .add(WebhookEndpointsApi)
   .add(SecretsApi)
   .add(CacheScriptsApi)
+  .add(SkillsApi)
   .add(SafetyApi)
   .add(InboxApi)
   .add(DoAnythingApi)

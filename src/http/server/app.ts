@@ -31,6 +31,8 @@ import { SecretsHandlers } from "./secrets.ts"
 import { ProjectSecrets } from "../../secrets/service.ts"
 import { CacheScriptsHandlers } from "./cache-scripts.ts"
 import { CacheScripts } from "../../do-anything/cache-scripts.ts"
+import { SkillsHandlers } from "./skills.ts"
+import { Skills } from "../../do-anything/skills.ts"
 import { SafetyHandlers } from "./safety.ts"
 import { SafetyPolicies } from "../../safety/service.ts"
 import { InboxHandlers } from "./inbox.ts"
@@ -156,6 +158,7 @@ const ApiRoutes = HttpApiBuilder.layer(WebAgentApi, { openapiPath: "/openapi.jso
       withServices(WebhookEndpointsHandlers, [...projectMiddlewares, ApiKeys, WebhookEndpoints]),
       withServices(SecretsHandlers, [...projectMiddlewares, ApiKeys, ProjectSecrets]).pipe(Layer.provide(ProjectSecrets.layer)),
       withServices(CacheScriptsHandlers, [...projectMiddlewares, CacheScripts]).pipe(Layer.provide(CacheScripts.layer)),
+      withServices(SkillsHandlers, [...projectMiddlewares, Skills]).pipe(Layer.provide(Skills.layer)),
       withServices(SafetyHandlers, [...projectMiddlewares, ApiKeys, SafetyPolicies]).pipe(Layer.provide(SafetyPolicies.layer)),
       withServices(InboxHandlers, [...projectMiddlewares, Inbox]),
       withServices(InboxMessagesHandlers, [...projectMiddlewares, InboxStore, RunStore]).pipe(Layer.provide(InboxStore.layer)),
