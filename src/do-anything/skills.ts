@@ -9,7 +9,6 @@
  */
 import { Ajv } from "ajv"
 import { Context, Effect, Layer, Schema } from "effect"
-import { SqlClient } from "effect/sql"
 import type { CachedStep } from "../domain/cache-script.ts"
 import type { SkillNameTaken, SkillNotFound } from "../domain/errors.ts"
 import type { ProjectId, RunId } from "../domain/run.ts"
@@ -89,7 +88,6 @@ export class Skills extends Context.Service<Skills, {
     Effect.gen(function*() {
       const store = yield* SkillStore
       const runs = yield* RunStore
-      const sql = yield* SqlClient.SqlClient
       const ajv = new Ajv({ strict: false })
 
       const invalid = (loc: ReadonlyArray<string>, detail: string, code = "validation_error", extra: Record<string, unknown> = {}) =>
@@ -208,17 +206,13 @@ export class Skills extends Context.Service<Skills, {
 
       const create = Effect.fn("Skills.create")(function*(projectId: string, name: string, input: SkillInput & { readonly description: string }) {
         const content = yield* contentOf(projectId, input, undefined)
-        const rows = yield* sql<{ count: number }>`SELECT count(*)::int AS count FROM skills WHERE project_id = ${projectId}`.pipe(Effect.orDie)
-        const count = rows[0]?.count ?? 0
-        if (count >= MAX_SKILLS) {
-          return yield* new SkillRefused({
+        return yield* store.create(projectId, name, content, MAX_SKILLS).pipe(Effect.catchTag("SkillLimitReached", ({ count }) =>
+          Effect.fail(new SkillRefused({
             status: 409,
             code: "skill_limit_reached",
             detail: `this project has ${count} skills, the most it may have (${MAX_SKILLS}); delete one first`,
             extra: { limit: MAX_SKILLS }
-          })
-        }
-        return yield* store.create(projectId, name, content)
+          }))))
       })
 
       const update = Effect.fn("Skills.update")(function*(projectId: string, idOrName: string, input: SkillInput) {

@@ -263,6 +263,11 @@ export class SkillNotFound extends Schema.TaggedError<SkillNotFound>()("SkillNot
   skill: Schema.String
 }) {}
 
+/** The project has its most skills (counted under a per-project lock, so concurrent creates respect it). */
+export class SkillLimitReached extends Schema.TaggedError<SkillLimitReached>()("SkillLimitReached", {
+  count: Schema.Number
+}) {}
+
 export class SkillNameTaken extends Schema.TaggedError<SkillNameTaken>()("SkillNameTaken", {
   name: Schema.String
 }) {}

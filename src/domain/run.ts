@@ -6,7 +6,6 @@
 import { Schema } from "effect"
 import { RunStatuses } from "./run-state.ts"
 import { CallbackUrl, MaxString, OptionalNullable, WithDefault } from "./schemas.ts"
-import { SkillName } from "./skill.ts"
 
 export const ProjectId = Schema.String.pipe(Schema.brand("ProjectId"))
 export type ProjectId = typeof ProjectId.Type
@@ -46,7 +45,9 @@ export const doAnythingFields = {
   session_id: OptionalNullable(SessionId.check(Schema.isMaxCodePoints(64))),
   workspace_id: OptionalNullable(MaxString(64)),
   profile_id: OptionalNullable(MaxString(64)),
-  skills: Schema.optional(Schema.Array(SkillName).check(Schema.isMaxLength(50)).annotate({
+  // Not narrowed to SkillName: runs stored before skills existed may list any text; a name that is
+  // no skill of the project is refused at create (unknown_skills) all the same.
+  skills: Schema.optional(Schema.Array(MaxString(200)).check(Schema.isMaxLength(50)).annotate({
     description: "names of project skills (/v1/projects/{pid}/skills) offered to the agent as tools skill_<name>; " +
       "a name the project has no skill for is 422 unknown_skills"
   })),

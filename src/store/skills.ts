@@ -6,7 +6,7 @@
 import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { CachedSteps, type CachedStep } from "../domain/cache-script.ts"
-import { SkillNameTaken, SkillNotFound } from "../domain/errors.ts"
+import { SkillLimitReached, SkillNameTaken, SkillNotFound } from "../domain/errors.ts"
 import { makeId } from "../domain/ids.ts"
 import { SkillKind, type SkillVersion } from "../domain/skill.ts"
 
@@ -55,7 +55,8 @@ const VersionRow = Schema.Struct({ version: Schema.Number, kind: SkillKind, sour
 const decodeVersion = Schema.decodeUnknownSync(VersionRow)
 
 export class SkillStore extends Context.Service<SkillStore, {
-  readonly create: (projectId: string, name: string, content: SkillContent) => Effect.Effect<Skill, SkillNameTaken>
+  /** Creates the skill unless the project already has `maxSkills` (checked in the inserting transaction). */
+  readonly create: (projectId: string, name: string, content: SkillContent, maxSkills: number) => Effect.Effect<Skill, SkillNameTaken | SkillLimitReached>
   /** Saves `content` as the skill's next version. */
   readonly update: (projectId: string, idOrName: string, content: SkillContent) => Effect.Effect<Skill, SkillNotFound>
   readonly list: (projectId: string, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<Skill>>
@@ -90,17 +91,22 @@ export class SkillStore extends Context.Service<SkillStore, {
           return decodeRow(rows[0])
         })
 
-      const create = (projectId: string, name: string, content: SkillContent) =>
+      const create = (projectId: string, name: string, content: SkillContent, maxSkills: number) =>
         Effect.gen(function*() {
           const id = makeId("sk")
-          const inserted = yield* sql.withTransaction(Effect.gen(function*() {
+          const outcome = yield* sql.withTransaction(Effect.gen(function*() {
+            // Creates of one project take turns, so the count below holds until this one commits.
+            yield* sql`SELECT pg_advisory_xact_lock(hashtext(${`skills:${projectId}`}))`
+            const [counted] = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM skills WHERE project_id = ${projectId}`
+            if ((counted?.n ?? 0) >= maxSkills) return { _tag: "full" as const, count: counted?.n ?? 0 }
             const rows = yield* sql`INSERT INTO skills (id, project_id, name, version) VALUES (${id}, ${projectId}, ${name}, 1)
               ON CONFLICT (project_id, name) DO NOTHING RETURNING id`
-            if (rows.length === 0) return false
+            if (rows.length === 0) return { _tag: "taken" as const }
             yield* insertVersion(id, 1, content)
-            return true
+            return { _tag: "created" as const }
           })).pipe(Effect.orDie)
-          if (!inserted) return yield* new SkillNameTaken({ name })
+          if (outcome._tag === "full") return yield* new SkillLimitReached({ count: outcome.count })
+          if (outcome._tag === "taken") return yield* new SkillNameTaken({ name })
           return yield* getOne(projectId, id).pipe(Effect.orDie)
         })
 

@@ -104,7 +104,7 @@ layer(inProcess({ WA_MAX_STEPS: "3", WA_SESSION_IDLE_SECONDS: String(IDLE_SECOND
           instructions: "Read the page before each action.",
           steps: null,
           sourceRunId: null
-        })
+        }, 200)
       ).pipe(Effect.provide(SkillStore.layer), Effect.orDie)
       const { run } = yield* createSession({ instructions: "loop", allowed_actions: ["navigate"], skills: ["careful"], keep_alive: true })
       const expired = yield* awaitStatus(run.id, TERMINAL)
