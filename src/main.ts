@@ -43,5 +43,12 @@ if (argv[0] === "--help" || argv[0] === "help") {
     const { prestartEmbeddedPostgres } = await import("./store/embedded-postgres.ts")
     prestartEmbeddedPostgres(dataDir)
   }
+  // WA_EXIT_WITH_PARENT=1 (test harnesses, supervisors that hold the server's stdin): when the
+  // parent dies, however it ends, its end of the pipe closes and the server stops as on SIGTERM,
+  // so no server outlives the process that started it.
+  if (process.env["WA_EXIT_WITH_PARENT"] === "1" && ["serve", "runner"].includes(argv[0] ?? "serve")) {
+    process.stdin.on("end", () => process.kill(process.pid, "SIGTERM")).on("error", () => {}).resume()
+    ;(process.stdin as unknown as { unref?: () => void }).unref?.()
+  }
   await (await import("./cli/operator.ts")).runOperatorCommand(argv)
 }

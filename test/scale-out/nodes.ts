@@ -64,7 +64,8 @@ export const clusterNodeEnv = (databaseUrl: string, redisUrl: string | undefined
 /** Starts `wa runner` with `env` and resolves once its probe server listens. */
 export const startRunner = async (env: Record<string, string>): Promise<RunnerNode> => {
   const dataDir = newDataDir()
-  const child = spawn(process.execPath, [mainScript, "runner"], { cwd: root, env: cleanEnv(dataDir, env), stdio: ["ignore", "pipe", "pipe"] })
+  // Stops itself when this process dies without stopping it (WA_EXIT_WITH_PARENT, src/main.ts).
+  const child = spawn(process.execPath, [mainScript, "runner"], { cwd: root, env: { ...cleanEnv(dataDir, env), WA_EXIT_WITH_PARENT: "1" }, stdio: ["pipe", "pipe", "pipe"] })
   const logs: Array<LogLine> = []
   let stderr = ""
   child.stderr.on("data", (chunk) => (stderr += chunk))

@@ -130,7 +130,13 @@ export const seededDataDir = async (env: Record<string, string> = {}): Promise<s
 export const startService = async (options: StartOptions = {}): Promise<Service> => {
   const dataDir = options.dataDir ?? await seededDataDir(options.env)
   const env = baseEnv(dataDir, options.env)
-  const child = spawn(process.execPath, [...SERVICE_NODE_FLAGS, mainScript, "serve"], { cwd: root, env, stdio: ["ignore", "pipe", "pipe"] })
+  // Its stdin is a pipe from this process: if the test process dies without stopping it, the pipe
+  // closes and the service stops itself (WA_EXIT_WITH_PARENT, src/main.ts).
+  const child = spawn(process.execPath, [...SERVICE_NODE_FLAGS, mainScript, "serve"], {
+    cwd: root,
+    env: { ...env, WA_EXIT_WITH_PARENT: "1" },
+    stdio: ["pipe", "pipe", "pipe"]
+  })
   const logs: Array<LogLine> = []
   let stderr = ""
   child.stderr.on("data", (chunk) => (stderr += chunk))
