@@ -8,7 +8,7 @@
  */
 import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
-import { lastUserText, startScriptedModel } from "../test/fixtures/model/scripted-model.ts"
+import { lastUserText, refOfElement as refFor, startScriptedModel } from "../test/fixtures/model/scripted-model.ts"
 import { readSse } from "../test/support/sse.ts"
 import { TERMINAL, waitForRunStatus } from "../test/support/runs.ts"
 import { startService, stopAndClean } from "../test/support/service.ts"
@@ -29,9 +29,6 @@ const site = createServer((req, res) => {
 })
 await new Promise<void>((resolve) => site.listen(0, "127.0.0.1", resolve))
 const siteUrl = `http://127.0.0.1:${(site.address() as AddressInfo).port}`
-
-const refFor = (snapshot: string, role: string, name: string) =>
-  snapshot.match(new RegExp(`${role} ${JSON.stringify(name)} \\[((?:f\\d+)*e\\d+)\\]`))?.[1]
 
 const model = await startScriptedModel(async (request) => {
   await new Promise((resolve) => setTimeout(resolve, modelMs))

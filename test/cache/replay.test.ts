@@ -8,7 +8,7 @@
 import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { lastUserText, type ScriptedModel, startScriptedModel } from "../fixtures/model/scripted-model.ts"
+import { lastUserText, refOfElement as refFor, type ScriptedModel, startScriptedModel } from "../fixtures/model/scripted-model.ts"
 import { type Service, startService, stopAndClean } from "../support/service.ts"
 import { readSse } from "../support/sse.ts"
 import { TERMINAL, waitForRunStatus } from "../support/runs.ts"
@@ -19,10 +19,6 @@ const shop = { nextLabel: "Next", wrapped: false, confirmedSize: undefined as st
 const namesReceived: Array<string> = []
 let site: Server
 let siteUrl = ""
-
-/** The ref of the element `role "name"` in a snapshot (several share a line). */
-const refFor = (snapshot: string, role: string, name?: string) =>
-  snapshot.match(new RegExp(`${role}${name === undefined ? "(?: \"[^\"]*\")?" : ` ${JSON.stringify(name).replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}`} \\[((?:f\\d+)*e\\d+)\\]`))?.[1]
 
 const page = (title: string, body: string) =>
   `<!doctype html><html><head><meta charset="utf-8"><title>${title}</title></head><body>${body}</body></html>`

@@ -8,7 +8,7 @@
 import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type ChatRequest, lastUserText, type ScriptedModel, startScriptedModel, toolResults } from "../fixtures/model/scripted-model.ts"
+import { type ChatRequest, lastUserText, refOfElement as refFor, type ScriptedModel, startScriptedModel, toolResults } from "../fixtures/model/scripted-model.ts"
 import { type Service, startService, stopAndClean } from "../support/service.ts"
 import { readSse } from "../support/sse.ts"
 import { TERMINAL, waitForRunStatus } from "../support/runs.ts"
@@ -39,9 +39,6 @@ beforeAll(async () => {
   siteUrl = `http://127.0.0.1:${(site.address() as AddressInfo).port}`
 })
 afterAll(() => new Promise<void>((resolve) => site.close(() => resolve())))
-
-const refFor = (snapshot: string, role: string, name: string) =>
-  snapshot.match(new RegExp(`${role} ${JSON.stringify(name).replace(/[.*+?^${}()|[\]\\]/g, "\\$&")} \\[((?:f\\d+)*e\\d+)\\]`))?.[1]
 
 const taskOf = (request: ChatRequest) => JSON.stringify(request.messages).match(/Task:\\n([^\\]+)/)?.[1] ?? ""
 
