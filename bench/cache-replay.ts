@@ -64,18 +64,18 @@ const run = async () => {
     const t0 = new Date(events[0]!.data.created_at ?? events[0]!.data.timestamp ?? 0).getTime()
     for (const event of events) console.log(`  +${new Date(event.data.created_at ?? event.data.timestamp ?? 0).getTime() - t0} ms ${event.event} ${event.data.data?.action ?? ""}`)
   }
-  return { ms, steps: ended.step_count as number, modelRequests: model.requests.length - requestsBefore, tokens, cost: ended.cost ?? ended.total_cost_usd ?? null, hit: events.some((event) => event.event === "run.cache.hit") }
+  return { ms, steps: ended.step_count as number, modelRequests: model.requests.length - requestsBefore, tokens, cost: ended.llm_cost_usd ?? null, hit: events.some((event) => event.event === "run.cache.hit") }
 }
 
 try {
   const first = await run()
-  console.log(`model-driven run: ${first.ms.toFixed(0)} ms, ${first.steps} steps, ${first.modelRequests} model requests, ${first.tokens} tokens, cost ${JSON.stringify(first.cost)}`)
+  console.log(`model-driven run: ${first.ms.toFixed(0)} ms, ${first.steps} steps, ${first.modelRequests} model requests, ${first.tokens} tokens, llm cost ${JSON.stringify(first.cost)} USD`)
   const times: Array<number> = []
   for (let i = 0; i < replays; i++) {
     const replay = await run()
     if (!replay.hit) throw new Error("the replay did not use the script")
     times.push(replay.ms)
-    console.log(`replay ${i + 1}: ${replay.ms.toFixed(0)} ms, ${replay.steps} steps, ${replay.modelRequests} model requests, ${replay.tokens} tokens, cost ${JSON.stringify(replay.cost)}`)
+    console.log(`replay ${i + 1}: ${replay.ms.toFixed(0)} ms, ${replay.steps} steps, ${replay.modelRequests} model requests, ${replay.tokens} tokens, llm cost ${JSON.stringify(replay.cost)} USD`)
   }
   const median = [...times].sort((a, b) => a - b)[Math.floor(times.length / 2)]!
   console.log(`replay median ${median.toFixed(0)} ms; model-driven / replay = ${(first.ms / median).toFixed(1)}x (model answering in ${modelMs} ms)`)
