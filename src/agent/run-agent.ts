@@ -172,8 +172,9 @@ export const runAgent = Effect.fn("runAgent")(function*(
   const cacheScripts = yield* CacheScriptStore
   const recorder = caching ? makeRecorder(lease) : undefined
   const startOrigin = startOriginOf(lease)
-  const cacheKey = cacheKeyOf(run.instructions ?? "", startOrigin, request.output_schema ?? null)
-  const script: CacheScript | undefined = caching ? yield* cacheScripts.find(run.project_id, cacheKey) : undefined
+  const script: CacheScript | undefined = caching
+    ? yield* cacheScripts.find(run.project_id, cacheKeyOf(run.instructions ?? "", startOrigin, request.output_schema ?? null))
+    : undefined
 
   const ctx = RunContext.of({
     runId,

@@ -20,6 +20,7 @@ import { Toolkit } from "effect/ai"
 import { planStep } from "../cache/script.ts"
 import type { ContextLease } from "../browser/pool.ts"
 import type { CachedStep } from "../domain/cache-script.ts"
+import { mapStrings } from "../domain/json-strings.ts"
 import { PARAM_PLACEHOLDER, type SkillKind } from "../domain/skill.ts"
 import { tool } from "./tool-def.ts"
 
@@ -52,13 +53,6 @@ const fill = (text: string, args: Record<string, unknown>): string =>
   text.replace(new RegExp(PARAM_PLACEHOLDER.source, "g"), (whole, name: string) =>
     args[name] === undefined ? whole : typeof args[name] === "string" ? (args[name] as string) : JSON.stringify(args[name]))
 
-const fillDeep = (value: unknown, args: Record<string, unknown>): unknown => {
-  if (typeof value === "string") return fill(value, args)
-  if (Array.isArray(value)) return value.map((item) => fillDeep(item, args))
-  if (value !== null && typeof value === "object") return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, fillDeep(item, args)]))
-  return value
-}
-
 /** The tool of a skill: one parameter per property of its JSON Schema, as the schema describes it. */
 const toolOf = (skill: RunSkill) => {
   const properties = (skill.parameters.properties ?? {}) as Record<string, Record<string, unknown>>
@@ -89,7 +83,7 @@ export const skillToolkit = (skills: ReadonlyArray<RunSkill>, ctx: SkillToolCont
       }
       const steps = (skill.steps ?? []).filter((step) => step.tool !== "done")
       for (const [index, step] of steps.entries()) {
-        const filled = { ...step, params: fillDeep(step.params, args) as Record<string, unknown> }
+        const filled = { ...step, params: mapStrings(step.params, (text) => fill(text, args)) as Record<string, unknown> }
         const snapshot = yield* ctx.observe.pipe(Effect.orElseSucceed(() => ""))
         const plan = yield* planStep(ctx.lease, filled, snapshot)
         const failure = plan._tag === "miss" ? plan.reason : yield* ctx.runTool(plan.tool, plan.params)

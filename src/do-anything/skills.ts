@@ -7,6 +7,7 @@
  * the caller says which parameter it stands for. An update saves a new version carrying over the
  * fields it does not give. The handlers go through this service.
  */
+import { mapStrings } from "../domain/json-strings.ts"
 import { Ajv } from "ajv"
 import { Context, Effect, Layer, Schema } from "effect"
 import type { CachedStep } from "../domain/cache-script.ts"
@@ -65,12 +66,7 @@ export const substituteLiterals = (steps: ReadonlyArray<CachedStep>, values: Rec
         found.add(name)
         return part.split(literal).join(`{{param:${name}}}`)
       }).join(""), text)
-  const walk = (value: unknown): unknown =>
-    typeof value === "string" ? replace(value)
-    : Array.isArray(value) ? value.map(walk)
-    : typeof value === "object" && value !== null ? Object.fromEntries(Object.entries(value).map(([key, item]) => [key, walk(item)]))
-    : value
-  return { steps: steps.map((step) => ({ ...step, params: walk(step.params) as Record<string, unknown> })), found }
+  return { steps: steps.map((step) => ({ ...step, params: mapStrings(step.params, replace) as Record<string, unknown> })), found }
 }
 
 export class Skills extends Context.Service<Skills, {
