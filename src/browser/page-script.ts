@@ -194,7 +194,7 @@ export function snapshotFrame(args: SnapshotArgs): FrameSnapshot {
     if (aria("aria-expanded") === "true") out.push("expanded")
     if (aria("aria-expanded") === "false") out.push("collapsed")
     if ((el as HTMLButtonElement).disabled || aria("aria-disabled") === "true") out.push("disabled")
-    if (tag === "DETAILS" || (tag === "SUMMARY" && el.parentElement?.tagName === "DETAILS")) {
+    if (tag === "SUMMARY" && el.parentElement?.tagName === "DETAILS") {
       out.push((el.parentElement as HTMLDetailsElement).open ? "expanded" : "collapsed")
     }
     return out.length ? " " + out.join(" ") : ""
@@ -351,7 +351,18 @@ export function snapshotFrame(args: SnapshotArgs): FrameSnapshot {
     if (headingLevel && !inside) items.push({ k: "h", level: headingLevel })
 
     const start = items.length
-    const kids = childrenOf(el)
+    let kids = childrenOf(el)
+    // A closed <details> shows only its summary (its first <summary> child): the rest is not
+    // rendered, and not operable, until the summary is clicked. Without a summary of its own the
+    // browser draws "Details", which a click on the element's box (that line) opens.
+    if (tag === "DETAILS") {
+      const open = (el as HTMLDetailsElement).open
+      const summary = Array.from(el.children).find((c) => c.tagName === "SUMMARY")
+      if (summary === undefined && !hidden && !inside) {
+        items.push({ k: "e", s: `button "Details" [${refOf(el)}] ${open ? "expanded" : "collapsed"}`, name: "Details" }, { k: "b" })
+      }
+      if (!open) kids = summary === undefined ? [] : [summary]
+    }
     for (let i = 0; i < kids.length; i++) walk(kids[i]!, inside || interactive, pointer, hidden)
 
     if (interactive) {
