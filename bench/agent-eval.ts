@@ -11,7 +11,7 @@
  *   WA_MODEL_API_KEY / OPENAI_API_KEY / ANTHROPIC_API_KEY, as `wa serve` reads them): a fresh
  *   service on a temporary data dir with that model, allowed to reach the loopback fixture sites.
  * - else: a fresh service on the deterministic plan-following model (src/eval/scripted-model.ts),
- *   the figures CI checks (every task passes).
+ *   with vision on (the vision tasks read the screenshot), the figures CI checks (every task passes).
  */
 import { startPlanModel } from "../src/eval/scripted-model.ts"
 import { reportTable, resultLine, runEval } from "../src/eval/runner.ts"
@@ -46,7 +46,7 @@ if (external !== undefined && external !== "") {
   const hasOwnModel = ownModel["WA_MODEL_BASE_URL"] !== undefined || ownModel["WA_MODEL"] !== undefined || ownModel["WA_MODEL_PROVIDER"] !== undefined
   const env = hasOwnModel
     ? { WA_ALLOW_PRIVATE_NETWORKS: "true", WA_MAX_CONCURRENT_SESSIONS: "100", WA_STEP_SCREENSHOTS: "false", ...ownModel }
-    : scriptedAgentEnv((planModel = await startPlanModel()).baseUrl, { WA_STEP_SCREENSHOTS: "false" })
+    : scriptedAgentEnv((planModel = await startPlanModel()).baseUrl, { WA_STEP_SCREENSHOTS: "false", WA_MODEL_VISION: "on" })
   service = await startService({ env })
   connection = { url: service.url, apiKey: service.apiKey, projectId: service.projectId }
 }

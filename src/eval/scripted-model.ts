@@ -7,14 +7,17 @@
  * with it. CI points a service at it (WA_MODEL_BASE_URL) and runs `wa eval`: 100 % of the tasks
  * must pass, so a change that breaks a widget class fails the build.
  *
- * Token usage is reported as the request's and the reply's size in characters / 4 (a stand-in the
- * price table turns into a cost, so the eval's cost column has figures).
+ * Token usage is reported as the request's and the reply's size in characters / 4, an image as
+ * ceil(width × height / 750) (a stand-in the price table turns into a cost, so the eval's cost
+ * column has figures). With vision on (WA_MODEL_VISION=on on the service), the plan gets the
+ * newest observation's screenshot too: the vision tasks find what to click in it (src/eval/vision.ts).
  *
  *   npx node src/eval/scripted-model.ts [--port N]     prints {"base_url": ...} and serves until stopped
  */
 import { createServer, type IncomingMessage, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import { evalTasks, type PlanStep, PlanStuck, taskOfInstructions } from "./tasks.ts"
+import { jpegOfDataUrl, jpegSize } from "./vision.ts"
 
 interface ChatMessage {
   readonly role: string
@@ -40,6 +43,28 @@ const textOf = (content: unknown): string => {
   if (typeof content === "string") return content
   if (Array.isArray(content)) return content.map((part) => typeof part?.text === "string" ? part.text : "").join("\n")
   return content === null || content === undefined ? "" : JSON.stringify(content)
+}
+
+/** The data URLs of a message's images (Chat Completions `image_url` parts). */
+const imageUrlsOf = (content: unknown): Array<string> =>
+  Array.isArray(content)
+    ? content.flatMap((part) => part?.type === "image_url" && typeof part.image_url?.url === "string" ? [part.image_url.url as string] : [])
+    : []
+
+/**
+ * Prompt tokens of a request: its JSON at 4 characters a token without the images' base64, plus
+ * ceil(width × height / 750) per image (the service's own estimate, src/agent/providers/usage.ts).
+ */
+export const promptTokens = (raw: string, messages: ReadonlyArray<ChatMessage>): number => {
+  let chars = raw.length
+  let images = 0
+  for (const url of messages.flatMap((m) => imageUrlsOf(m.content))) {
+    chars -= url.length
+    const jpeg = jpegOfDataUrl(url)
+    const size = jpeg === undefined ? undefined : jpegSize(jpeg)
+    images += size === undefined ? 1_600 : Math.ceil((size.width * size.height) / 750)
+  }
+  return Math.ceil(Math.max(0, chars) / 4) + images
 }
 
 const parse = (text: string): unknown => {
@@ -75,7 +100,9 @@ export const nextStep = (
   const results = messages.filter((m) => m.role === "tool").map((m) => parse(textOf(m.content)))
   if (results.length === 0) return { tool: "navigate", args: { url: task.start } }
   if (results.length >= MAX_TURNS) return { tool: "done", args: { output: `gave up after ${results.length} steps` } }
-  const page = textOf([...messages].reverse().find((m) => m.role === "user")?.content)
+  const newest = [...messages].reverse().find((m) => m.role === "user")
+  const page = textOf(newest?.content)
+  const images = imageUrlsOf(newest?.content).flatMap((url) => jpegOfDataUrl(url) ?? [])
   const code = /Success code: (WA-[0-9A-F]+)/.exec(page)?.[1]
   if (code !== undefined) return { tool: "done", args: { output: `Success code: ${code}` } }
   const last = results.at(-1) as { error?: unknown } | string | undefined
@@ -83,7 +110,7 @@ export const nextStep = (
     ? last.error
     : typeof last === "string" && /error|fail|timeout/i.test(last) ? last : undefined
   try {
-    const step = plan.plan({ page, results, lastError, start: task.start })
+    const step = plan.plan({ page, images, results, lastError, start: task.start })
     trace?.(task.name, `${page}\n(last result: ${JSON.stringify(results.at(-1)).slice(0, 400)})`, step)
     return step
   } catch (error) {
@@ -115,6 +142,8 @@ export const startPlanModel = async (
     const step = nextStep(body, (task, reason, page) => stuck.push({ task, reason, page }), options.trace)
     answered++
     const args = JSON.stringify(step.args ?? {})
+    const prompt = promptTokens(raw, body.messages)
+    const completion = Math.ceil((step.tool.length + args.length) / 4)
     res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({
       id: `chatcmpl-eval-${answered}`,
       object: "chat.completion",
@@ -125,11 +154,7 @@ export const startPlanModel = async (
         message: { role: "assistant", content: null, tool_calls: [{ id: `call_${answered}`, type: "function", function: { name: step.tool, arguments: args } }] },
         finish_reason: "tool_calls"
       }],
-      usage: {
-        prompt_tokens: Math.ceil(raw.length / 4),
-        completion_tokens: Math.ceil((step.tool.length + args.length) / 4),
-        total_tokens: Math.ceil(raw.length / 4) + Math.ceil((step.tool.length + args.length) / 4)
-      }
+      usage: { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion }
     }))
   })
   await new Promise<void>((resolve, reject) => {

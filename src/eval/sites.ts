@@ -316,6 +316,21 @@ ${[["1041", "Ines", "12.00"], ["1042", "Omar", "54.50"], ["1043", "Kai", "8.90"]
     `<h1>Stock</h1><table><tr><th>Product</th><th>In stock</th></tr><tr><td>Red mug</td><td>14</td></tr><tr><td>Blue mug</td><td>27</td></tr><tr><td>Green mug</td><td>3</td></tr></table>
 <p><label>Units of Blue mug <input id="a" inputmode="numeric"></label> <button id="check">Check answer</button></p><p id="state"></p>`,
     `document.getElementById("check").onclick=()=>{if(document.getElementById("a").value.trim()==="27")win();else document.getElementById("state").textContent="Wrong"}`
+  ),
+  // ---- vision: a button drawn on a <canvas> (no DOM control, no ref), somewhere else at each load;
+  // only a click inside it reveals the code, a click elsewhere says where it missed.
+  "/t/canvas-button": page(
+    "canvas-button",
+    "Unlock",
+    `<h1>Unlock your voucher</h1><p>Press the magenta Reveal button drawn on the panel below.</p>
+<canvas id="c" width="640" height="300" style="display:block;border:1px solid #ccc"></canvas><p id="state">Not pressed yet.</p>`,
+    `const c=document.getElementById("c"),g=c.getContext("2d"),W=140,H=48
+const bx=20+Math.floor(Math.random()*(c.width-W-40)),by=20+Math.floor(Math.random()*(c.height-H-40))
+g.fillStyle="#f4f4f4";g.fillRect(0,0,c.width,c.height);g.fillStyle="#ff00ff";g.fillRect(bx,by,W,H)
+g.fillStyle="#ffffff";g.font="bold 22px sans-serif";g.fillText("Reveal",bx+36,by+32)
+c.addEventListener("click",(e)=>{const r=c.getBoundingClientRect(),x=(e.clientX-r.left)*c.width/r.width,y=(e.clientY-r.top)*c.height/r.height
+if(x>=bx&&x<=bx+W&&y>=by&&y<=by+H){document.getElementById("state").textContent="Pressed.";win()}
+else document.getElementById("state").textContent="Missed at ("+Math.round(x)+", "+Math.round(y)+")."})`
   )
 })
 

@@ -10,6 +10,7 @@
  * (and, for the download, the file is in the workspace): the site decides, not the agent.
  */
 import type { EvalSite } from "./sites.ts"
+import { findColour, imageScale, magenta } from "./vision.ts"
 
 /** A tool call the scripted model answers with. */
 export interface PlanStep {
@@ -20,6 +21,12 @@ export interface PlanStep {
 export interface PlanContext {
   /** The newest observation: URL, title, tabs and the page snapshot. */
   readonly page: string
+  /**
+   * The screenshots (JPEG) that came with the newest observation: one when the service runs with
+   * vision (WA_MODEL_VISION), none otherwise. The page text then ends with the image note (its
+   * size, and the scale to divide image coordinates by for click_at).
+   */
+  readonly images: ReadonlyArray<Uint8Array>
   /** The JSON results of the run's tool calls so far, oldest first. */
   readonly results: ReadonlyArray<any>
   /** The error of the last tool call, if it failed. */
@@ -458,6 +465,27 @@ export const evalTasks: ReadonlyArray<EvalTask> = [
     path: "/t/pagination",
     goal: "Find the Teal lamp in the product list (it has several pages) and open its page.",
     plan: ({ page }) => has(page, 'link "Teal lamp"') ? click(page, 'link "Teal lamp"') : click(page, 'link "Next page"')
+  },
+  // ---- vision: nothing in the DOM to act on
+  {
+    name: "canvas-button",
+    category: "vision",
+    path: "/t/canvas-button",
+    goal: "Unlock the voucher: press the magenta Reveal button drawn on the panel (it is only a drawing, with no element to click).",
+    // The button is drawn at a place drawn at random at each load, and the snapshot has nothing of
+    // the canvas: the plan finds the magenta pixels in the screenshot it was sent and clicks their
+    // centre, scaled back to CSS pixels as the image note says. Without an image (a service with
+    // vision off) there is nothing to go by.
+    plan: ({ page, images }) => {
+      const image = images.at(-1)
+      if (image === undefined) throw new PlanStuck("no screenshot came with the observation: this task needs vision (WA_MODEL_VISION=on)")
+      // A click that missed is not repeated: the page says where it landed.
+      if (has(page, "Missed at")) throw new PlanStuck(`the click missed the button: ${line(page, "Missed at")}`)
+      const blob = findColour(image, magenta)
+      if (blob === undefined) throw new PlanStuck("no magenta button in the screenshot")
+      const scale = imageScale(page)
+      return { tool: "click_at", args: { x: Math.round(blob.x / scale), y: Math.round(blob.y / scale) } }
+    }
   }
 ]
 

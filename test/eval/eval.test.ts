@@ -20,7 +20,8 @@ let service: Service
 
 beforeAll(async () => {
   model = await startPlanModel()
-  service = await startService({ env: scriptedAgentEnv(model.baseUrl, { WA_STEP_SCREENSHOTS: "false" }) })
+  // Vision on: each observation comes with its set-of-marks screenshot, which the vision tasks need.
+  service = await startService({ env: scriptedAgentEnv(model.baseUrl, { WA_STEP_SCREENSHOTS: "false", WA_MODEL_VISION: "on" }) })
 }, 120_000)
 afterAll(async () => {
   await stopAndClean(service)
@@ -45,7 +46,7 @@ describe("wa eval", () => {
     expect(new Set(evalTasks.map((t) => t.category))).toEqual(new Set([
       "hidden-input", "icon-only", "drag-and-drop", "slider", "select", "menu", "autocomplete", "date-picker", "contenteditable",
       "shadow-dom", "iframe", "modal", "cookie-wall", "disclosure", "tabs", "switch", "dialog", "async-content", "infinite-scroll",
-      "new-tab", "file-input", "table", "form", "multi-page-form", "search-extract", "login-2fa", "download", "pagination"
+      "new-tab", "file-input", "table", "form", "multi-page-form", "search-extract", "login-2fa", "download", "pagination", "vision"
     ]))
   })
 
