@@ -31,4 +31,22 @@ export const canTransition = (from: RunStatus, to: RunStatus) => transitions[fro
 export const cancellable: ReadonlyArray<RunStatus> = ["pending", "running", "awaiting_input", "paused"]
 
 /** Convention B shows `succeeded` where Convention A shows `done` (and `done` as terminal_reason). */
-export const flatStatus = (status: RunStatus): RunStatus | "succeeded" => status === "done" ? "succeeded" : status
+export const flatStatus = (status: RunStatus): Exclude<RunStatus, "done"> | "succeeded" => status === "done" ? "succeeded" : status
+
+/** A run's statuses as Convention B (`/api/v1/...`) names them: `succeeded` for the stored `done`. */
+export const FlatRunStatuses = ["pending", "running", "awaiting_input", "paused", "succeeded", "failed", "canceled"] as const
+
+/**
+ * The route convention a client speaks: "A" (`/v1/...`, status `done`) or "B" (`/api/v1/...`,
+ * status `succeeded` with terminal_reason `done`). Responses, event streams and 409 envelopes name a
+ * run's status in the convention of the route that serves them; a run's callback in the convention
+ * of the route that created it (the stored request's `convention`, src/domain/run.ts).
+ */
+export type Convention = "A" | "B"
+
+/** A run status (or any status text) as `convention` names it. */
+export const statusIn = (convention: Convention, status: string): string => convention === "B" && status === "done" ? "succeeded" : status
+
+/** A run's terminal_reason as `convention` shows it: Convention B gives `done` for a run that succeeded. */
+export const terminalReasonIn = (convention: Convention, status: RunStatus, terminalReason: string | null): string | null =>
+  convention === "B" && status === "done" ? "done" : terminalReason

@@ -83,7 +83,16 @@ export const doAnythingFields = {
   model: OptionalNullable(MaxString(100))
 }
 
-export const DoAnythingRequest = Schema.TaggedStruct("DoAnything", doAnythingFields)
+/**
+ * Stored with a run's request, not on the wire: the route convention that created the run
+ * (src/domain/run-state.ts Convention). Its callback names statuses that way (`succeeded` +
+ * terminal_reason `done` for "B"); absent (runs stored before it): "A".
+ */
+export const conventionField = {
+  convention: Schema.optionalKey(Schema.Literals(["A", "B"]))
+}
+
+export const DoAnythingRequest = Schema.TaggedStruct("DoAnything", { ...doAnythingFields, ...conventionField })
 export type DoAnythingRequest = typeof DoAnythingRequest.Type
 
 // --- DeepResearch ---------------------------------------------------------------------------
@@ -112,7 +121,7 @@ export const deepResearchFields = {
   callback_url: OptionalNullable(CallbackUrl)
 }
 
-export const DeepResearchRequest = Schema.TaggedStruct("DeepResearch", deepResearchFields)
+export const DeepResearchRequest = Schema.TaggedStruct("DeepResearch", { ...deepResearchFields, ...conventionField })
 export type DeepResearchRequest = typeof DeepResearchRequest.Type
 
 // --- WebSearch ------------------------------------------------------------------------------

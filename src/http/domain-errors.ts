@@ -43,6 +43,7 @@ import type {
   SchedulePaused
 } from "../domain/errors.ts"
 import { usdFromMicros } from "../domain/money.ts"
+import { type Convention, statusIn } from "../domain/run-state.ts"
 import { Conflict, Forbidden, NotFound, PaymentRequired, TooManyRequests, ValidationError, validationError } from "./errors.ts"
 
 /** Retry-After of too_many_concurrent_runs: a search run ends within seconds, a research run takes longer. */
@@ -64,7 +65,14 @@ const isDomainError = (error: unknown): error is DomainError =>
 
 const conflict = (detail: string, extra: Record<string, unknown> = {}) => new Conflict({ code: "conflict", detail, extra })
 
-const renderers: { readonly [K in DomainError["_tag"]]: (error: Extract<DomainError, { _tag: K }>) => NotFound | Conflict | TooManyRequests | ValidationError } = {
+/**
+ * Each domain error's envelope. `show` names a run status in the convention of the route that
+ * answers (src/domain/run-state.ts statusIn): `succeeded` for `done` under /api/v1, in `extra.status`
+ * and in the detail alike.
+ */
+const renderers: {
+  readonly [K in DomainError["_tag"]]: (error: Extract<DomainError, { _tag: K }>, show: (status: string) => string) => NotFound | Conflict | TooManyRequests | ValidationError
+} = {
   RunNotFound: (e) =>
     new NotFound({
       code: "run_not_found",
@@ -98,18 +106,18 @@ const renderers: { readonly [K in DomainError["_tag"]]: (error: Extract<DomainEr
       extra: { limit: e.limit, active: e.active, scope: e.scope ?? "project", retry_after_seconds: RUN_CAP_RETRY_SECONDS }
     }),
   SessionClosed: (e) => conflict("the session is closed; create a new session", { session_id: e.sessionId }),
-  PreviousRunActive: (e) => conflict("the previous run of this session is not terminal yet", { run_id: e.runId, status: e.status }),
-  InvalidTransition: (e) =>
+  PreviousRunActive: (e, show) => conflict("the previous run of this session is not terminal yet", { run_id: e.runId, status: show(e.status) }),
+  InvalidTransition: (e, show) =>
     e.to === "canceled"
-      ? conflict(`the run is ${e.from}; only a non-terminal run can be canceled`, { status: e.from })
-      : conflict(`the run is ${e.from}; it cannot become ${e.to}`, { status: e.from }),
-  RunEnded: (e) =>
+      ? conflict(`the run is ${show(e.from)}; only a non-terminal run can be canceled`, { status: show(e.from) })
+      : conflict(`the run is ${show(e.from)}; it cannot become ${show(e.to)}`, { status: show(e.from) }),
+  RunEnded: (e, show) =>
     e.operation === "message"
-      ? conflict(`the run is ${e.status}; messages go to a follow-up run`, { status: e.status })
-      : conflict(`the run is ${e.status}; only a non-terminal run can be canceled`, { status: e.status }),
-  RunNotEnded: (e) => conflict(`the run is ${e.status}; feedback is for finished runs`, { status: e.status }),
+      ? conflict(`the run is ${show(e.status)}; messages go to a follow-up run`, { status: show(e.status) })
+      : conflict(`the run is ${show(e.status)}; only a non-terminal run can be canceled`, { status: show(e.status) }),
+  RunNotEnded: (e, show) => conflict(`the run is ${show(e.status)}; feedback is for finished runs`, { status: show(e.status) }),
   RunNotExpired: () => conflict("only a run that ran out of steps (expired) can be continued; add a follow-up run instead"),
-  RunNotAwaitingInput: (e) => conflict(`the run is ${e.status}; it is not awaiting input`, { status: e.status }),
+  RunNotAwaitingInput: (e, show) => conflict(`the run is ${show(e.status)}; it is not awaiting input`, { status: show(e.status) }),
   InputRequestNotFound: (e) =>
     e.field === "request_id"
       ? conflict(`no pending input request ${e.inputRequestId} on this run`, { request_id: e.inputRequestId })
@@ -138,10 +146,12 @@ const renderers: { readonly [K in DomainError["_tag"]]: (error: Extract<DomainEr
       type: "value_error"
     }))),
   ArtifactNotFound: (e) => new NotFound({ code: "artifact_not_found", detail: `no artifact ${e.artifactId} on run ${e.runId}`, extra: {} }),
-  ParentRunNotReady: (e) =>
+  ParentRunNotReady: (e, show) =>
     conflict(
-      `the run is ${e.status}; a ${e.operation === "refine" ? "refinement" : "follow-up"} needs a run that ${e.needs === "done" ? "finished successfully (done)" : "has ended"}`,
-      { run_id: e.runId, status: e.status }
+      `the run is ${show(e.status)}; a ${e.operation === "refine" ? "refinement" : "follow-up"} needs a run that ${
+        e.needs === "done" ? `finished successfully (${show("done")})` : "has ended"
+      }`,
+      { run_id: e.runId, status: show(e.status) }
     ),
   InvalidField: (e) => validationError(e.detail, [{ loc: ["body", ...e.field], msg: e.msg, type: e.type }]),
   MonitorNotFound: (e) => new NotFound({ code: "monitor_not_found", detail: `no monitor ${e.monitorId} in this project`, extra: {} }),
@@ -156,7 +166,7 @@ const renderers: { readonly [K in DomainError["_tag"]]: (error: Extract<DomainEr
       extra: { status: e.status, ...(e.requestId === undefined ? {} : { request_id: e.requestId }) }
     }),
   MonitorActionRefused: (e) => conflict(`the monitor is ${e.status}; it cannot ${e.action}`, { status: e.status, action: e.action }),
-  ControlNotAvailable: (e) => conflict(e.detail, { status: e.status }),
+  ControlNotAvailable: (e, show) => conflict(e.detail, { status: show(e.status) }),
   AlignmentNeedsModel: () =>
     new ValidationError({
       code: "alignment_requires_model",
@@ -196,13 +206,18 @@ const renderers: { readonly [K in DomainError["_tag"]]: (error: Extract<DomainEr
     new Conflict({ code: "schedule_paused", detail: `schedule ${e.scheduleId} is paused; resume it before triggering it`, extra: { schedule_id: e.scheduleId } })
 }
 
-/** The envelope of a domain error; anything else is returned as it is. */
-export const toHttpError = <E>(error: E): HttpErrorOf<E> =>
-  (isDomainError(error) ? (renderers[error._tag] as (e: DomainError) => unknown)(error) : error) as HttpErrorOf<E>
+/**
+ * The envelope of a domain error; anything else is returned as it is. `convention`: that of the
+ * route answering ("B" under /api/v1 names a run's `done` `succeeded`); default "A".
+ */
+export const toHttpError = <E>(error: E, convention: Convention = "A"): HttpErrorOf<E> =>
+  (isDomainError(error)
+    ? (renderers[error._tag] as (e: DomainError, show: (status: string) => string) => unknown)(error, (status) => statusIn(convention, status))
+    : error) as HttpErrorOf<E>
 
-/** Maps the domain errors of an effect to their envelopes. */
-export const httpErrors = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, HttpErrorOf<E>, R> =>
-  Effect.mapError(effect, toHttpError)
+/** Maps the domain errors of an effect to their envelopes, in the convention of the route (default "A"). */
+export const httpErrors = <A, E, R>(effect: Effect.Effect<A, E, R>, convention: Convention = "A"): Effect.Effect<A, HttpErrorOf<E>, R> =>
+  Effect.mapError(effect, (error) => toHttpError(error, convention))
 
 // ---- accounts (src/accounts/errors.ts) ---------------------------------------------------------
 

@@ -15,25 +15,46 @@ import { Readable } from "node:stream"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import type { AppConfigShape } from "../config/config.ts"
 import { RunEventBus } from "../events/run-event-bus.ts"
-import { isTerminal } from "../domain/run-state.ts"
+import { type Convention, isTerminal, statusIn, terminalReasonIn } from "../domain/run-state.ts"
 import type { RunId } from "../domain/run.ts"
 import { type RunEvent, RunStore } from "../store/runs.ts"
 
 const encoder = new TextEncoder()
 
-const frame = (event: RunEvent) =>
-  `id: ${event.id}\nevent: ${event.type}\ndata: ${JSON.stringify({ type: event.type, data: event.data, created_at: event.created_at })}\n\n`
+/**
+ * A run event's data as `convention` shows it. The stored events name statuses as Convention A
+ * does (`done`); Convention B (/api/v1) reads `succeeded` in `status` and `from`, and a run that
+ * succeeded carries terminal_reason `done` (run.status_changed, run.completed), as its GET shows it.
+ */
+export const runEventDataIn = (convention: Convention, type: string, data: unknown): unknown => {
+  if (convention === "A" || !type.startsWith("run.") || typeof data !== "object" || data === null) return data
+  const fields = data as Record<string, unknown>
+  if (fields["status"] !== "done" && fields["from"] !== "done") return data
+  const mapped: Record<string, unknown> = { ...fields }
+  if (typeof fields["from"] === "string") mapped["from"] = statusIn(convention, fields["from"])
+  if (fields["status"] === "done") {
+    mapped["status"] = statusIn(convention, "done")
+    if (type === "run.status_changed" || type === "run.completed") mapped["terminal_reason"] = terminalReasonIn(convention, "done", null)
+  }
+  return mapped
+}
 
-/** Encoded frames of events read by a run's shared reader, so many streams share one copy. */
-const encodedFrames = new WeakMap<RunEvent, Uint8Array>()
-const encodeFrame = (event: RunEvent) => {
-  let bytes = encodedFrames.get(event)
-  if (bytes === undefined) encodedFrames.set(event, bytes = encoder.encode(frame(event)))
+const frame = (event: RunEvent, convention: Convention) =>
+  `id: ${event.id}\nevent: ${event.type}\ndata: ${
+    JSON.stringify({ type: event.type, data: runEventDataIn(convention, event.type, event.data), created_at: event.created_at })
+  }\n\n`
+
+/** Encoded frames of events read by a run's shared reader, so many streams share one copy (one per convention). */
+const encodedFrames: Record<Convention, WeakMap<RunEvent, Uint8Array>> = { A: new WeakMap(), B: new WeakMap() }
+const encodeFrame = (convention: Convention) => (event: RunEvent) => {
+  const cache = encodedFrames[convention]
+  let bytes = cache.get(event)
+  if (bytes === undefined) cache.set(event, bytes = encoder.encode(frame(event, convention)))
   return bytes
 }
-const encodeFrames = (events: ReadonlyArray<RunEvent>): Uint8Array => {
-  if (events.length === 1) return encodeFrame(events[0]!)
-  const parts = events.map(encodeFrame)
+const encodeFrames = (events: ReadonlyArray<RunEvent>, convention: Convention): Uint8Array => {
+  if (events.length === 1) return encodeFrame(convention)(events[0]!)
+  const parts = events.map(encodeFrame(convention))
   const chunk = new Uint8Array(parts.reduce((total, part) => total + part.length, 0))
   let offset = 0
   for (const part of parts) {
@@ -84,12 +105,16 @@ export interface EventSource {
   readonly ended: Effect.Effect<boolean>
   /** The event after which the stream ends. */
   readonly isLast: (event: RunEvent) => boolean
+  /** How the events name a run's status (runEventDataIn); default "A", as stored. */
+  readonly convention?: Convention
 }
 
+/** `convention`: the convention of the route serving the stream ("B" under /api/v1: status `succeeded`). */
 export const runEventStream = (
   runId: RunId,
   lastEventId: number,
-  config: Pick<AppConfigShape, "sseHeartbeatSeconds" | "sseStallSeconds">
+  config: Pick<AppConfigShape, "sseHeartbeatSeconds" | "sseStallSeconds">,
+  convention: Convention = "A"
 ) =>
   Effect.gen(function*() {
     const store = yield* RunStore
@@ -97,7 +122,8 @@ export const runEventStream = (
       key: runId,
       read: (_key, afterId, limit) => store.eventsAfter(runId, afterId, limit),
       ended: Effect.map(store.getRun(runId), (row) => row === undefined || isTerminal(row.status)),
-      isLast: (event) => event.type === "run.completed"
+      isLast: (event) => event.type === "run.completed",
+      convention
     }, lastEventId, config)
   })
 
@@ -112,6 +138,7 @@ export const eventStream = (
     const context = yield* Effect.context<never>()
     const run = Effect.runPromiseWith(context)
     const heartbeatMs = config.sseHeartbeatSeconds * 1000
+    const convention = source.convention ?? "A"
     yield* dropWhenStalled(request, config.sseStallSeconds)
 
     // The body is a plain Node Readable that Node pulls at the client's pace (it calls `read` when
@@ -156,7 +183,7 @@ export const eventStream = (
     const deliver = (events: ReadonlyArray<RunEvent>, shared: boolean) => {
       last = events[events.length - 1]!.id
       // Frames of the shared buffer are encoded once for every stream; others here.
-      send(shared ? encodeFrames(events) : encoder.encode(events.map(frame).join("")))
+      send(shared ? encodeFrames(events, convention) : encoder.encode(events.map((event) => frame(event, convention)).join("")))
       if (events.some(source.isLast)) {
         finished = true
         body.push(null)

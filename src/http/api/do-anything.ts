@@ -8,7 +8,7 @@ import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "
 import { BadRequest, Conflict, Forbidden, NotFound, PaymentRequired, TooManyRequests, ValidationError } from "../../domain/api-errors.ts"
 import { PageQuery } from "../../domain/pagination.ts"
 import { doAnythingFields } from "../../domain/run.ts"
-import { MaxString, OptionalNullable, ProjectIdParam, RunIdParam, SessionIdParam, SessionStatus, WireRunStatus } from "./schemas.ts"
+import { MaxString, OptionalNullable, ProjectIdParam, RunIdParam, RunStatusA, RunStatusB, SessionIdParam, SessionStatus } from "./schemas.ts"
 import { RecordingQuality } from "../../domain/recording.ts"
 import { SessionScheduleField } from "../../domain/schedule-spec.ts"
 import { Authentication, Idempotency, RateLimit } from "./security.ts"
@@ -65,7 +65,7 @@ const Money = Schema.String.annotate({ description: "USD as a decimal string exa
 export const RunResponse = Schema.Struct({
   id: Schema.String,
   session_id: Schema.NullOr(Schema.String),
-  status: WireRunStatus,
+  status: RunStatusA,
   terminal_reason: Schema.NullOr(Schema.String),
   expired: Schema.Boolean,
   instructions: Schema.NullOr(Schema.String),
@@ -106,7 +106,13 @@ export const InterveneResponse = Schema.Struct({
   exp: Schema.optional(Schema.Int.annotate({ description: "unix seconds: the URL stops working if nobody opens it by then" }))
 })
 
-export const FlatRunResponse = Schema.Struct({ ...RunResponse.fields, run_id: Schema.String })
+/** Convention B's run: status `succeeded` where Convention A says `done`, with terminal_reason `done`. */
+export const FlatRunResponse = Schema.Struct({
+  ...RunResponse.fields,
+  status: RunStatusB,
+  terminal_reason: Schema.NullOr(Schema.String).annotate({ description: "done when status is succeeded; otherwise why the run ended (null while it runs)" }),
+  run_id: Schema.String
+})
 
 export const SessionResponse = Schema.Struct({
   id: Schema.String,
@@ -149,7 +155,14 @@ export class DoAnythingApi extends HttpApiGroup.make("do_anything")
       payload: CreateRunRequest,
       success: SessionResponse.annotate({ httpApiStatus: 201 }),
       error: [...writeErrors, TooManyRequests]
-    }),
+    }).annotate(
+      OpenApi.Description,
+      "A new session with its first run. With `session_id`: no new session; a follow-up run is added to that session " +
+        "(as `POST /api/v1/projects/{pid}/do_anything/runs` with session_id does; instructions optional: without them the run " +
+        "observes the session's page with read-only actions) and the session is answered with its runs, the new one last " +
+        "(latest_run_id). 404 session_not_found for an unknown session; 409 conflict when its latest run is not terminal " +
+        "(extra.run_id, extra.status) or it is closed (extra.session_id)."
+    ),
     HttpApiEndpoint.get("listSessions", "/sessions", {
       params: ProjectIdParam,
       query: { ...PageQuery, status: Schema.optional(Schema.Literals(["running", "idle", "closed"])) },
@@ -237,7 +250,12 @@ export class DoAnythingFlatApi extends HttpApiGroup.make("do_anything_flat")
   .middleware(RateLimit)
   .middleware(Authentication)
   .prefix("/api/v1/projects/:pid/do_anything")
-  .annotateMerge(OpenApi.annotations({ title: "DoAnything (Convention B)", description: "Flat runs: status succeeded, terminal_reason done." }))
+  .annotateMerge(OpenApi.annotations({
+    title: "DoAnything (Convention B)",
+    description: "Flat runs: status succeeded, terminal_reason done, everywhere under /api/v1: responses, the event streams " +
+      "(run.status_changed and run.completed data: status succeeded, terminal_reason done), 409 envelopes (extra.status) and the " +
+      "callback_url body of a run created here (a run created under /v1 gets Convention A's body, status done)."
+  }))
 {}
 
 export class MediaApi extends HttpApiGroup.make("media")

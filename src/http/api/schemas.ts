@@ -1,13 +1,22 @@
 /** Schema helpers of the contract: the shared ones (src/domain/schemas.ts) and the project path parameter. */
 import { Schema } from "effect"
 import { RunId, SessionId } from "../../domain/run.ts"
-import { SessionStatuses, WireRunStatuses } from "../../domain/run-state.ts"
+import { FlatRunStatuses, RunStatuses, SessionStatuses, WireRunStatuses } from "../../domain/run-state.ts"
 
 export { CallbackUrl, MaxString, OptionalNullable, Timestamp } from "../../domain/schemas.ts"
 
 /** A run's status on the wire: `done` under /v1 (Convention A), `succeeded` under /api/v1 (Convention B). */
 export const WireRunStatus = Schema.Literals(WireRunStatuses).annotate({
   description: "pending, running, awaiting_input, paused, failed, canceled, and on success done (/v1 paths) or succeeded (/api/v1 paths)"
+})
+
+/** A run's status under Convention A (`/v1/...`): `done` on success. */
+export const RunStatusA = Schema.Literals(RunStatuses).annotate({
+  description: "Convention A (/v1 paths): pending, running, awaiting_input, paused, done, failed, canceled"
+})
+/** A run's status under Convention B (`/api/v1/...`): `succeeded` on success (terminal_reason `done`). */
+export const RunStatusB = Schema.Literals(FlatRunStatuses).annotate({
+  description: "Convention B (/api/v1 paths): pending, running, awaiting_input, paused, succeeded (terminal_reason done), failed, canceled"
 })
 
 export const SessionStatus = Schema.Literals(SessionStatuses)

@@ -26,8 +26,11 @@ const handlersFor = (group: Group) =>
       const config = yield* AppConfig
       const context = yield* Effect.context<RunEventBus | RunStore>()
       const flat = group === "deep_research_flat"
+      // Convention B (/api/v1) names a run's `done` `succeeded`: in views, events, 409 envelopes and
+      // the callback of a run it creates (the request's `convention`).
+      const convention = flat ? "B" as const : "A" as const
 
-      const find = (runId: RunId) => CurrentKey.use(({ projectId }) => httpErrors(research.find(projectId, runId)))
+      const find = (runId: RunId) => CurrentKey.use(({ projectId }) => httpErrors(research.find(projectId, runId), convention))
       const render = (details: ResearchRun) =>
         researchRunView(details.run, details.request, { flat, outline: details.outline, pendingRequestId: details.pendingRequestId })
       const simple = (run: ResearchRun["run"]) => run.request._tag === "DeepResearch" ? researchRunView(run, run.request, { flat }) : undefined
@@ -38,10 +41,10 @@ const handlersFor = (group: Group) =>
       return handlers
         .handle("createRun", ({ payload }) =>
           Effect.gen(function*() {
-            yield* httpErrors(validateCallbackUrl(payload.callback_url, config.allowPrivateNetworks))
+            yield* httpErrors(validateCallbackUrl(payload.callback_url, config.allowPrivateNetworks), convention)
             const { projectId } = yield* CurrentKey
-            const request = { _tag: "DeepResearch" as const, ...payload }
-            const run = yield* httpErrors(research.create(projectId, request))
+            const request = { _tag: "DeepResearch" as const, ...payload, convention }
+            const run = yield* httpErrors(research.create(projectId, request), convention)
             return HttpServerResponse.jsonUnsafe(researchRunView(run, request, { flat }), { status: 202 })
           }))
         .handle("listRuns", ({ query }) =>
@@ -57,31 +60,31 @@ const handlersFor = (group: Group) =>
         .handle("getRun", ({ params }) => find(params.rid).pipe(Effect.flatMap(research.details), Effect.map(render)))
         .handle("runEvents", ({ params, headers }) =>
           find(params.rid).pipe(Effect.flatMap((run) =>
-            runEventStream(run.id, parseLastEventId(headers["last-event-id"]), config).pipe(Effect.provide(context))
+            runEventStream(run.id, parseLastEventId(headers["last-event-id"]), config, convention).pipe(Effect.provide(context))
           )))
         .handle("intervene", ({ params, payload }) =>
           find(params.rid).pipe(
-            Effect.flatMap((run) => httpErrors(research.answer(run, payload.request_id, payload.response))),
+            Effect.flatMap((run) => httpErrors(research.answer(run, payload.request_id, payload.response), convention)),
             Effect.map(render)
           ))
         .handle("cancel", ({ params, payload }) =>
           find(params.rid).pipe(
-            Effect.flatMap((run) => httpErrors(research.cancel(run, payload.reason ?? null))),
+            Effect.flatMap((run) => httpErrors(research.cancel(run, payload.reason ?? null), convention)),
             Effect.map(render)
           ))
         .handle("feedback", ({ params, payload }) =>
           find(params.rid).pipe(
-            Effect.flatMap((run) => httpErrors(research.feedback(run, payload))),
+            Effect.flatMap((run) => httpErrors(research.feedback(run, payload), convention)),
             Effect.map(render)
           ))
         .handle("followup", ({ params, payload }) =>
           find(params.rid).pipe(
-            Effect.flatMap((run) => httpErrors(research.followup(run, payload.text))),
+            Effect.flatMap((run) => httpErrors(research.followup(run, payload.text), convention)),
             Effect.flatMap(simple202)
           ))
         .handle("refine", ({ params, payload }) =>
           find(params.rid).pipe(
-            Effect.flatMap((run) => httpErrors(research.refine(run, payload.text))),
+            Effect.flatMap((run) => httpErrors(research.refine(run, payload.text), convention)),
             Effect.flatMap(simple202)
           ))
         .handle("listArtifacts", ({ params }) =>
@@ -100,7 +103,7 @@ const handlersFor = (group: Group) =>
           ))
         .handle("getArtifact", ({ params }) =>
           find(params.rid).pipe(
-            Effect.flatMap((run) => httpErrors(research.artifact(run, params.aid))),
+            Effect.flatMap((run) => httpErrors(research.artifact(run, params.aid), convention)),
             Effect.map((artifact) => HttpServerResponse.text(artifact.content, { contentType: artifact.contentType }))
           ))
     })

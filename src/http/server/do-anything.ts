@@ -23,6 +23,7 @@ import { withRecording } from "../views/recording-view.ts"
 import { RecordingLinks } from "../../recordings/replay-links.ts"
 import { ArtifactStore } from "../../store/artifacts.ts"
 import type { RunId, SessionId } from "../../domain/run.ts"
+import type { Convention } from "../../domain/run-state.ts"
 import { SafetyPolicies } from "../../safety/service.ts"
 import { checkCreateSafety } from "./safety.ts"
 
@@ -40,13 +41,14 @@ export const publicBaseUrl = Effect.gen(function*() {
   return `${proto === "https" ? "https" : "http"}://${host}`
 })
 
-const tagged = <P extends object>(payload: P) => ({ _tag: "DoAnything" as const, ...payload })
+/** The stored request of a create: its `convention` is the route's (it decides the names of the run's callback). */
+const tagged = <P extends object>(payload: P, convention: Convention) => ({ _tag: "DoAnything" as const, ...payload, convention })
 
-/** The SSE stream of a run's events. */
-const eventsOf = Effect.fnUntraced(function*(runId: RunId, lastEventId: string | undefined) {
+/** The SSE stream of a run's events, with statuses named as the route's convention does. */
+const eventsOf = Effect.fnUntraced(function*(runId: RunId, lastEventId: string | undefined, convention: Convention) {
   const config = yield* AppConfig
   const context = yield* Effect.context<RunEventBus | RunStore>()
-  return yield* runEventStream(runId, parseLastEventId(lastEventId), config).pipe(Effect.provide(context))
+  return yield* runEventStream(runId, parseLastEventId(lastEventId), config, convention).pipe(Effect.provide(context))
 })
 
 export const DoAnythingHandlers = HttpApiBuilder.group(
@@ -64,8 +66,16 @@ export const DoAnythingHandlers = HttpApiBuilder.group(
       .handle("createSession", ({ payload }) =>
         Effect.gen(function*() {
           yield* httpErrors(validateCallbackUrl(payload.callback_url, allowPrivateNetworks))
-          yield* checkCreateSafety(safety, (yield* CurrentKey).projectId, payload)
-          const { session, run } = yield* httpErrors(sessions.create(yield* CurrentKey, tagged(payload)))
+          const key = yield* CurrentKey
+          yield* checkCreateSafety(safety, key.projectId, payload)
+          // With session_id: a follow-up run on that session (as Convention B's create; without
+          // instructions it observes the page), answered with the session; 404 / 409 as there.
+          if (payload.session_id !== undefined && payload.session_id !== null) {
+            yield* httpErrors(sessions.addRun(key.projectId, payload.session_id, tagged(payload, "A"), { observeWithoutInstructions: true }))
+            const { session, runs } = yield* httpErrors(sessions.find(key.projectId, payload.session_id))
+            return sessionView(session, runs, mailDomain)
+          }
+          const { session, run } = yield* httpErrors(sessions.create(key, tagged(payload, "A")))
           return sessionView(session, [run], mailDomain)
         }))
       .handle("listSessions", ({ query }) =>
@@ -90,11 +100,11 @@ export const DoAnythingHandlers = HttpApiBuilder.group(
           yield* httpErrors(validateCallbackUrl(payload.callback_url, allowPrivateNetworks))
           const { projectId } = yield* CurrentKey
           yield* checkCreateSafety(safety, projectId, payload)
-          return runView(yield* httpErrors(sessions.addRun(projectId, params.sid, tagged(payload))))
+          return runView(yield* httpErrors(sessions.addRun(projectId, params.sid, tagged(payload, "A"))))
         }))
       .handle("getRun", ({ params }) => run(params.sid, params.rid).pipe(Effect.flatMap(withRecording(runView)), Effect.provide(recordings)))
       .handle("runEvents", ({ params, headers }) =>
-        run(params.sid, params.rid).pipe(Effect.flatMap((found) => eventsOf(found.id, headers["last-event-id"])), Effect.provide(context)))
+        run(params.sid, params.rid).pipe(Effect.flatMap((found) => eventsOf(found.id, headers["last-event-id"], "A")), Effect.provide(context)))
       .handle("message", ({ params, payload }) =>
         run(params.sid, params.rid).pipe(
           Effect.flatMap((found) => httpErrors(sessions.message(found, payload.content))),
@@ -148,24 +158,26 @@ export const DoAnythingFlatHandlers = HttpApiBuilder.group(
     const safety = yield* SafetyPolicies
     const { allowPrivateNetworks } = yield* AppConfig
     const context = yield* Effect.context<AppConfig | RunEventBus | RunStore>()
-    const run = (rid: RunId) => CurrentKey.use(({ projectId }) => httpErrors(sessions.findRun(projectId, rid)))
+    const run = (rid: RunId) => CurrentKey.use(({ projectId }) => httpErrors(sessions.findRun(projectId, rid), "B"))
     const recordings = yield* Effect.context<ArtifactStore | RecordingLinks>()
     return handlers
       .handle("createRun", ({ payload }) =>
         Effect.gen(function*() {
-          yield* httpErrors(validateCallbackUrl(payload.callback_url, allowPrivateNetworks))
+          yield* httpErrors(validateCallbackUrl(payload.callback_url, allowPrivateNetworks), "B")
           const key = yield* CurrentKey
           yield* checkCreateSafety(safety, key.projectId, payload)
           // With session_id: a follow-up run on that session; without instructions it observes the page.
           if (payload.session_id !== undefined && payload.session_id !== null) {
-            return flatRunView(yield* httpErrors(sessions.addRun(key.projectId, payload.session_id, tagged(payload), { observeWithoutInstructions: true })))
+            return flatRunView(
+              yield* httpErrors(sessions.addRun(key.projectId, payload.session_id, tagged(payload, "B"), { observeWithoutInstructions: true }), "B")
+            )
           }
-          const { run } = yield* httpErrors(sessions.create(key, tagged(payload)))
+          const { run } = yield* httpErrors(sessions.create(key, tagged(payload, "B")), "B")
           return flatRunView(run)
         }))
       .handle("getRun", ({ params }) => run(params.rid).pipe(Effect.flatMap(withRecording(flatRunView)), Effect.provide(recordings)))
       .handle("runEvents", ({ params, headers }) =>
-        run(params.rid).pipe(Effect.flatMap((found) => eventsOf(found.id, headers["last-event-id"])), Effect.provide(context)))
+        run(params.rid).pipe(Effect.flatMap((found) => eventsOf(found.id, headers["last-event-id"], "B")), Effect.provide(context)))
   })
 ).pipe(Layer.provide(RecordingLinks.layer))
 

@@ -22,7 +22,9 @@ const handlersFor = (group: "web_search" | "web_search_flat") =>
       const config = yield* AppConfig
       const context = yield* Effect.context<RunEventBus | RunStore>()
       const flat = group === "web_search_flat"
-      const find = (runId: RunId) => CurrentKey.use(({ projectId }) => httpErrors(search.find(projectId, runId)))
+      // Convention B (/api/v1) names a run's `done` `succeeded`: in views, events and 409 envelopes.
+      const convention = flat ? "B" as const : "A" as const
+      const find = (runId: RunId) => CurrentKey.use(({ projectId }) => httpErrors(search.find(projectId, runId), convention))
       /** Ended within the wait: 200 with the result; otherwise 202 and the client polls. */
       const answer = ({ run, ended }: Started) =>
         ended ? webSearchRunView(run, flat) : HttpServerResponse.jsonUnsafe(webSearchRunView(run, flat), { status: 202 })
@@ -31,26 +33,26 @@ const handlersFor = (group: "web_search" | "web_search_flat") =>
         .handle("createRun", ({ payload }) =>
           Effect.gen(function*() {
             const { projectId } = yield* CurrentKey
-            return answer(yield* httpErrors(search.create(projectId, { _tag: "WebSearch", ...payload })))
+            return answer(yield* httpErrors(search.create(projectId, { _tag: "WebSearch", ...payload }), convention))
           }))
         .handle("getRun", ({ params }) => find(params.rid).pipe(Effect.map((run) => webSearchRunView(run, flat))))
         .handle("runEvents", ({ params, headers }) =>
           find(params.rid).pipe(Effect.flatMap((run) =>
-            runEventStream(run.id, parseLastEventId(headers["last-event-id"]), config).pipe(Effect.provide(context))
+            runEventStream(run.id, parseLastEventId(headers["last-event-id"]), config, convention).pipe(Effect.provide(context))
           )))
         .handle("cancel", ({ params, payload }) =>
           find(params.rid).pipe(
-            Effect.flatMap((run) => httpErrors(search.cancel(run, payload.reason ?? null))),
+            Effect.flatMap((run) => httpErrors(search.cancel(run, payload.reason ?? null), convention)),
             Effect.map((run) => webSearchRunView(run, flat))
           ))
         .handle("refine", ({ params, payload }) =>
           find(params.rid).pipe(
-            Effect.flatMap((run) => httpErrors(search.refine(run, payload))),
+            Effect.flatMap((run) => httpErrors(search.refine(run, payload), convention)),
             Effect.map(answer)
           ))
         .handle("followup", ({ params, payload }) =>
           find(params.rid).pipe(
-            Effect.flatMap((run) => httpErrors(search.followup(run, { queries: payload.queries, text: payload.text ?? null, wait: payload.wait }))),
+            Effect.flatMap((run) => httpErrors(search.followup(run, { queries: payload.queries, text: payload.text ?? null, wait: payload.wait }), convention)),
             Effect.map(answer)
           ))
     })
