@@ -13,7 +13,7 @@ import { type Browser, type BrowserContext, type BrowserContextOptions, chromium
 import { ActionFailed, ActionTimeout, BrowserCrashed, type BrowserError, BrowserUnavailable, NavigationRefused } from "./errors.ts"
 import { AppConfig } from "../config/config.ts"
 import { browserChoices, type LocalChromium, selectChromium } from "./chromium-executable.ts"
-import { startEgressProxy } from "./egress-proxy.ts"
+import { type EgressProxy, startEgressProxy } from "./egress-proxy.ts"
 import { installNavigationGuard, type NavigationGuard } from "./guard.ts"
 
 /** Flags that let Chromium run headless as root in a Debian container and stay quiet on the network. */
@@ -49,6 +49,12 @@ export interface BrowserPoolConfig {
   /** Default of `LeaseOptions.allowPrivateNetworks`. */
   readonly allowPrivateNetworks: boolean
   readonly launchTimeoutMs?: number | undefined
+  /**
+   * Keep one context opened ahead (WA_BROWSER_WARM_CONTEXT, default on; never with `cdpUrl`, whose
+   * provider may count contexts): a lease with the default options takes it at once instead of
+   * waiting for a new context, its guard and its first tab (100–1500 ms, more under load).
+   */
+  readonly warmContext?: boolean | undefined
 }
 
 export interface LeaseOptions {
@@ -83,6 +89,14 @@ export interface ContextLease {
   readonly crashed: () => boolean
   /** Completes when the browser behind this lease disconnects (interruptible waits, no leak per action). */
   readonly crashSignal: Deferred.Deferred<void>
+}
+
+interface OpenedContext {
+  readonly context: BrowserContext
+  readonly guard: NavigationGuard
+  readonly page: Page
+  readonly proxy: EgressProxy | undefined
+  readonly blocked: Array<NavigationRefused>
 }
 
 export interface PoolStats {
@@ -130,7 +144,8 @@ export class BrowserPool extends Context.Service<BrowserPool, {
         executablePath: selected?.executablePath ?? "",
         chromium: selected,
         cdpUrl,
-        allowPrivateNetworks: app.allowPrivateNetworks
+        allowPrivateNetworks: app.allowPrivateNetworks,
+        warmContext: app.browserWarmContext
       })
     })
   )
@@ -286,6 +301,85 @@ export const makeBrowserPool = Effect.fnUntraced(function*(config: BrowserPoolCo
     })
   )
 
+  /** A new context with its egress proxy (when needed), navigation guard and first tab. */
+  const openContext = async (browser: Browser, options: LeaseOptions, allowPrivateNetworks: boolean): Promise<OpenedContext> => {
+    // Private networks refused and a local browser: all traffic goes through an egress proxy
+    // that checks each connection (redirect hops included), see egress-proxy.ts.
+    // Connections the proxy refused: sub-resources and redirect hops. They do not fail an
+    // action by themselves (a public page may embed a private image); navigations refused
+    // are reported by the guard, which watches documents and their redirect hops.
+    const blocked: Array<NavigationRefused> = []
+    const proxy = allowPrivateNetworks || config.cdpUrl !== undefined
+      ? undefined
+      : await startEgressProxy({ allowedOrigins: options.allowedOrigins, onRefused: (r) => blocked.push(r) })
+    try {
+      const context = await browser.newContext({
+        ...(options.storageState !== undefined ? { storageState: options.storageState } : {}),
+        ...(options.userAgent !== undefined ? { userAgent: options.userAgent } : {}),
+        ...(proxy !== undefined ? { proxy: { server: proxy.server } } : {}),
+        viewport: options.viewport ?? { width: 1280, height: 800 },
+        // Downloads are kept (a session with a workspace saves them there, see agent/file-tools.ts).
+        acceptDownloads: true
+      })
+      try {
+        const guard = await installNavigationGuard(context, {
+          allowPrivateNetworks,
+          allowedOrigins: options.allowedOrigins
+        })
+        const page = await context.newPage()
+        return { context, guard, page, proxy, blocked }
+      } catch (error) {
+        await context.close().catch(() => undefined)
+        throw error
+      }
+    } catch (error) {
+      await proxy?.close()
+      throw error
+    }
+  }
+  const closeOpened = async (opened: OpenedContext) => {
+    await opened.context.close().catch(() => undefined)
+    await opened.proxy?.close().catch(() => undefined)
+  }
+
+  // The warm spare (BrowserPoolConfig.warmContext): opened after each lease with the default
+  // options, for the browser it was opened in; a spare of a browser that has gone is dropped.
+  const warmContext = (config.warmContext ?? true) && config.cdpUrl === undefined
+  let spare: { readonly browser: Browser; readonly opened: Promise<OpenedContext | undefined> } | undefined
+  const isPlain = (options: LeaseOptions) =>
+    options.storageState === undefined && options.userAgent === undefined && options.viewport === undefined &&
+    options.allowedOrigins === undefined && (options.allowPrivateNetworks ?? config.allowPrivateNetworks) === config.allowPrivateNetworks
+  const takeSpare = async (browser: Browser): Promise<OpenedContext | undefined> => {
+    const taken = spare
+    spare = undefined
+    if (taken === undefined) return undefined
+    // A spare of a browser that has gone is never waited for (its opening may hang with it).
+    if (taken.browser !== browser || !taken.browser.isConnected()) {
+      void taken.opened.then((opened) => opened?.proxy?.close())
+      return undefined
+    }
+    const opened = await taken.opened
+    if (opened === undefined) return undefined
+    if (!browser.isConnected() || opened.page.isClosed()) {
+      await closeOpened(opened)
+      return undefined
+    }
+    return opened
+  }
+  const refillSpare = (browser: Browser) => {
+    if (!warmContext || spare !== undefined || state.shuttingDown || !browser.isConnected()) return
+    spare = { browser, opened: openContext(browser, {}, config.allowPrivateNetworks).catch(() => undefined) }
+  }
+  yield* Effect.addFinalizer(() =>
+    Effect.promise(async () => {
+      state.shuttingDown = true
+      const left = spare
+      spare = undefined
+      const opened = await left?.opened
+      if (opened !== undefined) await closeOpened(opened)
+    })
+  )
+
   const openLease = Effect.fnUntraced(function*(options: LeaseOptions) {
     const browser = yield* liveBrowser
     const allowPrivateNetworks = options.allowPrivateNetworks ?? config.allowPrivateNetworks
@@ -302,40 +396,14 @@ export const makeBrowserPool = Effect.fnUntraced(function*(config: BrowserPoolCo
       // The signal is aborted when the opening times out or is interrupted: whatever was
       // opened by then is closed instead of leaking.
       try: async (signal) => {
-        // Private networks refused and a local browser: all traffic goes through an egress proxy
-        // that checks each connection (redirect hops included), see egress-proxy.ts.
-        // Connections the proxy refused: sub-resources and redirect hops. They do not fail an
-        // action by themselves (a public page may embed a private image); navigations refused
-        // are reported by the guard, which watches documents and their redirect hops.
-        const blocked: Array<NavigationRefused> = []
-        const proxy = allowPrivateNetworks || config.cdpUrl !== undefined
-          ? undefined
-          : await startEgressProxy({ allowedOrigins: options.allowedOrigins, onRefused: (r) => blocked.push(r) })
-        try {
-          const context = await browser.newContext({
-            ...(options.storageState !== undefined ? { storageState: options.storageState } : {}),
-            ...(options.userAgent !== undefined ? { userAgent: options.userAgent } : {}),
-            ...(proxy !== undefined ? { proxy: { server: proxy.server } } : {}),
-            viewport: options.viewport ?? { width: 1280, height: 800 },
-            // Downloads are kept (a session with a workspace saves them there, see agent/file-tools.ts).
-            acceptDownloads: true
-          })
-          try {
-            const guard = await installNavigationGuard(context, {
-              allowPrivateNetworks,
-              allowedOrigins: options.allowedOrigins
-            })
-            const page = await context.newPage()
-            if (signal.aborted) throw new Error("opening the context was abandoned")
-            return { context, guard, page, proxy, blocked }
-          } catch (error) {
-            await context.close().catch(() => undefined)
-            throw error
-          }
-        } catch (error) {
-          await proxy?.close()
-          throw error
+        const warm = isPlain(options) ? await takeSpare(browser) : undefined
+        const opened = warm ?? await openContext(browser, options, allowPrivateNetworks)
+        refillSpare(browser)
+        if (signal.aborted) {
+          await closeOpened(opened)
+          throw new Error("opening the context was abandoned")
         }
+        return opened
       },
       catch: (cause) =>
         !browser.isConnected()

@@ -121,6 +121,8 @@ export const AppConfigSchema = Config.all({
    * WA_BROWSER_CDP_URL overrides all three. See src/browser/chromium-executable.ts.
    */
   browser: Config.Literals(["auto", "system", "bundled"], "WA_BROWSER").pipe(Config.withDefault("auto" as const)),
+  /** Keep one browser context opened ahead, so a session (or a search, a Track check) starts without waiting for one. */
+  browserWarmContext: Config.Boolean("WA_BROWSER_WARM_CONTEXT").pipe(Config.withDefault(true)),
   /** Largest file a workspace holds (uploads over it get 413; page downloads over it are not kept). */
   workspaceMaxFileBytes: Config.Int("WA_WORKSPACE_MAX_FILE_BYTES").pipe(Config.withDefault(100 * 1024 * 1024)),
   /** Largest recording of one run, compressed (a recording stops taking events before it would pass this). */

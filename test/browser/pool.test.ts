@@ -4,7 +4,7 @@ import { AppConfig } from "../../src/config/config.ts"
 import { click, navigate } from "../../src/browser/actions.ts"
 import { observe } from "../../src/browser/observe.ts"
 import { browserMetrics, BrowserPool } from "../../src/browser/pool.ts"
-import { launchedChromiumPids, leaseAndSite, refFor, TestLayer } from "./support.ts"
+import { chromiumPath, FixtureSite, launchedChromiumPids, leaseAndSite, refFor, TestLayer } from "./support.ts"
 
 layer(TestLayer, { excludeTestServices: true })("BrowserPool", (it) => {
   it.effect("leases an isolated context and closes it with the scope", () =>
@@ -124,4 +124,57 @@ describe("BrowserPool without a browser binary", () => {
       assert.strictEqual(error._tag, "BrowserUnavailable")
       assert.include(error.message, "/opt/missing/chromium")
     }))
+})
+
+describe("BrowserPool warm context", () => {
+  /** The contexts the pool's browser has open now. */
+  const openContexts = Effect.gen(function*() {
+    const browser = Option.getOrThrow(yield* (yield* BrowserPool).currentBrowser)
+    return browser.contexts()
+  })
+  /** Waits (bounded) until the browser has `n` contexts: the spare is opened in the background. */
+  const contextsReach = (n: number) =>
+    Effect.gen(function*() {
+      for (let i = 0; i < 200; i++) {
+        if ((yield* openContexts).length >= n) return
+        yield* Effect.sleep("25 millis")
+      }
+      assert.fail(`the browser never had ${n} contexts open`)
+    })
+
+  it.live("a lease with the default options takes the context opened ahead; other options get their own", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const pool = yield* BrowserPool
+      const first = yield* pool.acquireContext()
+      // One leased, and the spare opened behind it.
+      yield* contextsReach(2)
+      const spare = (yield* openContexts).find((context) => context !== first.context)!
+      const second = yield* pool.acquireContext()
+      assert.strictEqual(second.context, spare, "the second lease is the context that was open before it was asked for")
+      assert.strictEqual(second.pages().length, 1)
+      // A lease with its own options (a saved state here) never takes the spare.
+      yield* contextsReach(3)
+      const nextSpare = (yield* openContexts).find((context) => context !== first.context && context !== second.context)!
+      const restored = yield* pool.acquireContext({ storageState: { cookies: [], origins: [] } })
+      assert.notStrictEqual(restored.context, nextSpare)
+      assert.isTrue((yield* openContexts).includes(nextSpare), "the spare stays for the next default lease")
+      // The spare is isolated like any context: nothing the first lease set is in it.
+      const site = yield* FixtureSite
+      yield* Effect.promise(() => first.context.addCookies([{ name: "session", value: "alice", url: site.url }]))
+      const third = yield* pool.acquireContext()
+      assert.strictEqual(third.context, nextSpare)
+      assert.deepStrictEqual(yield* Effect.promise(() => third.context.cookies(site.url)), [])
+      // Stats count leases only, not the spare.
+      assert.strictEqual((yield* pool.stats).contextsOpen, 4)
+    })).pipe(Effect.provide(Layer.mergeAll(BrowserPool.layerWith({ executablePath: chromiumPath, allowPrivateNetworks: true }), FixtureSite.layer))))
+
+  it.live("WA_BROWSER_WARM_CONTEXT=false opens nothing ahead", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const pool = yield* BrowserPool
+      yield* pool.acquireContext()
+      yield* Effect.sleep("500 millis")
+      assert.strictEqual((yield* openContexts).length, 1)
+    })).pipe(Effect.provide(BrowserPool.layerFromAppConfig.pipe(
+      Layer.provide(AppConfig.layerFrom({ CHROMIUM_PATH: chromiumPath, WA_ALLOW_PRIVATE_NETWORKS: "true", WA_BROWSER_WARM_CONTEXT: "false" }))
+    ))))
 })
