@@ -421,8 +421,9 @@ export const runAgent = Effect.fn("runAgent")(function*(
     const cached = cachedSteps[replayAt]!
     const index = replayAt
     replayAt += 1
-    const observed = yield* observeForModel.pipe(Effect.provideService(RunContext, ctx))
-    const snapshot = redact(observed.text)
+    // A step with no element (navigate) needs no look at the page first.
+    const needsPage = cached.target !== null || cached.to_target !== null || cached.tool === "done"
+    const snapshot = needsPage ? redact((yield* observeForModel.pipe(Effect.provideService(RunContext, ctx))).text) : ""
     recorder?.observed(snapshot)
     const plan = yield* planStep(lease, cached, snapshot)
     if (plan._tag === "miss") {
@@ -431,6 +432,7 @@ export const runAgent = Effect.fn("runAgent")(function*(
     }
     const stepNumber = yield* store.recordStep(runId, executor)
     const recordedBefore = recorder?.steps().length ?? 0
+    if (!plan.byCss) recorder?.replays(cached)
     const failure = yield* runTool(plan.tool, plan.params)
     if (yield* endedOnBoundary) return
     if (failure !== undefined) missed = { index, step: cached, reason: redact(failure), recordedBefore }

@@ -137,6 +137,16 @@ const activePage = (lease: ContextLease) =>
     return page
   })
 
+/**
+ * Playwright builds its injected script (actionability checks, selector engine) in each new
+ * document on the first element action, which costs a first click or fill on a page 100–800 ms.
+ * Started in the background once a navigation settles, that work overlaps the observation and
+ * the model's turn (or a cached script's next step) instead of delaying the next action.
+ */
+const warmActions = (page: Page) => {
+  void page.$("html").then((handle) => handle?.dispose()).catch(() => undefined)
+}
+
 /** The guard's refusal recorded during an action wins over the browser's generic error. */
 const refusalOr = <A>(lease: ContextLease, effect: Effect.Effect<A, ActionError>): Effect.Effect<A, ActionError> =>
   effect.pipe(
@@ -182,6 +192,7 @@ const act = (
           throw error
         }
         await watcher.settle(settleMs, settleDom ? { startedAt } : undefined)
+        if (watcher.navigated()) warmActions(page)
         const newTabs = watcher.newTabs()
         const dialogs = lease.takeDialogs()
         const blockedHosts = [...new Set(lease.takeBlockedConnections().map((b) => {

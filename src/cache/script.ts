@@ -90,13 +90,29 @@ export interface PendingStep {
 export const makeRecorder = (lease: ContextLease) => {
   const steps: Array<CachedStep> = []
   let snapshot = ""
+  let replaying: CachedStep | undefined
   return {
     observed: (text: string) => {
       snapshot = text
+      replaying = undefined
+    },
+    /**
+     * The next action replays this cached step, found in the page by its own description: the
+     * step is recorded as it was saved, without describing its element again (a page round trip
+     * per step of a replay).
+     */
+    replays: (step: CachedStep) => {
+      replaying = step
     },
     before: (tool: string, params: unknown): Effect.Effect<PendingStep | undefined> =>
       !RECORDED_TOOLS.has(tool) || params === null || typeof params !== "object"
         ? Effect.succeed(undefined)
+        : replaying !== undefined && replaying.tool === tool
+        ? Effect.sync(() => {
+          const step = replaying!
+          replaying = undefined
+          return { step }
+        })
         : Effect.promise(async () => {
           const page = lease.page()
           const { ref, to_ref, ...rest } = params as Record<string, unknown>
