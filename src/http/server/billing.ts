@@ -8,22 +8,11 @@ import { Plans } from "../../billing/plans.ts"
 import { WebAgentApi } from "../api/api.ts"
 import { CurrentKey, requireScope } from "../api/security.ts"
 import { badRequest, validationError } from "../errors.ts"
-import { DEFAULT_LIMIT } from "../pagination.ts"
+import { cursorCodec, DEFAULT_LIMIT } from "../pagination.ts"
 import { usdFromMicros } from "../../domain/money.ts"
 
-const encodeCursor = (id: string) => Buffer.from(JSON.stringify({ l: id })).toString("base64url")
-
-const decodeCursor = (cursor: string | undefined) =>
-  Effect.suspend(() => {
-    if (cursor === undefined) return Effect.succeed(undefined)
-    try {
-      const parsed = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8")) as { l?: unknown }
-      if (typeof parsed.l === "string" && /^[0-9]{1,19}$/.test(parsed.l)) return Effect.succeed(parsed.l)
-    } catch {
-      // fall through
-    }
-    return Effect.fail(badRequest("cursor is not a cursor this server issued", { param: "cursor" }))
-  })
+// Ledger entries are numbered (bigserial), not prefixed ids: the cursor is the last entry's number as text.
+const ledgerCursor = cursorCodec("l", (position): position is string => typeof position === "string" && /^[0-9]{1,19}$/.test(position))
 
 const decodeDate = (param: string, value: string | undefined) =>
   Effect.suspend(() => {
@@ -98,7 +87,7 @@ export const BillingHandlers = HttpApiBuilder.group(
         Effect.gen(function*() {
           const { projectId } = yield* CurrentKey
           const limit = query.limit ?? DEFAULT_LIMIT
-          const beforeId = yield* decodeCursor(query.cursor)
+          const beforeId = yield* ledgerCursor.decode(query.cursor)
           const from = yield* decodeDate("from", query.from)
           const to = yield* decodeDate("to", query.to)
           const rows = yield* ledger.usage(projectId, { kind: query.kind, from, to, beforeId, limit: limit + 1 })
@@ -116,7 +105,7 @@ export const BillingHandlers = HttpApiBuilder.group(
               period_start: entry.periodStart.toISOString(),
               created_at: entry.createdAt.toISOString()
             })),
-            next_cursor: rows.length > limit && items.length > 0 ? encodeCursor(items[items.length - 1]!.id) : null
+            next_cursor: rows.length > limit && items.length > 0 ? ledgerCursor.encode(items[items.length - 1]!.id) : null
           }
         }))
   })
