@@ -142,7 +142,8 @@ export const urlsOfCreate = (body: Readonly<Record<string, unknown>>): ReadonlyA
   const found: Array<{ field: string; url: string }> = []
   for (const [field, value] of Object.entries(body)) {
     if (typeof value !== "string") continue
-    if (field === "instructions" || field === "content") for (const url of urlsInText(value)) found.push({ field, url })
+    // payload: a schedule trigger's event data, handed to the run as context (a JSON text here).
+    if (field === "instructions" || field === "content" || field === "payload") for (const url of urlsInText(value)) found.push({ field, url })
     else if (field.endsWith("_url") && field !== "callback_url") found.push({ field, url: value })
   }
   return found

@@ -166,6 +166,31 @@ describe("safety boundary at create", () => {
   })
 })
 
+describe("safety boundary at a schedule trigger", () => {
+  it("refuses a trigger whose payload names a denied URL (the payload goes into the run's prompt), recording no firing", async () => {
+    await putPolicy({})
+    const created = await service.request("POST", sessionsPath(), { body: { keep_alive: true, instructions: "nothing to do but read the event", schedule: { kind: "event" } } })
+    expect(created.status, created.text).toBe(201)
+    const listed = await service.request("GET", `/v1/projects/${service.projectId}/schedules?session_id=${created.json.id}`)
+    const scheduleId = listed.json.items[0].id as string
+    const schedulePath = `/v1/projects/${service.projectId}/schedules/${scheduleId}`
+    await putPolicy({ denied_domains: ["localhost"] })
+
+    const refused = await service.request("POST", `${schedulePath}/trigger`, { body: { payload: { order: 7, details: `${shop.otherHostUrl}/partner` } } })
+    expect(refused.status, refused.text).toBe(403)
+    expect(refused.json.code).toBe("safety_boundary_violated")
+    expect(refused.json.extra).toMatchObject({ field: "payload", domain: "localhost", rule: "denied_domains" })
+    expect((await service.request("GET", `${schedulePath}/firings`)).json.items).toEqual([])
+
+    // A payload without such a URL is recorded.
+    const accepted = await service.request("POST", `${schedulePath}/trigger`, { body: { payload: { order: 7 } } })
+    expect(accepted.status, accepted.text).toBe(202)
+    expect((await service.request("GET", `${schedulePath}/firings`)).json.items.map((f: any) => f.payload)).toEqual([{ order: 7 }])
+    await putPolicy({})
+    await service.request("POST", `${sessionsPath()}/${created.json.id}/close`)
+  })
+})
+
 describe("safety boundary during a run", () => {
   for (const task of ["open the partner page directly", "follow the partner link", "follow the redirect"]) {
     it(`${task}: the run ends failed with safety_boundary_violated and the reason; the refused step is not charged`, async () => {

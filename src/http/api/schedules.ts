@@ -8,7 +8,7 @@ import { Schema } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { MAX_TRIGGER_PAYLOAD_BYTES } from "../../domain/limits.ts"
 import { StoredSchedule } from "../../domain/schedule-spec.ts"
-import { BadRequest, Conflict, NotFound, ValidationError } from "../../domain/api-errors.ts"
+import { BadRequest, Conflict, Forbidden, NotFound, ValidationError } from "../../domain/api-errors.ts"
 import { PageQuery } from "../../domain/pagination.ts"
 import { MaxString, ProjectIdParam, Timestamp } from "./schemas.ts"
 import { Authentication, Idempotency, RateLimit } from "./security.ts"
@@ -90,12 +90,13 @@ export class SchedulesApi extends HttpApiGroup.make("schedules")
       params: ScheduleParams,
       payload: TriggerRequest,
       success: FiringResponse.annotate({ httpApiStatus: 202 }),
-      error: [NotFound, Conflict, ValidationError]
+      error: [NotFound, Conflict, ValidationError, Forbidden]
     }).annotate(HttpApi.PayloadParseOptions, strict).annotate(
       OpenApi.Description,
       `Fires the schedule now (an event schedule's way to fire; any kind may be triggered) with an optional JSON payload of at most ${MAX_TRIGGER_PAYLOAD_BYTES} bytes, ` +
         "handed to the run as context. The firing is recorded at once (outcome pending) and decided by the scheduler like a timed one: " +
-        "skipped while the session's previous run is active or the scheduled cap is reached. 409 schedule_paused for a paused schedule."
+        "skipped while the session's previous run is active or the scheduled cap is reached. 409 schedule_paused for a paused schedule. " +
+        "403 safety_boundary_violated when an http(s) URL in the payload breaks the project's safety boundary (the payload goes into the run's prompt); nothing is recorded."
     )
   )
   .middleware(Idempotency)

@@ -169,7 +169,7 @@ const ApiRoutes = HttpApiBuilder.layer(WebAgentApi, { openapiPath: "/openapi.jso
       withServices(ProfilesHandlers, [...projectMiddlewares, Profiles]),
       withServices(DoAnythingArtifactsHandlers, [...projectMiddlewares, SqlClient.SqlClient, ArtifactStore, Sessions]),
       withServices(BillingPlansHandlers, [...projectMiddlewares, SqlClient.SqlClient]),
-      withServices(SchedulesHandlers, [...projectMiddlewares, SessionSchedules]),
+      withServices(SchedulesHandlers, [...projectMiddlewares, SessionSchedules, SafetyPolicies]).pipe(Layer.provide(SafetyPolicies.layer)),
       withServices(BugReportsHandlers, [...projectMiddlewares, BugReports])
     ).pipe(
       Layer.provide(ProjectMiddlewares)

@@ -3,11 +3,13 @@ import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import type { ScheduleFiring, SessionSchedule } from "../../do-anything/schedules.ts"
 import { SessionSchedules } from "../../do-anything/schedules.ts"
+import { SafetyPolicies } from "../../safety/service.ts"
 import { WebAgentApi } from "../api/api.ts"
 import { CurrentKey } from "../api/security.ts"
 import { httpErrors } from "../domain-errors.ts"
 import { cursorCodec, cursorPage, DEFAULT_LIMIT } from "../pagination.ts"
 import { iso } from "../views/timestamps.ts"
+import { checkCreateSafety } from "./safety.ts"
 
 export const firingView = (firing: ScheduleFiring) => ({
   schedule_id: firing.schedule_id,
@@ -50,6 +52,7 @@ export const SchedulesHandlers = HttpApiBuilder.group(
   "schedules",
   Effect.fn(function*(handlers) {
     const schedules = yield* SessionSchedules
+    const safety = yield* SafetyPolicies
     return handlers
       .handle("list", ({ query }) =>
         CurrentKey.use(({ projectId }) =>
@@ -78,6 +81,11 @@ export const SchedulesHandlers = HttpApiBuilder.group(
           }
         }))
       .handle("trigger", ({ params, payload }) =>
-        CurrentKey.use(({ projectId }) => httpErrors(schedules.trigger(projectId, params.schedule_id, payload.payload)).pipe(Effect.map(firingView))))
+        CurrentKey.use(({ projectId }) =>
+          // The payload goes into the run's prompt: its URLs are held to the safety boundary like a create's instructions.
+          checkCreateSafety(safety, projectId, { payload: JSON.stringify(payload.payload ?? null) }).pipe(
+            Effect.andThen(httpErrors(schedules.trigger(projectId, params.schedule_id, payload.payload))),
+            Effect.map(firingView)
+          )))
   })
 )
