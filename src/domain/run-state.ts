@@ -5,9 +5,6 @@
 export const RunStatuses = ["pending", "running", "awaiting_input", "paused", "done", "failed", "canceled"] as const
 export type RunStatus = typeof RunStatuses[number]
 
-/** A run's status as the wire shows it: the stored ones, and `succeeded` (Convention B's `done`, see flatStatus). */
-export const WireRunStatuses = [...RunStatuses, "succeeded"] as const
-
 /** A DoAnything session's status. */
 export const SessionStatuses = ["running", "idle", "closed"] as const
 

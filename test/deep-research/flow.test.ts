@@ -10,12 +10,13 @@
 import { Webhook } from "standardwebhooks"
 import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest"
 import { classify, type ResearchCall, researchScript, type SourceLine } from "../fixtures/model/research-model.ts"
 import { docTitle } from "../fixtures/sites/research-web.ts"
 import { type Service, startService, stopAndClean } from "../support/service.ts"
 import { readSse } from "../support/sse.ts"
 import { eventually } from "../support/runs.ts"
+import { startWebhookReceiver, verifiedDelivery } from "../support/webhook-receiver.ts"
 import { usdFromMicros } from "../../src/domain/money.ts"
 import {
   allEvents,
@@ -438,10 +439,12 @@ describe("other accepted outline answers", () => {
 })
 
 describe("conventions", () => {
-  it("Convention B: 202, status succeeded with terminal_reason done, no outline gate when not asked", async () => {
+  it("Convention B: 202, status succeeded with terminal_reason done (events, 409s and callback too), no outline gate when not asked", async () => {
     quickRun("conv-b")
     const from = fx.model.requests.length
-    const created = await createRun(service, { topic: "Convention B topic", depth: "light", require_outline_approval: false }, "B")
+    const receiver = await startWebhookReceiver()
+    onTestFinished(() => receiver.close())
+    const created = await createRun(service, { topic: "Convention B topic", depth: "light", require_outline_approval: false, callback_url: `${receiver.url}/b` }, "B")
     expect(created.run_id).toMatch(/^run_/)
     expect(created.session_id).toBeNull()
     expect(created.require_outline_approval).toBe(false)
@@ -454,6 +457,9 @@ describe("conventions", () => {
     expect((await getRun(service, created.run_id, "A")).status).toBe("done")
     const { events } = await allEvents(service, created.run_id, "B")
     expect(events.filter((e) => e.event === "run.phase_changed").map((e) => dataOf(e).phase)).toEqual(["brief", "plan", "gather", "crosscheck", "synthesize"])
+    // The stream under /api/v1 names the stored `done` succeeded.
+    expect(events.filter((e) => dataOf(e)?.status === "done")).toEqual([])
+    expect(dataOf(events.find((e) => e.event === "run.completed")!)).toMatchObject({ status: "succeeded", terminal_reason: "done" })
     expect(events.some((e) => e.event === "run.input_request")).toBe(false)
     expect(callsSince(from).map((c) => c.kind)).toEqual(["brief", "outline", "claims", "write"])
     const artifacts = await service.request("GET", `${basePath(service, "B")}/${created.run_id}/artifacts`)
@@ -463,6 +469,11 @@ describe("conventions", () => {
     // Intervening on a run that is not waiting for input is a conflict.
     const intervene = await service.request("POST", `${basePath(service, "B")}/${created.run_id}/intervene`, { body: { request_id: "ir_x", response: "approve" } })
     expect(intervene.status).toBe(409)
+    expect(intervene.json.extra.status).toBe("succeeded")
+    // The callback of a run created through /api/v1 is the flat view.
+    await eventually("the callback delivered", () => receiver.received[0], { timeoutMs: 10_000 })
+    const secret = (await service.request("GET", `/v1/projects/${service.projectId}/webhook_secret`)).json.secret
+    expect(verifiedDelivery(secret, receiver.received[0]!).data).toMatchObject({ run_id: created.run_id, status: "succeeded", terminal_reason: "done" })
   })
 
   it("standalone /v1/deep_research: the project comes from the key", async () => {

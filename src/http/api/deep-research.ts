@@ -18,19 +18,20 @@ import {
 } from "../../domain/research.ts"
 import { PageQuery } from "../../domain/pagination.ts"
 import { CancelRunRequest, FeedbackRequest } from "./do-anything.ts"
-import { MaxString, ProjectIdParam, RunIdParam, WireRunStatus } from "./schemas.ts"
+import { MaxString, ProjectIdParam, RunIdParam, RunStatusA, RunStatusB } from "./schemas.ts"
 import { Authentication, Idempotency, RateLimit } from "./security.ts"
 
 const Money = Schema.String.annotate({ description: "USD as a decimal string exact to the micro-dollar, at least two decimals (\"0.000182\", \"1.50\")" })
 
-export const ResearchRunResponse = Schema.Struct({
+/** A research run with its status named as a convention does (RunStatusA under /v1, RunStatusB under /api/v1). */
+const researchRunResponse = <S extends typeof RunStatusA | typeof RunStatusB>(status: S) => Schema.Struct({
   id: Schema.String,
   run_id: Schema.String,
   /** DeepResearch holds no browser session: always null. */
   session_id: Schema.Null,
   project_id: Schema.String,
   kind: Schema.Literal("deep_research"),
-  status: WireRunStatus,
+  status,
   /** The run this one was derived from (followup, refine); null for a run created directly. */
   parent_run_id: Schema.NullOr(Schema.String),
   /** A refinement's text (instructions for the planner and the writer); null otherwise. */
@@ -58,8 +59,17 @@ export const ResearchRunResponse = Schema.Struct({
   deadline_at: Schema.NullOr(Schema.String)
 })
 
+/** Convention A (and the standalone path): status done on success. */
+export const ResearchRunResponse = researchRunResponse(RunStatusA)
+/** Convention B: status succeeded (terminal_reason done) on success. */
+export const FlatResearchRunResponse = researchRunResponse(RunStatusB)
+
 export const ResearchRunList = Schema.Struct({
   items: Schema.Array(ResearchRunResponse),
+  next_cursor: Schema.NullOr(Schema.String)
+})
+export const FlatResearchRunList = Schema.Struct({
+  items: Schema.Array(FlatResearchRunResponse),
   next_cursor: Schema.NullOr(Schema.String)
 })
 
@@ -80,23 +90,40 @@ const ArtifactContent = Schema.String.pipe(HttpApiSchema.asText({ contentType: "
 const writeErrors = [ValidationError, NotFound, Conflict] as const
 const deriveErrors = [ValidationError, BadRequest, NotFound, Conflict, PaymentRequired] as const
 
-/** The operations, under `base` (a path without a trailing slash) with `params` for its variables. */
-const endpoints = <const Name extends string, P extends Record<string, Schema.Top>>(name: Name, base: `/${string}`, params: P) => {
+const conventionA = {
+  run: ResearchRunResponse,
+  started: ResearchRunResponse.annotate({ httpApiStatus: 202 }),
+  list: ResearchRunList
+}
+const conventionB = {
+  run: FlatResearchRunResponse,
+  started: FlatResearchRunResponse.annotate({ httpApiStatus: 202 }),
+  list: FlatResearchRunList
+}
+
+/** The operations, under `base` (a path without a trailing slash) with `params` for its variables, answering `schemas` (by convention). */
+const endpoints = <
+  const Name extends string,
+  P extends Record<string, Schema.Top>,
+  R extends Schema.Top,
+  S extends Schema.Top,
+  L extends Schema.Top
+>(name: Name, base: `/${string}`, params: P, schemas: { readonly run: R; readonly started: S; readonly list: L }) => {
   const run = { ...params, rid: RunIdParam }
   return HttpApiGroup.make(name).add(
     HttpApiEndpoint.post("createRun", base, {
       params,
       payload: CreateResearchRequest,
-      success: ResearchRunResponse.annotate({ httpApiStatus: 202 }),
+      success: schemas.started,
       error: [ValidationError, PaymentRequired]
     }).annotate(HttpApi.PayloadParseOptions, strict),
     HttpApiEndpoint.get("listRuns", base, {
       params,
       query: { ...PageQuery, status: Schema.optional(MaxString(32)) },
-      success: ResearchRunList,
+      success: schemas.list,
       error: [ValidationError, BadRequest]
     }),
-    HttpApiEndpoint.get("getRun", `${base}/:rid`, { params: run, success: ResearchRunResponse, error: NotFound }),
+    HttpApiEndpoint.get("getRun", `${base}/:rid`, { params: run, success: schemas.run, error: NotFound }),
     HttpApiEndpoint.get("runEvents", `${base}/:rid/events`, {
       params: run,
       headers: { "last-event-id": Schema.optional(Schema.String) },
@@ -106,25 +133,25 @@ const endpoints = <const Name extends string, P extends Record<string, Schema.To
     HttpApiEndpoint.post("intervene", `${base}/:rid/intervene`, {
       params: run,
       payload: ResearchInterveneRequest,
-      success: ResearchRunResponse,
+      success: schemas.run,
       error: writeErrors
     }).annotate(HttpApi.PayloadParseOptions, strict),
     HttpApiEndpoint.post("cancel", `${base}/:rid/cancel`, {
       params: run,
       payload: CancelRunRequest,
-      success: ResearchRunResponse,
+      success: schemas.run,
       error: writeErrors
     }),
     HttpApiEndpoint.post("feedback", `${base}/:rid/feedback`, {
       params: run,
       payload: FeedbackRequest,
-      success: ResearchRunResponse,
+      success: schemas.run,
       error: writeErrors
     }).annotate(HttpApi.PayloadParseOptions, strict),
     HttpApiEndpoint.post("followup", `${base}/:rid/followup`, {
       params: run,
       payload: ResearchFollowupRequest,
-      success: ResearchRunResponse.annotate({ httpApiStatus: 202 }),
+      success: schemas.started,
       error: deriveErrors
     }).annotate(HttpApi.PayloadParseOptions, strict).annotate(
       OpenApi.Description,
@@ -136,7 +163,7 @@ const endpoints = <const Name extends string, P extends Record<string, Schema.To
     HttpApiEndpoint.post("refine", `${base}/:rid/refine`, {
       params: run,
       payload: ResearchRefineRequest,
-      success: ResearchRunResponse.annotate({ httpApiStatus: 202 }),
+      success: schemas.started,
       error: deriveErrors
     }).annotate(HttpApi.PayloadParseOptions, strict).annotate(
       OpenApi.Description,
@@ -158,7 +185,7 @@ const endpoints = <const Name extends string, P extends Record<string, Schema.To
     .middleware(Authentication)
 }
 
-export class DeepResearchApi extends endpoints("deep_research", "/v1/projects/:pid/deep_research/runs", ProjectIdParam)
+export class DeepResearchApi extends endpoints("deep_research", "/v1/projects/:pid/deep_research/runs", ProjectIdParam, conventionA)
   .annotateMerge(OpenApi.annotations({
     title: "DeepResearch (Convention A)",
     description: "A topic in, a Markdown report with citations and confidence out; phases brief, plan, " +
@@ -166,10 +193,10 @@ export class DeepResearchApi extends endpoints("deep_research", "/v1/projects/:p
   }))
 {}
 
-export class DeepResearchFlatApi extends endpoints("deep_research_flat", "/api/v1/projects/:pid/deep_research/runs", ProjectIdParam)
-  .annotateMerge(OpenApi.annotations({ title: "DeepResearch (Convention B)", description: "status succeeded, terminal_reason done" }))
+export class DeepResearchFlatApi extends endpoints("deep_research_flat", "/api/v1/projects/:pid/deep_research/runs", ProjectIdParam, conventionB)
+  .annotateMerge(OpenApi.annotations({ title: "DeepResearch (Convention B)", description: "status succeeded, terminal_reason done, everywhere under /api/v1: responses, events (status succeeded, terminal_reason done in run.status_changed and run.completed), 409 extra.status and the callback_url body of a run created here" }))
 {}
 
-export class DeepResearchStandaloneApi extends endpoints("deep_research_standalone", "/v1/deep_research", {})
+export class DeepResearchStandaloneApi extends endpoints("deep_research_standalone", "/v1/deep_research", {}, conventionA)
   .annotateMerge(OpenApi.annotations({ title: "DeepResearch (standalone)", description: "The project comes from the bearer token." }))
 {}

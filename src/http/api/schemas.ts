@@ -1,14 +1,9 @@
 /** Schema helpers of the contract: the shared ones (src/domain/schemas.ts) and the project path parameter. */
 import { Schema } from "effect"
 import { RunId, SessionId } from "../../domain/run.ts"
-import { FlatRunStatuses, RunStatuses, SessionStatuses, WireRunStatuses } from "../../domain/run-state.ts"
+import { FlatRunStatuses, RunStatuses, SessionStatuses } from "../../domain/run-state.ts"
 
 export { CallbackUrl, MaxString, OptionalNullable, Timestamp } from "../../domain/schemas.ts"
-
-/** A run's status on the wire: `done` under /v1 (Convention A), `succeeded` under /api/v1 (Convention B). */
-export const WireRunStatus = Schema.Literals(WireRunStatuses).annotate({
-  description: "pending, running, awaiting_input, paused, failed, canceled, and on success done (/v1 paths) or succeeded (/api/v1 paths)"
-})
 
 /** A run's status under Convention A (`/v1/...`): `done` on success. */
 export const RunStatusA = Schema.Literals(RunStatuses).annotate({

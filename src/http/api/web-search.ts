@@ -10,15 +10,16 @@ import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "
 import { BadRequest, Conflict, NotFound, PaymentRequired, ValidationError } from "../../domain/api-errors.ts"
 import { RefineWebSearchRequest, WebSearchFollowupRequest, WebSearchRequest, WebSearchResult } from "../../domain/web-search.ts"
 import { CancelRunRequest } from "./do-anything.ts"
-import { ProjectIdParam, RunIdParam, WireRunStatus } from "./schemas.ts"
+import { ProjectIdParam, RunIdParam, RunStatusA, RunStatusB } from "./schemas.ts"
 import { Authentication, Idempotency, RateLimit } from "./security.ts"
 
-export const WebSearchRunResponse = Schema.Struct({
+/** A search run with its status named as a convention does (RunStatusA under /v1, RunStatusB under /api/v1). */
+const webSearchRunResponse = <S extends typeof RunStatusA | typeof RunStatusB>(status: S) => Schema.Struct({
   id: Schema.String,
   run_id: Schema.String,
   session_id: Schema.Null,
   kind: Schema.Literal("web_search"),
-  status: WireRunStatus,
+  status,
   /** The run this one was refined or followed up from; null for a run created directly. */
   parent_run_id: Schema.NullOr(Schema.String),
   /** What the run searches: the request as decoded (defaults filled in). */
@@ -48,19 +49,32 @@ export const WebSearchRunResponse = Schema.Struct({
 const EventStream = Schema.String.pipe(HttpApiSchema.asText({ contentType: "text/event-stream" }))
 const runParams = { ...ProjectIdParam, rid: RunIdParam }
 const strict = { errors: "all", onExcessProperty: "error" } as const
-/** A derived run answers like a create: 200 with the result within the wait, else 202. */
-const started = [WebSearchRunResponse, WebSearchRunResponse.annotate({ httpApiStatus: 202 })] as const
+/** Convention A: status done on success. */
+export const WebSearchRunResponse = webSearchRunResponse(RunStatusA)
+/** Convention B: status succeeded (terminal_reason done) on success. */
+export const FlatWebSearchRunResponse = webSearchRunResponse(RunStatusB)
 
-const endpoints = <const Name extends string>(name: Name) =>
+/** A derived run answers like a create: 200 with the result within the wait, else 202. */
+const conventionA = { run: WebSearchRunResponse, started: [WebSearchRunResponse, WebSearchRunResponse.annotate({ httpApiStatus: 202 })] as const }
+const conventionB = {
+  run: FlatWebSearchRunResponse,
+  started: [FlatWebSearchRunResponse, FlatWebSearchRunResponse.annotate({ httpApiStatus: 202 })] as const
+}
+
+/** The operations, answering `schemas` (by convention). */
+const endpoints = <const Name extends string, R extends Schema.Top, S extends readonly [Schema.Top, Schema.Top]>(
+  name: Name,
+  schemas: { readonly run: R; readonly started: S }
+) =>
   HttpApiGroup.make(name)
     .add(
       HttpApiEndpoint.post("createRun", "/runs", {
         params: ProjectIdParam,
         payload: WebSearchRequest,
-        success: started,
+        success: schemas.started,
         error: [ValidationError, PaymentRequired]
       }),
-      HttpApiEndpoint.get("getRun", "/runs/:rid", { params: runParams, success: WebSearchRunResponse, error: NotFound }),
+      HttpApiEndpoint.get("getRun", "/runs/:rid", { params: runParams, success: schemas.run, error: NotFound }),
       HttpApiEndpoint.get("runEvents", "/runs/:rid/events", {
         params: runParams,
         headers: { "last-event-id": Schema.optional(Schema.String) },
@@ -70,7 +84,7 @@ const endpoints = <const Name extends string>(name: Name) =>
       HttpApiEndpoint.post("cancel", "/runs/:rid/cancel", {
         params: runParams,
         payload: CancelRunRequest,
-        success: WebSearchRunResponse,
+        success: schemas.run,
         error: [ValidationError, BadRequest, NotFound, Conflict]
       }).annotate(
         OpenApi.Description,
@@ -80,7 +94,7 @@ const endpoints = <const Name extends string>(name: Name) =>
       HttpApiEndpoint.post("refine", "/runs/:rid/refine", {
         params: runParams,
         payload: RefineWebSearchRequest,
-        success: started,
+        success: schemas.started,
         error: [ValidationError, BadRequest, NotFound, PaymentRequired]
       }).annotate(HttpApi.PayloadParseOptions, strict).annotate(
         OpenApi.Description,
@@ -92,7 +106,7 @@ const endpoints = <const Name extends string>(name: Name) =>
       HttpApiEndpoint.post("followup", "/runs/:rid/followup", {
         params: runParams,
         payload: WebSearchFollowupRequest,
-        success: started,
+        success: schemas.started,
         error: [ValidationError, BadRequest, NotFound, Conflict, PaymentRequired]
       }).annotate(HttpApi.PayloadParseOptions, strict).annotate(
         OpenApi.Description,
@@ -107,12 +121,12 @@ const endpoints = <const Name extends string>(name: Name) =>
     .middleware(RateLimit)
     .middleware(Authentication)
 
-export class WebSearchApi extends endpoints("web_search")
+export class WebSearchApi extends endpoints("web_search", conventionA)
   .prefix("/v1/projects/:pid/web_search")
   .annotateMerge(OpenApi.annotations({ title: "WebSearch (Convention A)" }))
 {}
 
-export class WebSearchFlatApi extends endpoints("web_search_flat")
+export class WebSearchFlatApi extends endpoints("web_search_flat", conventionB)
   .prefix("/api/v1/projects/:pid/web_search")
-  .annotateMerge(OpenApi.annotations({ title: "WebSearch (Convention B)", description: "status succeeded, terminal_reason done" }))
+  .annotateMerge(OpenApi.annotations({ title: "WebSearch (Convention B)", description: "status succeeded, terminal_reason done, everywhere under /api/v1: responses, events (status succeeded, terminal_reason done in run.status_changed and run.completed) and 409 extra.status" }))
 {}

@@ -33,7 +33,6 @@ const handlersFor = (group: Group) =>
       const find = (runId: RunId) => CurrentKey.use(({ projectId }) => httpErrors(research.find(projectId, runId), convention))
       const render = (details: ResearchRun) =>
         researchRunView(details.run, details.request, { flat, outline: details.outline, pendingRequestId: details.pendingRequestId })
-      const simple = (run: ResearchRun["run"]) => run.request._tag === "DeepResearch" ? researchRunView(run, run.request, { flat }) : undefined
       /** A run just started, as create answers it (202). */
       const simple202 = (run: ResearchRun["run"]) =>
         research.details(run).pipe(Effect.map((details) => HttpServerResponse.jsonUnsafe(render(details), { status: 202 })))
@@ -55,7 +54,11 @@ const handlersFor = (group: Group) =>
             // Convention B shows `succeeded` for the stored `done`.
             const status = flat && query.status === "succeeded" ? "done" : query.status
             const page = toPage(yield* research.list(projectId, status, limit + 1, before), limit)
-            return { items: page.items.flatMap((run) => simple(run) ?? []), next_cursor: page.next_cursor }
+            const runs = page.items.flatMap((run) => run.request._tag === "DeepResearch" ? [{ run, request: run.request }] : [])
+            // Each convention's list holds its own names (the schema of each says which).
+            return flat
+              ? { items: runs.map(({ run, request }) => researchRunView(run, request, { flat: true })), next_cursor: page.next_cursor }
+              : { items: runs.map(({ run, request }) => researchRunView(run, request, { flat: false })), next_cursor: page.next_cursor }
           }))
         .handle("getRun", ({ params }) => find(params.rid).pipe(Effect.flatMap(research.details), Effect.map(render)))
         .handle("runEvents", ({ params, headers }) =>

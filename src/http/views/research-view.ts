@@ -1,14 +1,15 @@
 /** The wire shape of a DeepResearch run (all three prefixes, and its terminal callback). */
-import { flatStatus, isTerminal } from "../../domain/run-state.ts"
+import { flatStatus, isTerminal, type RunStatus } from "../../domain/run-state.ts"
 import type { DeepResearchRequest, Run } from "../../domain/run.ts"
 import type { Outline, Phase, ResearchResult } from "../../domain/research.ts"
 import { usd, usdSum } from "../../domain/money.ts"
 import { iso } from "./timestamps.ts"
 
-export const researchRunView = (
+/** `flat`: Convention B's names (status `succeeded` for the stored `done`); the status's type says which. */
+export const researchRunView = <Flat extends boolean = false>(
   run: Run,
   request: DeepResearchRequest,
-  options: { readonly flat?: boolean; readonly outline?: Outline | null; readonly pendingRequestId?: string | null } = {}
+  options: { readonly flat?: Flat; readonly outline?: Outline | null; readonly pendingRequestId?: string | null } = {}
 ) => {
   const cap = request.max_cost_usd
   return {
@@ -17,7 +18,7 @@ export const researchRunView = (
     session_id: null,
     project_id: run.project_id,
     kind: "deep_research" as const,
-    status: options.flat === true ? flatStatus(run.status) : run.status,
+    status: (options.flat === true ? flatStatus(run.status) : run.status) as Flat extends true ? ReturnType<typeof flatStatus> : RunStatus,
     parent_run_id: run.parent_run_id,
     instructions: run.instructions,
     // Stored by the pipeline as one of Phases (src/research/schema.ts).
