@@ -161,14 +161,17 @@ describe.skipIf(databaseUrl === undefined || redisUrl === undefined)("scale-out:
   it("sessions created through either API node spread over the runners", { timeout: 180_000 }, async () => {
     const created = await Promise.all(Array.from({ length: 12 }, (_, i) => createSession(nodes()[i % 2]!, { instructions: "spread", keep_alive: true })))
     for (const { sid, rid } of created) expect((await waitForStatus(a, sid, rid, terminal)).status).toBe("done")
-    const metrics = await Promise.all(runnerUrls().map(scrape))
-    const resident = metrics.map((m) => m.get(`effect_cluster_entities{type="Session"}`) ?? 0)
-    // A session's entity leaves with its shard: the shards per runner say whether one moved meanwhile.
-    const shards = metrics.map((m) => m.get("effect_cluster_shards") ?? 0)
-    expect(resident.reduce((x, y) => x + y, 0), `sessions per runner: ${resident.join(", ")}; shards per runner: ${shards.join(", ")}`).toBeGreaterThanOrEqual(12)
-    expect(resident.filter((n) => n > 0).length, `sessions per runner: ${resident.join(", ")}`).toBeGreaterThanOrEqual(2)
-    const contexts = await Promise.all(runnerUrls().map(async (url) => (await scrape(url)).get("wa_browser_contexts_in_use") ?? 0))
-    expect(contexts.reduce((x, y) => x + y, 0)).toBeGreaterThanOrEqual(12)
+    // Where each session ran, from the runners' own "run started" lines: each session on exactly
+    // one runner, and the sessions over more than one. (The resident-entity gauges are not used:
+    // under a loaded host a runner's shard leases can lapse and come back, which stops its idle
+    // kept-alive entities without moving any run; placement is what this test is about.)
+    const ranOn = runners().map((node) => new Set(node.logs
+      .filter((line) => line.message === "run started")
+      .map((line) => String(line.annotations?.["session_id"]))
+      .filter((sid) => created.some((c) => c.sid === sid))))
+    const perRunner = ranOn.map((sessions) => sessions.size)
+    expect(perRunner.reduce((x, y) => x + y, 0), `sessions started per runner: ${perRunner.join(", ")}`).toBe(12)
+    expect(perRunner.filter((n) => n > 0).length, `sessions started per runner: ${perRunner.join(", ")}`).toBeGreaterThanOrEqual(2)
     await Promise.all(created.map(({ sid }) => a.request("POST", `${base(a)}/sessions/${sid}/close`)))
   })
 
