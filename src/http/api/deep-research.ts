@@ -194,7 +194,11 @@ export class DeepResearchApi extends endpoints("deep_research", "/v1/projects/:p
 {}
 
 export class DeepResearchFlatApi extends endpoints("deep_research_flat", "/api/v1/projects/:pid/deep_research/runs", ProjectIdParam, conventionB)
-  .annotateMerge(OpenApi.annotations({ title: "DeepResearch (Convention B)", description: "status succeeded, terminal_reason done, everywhere under /api/v1: responses, events (status succeeded, terminal_reason done in run.status_changed and run.completed), 409 extra.status and the callback_url body of a run created here" }))
+  .annotateMerge(OpenApi.annotations({
+    title: "DeepResearch (Convention B)",
+    description: "status succeeded, terminal_reason done, everywhere under /api/v1: responses, events (run.status_changed and " +
+      "run.completed data), 409 extra.status and the callback_url body of a run created here"
+  }))
 {}
 
 export class DeepResearchStandaloneApi extends endpoints("deep_research_standalone", "/v1/deep_research", {}, conventionA)

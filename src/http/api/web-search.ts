@@ -128,5 +128,9 @@ export class WebSearchApi extends endpoints("web_search", conventionA)
 
 export class WebSearchFlatApi extends endpoints("web_search_flat", conventionB)
   .prefix("/api/v1/projects/:pid/web_search")
-  .annotateMerge(OpenApi.annotations({ title: "WebSearch (Convention B)", description: "status succeeded, terminal_reason done, everywhere under /api/v1: responses, events (status succeeded, terminal_reason done in run.status_changed and run.completed) and 409 extra.status" }))
+  .annotateMerge(OpenApi.annotations({
+    title: "WebSearch (Convention B)",
+    description: "status succeeded, terminal_reason done, everywhere under /api/v1: responses, events (run.status_changed and " +
+      "run.completed data) and 409 extra.status"
+  }))
 {}
