@@ -8,7 +8,7 @@ import { Effect } from "effect"
 import { type ElementHandle, errors, type Page, type Request } from "playwright-core"
 import { type ActionError, ActionFailed, ActionTimeout, BrowserCrashed, ElementNotFound, NavigationRefused } from "./errors.ts"
 import { elementAt, locateRef, type RefLocation, resolveRefHandle, screenshot as takeScreenshot } from "./observe.ts"
-import { installSettleTracker, settleState } from "./page-script.ts"
+import { focusRefForTyping, settleState, valueOfRef } from "./page-script.ts"
 import { attempt, type ContextLease } from "./pool.ts"
 
 /** What happened, in words the model can use, plus where the tab is now. */
@@ -121,31 +121,14 @@ const watch = (lease: ContextLease, page: Page) => {
   }
 }
 
-/** Contexts whose documents get the settle tracker (page-script.ts), installed before their first action. */
-const trackedContexts = new WeakSet<object>()
-
 const activePage = (lease: ContextLease) =>
   attempt(lease, "open tab", 10_000, async () => {
-    if (!trackedContexts.has(lease.context)) {
-      trackedContexts.add(lease.context)
-      await lease.context.addInitScript(installSettleTracker)
-    }
     const current = lease.page()
     if (current !== undefined) return current
     const page = await lease.context.newPage()
     lease.setActivePage(page)
     return page
   })
-
-/**
- * Playwright builds its injected script (actionability checks, selector engine) in each new
- * document on the first element action, which costs a first click or fill on a page 100–800 ms.
- * Started in the background once a navigation settles, that work overlaps the observation and
- * the model's turn (or a cached script's next step) instead of delaying the next action.
- */
-const warmActions = (page: Page) => {
-  void page.$("html").then((handle) => handle?.dispose()).catch(() => undefined)
-}
 
 /** The guard's refusal recorded during an action wins over the browser's generic error. */
 const refusalOr = <A>(lease: ContextLease, effect: Effect.Effect<A, ActionError>): Effect.Effect<A, ActionError> =>
@@ -192,7 +175,6 @@ const act = (
           throw error
         }
         await watcher.settle(settleMs, settleDom ? { startedAt } : undefined)
-        if (watcher.navigated()) warmActions(page)
         const newTabs = watcher.newTabs()
         const dialogs = lease.takeDialogs()
         const blockedHosts = [...new Set(lease.takeBlockedConnections().map((b) => {
@@ -309,7 +291,7 @@ interface Cover {
  * cover's controls, given now if the last snapshot did not have them, so the agent can close
  * it). Self-contained: it reads and extends the ref table page-script.ts keeps.
  */
-function probeClick(id: number): { ready: boolean; opensTab: boolean; cover?: Cover } {
+function probeClick(id: number): { ready: boolean; opensTab: boolean; cover?: Cover; x?: number; y?: number } {
   const table = (window as unknown as Record<symbol, { next: number; ids: WeakMap<Element, number>; els: Map<number, WeakRef<Element>> } | undefined>)[
     Symbol.for("web-agent-service.refs")
   ]
@@ -339,7 +321,7 @@ function probeClick(id: number): { ready: boolean; opensTab: boolean; cover?: Co
   }
   const parentOf = (n: Element): Element | null => n.parentElement ?? ((n.getRootNode() as ShadowRoot).host ?? null)
   for (let n: Element | null = hit; n !== null; n = parentOf(n)) {
-    if (n === el) return { ready: true, opensTab }
+    if (n === el) return { ready: true, opensTab, x, y }
   }
   if (hit === null || hit.contains(el)) return { ready: false, opensTab }
   // The cover: the outermost ancestor of the hit element that does not hold the target.
@@ -377,7 +359,7 @@ function probeClick(id: number): { ready: boolean; opensTab: boolean; cover?: Co
 const coveredGraceMs = 800
 
 export const click = (lease: ContextLease, ref: string, timeouts: ActionTimeouts = defaultTimeouts) =>
-  withElement<ReturnType<typeof probeClick>>(lease, ref, "click", timeouts, async (element, _page, expectTab, first, location) => {
+  withElement<ReturnType<typeof probeClick>>(lease, ref, "click", timeouts, async (element, page, expectTab, first, location) => {
     let probe = first
     // A covered element fails fast, naming the cover, rather than waiting the whole timeout.
     const coveredUntil = Date.now() + coveredGraceMs
@@ -392,7 +374,14 @@ export const click = (lease: ContextLease, ref: string, timeouts: ActionTimeouts
     // enabled, visible and on top at its centre, the click skips Playwright's actionability
     // polling (~40 ms of animation frames); otherwise Playwright waits for the element to become
     // clickable and explains why when it does not.
-    await element.click({ timeout: timeouts.actionMs, force: probe?.ready === true })
+    if (probe?.ready === true && probe.x !== undefined && probe.y !== undefined && location.frame === page.mainFrame()) {
+      // On top at its centre in the top document: the mouse goes there and clicks, as Playwright's
+      // forced click would, without building Playwright's injected script in a new document
+      // (100–200 ms on the first click of each page).
+      await page.mouse.click(probe.x, probe.y)
+    } else {
+      await element.click({ timeout: timeouts.actionMs, force: probe?.ready === true })
+    }
     return `clicked ${ref}`
   }, (location) => location.frame.evaluate(probeClick, location.id))
 
@@ -490,15 +479,27 @@ export const type = (
   options: TypeOptions = {},
   timeouts: ActionTimeouts = defaultTimeouts
 ) =>
-  withElement(lease, ref, "type", timeouts, async (element, page) => {
+  withElement<ReturnType<typeof focusRefForTyping>>(lease, ref, "type", timeouts, async (element, page, _expectTab, prepared, location) => {
     if (options.secret !== undefined) {
       const problem = secretFieldProblem(await element.evaluate(concealField), ref, options.secret.origin)
       if (problem !== undefined) throw new Error(problem)
     }
-    const editable = await element.evaluate((el) =>
-      el instanceof HTMLInputElement || el instanceof HTMLTextAreaElement || (el as HTMLElement).isContentEditable
+    const state = prepared !== undefined && prepared !== "gone" ? prepared : await element.evaluate((el) =>
+      el instanceof HTMLInputElement || el instanceof HTMLTextAreaElement || (el as HTMLElement).isContentEditable ? "editable" : "other"
     )
-    if (editable && options.clear !== false) {
+    const editable = state !== "other"
+    if (state === "ready") {
+      // Focused, its text selected: the new text replaces it, as a paste would (fill's own way).
+      await page.keyboard.insertText(text)
+      // The browser answers before the page has handled the insertion; the settle that follows
+      // must see the page's reaction (a debounce timer set by its input event), so wait until
+      // the field holds the text (bounded: a page may rewrite what was typed).
+      for (let tries = 0; tries < 20; tries++) {
+        const value = await location.frame.evaluate(valueOfRef, location.id).catch(() => undefined)
+        if (value === undefined || value === text || value.includes(text)) break
+        await sleep(10)
+      }
+    } else if (editable && options.clear !== false) {
       await element.fill(text, { timeout: timeouts.actionMs })
     } else {
       // Custom widgets and append mode: focus it like a user and type the keys.
@@ -508,7 +509,10 @@ export const type = (
     }
     if (options.submit === true) await element.press("Enter", { timeout: timeouts.actionMs })
     return `typed ${typedText(text, options)} into ${ref}${options.submit === true ? " and pressed Enter" : ""}`
-  })
+  }, options.clear !== false && text !== ""
+    // Replacing the text: the field is focused with its text selected alongside the ref lookup.
+    ? (location) => location.frame.evaluate(focusRefForTyping, location.id)
+    : undefined)
 
 export const pressKey = (lease: ContextLease, key: string, timeouts: ActionTimeouts = defaultTimeouts) =>
   act(lease, `press ${key}`, timeouts.actionMs, timeouts.settleMs, async (page) => {

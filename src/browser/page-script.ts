@@ -621,3 +621,42 @@ export function settleState(args: { sinceMs: number; horizonMs: number }): { tra
   }
   return { tracked: true, pending, quietMs: Math.round(now - state.lastMutation) }
 }
+
+/**
+ * Before `type` replaces a field's text, by ref number in the element's frame (a frame evaluate:
+ * an element handle's first evaluate in a document costs Playwright ~100 ms): a visible, enabled,
+ * writable text input or textarea is focused with its text selected ("ready": the caller inserts
+ * the new text over the selection, which is what Playwright's fill does, without building
+ * Playwright's injected script in the document, 100–200 ms on a new page); "editable" for any
+ * other editable element (contenteditable, inputs of other types), "other" otherwise, "gone" when
+ * the ref has no element. Self-contained: it reads the ref table the snapshot keeps.
+ */
+export function focusRefForTyping(id: number): "ready" | "editable" | "other" | "gone" {
+  const table = (window as unknown as Record<symbol, { els: Map<number, WeakRef<Element>> } | undefined>)[Symbol.for("web-agent-service.refs")]
+  const el = table?.els.get(id)?.deref()
+  if (el === undefined || !el.isConnected) return "gone"
+  const textTypes = ["", "text", "search", "email", "url", "tel", "password"]
+  const field = el instanceof HTMLInputElement && textTypes.includes(el.type)
+    ? el
+    : el instanceof HTMLTextAreaElement
+    ? el
+    : undefined
+  if (field === undefined) {
+    return el instanceof HTMLInputElement || (el as HTMLElement).isContentEditable ? "editable" : "other"
+  }
+  const box = field.getBoundingClientRect()
+  const style = getComputedStyle(field)
+  if (field.disabled || field.readOnly || box.width === 0 || box.height === 0 || style.visibility !== "visible") return "editable"
+  field.focus()
+  const root = field.getRootNode() as Document | ShadowRoot
+  if (root.activeElement !== field) return "editable"
+  field.select()
+  return "ready"
+}
+
+/** The value of the text field of a ref (undefined when it has none): `type` waits until its inserted text is in. */
+export function valueOfRef(id: number): string | undefined {
+  const table = (window as unknown as Record<symbol, { els: Map<number, WeakRef<Element>> } | undefined>)[Symbol.for("web-agent-service.refs")]
+  const el = table?.els.get(id)?.deref()
+  return el instanceof HTMLInputElement || el instanceof HTMLTextAreaElement ? el.value : undefined
+}

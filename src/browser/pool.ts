@@ -14,6 +14,7 @@ import { ActionFailed, ActionTimeout, BrowserCrashed, type BrowserError, Browser
 import { AppConfig } from "../config/config.ts"
 import { browserChoices, type LocalChromium, selectChromium } from "./chromium-executable.ts"
 import { type EgressProxy, startEgressProxy } from "./egress-proxy.ts"
+import { installSettleTracker } from "./page-script.ts"
 import { installNavigationGuard, type NavigationGuard } from "./guard.ts"
 
 /** Flags that let Chromium run headless as root in a Debian container and stay quiet on the network. */
@@ -326,6 +327,9 @@ export const makeBrowserPool = Effect.fnUntraced(function*(config: BrowserPoolCo
           allowPrivateNetworks,
           allowedOrigins: options.allowedOrigins
         })
+        // Every document gets the settle tracker the actions wait on (page-script.ts), from the
+        // start: installed here it costs the first action nothing.
+        await context.addInitScript(installSettleTracker)
         const page = await context.newPage()
         return { context, guard, page, proxy, blocked }
       } catch (error) {

@@ -34,6 +34,45 @@ layer(TestLayer, { excludeTestServices: true })("actions", (it) => {
       assert.include(result, "message: multi word message")
     }))
 
+  it.effect("type replaces a field's text as a person's paste would: input events fire, a controlled field sees each value; other fields fall back to Playwright", () =>
+    Effect.gen(function*() {
+      const { lease, site } = yield* leaseAndSite
+      yield* navigate(lease, `${site.url}/page/1`)
+      const page = lease.page()!
+      // A controlled field (as React keeps it: value tracked from input events), a textarea, a
+      // read-only field and a number field.
+      yield* Effect.promise(() => page.setContent(`
+        <label>Name <input id="name" value="old value"></label>
+        <label>Notes <textarea id="notes">first line</textarea></label>
+        <label>Code <input id="code" value="fixed" readonly></label>
+        <label>Count <input id="count" type="number" value="1"></label>
+        <p id="log"></p>
+        <script>
+          const seen = []
+          for (const id of ["name", "notes"]) document.getElementById(id).addEventListener("input", (e) => {
+            seen.push(id + "=" + e.target.value)
+            document.getElementById("log").textContent = seen.join(" | ")
+          })
+        </script>`))
+      const form = (yield* observe(lease)).snapshot
+      yield* type(lease, refFor(form, /textbox "Name"/), "Ada Lovelace")
+      yield* type(lease, refFor(form, /textbox "Notes"/), "two\nlines")
+      yield* type(lease, refFor(form, /spinbutton "Count"/), "42")
+      const values = yield* Effect.promise(() => page.evaluate(() => ({
+        name: (document.getElementById("name") as HTMLInputElement).value,
+        notes: (document.getElementById("notes") as HTMLTextAreaElement).value,
+        count: (document.getElementById("count") as HTMLInputElement).value,
+        log: document.getElementById("log")!.textContent
+      })))
+      assert.deepStrictEqual({ ...values, log: undefined }, { name: "Ada Lovelace", notes: "two\nlines", count: "42", log: undefined })
+      // One input event carries the whole new name (no half-typed values); the textarea's last one its whole text.
+      assert.match(values.log ?? "", /^name=Ada Lovelace \| notes=.*notes=two\nlines$|^name=Ada Lovelace \| notes=two\nlines$/s)
+      // A read-only field is not written: Playwright's fill waits for it to be editable and fails.
+      const refused = yield* Effect.flip(type(lease, refFor(form, /textbox "Code"/), "changed", {}, { actionMs: 500, navigationMs: 5_000, settleMs: 500 }))
+      assert.include(refused.message, "editable")
+      assert.strictEqual(yield* Effect.promise(() => page.evaluate(() => (document.getElementById("code") as HTMLInputElement).value)), "fixed")
+    }))
+
   it.effect("waits for content rendered by JavaScript after a delay", () =>
     Effect.gen(function*() {
       const { lease, site } = yield* leaseAndSite
