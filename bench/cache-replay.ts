@@ -54,10 +54,11 @@ const run = async () => {
   })
   if (created.status !== 201) throw new Error(`create: ${created.status} ${created.text}`)
   const path = `/v1/projects/${service.projectId}/do_anything/sessions/${created.json.id}/runs/${created.json.latest_run_id}`
-  const ended = await waitForRunStatus(service, path, TERMINAL, { timeoutMs: 120_000, everyMs: 20 })
+  // Waited for as a client would without polling: the run's event stream ends with the run.
+  const { events } = await readSse(`${service.url}${path}/events`, { authorization: `Bearer ${service.apiKey}` }, { timeoutMs: 120_000 })
   const ms = performance.now() - started
+  const ended = await waitForRunStatus(service, path, TERMINAL, { timeoutMs: 10_000, everyMs: 20 })
   if (ended.status !== "done") throw new Error(`run ${ended.status}: ${JSON.stringify(ended.error)}`)
-  const { events } = await readSse(`${service.url}${path}/events`, { authorization: `Bearer ${service.apiKey}` })
   const tokens = events.filter((event) => event.event === "run.usage")
     .reduce((sum, event) => sum + Number(event.data.data.input_tokens) + Number(event.data.data.output_tokens), 0)
   if (process.env.TIMELINE) {
