@@ -496,7 +496,7 @@ export const type = (
       // the field holds the text (bounded: a page may rewrite what was typed).
       for (let tries = 0; tries < 20; tries++) {
         const value = await location.frame.evaluate(valueOfRef, location.id).catch(() => undefined)
-        if (value === undefined || value === text || value.includes(text)) break
+        if (value === undefined || value.includes(text)) break
         await sleep(10)
       }
     } else if (editable && options.clear !== false) {
