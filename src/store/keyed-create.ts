@@ -95,3 +95,19 @@ export const messageSent = (sql: SqlClient.SqlClient, entityType: string, entity
     Effect.map((rows) => rows.length > 0),
     Effect.orElseSucceed(() => false)
   )
+
+/**
+ * Session runs still pending `olderThanSeconds` after their insert with no Execute message ever
+ * persisted: their creating request died between its commit and its dispatch. Dispatched by the
+ * sweep in src/do-anything/orphaned-runs.ts, so such a run does not wait for a retry that may
+ * never come (a retry with its key dispatches it too; the second Execute is ignored).
+ */
+export const undispatchedSessionRuns = (sql: SqlClient.SqlClient, olderThanSeconds: number) =>
+  sql<{ readonly id: string; readonly session_id: string }>`
+    SELECT r.id, r.session_id FROM runs r
+    WHERE r.status = 'pending' AND r.session_id IS NOT NULL
+      AND r.created_at < now() - make_interval(secs => ${olderThanSeconds})
+      AND NOT EXISTS (
+        SELECT 1 FROM cluster_messages m
+        WHERE m.entity_type = 'Session' AND m.entity_id = r.session_id AND m.tag = 'Execute' AND position(r.id in m.payload) > 0)
+    ORDER BY r.created_at LIMIT 100`
