@@ -194,7 +194,12 @@ const sessionHandlers = Effect.gen(function*() {
         }
         yield* recorders.finish(runId)
         yield* finishRun(runId)
-      }).pipe(Effect.onInterrupt(() => recorders.discard(runId)))
+      }).pipe(Effect.onInterrupt(() =>
+        recorders.discard(runId).pipe(
+          // The entity stopped here (its shard moved to another runner, or this runner is stopping).
+          Effect.andThen(Effect.logInfo("run execution stopped with its entity on this runner").pipe(Effect.annotateLogs({ run_id: runId })))
+        )
+      ))
 
     /**
      * What executes a run: the agent, or, for the hold-the-page run of an interactive login

@@ -391,10 +391,12 @@ describe.skipIf(databaseUrl === undefined || redisUrl === undefined)("scale-out:
     // Thawed, the old execution receives its own model answer and acts on it, but every write it
     // attempts is refused: the run's log and charges stay as the survivor left them.
     const before = (await readSse(eventsUrl, headers)).events
-    // The thawed runner says when its execution noticed the take-over and stopped: only then is
-    // "nothing more was written" a finding rather than a race.
-    await eventually("the thawed runner to log that its execution was taken over", async () =>
-      owner.logs.some((line) => line.message === "run taken over by another runner; this execution stopped" && line.annotations["run_id"] === rid) ? true : undefined)
+    // The thawed runner says when its execution stopped: only then is "nothing more was written" a
+    // finding rather than a race. It stops either at its first refused write (taken over) or,
+    // when the runner notices first that its shards moved, with its entity.
+    const stopped = ["run taken over by another runner; this execution stopped", "run execution stopped with its entity on this runner"]
+    await eventually("the thawed runner to log that its execution stopped", async () =>
+      owner.logs.some((line) => stopped.includes(line.message) && line.annotations["run_id"] === rid) ? true : undefined)
     const after = (await readSse(eventsUrl, headers)).events
     expect(after.map((event) => event.id)).toEqual(before.map((event) => event.id))
     const ids = after.map((event) => event.id)
