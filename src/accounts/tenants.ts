@@ -84,7 +84,8 @@ const invitationColumns = `id, tenant_id, email, role,
 
 export class Tenants extends Context.Service<Tenants, {
   readonly create: (userId: string, name: string) => Effect.Effect<TenantRow, AccountLimitReached>
-  readonly listForUser: (userId: string) => Effect.Effect<ReadonlyArray<MembershipRow>>
+  /** The user's tenants by id; with `page`, at most `limit` of them after the id `after`. */
+  readonly listForUser: (userId: string, page?: { readonly limit: number; readonly after: string | undefined }) => Effect.Effect<ReadonlyArray<MembershipRow>>
   /** The caller's membership, failing unless it is active and has at least `role`. */
   readonly require: (tenantId: string, userId: string, role: Role) => Effect.Effect<MembershipRow, AccountResourceNotFound | RoleForbidden>
   readonly members: (tenantId: string, userId: string, limit: number, afterUserId: string | undefined) => Effect.Effect<ReadonlyArray<MemberRow>, AccountResourceNotFound | RoleForbidden>
@@ -148,11 +149,12 @@ export class Tenants extends Context.Service<Tenants, {
         })).pipe(Effect.catchTag("SqlError", Effect.die))
       })
 
-      const listForUser = (userId: string) =>
+      const listForUser = (userId: string, page?: { readonly limit: number; readonly after: string | undefined }) =>
         sql<MembershipRow>`
           SELECT t.id, t.name, t.created_at, m.role, m.status
           FROM tenant_members m JOIN tenants t ON t.id = m.tenant_id
-          WHERE m.user_id = ${userId} ORDER BY t.id`.pipe(Effect.orDie)
+          WHERE m.user_id = ${userId} ${page?.after === undefined ? sql`` : sql`AND t.id > ${page.after}`}
+          ORDER BY t.id ${page === undefined ? sql`` : sql`LIMIT ${page.limit}`}`.pipe(Effect.orDie)
 
       const memberSelect = (tenantId: string) => sql`
         SELECT m.user_id, m.auth_identity_id, m.role, m.status, u.display_name, u.email, m.invited_by_user_id, m.created_at

@@ -9,4 +9,13 @@ export const PageQuery = {
   cursor: Schema.optional(Schema.String.check(Schema.isMaxCodePoints(200)))
 }
 
+/**
+ * The page query of a list ordered by a name up to 255 characters (a workspace's files): its
+ * cursor encodes that name, so it may be longer than an id's.
+ */
+export const NamePageQuery = {
+  limit: PageQuery.limit,
+  cursor: Schema.optional(Schema.String.check(Schema.isMaxCodePoints(2048)))
+}
+
 export const DEFAULT_LIMIT = 20

@@ -50,6 +50,10 @@ export const toPage = <A extends { readonly id: string }>(rows: ReadonlyArray<A>
   }
 }
 
+/** Lists ordered by a name (a workspace's files): the cursor is the last name returned (1..255 characters). */
+export const nameCursor = cursorCodec("n", (position): position is string =>
+  typeof position === "string" && position.length > 0 && [...position].length <= 255 && !position.includes("\u0000"))
+
 /**
  * A cursor page of a list: decodes the cursor (400 when it is not ours), loads `limit + 1` rows
  * newest first before it, and renders the page's items.

@@ -60,7 +60,8 @@ export class Research extends Context.Service<Research, {
   >
   readonly cancel: (run: Run, reason: string | null) => Effect.Effect<ResearchRun, import("../domain/errors.ts").RunEnded | import("../domain/errors.ts").RunNotFound | import("../domain/errors.ts").InvalidTransition>
   readonly feedback: (run: Run, feedback: unknown) => Effect.Effect<ResearchRun, RunNotEnded>
-  readonly artifacts: (run: Run) => Effect.Effect<ReadonlyArray<{ readonly id: string; readonly run_id: string; readonly name: string; readonly content_type: string; readonly size_bytes: number; readonly created_at: Date }>>
+  /** The run's artifacts, newest first; with `page`, at most `limit` before the id `before`. */
+  readonly artifacts: (run: Run, page?: { readonly limit: number; readonly before: string | undefined }) => Effect.Effect<ReadonlyArray<{ readonly id: string; readonly run_id: string; readonly name: string; readonly content_type: string; readonly size_bytes: number; readonly created_at: Date }>>
   readonly artifact: (run: Run, artifactId: string) => Effect.Effect<{ readonly contentType: string; readonly content: string }, ArtifactNotFound>
   /**
    * A follow-up question on a finished report: a new run whose topic is the question, with the
@@ -223,7 +224,7 @@ export class Research extends Context.Service<Research, {
           yield* store.setFeedback(run.id, feedback)
           return yield* reread(run)
         }),
-        artifacts: (run) => artifactStore.list(run.id),
+        artifacts: (run, page) => artifactStore.list(run.id, page),
         artifact: Effect.fn("Research.artifact")(function*(run: Run, artifactId: string) {
           const artifact = yield* artifactStore.content(run.id, artifactId)
           if (artifact === undefined) return yield* new ArtifactNotFound({ runId: run.id, artifactId })

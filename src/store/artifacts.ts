@@ -42,7 +42,8 @@ export class ArtifactStore extends Context.Service<ArtifactStore, {
   readonly putAll: (runId: string, artifacts: ReadonlyArray<NewArtifact>) => Effect.Effect<ReadonlyArray<ArtifactRow>>
   /** Writes one binary artifact; writing its name again replaces its bytes and keeps its id. */
   readonly putBinary: (runId: string, artifact: NewBinaryArtifact) => Effect.Effect<ArtifactRow>
-  readonly list: (runId: string) => Effect.Effect<ReadonlyArray<ArtifactRow>>
+  /** The run's artifacts, newest first; with `page`, at most `limit` of them before the id `before`. */
+  readonly list: (runId: string, page?: { readonly limit: number; readonly before: string | undefined }) => Effect.Effect<ReadonlyArray<ArtifactRow>>
   readonly content: (runId: string, artifactId: string) => Effect.Effect<{ readonly contentType: string; readonly content: string } | undefined>
   /** The artifact of that name of the run (metadata only). */
   readonly findByName: (runId: string, name: string) => Effect.Effect<ArtifactRow | undefined>
@@ -70,7 +71,10 @@ export class ArtifactStore extends Context.Service<ArtifactStore, {
             ON CONFLICT (run_id, name) DO UPDATE SET content = '', data = excluded.data, content_type = excluded.content_type,
               content_encoding = excluded.content_encoding
             RETURNING ${columns}`.pipe(Effect.map((rows) => rows[0]!), Effect.orDie),
-        list: (runId) => sql<ArtifactRow>`SELECT ${columns} FROM run_artifacts WHERE run_id = ${runId} ORDER BY name DESC`.pipe(Effect.orDie),
+        list: (runId, page) =>
+          sql<ArtifactRow>`SELECT ${columns} FROM run_artifacts WHERE run_id = ${runId}
+            ${page?.before === undefined ? sql`` : sql`AND id < ${page.before}`}
+            ORDER BY id DESC ${page === undefined ? sql`` : sql`LIMIT ${page.limit}`}`.pipe(Effect.orDie),
         content: (runId, artifactId) =>
           sql<{ content_type: string; content: string }>`
             SELECT content_type, content FROM run_artifacts WHERE run_id = ${runId} AND id = ${artifactId}`.pipe(

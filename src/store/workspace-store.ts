@@ -95,7 +95,8 @@ export const canonicalFileName = (name: string): string => name.isWellFormed() ?
  */
 export const fileNameProblem = (name: string): string | undefined => {
   if (name.length === 0) return "the name is empty"
-  if (name.length > 255) return "the name is longer than 255 characters"
+  // Characters are code points, as the path parameter's schema counts them (not UTF-16 units).
+  if ([...name].length > 255) return "the name is longer than 255 characters"
   if (!name.isWellFormed()) return "the name holds an invalid character"
   if (/[/\\]/.test(name)) return "the name may not contain / or \\"
   if (forbiddenInName.test(name)) return "the name may not contain control or bidirectional-override characters"
@@ -106,7 +107,7 @@ export const fileNameProblem = (name: string): string | undefined => {
 /** A name for a download suggested by a page: its last path segment, cleaned of what fileNameProblem refuses. */
 export const sanitizeFileName = (suggested: string): string => {
   const base = suggested.split(/[/\\]/).at(-1) ?? ""
-  const cleaned = canonicalFileName(base.toWellFormed().replace(forbiddenInNameGlobal, "")).trim().slice(0, 255)
+  const cleaned = Array.from(canonicalFileName(base.toWellFormed().replace(forbiddenInNameGlobal, "")).trim()).slice(0, 255).join("")
   return cleaned === "" || cleaned === "." || cleaned === ".." ? "download" : cleaned.toWellFormed()
 }
 
@@ -114,7 +115,7 @@ export const sanitizeFileName = (suggested: string): string => {
 const numbered = (name: string, n: number): string => {
   const dot = name.lastIndexOf(".")
   const [stem, ext] = dot > 0 ? [name.slice(0, dot), name.slice(dot)] : [name, ""]
-  return `${stem} (${n})${ext}`.slice(-255)
+  return Array.from(`${stem} (${n})${ext}`).slice(-255).join("")
 }
 
 const contentTypes: Record<string, string> = {
@@ -135,7 +136,8 @@ export class WorkspaceStore extends Context.Service<WorkspaceStore, {
   readonly find: (projectId: string, workspaceId: string) => Effect.Effect<WorkspaceRow, WorkspaceNotFound>
   /** Deletes the workspace with its files. */
   readonly remove: (projectId: string, workspaceId: string) => Effect.Effect<WorkspaceRow, WorkspaceNotFound>
-  readonly listFiles: (workspaceId: string) => Effect.Effect<ReadonlyArray<WorkspaceFileRow>>
+  /** The workspace's files by name; with `page`, at most `limit` of them after the name `after`. */
+  readonly listFiles: (workspaceId: string, page?: { readonly limit: number; readonly after: string | undefined }) => Effect.Effect<ReadonlyArray<WorkspaceFileRow>>
   readonly findFile: (workspaceId: string, name: string) => Effect.Effect<WorkspaceFileRow, WorkspaceFileNotFound>
   /** Streams `body` into the file `name`; the row of the file as stored (its name may differ under `rename`). */
   readonly putFile: <E>(workspaceId: string, name: string, body: Stream.Stream<Uint8Array, E>, options: PutOptions) => Effect.Effect<
@@ -312,8 +314,10 @@ export class WorkspaceStore extends Context.Service<WorkspaceStore, {
             yield* sql`DELETE FROM workspaces WHERE id = ${workspaceId} AND project_id = ${projectId}`.pipe(Effect.orDie)
             return row
           }),
-        listFiles: (workspaceId) =>
-          sql<WorkspaceFileRow>`SELECT ${fileColumns} FROM workspace_files WHERE workspace_id = ${workspaceId} ORDER BY name`.pipe(Effect.orDie),
+        listFiles: (workspaceId, page) =>
+          sql<WorkspaceFileRow>`SELECT ${fileColumns} FROM workspace_files WHERE workspace_id = ${workspaceId}
+            ${page?.after === undefined ? sql`` : sql`AND name > ${page.after}`}
+            ORDER BY name ${page === undefined ? sql`` : sql`LIMIT ${page.limit}`}`.pipe(Effect.orDie),
         findFile: (workspaceId, name) => Effect.map(findFile(workspaceId, name), publicFile),
         putFile,
         readFile: (workspaceId, name, limit) =>

@@ -213,6 +213,28 @@ describe("idempotency and rate limits on account writes", () => {
   })
 })
 
+describe("the tenant list", () => {
+  it("pages by tenant id with a cursor, every tenant once", async () => {
+    for (const name of ["Paged 1", "Paged 2", "Paged 3"]) expect((await admin()("POST", "/v1/tenants", { name })).status).toBe(201)
+    const all = await admin()("GET", "/v1/tenants?limit=100")
+    expect(all.json.next_cursor).toBeNull()
+    const ids: Array<string> = all.json.items.map((t: { tenant_id: string }) => t.tenant_id)
+    expect(ids.length).toBeGreaterThanOrEqual(4)
+    expect(ids).toEqual([...ids].sort())
+    const paged: Array<string> = []
+    let cursor: string | null = null
+    do {
+      const page: { json: { items: Array<{ tenant_id: string }>; next_cursor: string | null } } =
+        await admin()("GET", `/v1/tenants?limit=2${cursor === null ? "" : `&cursor=${cursor}`}`)
+      expect(page.json.items.length).toBeLessThanOrEqual(2)
+      paged.push(...page.json.items.map((t) => t.tenant_id))
+      cursor = page.json.next_cursor
+    } while (cursor !== null && paged.length <= ids.length)
+    expect(paged).toEqual(ids)
+    expectEnvelope(await admin()("GET", "/v1/tenants?cursor=not-ours"), 400)
+  })
+})
+
 describe("bug reports", () => {
   const path = () => `/v1/projects/${projectId}/bug_reports`
   const png = "data:image/png;base64," + Buffer.from("png-bytes").toString("base64")

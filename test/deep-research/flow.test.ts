@@ -464,6 +464,14 @@ describe("conventions", () => {
     expect(callsSince(from).map((c) => c.kind)).toEqual(["brief", "outline", "claims", "write"])
     const artifacts = await service.request("GET", `${basePath(service, "B")}/${created.run_id}/artifacts`)
     expect(artifacts.json.items).toHaveLength(3)
+    expect(artifacts.json.next_cursor).toBeNull()
+    // Paged: newest first, two then one, the same three.
+    const first = await service.request("GET", `${basePath(service, "B")}/${created.run_id}/artifacts?limit=2`)
+    expect(first.json.items).toHaveLength(2)
+    const rest = await service.request("GET", `${basePath(service, "B")}/${created.run_id}/artifacts?limit=2&cursor=${first.json.next_cursor}`)
+    expect(rest.json).toMatchObject({ next_cursor: null })
+    expect([...first.json.items, ...rest.json.items].map((a: any) => a.id)).toEqual(artifacts.json.items.map((a: any) => a.id))
+    expect(artifacts.json.items.map((a: any) => a.id)).toEqual(artifacts.json.items.map((a: any) => a.id).sort().reverse())
     const final = await service.request("GET", `${basePath(service, "B")}/${created.run_id}/artifacts/${run.result.final_artifact_id}`)
     expect(final.text).toBe(run.result.final_md)
     // Intervening on a run that is not waiting for input is a conflict.

@@ -20,6 +20,10 @@ let monitorId: string
 let scheduleId: string
 /** A DoAnything session, for the lists under it (its inbox). */
 let sessionId: string
+/** A DoAnything run and a DeepResearch run, for their artifacts; a workspace, for its files. */
+let runId: string
+let researchRunId: string
+let workspaceId: string
 /** A console session of an admin of the project's tenant, for the account lists (API keys get 403 there). */
 let sessionToken: string
 const agent = new http.Agent({ keepAlive: true, maxSockets: 4 })
@@ -36,6 +40,12 @@ beforeAll(async () => {
   const schedules = await service.request("GET", `/v1/projects/${service.projectId}/schedules?session_id=${scheduled.json.id}`)
   scheduleId = schedules.json.items[0].id
   sessionId = scheduled.json.id
+  // The lists under one run (its artifacts) and one workspace (its files).
+  runId = scheduled.json.runs[0].id
+  researchRunId = (await service.request("POST", `/v1/projects/${service.projectId}/deep_research/runs`, {
+    body: { topic: "list parameters", depth: "light", require_outline_approval: false }
+  })).json.id
+  workspaceId = (await service.request("POST", `/v1/projects/${service.projectId}/workspaces`, { body: { name: "list parameters" } })).json.id
   await createUser(service, "lists@example.com", "list-parameters-1", ["--tenant", "ten_default", "--role", "admin"])
   sessionToken = await loginBearer(service, "lists@example.com", "list-parameters-1")
   lists = operationsOf(doc).filter((op) =>
@@ -74,7 +84,15 @@ const badStatuses = (schema: SchemaObject): Array<string> => {
 }
 
 const pathOf = (op: Operation) =>
-  fillPath(op.path, { pid: encodeURIComponent(service.projectId), mid: monitorId, schedule_id: scheduleId, sid: sessionId, tid: "ten_default" })
+  fillPath(op.path, {
+    pid: encodeURIComponent(service.projectId),
+    mid: monitorId,
+    schedule_id: scheduleId,
+    sid: sessionId,
+    tid: "ten_default",
+    wid: workspaceId,
+    rid: op.path.includes("deep_research") ? researchRunId : runId
+  })
 
 /** Account and tenant lists take a console session; every other list the project's API key. */
 const tokenOf = (op: Operation) => /^\/v1\/(tenants|delegations)/.test(op.path) ? sessionToken : service.apiKey
@@ -97,7 +115,14 @@ describe("list parameters", () => {
       "/v1/projects/{pid}/do_anything/sessions",
       "/v1/projects/{pid}/deep_research/runs",
       "/api/v1/projects/{pid}/deep_research/runs",
-      "/v1/deep_research"
+      "/v1/deep_research",
+      // Paginated since issue 27: a workspace's files, the caller's tenants, a run's artifacts.
+      "/v1/projects/{pid}/workspaces/{wid}/files",
+      "/v1/tenants",
+      "/v1/projects/{pid}/do_anything/sessions/{sid}/runs/{rid}/artifacts",
+      "/api/v1/projects/{pid}/do_anything/runs/{rid}/artifacts",
+      "/v1/projects/{pid}/deep_research/runs/{rid}/artifacts",
+      "/api/v1/projects/{pid}/deep_research/runs/{rid}/artifacts"
     ]))
   })
 

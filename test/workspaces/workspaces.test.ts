@@ -194,6 +194,37 @@ describe("workspaces", () => {
     expect((await absurd.json()).code).toBe("uri_too_long")
   })
 
+  it("the file list pages by name with a cursor that holds names up to 255 characters of any script", async () => {
+    const ws = await createWorkspace("paged files")
+    // The longest names, in 4- and 2-byte UTF-8 (255 code points each): their cursors are far longer than an id's.
+    const names = ["a.txt", "b.txt", `c${"\u{1D518}".repeat(250)}.txt`, `d${"ü".repeat(250)}.txt`, "e.txt"]
+    for (const name of names) expect((await upload(ws.id, name, new TextEncoder().encode(name))).status).toBe(201)
+    const seen: Array<string> = []
+    let cursor: string | null = null
+    let pages = 0
+    do {
+      const query: string = `?limit=2${cursor === null ? "" : `&cursor=${encodeURIComponent(cursor)}`}`
+      const page = await service.request("GET", `${workspaces()}/${ws.id}/files${query}`)
+      expect(page.status, page.text).toBe(200)
+      expect(page.json.items.length).toBeLessThanOrEqual(2)
+      seen.push(...page.json.items.map((file: { name: string }) => file.name))
+      cursor = page.json.next_cursor
+      pages++
+    } while (cursor !== null && pages < 10)
+    expect(pages).toBe(3)
+    expect(seen).toEqual(names)
+    // A cursor of another list (an id cursor) is not a file cursor: 400 naming the parameter.
+    const sessions = await service.request("GET", `/v1/projects/${service.projectId}/do_anything/sessions?limit=1`)
+    const idCursor = Buffer.from(JSON.stringify({ a: "sess_00000000000000000000000000" })).toString("base64url")
+    const refused = await service.request("GET", `${workspaces()}/${ws.id}/files?cursor=${sessions.json.next_cursor ?? idCursor}`)
+    expect(refused.status, refused.text).toBe(400)
+    expect(refused.json.extra).toMatchObject({ param: "cursor" })
+    // Without limit a page holds up to 20 files and says there is no more.
+    const all = await service.request("GET", `${workspaces()}/${ws.id}/files`)
+    expect(all.json).toMatchObject({ next_cursor: null })
+    expect(all.json.items).toHaveLength(5)
+  })
+
   it("names refuse C1 controls and bidi overrides; NFC and NFD twins are one name, stored in NFC", async () => {
     const ws = await createWorkspace("unicode names")
     for (const name of ["bad\u0085name.txt", "bad\u009bname.txt", "invoice\u202Etxt.exe", "a\u2066b\u2069.txt", "mark\u200F.txt"]) {

@@ -211,7 +211,7 @@ export class AccountApi extends HttpApiGroup.make("account")
 
 export const CreateTenantRequest = Schema.Struct({ name: Bounded(1, 100) })
 export const CreateTenantResponse = Schema.Struct({ tenant_id: Schema.String, name: Schema.String, role: Role, created_at: Timestamp })
-const TenantListResponse = Schema.Struct({ items: Schema.Array(MembershipResponse) })
+const TenantListResponse = Schema.Struct({ items: Schema.Array(MembershipResponse), next_cursor: Schema.NullOr(Schema.String) })
 
 export const MemberResponse = Schema.Struct({
   user_id: Schema.String,
@@ -267,7 +267,8 @@ export class TenantsApi extends HttpApiGroup.make("tenants")
       success: CreateTenantResponse.annotate({ httpApiStatus: 201 }),
       error: Conflict
     }).annotate(HttpApi.PayloadParseOptions, strict),
-    HttpApiEndpoint.get("list", "/", { success: TenantListResponse }),
+    // The caller's tenants by id (ascending); the cursor is the last tenant id of the page.
+    HttpApiEndpoint.get("list", "/", { query: PageQuery, success: TenantListResponse, error: BadRequest }),
     HttpApiEndpoint.get("members", "/:tid/members", {
       params: TenantParam,
       query: PageQuery,

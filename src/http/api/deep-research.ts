@@ -82,7 +82,7 @@ export const ArtifactResponse = Schema.Struct({
   created_at: Schema.String
 })
 
-export const ArtifactList = Schema.Struct({ items: Schema.Array(ArtifactResponse) })
+export const ArtifactList = Schema.Struct({ items: Schema.Array(ArtifactResponse), next_cursor: Schema.NullOr(Schema.String) })
 
 const strict = { errors: "all", onExcessProperty: "error" } as const
 const EventStream = Schema.String.pipe(HttpApiSchema.asText({ contentType: "text/event-stream" }))
@@ -173,7 +173,7 @@ const endpoints = <
         "the run plans again from the parent's brief with the text (and asks for approval again if the parent did). " +
         "Starts a new run (202) with parent_run_id set. The parent must have ended; 409 conflict otherwise."
     ),
-    HttpApiEndpoint.get("listArtifacts", `${base}/:rid/artifacts`, { params: run, success: ArtifactList, error: NotFound }),
+    HttpApiEndpoint.get("listArtifacts", `${base}/:rid/artifacts`, { params: run, query: PageQuery, success: ArtifactList, error: [BadRequest, NotFound] }),
     HttpApiEndpoint.get("getArtifact", `${base}/:rid/artifacts/:aid`, {
       params: { ...run, aid: MaxString(64) },
       success: ArtifactContent,

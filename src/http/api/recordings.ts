@@ -4,7 +4,8 @@
  */
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
-import { Forbidden, NotFound } from "../../domain/api-errors.ts"
+import { BadRequest, Forbidden, NotFound } from "../../domain/api-errors.ts"
+import { PageQuery } from "../../domain/pagination.ts"
 import { replayAssetNames } from "../../domain/recording.ts"
 import { ArtifactResponse } from "./deep-research.ts"
 import { MaxString, ProjectIdParam, RunIdParam, SessionIdParam } from "./schemas.ts"
@@ -17,7 +18,7 @@ export const DoAnythingArtifactResponse = Schema.Struct({
   replay_url_expires_at: Schema.NullOr(Schema.String)
 })
 
-export const DoAnythingArtifactList = Schema.Struct({ items: Schema.Array(DoAnythingArtifactResponse) })
+export const DoAnythingArtifactList = Schema.Struct({ items: Schema.Array(DoAnythingArtifactResponse), next_cursor: Schema.NullOr(Schema.String) })
 
 const ArtifactContent = Schema.Uint8Array.pipe(HttpApiSchema.asUint8Array({ contentType: "application/json" }))
 const Html = Schema.String.pipe(HttpApiSchema.asText({ contentType: "text/html" }))
@@ -35,8 +36,9 @@ export class DoAnythingArtifactsApi extends HttpApiGroup.make("do_anything_artif
   .add(
     HttpApiEndpoint.get("listArtifacts", "/v1/projects/:pid/do_anything/sessions/:sid/runs/:rid/artifacts", {
       params: sessionRun,
+      query: PageQuery,
       success: DoAnythingArtifactList,
-      error: NotFound
+      error: [BadRequest, NotFound]
     }).annotate(OpenApi.Description, "The run's artifacts: `recording.json` once a run with recording.enabled has ended."),
     HttpApiEndpoint.get("getArtifact", "/v1/projects/:pid/do_anything/sessions/:sid/runs/:rid/artifacts/:aid", {
       params: { ...sessionRun, aid: ArtifactIdParam },
@@ -45,8 +47,9 @@ export class DoAnythingArtifactsApi extends HttpApiGroup.make("do_anything_artif
     }).annotate(OpenApi.Description, contentDescription),
     HttpApiEndpoint.get("listFlatArtifacts", "/api/v1/projects/:pid/do_anything/runs/:rid/artifacts", {
       params: flatRun,
+      query: PageQuery,
       success: DoAnythingArtifactList,
-      error: NotFound
+      error: [BadRequest, NotFound]
     }).annotate(OpenApi.Description, "The run's artifacts (Convention B)."),
     HttpApiEndpoint.get("getFlatArtifact", "/api/v1/projects/:pid/do_anything/runs/:rid/artifacts/:aid", {
       params: { ...flatRun, aid: ArtifactIdParam },

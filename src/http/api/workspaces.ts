@@ -7,7 +7,7 @@
 import { Schema } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { BadRequest, Forbidden, NotFound, ValidationError } from "../../domain/api-errors.ts"
-import { PageQuery } from "../../domain/pagination.ts"
+import { NamePageQuery, PageQuery } from "../../domain/pagination.ts"
 import { MAX_PATH_PARAM_LENGTH, MaxString, OptionalNullable, ProjectIdParam, Timestamp } from "./schemas.ts"
 import { Authentication, Idempotency, RateLimit } from "./security.ts"
 
@@ -55,7 +55,7 @@ export const WorkspaceFileResponse = Schema.Struct({
   download_url_expires_at: Timestamp
 })
 
-export const WorkspaceFileListResponse = Schema.Struct({ items: Schema.Array(WorkspaceFileResponse) })
+export const WorkspaceFileListResponse = Schema.Struct({ items: Schema.Array(WorkspaceFileResponse), next_cursor: Schema.NullOr(Schema.String) })
 
 const WorkspaceIdParam = Schema.String.check(Schema.isMaxCodePoints(64))
 // The 255-character limit applies to the name in NFC (its NFD twin may be longer), so the store checks it.
@@ -82,7 +82,13 @@ export class WorkspacesApi extends HttpApiGroup.make("workspaces")
     }),
     HttpApiEndpoint.get("get", "/:wid", { params: workspaceParams, success: WorkspaceResponse, error: NotFound }),
     HttpApiEndpoint.delete("delete", "/:wid", { params: workspaceParams, success: WorkspaceResponse, error: NotFound }),
-    HttpApiEndpoint.get("listFiles", "/:wid/files", { params: workspaceParams, success: WorkspaceFileListResponse, error: NotFound }),
+    // Files by name; the cursor holds the last name of the page (up to 255 characters, hence NamePageQuery).
+    HttpApiEndpoint.get("listFiles", "/:wid/files", {
+      params: workspaceParams,
+      query: NamePageQuery,
+      success: WorkspaceFileListResponse,
+      error: [BadRequest, NotFound]
+    }),
     HttpApiEndpoint.get("getFile", "/:wid/files/:name", { params: fileParams, success: WorkspaceFileResponse, error: NotFound }),
     HttpApiEndpoint.delete("deleteFile", "/:wid/files/:name", { params: fileParams, success: WorkspaceFileResponse, error: NotFound })
   )

@@ -325,10 +325,14 @@ export const TenantsHandlers = HttpApiBuilder.group(
           const tenant = yield* accountHttpErrors(tenants.create(userId, payload.name))
           return { tenant_id: tenant.id, name: tenant.name, role: "admin" as const, created_at: tenant.created_at.toISOString() }
         }))
-      .handle("list", () =>
+      .handle("list", ({ query }) =>
         Effect.gen(function*() {
           const { userId } = yield* CurrentUser
-          return { items: (yield* tenants.listForUser(userId)).map(membershipView) }
+          // Tenants are ordered by id (ascending); the cursor is the last tenant id.
+          const limit = query.limit ?? DEFAULT_LIMIT
+          const after = yield* decodeCursor(query.cursor)
+          const page = toPage(yield* tenants.listForUser(userId, { limit: limit + 1, after }), limit)
+          return { items: page.items.map(membershipView), next_cursor: page.next_cursor }
         }))
       .handle("members", ({ params, query }) =>
         Effect.gen(function*() {

@@ -90,11 +90,16 @@ const handlersFor = (group: Group) =>
             Effect.flatMap((run) => httpErrors(research.refine(run, payload.text), convention)),
             Effect.flatMap(simple202)
           ))
-        .handle("listArtifacts", ({ params }) =>
-          find(params.rid).pipe(
-            Effect.flatMap(research.artifacts),
-            Effect.map((rows) => ({
-              items: rows.map((row) => ({
+        .handle("listArtifacts", ({ params, query }) =>
+          Effect.gen(function*() {
+            const limit = query.limit ?? DEFAULT_LIMIT
+            const before = yield* decodeCursor(query.cursor)
+            const run = yield* find(params.rid)
+            return toPage(yield* research.artifacts(run, { limit: limit + 1, before }), limit)
+          }).pipe(
+            Effect.map((page) => ({
+              next_cursor: page.next_cursor,
+              items: page.items.map((row) => ({
                 id: row.id,
                 run_id: row.run_id,
                 name: row.name,

@@ -19,6 +19,7 @@ import { WebAgentApi } from "../api/api.ts"
 import { CurrentKey } from "../api/security.ts"
 import { httpErrors } from "../domain-errors.ts"
 import { Forbidden, notFound } from "../errors.ts"
+import { DEFAULT_LIMIT, decodeCursor, toPage } from "../pagination.ts"
 
 const artifactNotFound = (aid: string) => notFound("artifact_not_found", `no artifact ${aid} in this run`)
 
@@ -53,12 +54,14 @@ export const DoAnythingArtifactsHandlers = HttpApiBuilder.group(
         replay_url: signed?.url ?? null,
         replay_url_expires_at: signed?.expiresAt.toISOString() ?? null
       }))
-    const list = (rid: RunId, sid?: SessionId) =>
-      findRun(rid, sid).pipe(
-        Effect.flatMap((run) => artifacts.list(run.id)),
-        Effect.flatMap((rows) => Effect.forEach(rows, view)),
-        Effect.map((items) => ({ items }))
-      )
+    const list = (query: { readonly limit?: number | undefined; readonly cursor?: string | undefined }, rid: RunId, sid?: SessionId) =>
+      Effect.gen(function*() {
+        const limit = query.limit ?? DEFAULT_LIMIT
+        const before = yield* decodeCursor(query.cursor)
+        const run = yield* findRun(rid, sid)
+        const page = toPage(yield* artifacts.list(run.id, { limit: limit + 1, before }), limit)
+        return { items: yield* Effect.forEach(page.items, view), next_cursor: page.next_cursor }
+      })
     const get = (request: HttpServerRequest.HttpServerRequest, aid: string, rid: RunId, sid?: SessionId) =>
       Effect.gen(function*() {
         const run = yield* findRun(rid, sid)
@@ -67,9 +70,9 @@ export const DoAnythingArtifactsHandlers = HttpApiBuilder.group(
         return bodyResponse(request, artifact)
       })
     return handlers
-      .handle("listArtifacts", ({ params }) => list(params.rid, params.sid))
+      .handle("listArtifacts", ({ params, query }) => list(query, params.rid, params.sid))
       .handle("getArtifact", ({ params, request }) => get(request, params.aid, params.rid, params.sid))
-      .handle("listFlatArtifacts", ({ params }) => list(params.rid))
+      .handle("listFlatArtifacts", ({ params, query }) => list(query, params.rid))
       .handle("getFlatArtifact", ({ params, request }) => get(request, params.aid, params.rid))
   })
 ).pipe(Layer.provide(RecordingLinks.layer))

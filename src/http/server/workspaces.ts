@@ -11,7 +11,7 @@ import { WebAgentApi } from "../api/api.ts"
 import { CurrentKey } from "../api/security.ts"
 import { httpErrors } from "../domain-errors.ts"
 import { badRequest, Forbidden, validationError } from "../errors.ts"
-import { DEFAULT_LIMIT, decodeCursor, toPage } from "../pagination.ts"
+import { DEFAULT_LIMIT, decodeCursor, nameCursor, toPage } from "../pagination.ts"
 
 export const workspaceView = (row: WorkspaceRow) => ({
   id: row.id,
@@ -63,11 +63,17 @@ export const WorkspacesHandlers = HttpApiBuilder.group(
       .handle("get", ({ params }) => ownWorkspace(store, params.wid).pipe(Effect.map(workspaceView)))
       .handle("delete", ({ params }) =>
         CurrentKey.use(({ projectId }) => httpErrors(store.remove(projectId, params.wid))).pipe(Effect.map(workspaceView)))
-      .handle("listFiles", ({ params }) =>
+      .handle("listFiles", ({ params, query }) =>
         Effect.gen(function*() {
+          const limit = query.limit ?? DEFAULT_LIMIT
+          const after = yield* nameCursor.decode(query.cursor)
           yield* ownWorkspace(store, params.wid)
-          const files = yield* store.listFiles(params.wid)
-          return { items: yield* Effect.forEach(files, (file) => fileView(store, file)) }
+          const rows = yield* store.listFiles(params.wid, { limit: limit + 1, after })
+          const files = rows.slice(0, limit)
+          return {
+            items: yield* Effect.forEach(files, (file) => fileView(store, file)),
+            next_cursor: rows.length > limit && files.length > 0 ? nameCursor.encode(files[files.length - 1]!.name) : null
+          }
         }))
       .handle("getFile", ({ params }) =>
         Effect.gen(function*() {
