@@ -157,6 +157,16 @@ describe("statuses and phases are enums in the document", () => {
   })
 })
 
+describe("DeepResearch at the outline gate", () => {
+  it("the document states the decision: awaiting_input with phase hitl_outline kept (flow.test.ts and the console test hold the server to it)", () => {
+    for (const path of ["/v1/projects/{pid}/deep_research/runs/{rid}", "/api/v1/projects/{pid}/deep_research/runs/{rid}"]) {
+      const phase = responseSchema(path, "get", "200").properties.phase
+      const described = [phase.description, ...(phase.anyOf ?? []).map((b: Json) => resolve(b).description)].join(" ")
+      expect(described, path).toMatch(/`awaiting_input` with phase `hitl_outline` kept and `pending_request_id`/)
+    }
+  })
+})
+
 describe("a DoAnything run's schedule is documented as its four shapes", () => {
   it("oneOf cron, interval, event, autonomous, each closed, as the filter decodes them", () => {
     const body = resolve(doc.paths["/v1/projects/{pid}/do_anything/sessions"].post.requestBody.content["application/json"].schema)

@@ -36,8 +36,12 @@ const researchRunResponse = <S extends typeof RunStatusA | typeof RunStatusB>(st
   parent_run_id: Schema.NullOr(Schema.String),
   /** A refinement's text (instructions for the planner and the writer); null otherwise. */
   instructions: Schema.NullOr(Schema.String),
-  /** While running: brief, plan, hitl_outline, gather, crosscheck, synthesize. */
-  phase: Schema.NullOr(Schema.Literals(Phases)),
+  phase: Schema.NullOr(Schema.Literals(Phases)).annotate({
+    description: "The step the run is at: brief, plan, hitl_outline, gather, crosscheck, synthesize; null before it " +
+      "starts. At the outline gate the run is `awaiting_input` with phase `hitl_outline` kept and `pending_request_id` " +
+      "set (the run.input_request event carries the outline); once answered it is `running` again in `gather`. " +
+      "After the run ends, the phase it ended in."
+  }),
   terminal_reason: Schema.NullOr(Schema.String),
   error: Schema.NullOr(Schema.Struct({ code: Schema.String, detail: Schema.String })),
   topic: Schema.String,
