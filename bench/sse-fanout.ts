@@ -469,7 +469,7 @@ const serviceScenario = async (rate: number, payload: number, seconds: number) =
         for (let i = 0; i < total; i++) {
           await sleep(Math.max(0, started + (i * 1000) / rate - Date.now()))
           const t = performance.now()
-          await runtime.runPromise(RunStore.use((store) => store.appendEvent(run.id, "bench.tick", { seq: i, pad })))
+          await runtime.runPromise(RunStore.use((store) => store.appendEvent(run.id, "run.message", { role: "agent", content: `${i} ${pad}` })))
           appendMs.push(performance.now() - t)
         }
         const last = await runtime.runPromise(RunStore.use((store) => store.eventsAfter(run.id, afterId + total - 1, 10)))

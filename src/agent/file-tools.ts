@@ -19,6 +19,7 @@ import type { ActionError } from "../browser/errors.ts"
 import { resolveRefHandle } from "../browser/observe.ts"
 import { attempt, type ContextLease } from "../browser/pool.ts"
 import type { WorkspaceFileNotFound, WorkspaceNotFound } from "../domain/errors.ts"
+import type { EventData, RunEventType } from "../domain/events.ts"
 import {
   contentTypeOf,
   type FileTooLarge,
@@ -57,7 +58,7 @@ export class FileToolContext extends Context.Service<FileToolContext, {
   readonly lease: ContextLease
   readonly store: WorkspaceStore["Service"]
   /** Emits an event on the run's log. */
-  readonly emit: (type: string, data: Record<string, unknown>) => Effect.Effect<void>
+  readonly emit: <T extends RunEventType>(type: T, data: EventData<T>) => Effect.Effect<void>
   /** Waits (bounded) until downloads under way are saved to the workspace. */
   readonly settleDownloads: Effect.Effect<void>
 }>()("wa/agent/FileToolContext") {}
@@ -190,7 +191,7 @@ export const watchDownloads = Effect.fnUntraced(function*(options: {
   readonly lease: ContextLease
   readonly workspaceId: string
   readonly store: WorkspaceStore["Service"]
-  readonly emit: (type: string, data: Record<string, unknown>) => Effect.Effect<void>
+  readonly emit: <T extends RunEventType>(type: T, data: EventData<T>) => Effect.Effect<void>
 }): Effect.fn.Return<{ readonly settle: Effect.Effect<void> }, never, Scope.Scope> {
   const { lease, workspaceId, store, emit } = options
   const saves = yield* FiberSet.make()

@@ -14,6 +14,7 @@
 import { Context, Effect, Schema } from "effect"
 import { Toolkit } from "effect/ai"
 import { tool, type ToolFailure } from "./tool-def.ts"
+import type { EventData, RunEventType } from "../domain/events.ts"
 
 /** wait_for_email waits at most this long. */
 export const MAX_WAIT_SECONDS = 120
@@ -86,7 +87,7 @@ export class MailToolContext extends Context.Service<MailToolContext, {
   /** Null: the session has no inbox (the tools are then not offered; a call is refused). */
   readonly address: string | null
   readonly inbox: AgentInbox["Service"]
-  readonly emit: (type: string, data: Record<string, unknown>) => Effect.Effect<void>
+  readonly emit: <T extends RunEventType>(type: T, data: EventData<T>) => Effect.Effect<void>
   /** The run's secrets' redaction (tools.ts RunSecrets.redact): a mail may echo a value back. */
   readonly redact: (text: string) => string
 }>()("wa/agent/MailToolContext") {}

@@ -23,6 +23,7 @@ import type { CachedStep } from "../domain/cache-script.ts"
 import { mapStrings } from "../domain/json-strings.ts"
 import { PARAM_PLACEHOLDER, type SkillKind } from "../domain/skill.ts"
 import { tool } from "./tool-def.ts"
+import type { EventData, RunEventType } from "../domain/events.ts"
 
 /** A skill as a run gets it (its current version). */
 export interface RunSkill {
@@ -38,7 +39,7 @@ export interface RunSkill {
 
 export interface SkillToolContext {
   readonly lease: ContextLease
-  readonly emit: (type: string, data: Record<string, unknown>) => Effect.Effect<void>
+  readonly emit: <T extends RunEventType>(type: T, data: EventData<T>) => Effect.Effect<void>
   /** The page's snapshot text as the model would see it (redacted). */
   readonly observe: Effect.Effect<string, unknown>
   /** Runs one of the run's tools; its failure message, if it failed. */

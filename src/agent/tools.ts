@@ -18,6 +18,7 @@ import { mailTools } from "./mail-tools.ts"
 import { confirmClick } from "../safety/confirm.ts"
 import type { RunSafety } from "../safety/service.ts"
 import { submitTargetOf, targetAt, targetOfRef } from "../safety/target.ts"
+import type { EventData, RunEventType } from "../domain/events.ts"
 
 const Ref = Schema.String.annotate({ description: "element ref from the page snapshot, e.g. e12 or f1e3" })
 
@@ -132,7 +133,7 @@ export class RunContext extends Context.Service<RunContext, {
   readonly runId: string
   readonly lease: ContextLease
   /** Emits an event on the run's log. */
-  readonly emit: (type: string, data: Record<string, unknown>) => Effect.Effect<void>
+  readonly emit: <T extends RunEventType>(type: T, data: EventData<T>) => Effect.Effect<void>
   /** Stores a screenshot and announces it with a signed URL. */
   readonly publishScreenshot: (jpeg: Uint8Array) => Effect.Effect<string>
   /** Raises an input request and waits for the answer. */

@@ -33,6 +33,7 @@ import { type DeepResearchRequest, type Run, RunId } from "../domain/run.ts"
 import { RunStore, SupersededExecution } from "../store/runs.ts"
 import { RunNotifier } from "../webhooks/run-notifier.ts"
 import { ResearchEntity } from "../entities/research.ts"
+import type { EventData, NewRunEvent } from "../domain/events.ts"
 
 /** The runner drains while the run waits at the outline gate: the run moves to the shard's next owner. */
 class Handover extends Data.TaggedError("Handover") {}
@@ -98,13 +99,13 @@ const researchHandlers = Effect.gen(function*() {
 
       const enter = (phase: Phase) => store.setPhase(runId, phase, executor)
       /** Saves the state after a unit of work, with what that unit cost, as the next checkpoint. */
-      const save = (next: ResearchState, usd: number, progress?: Record<string, unknown>) =>
+      const save = (next: ResearchState, usd: number, progress?: EventData<"run.research.progress">) =>
         Effect.gen(function*() {
           step++
           state = next
           spent += usd
           // The progress event goes in the checkpoint's transaction: a resume never repeats it.
-          const events = progress === undefined ? [] : [{ type: "run.research.progress", data: progress }]
+          const events: ReadonlyArray<NewRunEvent> = progress === undefined ? [] : [{ type: "run.research.progress", data: progress }]
           const charged = yield* store.completeStep(runId, usd, { step, history: next, url: null, tabs: [], dirtyForm: false, storageState: undefined }, executor, events)
           // The project can pay for no more (billing on): the run ends; what it spent stays charged.
           if (charged.exhausted !== null) return yield* new ResearchFailed({ code: "budget_exceeded", detail: budgetExceededDetail(charged.exhausted) })

@@ -22,6 +22,7 @@ import { RunStore, SupersededExecution } from "../store/runs.ts"
 import { fairly, WorkOwner } from "../fairness/fair-queue.ts"
 import { RunNotifier } from "../webhooks/run-notifier.ts"
 import { WebSearchEntity } from "../entities/web-search.ts"
+import type { NewRunEvent } from "../domain/events.ts"
 
 /**
  * A follow-up's result: the pages an earlier run of the chain returned are left out, the rest
@@ -71,7 +72,7 @@ const webSearchHandlers = Effect.gen(function*() {
     // written, then goes with every event that arrived meanwhile, in one transaction that takes a
     // share of the run-write lane. A burst of runs then costs the SQL pool a few transactions per
     // run instead of two per engine call, and the requests keep their connections.
-    const pending: Array<{ readonly type: string; readonly data: Record<string, unknown> }> = []
+    const pending: Array<NewRunEvent> = []
     const writer = Semaphore.makeUnsafe(1)
     const flush = Semaphore.withPermit(writer, Effect.suspend(() => {
       const batch = pending.splice(0)

@@ -38,6 +38,8 @@ import {
 } from "../domain/run.ts"
 import { canTransition, isTerminal, type RunStatus } from "../domain/run-state.ts"
 import { toMicros } from "../domain/money.ts"
+import type { EventData, NewRunEvent, RunEventType, StatusChangeExtra } from "../domain/events.ts"
+import type { Phase } from "../domain/research.ts"
 import { chargeAllInTransaction } from "./ledger.ts"
 import type { Exhausted } from "../domain/billing.ts"
 import { estimatedChargeMicros, holdInTransaction, releaseHoldInTransaction } from "./credit-holds.ts"
@@ -141,8 +143,8 @@ export interface TransitionOptions {
   readonly errorCode?: string
   readonly errorDetail?: string
   readonly expired?: boolean
-  /** Extra data for the status_changed event. */
-  readonly data?: Record<string, unknown>
+  /** Extra data for the status_changed event (src/domain/events.ts). */
+  readonly data?: StatusChangeExtra
   /** The execution making the change (see claimExecution); a superseded one is refused. */
   readonly executor?: string
 }
@@ -173,7 +175,7 @@ export class RunStore extends Context.Service<RunStore, {
   /** Runs of one kind in a project, newest first. */
   readonly listRuns: (projectId: ProjectId, kind: RunKind, status: string | undefined, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<Run>>
   /** Enters a phase (DeepResearch), with its `run.phase_changed` event. */
-  readonly setPhase: (runId: RunId, phase: string, executor?: string) => Effect.Effect<void>
+  readonly setPhase: (runId: RunId, phase: Phase, executor?: string) => Effect.Effect<void>
   /** A lookup by any id (as getRun): one that names no session of the project finds nothing. */
   readonly getSession: (projectId: ProjectId, sessionId: SessionId) => Effect.Effect<Session | undefined>
   readonly listSessions: (projectId: ProjectId, status: string | undefined, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<Session>>
@@ -187,9 +189,10 @@ export class RunStore extends Context.Service<RunStore, {
   readonly findRun: (projectId: ProjectId, runId: RunId, kind: RunKind, sessionId?: SessionId) => Effect.Effect<Run, RunNotFound>
   readonly setSessionStatus: (sessionId: SessionId, status: Session["status"]) => Effect.Effect<void>
   readonly transition: (runId: RunId, to: RunStatus, options?: TransitionOptions) => Effect.Effect<Run, RunNotFound | InvalidTransition>
-  readonly appendEvent: (runId: RunId, type: string, data: Record<string, unknown>, executor?: string) => Effect.Effect<number>
+  /** Appends an event; its payload is the one its type's schema describes (src/domain/events.ts). */
+  readonly appendEvent: <T extends RunEventType>(runId: RunId, type: T, data: EventData<T>, executor?: string) => Effect.Effect<number>
   /** Appends events in order in one transaction (a batch of a run's progress). */
-  readonly appendEvents: (runId: RunId, events: ReadonlyArray<{ readonly type: string; readonly data: Record<string, unknown> }>, executor?: string) => Effect.Effect<void>
+  readonly appendEvents: (runId: RunId, events: ReadonlyArray<NewRunEvent>, executor?: string) => Effect.Effect<void>
   /** Makes a new execution the owner of the run and returns its token. */
   readonly claimExecution: (runId: RunId) => Effect.Effect<string>
   /** Events after `afterId`, oldest first; screenshot URLs in them are signed at the time of reading. */
@@ -207,7 +210,7 @@ export class RunStore extends Context.Service<RunStore, {
    * interrupted before this point is neither charged nor remembered, and is done again on resume.
    */
   /** Saves the checkpoint, adds the step's cost, and appends `events` (progress of that step), in one transaction. */
-  readonly completeStep: (runId: RunId, costUsd: number, checkpoint: Checkpoint, executor?: string, events?: ReadonlyArray<{ readonly type: string; readonly data: Record<string, unknown> }>) => Effect.Effect<ChargeResult>
+  readonly completeStep: (runId: RunId, costUsd: number, checkpoint: Checkpoint, executor?: string, events?: ReadonlyArray<NewRunEvent>) => Effect.Effect<ChargeResult>
   /**
    * Charges costs of a run that are not a step's (a product fee), each once per idempotency key,
    * adding them to the run's (and its session's) cost fields, with a `run.cost_update` event.
@@ -297,7 +300,7 @@ export class RunStore extends Context.Service<RunStore, {
        * its session's cost fields, with one run.cost_update event. Inside the caller's transaction,
        * which holds the run row lock, so the work, its charge and the cost fields commit together.
        */
-      const applyCharges = (run: LockedRun, charges: ReadonlyArray<RunCharge>, eventData: Record<string, unknown> = {}) =>
+      const applyCharges = (run: LockedRun, charges: ReadonlyArray<RunCharge>, eventData: { readonly step?: number; readonly final?: boolean } = {}) =>
         Effect.gen(function*() {
           let exhausted: Exhausted | null = null
           let refused = false
@@ -368,7 +371,7 @@ export class RunStore extends Context.Service<RunStore, {
         )
 
       // Must run inside a transaction that holds the run row lock.
-      const insertEvent = (runId: string, type: string, data: Record<string, unknown>) =>
+      const insertEvent = <T extends RunEventType>(runId: string, type: T, data: EventData<T>) =>
         Effect.gen(function*() {
           const rows = yield* sql<{ id: string }>`
             INSERT INTO run_events (run_id, id, type, data)
@@ -490,7 +493,7 @@ export class RunStore extends Context.Service<RunStore, {
           Effect.andThen(Effect.forEach(events, (event) => insertEvent(runId, event.type, event.data), { discard: true }))
         )).pipe(Effect.orDie)
 
-      const appendEvent: RunStore["Service"]["appendEvent"] = (runId, type, data, executor) =>
+      const appendEvent: RunStore["Service"]["appendEvent"] = <T extends RunEventType>(runId: RunId, type: T, data: EventData<T>, executor?: string) =>
         sql.withTransaction(lockRun(runId, executor).pipe(Effect.andThen(insertEvent(runId, type, data)))).pipe(Effect.orDie)
 
       const createInputRequest: RunStore["Service"]["createInputRequest"] = (runId, prompt, schema, executor) =>

@@ -27,6 +27,7 @@ import {
 import type { CanonicalSchedule } from "../domain/schedule-spec.ts"
 import { EVENTS_CHANNEL, type RunEvent } from "../store/runs.ts"
 import { toMicros } from "../domain/money.ts"
+import type { EventData, MonitorEventType, NewMonitorEvent } from "../domain/events.ts"
 import { chargeInTransaction } from "../store/ledger.ts"
 import { releaseHoldInTransaction } from "../store/credit-holds.ts"
 import { AppConfig } from "../config/config.ts"
@@ -38,7 +39,9 @@ const decodeSnapshot = Schema.decodeUnknownSync(Snapshot)
 const json = (value: unknown) => value === null || value === undefined ? null : JSON.stringify(value)
 
 /** Events as the JSON records `insertEvents` numbers (`ord` from 1). */
-const eventsJson = (events: ReadonlyArray<{ readonly type: string; readonly data: Record<string, unknown> }>) =>
+/** An event as written: its type and a payload of some monitor event type (typed by the callers, NewMonitorEvent). */
+type StoredMonitorEvent = { readonly type: MonitorEventType; readonly data: EventData<MonitorEventType> }
+const eventsJson = (events: ReadonlyArray<StoredMonitorEvent>) =>
   JSON.stringify(events.map((event, index) => ({ ord: index + 1, type: event.type, data: event.data })))
 
 export interface NewMonitor {
@@ -90,7 +93,7 @@ export interface TickSuccess {
   /** The monitor's status after this tick (`completed` when its stop condition was met). */
   readonly status: MonitorStatus
   readonly statusReason: string | null
-  readonly events: ReadonlyArray<{ readonly type: string; readonly data: Record<string, unknown> }>
+  readonly events: ReadonlyArray<NewMonitorEvent>
 }
 
 const monitorColumns = `id, project_id, created_by_key_id, status, status_reason, intent_text, notify_channel, notify_secret,
@@ -117,11 +120,11 @@ export class MonitorStore extends Context.Service<MonitorStore, {
     readonly resetFailures?: boolean
     readonly alignment?: ReadonlyArray<AlignmentTurn>
     readonly pendingQuestion?: PendingQuestion | null
-    readonly events?: ReadonlyArray<{ readonly type: string; readonly data: Record<string, unknown> }>
+    readonly events?: ReadonlyArray<NewMonitorEvent>
   }) => Effect.Effect<{ readonly monitor: Monitor; readonly changed: boolean }, MonitorNotFound>
   readonly remove: (monitorId: MonitorId) => Effect.Effect<void>
   /** Appends an event; returns its id, or undefined when the monitor is gone. */
-  readonly appendEvent: (monitorId: string, type: string, data: Record<string, unknown>) => Effect.Effect<number | undefined>
+  readonly appendEvent: <T extends MonitorEventType>(monitorId: string, type: T, data: EventData<T>) => Effect.Effect<number | undefined>
   readonly eventsAfter: (monitorId: string, afterId: number, limit: number) => Effect.Effect<ReadonlyArray<RunEvent>>
   /** The tick run of a schedule slot (made once: a second call returns the first), or a new run_now tick. */
   readonly createTick: (monitor: Monitor, trigger: "schedule" | "run_now", slotAt: Date | null) => Effect.Effect<TickRun>
@@ -197,7 +200,7 @@ export class MonitorStore extends Context.Service<MonitorStore, {
        * Appends events in one statement: they take the next ids of the monitor's `event_seq` (the
        * row update serializes concurrent writers) and one NOTIFY announces the newest.
        */
-      const insertEvents = (monitorId: string, events: ReadonlyArray<{ readonly type: string; readonly data: Record<string, unknown> }>) =>
+      const insertEvents = (monitorId: string, events: ReadonlyArray<StoredMonitorEvent>) =>
         sql<{ id: string | null }>`
           WITH m AS (
             UPDATE monitors SET event_seq = event_seq + ${events.length} WHERE id = ${monitorId} RETURNING event_seq
@@ -210,7 +213,7 @@ export class MonitorStore extends Context.Service<MonitorStore, {
           SELECT max(id)::text AS id, pg_notify(${EVENTS_CHANNEL}, ${monitorId} || ':' || max(id)::text) FROM e`.pipe(
           Effect.map((rows) => rows[0]?.id == null ? undefined : Number(rows[0].id))
         )
-      const insertEvent = (monitorId: string, type: string, data: Record<string, unknown>) => insertEvents(monitorId, [{ type, data }])
+      const insertEvent = <T extends MonitorEventType>(monitorId: string, type: T, data: EventData<T>) => insertEvents(monitorId, [{ type, data }])
 
       const selectMonitor = (monitorId: string) =>
         sql<Record<string, unknown>>`SELECT ${columns} FROM monitors WHERE id = ${monitorId}`.pipe(
@@ -293,7 +296,7 @@ export class MonitorStore extends Context.Service<MonitorStore, {
             Effect.withSpan("MonitorStore.update")
           ),
         remove: (monitorId) => sql`DELETE FROM monitors WHERE id = ${monitorId}`.pipe(Effect.asVoid, Effect.orDie),
-        appendEvent: (monitorId, type, data) => insertEvent(monitorId, type, data).pipe(Effect.orDie),
+        appendEvent: <T extends MonitorEventType>(monitorId: string, type: T, data: EventData<T>) => insertEvent(monitorId, type, data).pipe(Effect.orDie),
         eventsAfter: (monitorId, afterId, limit) =>
           sql<{ id: string; type: string; data: Record<string, unknown>; created_at: Date }>`
             SELECT id::text, type, data, created_at FROM monitor_events
@@ -377,13 +380,13 @@ export class MonitorStore extends Context.Service<MonitorStore, {
             const settle = (current: Monitor) => {
               const healed: MonitorStatus = current.status === "failing" ? "active" : current.status
               const to: MonitorStatus = outcome.status === "completed" && (healed === "active" || healed === "paused") ? "completed" : healed
-              const events = [
+              const events: ReadonlyArray<NewMonitorEvent> = [
                 ...outcome.events,
                 {
                   type: "monitor.tick.completed",
                   data: { run_id: tick.id, n, snapshot_id: snapshotId, changed: outcome.changed, fired: outcome.fired, baseline: current.baseline_extracted_at === null }
                 },
-                ...(to === current.status ? [] : [{ type: "monitor.status_changed", data: { from: current.status, to, reason: outcome.statusReason } }])
+                ...(to === current.status ? [] : [{ type: "monitor.status_changed" as const, data: { from: current.status, to, reason: outcome.statusReason } }])
               ]
               return { to, reason: to !== current.status ? outcome.statusReason : current.status_reason, events }
             }

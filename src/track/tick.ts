@@ -34,6 +34,7 @@ import { normalizeText } from "./fingerprint.ts"
 import { MonitorStore } from "./monitor-store.ts"
 import { DEFAULT_TRIGGER, parseStopCondition, parseTrigger, type Rule } from "../domain/track-rules.ts"
 import { evaluate } from "./rules.ts"
+import type { EventData } from "../domain/events.ts"
 
 /** Text kept in a snapshot (and diffed), at most. */
 const MAX_SNAPSHOT_TEXT = 200_000
@@ -191,7 +192,7 @@ export class TickExecutor extends Context.Service<TickExecutor, {
         const contentHash = sha256(extracted === null ? text : stableJson(extracted))
         const first = previous === undefined
         const changed = !first && previous.content_hash !== contentHash
-        const diff = first
+        const diff: EventData<"monitor.change_detected">["diff"] = first
           ? null
           : extracted !== null
           ? { kind: "json", changes: diffJson(previous.extracted, extracted) }
