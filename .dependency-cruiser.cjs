@@ -100,11 +100,20 @@ module.exports = {
       from: { path: ["^src/cli/(client|render|config|eval)\\.ts$", "^src/eval/"] },
       to: { path: "^src/", pathNot: ["^src/client/", "^src/domain/", "^src/http/api/", "^src/cli/", "^src/eval/"] }
     },
+    {
+      name: "no-sql-in-http",
+      comment: "handlers reach the database through a store or a service; only the app's layer wiring names SqlClient",
+      severity: "error",
+      from: { path: "^src/http/", pathNot: "^src/http/server/app\\.ts$" },
+      // effect/sql as written (the resolver does not read package exports) or as resolved.
+      to: { path: "^effect/sql|node_modules/effect/dist/sql/" }
+    },
     ...upward
   ],
   options: {
     doNotFollow: { path: "node_modules" },
-    includeOnly: "^src/",
+    // Our modules, and effect's SQL modules (leaves) for the no-sql-in-http rule.
+    includeOnly: ["^src/", "^effect/sql", "node_modules/effect/dist/sql/"],
     tsPreCompilationDeps: true,
     tsConfig: { fileName: "tsconfig.json" },
     enhancedResolveOptions: { extensions: [".ts", ".js"] },

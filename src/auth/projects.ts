@@ -14,6 +14,8 @@ export class Projects extends Context.Service<Projects, {
   readonly create: (name: string) => Effect.Effect<ProjectRow>
   readonly find: (id: string) => Effect.Effect<ProjectRow | undefined>
   readonly count: Effect.Effect<number>
+  /** The secret that signs the project's callbacks (GET /v1/projects/{pid}/webhook_secret, admin keys). */
+  readonly webhookSecret: (id: string) => Effect.Effect<string | undefined>
 }>()("wa/auth/Projects") {
   static readonly layer = Layer.effect(
     Projects,
@@ -30,7 +32,12 @@ export class Projects extends Context.Service<Projects, {
         count: sql<{ n: string }>`SELECT count(*)::text AS n FROM projects`.pipe(
           Effect.map((rows) => Number(rows[0]!.n)),
           Effect.orDie
-        )
+        ),
+        webhookSecret: (id) =>
+          sql<{ webhook_secret: string }>`SELECT webhook_secret FROM projects WHERE id = ${id}`.pipe(
+            Effect.map((rows) => rows[0]?.webhook_secret),
+            Effect.orDie
+          )
       })
     })
   )

@@ -11,7 +11,7 @@ import { SqlClient } from "effect/sql"
 import { createServer } from "node:http"
 import { BrowserPool } from "../browser/pool.ts"
 import { AppConfig } from "../config/config.ts"
-import { migrationCount } from "../store/migrations.ts"
+import { appliedMigrationsReader, migrationCount } from "../store/migrations.ts"
 import { RunnerLifecycle } from "./lifecycle.ts"
 import { prometheusContentType, renderMetrics } from "./metrics.ts"
 
@@ -21,14 +21,12 @@ const notReady = (detail: string) =>
 const Routes = Layer.mergeAll(
   HttpRouter.add("GET", "/healthz", HttpServerResponse.jsonUnsafe({ status: "ok" })),
   HttpRouter.add("GET", "/readyz", Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
     const sharding = yield* Sharding.Sharding
     const lifecycle = yield* RunnerLifecycle
     if (yield* lifecycle.draining) return notReady("the runner is draining")
     if (yield* sharding.isShutdown) return notReady("the runner is shutting down")
-    const applied = yield* sql<{ applied: string }>`SELECT count(*)::text AS applied FROM wa_migrations`.pipe(
+    const applied = yield* (yield* appliedMigrationsReader).pipe(
       Effect.timeout("2 seconds"),
-      Effect.map(([row]) => Number(row?.applied)),
       Effect.orElseSucceed(() => -1)
     )
     if (applied < 0) return notReady("the database does not answer")

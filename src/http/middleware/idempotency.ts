@@ -21,7 +21,7 @@
 import { Effect, Exit, Fiber, Layer, Schedule, Schema, SchemaAST } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import type { HttpApiEndpoint } from "effect/http-api"
-import { SqlClient } from "effect/sql"
+import { type HeldKey, idempotencyRecords } from "../../store/idempotency-records.ts"
 import { createHash, randomUUID } from "node:crypto"
 import { AppConfig } from "../../config/config.ts"
 import { ClaimLost, type KeyedClaim, KeyedRequest } from "../../store/keyed-create.ts"
@@ -110,78 +110,15 @@ export const redactSecrets = (body: string, paths: ReadonlyArray<SecretPath>): s
 /** Statuses whose response is not the outcome of the request, so a retry must run it again. */
 const replayable = (status: number) => status < 500 && status !== 429
 
-interface StoredResponse {
-  readonly request_hash: string
-  readonly status: number | null
-  readonly response_headers: Record<string, string> | null
-  readonly response_body: string | null
-}
-
 export const IdempotencyLive = Layer.effect(
   Idempotency,
   Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
     const { idempotencyLeaseSeconds } = yield* AppConfig
-    const lease = `${idempotencyLeaseSeconds} seconds`
-    const window = `${IDEMPOTENCY_WINDOW_HOURS} hours`
-
-    /** One attempt's hold on a key: the claim's primary key and the attempt's token. */
-    interface Held {
-      readonly scope: CurrentCaller["Service"]
-      readonly key: string
-      readonly attempt: string
-    }
-    const where = (held: Held) =>
-      sql`project_id = ${held.scope.space} AND api_key_id = ${held.scope.id} AND idempotency_key = ${held.key} AND attempt = ${held.attempt}`
-
-    // Takes the key when it is new, past its 24 h window, or held by a request whose lease ran out
-    // (its process died): one statement, so two racing requests cannot both take it. A claim that
-    // records a committed create (resource_id) is taken over only by the same request, which then
-    // gets that resource (src/store/keyed-create.ts); undefined when the key is not taken.
-    const claim = (held: Held, requestHash: string) =>
-      sql<{ resource_id: string | null }>`
-        INSERT INTO idempotency_records (project_id, api_key_id, idempotency_key, request_hash, locked_until, attempt)
-        VALUES (${held.scope.space}, ${held.scope.id}, ${held.key}, ${requestHash}, now() + ${lease}::interval, ${held.attempt})
-        ON CONFLICT (project_id, api_key_id, idempotency_key) DO UPDATE
-          SET request_hash = EXCLUDED.request_hash, status = NULL, response_headers = NULL, response_body = NULL,
-              resource_id = CASE WHEN idempotency_records.created_at < now() - ${window}::interval THEN NULL ELSE idempotency_records.resource_id END,
-              created_at = now(), locked_until = EXCLUDED.locked_until, attempt = EXCLUDED.attempt
-          WHERE idempotency_records.created_at < now() - ${window}::interval
-             OR (idempotency_records.status IS NULL AND coalesce(idempotency_records.locked_until, idempotency_records.created_at) < now()
-                 AND (idempotency_records.resource_id IS NULL OR idempotency_records.request_hash = EXCLUDED.request_hash))
-        RETURNING resource_id`.pipe(Effect.map((rows) => rows[0]), Effect.orDie)
-
-    const find = (scope: CurrentCaller["Service"], key: string) =>
-      sql<StoredResponse>`
-        SELECT request_hash, status, response_headers, response_body
-        FROM idempotency_records
-        WHERE project_id = ${scope.space} AND api_key_id = ${scope.id} AND idempotency_key = ${key}`.pipe(
-        Effect.map((rows) => rows[0]),
-        Effect.orDie
-      )
-
-    // Frees the key for a retry. A claim that records a committed create stays (its lease ends
-    // now), so the retry gets that resource instead of making a second one.
-    const release = (held: Held) =>
-      sql`DELETE FROM idempotency_records WHERE ${where(held)} AND status IS NULL AND resource_id IS NULL`.pipe(
-        Effect.andThen(sql`UPDATE idempotency_records SET locked_until = now() WHERE ${where(held)} AND status IS NULL`),
-        Effect.orDie
-      )
-
-    const renew = (held: Held) =>
-      sql`UPDATE idempotency_records SET locked_until = now() + ${lease}::interval
-          WHERE ${where(held)} AND status IS NULL`.pipe(Effect.ignore)
-
-    /** Keeps the outcome; false when another attempt took the claim over (this one outlived its lease). */
-    const store = (held: Held, status: number, headers: Record<string, string>, body: string) =>
-      sql`UPDATE idempotency_records
-          SET status = ${status}, response_headers = ${JSON.stringify(headers)}::jsonb, response_body = ${body},
-              locked_until = NULL
-          WHERE ${where(held)}
-          RETURNING 1`.pipe(
-        Effect.map((rows) => rows.length > 0),
-        Effect.orDie
-      )
+    const records = yield* idempotencyRecords({ leaseSeconds: idempotencyLeaseSeconds, windowHours: IDEMPOTENCY_WINDOW_HOURS })
+    const { claim, release, renew, store } = records
+    const find = (scope: CurrentCaller["Service"], key: string) => records.find(scope.space, scope.id, key)
+    /** One attempt's hold on a key. */
+    type Held = HeldKey & { readonly scope: CurrentCaller["Service"] }
 
     /** `secrets`: where the endpoint's success schema has secret fields (nulled before storing). */
     const withIdempotency = <E, R>(httpEffect: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>, secrets: ReadonlyArray<SecretPath>) =>
@@ -198,7 +135,7 @@ export const IdempotencyLive = Layer.effect(
         const body = yield* Effect.orElseSucceed(request.text, () => "")
         const requestHash = createHash("sha256").update(`${request.method} ${request.url}\n${body}`).digest("hex")
 
-        const held: Held = { scope, key, attempt: randomUUID() }
+        const held: Held = { scope, space: scope.space, callerId: scope.id, key, attempt: randomUUID() }
         let claimed = yield* claim(held, requestHash)
         if (claimed === undefined) {
           const existing = yield* find(scope, key)

@@ -11,6 +11,7 @@ import type { Duplex } from "node:stream"
 import { envelopeBody } from "../errors.ts"
 import { watchRequestBodyIdle } from "./request-body-idle.ts"
 import { ApiKeys } from "../../auth/api-keys.ts"
+import { Projects } from "../../auth/projects.ts"
 import { AccountsLive } from "../../accounts/accounts-live.ts"
 import { AppConfig } from "../../config/config.ts"
 import { WebAgentApi } from "../api/api.ts"
@@ -145,7 +146,7 @@ const ApiRoutes = HttpApiBuilder.layer(WebAgentApi, { openapiPath: "/openapi.jso
     Layer.mergeAll(withServices(AccountHandlers, [...consoleMiddlewares, Users, Tenants, AccountMail]), withServices(TenantsHandlers, [...consoleMiddlewares, Tenants])).pipe(Layer.provide(Layer.mergeAll(ConsoleAuthLive, ProjectMiddlewares))),
     Layer.mergeAll(
       withServices(ApiKeysHandlers, [...projectMiddlewares, ApiKeys, SqlClient.SqlClient]),
-      withServices(ProjectHandlers, [...projectMiddlewares, ApiKeys, SqlClient.SqlClient]),
+      withServices(ProjectHandlers, [...projectMiddlewares, ApiKeys, Projects]),
       withServices(BillingHandlers, [...projectMiddlewares, SqlClient.SqlClient]),
       withServices(WebhookDeliveriesHandlers, [...projectMiddlewares, Callbacks]),
       withServices(DoAnythingHandlers, [...projectMiddlewares, SqlClient.SqlClient, RunStore, RunEventBus, ArtifactStore, Sessions, SafetyPolicies]).pipe(Layer.provide(SafetyPolicies.layer)),

@@ -1,25 +1,24 @@
 /** /healthz (the process answers) and /readyz (the database answers and is migrated). */
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
-import { SqlClient } from "effect/sql"
 import { InternalError } from "../errors.ts"
-import { migrationCount } from "../../store/migrations.ts"
+import { appliedMigrationsReader, migrationCount } from "../../store/migrations.ts"
 import { WebAgentApi } from "../api/api.ts"
 
 export const SystemHandlers = HttpApiBuilder.group(
   WebAgentApi,
   "system",
   Effect.fn(function*(handlers) {
-    const sql = yield* SqlClient.SqlClient
+    const appliedMigrations = yield* appliedMigrationsReader
     const notReady = (detail: string) => new InternalError({ code: "not_ready", detail, extra: {} })
     return handlers
       .handle("healthz", () => Effect.succeed({ status: "ok" }))
       .handle("readyz", () =>
-        sql<{ applied: string }>`SELECT count(*)::text AS applied FROM wa_migrations`.pipe(
+        appliedMigrations.pipe(
           Effect.timeout("2 seconds"),
           Effect.mapError(() => notReady("the database does not answer")),
-          Effect.flatMap(([row]) =>
-            Number(row?.applied) >= migrationCount
+          Effect.flatMap((applied) =>
+            applied >= migrationCount
               ? Effect.succeed({ status: "ready" })
               : Effect.fail(notReady("migrations are not applied yet"))
           )
