@@ -44,7 +44,20 @@ export class Conflict extends Schema.Error<Conflict>("Conflict")(envelope, {
   description: "conflict: state mismatch, or the same Idempotency-Key is still in flight"
 }) {}
 
-export class ValidationError extends Schema.Error<ValidationError>("ValidationError")(envelope, {
+/** One refused field of a 422: where (`["body", "schedule", "kind"]`), why, and the kind of failure. */
+export const FieldErrorSchema = Schema.Struct({
+  loc: Schema.Array(Schema.Union([Schema.String, Schema.Int])),
+  msg: Schema.String,
+  type: Schema.String
+})
+
+/** A 422's `extra`: `errors[]` always, and whatever else the code carries (`names` of unknown_skills, ...). */
+const validationEnvelope = {
+  ...envelope,
+  extra: Schema.StructWithRest(Schema.Struct({ errors: Schema.Array(FieldErrorSchema) }), [Schema.Record(Schema.String, Schema.Unknown)])
+}
+
+export class ValidationError extends Schema.Error<ValidationError>("ValidationError")(validationEnvelope, {
   httpApiStatus: 422,
   description: "validation_error: schema failure; extra.errors[] lists {loc, msg, type}"
 }) {}

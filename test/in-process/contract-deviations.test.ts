@@ -157,6 +157,26 @@ describe("statuses and phases are enums in the document", () => {
   })
 })
 
+describe("a 422's extra.errors is typed", () => {
+  it("every 422 of the document declares extra.errors[] items {loc, msg, type}, required", () => {
+    let checked = 0
+    for (const [path, operations] of Object.entries<Json>(doc.paths)) {
+      for (const [method, operation] of Object.entries<Json>(operations)) {
+        const schema = operation?.responses?.["422"]?.content?.["application/json"]?.schema
+        if (schema === undefined) continue
+        const branches = [resolve(schema), ...(resolve(schema).anyOf ?? []).map(resolve)]
+        const extra = branches.map((branch: Json) => branch?.properties?.extra).find((e: Json) => e?.properties?.errors !== undefined)
+        expect(extra?.required, `${method} ${path}`).toContain("errors")
+        const item = resolve(extra.properties.errors.items)
+        expect(item.required, `${method} ${path}`).toEqual(["loc", "msg", "type"])
+        expect(Object.keys(item.properties)).toEqual(["loc", "msg", "type"])
+        checked++
+      }
+    }
+    expect(checked).toBeGreaterThan(50)
+  })
+})
+
 describe("DeepResearch at the outline gate", () => {
   it("the document states the decision: awaiting_input with phase hitl_outline kept (flow.test.ts and the console test hold the server to it)", () => {
     for (const path of ["/v1/projects/{pid}/deep_research/runs/{rid}", "/api/v1/projects/{pid}/deep_research/runs/{rid}"]) {
