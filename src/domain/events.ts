@@ -215,6 +215,18 @@ export const MonitorEventSchemas = {
     "The monitor's status changed; the stream ends after the change to completed or canceled."
   ),
   "monitor.updated": described(Schema.Struct({ fields: Schema.Array(Str) }), "Settings of the monitor changed (refine, or the end of alignment)."),
+  "monitor.tick.started": described(
+    Schema.Struct({
+      run_id: Str,
+      n: Int,
+      trigger: Schema.Literals(["schedule", "run_now"]),
+      /** The schedule slot the tick is for (null for run_now). */
+      slot_at: Schema.NullOr(Timestamp),
+      /** The tick had started before (its runner went away) and starts again. */
+      resumed: Schema.Boolean
+    }),
+    "A tick started (n: its number, kept when it starts again)."
+  ),
   "monitor.tick.completed": described(
     Schema.Struct({ run_id: Str, n: Int, snapshot_id: Str, changed: Schema.Boolean, fired: Schema.Boolean, baseline: Schema.Boolean }),
     "A tick ran: its snapshot, whether it changed and whether the trigger fired (baseline: the first snapshot)."

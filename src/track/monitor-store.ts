@@ -225,6 +225,14 @@ export class MonitorStore extends Context.Service<MonitorStore, {
       )
       const snapshotColumns = sql.literal("id, monitor_id, run_id, n, content_hash, extracted, text, pages, diff, changed, fetched_at, created_at")
 
+      /** `monitor.tick.started` but its number, which the statement that starts the tick gives it (the row's `n`). */
+      const tickStarted = (tick: TickRun): Omit<EventData<"monitor.tick.started">, "n"> => ({
+        run_id: tick.id,
+        trigger: tick.trigger,
+        slot_at: tick.slot_at?.toISOString() ?? null,
+        resumed: tick.started_at !== null
+      })
+
       const tickStatusEvent = (monitor: Monitor, to: MonitorStatus, reason: string | null) =>
         monitor.status === to ? Effect.void : insertEvent(monitor.id, "monitor.status_changed", { from: monitor.status, to, reason })
 
@@ -345,9 +353,7 @@ export class MonitorStore extends Context.Service<MonitorStore, {
               RETURNING ${tickColumns}
             ), e AS (
               INSERT INTO monitor_events (monitor_id, id, type, data)
-              SELECT ${tick.monitor_id}, m.event_seq, 'monitor.tick.started', jsonb_build_object(
-                'run_id', r.id, 'n', r.n, 'trigger', r.trigger, 'slot_at', ${tick.slot_at?.toISOString() ?? null}::text,
-                'resumed', ${tick.started_at !== null})
+              SELECT ${tick.monitor_id}, m.event_seq, 'monitor.tick.started', ${JSON.stringify(tickStarted(tick))}::jsonb || jsonb_build_object('n', r.n)
               FROM m, r
               RETURNING id
             )
