@@ -13,6 +13,7 @@ import { lastUserText, type ScriptedModel, startScriptedModel, toolResults } fro
 import { type FixtureSites, startFixtureSites } from "../fixtures/sites/server.ts"
 import { eventually, waitForRunStatus } from "../support/runs.ts"
 import { type Service, scriptedAgentEnv, startService, stopAndClean } from "../support/service.ts"
+import { EventContractError, readSse } from "../support/sse.ts"
 
 /** The agent's viewport (src/browser/pool.ts), in CSS pixels. */
 const AGENT_VIEWPORT = { width: 1280, height: 800 }
@@ -81,31 +82,16 @@ const startHeldRun = async (after: (observation: string) => { tool: string; args
 const intervene = (sid: string, rid: string, body: Record<string, unknown>) =>
   service.request("POST", `${runPath(sid, rid)}/intervene`, { body })
 
+/** The run's events so far (a read of at most 800 ms); readSse holds each to its schema (test/support/sse.ts). */
 const events = async (sid: string, rid: string): Promise<Array<{ type: string; data: any }>> => {
-  const response = await fetch(`${service.url}${runPath(sid, rid)}/events`, {
-    headers: { authorization: `Bearer ${service.apiKey}`, "last-event-id": "0" },
-    signal: AbortSignal.timeout(800)
-  }).catch(() => undefined)
-  if (response === undefined || response.body === null) return []
-  const out: Array<{ type: string; data: any }> = []
-  let text = ""
-  const reader = response.body.getReader()
-  try {
-    while (true) {
-      const { done, value } = await reader.read()
-      if (done) break
-      text += new TextDecoder().decode(value)
-    }
-  } catch {
-    // the timeout ends the read; what arrived is enough
-  }
-  for (const block of text.split("\n\n")) {
-    const data = block.split("\n").find((line) => line.startsWith("data: "))
-    if (data === undefined) continue
-    const parsed = JSON.parse(data.slice(6))
-    if (parsed.type !== undefined) out.push(parsed)
-  }
-  return out
+  const stream = await readSse(`${service.url}${runPath(sid, rid)}/events`, {
+    authorization: `Bearer ${service.apiKey}`,
+    "last-event-id": "0"
+  }, { timeoutMs: 800 }).catch((error) => {
+    if (error instanceof EventContractError) throw error
+    return undefined
+  })
+  return (stream?.events ?? []).map((event) => event.data).filter((data) => data?.type !== undefined)
 }
 
 const eventOf = async (sid: string, rid: string, type: string) =>

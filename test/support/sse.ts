@@ -1,4 +1,15 @@
-/** Reads a run's SSE stream over real HTTP until it ends (after the terminal event) or a deadline. */
+/**
+ * Reads a run's SSE stream over real HTTP until it ends (after the terminal event) or a deadline.
+ *
+ * Every event read from a product's event stream is held to the contract (src/domain/events.ts):
+ * its type is one that product's stream carries, its envelope is `{type, data, created_at}` with
+ * `type` equal to the frame's `event`, and its `data` decodes with the schema of its type (the
+ * Convention B form under /api/v1), unknown fields refused. A mismatch throws, naming the event, so
+ * every suite that reads a stream checks the events it gets.
+ */
+import { Schema } from "effect"
+import { eventDataSchema, HEARTBEAT_EVENT, StreamEventTypes, type StreamKind } from "../../src/domain/events.ts"
+
 export interface SseEvent {
   readonly id: number | undefined
   readonly event: string
@@ -40,7 +51,13 @@ export const readSse = async (url: string, headers: Record<string, string>, opti
           else if (line.startsWith("event: ")) event = line.slice(7)
           else if (line.startsWith("data: ")) data += line.slice(6)
         }
-        events.push({ id, event, data: data === "" ? undefined : JSON.parse(data) })
+        const parsed = { id, event, data: data === "" ? undefined : JSON.parse(data) }
+        const problem = checkEvent(url, parsed)
+        if (problem !== undefined) {
+          controller.abort()
+          throw new EventContractError(`event stream ${new URL(url).pathname}: ${problem}`)
+        }
+        events.push(parsed)
         if (options.stopAfter?.(events)) {
           controller.abort()
           return { status, contentType, events, ended }
@@ -48,9 +65,59 @@ export const readSse = async (url: string, headers: Record<string, string>, opti
       }
     }
   } catch (error) {
-    if (!controller.signal.aborted) throw error
+    if (error instanceof EventContractError || !controller.signal.aborted) throw error
   } finally {
     clearTimeout(timer)
   }
   return { status, contentType, events, ended }
+}
+
+/** An event that breaks the contract of its stream (thrown by readSse). */
+export class EventContractError extends Error {}
+
+/** The product whose stream `url` is, and the convention its route speaks; undefined for other streams. */
+export const streamOf = (url: string): { readonly kind: StreamKind; readonly convention: "A" | "B" } | undefined => {
+  const path = new URL(url).pathname
+  if (!path.endsWith("/events")) return undefined
+  const convention = path.startsWith("/api/v1/") ? "B" : "A"
+  const kind: StreamKind | undefined = path.includes("/do_anything/")
+    ? "do_anything"
+    : path.includes("/deep_research/")
+    ? "deep_research"
+    : path.includes("/web_search/")
+    ? "web_search"
+    : path.includes("/track/")
+    ? "track"
+    : undefined
+  return kind === undefined ? undefined : { kind, convention }
+}
+
+const strict = { errors: "all", onExcessProperty: "error" } as const
+
+/** What is wrong with one event of the stream at `url` (undefined: nothing, or not a product's stream). */
+export const checkEvent = (url: string, event: SseEvent): string | undefined => {
+  const stream = streamOf(url)
+  if (stream === undefined) return undefined
+  const name = `${event.event}${event.id === undefined ? "" : ` (id ${event.id})`}`
+  const envelope = event.data as { type?: unknown; data?: unknown; created_at?: unknown } | undefined
+  if (typeof envelope !== "object" || envelope === null) return `${name}: data is not a JSON object`
+  if (envelope.type !== event.event) return `${name}: envelope type ${JSON.stringify(envelope.type)} is not the frame's event`
+  if (event.event === HEARTBEAT_EVENT) {
+    if (event.id !== undefined) return `${name}: a heartbeat carries no id`
+  } else {
+    if (event.id === undefined || !Number.isSafeInteger(event.id)) return `${name}: no numeric id`
+    if (typeof envelope.created_at !== "string" || Number.isNaN(Date.parse(envelope.created_at))) return `${name}: created_at is not a timestamp`
+    if (!(StreamEventTypes[stream.kind] as ReadonlyArray<string>).includes(event.event)) {
+      return `${name}: not an event type of the ${stream.kind} stream (src/domain/events.ts StreamEventTypes)`
+    }
+  }
+  const extra = Object.keys(envelope).filter((key) => key !== "type" && key !== "data" && key !== "created_at")
+  if (extra.length > 0) return `${name}: undocumented envelope fields ${extra.join(", ")}`
+  const schema = eventDataSchema(event.event, stream.convention)
+  if (schema === undefined) return `${name}: no schema for this event type (src/domain/events.ts)`
+  const decoded = Schema.decodeUnknownExit(schema as Schema.Codec<unknown, unknown>)(envelope.data, strict)
+  if (decoded._tag === "Failure") {
+    return `${name} does not match its schema (convention ${stream.convention}): ${String(decoded.cause)}\ndata: ${JSON.stringify(envelope.data).slice(0, 2000)}`
+  }
+  return undefined
 }
