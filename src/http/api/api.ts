@@ -4,6 +4,7 @@
  */
 import { HttpApi, OpenApi } from "effect/http-api"
 import { transportHeaders } from "./openapi-transport.ts"
+import { eventStreams } from "./openapi-events.ts"
 import { ApiKeysApi } from "./api-keys.ts"
 import { ControlApi } from "./control.ts"
 import { DoAnythingApi, DoAnythingFlatApi, MediaApi } from "./do-anything.ts"
@@ -84,5 +85,5 @@ const contract = HttpApi.make("web-agent-service")
       "Every non-2xx response is {code, detail, extra}; clients branch on code."
   }))
 
-// Idempotency-Key on every write that honours it, Retry-After and RateLimit on every 429.
-export class WebAgentApi extends contract.annotate(OpenApi.Transform, transportHeaders(contract)) {}
+// Idempotency-Key on every write that honours it, Retry-After and RateLimit on every 429; every event payload and each stream's event types.
+export class WebAgentApi extends contract.annotate(OpenApi.Transform, (spec) => eventStreams(transportHeaders(contract)(spec))) {}
