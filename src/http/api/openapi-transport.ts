@@ -9,6 +9,11 @@
  * - `Retry-After` on every 429 (always sent: every 429 of the service carries
  *   `extra.retry_after_seconds`, see src/http/middleware/request-context.ts), and `RateLimit` /
  *   `RateLimit-Policy` (sent when the refusal comes from a limiter with a window or a cap).
+ * - The refusals of the request guard (src/http/middleware/request-guard.ts) and of the body
+ *   parser, which answer before any endpoint's schema: 400 `bad_request` on every operation (a
+ *   NUL byte or bad percent-encoding in the URL; a body that is not JSON) and 413
+ *   `payload_too_large` on every operation that takes a body (test/support/contract-hook.ts
+ *   holds every response of the process-level suites to the document).
  */
 import { Schema } from "effect"
 import { HttpApi, type HttpApiGroup } from "effect/http-api"
@@ -43,6 +48,23 @@ const tooManyRequestsHeaders = {
     description: "<limit>;w=<window seconds>; sent by the request rate limiter",
     schema: { type: "string" }
   }
+}
+
+const envelopeSchema = {
+  type: "object",
+  properties: { code: { type: "string" }, detail: { type: "string" }, extra: { type: "object" } },
+  required: ["code", "detail", "extra"],
+  additionalProperties: false
+}
+
+const badRequestResponse = {
+  description: "bad_request: the request is malformed (a NUL byte or bad percent-encoding in the URL, a body that is not valid JSON)",
+  content: { "application/json": { schema: { $ref: "#/components/schemas/BadRequestEncoded" } } }
+}
+
+const payloadTooLargeResponse = {
+  description: "payload_too_large: the request body is larger than the service accepts (extra.limit_bytes); refused before it is read",
+  content: { "application/json": { schema: { $ref: "#/components/schemas/PayloadTooLargeEncoded" } } }
 }
 
 const writeMethods = new Set(["POST", "PUT", "PATCH", "DELETE"])
@@ -88,6 +110,9 @@ const numericQueryParameters = <Id extends string, Groups extends HttpApiGroup.C
 export const transportHeaders = <Id extends string, Groups extends HttpApiGroup.Constraint>(api: HttpApi.HttpApi<Id, Groups>) => (spec: Spec): Spec => {
   const idempotent = idempotentOperations(api)
   const numeric = numericQueryParameters(api)
+  const schemas: Record<string, unknown> = ((spec["components"] ??= {})["schemas"] ??= {})
+  schemas["BadRequestEncoded"] ??= envelopeSchema
+  schemas["PayloadTooLargeEncoded"] ??= envelopeSchema
   for (const [path, operations] of Object.entries<Record<string, any>>(spec["paths"] ?? {})) {
     for (const [method, operation] of Object.entries<Record<string, any>>(operations)) {
       if (typeof operation !== "object" || operation === null || operation["responses"] === undefined) continue
@@ -106,6 +131,8 @@ export const transportHeaders = <Id extends string, Groups extends HttpApiGroup.
           operation["parameters"] = [...parameters, idempotencyKeyParameter]
         }
       }
+      operation["responses"]["400"] ??= badRequestResponse
+      if (operation["requestBody"] !== undefined) operation["responses"]["413"] ??= payloadTooLargeResponse
       const tooMany = operation["responses"]["429"]
       if (tooMany !== undefined) tooMany["headers"] = { ...tooManyRequestsHeaders, ...tooMany["headers"] }
     }
