@@ -29,6 +29,27 @@ const contentDescription = "The artifact's content. A recording is JSON `{format
   "event_count, truncated}`, stored gzip-compressed: sent with `Content-Encoding: gzip` to clients that accept it, " +
   "decompressed otherwise."
 
+/**
+ * The JSON the artifact endpoints send (today every artifact is a recording): the generator shows
+ * the bytes as a binary string, but under application/json the schema describes the parsed body.
+ */
+const recordingDocument = {
+  type: "object",
+  properties: {
+    format: { type: "string", const: "rrweb/2" },
+    run_id: { type: "string" },
+    events: { type: "array", items: { type: "object" }, description: "rrweb events, in the order recorded" },
+    event_count: { type: "integer", minimum: 0 },
+    truncated: { type: "boolean", description: "the recording reached its size limit and stopped" }
+  },
+  required: ["format", "run_id", "events", "event_count", "truncated"]
+}
+const withRecordingSchema = (operation: Record<string, any>): Record<string, any> => {
+  const json = operation["responses"]?.["200"]?.["content"]?.["application/json"]
+  if (json !== undefined) json["schema"] = recordingDocument
+  return operation
+}
+
 const sessionRun = { ...ProjectIdParam, sid: SessionIdParam, rid: RunIdParam }
 const flatRun = { ...ProjectIdParam, rid: RunIdParam }
 
@@ -44,7 +65,7 @@ export class DoAnythingArtifactsApi extends HttpApiGroup.make("do_anything_artif
       params: { ...sessionRun, aid: ArtifactIdParam },
       success: ArtifactContent,
       error: NotFound
-    }).annotate(OpenApi.Description, contentDescription),
+    }).annotate(OpenApi.Description, contentDescription).annotate(OpenApi.Transform, withRecordingSchema),
     HttpApiEndpoint.get("listFlatArtifacts", "/api/v1/projects/:pid/do_anything/runs/:rid/artifacts", {
       params: flatRun,
       query: PageQuery,
@@ -55,7 +76,7 @@ export class DoAnythingArtifactsApi extends HttpApiGroup.make("do_anything_artif
       params: { ...flatRun, aid: ArtifactIdParam },
       success: ArtifactContent,
       error: NotFound
-    }).annotate(OpenApi.Description, contentDescription)
+    }).annotate(OpenApi.Description, contentDescription).annotate(OpenApi.Transform, withRecordingSchema)
   )
   .middleware(Idempotency)
   .middleware(RateLimit)
@@ -86,7 +107,8 @@ export class RecordingReplayApi extends HttpApiGroup.make("recording_replay")
       query: Signed,
       success: ArtifactContent,
       error: [NotFound, Forbidden]
-    }).annotate(OpenApi.Description, `The recording the replay page plays, with the page's signature. ${contentDescription}`),
+    }).annotate(OpenApi.Description, `The recording the replay page plays, with the page's signature. ${contentDescription}`)
+      .annotate(OpenApi.Transform, withRecordingSchema),
     HttpApiEndpoint.get("replayAsset", "/v1/recording_assets/:file", {
       params: { file: MaxString(64) },
       success: Schema.String.pipe(HttpApiSchema.asText({ contentType: "text/javascript" })),
