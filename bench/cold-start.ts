@@ -2,7 +2,7 @@
  * Cold start: time from spawning `node src/main.ts serve` on an existing data dir (initialised by
  * a first start beforehand, then stopped) to the first 200 from /readyz. Each run starts the
  * embedded PostgreSQL too (the previous run's SIGTERM stopped it). Prints every run and the median,
- * with the moments PostgreSQL was ready and the server listened. Target: median <= 3 s.
+ * with the moments PostgreSQL was ready and the server listened. Target (issue 26): median <= 1.5 s.
  * As a breakdown it also times `node src/main.ts --help` (loading the module graph, no database).
  *
  *   node bench/cold-start.ts [runs=5]
@@ -17,7 +17,7 @@ import { freePort } from "../src/net/free-port.ts"
 const root = path.resolve(import.meta.dirname, "..")
 const mainScript = path.join(root, "src/main.ts")
 const runs = Number(process.argv[2] ?? 5)
-const TARGET_MS = 3000
+const TARGET_MS = 1500
 
 const envFor = (dataDir: string, port: number): Record<string, string> => {
   const env: Record<string, string> = {}

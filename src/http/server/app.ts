@@ -241,16 +241,18 @@ const serveFromBase = (
 /** Serves the API on WA_HOST:WA_PORT and logs the address it listens on (port 0 picks one). */
 export const HttpLive = Layer.unwrap(Effect.gen(function*() {
   const config = yield* AppConfig
-  // The routes are built over the server's platform services (file system, paths, ETags).
+  // The routes are built over the server's platform services (file system, paths, ETags), and
+  // only then is the port bound, with the handler in place at once: a connection accepted on a
+  // bound port before its handler exists gets no answer at all (it hung for up to a second while
+  // the routes were built, and a /readyz probe in that window waited out its timeout).
   const router = HttpRouter.toHttpEffect(Routes).pipe(Effect.provideService(HttpRouter.RouterConfig, { maxParamLength: MAX_PATH_PARAM_LENGTH }))
-  return Layer.unwrap(Effect.map(router, serveFromBase)).pipe(
-    Layer.provideMerge(NodeHttpServer.layer(makeNodeServer(config.headersTimeoutSeconds, config.requestBodyIdleSeconds), {
-      port: config.port,
-      host: config.host,
-      gracefulShutdownTimeout: "5 seconds"
-    }))
-  )
-}))
+  const server = NodeHttpServer.layerServer(makeNodeServer(config.headersTimeoutSeconds, config.requestBodyIdleSeconds), {
+    port: config.port,
+    host: config.host,
+    gracefulShutdownTimeout: "5 seconds"
+  })
+  return Layer.unwrap(Effect.map(router, (handler) => serveFromBase(handler).pipe(Layer.provideMerge(server))))
+})).pipe(Layer.provideMerge(NodeHttpServer.layerHttpServices))
 
 export const logListening = Effect.gen(function*() {
   const server = yield* HttpServer.HttpServer
