@@ -5,7 +5,8 @@
  * quiet - each with a short cap) so the next observation sees the result.
  */
 import { Effect } from "effect"
-import { type ElementHandle, errors, type Page, type Request } from "playwright-core"
+import type { ElementHandle, Page, Request } from "playwright-core"
+import { isPlaywrightTimeout } from "./playwright.ts"
 import { type ActionError, ActionFailed, ActionTimeout, BrowserCrashed, ElementNotFound, NavigationRefused } from "./errors.ts"
 import { elementAt, locateRef, type RefLocation, resolveRefHandle, screenshot as takeScreenshot } from "./observe.ts"
 import { focusRefForTyping, settleState, valueOfRef } from "./page-script.ts"
@@ -171,7 +172,7 @@ const act = (
         try {
           message = await f(page, watcher.expectTab)
         } catch (error) {
-          if (error instanceof errors.TimeoutError) playwrightTimeout = timeoutReason(error.message)
+          if (isPlaywrightTimeout(error)) playwrightTimeout = timeoutReason(error.message)
           throw error
         }
         await watcher.settle(settleMs, settleDom ? { startedAt } : undefined)

@@ -28,7 +28,7 @@ import * as path from "node:path"
 import { pipeline } from "node:stream/promises"
 import { promisify } from "node:util"
 import { brotliDecompress, createBrotliDecompress } from "node:zlib"
-import { chromium } from "playwright-core"
+import { playwright } from "./playwright.ts"
 
 /** WA_BROWSER: `auto` (the order above), `system` (never the bundled one), `bundled` (only it). */
 export type BrowserChoice = "auto" | "system" | "bundled"
@@ -78,10 +78,10 @@ const isExecutable = (file: string): Promise<boolean> => access(file, constants.
 const exists = (file: string): Promise<boolean> => access(file).then(() => true, () => false)
 
 /** Playwright's own browser cache (when `npx playwright install chromium` was run), then the usual system paths. */
-export const systemChromiumCandidates = (): ReadonlyArray<{ readonly path: string; readonly source: ChromiumSource }> => {
+export const systemChromiumCandidates = async (): Promise<ReadonlyArray<{ readonly path: string; readonly source: ChromiumSource }>> => {
   const candidates: Array<{ path: string; source: ChromiumSource }> = []
   try {
-    const cached = chromium.executablePath()
+    const cached = (await playwright()).chromium.executablePath()
     if (cached) candidates.push({ path: cached, source: "playwright-cache" })
   } catch {
     // playwright-core without a registry entry for this platform
@@ -133,7 +133,7 @@ export const selectChromium = async (options: ChromiumSelectionOptions): Promise
     if (explicitPath !== undefined) return local("CHROMIUM_PATH", explicitPath)
     const candidates = options.systemPaths !== undefined
       ? options.systemPaths.map((p) => ({ path: p, source: "system" as const }))
-      : systemChromiumCandidates()
+      : await systemChromiumCandidates()
     for (const candidate of candidates) {
       if (await isExecutable(candidate.path)) return local(candidate.source, candidate.path)
     }

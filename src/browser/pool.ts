@@ -9,7 +9,8 @@
  */
 import { Config, Context, Deferred, Effect, Layer, Metric, Option, type Scope, Semaphore } from "effect"
 import { access, constants } from "node:fs/promises"
-import { type Browser, type BrowserContext, type BrowserContextOptions, chromium, errors, type Page } from "playwright-core"
+import type { Browser, BrowserContext, BrowserContextOptions, Page } from "playwright-core"
+import { isPlaywrightTimeout, playwright } from "./playwright.ts"
 import { ActionFailed, ActionTimeout, BrowserCrashed, type BrowserError, BrowserUnavailable, NavigationRefused } from "./errors.ts"
 import { AppConfig } from "../config/config.ts"
 import { browserChoices, type LocalChromium, selectChromium } from "./chromium-executable.ts"
@@ -45,6 +46,11 @@ export interface BrowserPoolConfig {
   readonly executablePath: string
   /** The selected local browser (chromium-executable.ts): prepared at the first launch, logged with its source. */
   readonly chromium?: LocalChromium | undefined
+  /**
+   * Picks the local browser at the first launch instead (when `chromium` is not given): looking in
+   * Playwright's browser cache loads playwright-core, which `serve` does not need to be ready.
+   */
+  readonly selectChromium?: (() => Promise<LocalChromium>) | undefined
   /** Connect to this remote browser over CDP instead of launching one. */
   readonly cdpUrl?: string | undefined
   /** Default of `LeaseOptions.allowPrivateNetworks`. */
@@ -138,12 +144,9 @@ export class BrowserPool extends Context.Service<BrowserPool, {
     Effect.gen(function*() {
       const app = yield* AppConfig
       const cdpUrl = Option.getOrUndefined(app.browserCdpUrl)
-      const selected = cdpUrl !== undefined ? undefined : yield* Effect.promise(() =>
-        selectChromium({ explicitPath: Option.getOrUndefined(app.chromiumPath), choice: app.browser, dataDir: app.dataDirAbsolute })
-      )
       return yield* makeBrowserPool({
-        executablePath: selected?.executablePath ?? "",
-        chromium: selected,
+        executablePath: "",
+        selectChromium: () => selectChromium({ explicitPath: Option.getOrUndefined(app.chromiumPath), choice: app.browser, dataDir: app.dataDirAbsolute }),
         cdpUrl,
         allowPrivateNetworks: app.allowPrivateNetworks,
         warmContext: app.browserWarmContext
@@ -207,14 +210,24 @@ export const makeBrowserPool = Effect.fnUntraced(function*(config: BrowserPoolCo
     browserRestarts: 0
   }
 
-  const local: LocalChromium = config.chromium ?? {
+  const configured: LocalChromium = {
     source: "configured",
     executablePath: config.executablePath,
     prepare: () => Promise.resolve({ executablePath: config.executablePath, env: {}, details: {} })
   }
+  // Chosen once, at the first launch (see BrowserPoolConfig.selectChromium).
+  let selected: Promise<LocalChromium> | undefined
+  const localChromium = Effect.promise(() =>
+    selected ??= config.chromium !== undefined
+      ? Promise.resolve(config.chromium)
+      : config.selectChromium !== undefined
+      ? config.selectChromium()
+      : Promise.resolve(configured)
+  )
 
   /** The local binary, ready to launch (the bundled one is unpacked at its first launch). */
   const prepareLocal = Effect.gen(function*() {
+    const local = yield* localChromium
     if (local.source !== "bundled" && !(yield* Effect.promise(() => fileExists(local.executablePath)))) {
       const why = local.reason !== undefined ? `; ${local.reason}` : ""
       return yield* new BrowserUnavailable({
@@ -232,10 +245,12 @@ export const makeBrowserPool = Effect.fnUntraced(function*(config: BrowserPoolCo
 
   const start = Effect.gen(function*() {
     const prepared = config.cdpUrl === undefined ? yield* prepareLocal : undefined
+    const local = config.cdpUrl === undefined ? yield* localChromium : configured
     const executablePath = prepared?.executablePath ?? config.executablePath
     const browser = yield* Effect.tryPromise({
-      try: () =>
-        config.cdpUrl !== undefined
+      try: async () => {
+        const { chromium } = await playwright()
+        return config.cdpUrl !== undefined
           ? chromium.connectOverCDP(config.cdpUrl, { timeout: launchTimeoutMs })
           : chromium.launch({
             executablePath,
@@ -251,7 +266,8 @@ export const makeBrowserPool = Effect.fnUntraced(function*(config: BrowserPoolCo
             handleSIGTERM: false,
             handleSIGINT: false,
             handleSIGHUP: false
-          }),
+          })
+      },
       catch: (cause) =>
         new BrowserUnavailable({
           message: config.cdpUrl !== undefined
@@ -520,7 +536,7 @@ export const attempt = <A>(
     if (lease.crashed()) return Effect.fail(crashedError())
     const operation = Effect.tryPromise({ try: f, catch: (cause) => cause }).pipe(
       Effect.catch((cause): Effect.Effect<never, BrowserCrashed | ActionTimeout | ActionFailed> => {
-        if (cause instanceof errors.TimeoutError) {
+        if (isPlaywrightTimeout(cause)) {
           // The call log's last lines say why: covered by another element, hidden, disabled...
           const why = cause.message.split("\n").map((l) => l.trim().replace(/^- /, "")).filter((l) =>
             /intercepts pointer events|not visible|not enabled|not stable|not editable|detached|waiting for/.test(l)

@@ -14,7 +14,8 @@
  * once, on first use, and relaunches it if it died).
  */
 import { Context, Effect, Exit, Layer, Schema, Scope, Semaphore } from "effect"
-import { type Browser, chromium, type Page } from "playwright-core"
+import type { Browser, Page } from "playwright-core"
+import { playwright } from "../browser/playwright.ts"
 import { chromiumArgs } from "../browser/pool.ts"
 import { BrowserCrashed, BrowserUnavailable } from "../browser/errors.ts"
 import { BrowserPool } from "../browser/pool.ts"
@@ -97,7 +98,8 @@ export class ReaderBrowser extends Context.Service<ReaderBrowser, ReaderBrowserS
       Effect.suspend(() => {
         if (browser !== undefined && browser.isConnected()) return Effect.succeed(browser)
         return Effect.tryPromise({
-          try: () => chromium.launch({ executablePath, headless: true, args: [...chromiumArgs], handleSIGTERM: false, handleSIGINT: false, handleSIGHUP: false }),
+          try: async () =>
+            (await playwright()).chromium.launch({ executablePath, headless: true, args: [...chromiumArgs], handleSIGTERM: false, handleSIGINT: false, handleSIGHUP: false }),
           catch: browserError(`cannot launch Chromium at ${executablePath}`)
         }).pipe(Effect.tap((launched) => Effect.sync(() => (browser = launched))))
       })
