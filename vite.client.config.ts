@@ -2,9 +2,11 @@
  * The SDK's browser build (dist/client/browser.js, one ES module with effect inside): the
  * contract's schema modules import a few Node built-ins for server-side helpers that the client
  * never calls, so the browser build resolves them to a module whose functions throw if called.
+ * The contract's prose (OpenAPI descriptions) is left out of it: the document is the server's.
  */
 import { readdirSync, readFileSync } from "node:fs"
 import * as path from "node:path"
+import ts from "typescript"
 import { defineConfig, type Plugin } from "vite"
 
 /** The names src/ imports from each `node:*` module, so the stand-in module can export them. */
@@ -47,9 +49,59 @@ const nodeBuiltinsUnavailable = (): Plugin => {
   }
 }
 
+/**
+ * A string written in the source: a literal, a template, or a concatenation of those, in which
+ * a named constant may take part ("..." + RULES_DOCUMENTATION). A lone name is not prose: a
+ * field called `description` may hold a schema (`description: Schema.String`).
+ */
+const isProse = (node: ts.Expression, inConcatenation = false): boolean =>
+  ts.isStringLiteral(node) || ts.isNoSubstitutionTemplateLiteral(node) || ts.isTemplateExpression(node) ||
+  (inConcatenation && ts.isIdentifier(node)) ||
+  (ts.isBinaryExpression(node) && node.operatorToken.kind === ts.SyntaxKind.PlusToken && isProse(node.left, true) && isProse(node.right, true) &&
+    !(ts.isIdentifier(node.left) && ts.isIdentifier(node.right))) ||
+  (ts.isParenthesizedExpression(node) && isProse(node.expression, inConcatenation))
+
+/**
+ * What only the OpenAPI document (built by the server) reads, left out: the contract's prose
+ * as empty strings (`description: "..."` in object literals of schema and OpenAPI annotations and
+ * error classes, `.annotate(OpenApi.Description, "...")`) and the JSON Schema callbacks of checks
+ * (`toJsonSchema`). The schemas, their checks and their messages stay as they are.
+ */
+const openApiProseOmitted = (): Plugin => ({
+  name: "openapi-prose-omitted",
+  enforce: "pre",
+  transform: (code, id) => {
+    if (!/\/src\/(domain|http\/api|client)\/[^?]*\.ts$/.test(id)) return undefined
+    const source = ts.createSourceFile(id, code, ts.ScriptTarget.Latest, true, ts.ScriptKind.TS)
+    const spans: Array<[number, number, string?]> = []
+    const visit = (node: ts.Node): void => {
+      if (ts.isPropertyAssignment(node) && (ts.isIdentifier(node.name) || ts.isStringLiteral(node.name)) &&
+        node.name.text === "description" && isProse(node.initializer)) {
+        spans.push([node.initializer.getStart(source), node.initializer.getEnd()])
+        return
+      }
+      // A check's JSON Schema (toJsonSchema) is for the document too: with it go the modules that build one.
+      if (ts.isPropertyAssignment(node) && ts.isIdentifier(node.name) && node.name.text === "toJsonSchema") {
+        spans.push([node.initializer.getStart(source), node.initializer.getEnd(), "undefined"])
+        return
+      }
+      if (ts.isCallExpression(node) && node.arguments.length === 2 && node.arguments[0]!.getText(source) === "OpenApi.Description" &&
+        isProse(node.arguments[1]!)) {
+        spans.push([node.arguments[1]!.getStart(source), node.arguments[1]!.getEnd()])
+      }
+      ts.forEachChild(node, visit)
+    }
+    visit(source)
+    if (spans.length === 0) return undefined
+    let out = code
+    for (const [start, end, by] of spans.sort((a, b) => b[0] - a[0])) out = out.slice(0, start) + (by ?? "\"\"") + out.slice(end)
+    return { code: out, map: null }
+  }
+})
+
 export default defineConfig({
   logLevel: "warn",
-  plugins: [nodeBuiltinsUnavailable()],
+  plugins: [nodeBuiltinsUnavailable(), openApiProseOmitted()],
   build: {
     outDir: "dist/client",
     emptyOutDir: false,
