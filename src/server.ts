@@ -27,7 +27,7 @@ import { WebSearch } from "./engines/web-search.ts"
 import { Search } from "./search/search.ts"
 import { Research } from "./research/research.ts"
 import { Sessions } from "./do-anything/service.ts"
-import { OrphanedRunsLive } from "./do-anything/orphaned-runs.ts"
+import { UndispatchedRunsLive } from "./runs/undispatched.ts"
 import { WebSearchEntityLive } from "./search/executor.ts"
 import { Callbacks } from "./webhooks/callbacks.ts"
 import { RunNotifier } from "./webhooks/run-notifier.ts"
@@ -49,7 +49,7 @@ import { InboundMailLive } from "./mail/inbound/listener.ts"
 
 /** Services of the products, over the database and the cluster. */
 const ProductServices = Profiles.layer.pipe(
-  Layer.provideMerge(Layer.mergeAll(Sessions.layer, OrphanedRunsLive, Research.layer, Search.layer, TrackLive)),
+  Layer.provideMerge(Layer.mergeAll(Sessions.layer, UndispatchedRunsLive, Research.layer, Search.layer, TrackLive)),
   Layer.provideMerge(SessionSchedules.layer),
   Layer.provideMerge(Layer.mergeAll(SessionEntityLive, ResearchEntityLive, WebSearchEntityLive, StartupRecoveryLive, ProfileEntityLive)),
   Layer.provideMerge(RunNotifier.layer(callbackView)),

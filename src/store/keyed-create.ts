@@ -96,18 +96,24 @@ export const messageSent = (sql: SqlClient.SqlClient, entityType: string, entity
     Effect.orElseSucceed(() => false)
   )
 
+/** The cluster entity that executes each kind of run, and how it is addressed (by session or by run). */
+const executorEntity = { do_anything: "Session", deep_research: "DeepResearch", web_search: "WebSearch" } as const
+
 /**
- * Session runs still pending `olderThanSeconds` after their insert with no Execute message ever
- * persisted: their creating request died between its commit and its dispatch. Dispatched by the
- * sweep in src/do-anything/orphaned-runs.ts, so such a run does not wait for a retry that may
- * never come (a retry with its key dispatches it too; the second Execute is ignored).
+ * Runs still pending `olderThanSeconds` after their insert with no Execute message ever persisted
+ * to their entity: their creating request died between its commit and its dispatch. Dispatched by
+ * the sweep in src/runs/undispatched.ts, so such a run does not wait for a retry that may never
+ * come (a retry with its key dispatches it too; the second Execute is ignored).
  */
-export const undispatchedSessionRuns = (sql: SqlClient.SqlClient, olderThanSeconds: number) =>
-  sql<{ readonly id: string; readonly session_id: string }>`
-    SELECT r.id, r.session_id FROM runs r
-    WHERE r.status = 'pending' AND r.session_id IS NOT NULL
+export const undispatchedRuns = (sql: SqlClient.SqlClient, olderThanSeconds: number) =>
+  sql<{ readonly id: string; readonly kind: keyof typeof executorEntity; readonly session_id: string | null }>`
+    SELECT r.id, r.kind, r.session_id FROM runs r
+    WHERE r.status = 'pending'
       AND r.created_at < now() - make_interval(secs => ${olderThanSeconds})
       AND NOT EXISTS (
         SELECT 1 FROM cluster_messages m
-        WHERE m.entity_type = 'Session' AND m.entity_id = r.session_id AND m.tag = 'Execute' AND position(r.id in m.payload) > 0)
+        WHERE m.tag = 'Execute' AND (
+          (r.kind = 'do_anything' AND m.entity_type = ${executorEntity.do_anything} AND m.entity_id = r.session_id AND position(r.id in m.payload) > 0)
+          OR (r.kind = 'deep_research' AND m.entity_type = ${executorEntity.deep_research} AND m.entity_id = r.id)
+          OR (r.kind = 'web_search' AND m.entity_type = ${executorEntity.web_search} AND m.entity_id = r.id)))
     ORDER BY r.created_at LIMIT 100`

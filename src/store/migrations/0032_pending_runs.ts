@@ -1,6 +1,6 @@
 /**
  * Pending runs by age: the sweep that dispatches a run whose creating request died between its
- * commit and its Execute message (src/do-anything/orphaned-runs.ts) reads only these few rows.
+ * commit and its Execute message (src/runs/undispatched.ts) reads only these few rows.
  */
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
