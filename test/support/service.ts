@@ -9,6 +9,7 @@ import { tmpdir } from "node:os"
 import * as path from "node:path"
 import pg from "pg"
 import { onJsonLines } from "./json-lines.ts"
+import { checkExchange } from "./contract-hook.ts"
 import { promisify } from "node:util"
 import { SERVICE_NODE_FLAGS } from "../../src/config/node-flags.ts"
 
@@ -186,6 +187,19 @@ export const startService = async (options: StartOptions = {}): Promise<Service>
       json = JSON.parse(text)
     } catch {
       json = undefined
+    }
+    // Every response is held to the service's OpenAPI document (contract-hook.ts); a followed
+    // redirect is checked at the URL it ended on (fetch follows 301/302/303 with a GET), when that
+    // is this service.
+    const final = response.redirected ? new URL(response.url) : undefined
+    if (final === undefined || final.origin === new URL(started.url).origin) {
+      await checkExchange(started.url, {
+        method: final === undefined || method === "HEAD" ? method : "GET",
+        pathname: final === undefined ? pathname : final.pathname + final.search,
+        status: response.status,
+        headers: response.headers,
+        text
+      })
     }
     return { status: response.status, headers: response.headers, text, json }
   }

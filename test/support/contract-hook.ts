@@ -1,0 +1,323 @@
+/**
+ * The contract hook (issue 27 §4): every HTTP response a process-level test receives through the
+ * service's `request` helper (test/support/service.ts) is held to the OpenAPI document the same
+ * service serves at /openapi.json. For the operation the request matched (method and path
+ * template; /v1 and /api/v1 are separate paths of the document) it checks:
+ *
+ * - the status is declared for the operation (or its `default`);
+ * - the content type is one the status declares (none declared: no body);
+ * - a JSON body validates against the declared schema (ajv, JSON Schema 2020-12, the dialect of
+ *   OpenAPI 3.1, with ajv-formats for `date-time`, `uri`, ...);
+ * - every header the status declares as required is sent, and every declared header sent
+ *   validates against its schema.
+ *
+ * A non-JSON body (event streams, HTML, files, metrics) is held to its status and content type
+ * only. A path the document does not have is a mismatch too (the document declares every API
+ * path the service serves), unless it is one of the non-API pages in NON_API_PAGES, or the
+ * server's own answer that there is no such route (404 `not_found`, 405 `method_not_allowed` on
+ * a path whose other methods exist), which must still be the error envelope.
+ *
+ * Modes (`WA_CONTRACT_HOOK`): `enforce` (the default under vitest) throws from `request`, so the
+ * test that caused the mismatch fails; `report` appends each mismatch as a JSON line to
+ * `WA_CONTRACT_HOOK_FILE` (default /tmp/contract-mismatches.jsonl) and lets the test go on; `off`
+ * (the default outside vitest: bench scripts) checks nothing.
+ */
+import { appendFileSync } from "node:fs"
+import { Ajv2020, type ErrorObject, type ValidateFunction } from "ajv/dist/2020.js"
+import addFormatsModule from "ajv-formats"
+
+type Doc = Record<string, any>
+
+export type ContractHookMode = "enforce" | "report" | "off"
+
+export const contractHookMode = (): ContractHookMode => {
+  const value = process.env["WA_CONTRACT_HOOK"]
+  if (value === "enforce" || value === "report" || value === "off") return value
+  return process.env["VITEST"] !== undefined ? "enforce" : "off"
+}
+
+export const reportFile = () => process.env["WA_CONTRACT_HOOK_FILE"] ?? "/tmp/contract-mismatches.jsonl"
+
+/**
+ * Pages the service serves that are not API operations, so not in the document: the document
+ * itself, the bundled reference UI (/docs and its scripts), the console's single-page app and its
+ * assets, the take-control WebSocket (an upgrade, not a REST answer) and the delegation consent
+ * page (an HTML form a person submits, with its redirect).
+ */
+export const NON_API_PAGES: ReadonlyArray<RegExp> = [
+  /^\/openapi\.json$/,
+  /^\/docs(\/.*)?$/,
+  /^\/console(\/.*)?$/,
+  /^\/v1\/control\/[^/]+\/ws$/,
+  /^\/v1\/delegations\/consent$/
+]
+
+/**
+ * Mismatches known and not fixed yet, each to be fixed (in the document or the server), then
+ * removed from here. `operation` is `METHOD /template`; `status` the answer's status; `problem` a
+ * substring of the problem the hook reports. Empty when the document and the server agree.
+ */
+export const KNOWN_MISMATCHES: ReadonlyArray<{ readonly operation: string; readonly status: number; readonly problem: string; readonly why: string }> = []
+
+export interface Exchange {
+  readonly method: string
+  /** The path as requested, with its query. */
+  readonly pathname: string
+  readonly status: number
+  readonly headers: Headers
+  readonly text: string
+}
+
+export interface Mismatch {
+  readonly method: string
+  readonly path: string
+  /** `METHOD /template` of the document, or undefined when no path matched. */
+  readonly operation: string | undefined
+  readonly status: number
+  readonly problems: ReadonlyArray<string>
+}
+
+const METHODS = ["get", "put", "post", "delete", "patch", "head", "options"]
+
+const baseMediaType = (value: string) => value.split(";")[0]!.trim().toLowerCase()
+const isJsonMediaType = (value: string) => {
+  const base = baseMediaType(value)
+  return base === "application/json" || base.endsWith("+json")
+}
+const pointerSegment = (key: string) => key.replaceAll("~", "~0").replaceAll("/", "~1")
+
+interface Template {
+  readonly path: string
+  readonly segments: ReadonlyArray<string | undefined> // undefined: a {param}
+}
+
+/** One document, compiled: its path templates and its schemas (compiled once each, on first use). */
+export class ContractDocument {
+  readonly #doc: Doc
+  readonly #ajv: Ajv2020
+  readonly #templates: ReadonlyArray<Template>
+  readonly #validators = new Map<string, ValidateFunction>()
+  static #next = 0
+  readonly #id: string
+
+  constructor(doc: Doc) {
+    this.#doc = doc
+    this.#id = `openapi-${ContractDocument.#next++}.json`
+    this.#ajv = new Ajv2020({ strict: false, allErrors: true, validateSchema: false })
+    const addFormats = ((addFormatsModule as any).default ?? addFormatsModule) as (ajv: Ajv2020) => void
+    addFormats(this.#ajv)
+    // The whole document is one schema resource, so `#/components/schemas/...` refs resolve from
+    // any response schema, which is compiled by its JSON pointer into the document.
+    this.#ajv.addSchema({ ...doc, $id: this.#id })
+    this.#templates = Object.keys(doc["paths"] ?? {}).map((path) => ({
+      path,
+      segments: path.split("/").map((s) => (/^\{[^}]+\}$/.test(s) ? undefined : s))
+    }))
+  }
+
+  /** The document's path template a concrete path falls under (literal segments win over params). */
+  matchPath(pathname: string): string | undefined {
+    const segments = pathname.split("?")[0]!.split("/")
+    const candidates = this.#templates.filter((t) =>
+      t.segments.length === segments.length && t.segments.every((s, i) => s === undefined ? segments[i] !== "" : s === segments[i])
+    )
+    candidates.sort((a, b) => {
+      for (let i = 0; i < a.segments.length; i++) {
+        const la = a.segments[i] !== undefined, lb = b.segments[i] !== undefined
+        if (la !== lb) return la ? -1 : 1
+      }
+      return 0
+    })
+    return candidates[0]?.path
+  }
+
+  #validator(pointer: string): ValidateFunction {
+    let validate = this.#validators.get(pointer)
+    if (validate === undefined) {
+      validate = this.#ajv.compile({ $ref: `${this.#id}#${pointer}` })
+      this.#validators.set(pointer, validate)
+    }
+    return validate
+  }
+
+  #resolve(node: any): any {
+    for (let i = 0; i < 16 && typeof node?.["$ref"] === "string"; i++) {
+      node = (node["$ref"] as string).replace(/^#\//, "").split("/")
+        .reduce<any>((at, key) => at?.[key.replaceAll("~1", "/").replaceAll("~0", "~")], this.#doc)
+    }
+    return node
+  }
+
+  #errorEnvelope(text: string, code: string): Array<string> {
+    let body: any
+    try {
+      body = JSON.parse(text)
+    } catch {
+      return [`the body is not the error envelope (not JSON): ${text.slice(0, 120)}`]
+    }
+    const ok = body !== null && typeof body === "object" && typeof body.code === "string" && typeof body.detail === "string" &&
+      body.extra !== null && typeof body.extra === "object" && !Array.isArray(body.extra)
+    if (!ok) return [`the body is not the error envelope {code, detail, extra}: ${text.slice(0, 200)}`]
+    return body.code === code ? [] : [`the envelope's code is ${JSON.stringify(body.code)}, not ${code}`]
+  }
+
+  /** The problems of one exchange (empty: it agrees with the document), and the operation it matched. */
+  check(exchange: Exchange): { operation: string | undefined; problems: Array<string> } {
+    const method = exchange.method.toLowerCase()
+    const path = exchange.pathname.split("?")[0]!
+    // A page first: /v1/delegations/consent would otherwise fall under /v1/delegations/{grant_id}.
+    if (NON_API_PAGES.some((page) => page.test(path))) return { operation: undefined, problems: [] }
+    const template = this.matchPath(path)
+    if (template === undefined) {
+      // The server's answer that it serves no such path is fine, in the envelope.
+      if (exchange.status === 404) return { operation: undefined, problems: this.#errorEnvelope(exchange.text, "not_found") }
+      return { operation: undefined, problems: [`the path is not in the document (answered ${exchange.status})`] }
+    }
+    const item = this.#doc["paths"][template]
+    const opMethod = method === "head" && item["head"] === undefined ? "get" : method
+    const operation = `${exchange.method.toUpperCase()} ${template}`
+    const op = item[opMethod]
+    if (op === undefined || !METHODS.includes(opMethod)) {
+      if (exchange.status === 405) return { operation, problems: this.#errorEnvelope(exchange.text, "method_not_allowed") }
+      return { operation, problems: [`the method is not in the document for this path (answered ${exchange.status})`] }
+    }
+    const responses = op["responses"] ?? {}
+    const statusKey = String(exchange.status)
+    const key = responses[statusKey] !== undefined ? statusKey
+      : responses[`${statusKey[0]}XX`] !== undefined ? `${statusKey[0]}XX`
+      : responses["default"] !== undefined ? "default"
+      : undefined
+    if (key === undefined) {
+      return { operation, problems: [`status ${exchange.status} is not declared (declared: ${Object.keys(responses).join(", ")}); body: ${exchange.text.slice(0, 200)}`] }
+    }
+    const declared = this.#resolve(responses[key])
+    const problems: Array<string> = []
+    const pointer = `/paths/${pointerSegment(template)}/${opMethod}/responses/${key}`
+
+    // Headers: the required ones are sent, and the declared ones sent are valid.
+    for (const [name, header] of Object.entries<any>(declared["headers"] ?? {})) {
+      const resolved = this.#resolve(header)
+      const value = exchange.headers.get(name)
+      if (value === null) {
+        if (resolved["required"] === true) problems.push(`the required header ${name} is missing`)
+        continue
+      }
+      const schema = this.#resolve(resolved["schema"] ?? {})
+      const asJson = schema["type"] === "integer" || schema["type"] === "number" ? Number(value) : value
+      const validate = this.#validator(`${pointer}/headers/${pointerSegment(name)}/schema`)
+      if (!validate(asJson)) problems.push(`the header ${name}: ${JSON.stringify(value)} ${formatErrors(validate.errors)}`)
+    }
+
+    // Body: none declared means none sent; else one of the declared types, JSON valid against its schema.
+    const content: Record<string, any> = declared["content"] ?? {}
+    const types = Object.keys(content)
+    const sentType = exchange.headers.get("content-type")
+    const hasBody = exchange.text.length > 0
+    if (types.length === 0) {
+      if (hasBody) problems.push(`a body is sent (${sentType ?? "no content type"}) where the document declares none: ${exchange.text.slice(0, 120)}`)
+      return { operation, problems }
+    }
+    if (!hasBody && method === "head") return { operation, problems }
+    if (sentType === null) {
+      problems.push(`no content type (declared: ${types.join(", ")})`)
+      return { operation, problems }
+    }
+    const matched = types.find((t) => t === "*/*" || baseMediaType(t) === baseMediaType(sentType) ||
+      (t.endsWith("/*") && baseMediaType(sentType).startsWith(t.slice(0, -1))))
+    if (matched === undefined) {
+      problems.push(`content type ${sentType} is not declared (declared: ${types.join(", ")})`)
+      return { operation, problems }
+    }
+    if (!isJsonMediaType(matched) || content[matched]?.["schema"] === undefined) return { operation, problems }
+    let body: unknown
+    try {
+      body = JSON.parse(exchange.text)
+    } catch {
+      problems.push(`the body is not JSON: ${exchange.text.slice(0, 120)}`)
+      return { operation, problems }
+    }
+    const validate = this.#validator(`${pointer}/content/${pointerSegment(matched)}/schema`)
+    if (!validate(body)) problems.push(`the body ${formatErrors(validate.errors)}`)
+    return { operation, problems }
+  }
+}
+
+const formatErrors = (errors: ReadonlyArray<ErrorObject> | null | undefined, max = 5): string => {
+  if (errors === null || errors === undefined || errors.length === 0) return "does not validate"
+  // anyOf/oneOf failures list each branch's error then their own; the leaves say the most.
+  const shown = errors.filter((e) => e.keyword !== "anyOf" && e.keyword !== "oneOf").slice(0, max)
+  const list = (shown.length > 0 ? shown : errors.slice(0, max)).map((e) => {
+    const params = e.keyword === "additionalProperties" ? ` (${String(e.params["additionalProperty"])})`
+      : e.keyword === "enum" ? ` (${JSON.stringify(e.params["allowedValues"])})`
+      : ""
+    return `${e.instancePath === "" ? "(root)" : e.instancePath} ${e.message ?? e.keyword}${params}`
+  })
+  return `does not validate: ${list.join("; ")}${errors.length > max ? ` (+${errors.length - max} more)` : ""}`
+}
+
+const documents = new Map<string, Promise<ContractDocument>>()
+
+/** The document a service serves, fetched once per service URL. */
+export const documentOf = (baseUrl: string): Promise<ContractDocument> => {
+  let loaded = documents.get(baseUrl)
+  if (loaded === undefined) {
+    loaded = fetch(`${baseUrl}/openapi.json`).then(async (response) => {
+      if (response.status !== 200) throw new Error(`GET ${baseUrl}/openapi.json answered ${response.status}`)
+      return new ContractDocument(await response.json() as Doc)
+    })
+    // A failed load (the service was stopping) is tried again by the next response.
+    loaded.catch(() => documents.delete(baseUrl))
+    documents.set(baseUrl, loaded)
+  }
+  return loaded
+}
+
+const isKnown = (mismatch: Mismatch, problem: string) =>
+  KNOWN_MISMATCHES.some((known) => known.operation === mismatch.operation && known.status === mismatch.status && problem.includes(known.problem))
+
+/** The mismatch of one exchange against a document, without the known ones; undefined when it agrees. */
+export const mismatchOf = (doc: ContractDocument, exchange: Exchange): Mismatch | undefined => {
+  const { operation, problems } = doc.check(exchange)
+  const mismatch: Mismatch = { method: exchange.method.toUpperCase(), path: exchange.pathname, operation, status: exchange.status, problems }
+  const left = problems.filter((problem) => !isKnown(mismatch, problem))
+  return left.length === 0 ? undefined : { ...mismatch, problems: left }
+}
+
+export const describeMismatch = (mismatch: Mismatch) =>
+  `contract hook: ${mismatch.method} ${mismatch.path} answered ${mismatch.status}, which the OpenAPI document does not allow` +
+  `${mismatch.operation !== undefined ? ` for ${mismatch.operation}` : ""}:\n  - ${mismatch.problems.join("\n  - ")}`
+
+const currentTest = async (): Promise<{ file?: string; test?: string }> => {
+  try {
+    const { expect } = await import("vitest")
+    const state = expect.getState()
+    return { ...(state.testPath !== undefined ? { file: state.testPath } : {}), ...(state.currentTestName !== undefined ? { test: state.currentTestName } : {}) }
+  } catch {
+    return {}
+  }
+}
+
+/**
+ * The hook `request` calls with each response: checks it against the document of the service at
+ * `baseUrl` and, in enforce mode, throws on a mismatch; in report mode appends it to the report.
+ */
+export const checkExchange = async (baseUrl: string, exchange: Exchange): Promise<void> => {
+  const mode = contractHookMode()
+  if (mode === "off") return
+  let doc: ContractDocument
+  try {
+    doc = await documentOf(baseUrl)
+  } catch (error) {
+    // The service answered this request and then went away (a test stopping or killing it): the
+    // response cannot be checked, which is not the response's fault.
+    if (mode === "report") appendFileSync(reportFile(), JSON.stringify({ unchecked: true, method: exchange.method, path: exchange.pathname, status: exchange.status, error: String(error), ...await currentTest() }) + "\n")
+    return
+  }
+  const mismatch = mismatchOf(doc, exchange)
+  if (mismatch === undefined) return
+  if (mode === "report") {
+    appendFileSync(reportFile(), JSON.stringify({ ...mismatch, ...await currentTest() }) + "\n")
+    return
+  }
+  throw new Error(describeMismatch(mismatch))
+}
