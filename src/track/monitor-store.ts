@@ -293,11 +293,14 @@ export class MonitorStore extends Context.Service<MonitorStore, {
                 updated_at = now()
               WHERE id = ${monitorId}
               RETURNING ${columns}`
-            if (to !== current.status) yield* insertEvent(monitorId, "monitor.status_changed", { from: current.status, to, reason: input.reason ?? null })
             if (input.settings !== undefined && Object.keys(input.settings).length > 0) {
               yield* insertEvent(monitorId, "monitor.updated", { fields: Object.keys(input.settings) })
             }
+            // What caused the change (alignment.abandoned, alignment.completed) before the change,
+            // and the status change last, as a tick's are: a stream ends after its change to
+            // completed or canceled, so nothing of the monitor comes after that event.
             for (const event of input.events ?? []) yield* insertEvent(monitorId, event.type, event.data)
+            if (to !== current.status) yield* insertEvent(monitorId, "monitor.status_changed", { from: current.status, to, reason: input.reason ?? null })
             return { monitor: decodeMonitor(rows[0]), changed: true }
           })).pipe(
             Effect.catchTag("SqlError", (error) => Effect.die(error)),

@@ -4,8 +4,9 @@
  * Every event read from a product's event stream is held to the contract (src/domain/events.ts):
  * its type is one that product's stream carries, its envelope is `{type, data, created_at}` with
  * `type` equal to the frame's `event`, and its `data` decodes with the schema of its type (the
- * Convention B form under /api/v1), unknown fields refused. A mismatch throws, naming the event, so
- * every suite that reads a stream checks the events it gets.
+ * Convention B form under /api/v1), unknown fields refused; nothing but heartbeats follows the
+ * stream's last event (a run's `run.completed`, a monitor's change to completed or canceled). A
+ * mismatch throws, naming the event, so every suite that reads a stream checks the events it gets.
  */
 import { Schema } from "effect"
 import { eventDataSchema, HEARTBEAT_EVENT, StreamEventTypes, type StreamKind } from "../../src/domain/events.ts"
@@ -24,6 +25,8 @@ export const readSse = async (url: string, headers: Record<string, string>, opti
   let contentType = ""
   /** True when the server closed the stream itself (not our timeout, not stopAfter). */
   let ended = false
+  /** The stream's last event, once read: the stream ends there, nothing follows it. */
+  let last: string | undefined
   try {
     const response = await fetch(url, { headers, signal: controller.signal })
     status = response.status
@@ -52,7 +55,9 @@ export const readSse = async (url: string, headers: Record<string, string>, opti
           else if (line.startsWith("data: ")) data += line.slice(6)
         }
         const parsed = { id, event, data: data === "" ? undefined : JSON.parse(data) }
-        const problem = checkEvent(url, parsed)
+        const problem = checkEvent(url, parsed) ??
+          (last !== undefined && event !== HEARTBEAT_EVENT ? `${event}${id === undefined ? "" : ` (id ${id})`} came after the stream's last event, ${last}` : undefined)
+        if (isLastEvent(url, parsed)) last = `${event}${id === undefined ? "" : ` (id ${id})`}`
         if (problem !== undefined) {
           controller.abort()
           throw new EventContractError(`event stream ${new URL(url).pathname}: ${problem}`)
@@ -93,6 +98,18 @@ export const streamOf = (url: string): { readonly kind: StreamKind; readonly con
 }
 
 const strict = { errors: "all", onExcessProperty: "error" } as const
+
+/**
+ * Whether the event is its stream's last (the server ends the stream after it): a run's
+ * `run.completed`, a monitor's change to `completed` or `canceled` (src/http/sse.ts, track.ts).
+ */
+export const isLastEvent = (url: string, event: SseEvent): boolean => {
+  const stream = streamOf(url)
+  if (stream === undefined) return false
+  if (stream.kind !== "track") return event.event === "run.completed"
+  const to = event.data?.data?.to
+  return event.event === "monitor.status_changed" && (to === "completed" || to === "canceled")
+}
 
 /** What is wrong with one event of the stream at `url` (undefined: nothing, or not a product's stream). */
 export const checkEvent = (url: string, event: SseEvent): string | undefined => {
