@@ -4,9 +4,10 @@
  * Every event read from a product's event stream is held to the contract (src/domain/events.ts):
  * its type is one that product's stream carries, its envelope is `{type, data, created_at}` with
  * `type` equal to the frame's `event`, and its `data` decodes with the schema of its type (the
- * Convention B form under /api/v1), unknown fields refused; nothing but heartbeats follows the
- * stream's last event (a run's `run.completed`, a monitor's change to completed or canceled). A
- * mismatch throws, naming the event, so every suite that reads a stream checks the events it gets.
+ * Convention B form under /api/v1), unknown fields refused; ids increase; nothing but heartbeats
+ * follows the stream's last event (a run's `run.completed`, a monitor's change to completed or
+ * canceled). A mismatch throws, naming the event, so every suite that reads a stream checks the
+ * events it gets.
  */
 import { Schema } from "effect"
 import { eventDataSchema, HEARTBEAT_EVENT, StreamEventTypes, type StreamKind } from "../../src/domain/events.ts"
@@ -27,6 +28,7 @@ export const readSse = async (url: string, headers: Record<string, string>, opti
   let ended = false
   /** The stream's last event, once read: the stream ends there, nothing follows it. */
   let last: string | undefined
+  let previousId: number | undefined
   try {
     const response = await fetch(url, { headers, signal: controller.signal })
     status = response.status
@@ -56,7 +58,9 @@ export const readSse = async (url: string, headers: Record<string, string>, opti
         }
         const parsed = { id, event, data: data === "" ? undefined : JSON.parse(data) }
         const problem = checkEvent(url, parsed) ??
-          (last !== undefined && event !== HEARTBEAT_EVENT ? `${event}${id === undefined ? "" : ` (id ${id})`} came after the stream's last event, ${last}` : undefined)
+          (last !== undefined && event !== HEARTBEAT_EVENT ? `${event}${id === undefined ? "" : ` (id ${id})`} came after the stream's last event, ${last}` : undefined) ??
+          (id !== undefined && previousId !== undefined && id <= previousId ? `${event} (id ${id}) does not follow id ${previousId}: ids increase within a stream` : undefined)
+        if (id !== undefined) previousId = id
         if (isLastEvent(url, parsed)) last = `${event}${id === undefined ? "" : ` (id ${id})`}`
         if (problem !== undefined) {
           controller.abort()
