@@ -9,6 +9,11 @@
  * - `Retry-After` on every 429 (always sent: every 429 of the service carries
  *   `extra.retry_after_seconds`, see src/http/middleware/request-context.ts), and `RateLimit` /
  *   `RateLimit-Policy` (sent when the refusal comes from a limiter with a window or a cap).
+ * - The response headers every answer may carry, declared on every response (as
+ *   `#/components/headers/...`): `X-Request-Id` on all of them (the request-context middleware
+ *   sets it, echoing a well-formed incoming one), `RateLimit` / `RateLimit-Policy` on the
+ *   operations behind the rate limiter, `Idempotent-Replayed: true` on the operations that
+ *   honour Idempotency-Key (a replayed answer).
  * - The refusals of the request guard (src/http/middleware/request-guard.ts) and of the body
  *   parser, which answer before any endpoint's schema: 400 `bad_request` on every operation (a
  *   NUL byte or bad percent-encoding in the URL; a body that is not JSON) and 413
@@ -18,7 +23,7 @@
 import { Schema } from "effect"
 import { HttpApi, type HttpApiGroup } from "effect/http-api"
 import { DEFAULT_LIMIT } from "../../domain/pagination.ts"
-import { Idempotency } from "./security.ts"
+import { Idempotency, RateLimit } from "./security.ts"
 
 type Spec = Record<string, any>
 
@@ -67,15 +72,44 @@ const payloadTooLargeResponse = {
   content: { "application/json": { schema: { $ref: "#/components/schemas/PayloadTooLargeEncoded" } } }
 }
 
+/** Response headers declared once and referred to from every response that may carry them. */
+const responseHeaders = {
+  "X-Request-Id": {
+    required: true,
+    description: "The request's id, in the access log line too: the client's own X-Request-Id when well-formed, else a new UUID",
+    schema: { type: "string", minLength: 1 }
+  },
+  "Idempotent-Replayed": {
+    required: false,
+    description: "true: this is the kept answer to an earlier request with the same Idempotency-Key",
+    schema: { type: "string", enum: ["true"] }
+  },
+  "RateLimit": {
+    required: false,
+    description: "limit=<n>, remaining=<n>, reset=<seconds> of the caller's request window (IETF RateLimit header fields draft)",
+    schema: { type: "string" }
+  },
+  "RateLimit-Policy": {
+    required: false,
+    description: "<limit>;w=<window seconds> of the caller's request window",
+    schema: { type: "string" }
+  }
+}
+const headerRef = (name: keyof typeof responseHeaders) => ({ $ref: `#/components/headers/${name}` })
+
 const writeMethods = new Set(["POST", "PUT", "PATCH", "DELETE"])
 
-/** `METHOD /path/{param}` of each write that carries the Idempotency middleware. */
-const idempotentOperations = <Id extends string, Groups extends HttpApiGroup.Constraint>(api: HttpApi.HttpApi<Id, Groups>): ReadonlySet<string> => {
+/** `METHOD /path/{param}` of each endpoint that carries `middleware` (and, when given, has one of `methods`). */
+const operationsWith = <Id extends string, Groups extends HttpApiGroup.Constraint>(
+  api: HttpApi.HttpApi<Id, Groups>,
+  tag: unknown,
+  methods?: ReadonlySet<string>
+): ReadonlySet<string> => {
   const out = new Set<string>()
   HttpApi.reflect(api, {
     onGroup: () => {},
     onEndpoint: ({ endpoint, middleware }) => {
-      if ((middleware as ReadonlySet<unknown>).has(Idempotency) && writeMethods.has(endpoint.method)) {
+      if ((middleware as ReadonlySet<unknown>).has(tag) && (methods === undefined || methods.has(endpoint.method))) {
         out.add(`${endpoint.method.toLowerCase()} ${endpoint.path.replace(/:([A-Za-z_]+)/g, "{$1}")}`)
       }
     }
@@ -108,11 +142,15 @@ const numericQueryParameters = <Id extends string, Groups extends HttpApiGroup.C
 
 /** The `OpenApi.Transform` of the whole API (its middlewares are read when the document is generated). */
 export const transportHeaders = <Id extends string, Groups extends HttpApiGroup.Constraint>(api: HttpApi.HttpApi<Id, Groups>) => (spec: Spec): Spec => {
-  const idempotent = idempotentOperations(api)
+  // Idempotency-Key (and its replays): the writes behind the middleware.
+  const idempotent = operationsWith(api, Idempotency, writeMethods)
+  const rateLimited = operationsWith(api, RateLimit)
   const numeric = numericQueryParameters(api)
-  const schemas: Record<string, unknown> = ((spec["components"] ??= {})["schemas"] ??= {})
+  const components: Record<string, any> = spec["components"] ??= {}
+  const schemas: Record<string, unknown> = components["schemas"] ??= {}
   schemas["BadRequestEncoded"] ??= envelopeSchema
   schemas["PayloadTooLargeEncoded"] ??= envelopeSchema
+  components["headers"] = { ...responseHeaders, ...components["headers"] }
   for (const [path, operations] of Object.entries<Record<string, any>>(spec["paths"] ?? {})) {
     for (const [method, operation] of Object.entries<Record<string, any>>(operations)) {
       if (typeof operation !== "object" || operation === null || operation["responses"] === undefined) continue
@@ -135,6 +173,16 @@ export const transportHeaders = <Id extends string, Groups extends HttpApiGroup.
       if (operation["requestBody"] !== undefined) operation["responses"]["413"] ??= payloadTooLargeResponse
       const tooMany = operation["responses"]["429"]
       if (tooMany !== undefined) tooMany["headers"] = { ...tooManyRequestsHeaders, ...tooMany["headers"] }
+      for (const [status, response] of Object.entries<Record<string, any>>(operation["responses"])) {
+        const headers: Record<string, unknown> = { "X-Request-Id": headerRef("X-Request-Id") }
+        if (idempotent.has(`${method} ${path}`)) headers["Idempotent-Replayed"] = headerRef("Idempotent-Replayed")
+        if (rateLimited.has(`${method} ${path}`) && status !== "429") {
+          headers["RateLimit"] = headerRef("RateLimit")
+          headers["RateLimit-Policy"] = headerRef("RateLimit-Policy")
+        }
+        // A copy: one response object may be shared by several operations (the 400 and 413 above).
+        operation["responses"][status] = { ...response, headers: { ...headers, ...response["headers"] } }
+      }
     }
   }
   return spec
