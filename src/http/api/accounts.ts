@@ -100,13 +100,28 @@ const PasswordChanged = Schema.Struct({ password_changed: Schema.Boolean, other_
 
 const loginErrors = [Unauthorized, TooManyRequests, ValidationError]
 
+/** Declares response headers the handler sets beside the schema (cookies, a redirect's Location). */
+const withResponseHeaders = (status: string, headers: Record<string, unknown>) => (operation: Record<string, any>): Record<string, any> => {
+  const response = operation["responses"]?.[status]
+  if (response !== undefined) response["headers"] = { ...response["headers"], ...headers }
+  return operation
+}
+const sessionCookies = (when: string) => ({
+  "Set-Cookie": {
+    required: false,
+    description: `${when}: wa_session (HttpOnly, SameSite=Strict) and wa_csrf, the console session and its CSRF token`,
+    schema: { type: "string" }
+  }
+})
+const redirectTo = (where: string) => ({ Location: { required: true, description: where, schema: { type: "string" } } })
+
 export class AuthPublicApi extends HttpApiGroup.make("auth_public")
   .add(
     HttpApiEndpoint.post("login", "/v1/auth/login", {
       payload: LoginRequest,
       success: LoginResponse,
       error: loginErrors
-    }).annotate(HttpApi.PayloadParseOptions, strict).annotate(
+    }).annotate(HttpApi.PayloadParseOptions, strict).annotate(OpenApi.Transform, withResponseHeaders("200", sessionCookies("Set for a cookie sign-in"))).annotate(
       OpenApi.Description,
       "Email and password sign-in. 401 unauthorized for a wrong email or password (the same answer for both); " +
         "429 rate_limit_exceeded with Retry-After after too many attempts for the account or from the address."
@@ -120,7 +135,10 @@ export class AuthPublicApi extends HttpApiGroup.make("auth_public")
       query: { return_to: Schema.optional(Bounded(1, 2048)) },
       success: HttpApiSchema.Empty(302),
       error: [NotFound, Unauthorized, ValidationError]
-    }).annotate(
+    }).annotate(OpenApi.Transform, withResponseHeaders("302", {
+      ...redirectTo("The provider's authorization URL"),
+      "Set-Cookie": { required: true, description: "The sign-in's state, bound to this browser (HttpOnly, SameSite=Lax, path /v1/auth/sso)", schema: { type: "string" } }
+    })).annotate(
       OpenApi.Description,
       "Starts an SSO sign-in (OpenID Connect, authorization code with PKCE): 302 to the provider. `return_to` is a path " +
         "of this service (default /console/) the browser lands on once signed in."
@@ -129,7 +147,10 @@ export class AuthPublicApi extends HttpApiGroup.make("auth_public")
       params: { provider_id: IdParam },
       success: HttpApiSchema.Empty(302),
       error: [NotFound, Unauthorized, Conflict]
-    }).annotate(
+    }).annotate(OpenApi.Transform, withResponseHeaders("302", {
+      ...redirectTo("return_to of the sign-in"),
+      ...sessionCookies("Set once signed in (and the state cookie expired)")
+    })).annotate(
       OpenApi.Description,
       "The provider's redirect: completes the sign-in, sets the console session cookies and answers 302 to return_to; " +
         "401 sso_failed when the sign-in cannot complete (unknown or used state, another browser, provider error, no verified email); " +
@@ -170,7 +191,8 @@ export class AuthPublicApi extends HttpApiGroup.make("auth_public")
 export class AccountApi extends HttpApiGroup.make("account")
   .add(
     HttpApiEndpoint.get("me", "/me", { success: MeResponse }),
-    HttpApiEndpoint.post("logout", "/logout", { success: SignedOut }),
+    HttpApiEndpoint.post("logout", "/logout", { success: SignedOut })
+      .annotate(OpenApi.Transform, withResponseHeaders("200", sessionCookies("Expired for a session signed in with the cookie"))),
     HttpApiEndpoint.post("changePassword", "/password", {
       payload: ChangePasswordRequest,
       success: PasswordChanged,
