@@ -1,7 +1,8 @@
 /**
  * The contract hook itself (test/support/contract-hook.ts) against a small document: it must catch
  * a body that breaks its schema, a status the operation does not declare, a path the document
- * does not have, a content type not declared and a missing required header, and pass what agrees,
+ * does not have, a content type not declared, a missing required header and a header sent but not
+ * declared, and pass what agrees,
  * so it cannot silently pass everything. The process-level suites run it on every response.
  */
 import { describe, expect, it } from "vitest"
@@ -36,7 +37,10 @@ const doc = {
           "429": {
             description: "slow down",
             content: { "application/json": { schema: envelope } },
-            headers: { "Retry-After": { required: true, schema: { type: "integer", minimum: 0 } } }
+            headers: {
+              "Retry-After": { required: true, schema: { type: "integer", minimum: 0 } },
+              "X-Request-Id": { $ref: "#/components/headers/X-Request-Id" }
+            }
           }
         }
       }
@@ -52,6 +56,7 @@ const doc = {
     }
   },
   components: {
+    headers: { "X-Request-Id": { required: true, schema: { type: "string", minLength: 1 } } },
     schemas: {
       Envelope: {
         type: "object",
@@ -73,7 +78,7 @@ describe("contract hook", () => {
   it("passes responses the document allows", () => {
     expect(problemsOf("GET", "/v1/things/t1?x=1", 200, json({ id: "t1", status: "done", created_at: "2026-01-01T00:00:00Z" }))).toEqual([])
     expect(problemsOf("GET", "/v1/things/t1", 404, json({ code: "not_found", detail: "no", extra: {} }))).toEqual([])
-    expect(problemsOf("GET", "/v1/things/t1", 429, json({ code: "rate_limit_exceeded", detail: "no", extra: {} }), headers({ "retry-after": "3" }))).toEqual([])
+    expect(problemsOf("GET", "/v1/things/t1", 429, json({ code: "rate_limit_exceeded", detail: "no", extra: {} }), headers({ "retry-after": "3", "x-request-id": "r1" }))).toEqual([])
     expect(problemsOf("GET", "/v1/things/t1/events", 200, "event: x\ndata: {}\n\n", new Headers({ "content-type": "text/event-stream" }))).toEqual([])
     // A literal segment wins over a parameter: /special is its own operation (204, no body).
     expect(problemsOf("GET", "/v1/things/special", 204, "", new Headers())).toEqual([])
@@ -113,7 +118,16 @@ describe("contract hook", () => {
   it("catches a content type or a body not declared, and a required header missing or invalid", () => {
     expect(problemsOf("GET", "/v1/things/t1/events", 200, json({}))[0]).toMatch(/content type application\/json is not declared \(declared: text\/event-stream\)/)
     expect(problemsOf("GET", "/v1/things/special", 204, json({ id: "x" }))[0]).toMatch(/a body is sent .* where the document declares none/)
-    expect(problemsOf("GET", "/v1/things/t1", 429, json({ code: "rate_limit_exceeded", detail: "no", extra: {} }))).toEqual(["the required header Retry-After is missing"])
-    expect(problemsOf("GET", "/v1/things/t1", 429, json({ code: "rate_limit_exceeded", detail: "no", extra: {} }), headers({ "retry-after": "soon" }))[0]).toMatch(/the header Retry-After: "soon" does not validate/)
+    const limited = json({ code: "rate_limit_exceeded", detail: "no", extra: {} })
+    expect(problemsOf("GET", "/v1/things/t1", 429, limited, headers({ "x-request-id": "r1" }))).toEqual(["the required header Retry-After is missing"])
+    expect(problemsOf("GET", "/v1/things/t1", 429, limited, headers({ "retry-after": "soon", "x-request-id": "r1" }))[0]).toMatch(/the header Retry-After: "soon" does not validate/)
+    // A header declared through #/components/headers: required, and its schema holds.
+    expect(problemsOf("GET", "/v1/things/t1", 429, limited, headers({ "retry-after": "3" }))).toEqual(["the required header X-Request-Id is missing"])
+    expect(problemsOf("GET", "/v1/things/t1", 429, limited, headers({ "retry-after": "3", "x-request-id": "" }))[0]).toMatch(/the header X-Request-Id: "" does not validate/)
+  })
+
+  it("catches a header sent that is neither declared nor plain HTTP", () => {
+    const thing = json({ id: "t1", status: "done" })
+    expect(problemsOf("GET", "/v1/things/t1", 200, thing, headers({ "x-bogus": "1", "cache-control": "no-store" }))).toEqual(["the header x-bogus is sent but not declared"])
   })
 })

@@ -8,8 +8,9 @@
  * - the content type is one the status declares (none declared: no body);
  * - a JSON body validates against the declared schema (ajv, JSON Schema 2020-12, the dialect of
  *   OpenAPI 3.1, with ajv-formats for `date-time`, `uri`, ...);
- * - every header the status declares as required is sent, and every declared header sent
- *   validates against its schema.
+ * - every header the status declares as required is sent, every declared header sent validates
+ *   against its schema, and every header sent that is not plain HTTP (STANDARD_HEADERS) is
+ *   declared.
  *
  * A non-JSON body (event streams, HTML, files, metrics) is held to its status and content type
  * only. A path the document does not have is a mismatch too (the document declares every API
@@ -51,6 +52,19 @@ export const NON_API_PAGES: ReadonlyArray<RegExp> = [
   /^\/v1\/control\/[^/]+\/ws$/,
   /^\/v1\/delegations\/consent$/
 ]
+
+/**
+ * Response headers of HTTP itself (framing, caching, content negotiation, security policy of the
+ * browser, proxies), which the document need not declare; any other header the service sends must
+ * be declared for the response.
+ */
+export const STANDARD_HEADERS: ReadonlySet<string> = new Set([
+  "accept-ranges", "age", "cache-control", "connection", "content-disposition", "content-encoding", "content-language",
+  "content-length", "content-range", "content-security-policy", "cross-origin-opener-policy", "cross-origin-resource-policy",
+  "cross-origin-embedder-policy", "date", "etag", "expires", "keep-alive", "last-modified", "permissions-policy", "pragma",
+  "referrer-policy", "strict-transport-security", "transfer-encoding", "vary", "x-accel-buffering", "x-content-type-options",
+  "x-frame-options", "content-type"
+])
 
 /**
  * Mismatches known and not fixed yet, each to be fixed (in the document or the server), then
@@ -148,6 +162,15 @@ export class ContractDocument {
     return node
   }
 
+  /** Follows a `$ref` and says where it ended (a JSON pointer into the document). */
+  #resolveAt(node: any, at: string): [any, string] {
+    for (let i = 0; i < 16 && typeof node?.["$ref"] === "string"; i++) {
+      at = (node["$ref"] as string).replace(/^#/, "")
+      node = this.#resolve({ $ref: node["$ref"] as string })
+    }
+    return [node ?? {}, at]
+  }
+
   #errorEnvelope(text: string, code: string): Array<string> {
     let body: any
     try {
@@ -190,13 +213,15 @@ export class ContractDocument {
     if (key === undefined) {
       return { operation, problems: [`status ${exchange.status} is not declared (declared: ${Object.keys(responses).join(", ")}); body: ${exchange.text.slice(0, 200)}`] }
     }
-    const declared = this.#resolve(responses[key])
     const problems: Array<string> = []
-    const pointer = `/paths/${pointerSegment(template)}/${opMethod}/responses/${key}`
+    const [declared, pointer] = this.#resolveAt(responses[key], `/paths/${pointerSegment(template)}/${opMethod}/responses/${key}`)
 
-    // Headers: the required ones are sent, and the declared ones sent are valid.
+    // Headers: the required ones are sent, the declared ones sent are valid, and every header sent
+    // that is not plain HTTP (STANDARD_HEADERS) is declared.
+    const declaredHeaders = new Set<string>()
     for (const [name, header] of Object.entries<any>(declared["headers"] ?? {})) {
-      const resolved = this.#resolve(header)
+      declaredHeaders.add(name.toLowerCase())
+      const [resolved, at] = this.#resolveAt(header, `${pointer}/headers/${pointerSegment(name)}`)
       const value = exchange.headers.get(name)
       if (value === null) {
         if (resolved["required"] === true) problems.push(`the required header ${name} is missing`)
@@ -204,8 +229,11 @@ export class ContractDocument {
       }
       const schema = this.#resolve(resolved["schema"] ?? {})
       const asJson = schema["type"] === "integer" || schema["type"] === "number" ? Number(value) : value
-      const validate = this.#validator(`${pointer}/headers/${pointerSegment(name)}/schema`)
+      const validate = this.#validator(`${at}/schema`)
       if (!validate(asJson)) problems.push(`the header ${name}: ${JSON.stringify(value)} ${formatErrors(validate.errors)}`)
+    }
+    for (const [name] of exchange.headers) {
+      if (!declaredHeaders.has(name) && !STANDARD_HEADERS.has(name)) problems.push(`the header ${name} is sent but not declared`)
     }
 
     // Body: none declared means none sent; else one of the declared types, JSON valid against its schema.
