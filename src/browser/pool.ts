@@ -57,11 +57,16 @@ export interface BrowserPoolConfig {
   readonly allowPrivateNetworks: boolean
   readonly launchTimeoutMs?: number | undefined
   /**
-   * Keep one context opened ahead (WA_BROWSER_WARM_CONTEXT, default on; never with `cdpUrl`, whose
-   * provider may count contexts): a lease with the default options takes it at once instead of
+   * Keep contexts opened ahead (WA_BROWSER_WARM_CONTEXT, default on; never with `cdpUrl`, whose
+   * provider may count contexts): a lease with the default options takes one at once instead of
    * waiting for a new context, its guard and its first tab (100–1500 ms, more under load).
    */
   readonly warmContext?: boolean | undefined
+  /**
+   * How many (WA_BROWSER_WARM_CONTEXTS, default 1): as many as the sessions a burst starts at once
+   * lets each of them start without opening a renderer, at 20–40 MB of memory per context kept.
+   */
+  readonly warmContexts?: number | undefined
 }
 
 export interface LeaseOptions {
@@ -111,6 +116,8 @@ export interface PoolStats {
   readonly contextsLeased: number
   /** Contexts currently open. */
   readonly contextsOpen: number
+  /** Contexts opened ahead and ready for the next leases (BrowserPoolConfig.warmContexts). */
+  readonly contextsWarm: number
   /** Browser launches (or CDP connections), the first included. */
   readonly browserLaunches: number
   /** Launches that replaced a browser which had died. */
@@ -149,7 +156,8 @@ export class BrowserPool extends Context.Service<BrowserPool, {
         selectChromium: () => selectChromium({ explicitPath: Option.getOrUndefined(app.chromiumPath), choice: app.browser, dataDir: app.dataDirAbsolute }),
         cdpUrl,
         allowPrivateNetworks: app.allowPrivateNetworks,
-        warmContext: app.browserWarmContext
+        warmContext: app.browserWarmContext,
+        warmContexts: app.browserWarmContexts
       })
     })
   )
@@ -362,41 +370,54 @@ export const makeBrowserPool = Effect.fnUntraced(function*(config: BrowserPoolCo
     await opened.proxy?.close().catch(() => undefined)
   }
 
-  // The warm spare (BrowserPoolConfig.warmContext): opened after each lease with the default
-  // options, for the browser it was opened in; a spare of a browser that has gone is dropped.
-  const warmContext = (config.warmContext ?? true) && config.cdpUrl === undefined
-  let spare: { readonly browser: Browser; readonly opened: Promise<OpenedContext | undefined> } | undefined
+  // The warm spares (BrowserPoolConfig.warmContext, warmContexts): opened with the default
+  // options, one at a time so that refilling never competes with the sessions that took them
+  // for more than one context's worth of CPU, for the browser they were opened in; a spare of a
+  // browser that has gone is dropped.
+  const warmTarget = (config.warmContext ?? true) && config.cdpUrl === undefined ? Math.max(0, config.warmContexts ?? 1) : 0
+  const spares: Array<{ readonly browser: Browser; readonly opened: Promise<OpenedContext | undefined>; ready: boolean }> = []
+  let refilling = false
   const isPlain = (options: LeaseOptions) =>
     options.storageState === undefined && options.userAgent === undefined && options.viewport === undefined &&
     options.allowedOrigins === undefined && (options.allowPrivateNetworks ?? config.allowPrivateNetworks) === config.allowPrivateNetworks
   const takeSpare = async (browser: Browser): Promise<OpenedContext | undefined> => {
-    const taken = spare
-    spare = undefined
-    if (taken === undefined) return undefined
-    // A spare of a browser that has gone is never waited for (its opening may hang with it).
-    if (taken.browser !== browser || !taken.browser.isConnected()) {
-      void taken.opened.then((opened) => opened?.proxy?.close())
-      return undefined
+    for (let taken = spares.shift(); taken !== undefined; taken = spares.shift()) {
+      // A spare of a browser that has gone is never waited for (its opening may hang with it).
+      if (taken.browser !== browser || !taken.browser.isConnected()) {
+        void taken.opened.then((opened) => opened?.proxy?.close())
+        continue
+      }
+      const opened = await taken.opened
+      if (opened === undefined) continue
+      if (!browser.isConnected() || opened.page.isClosed()) {
+        await closeOpened(opened)
+        continue
+      }
+      return opened
     }
-    const opened = await taken.opened
-    if (opened === undefined) return undefined
-    if (!browser.isConnected() || opened.page.isClosed()) {
-      await closeOpened(opened)
-      return undefined
-    }
-    return opened
+    return undefined
   }
-  const refillSpare = (browser: Browser) => {
-    if (!warmContext || spare !== undefined || state.shuttingDown || !browser.isConnected()) return
-    spare = { browser, opened: openContext(browser, {}, config.allowPrivateNetworks).catch(() => undefined) }
+  const refillSpares = (browser: Browser) => {
+    if (refilling || spares.length >= warmTarget || state.shuttingDown || !browser.isConnected()) return
+    refilling = true
+    const opened = openContext(browser, {}, config.allowPrivateNetworks).catch(() => undefined)
+    const spare = { browser, opened, ready: false }
+    spares.push(spare)
+    // The next one once this one is open; a failed opening stops here until the next lease.
+    void opened.then((done) => {
+      refilling = false
+      spare.ready = done !== undefined
+      if (done !== undefined) refillSpares(browser)
+    })
   }
   yield* Effect.addFinalizer(() =>
     Effect.promise(async () => {
       state.shuttingDown = true
-      const left = spare
-      spare = undefined
-      const opened = await left?.opened
-      if (opened !== undefined) await closeOpened(opened)
+      const left = spares.splice(0)
+      for (const spare of left) {
+        const opened = await spare.opened
+        if (opened !== undefined) await closeOpened(opened)
+      }
     })
   )
 
@@ -418,7 +439,7 @@ export const makeBrowserPool = Effect.fnUntraced(function*(config: BrowserPoolCo
       try: async (signal) => {
         const warm = isPlain(options) ? await takeSpare(browser) : undefined
         const opened = warm ?? await openContext(browser, options, allowPrivateNetworks)
-        refillSpare(browser)
+        refillSpares(browser)
         if (signal.aborted) {
           await closeOpened(opened)
           throw new Error("opening the context was abandoned")
@@ -509,6 +530,7 @@ export const makeBrowserPool = Effect.fnUntraced(function*(config: BrowserPoolCo
     stats: Effect.sync(() => ({
       contextsLeased: state.contextsLeased,
       contextsOpen: state.contextsOpen,
+      contextsWarm: spares.filter((spare) => spare.ready).length,
       browserLaunches: state.browserLaunches,
       browserRestarts: state.browserRestarts
     })),

@@ -13,6 +13,7 @@ import { BrowserPool } from "../browser/pool.ts"
 export const runnerMetrics = {
   runsInFlight: Metric.gauge("wa_runs_in_flight", { description: "DoAnything runs executing on this runner" }),
   contextsLeased: Metric.gauge("wa_browser_contexts_in_use", { description: "Browser contexts leased from this runner's pool and not released" }),
+  contextsWarm: Metric.gauge("wa_browser_contexts_warm", { description: "Browser contexts opened ahead on this runner, ready for the next sessions (WA_BROWSER_WARM_CONTEXTS)" }),
   residentEntities: Metric.gauge("wa_cluster_entities_resident", { description: "Cluster entities resident on this runner (all types)" }),
   up: Metric.gauge("wa_runner_up", { description: "1 while this runner serves" })
 }
@@ -35,6 +36,7 @@ export const renderMetrics: Effect.Effect<string, never, BrowserPool | Sharding.
   const pool = yield* BrowserPool
   const stats = yield* pool.stats
   yield* Metric.update(runnerMetrics.contextsLeased, stats.contextsOpen)
+  yield* Metric.update(runnerMetrics.contextsWarm, stats.contextsWarm)
   yield* Metric.update(runnerMetrics.up, 1)
   yield* Metric.modify(runnerMetrics.runsInFlight, 0) // registers the gauge before the first run
   const sharding = yield* Sharding.Sharding

@@ -123,6 +123,8 @@ export const AppConfigSchema = Config.all({
   browser: Config.Literals(["auto", "system", "bundled"], "WA_BROWSER").pipe(Config.withDefault("auto" as const)),
   /** Keep one browser context opened ahead, so a session (or a search, a Track check) starts without waiting for one. */
   browserWarmContext: Config.Boolean("WA_BROWSER_WARM_CONTEXT").pipe(Config.withDefault(true)),
+  /** How many contexts are kept opened ahead when WA_BROWSER_WARM_CONTEXT is on (0..64): the sessions a burst starts at once. */
+  browserWarmContexts: Config.Int("WA_BROWSER_WARM_CONTEXTS").pipe(Config.withDefault(1)),
   /** Largest file a workspace holds (uploads over it get 413; page downloads over it are not kept). */
   workspaceMaxFileBytes: Config.Int("WA_WORKSPACE_MAX_FILE_BYTES").pipe(Config.withDefault(100 * 1024 * 1024)),
   /** Largest recording of one run, compressed (a recording stops taking events before it would pass this). */
@@ -268,6 +270,9 @@ export const loadAppConfig = (env?: Record<string, string | undefined>) =>
     if (parsed.clusterLockExpirationSeconds < 3) return yield* Effect.die(new InvalidConfig("invalid configuration: WA_CLUSTER_LOCK_EXPIRATION_SECONDS must be at least 3"))
     if (!(parsed.billingMinBalanceUsd >= 0)) return yield* Effect.die(new InvalidConfig("invalid configuration: WA_BILLING_MIN_BALANCE_USD must be at least 0"))
     if (parsed.drainSeconds < 0) return yield* Effect.die(new InvalidConfig("invalid configuration: WA_DRAIN_SECONDS must be at least 0"))
+    if (!(parsed.browserWarmContexts >= 0 && parsed.browserWarmContexts <= 64)) {
+      return yield* Effect.die(new InvalidConfig("invalid configuration: WA_BROWSER_WARM_CONTEXTS must be 0 to 64"))
+    }
     const plansProblem = planTableProblem(Option.getOrUndefined(parsed.plansFile), Option.getOrUndefined(parsed.defaultPlan))
     if (plansProblem !== undefined) return yield* Effect.die(new InvalidConfig(`invalid configuration: ${plansProblem}`))
     if (parsed.autoRechargePollMs < 1) return yield* Effect.die(new InvalidConfig("invalid configuration: WA_AUTO_RECHARGE_POLL_MS must be at least 1"))

@@ -168,6 +168,23 @@ describe("BrowserPool warm context", () => {
       assert.strictEqual((yield* pool.stats).contextsOpen, 4)
     })).pipe(Effect.provide(Layer.mergeAll(BrowserPool.layerWith({ executablePath: chromiumPath, allowPrivateNetworks: true }), FixtureSite.layer))))
 
+  it.live("WA_BROWSER_WARM_CONTEXTS=3 keeps three opened ahead, one opening at a time, and a burst of three leases takes them", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const pool = yield* BrowserPool
+      const first = yield* pool.acquireContext()
+      yield* contextsReach(4)
+      // Never more than asked for.
+      yield* Effect.sleep("300 millis")
+      assert.strictEqual((yield* openContexts).length, 4)
+      const spares = (yield* openContexts).filter((context) => context !== first.context)
+      const burst = yield* Effect.all([pool.acquireContext(), pool.acquireContext(), pool.acquireContext()], { concurrency: "unbounded" })
+      assert.sameMembers(burst.map((lease) => lease.context), spares, "each lease of the burst is a context opened before it was asked for")
+      // Refilled behind them.
+      yield* contextsReach(7)
+    })).pipe(Effect.provide(BrowserPool.layerFromAppConfig.pipe(
+      Layer.provide(AppConfig.layerFrom({ CHROMIUM_PATH: chromiumPath, WA_ALLOW_PRIVATE_NETWORKS: "true", WA_BROWSER_WARM_CONTEXTS: "3" }))
+    ))))
+
   it.live("WA_BROWSER_WARM_CONTEXT=false opens nothing ahead", () =>
     Effect.scoped(Effect.gen(function*() {
       const pool = yield* BrowserPool

@@ -42,6 +42,19 @@ describe("runs in flight per key", () => {
   })
 })
 
+describe("warm browser contexts", () => {
+  it("WA_BROWSER_WARM_CONTEXTS takes 0 to 64 (default 1); outside that, start-up stops naming the variable", async () => {
+    const unset = await load({})
+    expect(Exit.isSuccess(unset) && unset.value.browserWarmContexts).toBe(1)
+    const twenty = await load({ WA_BROWSER_WARM_CONTEXTS: "20" })
+    expect(Exit.isSuccess(twenty) && twenty.value.browserWarmContexts).toBe(20)
+    for (const bad of ["-1", "65"]) {
+      const refused = await load({ WA_BROWSER_WARM_CONTEXTS: bad })
+      expect(Exit.isFailure(refused) && String(refused.cause)).toContain("WA_BROWSER_WARM_CONTEXTS must be 0 to 64")
+    }
+  })
+})
+
 describe("Node flags", () => {
   it("npm start runs the service with the flags the tests and benches start it with", async () => {
     const { readFile } = await import("node:fs/promises")
