@@ -120,7 +120,10 @@ export class Search extends Context.Service<Search, {
           yield* clientFor(created.id).Execute({ runId: created.id }, { discard: true }).pipe(Effect.orDie)
         }
         const run = request.wait ? yield* awaitEnd(created.id, config.webSearchWaitSeconds) : created
-        return { run, ended: isTerminal(run.status) }
+        // 200 only for a search that waited and ended within the wait. Without wait the answer is
+        // 202 whatever the run's state: a keyed retry of a create whose answer was lost may find the
+        // run ended already, and must answer as the first attempt did.
+        return { run, ended: request.wait && isTerminal(run.status) }
       })
 
       return Search.of({
