@@ -64,7 +64,8 @@ describe("trigger_dsl shows the rule in effect", () => {
 describe("interval schedules document tz", () => {
   it("the request's schedule shape lists tz for an interval", () => {
     const body = resolve(doc.paths["/v1/projects/{pid}/track/monitors"].post.requestBody.content["application/json"].schema)
-    const branches: Array<Json> = (resolve(body.properties.schedule).anyOf ?? []).flatMap((b: Json) => resolve(b).anyOf ?? [resolve(b)])
+    const union = (schema: Json): Array<Json> => schema.oneOf ?? schema.anyOf ?? []
+    const branches: Array<Json> = union(resolve(body.properties.schedule)).flatMap((b: Json) => resolve(b).oneOf ?? resolve(b).anyOf ?? [resolve(b)])
     const interval = branches.find((b) => b.properties?.kind?.enum?.[0] === "interval" || b.properties?.kind?.const === "interval")
     expect(interval).toBeDefined()
     expect(Object.keys(interval.properties)).toEqual(expect.arrayContaining(["kind", "interval_seconds", "tz"]))
@@ -184,6 +185,46 @@ describe("DeepResearch at the outline gate", () => {
       const described = [phase.description, ...(phase.anyOf ?? []).map((b: Json) => resolve(b).description)].join(" ")
       expect(described, path).toMatch(/`awaiting_input` with phase `hitl_outline` kept and `pending_request_id`/)
     }
+  })
+})
+
+describe("unions discriminated by kind are oneOf", () => {
+  /** The first anyOf/oneOf under a node. */
+  const unionOf = (node: Json): { readonly mode: "anyOf" | "oneOf"; readonly branches: Array<Json> } | undefined => {
+    if (node === null || typeof node !== "object") return undefined
+    const kinded = (branches: Array<Json>) => branches.filter((b: Json) => b?.type !== "null")
+    if (Array.isArray(node.oneOf) && kinded(node.oneOf).every((b: Json) => resolve(b)?.properties?.kind !== undefined)) return { mode: "oneOf", branches: kinded(node.oneOf) }
+    if (Array.isArray(node.anyOf) && kinded(node.anyOf).every((b: Json) => resolve(b)?.properties?.kind !== undefined)) return { mode: "anyOf", branches: kinded(node.anyOf) }
+    for (const value of Object.values(node)) {
+      const found = unionOf(value)
+      if (found !== undefined) return found
+    }
+    return undefined
+  }
+  it("Track's schedule (cron or interval, with checks JSON Schema cannot state) is documented oneOf, as the request and the monitor answer it", () => {
+    const body = resolve(doc.paths["/v1/projects/{pid}/track/monitors"].post.requestBody.content["application/json"].schema)
+    const request = unionOf(body.properties.schedule)
+    expect(request?.mode).toBe("oneOf")
+    expect(request?.branches.map((b: Json) => resolve(b).properties.kind.enum[0])).toEqual(["cron", "interval"])
+    const answered = unionOf(responseSchema("/v1/projects/{pid}/track/monitors/{mid}", "get", "200").properties.schedule)
+    expect(answered?.mode).toBe("oneOf")
+  })
+  it("no anyOf is left in the document whose every branch requires its own kind", () => {
+    const left: Array<string> = []
+    const walk = (node: Json, at: string): void => {
+      if (node === null || typeof node !== "object") return
+      if (Array.isArray(node.anyOf) && node.anyOf.filter((b: Json) => b?.type !== "null").length > 1) {
+        const kinds = node.anyOf.filter((b: Json) => b?.type !== "null").map((b: Json) => {
+          const r = resolve(b)
+          const kind = r?.properties?.kind
+          return r?.type === "object" && r.required?.includes("kind") && kind?.enum?.length === 1 ? kind.enum[0] : undefined
+        })
+        if (kinds.every((k: unknown) => k !== undefined) && new Set(kinds).size === kinds.length) left.push(at)
+      }
+      for (const [key, value] of Object.entries(node)) walk(value, `${at}/${key}`)
+    }
+    walk(doc, "#")
+    expect(left).toEqual([])
   })
 })
 

@@ -4,6 +4,7 @@
  */
 import { HttpApi, OpenApi } from "effect/http-api"
 import { transportHeaders } from "./openapi-transport.ts"
+import { discriminatedUnions } from "./openapi-unions.ts"
 import { eventStreams } from "./openapi-events.ts"
 import { ApiKeysApi } from "./api-keys.ts"
 import { ControlApi } from "./control.ts"
@@ -85,5 +86,6 @@ const contract = HttpApi.make("web-agent-service")
       "Every non-2xx response is {code, detail, extra}; clients branch on code."
   }))
 
-// Idempotency-Key on every write that honours it, Retry-After and RateLimit on every 429; every event payload and each stream's event types.
-export class WebAgentApi extends contract.annotate(OpenApi.Transform, (spec) => eventStreams(transportHeaders(contract)(spec))) {}
+// Idempotency-Key on every write that honours it, Retry-After and RateLimit on every 429; every event payload and each stream's event types;
+// unions discriminated by `kind` as oneOf.
+export class WebAgentApi extends contract.annotate(OpenApi.Transform, (spec) => discriminatedUnions(eventStreams(transportHeaders(contract)(spec)))) {}
