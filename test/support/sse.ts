@@ -11,6 +11,7 @@
  */
 import { Schema } from "effect"
 import { eventDataSchema, HEARTBEAT_EVENT, StreamEventTypes, type StreamKind } from "../../src/domain/events.ts"
+import { streamOfPath } from "../../src/http/api/openapi-events.ts"
 
 export interface SseEvent {
   readonly id: number | undefined
@@ -85,21 +86,9 @@ export const readSse = async (url: string, headers: Record<string, string>, opti
 export class EventContractError extends Error {}
 
 /** The product whose stream `url` is, and the convention its route speaks; undefined for other streams. */
-export const streamOf = (url: string): { readonly kind: StreamKind; readonly convention: "A" | "B" } | undefined => {
-  const path = new URL(url).pathname
-  if (!path.endsWith("/events")) return undefined
-  const convention = path.startsWith("/api/v1/") ? "B" : "A"
-  const kind: StreamKind | undefined = path.includes("/do_anything/")
-    ? "do_anything"
-    : path.includes("/deep_research/")
-    ? "deep_research"
-    : path.includes("/web_search/")
-    ? "web_search"
-    : path.includes("/track/")
-    ? "track"
-    : undefined
-  return kind === undefined ? undefined : { kind, convention }
-}
+/** The product stream a URL reads (the document's own rule, src/http/api/openapi-events.ts), or undefined. */
+export const streamOf = (url: string): { readonly kind: StreamKind; readonly convention: "A" | "B" } | undefined =>
+  streamOfPath(new URL(url).pathname)
 
 const strict = { errors: "all", onExcessProperty: "error" } as const
 

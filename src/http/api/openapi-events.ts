@@ -73,7 +73,7 @@ const envelope = (type: string, data: Record<string, unknown>, stored: boolean) 
 })
 
 /** The stream of an event-stream operation's path, or undefined (not an event stream of a product). */
-const streamOfPath = (path: string): { readonly kind: StreamKind; readonly convention: Convention } | undefined => {
+export const streamOfPath = (path: string): { readonly kind: StreamKind; readonly convention: Convention } | undefined => {
   if (!path.endsWith("/events")) return undefined
   const convention: Convention = path.startsWith("/api/v1/") ? "B" : "A"
   const kind: StreamKind | undefined = path.includes("/do_anything/")
