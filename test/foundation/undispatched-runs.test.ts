@@ -10,6 +10,7 @@ import { randomUUID } from "node:crypto"
 import type pg from "pg"
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest"
 import { type FakeEngines, startFakeEngines } from "../fixtures/engines/fake-engines.ts"
+import { eventually } from "../support/runs.ts"
 import { embeddedDatabaseClient, type Service, startService, stopAndClean } from "../support/service.ts"
 
 vi.setConfig({ testTimeout: 180_000 })
@@ -32,15 +33,6 @@ afterEach(async () => {
   running.length = 0
   await stopAndClean(last)
 })
-
-const until = async <A>(what: string, probe: () => Promise<A | undefined>, seconds: number): Promise<A> => {
-  for (const started = Date.now(); Date.now() - started < seconds * 1000;) {
-    const found = await probe()
-    if (found !== undefined) return found
-    await new Promise((resolve) => setTimeout(resolve, 100))
-  }
-  throw new Error(`${what}: not within ${seconds} s`)
-}
 
 /** A copy of an ended run, pending again under a new id, as a commit that was never dispatched leaves it. */
 const pendingCopy = async (db: pg.Client, runId: string, instructions: string) => {
@@ -66,16 +58,16 @@ describe("runs committed but never dispatched", () => {
     const sessionId = created.json.id as string
     const sessionRuns = async (): Promise<Array<{ id: string; status: string }>> =>
       (await service.request("GET", `${base}/do_anything/sessions/${sessionId}`)).json.runs
-    const first = await until("the first run ends", async () => {
+    const first = await eventually("the first run ends", async () => {
       const runs = await sessionRuns()
       return runs.every((run) => terminal.has(run.status)) ? runs[0] : undefined
-    }, 60)
+    })
     const search = await service.request("POST", `${base}/web_search/runs`, { body: { queries: ["dispatched"], engines: ["searxng"], wait: false } })
     expect(search.status, search.text).toBe(202)
-    await until("the search ends", async () => {
+    await eventually("the search ends", async () => {
       const run = (await service.request("GET", `${base}/web_search/runs/${search.json.id}`)).json
       return terminal.has(run.status) ? run : undefined
-    }, 60)
+    })
 
     const db = await embeddedDatabaseClient(service.dataDir)
     let followUp: string
@@ -92,14 +84,14 @@ describe("runs committed but never dispatched", () => {
     await service.kill()
     service = await startService({ env: env(), dataDir: service.dataDir, credentials: { projectId: service.projectId, apiKey: service.apiKey } })
     running.push(service)
-    await until("the follow-up ends after the restart", async () => {
+    await eventually("the follow-up ends after the restart", async () => {
       const run = (await sessionRuns()).find((r) => r.id === followUp)
       return run !== undefined && terminal.has(run.status) ? run : undefined
-    }, 60)
-    const searched = await until("the search ends after the restart", async () => {
+    })
+    const searched = await eventually("the search ends after the restart", async () => {
       const run = (await service.request("GET", `${base}/web_search/runs/${searchRun}`)).json
       return terminal.has(run.status) ? run : undefined
-    }, 60)
+    })
     expect(searched.status, JSON.stringify(searched.error)).toBe("done")
     const dispatched = service.logs.filter((line) => line.message === "undispatched run dispatched").map((line) => line.annotations["kind"])
     expect(dispatched.sort()).toEqual(["do_anything", "web_search"])
