@@ -1,14 +1,8 @@
-/** Projects: the unit an API key is scoped to. */
+/** Projects: the unit an API key is scoped to. Their SQL is the store's (src/auth/project-store.ts). */
 import { Context, Effect, Layer } from "effect"
-import { SqlClient } from "effect/sql"
-import { makeId } from "../domain/ids.ts"
-import type { ProjectId } from "../domain/run.ts"
+import { ProjectStore, type ProjectRow } from "./project-store.ts"
 
-export interface ProjectRow {
-  readonly id: ProjectId
-  readonly name: string
-  readonly created_at: Date
-}
+export type { ProjectRow } from "./project-store.ts"
 
 export class Projects extends Context.Service<Projects, {
   readonly create: (name: string) => Effect.Effect<ProjectRow>
@@ -16,29 +10,27 @@ export class Projects extends Context.Service<Projects, {
   readonly count: Effect.Effect<number>
   /** The secret that signs the project's callbacks (GET /v1/projects/{pid}/webhook_secret, admin keys). */
   readonly webhookSecret: (id: string) => Effect.Effect<string | undefined>
+  /**
+   * `make` on a database with no project yet, else undefined: under the first start's lock, in one
+   * transaction, so of several nodes starting at once exactly one makes it.
+   */
+  readonly whenNone: <A, E, R>(make: Effect.Effect<A, E, R>) => Effect.Effect<A | undefined, E, R>
 }>()("wa/auth/Projects") {
   static readonly layer = Layer.effect(
     Projects,
     Effect.gen(function*() {
-      const sql = yield* SqlClient.SqlClient
+      const store = yield* ProjectStore
       return Projects.of({
-        create: (name) =>
-          sql<ProjectRow>`INSERT INTO projects (id, name) VALUES (${makeId("proj")}, ${name}) RETURNING *`.pipe(
-            Effect.map((rows) => rows[0]!),
-            Effect.orDie
-          ),
-        find: (id) =>
-          sql<ProjectRow>`SELECT * FROM projects WHERE id = ${id}`.pipe(Effect.map((rows) => rows[0]), Effect.orDie),
-        count: sql<{ n: string }>`SELECT count(*)::text AS n FROM projects`.pipe(
-          Effect.map((rows) => Number(rows[0]!.n)),
-          Effect.orDie
-        ),
-        webhookSecret: (id) =>
-          sql<{ webhook_secret: string }>`SELECT webhook_secret FROM projects WHERE id = ${id}`.pipe(
-            Effect.map((rows) => rows[0]?.webhook_secret),
-            Effect.orDie
-          )
+        create: store.insert,
+        find: store.find,
+        count: store.count,
+        webhookSecret: store.webhookSecret,
+        whenNone: (make) =>
+          store.withBootstrapLock(Effect.gen(function*() {
+            if ((yield* store.count) > 0) return undefined
+            return yield* make
+          }))
       })
     })
-  )
+  ).pipe(Layer.provide(ProjectStore.layer))
 }
