@@ -8,7 +8,7 @@ import { HttpApiBuilder } from "effect/http-api"
 import { type CacheScript, type CacheScriptDetail, CacheScripts } from "../../do-anything/cache-scripts.ts"
 import { WebAgentApi } from "../api/api.ts"
 import { CurrentKey } from "../api/security.ts"
-import { notFound } from "../errors.ts"
+import { httpErrors } from "../domain-errors.ts"
 import { cursorPage } from "../pagination.ts"
 
 const iso = (date: Date | null) => date === null ? null : date.toISOString()
@@ -42,9 +42,6 @@ export const cacheScriptView = (script: CacheScriptDetail) => ({
   }))
 })
 
-const missing = ({ scriptId }: { readonly scriptId: string }) =>
-  Effect.fail(notFound("cache_script_not_found", `no cached script ${scriptId} in this project`, { script_id: scriptId }))
-
 export const CacheScriptsHandlers = HttpApiBuilder.group(
   WebAgentApi,
   "cacheScripts",
@@ -58,12 +55,12 @@ export const CacheScriptsHandlers = HttpApiBuilder.group(
         }))
       .handle("get", ({ params }) =>
         CurrentKey.use(({ projectId }) => scripts.get(projectId, params.script_id)).pipe(
-          Effect.catchTag("CacheScriptNotFound", missing),
+          httpErrors,
           Effect.map(cacheScriptView)
         ))
       .handle("delete", ({ params }) =>
         CurrentKey.use(({ projectId }) => scripts.remove(projectId, params.script_id)).pipe(
-          Effect.catchTag("CacheScriptNotFound", missing)
+          httpErrors
         ))
   })
 )

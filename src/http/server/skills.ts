@@ -5,11 +5,11 @@
  */
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
-import type { SkillNameTaken, SkillNotFound } from "../../domain/errors.ts"
 import { type Skill, type SkillDetail, type SkillRefused, Skills } from "../../do-anything/skills.ts"
 import { WebAgentApi } from "../api/api.ts"
 import { CurrentKey } from "../api/security.ts"
-import { Conflict, notFound, NotFound, ValidationError } from "../errors.ts"
+import { httpErrors } from "../domain-errors.ts"
+import { Conflict, NotFound, ValidationError } from "../errors.ts"
 import { cursorPage } from "../pagination.ts"
 
 const iso = (date: Date | null) => date === null ? null : date.toISOString()
@@ -40,12 +40,6 @@ export const skillView = (skill: SkillDetail) => ({
   }))
 })
 
-const missing = (error: SkillNotFound) =>
-  Effect.fail(notFound("skill_not_found", `no skill ${error.skill} in this project`, { skill: error.skill }))
-
-const taken = (error: SkillNameTaken) =>
-  Effect.fail(new Conflict({ code: "skill_name_taken", detail: `this project already has a skill named ${error.name}`, extra: { name: error.name } }))
-
 const refused = (error: SkillRefused) => {
   const envelope = { code: error.code, detail: error.detail, extra: error.extra }
   return Effect.fail(
@@ -66,7 +60,8 @@ export const SkillsHandlers = HttpApiBuilder.group(
     return handlers
       .handle("create", ({ payload: { name, ...input } }) =>
         CurrentKey.use(({ projectId }) => skills.create(projectId, name, input)).pipe(
-          Effect.catchTags({ SkillNameTaken: taken, SkillRefused: refused }),
+          Effect.catchTag("SkillRefused", refused),
+          httpErrors,
           Effect.map(skillSummaryView)
         ))
       .handle("list", ({ query }) =>
@@ -76,17 +71,18 @@ export const SkillsHandlers = HttpApiBuilder.group(
         }))
       .handle("get", ({ params }) =>
         CurrentKey.use(({ projectId }) => skills.get(projectId, params.skill)).pipe(
-          Effect.catchTag("SkillNotFound", missing),
+          httpErrors,
           Effect.map(skillView)
         ))
       .handle("update", ({ params, payload }) =>
         CurrentKey.use(({ projectId }) => skills.update(projectId, params.skill, payload)).pipe(
-          Effect.catchTags({ SkillNotFound: missing, SkillRefused: refused }),
+          Effect.catchTag("SkillRefused", refused),
+          httpErrors,
           Effect.map(skillSummaryView)
         ))
       .handle("delete", ({ params }) =>
         CurrentKey.use(({ projectId }) => skills.remove(projectId, params.skill)).pipe(
-          Effect.catchTag("SkillNotFound", missing)
+          httpErrors
         ))
   })
 )
