@@ -21,4 +21,4 @@ export class ClientApi extends HttpApi.make("web-agent-service")
   .add(BillingApi)
 {}
 
-export type { CreateRunRequest, RunResponse, SessionResponse } from "../http/api/do-anything.ts"
+export type { CreateRunRequest, RunResponse, SessionResponse } from "../domain/wire/do-anything.ts"

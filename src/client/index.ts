@@ -16,7 +16,7 @@ import { FetchHttpClient } from "effect/http"
 import { HttpApiClient, HttpApiMiddleware } from "effect/http-api"
 import { HttpClientRequest } from "effect/http"
 import { Authentication } from "../http/api/security.ts"
-import { CreateRunRequest as CreateRunSchema } from "../http/api/do-anything.ts"
+import { CreateRunRequest as CreateRunSchema } from "../domain/wire/do-anything.ts"
 import { CreateResearchRequest as CreateResearchSchema } from "../domain/research.ts"
 import { WebSearchRequest as WebSearchSchema } from "../domain/web-search.ts"
 import { CreateMonitorRequest as CreateMonitorSchema, PatchMonitorRequest as PatchMonitorSchema } from "../domain/monitor.ts"
@@ -47,10 +47,10 @@ export interface ClientOptions {
 /** The typed client of the product endpoints (methods return Effects). */
 export type Api = HttpApiClient.ForApi<typeof ClientApi>
 
-type Schemas = typeof import("../http/api/do-anything.ts")
-type ResearchSchemas = typeof import("../http/api/deep-research.ts")
-type SearchSchemas = typeof import("../http/api/web-search.ts")
-type TrackSchemas = typeof import("../http/api/track.ts")
+type Schemas = typeof import("../domain/wire/do-anything.ts")
+type ResearchSchemas = typeof import("../domain/wire/deep-research.ts")
+type SearchSchemas = typeof import("../domain/wire/web-search.ts")
+type TrackSchemas = typeof import("../domain/wire/track.ts")
 export type Session = Schemas["SessionResponse"]["Type"]
 export type Run = Schemas["RunResponse"]["Type"]
 export type CreateRunRequest = Schemas["CreateRunRequest"]["Encoded"]

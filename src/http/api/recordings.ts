@@ -7,23 +7,14 @@ import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/ht
 import { BadRequest, Forbidden, NotFound } from "../../domain/api-errors.ts"
 import { PageQuery } from "../../domain/pagination.ts"
 import { replayAssetNames } from "../../domain/recording.ts"
-import { ArtifactResponse } from "./deep-research.ts"
+import { DoAnythingArtifactList } from "../../domain/wire/recordings.ts"
+import { SignedUrlQuery } from "../../domain/wire/common.ts"
 import { MaxString, ProjectIdParam, RunIdParam, SessionIdParam } from "./schemas.ts"
 import { Authentication, Idempotency, RateLimit } from "./security.ts"
-
-export const DoAnythingArtifactResponse = Schema.Struct({
-  ...ArtifactResponse.fields,
-  /** The replay page of a recording (a signed path, no API key needed); null for other artifacts. */
-  replay_url: Schema.NullOr(Schema.String),
-  replay_url_expires_at: Schema.NullOr(Schema.String)
-})
-
-export const DoAnythingArtifactList = Schema.Struct({ items: Schema.Array(DoAnythingArtifactResponse), next_cursor: Schema.NullOr(Schema.String) })
 
 const ArtifactContent = Schema.Uint8Array.pipe(HttpApiSchema.asUint8Array({ contentType: "application/json" }))
 const Html = Schema.String.pipe(HttpApiSchema.asText({ contentType: "text/html" }))
 const ArtifactIdParam = MaxString(64)
-const Signed = { expires: Schema.NumberFromString, signature: MaxString(128) }
 
 const contentDescription = "The artifact's content. A recording is JSON `{format: \"rrweb/2\", run_id, events: [rrweb events], " +
   "event_count, truncated}`, stored gzip-compressed: sent with `Content-Encoding: gzip` to clients that accept it, " +
@@ -93,7 +84,7 @@ export class RecordingReplayApi extends HttpApiGroup.make("recording_replay")
   .add(
     HttpApiEndpoint.get("replayPage", "/v1/recordings/:aid/replay", {
       params: { aid: ArtifactIdParam },
-      query: Signed,
+      query: SignedUrlQuery,
       success: Html,
       error: [NotFound, Forbidden]
     }).annotate(
@@ -104,7 +95,7 @@ export class RecordingReplayApi extends HttpApiGroup.make("recording_replay")
     ),
     HttpApiEndpoint.get("replayEvents", "/v1/recordings/:aid/events", {
       params: { aid: ArtifactIdParam },
-      query: Signed,
+      query: SignedUrlQuery,
       success: ArtifactContent,
       error: [NotFound, Forbidden]
     }).annotate(OpenApi.Description, `The recording the replay page plays, with the page's signature. ${contentDescription}`)

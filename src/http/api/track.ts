@@ -7,115 +7,27 @@
  */
 import { Schema } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
-import {
-  CreateMonitorRequest,
-  MessageMonitorRequest,
-  MonitorInterveneRequest,
-  MonitorStatus,
-  NotifyChannelKind,
-  PageResult,
-  PatchMonitorRequest,
-  TickStatus,
-  TickTrigger
-} from "../../domain/monitor.ts"
-import { CanonicalSchedule } from "../../domain/schedule-spec.ts"
+import { CreateMonitorRequest, MessageMonitorRequest, MonitorInterveneRequest, PatchMonitorRequest } from "../../domain/monitor.ts"
 import { RULES_DOCUMENTATION } from "../../domain/track-rules.ts"
 import { BadRequest, Conflict, Forbidden, NotFound, PaymentRequired, ValidationError } from "../../domain/api-errors.ts"
 import { PageQuery } from "../../domain/pagination.ts"
-import { MaxString, ProjectIdParam, secretField, Timestamp } from "./schemas.ts"
+import {
+  CreateMonitorResponse,
+  ListMonitorsQuery,
+  MonitorListResponse,
+  MonitorResponse,
+  SnapshotListResponse,
+  SnapshotResponse,
+  TickRunListResponse,
+  TickRunResponse
+} from "../../domain/wire/track.ts"
+import { DeliveryListResponse, DeliveryResponse } from "../../domain/wire/webhook-deliveries.ts"
+import { MaxString, ProjectIdParam } from "./schemas.ts"
 import { Authentication, Idempotency, RateLimit } from "./security.ts"
-import { DeliveryResponse } from "./webhook-deliveries.ts"
-
-const Json = Schema.Unknown
-const JsonObject = Schema.Record(Schema.String, Schema.Unknown)
-const Money = Schema.String.annotate({ description: "USD as a decimal string exact to the micro-dollar, at least two decimals (\"0.000182\", \"1.50\")" })
-
-export const MonitorResponse = Schema.Struct({
-  id: Schema.String,
-  tenant_id: Schema.String.annotate({ description: "the project id until tenants exist" }),
-  owner_user_id: Schema.NullOr(Schema.String).annotate({ description: "null until console accounts exist" }),
-  status: MonitorStatus,
-  status_reason: Schema.NullOr(Schema.String),
-  intent_text: Schema.String,
-  notify_channel: Schema.Struct({
-    kind: NotifyChannelKind,
-    url: Schema.NullOr(Schema.String),
-    webhook_id: Schema.NullOr(Schema.String),
-    schedule_id: Schema.optionalKey(Schema.NullOr(Schema.String)).annotate({ description: "kind schedule: the DoAnything schedule each notification triggers" })
-  }),
-  schedule: Schema.NullOr(CanonicalSchedule),
-  target_urls: Schema.NullOr(Schema.Array(Schema.String)),
-  extraction_schema: Schema.NullOr(JsonObject),
-  trigger_dsl: JsonObject.annotate({ description: "the trigger rule in effect: the one given, or the default {\"on\": \"change\"} when none was (never null)", examples: [{ on: "change" }] }),
-  stop_condition_dsl: Schema.NullOr(JsonObject).annotate({ description: "null: the monitor runs until stopped" }),
-  profile_id: Schema.NullOr(Schema.String),
-  baseline_extracted: Json,
-  baseline_extracted_at: Schema.NullOr(Timestamp),
-  last_tick_at: Schema.NullOr(Timestamp),
-  last_tick_n: Schema.Int,
-  consecutive_failures: Schema.Int,
-  pending_input_request: Schema.NullOr(Schema.Struct({ request_id: Schema.String, question: Schema.String })).annotate({
-    description: "the supervisor's open question during alignment (answer it with intervene)"
-  }),
-  created_at: Timestamp,
-  updated_at: Timestamp
-})
-
-export const CreateMonitorResponse = Schema.Struct({
-  ...MonitorResponse.fields,
-  notify_secret: secretField(Schema.String, "Standard Webhooks secret (whsec_...) signing callback_url deliveries; returned only here")
-})
-
-export const MonitorListResponse = Schema.Struct({
-  items: Schema.Array(MonitorResponse),
-  total: Schema.Int,
-  page: Schema.Int,
-  page_size: Schema.Int,
-  has_more: Schema.Boolean
-})
-
-export const TickRunResponse = Schema.Struct({
-  id: Schema.String,
-  monitor_id: Schema.String,
-  n: Schema.NullOr(Schema.Int),
-  trigger: TickTrigger,
-  slot_at: Schema.NullOr(Timestamp),
-  status: TickStatus,
-  changed: Schema.NullOr(Schema.Boolean),
-  fired: Schema.NullOr(Schema.Boolean),
-  snapshot_id: Schema.NullOr(Schema.String),
-  pages: Schema.Array(PageResult),
-  error: Schema.NullOr(Schema.Struct({ code: Schema.String, detail: Schema.String })),
-  llm_cost_usd: Money,
-  browser_cost_usd: Money,
-  proxy_cost_usd: Money,
-  service_cost_usd: Money.annotate({ description: "The tick fee (track_per_tick of the price table), charged when the tick succeeds" }),
-  total_cost_usd: Money,
-  created_at: Timestamp,
-  started_at: Schema.NullOr(Timestamp),
-  finished_at: Schema.NullOr(Timestamp)
-})
-
-export const SnapshotResponse = Schema.Struct({
-  id: Schema.String,
-  monitor_id: Schema.String,
-  run_id: Schema.String,
-  n: Schema.Int,
-  content_hash: Schema.String,
-  changed: Schema.Boolean,
-  extracted: Json,
-  diff: Json.annotate({ description: "null for the baseline; {kind: json, changes: [{op, path, old, new}]} or {kind: text, added, removed, unified}" }),
-  pages: Schema.Array(PageResult),
-  text_length: Schema.Int,
-  text: Schema.optional(Schema.String),
-  fetched_at: Timestamp,
-  created_at: Timestamp
-})
 
 const EventStream = Schema.String.pipe(HttpApiSchema.asText({ contentType: "text/event-stream" }))
 const strict = { errors: "all", onExcessProperty: "error" } as const
 const MonitorParams = { ...ProjectIdParam, mid: MaxString(64) }
-const page = <S extends Schema.Top>(item: S) => Schema.Struct({ items: Schema.Array(item), next_cursor: Schema.NullOr(Schema.String) })
 
 const createEndpoint = (path: "/monitors" | "/tracks") =>
   HttpApiEndpoint.post("createMonitor", path, {
@@ -138,11 +50,7 @@ export class TrackApi extends HttpApiGroup.make("track")
     createEndpoint("/monitors"),
     HttpApiEndpoint.get("listMonitors", "/monitors", {
       params: ProjectIdParam,
-      query: {
-        page: Schema.optional(Schema.NumberFromString.check(Schema.isInt(), Schema.isBetween({ minimum: 1, maximum: 100_000 }))).annotate({ default: 1 }),
-        page_size: Schema.optional(Schema.NumberFromString.check(Schema.isInt(), Schema.isBetween({ minimum: 1, maximum: 100 }))).annotate({ default: 20 }),
-        status: Schema.optional(MonitorStatus)
-      },
+      query: ListMonitorsQuery,
       success: MonitorListResponse,
       error: BadRequest
     }),
@@ -199,7 +107,7 @@ export class TrackApi extends HttpApiGroup.make("track")
     HttpApiEndpoint.get("listRuns", "/monitors/:mid/runs", {
       params: MonitorParams,
       query: PageQuery,
-      success: page(TickRunResponse),
+      success: TickRunListResponse,
       error: [BadRequest, NotFound]
     }),
     HttpApiEndpoint.get("getRun", "/monitors/:mid/runs/:run_id", {
@@ -210,7 +118,7 @@ export class TrackApi extends HttpApiGroup.make("track")
     HttpApiEndpoint.get("listSnapshots", "/monitors/:mid/snapshots", {
       params: MonitorParams,
       query: PageQuery,
-      success: page(SnapshotResponse),
+      success: SnapshotListResponse,
       error: [BadRequest, NotFound]
     }).annotate(OpenApi.Description, "Newest first; items leave out the text (get one snapshot for it)."),
     HttpApiEndpoint.get("getSnapshot", "/monitors/:mid/snapshots/:snapshot_id", {
@@ -221,7 +129,7 @@ export class TrackApi extends HttpApiGroup.make("track")
     HttpApiEndpoint.get("listDeliveries", "/monitors/:mid/deliveries", {
       params: MonitorParams,
       query: PageQuery,
-      success: page(DeliveryResponse),
+      success: DeliveryListResponse,
       error: [BadRequest, NotFound]
     }),
     HttpApiEndpoint.post("retryDelivery", "/monitors/:mid/deliveries/:delivery_id/retry", {
