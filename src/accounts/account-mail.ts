@@ -16,18 +16,16 @@
  * the service mail an address without bound.
  */
 import { Context, Effect, Layer } from "effect"
-import { SqlClient } from "effect/sql"
 import { OutgoingMail } from "../mail/outgoing.ts"
 import { AccountConflict, AccountResourceNotFound, type LoginThrottled } from "./errors.ts"
 import { LoginThrottle } from "./login-throttle.ts"
 import { hashPassword } from "./passwords.ts"
-import { generateInvitationToken as generateMailToken, hashToken } from "./session-tokens.ts"
+import { AccountTokenStore, type TokenPurpose as Purpose } from "./account-token-store.ts"
+import { generateInvitationToken as generateMailToken } from "./session-tokens.ts"
 import { normalizeEmail, Users } from "./users.ts"
 
 export const VERIFY_EMAIL_TTL_HOURS = 24
 export const RESET_PASSWORD_TTL_MINUTES = 30
-
-type Purpose = "verify_email" | "reset_password"
 
 export interface VerificationRequested {
   readonly email: string
@@ -49,7 +47,7 @@ export class AccountMail extends Context.Service<AccountMail, {
   static readonly layer = Layer.effect(
     AccountMail,
     Effect.gen(function*() {
-      const sql = yield* SqlClient.SqlClient
+      const store = yield* AccountTokenStore
       const users = yield* Users
       const throttle = yield* LoginThrottle
       const mail = yield* OutgoingMail
@@ -58,12 +56,9 @@ export class AccountMail extends Context.Service<AccountMail, {
         Effect.gen(function*() {
           const token = generateMailToken()
           // Tokens of the user that ended a day ago go as a new one is made.
-          yield* sql`DELETE FROM account_tokens WHERE user_id = ${userId} AND expires_at < now() - interval '1 day'`
-          yield* sql`
-            INSERT INTO account_tokens (token_hash, user_id, purpose, email, expires_at)
-            VALUES (${hashToken(token)}, ${userId}, ${purpose}, ${email}, now() + ${ttl}::interval)`
+          yield* store.issue(token, userId, email, purpose, ttl)
           return token
-        }).pipe(Effect.orDie)
+        })
 
       /** Sends, logging a failure instead of failing: the caller's answer must not depend on the mail server. */
       const deliver = (to: string, subject: string, text: string) =>
@@ -72,10 +67,7 @@ export class AccountMail extends Context.Service<AccountMail, {
       /** Why a token is refused: unknown (or another user's), used, or expired. */
       const refusal = (token: string, purpose: Purpose, userId: string | undefined) =>
         Effect.gen(function*() {
-          const rows = yield* sql<{ user_id: string; used: boolean; expired: boolean }>`
-            SELECT user_id, used_at IS NOT NULL AS used, expires_at <= now() AS expired
-            FROM account_tokens WHERE token_hash = ${hashToken(token)} AND purpose = ${purpose}`.pipe(Effect.orDie)
-          const row = rows[0]
+          const row = yield* store.state(token, purpose)
           if (row === undefined || (userId !== undefined && row.user_id !== userId)) return new AccountResourceNotFound({ what: "token", id: "(token)" })
           const link = purpose === "verify_email" ? "verification link" : "password reset link"
           return row.used
@@ -108,17 +100,8 @@ export class AccountMail extends Context.Service<AccountMail, {
       })
 
       const verifyEmail = Effect.fn("AccountMail.verifyEmail")(function*(userId: string, token: string) {
-        const verified = yield* sql.withTransaction(Effect.gen(function*() {
-          // The token counts only for the address it was mailed to, and only for its own account.
-          const claimed = yield* sql<{ user_id: string }>`
-            UPDATE account_tokens t SET used_at = now() FROM users u
-            WHERE t.token_hash = ${hashToken(token)} AND t.purpose = 'verify_email' AND t.user_id = ${userId}
-              AND t.used_at IS NULL AND t.expires_at > now() AND u.id = t.user_id AND lower(u.email) = lower(t.email)
-            RETURNING t.user_id`
-          if (claimed.length === 0) return false
-          yield* sql`UPDATE users SET email_verified = true WHERE id = ${userId}`
-          return true
-        })).pipe(Effect.orDie)
+        // The token counts only for the address it was mailed to, and only for its own account.
+        const verified = yield* store.verifyEmail(userId, token)
         if (!verified) return yield* (yield* refusal(token, "verify_email", userId))
       })
 
@@ -144,20 +127,15 @@ export class AccountMail extends Context.Service<AccountMail, {
 
       const resetPassword = Effect.fn("AccountMail.resetPassword")(function*(token: string, newPassword: string) {
         // A cheap look first: the password hash is only computed for a live token.
-        const live = yield* sql`
-          SELECT 1 FROM account_tokens
-          WHERE token_hash = ${hashToken(token)} AND purpose = 'reset_password' AND used_at IS NULL AND expires_at > now()`.pipe(Effect.orDie)
-        if (live.length === 0) return yield* (yield* refusal(token, "reset_password", undefined))
+        if (!(yield* store.resetIsLive(token))) return yield* (yield* refusal(token, "reset_password", undefined))
         const hash = yield* hashPassword(newPassword)
-        const done = yield* sql.withTransaction(Effect.gen(function*() {
-          const claimed = yield* sql<{ user_id: string; email: string }>`
-            UPDATE account_tokens SET used_at = now()
-            WHERE token_hash = ${hashToken(token)} AND purpose = 'reset_password' AND used_at IS NULL AND expires_at > now()
-            RETURNING user_id, email`
-          if (claimed[0] === undefined) return undefined
-          yield* users.setPasswordAfterProof(claimed[0].user_id, hash)
-          return claimed[0]
-        })).pipe(Effect.orDie)
+        // The token is used and the password set in one transaction.
+        const done = yield* store.transaction(Effect.gen(function*() {
+          const claimed = yield* store.claimReset(token)
+          if (claimed === undefined) return undefined
+          yield* users.setPasswordAfterProof(claimed.user_id, hash)
+          return claimed
+        }))
         if (done === undefined) return yield* (yield* refusal(token, "reset_password", undefined))
         // The owner may have been locked out by someone else's guesses: the account's count starts again.
         yield* throttle.succeeded({ account: normalizeEmail(done.email), address: "" })
@@ -165,5 +143,5 @@ export class AccountMail extends Context.Service<AccountMail, {
 
       return AccountMail.of({ requestVerification, verifyEmail, requestPasswordReset, resetPassword })
     })
-  )
+  ).pipe(Layer.provide(AccountTokenStore.layer))
 }

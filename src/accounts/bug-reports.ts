@@ -5,28 +5,11 @@
  * no other values; `open` and `closed` are what this service uses).
  */
 import { Context, Effect, Layer } from "effect"
-import { SqlClient } from "effect/sql"
 import { AppConfig } from "../config/config.ts"
-import { makeId } from "../domain/ids.ts"
-import { createOnce } from "../store/keyed-create.ts"
+import { BugReportStore, type BugReportRow, type InputMethod } from "./bug-report-store.ts"
 import { AccountInvalidField } from "./errors.ts"
 
-export type InputMethod = "text" | "voice" | "mixed"
-
-export interface BugReportRow {
-  readonly id: string
-  readonly project_id: string
-  readonly user_id: string | null
-  readonly message: string
-  readonly page_path: string
-  readonly screenshot_data_url: string | null
-  readonly input_method: InputMethod
-  readonly viewport_width: number | null
-  readonly viewport_height: number | null
-  readonly user_agent: string | null
-  readonly status: string
-  readonly created_at: Date
-}
+export type { BugReportRow, InputMethod } from "./bug-report-store.ts"
 
 export interface NewBugReport {
   readonly message: string
@@ -57,11 +40,8 @@ export class BugReports extends Context.Service<BugReports, {
   static readonly layer = Layer.effect(
     BugReports,
     Effect.gen(function*() {
-      const sql = yield* SqlClient.SqlClient
+      const store = yield* BugReportStore
       const config = yield* AppConfig
-      const columns = sql.literal(
-        "id, project_id, user_id, message, page_path, screenshot_data_url, input_method, viewport_width, viewport_height, user_agent, status, created_at"
-      )
 
       const create = Effect.fn("BugReports.create")(function*(projectId: string, reporter: Reporter, report: NewBugReport) {
         const screenshot = report.screenshot_data_url
@@ -79,34 +59,23 @@ export class BugReports extends Context.Service<BugReports, {
             })
           }
         }
-        const insert = sql<BugReportRow>`
-          INSERT INTO bug_reports (id, project_id, user_id, api_key_id, message, page_path, screenshot_data_url, input_method,
-            viewport_width, viewport_height, user_agent)
-          VALUES (${makeId("bug")}, ${projectId}, ${reporter.userId}, ${reporter.apiKeyId}, ${report.message}, ${report.page_path},
-            ${screenshot}, ${report.input_method}, ${report.viewport_width}, ${report.viewport_height}, ${report.user_agent})
-          RETURNING ${columns}`.pipe(Effect.orDie, Effect.map((rows) => rows[0]!))
-        // Under an Idempotency-Key the report is recorded on the claim in its insert's transaction, so
-        // a retry after a crash gets it instead of filing a second (src/store/keyed-create.ts).
-        return yield* createOnce(sql, insert, (row) => row.id, (id) =>
-          sql<BugReportRow>`SELECT ${columns} FROM bug_reports WHERE id = ${id} AND project_id = ${projectId}`.pipe(
-            Effect.orDie,
-            Effect.map((rows) => rows[0])
-          ))
+        return yield* store.insertOnce({
+          projectId,
+          userId: reporter.userId,
+          apiKeyId: reporter.apiKeyId,
+          message: report.message,
+          page_path: report.page_path,
+          input_method: report.input_method,
+          screenshot_data_url: screenshot,
+          user_agent: report.user_agent,
+          viewport_width: report.viewport_width,
+          viewport_height: report.viewport_height
+        })
       })
 
-      const list = (projectId: string, onlyUserId: string | null, limit: number, beforeId: string | undefined) =>
-        Effect.gen(function*() {
-          const mine = onlyUserId === null ? sql`` : sql`AND user_id = ${onlyUserId}`
-          const rows = yield* sql<BugReportRow>`
-            SELECT ${columns} FROM bug_reports
-            WHERE project_id = ${projectId} ${mine} ${beforeId === undefined ? sql`` : sql`AND id < ${beforeId}`}
-            ORDER BY id DESC LIMIT ${limit}`
-          const [{ total }] = yield* sql<{ total: number }>`
-            SELECT count(*)::int AS total FROM bug_reports WHERE project_id = ${projectId} ${mine}`
-          return { rows, total }
-        }).pipe(Effect.orDie)
+      const list = store.page
 
       return BugReports.of({ create, list })
     })
-  )
+  ).pipe(Layer.provide(BugReportStore.layer))
 }

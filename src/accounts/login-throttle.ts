@@ -8,9 +8,9 @@
  * who sign in correctly).
  */
 import { Context, Effect, Layer } from "effect"
-import { SqlClient } from "effect/sql"
 import { AppConfig } from "../config/config.ts"
 import { LoginThrottled } from "./errors.ts"
+import { LoginAttemptStore } from "./login-attempt-store.ts"
 
 export interface ThrottleKeys {
   readonly account: string
@@ -25,42 +25,27 @@ export class LoginThrottle extends Context.Service<LoginThrottle, {
   static readonly layer = Layer.effect(
     LoginThrottle,
     Effect.gen(function*() {
-      const sql = yield* SqlClient.SqlClient
+      const store = yield* LoginAttemptStore
       const config = yield* AppConfig
-      const window = config.loginWindowSeconds
-      const windowStart = sql`to_timestamp(floor(extract(epoch FROM now()) / ${window}) * ${window})`
-      const count = (key: string) =>
-        sql<{ attempts: number; retry_after: number }>`
-          INSERT INTO login_attempts (scope_key, window_start, attempts)
-          VALUES (${key}, ${windowStart}, 1)
-          ON CONFLICT (scope_key, window_start) DO UPDATE SET attempts = login_attempts.attempts + 1
-          RETURNING attempts,
-            greatest(1, ceil(extract(epoch FROM (window_start + ${`${window} seconds`}::interval - now()))))::int AS retry_after`.pipe(
-          Effect.map((rows) => rows[0]!)
-        )
       const attempt = (keys: ThrottleKeys) =>
         Effect.gen(function*() {
-          const account = yield* count(`account:${keys.account}`)
-          const address = yield* count(`address:${keys.address}`)
+          const account = yield* store.count(`account:${keys.account}`)
+          const address = yield* store.count(`address:${keys.address}`)
           // A new window's first attempt sweeps the windows that ended (they only ever count up).
-          if (account.attempts === 1) {
-            yield* sql`DELETE FROM login_attempts WHERE window_start < now() - ${`${window * 2} seconds`}::interval`
-          }
+          if (account.attempts === 1) yield* store.sweep
           if (account.attempts > config.loginAttemptsPerAccount) {
             return yield* new LoginThrottled({ scope: "account", retryAfterSeconds: account.retry_after, limit: config.loginAttemptsPerAccount })
           }
           if (address.attempts > config.loginAttemptsPerAddress) {
             return yield* new LoginThrottled({ scope: "address", retryAfterSeconds: address.retry_after, limit: config.loginAttemptsPerAddress })
           }
-        }).pipe(Effect.catchTag("SqlError", Effect.die))
+        })
       const succeeded = (keys: ThrottleKeys) =>
         Effect.gen(function*() {
-          yield* sql`DELETE FROM login_attempts WHERE scope_key = ${`account:${keys.account}`}`
-          yield* sql`
-            UPDATE login_attempts SET attempts = greatest(attempts - 1, 0)
-            WHERE scope_key = ${`address:${keys.address}`} AND window_start = ${windowStart}`
-        }).pipe(Effect.orDie)
+          yield* store.clear(`account:${keys.account}`)
+          yield* store.giveBack(`address:${keys.address}`)
+        })
       return LoginThrottle.of({ attempt, succeeded })
     })
-  )
+  ).pipe(Layer.provide(LoginAttemptStore.layer))
 }

@@ -12,10 +12,10 @@
  * Users.resolveSsoIdentity): SSO never hands a proven address to an account someone else may hold.
  */
 import { Context, Effect, Layer, Option, Schema } from "effect"
-import { SqlClient } from "effect/sql"
 import * as client from "openid-client"
 import { AppConfig } from "../config/config.ts"
 import { type AccountConflict, AccountResourceNotFound, SsoFailed } from "./errors.ts"
+import { SsoLoginStore } from "./sso-login-store.ts"
 import { type UserRow, Users } from "./users.ts"
 
 const ProviderConfig = Schema.Struct({
@@ -57,7 +57,7 @@ export class Sso extends Context.Service<Sso, {
   static readonly layer = Layer.effect(
     Sso,
     Effect.gen(function*() {
-      const sql = yield* SqlClient.SqlClient
+      const store = yield* SsoLoginStore
       const users = yield* Users
       const config = yield* AppConfig
       const providers = parseProviders(Option.getOrUndefined(config.oidcProviders))
@@ -95,10 +95,7 @@ export class Sso extends Context.Service<Sso, {
         const state = client.randomState()
         const nonce = client.randomNonce()
         const challenge = yield* Effect.promise(() => client.calculatePKCECodeChallenge(codeVerifier))
-        yield* sql`DELETE FROM sso_logins WHERE expires_at < now()`.pipe(Effect.orDie)
-        yield* sql`
-          INSERT INTO sso_logins (state, provider_id, code_verifier, nonce, return_to, expires_at)
-          VALUES (${state}, ${providerId}, ${codeVerifier}, ${nonce}, ${returnTo}, now() + ${`${STATE_TTL_SECONDS} seconds`}::interval)`.pipe(Effect.orDie)
+        yield* store.start({ state, provider_id: providerId, code_verifier: codeVerifier, nonce, return_to: returnTo }, STATE_TTL_SECONDS)
         const url = client.buildAuthorizationUrl(configuration, {
           redirect_uri: redirectUri,
           scope: "openid email profile",
@@ -115,10 +112,7 @@ export class Sso extends Context.Service<Sso, {
         const provider = yield* find(providerId)
         const state = callbackUrl.searchParams.get("state") ?? ""
         // Used once: the row is gone whatever happens next.
-        const rows = yield* sql<{ provider_id: string; code_verifier: string; nonce: string; return_to: string }>`
-          DELETE FROM sso_logins WHERE state = ${state} AND expires_at > now()
-          RETURNING provider_id, code_verifier, nonce, return_to`.pipe(Effect.orDie)
-        const login = rows[0]
+        const login = yield* store.take(state)
         if (login === undefined || login.provider_id !== providerId) {
           return yield* new SsoFailed({ detail: "this SSO sign-in is unknown, used or older than 10 minutes; start again" })
         }
@@ -160,5 +154,5 @@ export class Sso extends Context.Service<Sso, {
         complete
       })
     })
-  )
+  ).pipe(Layer.provide(SsoLoginStore.layer))
 }

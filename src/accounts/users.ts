@@ -10,25 +10,16 @@
  */
 import type { ConsoleSession, SessionKind } from "../domain/console-session.ts"
 import { Context, Effect, Layer } from "effect"
-import { SqlClient } from "effect/sql"
 import { AppConfig } from "../config/config.ts"
 import { makeId } from "../domain/ids.ts"
 import { AccountConflict, InvalidCredentials, type LoginThrottled } from "./errors.ts"
 import { LoginThrottle } from "./login-throttle.ts"
 import { hashPassword, needsRehash, verifyPassword } from "./passwords.ts"
-import { generateSessionToken, hashToken, isWellFormedSessionToken } from "./session-tokens.ts"
+import { generateSessionToken, isWellFormedSessionToken } from "./session-tokens.ts"
+import { normalizeEmail, type SessionRow, UserStore, type UserRow } from "./user-store.ts"
 
 export type { ConsoleSession, SessionKind } from "../domain/console-session.ts"
-
-export interface UserRow {
-  readonly id: string
-  readonly email: string
-  readonly display_name: string | null
-  /** Whether the account's owner proved the address (a mailed link, SSO, or the operator made it). */
-  readonly email_verified: boolean
-  readonly created_at: Date
-}
-
+export { normalizeEmail, type UserRow } from "./user-store.ts"
 
 export interface SignedIn {
   readonly user: UserRow
@@ -40,17 +31,6 @@ export type SessionFailure = "malformed" | "unknown" | "ended"
 
 /** What a user may do on a project: the role in the project's tenant, or why not. */
 export type ProjectAccess = { readonly role: "admin" | "member" } | "none" | "disabled"
-
-export const normalizeEmail = (email: string) => email.trim().toLowerCase()
-
-interface SessionRow {
-  readonly id: string
-  readonly user_id: string
-  readonly email: string
-  readonly kind: SessionKind
-  readonly expires_at: Date
-  readonly ended: boolean
-}
 
 export class Users extends Context.Service<Users, {
   /** A new user with a password identity (CLI, invitation acceptance). 409 when the email has an account. */
@@ -94,61 +74,26 @@ export class Users extends Context.Service<Users, {
   static readonly layer = Layer.effect(
     Users,
     Effect.gen(function*() {
-      const sql = yield* SqlClient.SqlClient
+      const store = yield* UserStore
       const config = yield* AppConfig
       const throttle = yield* LoginThrottle
       const sessionMs = config.consoleSessionHours * 3600 * 1000
-      const userColumns = sql.literal("id, email, display_name, email_verified, created_at")
 
       const create = Effect.fn("Users.create")(function*(input: { readonly email: string; readonly password: string; readonly displayName: string | null }) {
-        const hash = yield* hashPassword(input.password)
-        const id = makeId("usr")
-        const identityId = makeId("aid")
-        const email = input.email.trim()
-        return yield* sql.withTransaction(Effect.gen(function*() {
-          const rows = yield* sql<UserRow>`
-            INSERT INTO users (id, email, display_name, password_hash, email_verified) VALUES (${id}, ${email}, ${input.displayName}, ${hash}, true)
-            ON CONFLICT DO NOTHING RETURNING ${userColumns}`
-          if (rows.length === 0) {
-            return yield* new AccountConflict({ code: "email_taken", detail: "an account with this email already exists; sign in instead" })
-          }
-          yield* sql`INSERT INTO auth_identities (id, user_id, provider, subject) VALUES (${identityId}, ${id}, 'password', ${normalizeEmail(email)})`
-          return { ...rows[0]!, identity_id: identityId }
-        })).pipe(Effect.catchTag("SqlError", Effect.die))
+        const passwordHash = yield* hashPassword(input.password)
+        const created = yield* store.insertWithPassword({ email: input.email.trim(), displayName: input.displayName, passwordHash, emailVerified: true })
+        if (created === undefined) {
+          return yield* new AccountConflict({ code: "email_taken", detail: "an account with this email already exists; sign in instead" })
+        }
+        return created
       })
-
-      const findByEmail = (email: string) =>
-        sql<UserRow>`SELECT ${userColumns} FROM users WHERE lower(email) = ${normalizeEmail(email)}`.pipe(
-          Effect.map((rows) => rows[0]),
-          Effect.orDie
-        )
-
-      const get = (userId: string) =>
-        sql<UserRow>`SELECT ${userColumns} FROM users WHERE id = ${userId}`.pipe(
-          Effect.map((rows) => rows[0]),
-          Effect.orDie
-        )
-
-      const passwordIdentityId = (userId: string) =>
-        sql<{ id: string }>`SELECT id FROM auth_identities WHERE user_id = ${userId} AND provider = 'password'`.pipe(
-          Effect.map((rows) => rows[0]?.id ?? null),
-          Effect.orDie
-        )
 
       const startSession = (userId: string, email: string, kind: SessionKind) =>
         Effect.gen(function*() {
           const token = generateSessionToken()
           const sessionId = makeId("uss")
-          // The user's sessions that ended more than a day ago go as a new one starts (rows stay
-          // a day so a replayed token still meets "ended" rather than "unknown" in the logs).
-          yield* sql`
-            DELETE FROM console_sessions
-            WHERE user_id = ${userId} AND (expires_at < now() - interval '1 day' OR revoked_at < now() - interval '1 day')`
-          const rows = yield* sql<{ expires_at: Date }>`
-            INSERT INTO console_sessions (id, user_id, token_hash, kind, expires_at)
-            VALUES (${sessionId}, ${userId}, ${hashToken(token)}, ${kind}, now() + ${`${sessionMs} milliseconds`}::interval)
-            RETURNING expires_at`
-          return { token, session: { sessionId, userId, email, kind, expiresAt: rows[0]!.expires_at } }
+          const expiresAt = yield* store.insertSession({ sessionId, userId, token, kind, sessionMs })
+          return { token, session: { sessionId, userId, email, kind, expiresAt } }
         })
 
       const wrong = new InvalidCredentials({ detail: "the email or the password is wrong" })
@@ -156,19 +101,17 @@ export class Users extends Context.Service<Users, {
       const login = Effect.fn("Users.login")(function*(input: { readonly email: string; readonly password: string; readonly address: string; readonly kind: SessionKind }) {
         const keys = { account: normalizeEmail(input.email), address: input.address }
         yield* throttle.attempt(keys)
-        const rows = yield* sql<UserRow & { password_hash: string | null }>`
-          SELECT ${userColumns}, password_hash FROM users WHERE lower(email) = ${keys.account}`.pipe(Effect.orDie)
-        const row = rows[0]
+        const row = yield* store.credentials(keys.account)
         // An unknown email costs the same derivation as a known one (verifyPassword's dummy hash).
         const ok = yield* verifyPassword(input.password, row?.password_hash)
         if (row === undefined || !ok) return yield* wrong
         yield* throttle.succeeded(keys)
         if (row.password_hash !== null && needsRehash(row.password_hash)) {
           const hash = yield* hashPassword(input.password)
-          yield* sql`UPDATE users SET password_hash = ${hash} WHERE id = ${row.id}`.pipe(Effect.orDie)
+          yield* store.rehash(row.id, hash)
         }
         const { password_hash: _, ...user } = row
-        const started = yield* startSession(user.id, user.email, input.kind).pipe(Effect.orDie)
+        const started = yield* startSession(user.id, user.email, input.kind)
         return { user, ...started }
       })
 
@@ -178,61 +121,41 @@ export class Users extends Context.Service<Users, {
 
       const authenticate = (token: string): Effect.Effect<ConsoleSession | SessionFailure> => {
         if (!isWellFormedSessionToken(token)) return Effect.succeed("malformed" as const)
-        return sql<SessionRow>`
-          SELECT s.id, s.user_id, u.email, s.kind, s.expires_at, (s.revoked_at IS NOT NULL OR s.expires_at <= now()) AS ended
-          FROM console_sessions s JOIN users u ON u.id = s.user_id
-          WHERE s.token_hash = ${hashToken(token)}`.pipe(Effect.map((rows) => sessionOf(rows[0])), Effect.orDie)
+        return store.sessionByToken(token).pipe(Effect.map(sessionOf))
       }
 
-      const onProjectStatement = `
-        SELECT s.id, s.user_id, u.email, s.kind, s.expires_at, (s.revoked_at IS NOT NULL OR s.expires_at <= now()) AS ended,
-          m.role, m.status
-        FROM console_sessions s JOIN users u ON u.id = s.user_id
-        LEFT JOIN projects p ON p.id = $2
-        LEFT JOIN tenant_members m ON m.tenant_id = p.tenant_id AND m.user_id = s.user_id
-        WHERE s.token_hash = $1`
       const authenticateOnProject = (token: string, projectId: string) => {
         if (!isWellFormedSessionToken(token)) return Effect.succeed("malformed" as const)
-        return sql.unsafe<SessionRow & { role: "admin" | "member" | null; status: "active" | "disabled" | null }>(
-          onProjectStatement,
-          [hashToken(token), projectId]
-        ).pipe(
-          Effect.map((rows) => {
-            const session = sessionOf(rows[0])
+        return store.sessionOnProject(token, projectId).pipe(
+          Effect.map((row) => {
+            const session = sessionOf(row)
             if (typeof session === "string") return session
-            const { role, status } = rows[0]! // a session comes only from a row
+            const { role, status } = row! // a session comes only from a row
             const access: ProjectAccess = role === null ? "none" : status !== "active" ? "disabled" : { role }
             return { ...session, access }
-          }),
-          Effect.orDie
+          })
         )
       }
 
-      const logout = (sessionId: string) =>
-        sql`UPDATE console_sessions SET revoked_at = coalesce(revoked_at, now()) WHERE id = ${sessionId}`.pipe(Effect.asVoid, Effect.orDie)
+      const logout = store.endSession
 
       const changePassword = Effect.fn("Users.changePassword")(function*(session: ConsoleSession, current: string, next: string, address: string) {
         // The current password is a guess like a sign-in's: counted by the same limiter, for the
         // account and the address, before the hash is checked.
         const keys = { account: normalizeEmail(session.email), address }
         yield* throttle.attempt(keys)
-        const rows = yield* sql<{ password_hash: string | null }>`SELECT password_hash FROM users WHERE id = ${session.userId}`.pipe(Effect.orDie)
-        const ok = yield* verifyPassword(current, rows[0]?.password_hash)
+        const stored = yield* store.passwordHash(session.userId)
+        const ok = yield* verifyPassword(current, stored)
         if (!ok) return yield* new InvalidCredentials({ detail: "the current password is wrong" })
         yield* throttle.succeeded(keys)
         const hash = yield* hashPassword(next)
         // The new hash and the end of every other session in one transaction: a stolen session
         // (or one signed in elsewhere) does not outlive the change.
-        yield* sql.withTransaction(Effect.gen(function*() {
-          yield* sql`UPDATE users SET password_hash = ${hash}, password_changed_at = now() WHERE id = ${session.userId}`
-          yield* sql`
-            UPDATE console_sessions SET revoked_at = now()
-            WHERE user_id = ${session.userId} AND id <> ${session.sessionId} AND revoked_at IS NULL`
-        })).pipe(Effect.orDie)
+        yield* store.changePassword(session.userId, session.sessionId, hash)
       })
 
       const startSessionFor = (user: UserRow, kind: SessionKind) =>
-        startSession(user.id, user.email, kind).pipe(Effect.map((started) => ({ user, ...started })), Effect.orDie)
+        startSession(user.id, user.email, kind).pipe(Effect.map((started) => ({ user, ...started })))
 
       const unproven = new AccountConflict({
         code: "email_unverified",
@@ -242,59 +165,34 @@ export class Users extends Context.Service<Users, {
       })
 
       const resolveSsoIdentity = (providerId: string, subject: string, email: string) =>
-        sql.withTransaction(Effect.gen(function*() {
-          type Candidate = UserRow & { readonly has_password: boolean }
+        store.transaction(Effect.gen(function*() {
           const provider = `oidc:${providerId}`
-          const linked = yield* sql<Candidate>`
-            SELECT u.id, u.email, u.display_name, u.email_verified, u.created_at, u.password_hash IS NOT NULL AS has_password
-            FROM auth_identities i JOIN users u ON u.id = i.user_id
-            WHERE i.provider = ${provider} AND i.subject = ${subject}
-            FOR UPDATE OF u`
-          const inserted = linked[0] !== undefined ? [] : yield* sql<UserRow>`
-            INSERT INTO users (id, email, email_verified) VALUES (${makeId("usr")}, ${email.trim()}, true)
-            ON CONFLICT DO NOTHING RETURNING ${userColumns}`
-          if (inserted[0] !== undefined) {
-            yield* sql`INSERT INTO auth_identities (id, user_id, provider, subject) VALUES (${makeId("aid")}, ${inserted[0].id}, ${provider}, ${subject})`
-            return inserted[0]
+          const linked = yield* store.lockLinked(provider, subject)
+          const inserted = linked !== undefined ? undefined : yield* store.insertWithoutPassword(email)
+          if (inserted !== undefined) {
+            yield* store.addIdentity(inserted.id, provider, subject)
+            return inserted
           }
-          const candidate = linked[0] ?? (yield* sql<Candidate>`
-            SELECT id, email, display_name, email_verified, created_at, password_hash IS NOT NULL AS has_password
-            FROM users WHERE lower(email) = ${normalizeEmail(email)} FOR UPDATE`)[0]!
+          const candidate = linked ?? (yield* store.lockByEmail(email))!
           const { has_password, ...user } = candidate
           if (!user.email_verified) {
             if (has_password) return yield* unproven
             // No password on it: nobody else holds a way in, and the provider vouches for the address.
-            if (normalizeEmail(user.email) === normalizeEmail(email)) {
-              yield* sql`UPDATE users SET email_verified = true WHERE id = ${user.id}`
-            }
+            if (normalizeEmail(user.email) === normalizeEmail(email)) yield* store.markVerified(user.id)
           }
-          if (linked[0] === undefined) {
-            yield* sql`
-              INSERT INTO auth_identities (id, user_id, provider, subject) VALUES (${makeId("aid")}, ${user.id}, ${provider}, ${subject})
-              ON CONFLICT DO NOTHING`
-          }
+          if (linked === undefined) yield* store.linkIdentity(user.id, provider, subject)
           return { ...user, email_verified: user.email_verified || normalizeEmail(user.email) === normalizeEmail(email) }
-        })).pipe(Effect.catchTag("SqlError", Effect.die))
+        }))
 
-      const setPasswordAfterProof = (userId: string, passwordHash: string) =>
-        sql.withTransaction(Effect.gen(function*() {
-          const rows = yield* sql<{ email: string }>`
-            UPDATE users SET password_hash = ${passwordHash}, password_changed_at = now(), email_verified = true
-            WHERE id = ${userId} RETURNING email`
-          if (rows[0] === undefined) return
-          // An account made by SSO had no password identity yet.
-          yield* sql`
-            INSERT INTO auth_identities (id, user_id, provider, subject) VALUES (${makeId("aid")}, ${userId}, 'password', ${normalizeEmail(rows[0].email)})
-            ON CONFLICT DO NOTHING`
-          yield* sql`UPDATE console_sessions SET revoked_at = now() WHERE user_id = ${userId} AND revoked_at IS NULL`
-          // Whoever asked for a reset before is answered by this one: no other reset link works now.
-          yield* sql`UPDATE account_tokens SET used_at = now() WHERE user_id = ${userId} AND purpose = 'reset_password' AND used_at IS NULL`
-        })).pipe(Effect.orDie)
+      const setPasswordAfterProof = store.setPasswordAfterProof
+      const findByEmail = store.findByEmail
+      const get = store.get
+      const passwordIdentityId = store.passwordIdentityId
 
       return Users.of({
         create, findByEmail, login, authenticate, authenticateOnProject, logout, changePassword, get, passwordIdentityId,
         startSession: startSessionFor, resolveSsoIdentity, setPasswordAfterProof
       })
     })
-  )
+  ).pipe(Layer.provide(UserStore.layer))
 }

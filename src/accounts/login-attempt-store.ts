@@ -1,0 +1,52 @@
+/**
+ * Sign-in attempts in PostgreSQL (login_attempts): counts per scope key in fixed windows, so every
+ * node counts together. Rows are decoded through Schema; the limits are the service's
+ * (src/accounts/login-throttle.ts).
+ */
+import { Context, Effect, Layer, Schema } from "effect"
+import { SqlClient } from "effect/sql"
+import { AppConfig } from "../config/config.ts"
+
+const decodeRows = <S extends Schema.Top>(schema: S) => {
+  const decode = Schema.decodeUnknownEffect(Schema.Array(schema))
+  return <E, R>(rows: Effect.Effect<ReadonlyArray<unknown>, E, R>) => Effect.orDie(Effect.flatMap(rows, (raw) => decode(raw)))
+}
+const CountedRow = Schema.Struct({ attempts: Schema.Number, retry_after: Schema.Number })
+export type Counted = typeof CountedRow.Type
+
+export class LoginAttemptStore extends Context.Service<LoginAttemptStore, {
+  /** Counts one attempt of `key` in the current window, in one atomic upsert: every attempt gets its own number. */
+  readonly count: (key: string) => Effect.Effect<Counted>
+  /** Deletes the windows that ended (they only ever count up). */
+  readonly sweep: Effect.Effect<void>
+  /** Deletes every count of `key`. */
+  readonly clear: (key: string) => Effect.Effect<void>
+  /** Gives `key` one attempt of the current window back. */
+  readonly giveBack: (key: string) => Effect.Effect<void>
+}>()("wa/accounts/LoginAttemptStore") {
+  static readonly layer = Layer.effect(
+    LoginAttemptStore,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const window = (yield* AppConfig).loginWindowSeconds
+      const windowStart = sql`to_timestamp(floor(extract(epoch FROM now()) / ${window}) * ${window})`
+      return LoginAttemptStore.of({
+        count: (key) =>
+          decodeRows(CountedRow)(sql`
+            INSERT INTO login_attempts (scope_key, window_start, attempts)
+            VALUES (${key}, ${windowStart}, 1)
+            ON CONFLICT (scope_key, window_start) DO UPDATE SET attempts = login_attempts.attempts + 1
+            RETURNING attempts,
+              greatest(1, ceil(extract(epoch FROM (window_start + ${`${window} seconds`}::interval - now()))))::int AS retry_after`).pipe(
+            Effect.map((rows) => rows[0]!)
+          ),
+        sweep: sql`DELETE FROM login_attempts WHERE window_start < now() - ${`${window * 2} seconds`}::interval`.pipe(Effect.asVoid, Effect.orDie),
+        clear: (key) => sql`DELETE FROM login_attempts WHERE scope_key = ${key}`.pipe(Effect.asVoid, Effect.orDie),
+        giveBack: (key) =>
+          sql`
+            UPDATE login_attempts SET attempts = greatest(attempts - 1, 0)
+            WHERE scope_key = ${key} AND window_start = ${windowStart}`.pipe(Effect.asVoid, Effect.orDie)
+      })
+    })
+  )
+}
