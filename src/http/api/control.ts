@@ -6,13 +6,14 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { Forbidden } from "../../domain/api-errors.ts"
+import { ControlPageQuery } from "../../domain/wire/control.ts"
 import { MaxString } from "./schemas.ts"
 
 export class ControlApi extends HttpApiGroup.make("control")
   .add(
     HttpApiEndpoint.get("controlPage", "/v1/control/:grant", {
       params: { grant: MaxString(64) },
-      query: { exp: Schema.optional(MaxString(16)), sig: Schema.optional(MaxString(128)) },
+      query: ControlPageQuery,
       success: Schema.String.pipe(HttpApiSchema.asText({ contentType: "text/html" })),
       error: Forbidden
     }).annotate(

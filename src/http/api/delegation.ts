@@ -15,14 +15,23 @@ import { Context, Schema } from "effect"
 import type { SignedCaller } from "../../domain/delegation.ts"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSecurity, OpenApi } from "effect/http-api"
 import { BadRequest, Conflict, Forbidden, NotFound, TooManyRequests, Unauthorized, ValidationError } from "../../domain/api-errors.ts"
-import { delegationScopes } from "../../domain/delegation.ts"
 import { PageQuery } from "../../domain/pagination.ts"
+import {
+  AccessKeyCreatedResponse,
+  AccessKeyListResponse,
+  AccessKeyResponse,
+  CompleteDelegationRequest,
+  CreateAccessKeyRequest,
+  CreateDelegationRequest,
+  CreateDelegationResponse,
+  DelegationGrantResponse,
+  DelegationListResponse,
+  DelegationResponse
+} from "../../domain/wire/delegation.ts"
 import { ConsoleAuth } from "./accounts-security.ts"
-import { secretField, Timestamp } from "./schemas.ts"
 import { type CurrentCaller, Idempotency, RateLimit } from "./security.ts"
 
 const strict = { errors: "all", onExcessProperty: "error" } as const
-const Bounded = (min: number, max: number) => Schema.String.check(Schema.isMinCodePoints(min), Schema.isMaxCodePoints(max))
 const IdParam = Schema.String.check(Schema.isMaxCodePoints(64))
 
 /** The access key of a signed request. */
@@ -39,47 +48,6 @@ export class SignedRequest extends HttpApiMiddleware.Service<SignedRequest, { pr
     error: [Unauthorized, TooManyRequests]
   }
 ) {}
-
-export const DelegationScope = Schema.String.check(Schema.isMaxCodePoints(100)).annotate({
-  description: `one of: ${delegationScopes.join(", ")}`
-})
-
-export const CreateDelegationRequest = Schema.Struct({
-  mode: Schema.Literal("interactive"),
-  agent: Bounded(1, 128).check(Schema.isPattern(/^[A-Za-z0-9][A-Za-z0-9._:-]*$/u)).annotate({ description: "stable agent key shown on the consent page" }),
-  scopes: Schema.Array(DelegationScope).check(Schema.isMinLength(1), Schema.isMaxLength(12)),
-  redirectUri: Bounded(1, 2048).annotate({ description: "absolute https URL (http only on loopback); one of the access key's redirect_uris when it has any" }),
-  state: Bounded(1, 512),
-  userId: Bounded(1, 255).annotate({ description: "the application's own id of its end user; recorded on the grant and shown on the consent page" }),
-  expiresIn: Schema.Int.check(Schema.isBetween({ minimum: 60, maximum: 86400 })).annotate({ description: "token lifetime in seconds, 60..86400" }),
-  projectId: Schema.optional(Bounded(1, 64)).annotate({ description: "the project of the tenant the token acts on; omitted: the user picks one on the consent page" })
-})
-
-export const CreateDelegationResponse = Schema.Struct({
-  grantId: Schema.String,
-  authorizationUrl: Schema.String,
-  expiresAt: Timestamp.annotate({ description: "the user must decide before this (10 minutes)" })
-})
-
-export const CompleteDelegationRequest = Schema.Struct({
-  grantId: Bounded(1, 64),
-  code: Bounded(1, 128),
-  state: Bounded(1, 512)
-})
-
-export const DelegationGrantResponse = Schema.Struct({
-  grantId: Schema.String,
-  delegationToken: Schema.String.annotate({ description: "wad_...; send as Authorization: Bearer on the project's endpoints its scopes allow" }),
-  tokenType: Schema.Literal("Bearer"),
-  expiresIn: Schema.Int,
-  expiresAt: Timestamp,
-  scopes: Schema.Array(Schema.String),
-  auditId: Schema.String,
-  projectId: Schema.String,
-  userId: Schema.String.annotate({ description: "the userId of the request" }),
-  consentUserId: Schema.String.annotate({ description: "the console user who approved; the token acts for them" }),
-  agent: Schema.String
-})
 
 const signedErrors = [ValidationError, BadRequest, NotFound, Conflict]
 
@@ -112,27 +80,6 @@ export class DelegationServiceApi extends HttpApiGroup.make("delegation_service"
   }))
 {}
 
-export const AccessKeyResponse = Schema.Struct({
-  id: Schema.String,
-  tenant_id: Schema.String,
-  name: Schema.NullOr(Schema.String),
-  redirect_uris: Schema.Array(Schema.String),
-  created_by_user_id: Schema.NullOr(Schema.String),
-  created_at: Timestamp,
-  revoked_at: Schema.NullOr(Timestamp),
-  last_used_at: Schema.NullOr(Timestamp)
-})
-export const AccessKeyCreatedResponse = Schema.Struct({
-  ...AccessKeyResponse.fields,
-  secret_key: secretField(Schema.String, "wask_...; keep it on your server only")
-})
-export const CreateAccessKeyRequest = Schema.Struct({
-  name: Schema.optional(Schema.NullOr(Bounded(1, 100))),
-  redirect_uris: Schema.optional(Schema.Array(Bounded(1, 2048)).check(Schema.isMaxLength(10))).annotate({
-    description: "when given, a delegation's redirectUri must be one of them exactly"
-  })
-})
-
 const tenantErrors = [NotFound, Forbidden, BadRequest]
 
 export class AccessKeysApi extends HttpApiGroup.make("access_keys")
@@ -146,7 +93,7 @@ export class AccessKeysApi extends HttpApiGroup.make("access_keys")
     HttpApiEndpoint.get("list", "/", {
       params: { tid: IdParam },
       query: PageQuery,
-      success: Schema.Struct({ items: Schema.Array(AccessKeyResponse), next_cursor: Schema.NullOr(Schema.String) }),
+      success: AccessKeyListResponse,
       error: tenantErrors
     }).annotate(OpenApi.Description, "Newest first, revoked ones included (revoked_at set); never the secret."),
     HttpApiEndpoint.delete("revoke", "/:access_key_id", {
@@ -162,28 +109,11 @@ export class AccessKeysApi extends HttpApiGroup.make("access_keys")
   .annotateMerge(OpenApi.annotations({ title: "Access keys", description: "AK/SK pairs of a tenant for the delegation service. Needs a console session of a tenant admin." }))
 {}
 
-export const DelegationResponse = Schema.Struct({
-  id: Schema.String,
-  tenant_id: Schema.String,
-  access_key_id: Schema.String,
-  agent: Schema.String,
-  scopes: Schema.Array(Schema.String),
-  status: Schema.Literals(["pending", "approved", "denied", "active", "revoked"]),
-  user_id: Schema.NullOr(Schema.String),
-  external_user_id: Schema.String,
-  project_id: Schema.NullOr(Schema.String),
-  audit_id: Schema.String,
-  expires_in: Schema.Int,
-  token_expires_at: Schema.NullOr(Timestamp),
-  created_at: Timestamp,
-  revoked_at: Schema.NullOr(Timestamp)
-})
-
 export class DelegationsApi extends HttpApiGroup.make("delegations")
   .add(
     HttpApiEndpoint.get("list", "/", {
       query: PageQuery,
-      success: Schema.Struct({ items: Schema.Array(DelegationResponse), next_cursor: Schema.NullOr(Schema.String) }),
+      success: DelegationListResponse,
       error: BadRequest
     }).annotate(
       OpenApi.Description,

@@ -1,7 +1,7 @@
 /** Project-level settings: the secret that signs the project's callbacks (admin keys only). */
-import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Forbidden } from "../../domain/api-errors.ts"
+import { WebhookSecretResponse } from "../../domain/wire/project.ts"
 import { ProjectIdParam } from "./schemas.ts"
 import { Authentication, RateLimit } from "./security.ts"
 
@@ -9,9 +9,7 @@ export class ProjectApi extends HttpApiGroup.make("project")
   .add(
     HttpApiEndpoint.get("webhookSecret", "/webhook_secret", {
       params: ProjectIdParam,
-      success: Schema.Struct({
-        secret: Schema.String.annotate({ description: "whsec_... Standard Webhooks secret; verify webhook-signature with it" })
-      }),
+      success: WebhookSecretResponse,
       error: Forbidden
     }).annotate(OpenApi.Description, "Needs an admin key that is not revoked (403 forbidden otherwise).")
   )

@@ -2,39 +2,18 @@
  * Project webhook endpoints (`/v1/projects/{pid}/webhooks`), the `global_webhook` notification
  * channel: a URL with its own signing secret, shown once at creation. Monitors name one by id.
  */
-import { Schema } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
-import { CALLBACK_URL_MAX_LENGTH, callbackUrlFormProblem } from "../../domain/callback-url.ts"
 import { MAX_WEBHOOK_ENDPOINTS } from "../../domain/limits.ts"
 import { BadRequest, Conflict, Forbidden, NotFound, ValidationError } from "../../domain/api-errors.ts"
 import { PageQuery } from "../../domain/pagination.ts"
-import { MaxString, OptionalNullable, ProjectIdParam, secretField, Timestamp } from "./schemas.ts"
+import {
+  CreateWebhookEndpointRequest,
+  WebhookEndpointCreatedResponse,
+  WebhookEndpointListResponse,
+  WebhookEndpointResponse
+} from "../../domain/wire/webhook-endpoints.ts"
+import { MaxString, ProjectIdParam } from "./schemas.ts"
 import { Authentication, Idempotency, RateLimit } from "./security.ts"
-
-/** The endpoint's URL: the form rules of a callback_url, named `url` in the messages. */
-export const WebhookUrl = MaxString(CALLBACK_URL_MAX_LENGTH).check(
-  Schema.makeFilter((url: string) => callbackUrlFormProblem(url)?.replaceAll("callback_url", "url") ?? true, {
-    expected: "an absolute http or https URL",
-    toJsonSchema: () => [{ pattern: "^[hH][tT][tT][pP][sS]?://" }, true]
-  })
-).annotate({ format: "uri" })
-
-export const WebhookEndpointResponse = Schema.Struct({
-  id: Schema.String.annotate({ description: "wh_...; a monitor's notify_channel {kind: global_webhook, webhook_id} names it" }),
-  url: Schema.String,
-  description: Schema.NullOr(Schema.String),
-  created_at: Timestamp
-})
-
-export const WebhookEndpointCreatedResponse = Schema.Struct({
-  ...WebhookEndpointResponse.fields,
-  secret: secretField(Schema.String, "whsec_... Standard Webhooks secret that signs this endpoint's deliveries")
-})
-
-export const CreateWebhookEndpointRequest = Schema.Struct({
-  url: WebhookUrl,
-  description: OptionalNullable(MaxString(500))
-})
 
 const strict = { errors: "all", onExcessProperty: "error" } as const
 const WebhookIdParam = { ...ProjectIdParam, webhook_id: MaxString(64) }
@@ -54,7 +33,7 @@ export class WebhookEndpointsApi extends HttpApiGroup.make("webhook_endpoints")
     HttpApiEndpoint.get("list", "/", {
       params: ProjectIdParam,
       query: PageQuery,
-      success: Schema.Struct({ items: Schema.Array(WebhookEndpointResponse), next_cursor: Schema.NullOr(Schema.String) }),
+      success: WebhookEndpointListResponse,
       error: [BadRequest, Forbidden]
     }).annotate(OpenApi.Description, "Admin keys only (run keys and console members: 403)."),
     HttpApiEndpoint.get("get", "/:webhook_id", { params: WebhookIdParam, success: WebhookEndpointResponse, error: [NotFound, Forbidden] })
