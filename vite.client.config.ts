@@ -3,6 +3,8 @@
  * contract's schema modules import a few Node built-ins for server-side helpers that the client
  * never calls, so the browser build resolves them to a module whose functions throw if called.
  * The contract's prose (OpenAPI descriptions) is left out of it: the document is the server's.
+ * So are the checks only the server makes (a cron expression's and a time zone's validity, Track's
+ * rule language): the bundle checks the shape of what it sends, the server its meaning.
  */
 import { readdirSync, readFileSync } from "node:fs"
 import * as path from "node:path"
@@ -45,6 +47,33 @@ const nodeBuiltinsUnavailable = (): Plugin => {
         ...exported.map((name) => `export const ${name} = stub`),
         `export default stub`
       ].join("\n")
+    }
+  }
+}
+
+/**
+ * Domain modules whose checks are the server's, read in the browser build as the stand-ins of
+ * src/client/browser/: whether a cron expression parses and fires and whether a time zone exists
+ * (effect's Cron and DateTime with its time-zone code), and the language of Track's trigger and
+ * stop-condition rules (its parser). The SDK checks a schedule's and a rule's shape with the same
+ * schemas as the server; the server answers a bad expression, zone or rule with a 422
+ * `validation_error`. The Node build (tsc) keeps the domain modules as they are.
+ */
+const serverChecks: Record<string, string> = {
+  "src/domain/schedule-validity.ts": "src/client/browser/schedule-validity.ts",
+  "src/domain/track-rules.ts": "src/client/browser/track-rules.ts"
+}
+
+const serverChecksLeftOut = (): Plugin => {
+  const root = path.resolve(import.meta.dirname)
+  const standIns = new Map(Object.entries(serverChecks).map(([from, to]) => [path.join(root, from), path.join(root, to)]))
+  return {
+    name: "server-checks-left-out",
+    enforce: "pre",
+    async resolveId(source, importer, options) {
+      if (importer === undefined || !source.startsWith(".") || !source.endsWith(".ts")) return undefined
+      const resolved = await this.resolve(source, importer, { ...options, skipSelf: true })
+      return resolved === null ? undefined : standIns.get(resolved.id) ?? undefined
     }
   }
 }
@@ -99,9 +128,46 @@ const openApiProseOmitted = (): Plugin => ({
   }
 })
 
+/**
+ * The contract's modules declare: their top-level constants built by a call (schemas, `described(...)`)
+ * and the classes that extend a call (endpoint groups, schema classes) have no effect beyond the
+ * value. The bundler cannot know that of a call, so it keeps every one, reached or not; marked pure
+ * here, those the SDK does not reach leave the bundle: the groups of Convention B and the
+ * stand-alone routes, and the server's own models (stored rows of runs and monitors).
+ */
+const contractDeclarationsPure = (): Plugin => ({
+  name: "contract-declarations-pure",
+  enforce: "pre",
+  transform: (code, id) => {
+    if (!/\/src\/(domain|http\/api)\/[^?]*\.ts$/.test(id)) return undefined
+    const source = ts.createSourceFile(id, code, ts.ScriptTarget.Latest, true, ts.ScriptKind.TS)
+    const calls: Array<ts.Expression> = []
+    for (const statement of source.statements) {
+      if (ts.isVariableStatement(statement) && (statement.declarationList.flags & ts.NodeFlags.Const) !== 0) {
+        for (const declaration of statement.declarationList.declarations) {
+          if (declaration.initializer !== undefined && ts.isCallExpression(declaration.initializer)) calls.push(declaration.initializer)
+        }
+      }
+      if (ts.isClassDeclaration(statement)) {
+        for (const clause of statement.heritageClauses ?? []) {
+          for (const type of clause.types) if (ts.isCallExpression(type.expression)) calls.push(type.expression)
+        }
+      }
+    }
+    if (calls.length === 0) return undefined
+    let out = code
+    for (const call of calls.sort((a, b) => b.getStart(source) - a.getStart(source))) {
+      const [start, end] = [call.getStart(source), call.getEnd()]
+      // A pure-annotated arrow call: the annotation then covers the whole chain (`make(...).add(...)`).
+      out = out.slice(0, start) + "(/*#__PURE__*/ (() => " + out.slice(start, end) + ")())" + out.slice(end)
+    }
+    return { code: out, map: null }
+  }
+})
+
 export default defineConfig({
   logLevel: "warn",
-  plugins: [nodeBuiltinsUnavailable(), openApiProseOmitted()],
+  plugins: [nodeBuiltinsUnavailable(), serverChecksLeftOut(), openApiProseOmitted(), contractDeclarationsPure()],
   build: {
     outDir: "dist/client",
     emptyOutDir: false,

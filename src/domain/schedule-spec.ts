@@ -10,59 +10,19 @@
  *
  * The minimum interval is an operator setting, so it is not part of the schema: `validateSchedule`
  * checks it (and everything else) and names the field, for a 422.
+ *
+ * Whether an expression parses and a zone exists is decided in src/domain/schedule-validity.ts,
+ * which the browser SDK leaves to the server (its schemas check the shape only).
  */
-import { Cron, DateTime, Option, Result, Schema } from "effect"
+import { Cron, Result, Schema } from "effect"
+import { cronProblem, parseCron, REFERENCE, type ScheduleProblem, zoneProblem } from "./schedule-validity.ts"
 
 const MAX_EXPR_LENGTH = 200
 const MAX_TZ_LENGTH = 64
 /** interval_seconds above this would overflow Date arithmetic long before it is useful (10 years). */
 const MAX_INTERVAL_SECONDS = 10 * 365 * 24 * 3600
 
-/** A fixed instant to look at a cron's slots from, so validation does not depend on today's date. */
-const REFERENCE = new Date("2025-01-01T00:00:00Z")
-
-/** A field of the schedule object and what is wrong with it, for a 422 `validation_error`. */
-export interface ScheduleProblem {
-  readonly path: ReadonlyArray<string>
-  readonly message: string
-}
-
-/**
- * A named IANA zone (`Europe/Berlin`, `UTC`), not an offset: an offset does not follow daylight
- * saving, which is what a cron user means by a zone.
- */
-const zoneProblem = (tz: string): string | undefined => {
-  if (!/^[A-Za-z]/.test(tz)) return `tz must be an IANA time zone name such as "Europe/Berlin", not ${JSON.stringify(tz)}`
-  return Option.isSome(DateTime.zoneMakeNamed(tz)) ? undefined : `unknown time zone ${JSON.stringify(tz)} (use an IANA name such as "Europe/Berlin")`
-}
-
-/** Parsed expressions by `tz \0 expr`: parsing is pure, and the scheduler meets the same few often. */
-const parsedCrons = new Map<string, Cron.Cron>()
-
-const parseCron = (expr: string, tz: string): Result.Result<Cron.Cron, string> => {
-  const key = `${tz}\u0000${expr}`
-  const cached = parsedCrons.get(key)
-  if (cached !== undefined) return Result.succeed(cached)
-  const parsed = Cron.parse(expr, tz)
-  if (Result.isFailure(parsed)) return Result.fail(parsed.failure.message)
-  if (parsedCrons.size >= 1_000) parsedCrons.clear()
-  parsedCrons.set(key, parsed.success)
-  return Result.succeed(parsed.success)
-}
-
-/** The problem of a cron expression in a zone, without the minimum interval. */
-const cronProblem = (expr: string, tz: string): ScheduleProblem | undefined => {
-  const zone = zoneProblem(tz)
-  if (zone !== undefined) return { path: ["tz"], message: zone }
-  const parsed = parseCron(expr, tz)
-  if (Result.isFailure(parsed)) return { path: ["expr"], message: `invalid cron expression ${JSON.stringify(expr)}: ${parsed.failure}` }
-  try {
-    Cron.next(parsed.success, REFERENCE)
-  } catch {
-    return { path: ["expr"], message: `cron expression ${JSON.stringify(expr)} never fires` }
-  }
-  return undefined
-}
+export type { ScheduleProblem } from "./schedule-validity.ts"
 
 /** The cron expression under whichever key it was given (undefined only for an invalid spec). */
 const exprOf = (spec: { readonly expr?: string | undefined; readonly cron?: string | undefined }) => spec.expr ?? spec.cron

@@ -8,8 +8,13 @@
  *   "interval_seconds ≥ WA_SCHEDULE_MIN_INTERVAL_SECONDS") are documentation and may appear, only those.
  * - No SQL (stores, the outbox), no playwright / Chromium (the browser pool).
  *
- * The gzipped size is logged and bounded (goal ≤ 80 KB; the floor Effect's HttpApiClient sets is about
- * 65 KB); the OpenAPI prose is left out of the build (vite.client.config.ts).
+ * - No check only the server makes: a cron expression's and a time zone's validity (effect's Cron and
+ *   its time-zone code) and Track's rule language are the server's (it answers a 422); the bundle
+ *   checks the shape of a schedule and of a rule (vite.client.config.ts, src/client/browser/).
+ *
+ * The gzipped size is logged and bounded by 80 KB (issue 27; the floor Effect's HttpApiClient sets is
+ * about 65 KB); the OpenAPI prose is left out of the build, and so are the contract's declarations the
+ * SDK does not reach (vite.client.config.ts).
  */
 import { execFile } from "node:child_process"
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
@@ -70,9 +75,21 @@ describe("the browser SDK bundle (dist/client/browser.js)", () => {
     expect(bundle).not.toContain("### Trigger and stop-condition rules")
   })
 
-  it("stays within its size: 88 KB gzipped today (102.6 KB before the prose left it); the goal is 80 KB", () => {
+  it("holds none of the checks the server makes: cron expressions, time zones, Track's rule language", () => {
+    // effect's Cron (its parser's type id) and the named time zones of DateTime (read through Intl).
+    expect(bundle).not.toContain("~effect/Cron")
+    expect(bundle).not.toContain("Intl.DateTimeFormat")
+    // Messages of src/domain/schedule-validity.ts and of the rule parser (src/domain/track-rules.ts).
+    expect(bundle).not.toContain("invalid cron expression")
+    expect(bundle).not.toContain("unknown time zone")
+    expect(bundle).not.toContain("a rule has exactly one form")
+    // The shape checks of a schedule stay (src/domain/schedule-spec.ts).
+    expect(bundle).toContain("a cron schedule needs expr (or its alias cron)")
+  })
+
+  it("stays within 80 KB gzipped (102.6 KB with the contract's prose, 88 KB with the server's checks)", () => {
     const gzipped = gzipSync(bundle).length
     console.log(`browser.js: ${(bundle.length / 1024).toFixed(1)} KB, ${(gzipped / 1024).toFixed(1)} KB gzipped`)
-    expect(gzipped).toBeLessThanOrEqual(90 * 1024)
+    expect(gzipped).toBeLessThanOrEqual(80 * 1024)
   })
 })

@@ -294,4 +294,39 @@ describe("the package export web-agent-service/client", () => {
       await browser.close()
     }
   })
+
+  it("the browser build checks a schedule's and a rule's shape, and leaves cron expressions, zones and rules to the server", async () => {
+    const bundle = readFileSync(path.join(dir, "node_modules/web-agent-service/dist/client/browser.js"), "utf8")
+    const browser = await chromium.launch({ executablePath: process.env["CHROMIUM_PATH"] ?? "/usr/bin/chromium" })
+    try {
+      const page = await browser.newPage()
+      await page.route(`${service.url}/__sdk__/**`, (route) =>
+        route.request().url().endsWith(".js")
+          ? route.fulfill({ contentType: "text/javascript", body: bundle })
+          : route.fulfill({ contentType: "text/html", body: "<!doctype html><title>sdk</title>" }))
+      await page.goto(`${service.url}/__sdk__/index.html`)
+      const refusals = await page.evaluate(`(async () => {
+        const sdk = await import(location.origin + "/__sdk__/browser.js")
+        const client = sdk.createClient({ baseUrl: location.origin, token: ${JSON.stringify(service.apiKey)}, projectId: ${JSON.stringify(service.projectId)} })
+        const base = { intent: "watch the price of the page", notify_channel: { kind: "console_inbox" }, target_urls: ["https://example.com/"] }
+        const refusal = (body) => client.monitors.create({ ...base, ...body }).then(
+          () => "created",
+          (e) => ({ status: e.status, code: e.code, clientSide: e.extra?.client_side === true, locs: (e.extra?.errors ?? []).map((x) => x.loc.join(".")) }))
+        return {
+          cron: await refusal({ schedule: { kind: "cron", expr: "not a cron" } }),
+          zone: await refusal({ schedule: { kind: "cron", expr: "0 9 * * *", tz: "Mars/Olympus" } }),
+          rule: await refusal({ trigger_dsl: { field: "price", op: "about", value: 1 } }),
+          shape: await refusal({ schedule: { kind: "interval", interval_seconds: 0 } })
+        }
+      })()`) as Record<string, { status: number; code: string; clientSide: boolean; locs: Array<string> }>
+      // The server decides what the bundle leaves out: its 422 names the field.
+      expect(refusals["cron"]).toMatchObject({ status: 422, code: "validation_error", clientSide: false, locs: ["body.schedule.expr"] })
+      expect(refusals["zone"]).toMatchObject({ status: 422, code: "validation_error", clientSide: false, locs: ["body.schedule.tz"] })
+      expect(refusals["rule"]).toMatchObject({ status: 422, code: "validation_error", clientSide: false, locs: ["body.trigger_dsl.op"] })
+      // A bound of the shape is checked before any request.
+      expect(refusals["shape"]).toMatchObject({ status: 422, code: "validation_error", clientSide: true })
+    } finally {
+      await browser.close()
+    }
+  })
 })
