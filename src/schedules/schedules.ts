@@ -18,31 +18,18 @@
  * TestClock. Owners of a kind no handler is registered for in this process are left to a process
  * that has one.
  */
-import { Clock, Context, Duration, Effect, Exit, FiberSet, Layer, Metric, Queue, Schema, type Scope, Semaphore } from "effect"
-import { SqlClient } from "effect/sql"
+import { Clock, Context, Duration, Effect, Exit, FiberSet, Layer, Metric, Queue, type Scope, Semaphore } from "effect"
 import { AppConfig } from "../config/config.ts"
-import { canonicalSchedule, nextFireAt, type ScheduleSpec, StoredSchedule, validateSchedule } from "../domain/schedule-spec.ts"
+import { canonicalSchedule, nextFireAt, type ScheduleSpec, type StoredSchedule, validateSchedule } from "../domain/schedule-spec.ts"
+import { type FiringRow, recordQueuedFiring, ScheduleStore, type ScheduleOwner } from "./schedule-store.ts"
 
-/** Who a schedule belongs to: a product's kind (`monitor`) and the owner's id in it. */
-export interface ScheduleOwner {
-  readonly kind: string
-  readonly id: string
-}
+export type { ScheduleOwner }
 
 /**
- * Records a firing for `slot` outside the timed slots (an event trigger), for the next scheduler
- * pass of any node to dispatch with the same lease and retries as a timed one: attempts 0 and
- * retry_at now, so the pass's retry claim takes it (and counts it as attempt 1). SQL only, to run
- * in the caller's transaction; a slot recorded already is left as it is. Schedules.wake has this
- * node look at once.
+ * Records a firing for `slot` outside the timed slots (an event trigger), in the caller's
+ * transaction (src/schedules/schedule-store.ts). Schedules.wake has this node look at once.
  */
-export const recordQueuedFiring = (owner: ScheduleOwner, slot: Date, at: Date) =>
-  SqlClient.SqlClient.use((sql) =>
-    sql`
-      INSERT INTO schedule_firings (owner_kind, owner_id, slot_at, fired_at, attempts, retry_at)
-      VALUES (${owner.kind}, ${owner.id}, ${slot}, ${at}, 0, ${at})
-      ON CONFLICT DO NOTHING`
-  )
+export { recordQueuedFiring }
 
 export interface ScheduleState {
   readonly spec: StoredSchedule
@@ -94,14 +81,6 @@ export const schedulerMetrics = {
   })
 }
 
-interface FiringRow {
-  readonly owner_kind: string
-  readonly owner_id: string
-  readonly slot_at: Date
-}
-
-const decodeStoredSpec = Schema.decodeUnknownSync(StoredSchedule)
-
 export class Schedules extends Context.Service<Schedules, {
   /**
    * Creates or replaces the owner's schedule. The first slot is `firstAt` (e.g. now, to fire at
@@ -149,7 +128,7 @@ export class Schedules extends Context.Service<Schedules, {
 export const SchedulesLive = Schedules.layer
 
 const makeSchedules = Effect.fnUntraced(function*(options: SchedulerOptions) {
-  const sql = yield* SqlClient.SqlClient
+  const store = yield* ScheduleStore.make
   const graceMs = options.graceMs ?? DEFAULT_GRACE_MS
   const batch = options.batchSize ?? DEFAULT_BATCH
   const concurrency = options.concurrency ?? DEFAULT_CONCURRENCY
@@ -161,68 +140,28 @@ const makeSchedules = Effect.fnUntraced(function*(options: SchedulerOptions) {
 
   /** Schedules of registered kinds that are due: recorded as firings and advanced, in one transaction. */
   const claimDue = (kinds: ReadonlyArray<string>, at: Date) =>
-    sql.withTransaction(Effect.gen(function*() {
-      const due = yield* sql<{ owner_kind: string; owner_id: string; spec: unknown; anchor_at: Date; next_fire_at: Date }>`
-        SELECT owner_kind, owner_id, spec, anchor_at, next_fire_at FROM schedules
-        WHERE next_fire_at <= ${at} AND owner_kind IN ${sql.in(kinds)}
-        ORDER BY next_fire_at
-        LIMIT ${batch}
-        FOR UPDATE SKIP LOCKED`
-      if (due.length === 0) return { claimed: 0, fresh: [] as ReadonlyArray<FiringRow> }
-      const advanced = due.map((row) => {
+    Effect.gen(function*() {
+      const { claimed, fresh, stopped } = yield* store.claimDue({
+        kinds,
+        at,
+        batch,
+        retryAt: new Date(at.getTime() + graceMs),
         // Validation refuses timed schedules without a next slot; a stored one that has none stops here.
-        const spec = decodeStoredSpec(row.spec)
-        const next = nextFireAt(spec, at, row.anchor_at)?.toISOString() ?? null
-        return { owner_kind: row.owner_kind, owner_id: row.owner_id, slot_at: row.next_fire_at.toISOString(), next_fire_at: next }
+        nextOf: (spec, anchorAt) => nextFireAt(spec, at, anchorAt)
       })
-      // The data-modifying CTE runs whether or not the INSERT refers to it.
-      const fresh = yield* sql<FiringRow>`
-        WITH u AS (
-          SELECT * FROM jsonb_to_recordset(${JSON.stringify(advanced)}::jsonb)
-            AS u(owner_kind text, owner_id text, slot_at timestamptz, next_fire_at timestamptz)
-        ), advanced AS (
-          UPDATE schedules s SET next_fire_at = u.next_fire_at, last_slot_at = u.slot_at, updated_at = ${at}
-          FROM u WHERE s.owner_kind = u.owner_kind AND s.owner_id = u.owner_id
-        )
-        INSERT INTO schedule_firings (owner_kind, owner_id, slot_at, fired_at, retry_at)
-        SELECT owner_kind, owner_id, slot_at, ${at}, ${new Date(at.getTime() + graceMs)} FROM u
-        ON CONFLICT DO NOTHING
-        RETURNING owner_kind, owner_id, slot_at`
-      for (const row of advanced) {
-        if (row.next_fire_at === null) yield* Effect.logWarning("schedule has no next slot; it stops").pipe(Effect.annotateLogs({ owner_kind: row.owner_kind, owner_id: row.owner_id }))
-      }
-      return { claimed: due.length, fresh }
-    }))
+      for (const owner of stopped) yield* Effect.logWarning("schedule has no next slot; it stops").pipe(Effect.annotateLogs({ owner_kind: owner.kind, owner_id: owner.id }))
+      return { claimed, fresh }
+    })
 
   /** Firings of registered kinds whose lease ran out undispatched: leased again, with backoff. */
   const claimRetries = (kinds: ReadonlyArray<string>, at: Date) =>
-    sql<FiringRow & { attempts: number }>`
-      UPDATE schedule_firings f
-      SET attempts = f.attempts + 1,
-        retry_at = ${at}::timestamptz + make_interval(secs => ${graceMs / 1000}::double precision * power(2, least(f.attempts, ${MAX_BACKOFF_EXPONENT})))
-      FROM (
-        SELECT owner_kind, owner_id, slot_at FROM schedule_firings
-        WHERE dispatched_at IS NULL AND retry_at <= ${at} AND owner_kind IN ${sql.in(kinds)}
-        ORDER BY retry_at
-        LIMIT ${batch}
-        FOR UPDATE SKIP LOCKED
-      ) d
-      WHERE f.owner_kind = d.owner_kind AND f.owner_id = d.owner_id AND f.slot_at = d.slot_at
-      RETURNING f.owner_kind, f.owner_id, f.slot_at, f.attempts`
+    store.claimRetries({ kinds, at, batch, graceMs, maxBackoffExponent: MAX_BACKOFF_EXPONENT })
 
   /** Marks the firings whose handlers succeeded, in one statement. */
   const markDispatched = (firings: ReadonlyArray<FiringRow>) =>
-    firings.length === 0 ? Effect.void : Effect.flatMap(now, (at) =>
-      sql`
-        UPDATE schedule_firings f SET dispatched_at = ${at}, last_error = NULL
-        FROM jsonb_to_recordset(${JSON.stringify(firings.map((f) => ({ owner_kind: f.owner_kind, owner_id: f.owner_id, slot_at: f.slot_at.toISOString() })))}::jsonb)
-          AS u(owner_kind text, owner_id text, slot_at timestamptz)
-        WHERE f.owner_kind = u.owner_kind AND f.owner_id = u.owner_id AND f.slot_at = u.slot_at`.pipe(Effect.asVoid))
+    firings.length === 0 ? Effect.void : Effect.flatMap(now, (at) => store.markDispatched(firings, at))
 
-  const markFailed = (firing: FiringRow, error: string) =>
-    sql`
-      UPDATE schedule_firings SET last_error = ${error.slice(0, 2000)}
-      WHERE owner_kind = ${firing.owner_kind} AND owner_id = ${firing.owner_id} AND slot_at = ${firing.slot_at}`
+  const markFailed = (firing: FiringRow, error: string) => store.markFailed(firing, error.slice(0, 2000))
 
   /**
    * Calls the kind's handler, cut off at half the lease (so the pass marks its batch before the
@@ -320,24 +259,15 @@ const makeSchedules = Effect.fnUntraced(function*(options: SchedulerOptions) {
     const kinds = [...handlers.keys()]
     if (kinds.length === 0) return options.pollMs
     const at = yield* now
-    const [row] = yield* sql<{ due: Date | null }>`
-      SELECT least(
-        (SELECT min(next_fire_at) FROM schedules WHERE next_fire_at IS NOT NULL AND owner_kind IN ${sql.in(kinds)}),
-        (SELECT min(retry_at) FROM schedule_firings WHERE dispatched_at IS NULL AND owner_kind IN ${sql.in(kinds)})
-      ) AS due`
-    if (row?.due == null) return options.pollMs
-    return Math.min(options.pollMs, Math.max(Math.min(MIN_WAIT_MS, options.pollMs), row.due.getTime() - at.getTime()))
+    const due = yield* store.nextDue(kinds)
+    if (due === null) return options.pollMs
+    return Math.min(options.pollMs, Math.max(Math.min(MIN_WAIT_MS, options.pollMs), due.getTime() - at.getTime()))
   }).pipe(Effect.orDie)
 
   /** Deletes dispatched firings past the retention, a bounded batch at a time. */
   const prune = Effect.gen(function*() {
     const at = yield* now
-    yield* sql`
-      DELETE FROM schedule_firings WHERE ctid IN (
-        SELECT ctid FROM schedule_firings
-        WHERE fired_at < ${new Date(at.getTime() - retentionMs)} AND dispatched_at IS NOT NULL
-        LIMIT ${PRUNE_BATCH}
-      )`
+    yield* store.prune(new Date(at.getTime() - retentionMs), PRUNE_BATCH)
   }).pipe(Effect.orDie)
 
   if (options.loop !== false) {
@@ -359,8 +289,6 @@ const makeSchedules = Effect.fnUntraced(function*(options: SchedulerOptions) {
     }).pipe(Effect.forkScoped)
   }
 
-  const key = (owner: ScheduleOwner) => sql`owner_kind = ${owner.kind} AND owner_id = ${owner.id}`
-
   const set = Effect.fn("Schedules.set")(function*(owner: ScheduleOwner, spec: ScheduleSpec | StoredSchedule, setOptions?: {
     readonly anchor?: Date | undefined
     readonly firstAt?: Date | undefined
@@ -374,48 +302,36 @@ const makeSchedules = Effect.fnUntraced(function*(options: SchedulerOptions) {
     const anchor = setOptions?.anchor ?? at
     const paused = setOptions?.paused === true
     const next = paused ? null : setOptions?.firstAt ?? nextFireAt(canonical, at, anchor)
-    yield* sql`
-      INSERT INTO schedules (owner_kind, owner_id, spec, anchor_at, next_fire_at, paused, created_at, updated_at)
-      VALUES (${owner.kind}, ${owner.id}, ${JSON.stringify(canonical)}::jsonb, ${anchor}, ${next}, ${paused}, ${at}, ${at})
-      ON CONFLICT (owner_kind, owner_id) DO UPDATE SET
-        spec = EXCLUDED.spec, anchor_at = EXCLUDED.anchor_at, next_fire_at = EXCLUDED.next_fire_at,
-        paused = EXCLUDED.paused, updated_at = EXCLUDED.updated_at`.pipe(Effect.orDie)
+    yield* store.upsert(owner, { spec: canonical, anchor, next: next ?? null, paused, at })
     yield* wakeLoop
   })
 
   const pause = Effect.fn("Schedules.pause")(function*(owner: ScheduleOwner) {
     const at = yield* now
-    const rows = yield* sql`
-      UPDATE schedules SET paused = true, next_fire_at = NULL, updated_at = ${at}
-      WHERE ${key(owner)} RETURNING owner_id`.pipe(Effect.orDie)
-    return rows.length > 0
+    return yield* store.pause(owner, at)
   })
 
   const resume = Effect.fn("Schedules.resume")(function*(owner: ScheduleOwner) {
     const at = yield* now
-    const [row] = yield* sql<{ spec: unknown; anchor_at: Date; paused: boolean }>`SELECT spec, anchor_at, paused FROM schedules WHERE ${key(owner)}`.pipe(Effect.orDie)
+    const row = yield* store.get(owner)
     if (row === undefined) return false
     // Not paused: its next slot stands (moving it could skip a slot that is due).
     if (!row.paused) return true
-    const next = nextFireAt(decodeStoredSpec(row.spec), at, row.anchor_at)
-    yield* sql`
-      UPDATE schedules SET paused = false, next_fire_at = ${next}, updated_at = ${at}
-      WHERE ${key(owner)} AND paused`.pipe(Effect.orDie)
+    const next = nextFireAt(row.spec, at, row.anchor_at)
+    yield* store.unpause(owner, next ?? null, at)
     yield* wakeLoop
     return true
   })
 
   const remove = Effect.fn("Schedules.remove")(function*(owner: ScheduleOwner) {
-    yield* sql`DELETE FROM schedules WHERE ${key(owner)}`.pipe(Effect.orDie)
-    yield* sql`DELETE FROM schedule_firings WHERE ${key(owner)}`.pipe(Effect.orDie)
+    yield* store.remove(owner)
   })
 
   const get = Effect.fn("Schedules.get")(function*(owner: ScheduleOwner) {
-    const [row] = yield* sql<{ spec: unknown; next_fire_at: Date | null; paused: boolean; last_slot_at: Date | null; anchor_at: Date }>`
-      SELECT spec, next_fire_at, paused, last_slot_at, anchor_at FROM schedules WHERE ${key(owner)}`.pipe(Effect.orDie)
+    const row = yield* store.get(owner)
     if (row === undefined) return undefined
     return {
-      spec: decodeStoredSpec(row.spec),
+      spec: row.spec,
       next_fire_at: row.next_fire_at,
       paused: row.paused,
       last_slot_at: row.last_slot_at,
