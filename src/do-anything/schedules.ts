@@ -21,9 +21,7 @@
  *   ignores runs that are no longer pending).
  */
 import { Clock, Context, Effect, Layer, Schema } from "effect"
-import { SqlClient } from "effect/sql"
-import { earlierCreate, recordCreate } from "../store/keyed-create.ts"
-import type { Fragment } from "effect/sql/Statement"
+import { earlierCreate } from "../store/keyed-create.ts"
 import { Budget } from "../billing/budget.ts"
 import { Plans } from "../billing/plans.ts"
 import { AppConfig } from "../config/config.ts"
@@ -33,14 +31,14 @@ import { DoAnythingRequest, type Run, type RunId, type SessionId, storedRequest 
 import { SessionEntity } from "../entities/session.ts"
 import { RunStore } from "../store/runs.ts"
 import { Schedules } from "../schedules/schedules.ts"
-import { type FiringOutcome, firingFromRow, type FiringRow, owner, queueTrigger, type ScheduleFiring, scheduledRunning, type SkipReason } from "../schedules/session-firings.ts"
+import { type FiringOutcome, firingFromRow, type FiringRow, owner, queueTrigger, type ScheduleFiring, type SkipReason } from "../schedules/session-firings.ts"
 
 export type { FiringOutcome, ScheduleFiring, SkipReason }
-import { autonomousBoundsOfRun, proposeNextRun, SESSION_SCHEDULE_OWNER } from "../store/autonomous-schedules.ts"
+import { autonomousBoundsOfRun, proposeNextRun, SESSION_SCHEDULE_OWNER, type SessionScheduleRow, SessionScheduleStore } from "../store/autonomous-schedules.ts"
 
 export { autonomousBoundsOfRun, proposeNextRun, SESSION_SCHEDULE_OWNER }
 import { type SessionScheduleSpec, StoredSchedule, storedSchedule } from "../domain/schedule-spec.ts"
-import { isTerminal, type RunStatus } from "../domain/run-state.ts"
+import { isTerminal } from "../domain/run-state.ts"
 
 
 /** How long the firing history (GET .../schedules/{id}/firings) is kept. */
@@ -68,23 +66,9 @@ export interface ScheduleListFilter {
   readonly event?: string | undefined
 }
 
-const decodeSpec = Schema.decodeUnknownSync(StoredSchedule)
 const decodeRequest = Schema.decodeUnknownSync(DoAnythingRequest)
 
-interface ScheduleRow {
-  readonly id: string
-  readonly project_id: string
-  readonly session_id: string
-  readonly source_run_id: string | null
-  readonly spec: unknown
-  readonly instructions: string
-  readonly request: unknown
-  readonly created_at: Date
-  readonly updated_at: Date
-  readonly paused: boolean | null
-  readonly next_fire_at: Date | null
-  readonly last_fired_at: Date | null
-}
+type ScheduleRow = SessionScheduleRow
 
 /** The instructions of a firing's run: the schedule's, and for an event its payload as context. */
 export const firingInstructions = (instructions: string, spec: StoredSchedule, firing: { readonly trigger: string; readonly payload: unknown }) => {
@@ -122,7 +106,7 @@ export class SessionSchedules extends Context.Service<SessionSchedules, {
   static readonly layer = Layer.effect(
     SessionSchedules,
     Effect.gen(function*() {
-      const sql = yield* SqlClient.SqlClient
+      const scheduleStore = yield* SessionScheduleStore
       const schedules = yield* Schedules
       const store = yield* RunStore
       const config = yield* AppConfig
@@ -133,23 +117,10 @@ export class SessionSchedules extends Context.Service<SessionSchedules, {
 
       const execute = (sessionId: SessionId, runId: RunId) => clientFor(sessionId).Execute({ runId }, { discard: true }).pipe(Effect.orDie)
 
-      /** Rows with the scheduler's state and the last firing. */
-      const selectSchedules = (where: Fragment, limit?: number) =>
-        sql<ScheduleRow>`
-          SELECT ss.*, s.paused, s.next_fire_at, s.last_slot_at AS last_fired_at
-          FROM session_schedules ss
-          LEFT JOIN schedules s ON s.owner_kind = ${SESSION_SCHEDULE_OWNER} AND s.owner_id = ss.id
-          WHERE ${where}
-          ORDER BY ss.id DESC
-          ${limit === undefined ? sql`` : sql`LIMIT ${limit}`}`.pipe(Effect.orDie)
-
       const withLastFiring = (rows: ReadonlyArray<ScheduleRow>) =>
         Effect.gen(function*() {
           if (rows.length === 0) return []
-          const last = yield* sql<FiringRow>`
-            SELECT DISTINCT ON (schedule_id) * FROM session_schedule_firings
-            WHERE schedule_id IN ${sql.in(rows.map((row) => row.id))}
-            ORDER BY schedule_id, slot_at DESC`.pipe(Effect.orDie)
+          const last = yield* scheduleStore.lastFirings(rows.map((row) => row.id))
           const byId = new Map(last.map((row) => [row.schedule_id, firingFromRow(row)]))
           return rows.map((row): SessionSchedule => {
             const lastFiring = byId.get(row.id) ?? null
@@ -159,7 +130,7 @@ export class SessionSchedules extends Context.Service<SessionSchedules, {
               project_id: row.project_id,
               session_id: row.session_id,
               source_run_id: row.source_run_id,
-              spec: decodeSpec(row.spec),
+              spec: row.spec,
               instructions: row.instructions,
               paused: row.paused ?? false,
               next_fire_at: row.next_fire_at,
@@ -172,14 +143,15 @@ export class SessionSchedules extends Context.Service<SessionSchedules, {
         })
 
       const find = Effect.fn("SessionSchedules.find")(function*(projectId: string, scheduleId: string) {
-        const rows = yield* selectSchedules(sql`ss.id = ${scheduleId} AND ss.project_id = ${projectId}`)
-        const [found] = yield* withLastFiring(rows)
+        const row = yield* scheduleStore.find(projectId, scheduleId)
+        const [found] = yield* withLastFiring(row === undefined ? [] : [row])
         if (found === undefined) return yield* new ScheduleNotFound({ scheduleId })
         return found
       })
 
       const ofSession = Effect.fn("SessionSchedules.ofSession")(function*(sessionId: string) {
-        const [found] = yield* withLastFiring(yield* selectSchedules(sql`ss.session_id = ${sessionId}`))
+        const row = yield* scheduleStore.ofSession(sessionId)
+        const [found] = yield* withLastFiring(row === undefined ? [] : [row])
         return found
       })
 
@@ -188,23 +160,25 @@ export class SessionSchedules extends Context.Service<SessionSchedules, {
         const stored = storedSchedule(spec, config.scheduleMinIntervalSeconds)
         const { schedule: _schedule, ...template } = request
         const sessionId = run.session_id!
-        const [row] = yield* sql<{ id: string }>`
-          INSERT INTO session_schedules (id, project_id, session_id, source_run_id, spec, instructions, request, created_at, updated_at)
-          VALUES (${makeId("sched")}, ${run.project_id}, ${sessionId}, ${run.id}, ${JSON.stringify(stored)}::jsonb,
-            ${request.instructions ?? ""}, ${JSON.stringify(storedRequest(template as DoAnythingRequest))}::jsonb, ${at}, ${at})
-          ON CONFLICT (session_id) DO UPDATE SET source_run_id = EXCLUDED.source_run_id, spec = EXCLUDED.spec,
-            instructions = EXCLUDED.instructions, request = EXCLUDED.request, updated_at = EXCLUDED.updated_at
-          RETURNING id`.pipe(Effect.orDie)
+        const id = yield* scheduleStore.upsert({
+          id: makeId("sched"),
+          projectId: run.project_id,
+          sessionId,
+          sourceRunId: run.id,
+          spec: stored,
+          instructions: request.instructions ?? "",
+          request: storedRequest(template as DoAnythingRequest),
+          at
+        })
         // The first run (the one carrying the schedule) runs now; timed slots start after it.
-        yield* schedules.set(owner(row!.id), stored, { anchor: at })
-        return yield* find(run.project_id, row!.id).pipe(Effect.orDie)
+        yield* schedules.set(owner(id), stored, { anchor: at })
+        return yield* find(run.project_id, id).pipe(Effect.orDie)
       })
 
       const removeSchedule = (scheduleId: string) =>
         Effect.gen(function*() {
           yield* schedules.remove(owner(scheduleId))
-          yield* sql`DELETE FROM session_schedule_firings WHERE schedule_id = ${scheduleId}`.pipe(Effect.orDie)
-          yield* sql`DELETE FROM session_schedules WHERE id = ${scheduleId}`.pipe(Effect.orDie)
+          yield* scheduleStore.remove(scheduleId)
         })
 
       /** Decides a pending firing in the transaction holding the schedule's row. */
@@ -212,28 +186,26 @@ export class SessionSchedules extends Context.Service<SessionSchedules, {
         Effect.gen(function*() {
           const skip = (reason: SkipReason) => Effect.succeed({ outcome: "skipped" as const, reason, run: undefined })
           if (schedule.paused === true) return yield* skip("paused")
-          const [session] = yield* sql<{ status: string; latest_run_id: string | null }>`
-            SELECT status, latest_run_id FROM sessions WHERE id = ${schedule.session_id} FOR UPDATE`
+          const session = yield* scheduleStore.lockSession(schedule.session_id)
           if (session === undefined) return yield* skip("session_not_found")
           if (session.latest_run_id !== null) {
-            const [latest] = yield* sql<{ status: RunStatus }>`SELECT status FROM runs WHERE id = ${session.latest_run_id}`
-            if (latest !== undefined && !isTerminal(latest.status)) return yield* skip("previous_run_active")
+            const latest = yield* scheduleStore.runStatus(session.latest_run_id)
+            if (latest !== undefined && !isTerminal(latest)) return yield* skip("previous_run_active")
           }
           // One project's firings count and insert one at a time, on every node.
-          yield* sql`SELECT pg_advisory_xact_lock(hashtext(${`wa_scheduled_cap:${schedule.project_id}`}))`
+          yield* scheduleStore.lockScheduledCap(schedule.project_id)
           const cap = yield* plans.scheduledCap(schedule.project_id)
-          const running = yield* scheduledRunning(schedule.project_id).pipe(Effect.provideService(SqlClient.SqlClient, sql))
+          const running = yield* scheduleStore.countScheduledRuns(schedule.project_id)
           if (running >= cap) return yield* skip("scheduled_cap_reached")
           // The admission check of every new run (billing on): the budget cap, then the minimum balance.
           const admitted = yield* Effect.result(budget.admit(schedule.project_id))
           if (admitted._tag === "Failure") return yield* skip(admitted.failure._tag === "BudgetExceeded" ? "budget_exceeded" : "insufficient_credits")
           // A session closed by idling (or keep_alive false) opens again for its schedule's run.
           if (session.status === "closed") {
-            yield* sql`UPDATE sessions SET status = 'idle', closed_at = NULL, updated_at = now() WHERE id = ${schedule.session_id}`
+            yield* scheduleStore.reopenSession(schedule.session_id)
           }
           const request = decodeRequest({ ...(schedule.request as object), _tag: "DoAnything" })
-          const spec = decodeSpec(schedule.spec)
-          const instructions = firingInstructions(schedule.instructions, spec, firing)
+          const instructions = firingInstructions(schedule.instructions, schedule.spec, firing)
           const added = yield* Effect.result(store.addRun(schedule.session_id as SessionId, {
             instructions,
             request: { ...request, instructions },
@@ -248,41 +220,28 @@ export class SessionSchedules extends Context.Service<SessionSchedules, {
               tag === "PreviousRunActive" ? "previous_run_active" : tag === "BudgetExceeded" ? "budget_exceeded" : tag === "InsufficientCredits" ? "insufficient_credits" : "session_not_found"
             )
           }
-          yield* sql`UPDATE runs SET schedule_id = ${schedule.id} WHERE id = ${added.success.id}`
+          yield* scheduleStore.tagRun(added.success.id, schedule.id)
           return { outcome: "run_created" as const, reason: null, run: added.success }
         })
 
       const fire = (scheduleId: string, slot: Date) =>
         Effect.gen(function*() {
-          const toExecute = yield* sql.withTransaction(Effect.gen(function*() {
-            const [schedule] = yield* sql<ScheduleRow>`
-              SELECT ss.*, s.paused, s.next_fire_at, s.last_slot_at AS last_fired_at
-              FROM session_schedules ss
-              LEFT JOIN schedules s ON s.owner_kind = ${SESSION_SCHEDULE_OWNER} AND s.owner_id = ss.id
-              WHERE ss.id = ${scheduleId}
-              FOR UPDATE OF ss`
+          const toExecute = yield* scheduleStore.transaction(Effect.gen(function*() {
+            const schedule = yield* scheduleStore.lock(scheduleId)
             if (schedule === undefined) return undefined // deleted since it fired
             const at = yield* now
-            yield* sql`
-              INSERT INTO session_schedule_firings (schedule_id, slot_at, project_id, trigger, outcome, created_at)
-              VALUES (${scheduleId}, ${slot}, ${schedule.project_id}, 'schedule', 'pending', ${at})
-              ON CONFLICT DO NOTHING`
-            const [firing] = yield* sql<FiringRow>`
-              SELECT * FROM session_schedule_firings WHERE schedule_id = ${scheduleId} AND slot_at = ${slot} FOR UPDATE`
-            if (firing!.outcome !== "pending") {
+            const firing = yield* scheduleStore.lockFiring({ projectId: schedule.project_id, scheduleId, slot, at })
+            if (firing.outcome !== "pending") {
               // Decided by an earlier delivery: only make sure its run was handed over.
-              return firing!.run_id === null ? undefined : { sessionId: schedule.session_id as SessionId, runId: firing!.run_id as RunId, recheck: true }
+              return firing.run_id === null ? undefined : { sessionId: schedule.session_id, runId: firing.run_id, recheck: true }
             }
-            const decided = yield* decide(schedule, firing!)
-            yield* sql`
-              UPDATE session_schedule_firings SET outcome = ${decided.outcome}, reason = ${decided.reason},
-                run_id = ${decided.run?.id ?? null}, decided_at = ${at}
-              WHERE schedule_id = ${scheduleId} AND slot_at = ${slot}`
+            const decided = yield* decide(schedule, firing)
+            yield* scheduleStore.decideFiring(scheduleId, slot, { outcome: decided.outcome, reason: decided.reason, runId: decided.run?.id ?? null, at })
             if (decided.outcome === "skipped") {
               yield* Effect.logInfo("schedule firing skipped").pipe(Effect.annotateLogs({ schedule_id: scheduleId, slot: slot.toISOString(), reason: decided.reason }))
             }
-            return decided.run === undefined ? undefined : { sessionId: schedule.session_id as SessionId, runId: decided.run.id, recheck: false }
-          })).pipe(Effect.orDie)
+            return decided.run === undefined ? undefined : { sessionId: schedule.session_id, runId: decided.run.id, recheck: false }
+          }))
           if (toExecute === undefined) return
           if (toExecute.recheck) {
             const run = yield* store.getRun(toExecute.runId)
@@ -297,29 +256,20 @@ export class SessionSchedules extends Context.Service<SessionSchedules, {
       yield* Effect.gen(function*() {
         while (true) {
           yield* Effect.sleep("10 minutes")
-          yield* sql`
-            DELETE FROM session_schedule_firings WHERE ctid IN (
-              SELECT ctid FROM session_schedule_firings
-              WHERE created_at < now() - make_interval(days => ${FIRING_RETENTION_DAYS}) AND outcome <> 'pending'
-              LIMIT 10000
-            )`.pipe(Effect.catchCause((cause) => Effect.logWarning("pruning schedule firings failed", cause)))
+          yield* scheduleStore.pruneFirings(FIRING_RETENTION_DAYS, 10000).pipe(
+            Effect.catchCause((cause) => Effect.logWarning("pruning schedule firings failed", cause))
+          )
         }
       }).pipe(Effect.forkScoped)
 
       return SessionSchedules.of({
         attach,
         detachSession: Effect.fn("SessionSchedules.detachSession")(function*(sessionId: string) {
-          const rows = yield* sql<{ id: string }>`SELECT id FROM session_schedules WHERE session_id = ${sessionId}`.pipe(Effect.orDie)
-          for (const row of rows) yield* removeSchedule(row.id)
+          const ids = yield* scheduleStore.idsOfSession(sessionId)
+          for (const id of ids) yield* removeSchedule(id)
         }),
         list: Effect.fn("SessionSchedules.list")(function*(projectId: string, filter: ScheduleListFilter, limit: number, beforeId: string | undefined) {
-          const rows = yield* selectSchedules(sql`ss.project_id = ${projectId}
-            ${beforeId === undefined ? sql`` : sql`AND ss.id < ${beforeId}`}
-            ${filter.kind === undefined ? sql`` : sql`AND ss.spec->>'kind' = ${filter.kind}`}
-            ${filter.event === undefined ? sql`` : sql`AND ss.spec->>'event' = ${filter.event}`}
-            ${filter.sessionId === undefined ? sql`` : sql`AND ss.session_id = ${filter.sessionId}`}
-            ${filter.paused === undefined ? sql`` : sql`AND coalesce(s.paused, false) = ${filter.paused}`}`, limit)
-          return yield* withLastFiring(rows)
+          return yield* withLastFiring(yield* scheduleStore.list(projectId, filter, limit, beforeId))
         }),
         find,
         ofSession,
@@ -335,7 +285,7 @@ export class SessionSchedules extends Context.Service<SessionSchedules, {
         }),
         remove: Effect.fn("SessionSchedules.remove")(function*(projectId: string, scheduleId: string) {
           yield* find(projectId, scheduleId)
-          yield* sql.withTransaction(removeSchedule(scheduleId)).pipe(Effect.orDie)
+          yield* scheduleStore.transaction(removeSchedule(scheduleId))
         }),
         firings: Effect.fn("SessionSchedules.firings")(function*(projectId: string, scheduleId: string, options: {
           readonly limit: number
@@ -343,12 +293,7 @@ export class SessionSchedules extends Context.Service<SessionSchedules, {
           readonly outcome?: FiringOutcome | undefined
         }) {
           yield* find(projectId, scheduleId)
-          const rows = yield* sql<FiringRow>`
-            SELECT * FROM session_schedule_firings
-            WHERE schedule_id = ${scheduleId}
-              ${options.before === undefined ? sql`` : sql`AND slot_at < ${options.before}`}
-              ${options.outcome === undefined ? sql`` : sql`AND outcome = ${options.outcome}`}
-            ORDER BY slot_at DESC LIMIT ${options.limit}`.pipe(Effect.orDie)
+          const rows = yield* scheduleStore.firings(scheduleId, options)
           return rows.map(firingFromRow)
         }),
         trigger: Effect.fn("SessionSchedules.trigger")(function*(projectId: string, scheduleId: string, payload: unknown) {
@@ -356,19 +301,14 @@ export class SessionSchedules extends Context.Service<SessionSchedules, {
           // that firing (recorded as "<schedule id> <slot ms>" on the claim, src/store/keyed-create.ts).
           const earlier = yield* earlierCreate((id) => {
             const [firingScheduleId, slotMs] = id.split(" ")
-            return firingScheduleId !== scheduleId || !Number.isSafeInteger(Number(slotMs)) ? Effect.succeed(undefined) : sql<FiringRow>`
-              SELECT * FROM session_schedule_firings WHERE schedule_id = ${scheduleId} AND project_id = ${projectId} AND slot_at = ${new Date(Number(slotMs))}`.pipe(
-              Effect.orDie,
-              Effect.map((rows) => rows[0] === undefined ? undefined : firingFromRow(rows[0]))
+            return firingScheduleId !== scheduleId || !Number.isSafeInteger(Number(slotMs)) ? Effect.succeed(undefined) : scheduleStore.firingAt(projectId, scheduleId, new Date(Number(slotMs))).pipe(
+              Effect.map((row) => row === undefined ? undefined : firingFromRow(row))
             )
           })
           if (earlier !== undefined) return earlier
-          const queued = yield* sql.withTransaction(queueTrigger(projectId, scheduleId, payload).pipe(
-            Effect.tap((queued) => queued._tag === "queued" ? recordCreate(sql, `${scheduleId} ${queued.firing.slot_at.getTime()}`) : Effect.void)
-          )).pipe(
-            Effect.provideService(SqlClient.SqlClient, sql),
-            Effect.catchTag("SqlError", Effect.die)
-          )
+          const queued = yield* scheduleStore.transaction(queueTrigger(projectId, scheduleId, payload).pipe(
+            Effect.tap((queued) => queued._tag === "queued" ? scheduleStore.recordCreate(`${scheduleId} ${queued.firing.slot_at.getTime()}`) : Effect.void)
+          ))
           if (queued._tag === "not_found") return yield* new ScheduleNotFound({ scheduleId })
           if (queued._tag === "paused") return yield* new SchedulePaused({ scheduleId })
           // Recorded by queueTrigger; this node's scheduler looks at once instead of at its next poll.
@@ -378,5 +318,5 @@ export class SessionSchedules extends Context.Service<SessionSchedules, {
         fire
       })
     })
-  ).pipe(Layer.provide(Layer.mergeAll(Budget.layer, Plans.layer)))
+  ).pipe(Layer.provide(Layer.mergeAll(Budget.layer, Plans.layer, SessionScheduleStore.layer)))
 }

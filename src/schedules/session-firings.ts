@@ -6,10 +6,18 @@
  * src/do-anything/schedules.ts.
  */
 import { Clock, Effect } from "effect"
-import { SqlClient } from "effect/sql"
 import type { RunId } from "../domain/run.ts"
-import { SESSION_SCHEDULE_OWNER } from "../store/autonomous-schedules.ts"
-import { recordQueuedFiring } from "./schedules.ts"
+import {
+  countScheduledRuns,
+  firingOfSource,
+  insertEventFiring,
+  latestFiringSlot,
+  lockScheduleForTrigger,
+  SESSION_SCHEDULE_OWNER,
+  type SessionFiringRow,
+  sessionScheduleExists
+} from "../store/autonomous-schedules.ts"
+import { recordQueuedFiring } from "./schedule-store.ts"
 
 /** The scheduler's owner of a session schedule. */
 export const owner = (id: string) => ({ kind: SESSION_SCHEDULE_OWNER, id })
@@ -29,40 +37,23 @@ export interface ScheduleFiring {
   readonly decided_at: Date | null
 }
 
-/** A row of session_schedule_firings. */
-export interface FiringRow {
-  readonly schedule_id: string
-  readonly slot_at: Date
-  readonly trigger: string
-  readonly payload: unknown
-  readonly outcome: string
-  readonly reason: string | null
-  readonly run_id: RunId | null
-  readonly created_at: Date
-  readonly decided_at: Date | null
-}
+/** A row of session_schedule_firings (decoded by the store). */
+export type FiringRow = SessionFiringRow
 
 export const firingFromRow = (row: FiringRow): ScheduleFiring => ({
   schedule_id: row.schedule_id,
   slot_at: row.slot_at,
   trigger: row.trigger === "event" ? "event" : "schedule",
   payload: row.payload ?? null,
-  outcome: row.outcome as FiringOutcome,
-  reason: row.reason as SkipReason | null,
+  outcome: row.outcome,
+  reason: row.reason,
   run_id: row.run_id,
   created_at: row.created_at,
   decided_at: row.decided_at
 })
 
 /** Runs of the project's schedules that are under way (`scheduled_running` of QuotaStatus). */
-export const scheduledRunning = (projectId: string) =>
-  Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    const [row] = yield* sql<{ n: number }>`
-      SELECT count(*)::int AS n FROM runs
-      WHERE project_id = ${projectId} AND schedule_id IS NOT NULL AND status IN ('pending', 'running', 'awaiting_input', 'paused')`
-    return row?.n ?? 0
-  }).pipe(Effect.orDie)
+export const scheduledRunning = countScheduledRuns
 
 /**
  * Queues an event firing of a schedule now, with `payload`: the firing (outcome pending) and the
@@ -72,35 +63,21 @@ export const scheduledRunning = (projectId: string) =>
  */
 export const queueTrigger = (projectId: string, scheduleId: string, payload: unknown, sourceKey?: string) =>
   Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    const [row] = yield* sql<{ id: string; paused: boolean | null }>`
-      SELECT ss.id, s.paused FROM session_schedules ss
-      LEFT JOIN schedules s ON s.owner_kind = ${SESSION_SCHEDULE_OWNER} AND s.owner_id = ss.id
-      WHERE ss.id = ${scheduleId} AND ss.project_id = ${projectId}
-      FOR UPDATE OF ss`
+    const row = yield* lockScheduleForTrigger(projectId, scheduleId)
     if (row === undefined) return { _tag: "not_found" as const }
     if (sourceKey !== undefined) {
-      const [existing] = yield* sql<FiringRow>`SELECT * FROM session_schedule_firings WHERE source_key = ${sourceKey}`
+      const existing = yield* firingOfSource(sourceKey)
       if (existing !== undefined) return { _tag: "queued" as const, firing: firingFromRow(existing) }
     }
     if (row.paused !== false) return { _tag: "paused" as const }
     // The slot of an event is its arrival, made unique per schedule (the row lock orders them).
     const at = new Date(yield* Clock.currentTimeMillis)
-    const [latest] = yield* sql<{ slot_at: Date | null }>`
-      SELECT max(slot_at) AS slot_at FROM session_schedule_firings WHERE schedule_id = ${scheduleId}`
-    const slot = new Date(Math.max(at.getTime(), (latest?.slot_at?.getTime() ?? 0) + 1))
-    const [firing] = yield* sql<FiringRow>`
-      INSERT INTO session_schedule_firings (schedule_id, slot_at, project_id, trigger, payload, outcome, created_at, source_key)
-      VALUES (${scheduleId}, ${slot}, ${projectId}, 'event', ${payload === undefined ? null : JSON.stringify(payload)}::jsonb, 'pending', ${at}, ${sourceKey ?? null})
-      RETURNING *`
+    const latest = yield* latestFiringSlot(scheduleId)
+    const slot = new Date(Math.max(at.getTime(), (latest?.getTime() ?? 0) + 1))
+    const firing = yield* insertEventFiring({ projectId, scheduleId, slot, payload, at, sourceKey: sourceKey ?? null })
     yield* recordQueuedFiring(owner(scheduleId), slot, at)
-    return { _tag: "queued" as const, firing: firingFromRow(firing!) }
+    return { _tag: "queued" as const, firing: firingFromRow(firing) }
   })
 
 /** Whether the project has that schedule (a notify_channel of kind schedule names one). */
-export const scheduleExists = (projectId: string, scheduleId: string) =>
-  Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    const rows = yield* sql`SELECT 1 FROM session_schedules WHERE id = ${scheduleId} AND project_id = ${projectId}`
-    return rows.length > 0
-  }).pipe(Effect.orDie)
+export const scheduleExists = sessionScheduleExists
