@@ -11,12 +11,11 @@
  * balance is below WA_BILLING_MIN_BALANCE_USD. With billing off both refuse nothing.
  */
 import { Context, Effect, Layer } from "effect"
-import { SqlClient } from "effect/sql"
 import { BudgetExceeded, InsufficientCredits } from "../domain/errors.ts"
 import { AppConfig } from "../config/config.ts"
-import { holdInTransaction, outstandingHoldsMicros } from "../store/credit-holds.ts"
+import { HoldStore } from "../store/credit-holds.ts"
 import { toMicros } from "../domain/money.ts"
-import { type Balance, capMicrosOf, WARNING_RATIO } from "../store/ledger.ts"
+import { type Balance, LedgerStore, WARNING_RATIO } from "../store/ledger.ts"
 import { Ledger } from "./ledger.ts"
 import type { Exhausted } from "../domain/billing.ts"
 
@@ -62,15 +61,16 @@ export class Budget extends Context.Service<Budget, {
   static readonly layer = Layer.effect(
     Budget,
     Effect.gen(function*() {
-      const sql = yield* SqlClient.SqlClient
       const ledger = yield* Ledger
+      const store = yield* LedgerStore
+      const holds = yield* HoldStore
       const tickFeeMicros = toMicros((yield* AppConfig).prices.track_per_tick)
 
       // The status and the balance it was computed from, so callers that need both read it once.
       const statusAndBalance = (projectId: string) =>
         Effect.gen(function*() {
           const balance = yield* ledger.balance(projectId)
-          const capMicros = yield* capMicrosOf(sql, projectId).pipe(Effect.orDie)
+          const capMicros = yield* store.capMicros(projectId)
           const spentMicros = balance.periodSpentMicros
           const status: BudgetStatus = {
             capMicros,
@@ -88,7 +88,7 @@ export class Budget extends Context.Service<Budget, {
 
       return Budget.of({
         status,
-        held: (projectId: string) => outstandingHoldsMicros(sql, projectId).pipe(Effect.orDie),
+        held: holds.outstanding,
         statusWithBalance: Effect.fn("Budget.statusWithBalance")(statusAndBalance),
         exhausted: Effect.fn("Budget.exhausted")(function*(projectId: string) {
           if (!ledger.enabled) return null
@@ -100,16 +100,13 @@ export class Budget extends Context.Service<Budget, {
         holdTick: Effect.fn("Budget.holdTick")(function*(projectId: string, tickId: string) {
           if (!ledger.enabled) return null
           // At least one micro-dollar must be free: a tick never runs on an empty balance.
-          return yield* sql.withTransaction(holdInTransaction(sql, { projectId, runId: tickId, kind: "tick", micros: tickFeeMicros, minimumMicros: 1 })).pipe(
+          return yield* holds.hold({ projectId, runId: tickId, kind: "tick", micros: tickFeeMicros, minimumMicros: 1 }).pipe(
             Effect.as(null),
-            Effect.catchTags({ InsufficientCredits: () => Effect.succeed("credits" as const), BudgetExceeded: () => Effect.succeed("budget" as const) }),
-            Effect.orDie
+            Effect.catchTags({ InsufficientCredits: () => Effect.succeed("credits" as const), BudgetExceeded: () => Effect.succeed("budget" as const) })
           )
         }),
         setCap: Effect.fn("Budget.setCap")(function*(projectId: string, capMicros: number | null) {
-          yield* sql`
-            INSERT INTO project_budgets (project_id, monthly_cap_micros) VALUES (${projectId}, ${capMicros})
-            ON CONFLICT (project_id) DO UPDATE SET monthly_cap_micros = excluded.monthly_cap_micros, updated_at = now()`.pipe(Effect.orDie)
+          yield* store.setCap(projectId, capMicros)
           return yield* status(projectId)
         }),
         admit: Effect.fn("Budget.admit")(function*(projectId: string) {
@@ -124,5 +121,5 @@ export class Budget extends Context.Service<Budget, {
         })
       })
     })
-  ).pipe(Layer.provide(Ledger.layer))
+  ).pipe(Layer.provide(Layer.mergeAll(Ledger.layer, LedgerStore.layer, HoldStore.layer)))
 }

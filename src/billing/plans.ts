@@ -15,9 +15,8 @@
  *   period (the current one was granted already).
  */
 import { Context, Effect, Layer, Option, Schema } from "effect"
-import { SqlClient } from "effect/sql"
 import { AppConfig } from "../config/config.ts"
-import { grantMonthlyInTransaction, lockBalance } from "../store/ledger.ts"
+import { PlanStore } from "./plan-store.ts"
 import { loadPlanTable, type Plan, type PlanTable } from "../config/plan-table.ts"
 
 export type { Plan } from "../config/plan-table.ts"
@@ -69,7 +68,7 @@ export class Plans extends Context.Service<Plans, {
   static readonly layer = Layer.effect(
     Plans,
     Effect.gen(function*() {
-      const sql = yield* SqlClient.SqlClient
+      const store = yield* PlanStore
       const config = yield* AppConfig
       const table = loadPlanTable(Option.getOrUndefined(config.plansFile), Option.getOrUndefined(config.defaultPlan))
       const byId = new Map(table.plans.map((plan) => [plan.id, plan]))
@@ -94,26 +93,15 @@ export class Plans extends Context.Service<Plans, {
       // the table grants nothing; its projects are on the default plan's caps).
       // The same for the monthly quotas, the default plan's included (a project's budget cap is its
       // own override, else its subscription's quota, else the default plan's: capSubquery).
-      for (const plan of table.plans) {
-        yield* sql`UPDATE project_plans SET monthly_credits_micros = ${plan.monthlyCreditsMicros}, monthly_quota_micros = ${plan.monthlyQuotaMicros}
-          WHERE plan_id = ${plan.id} AND (monthly_credits_micros <> ${plan.monthlyCreditsMicros}
-            OR monthly_quota_micros IS DISTINCT FROM ${plan.monthlyQuotaMicros}::bigint)`.pipe(Effect.orDie)
-      }
-      yield* sql`UPDATE project_plans SET monthly_credits_micros = 0, monthly_quota_micros = ${table.defaultPlan.monthlyQuotaMicros}
-        WHERE plan_id NOT IN ${sql.in(table.plans.map((p) => p.id))}`.pipe(Effect.orDie)
-      yield* sql`
-        INSERT INTO plan_defaults (singleton, plan_id, monthly_quota_micros)
-        VALUES (true, ${table.defaultPlan.id}, ${table.defaultPlan.monthlyQuotaMicros})
-        ON CONFLICT (singleton) DO UPDATE SET plan_id = EXCLUDED.plan_id, monthly_quota_micros = EXCLUDED.monthly_quota_micros`.pipe(Effect.orDie)
+      yield* store.syncTable(table.plans, table.defaultPlan)
 
       const subscription = Effect.fn("Plans.subscription")(function*(projectId: string) {
-        const [row] = yield* sql<{ plan_id: string; subscription_status: string }>`
-          SELECT plan_id, subscription_status FROM project_plans WHERE project_id = ${projectId}`
+        const row = yield* store.subscription(projectId)
         const plan = row === undefined || row.subscription_status !== "active" ? undefined : byId.get(row.plan_id)
         return plan === undefined
           ? { plan: table.defaultPlan, subscriptionStatus: "none" as const }
           : { plan, subscriptionStatus: "active" as const }
-      }, Effect.orDie)
+      })
 
       return Plans.of({
         table,
@@ -129,22 +117,14 @@ export class Plans extends Context.Service<Plans, {
         set: Effect.fn("Plans.set")(function*(projectId: string, planId: string) {
           const plan = byId.get(planId)
           if (plan === undefined) return yield* new UnknownPlan({ planId, known: table.plans.map((p) => p.id) })
-          yield* sql.withTransaction(Effect.gen(function*() {
-            yield* sql`
-              INSERT INTO project_plans (project_id, plan_id, monthly_credits_micros, monthly_quota_micros, subscription_status)
-              VALUES (${projectId}, ${plan.id}, ${plan.monthlyCreditsMicros}, ${plan.monthlyQuotaMicros}, 'active')
-              ON CONFLICT (project_id) DO UPDATE SET plan_id = EXCLUDED.plan_id, monthly_credits_micros = EXCLUDED.monthly_credits_micros,
-                monthly_quota_micros = EXCLUDED.monthly_quota_micros, subscription_status = 'active', updated_at = now()`
-            // Under the balance row's lock; a grant already made this period is not made again.
-            yield* grantMonthlyInTransaction(sql, yield* lockBalance(sql, projectId))
-          })).pipe(Effect.orDie)
+          yield* store.subscribe(projectId, plan)
           return { plan, subscriptionStatus: "active" as const }
         }),
         unset: Effect.fn("Plans.unset")(function*(projectId: string) {
-          yield* sql`UPDATE project_plans SET subscription_status = 'canceled', updated_at = now() WHERE project_id = ${projectId}`.pipe(Effect.orDie)
+          yield* store.cancel(projectId)
           return { plan: table.defaultPlan, subscriptionStatus: "none" as const }
         })
       })
     })
-  )
+  ).pipe(Layer.provide(PlanStore.layer))
 }

@@ -5,10 +5,9 @@
  * its concurrency cap.
  */
 import { Context, Effect, Layer } from "effect"
-import { SqlClient } from "effect/sql"
-import { scheduledRunning } from "../schedules/session-firings.ts"
 import { Budget } from "./budget.ts"
 import type { Balance } from "../store/ledger.ts"
+import { PlanStore } from "./plan-store.ts"
 import { type Plan, Plans } from "./plans.ts"
 
 export interface KeyConcurrency {
@@ -47,9 +46,9 @@ export class Quota extends Context.Service<Quota, {
   static readonly layer = Layer.effect(
     Quota,
     Effect.gen(function*() {
-      const sql = yield* SqlClient.SqlClient
       const budget = yield* Budget
       const plans = yield* Plans
+      const store = yield* PlanStore
       return Quota.of({
         status: Effect.fn("Quota.status")(function*(projectId: string) {
           const { plan, subscriptionStatus } = yield* plans.subscription(projectId)
@@ -57,12 +56,7 @@ export class Quota extends Context.Service<Quota, {
           // The quota is the budget cap: its spend, warning and stop are Budget's.
           const { status, balance } = yield* budget.statusWithBalance(projectId)
           // Keys that can still open sessions (revoked ones in their grace window included).
-          const keys = yield* sql<{ id: string; name: string | null; running: number }>`
-            SELECT k.id, k.name,
-              (SELECT count(*)::int FROM sessions s WHERE s.api_key_id = k.id AND s.status <> 'closed') AS running
-            FROM api_keys k
-            WHERE k.project_id = ${projectId} AND (k.grace_until IS NULL OR k.grace_until > now())
-            ORDER BY k.created_at, k.id`.pipe(Effect.orDie)
+          const keys = yield* store.keyUsage(projectId)
           return {
             projectId,
             plan,
@@ -74,11 +68,11 @@ export class Quota extends Context.Service<Quota, {
             warning: status.warning,
             exceeded: status.exceeded,
             scheduledCap: caps.scheduled,
-            scheduledRunning: yield* scheduledRunning(projectId).pipe(Effect.provideService(SqlClient.SqlClient, sql)),
+            scheduledRunning: yield* store.scheduledRunning(projectId),
             concurrency: keys.map((k) => ({ keyId: k.id, keyName: k.name, running: k.running, cap: caps.concurrency }))
           }
         })
       })
     })
-  ).pipe(Layer.provide(Layer.mergeAll(Budget.layer, Plans.layer)))
+  ).pipe(Layer.provide(Layer.mergeAll(Budget.layer, Plans.layer, PlanStore.layer)))
 }

@@ -13,10 +13,10 @@
  *   off-session PaymentIntent, with an Idempotency-Key so a retried call charges once.
  */
 import { Context, Effect, Layer, Option, Redacted, Schema } from "effect"
-import { SqlClient } from "effect/sql"
 import Stripe from "stripe"
 import { AppConfig } from "../config/config.ts"
-import { creditInTransaction } from "../store/ledger.ts"
+import { LedgerStore } from "../store/ledger.ts"
+import { PlanStore } from "./plan-store.ts"
 import { usdFromMicros } from "../domain/money.ts"
 
 export class StripeNotConfigured extends Schema.TaggedError<StripeNotConfigured>()("StripeNotConfigured", {
@@ -80,7 +80,8 @@ export class StripeBilling extends Context.Service<StripeBilling, {
   static readonly layer = Layer.effect(
     StripeBilling,
     Effect.gen(function*() {
-      const sql = yield* SqlClient.SqlClient
+      const plans = yield* PlanStore
+      const ledger = yield* LedgerStore
       const config = yield* AppConfig
       const secretKey = Option.map(config.stripeSecretKey, Redacted.value)
       const webhookSecret = Option.map(config.stripeWebhookSecret, Redacted.value)
@@ -117,16 +118,15 @@ export class StripeBilling extends Context.Service<StripeBilling, {
             yield* Effect.logWarning("stripe event refused").pipe(Effect.annotateLogs({ event_id: event.id, project_id: projectId, reason }))
             return ignore(reason)
           }
-          const [project] = yield* sql<{ id: string }>`SELECT id FROM projects WHERE id = ${projectId}`
-          if (project === undefined) return ignore(`no project ${projectId}`)
+          if (!(yield* plans.projectExists(projectId))) return ignore(`no project ${projectId}`)
           const micros = cents * 10_000
-          const { recorded } = yield* sql.withTransaction(creditInTransaction(sql, {
+          const { recorded } = yield* ledger.credit({
             projectId,
             micros,
             bucket: "additional",
             kind: STRIPE_TOPUP_KIND,
             idempotencyKey: `stripe:${event.id}`
-          }))
+          })
           return {
             eventId: event.id,
             type: event.type,
@@ -136,7 +136,7 @@ export class StripeBilling extends Context.Service<StripeBilling, {
             amountUsd: usdFromMicros(micros),
             ignoredReason: null
           }
-        }).pipe(Effect.orDie)
+        })
 
       return StripeBilling.of({
         handleWebhook: Effect.fn("StripeBilling.handleWebhook")(function*(rawBody: string, signature: string | undefined) {
@@ -177,5 +177,5 @@ export class StripeBilling extends Context.Service<StripeBilling, {
         })
       })
     })
-  )
+  ).pipe(Layer.provide(Layer.mergeAll(PlanStore.layer, LedgerStore.layer)))
 }

@@ -23,8 +23,8 @@
  *   budget_exceeded at its next charge, so a project overshoots by at most what one admitted run
  *   spends past its hold.
  */
-import { Effect } from "effect"
-import type { SqlClient } from "effect/sql"
+import { Context, Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import { BudgetExceeded, InsufficientCredits } from "../domain/errors.ts"
 import type { RunRequest } from "../domain/run.ts"
@@ -112,3 +112,22 @@ export const releaseEndedHolds = (sql: SqlClient.SqlClient) =>
       ELSE EXISTS (SELECT 1 FROM monitor_runs t WHERE t.id = h.run_id AND t.finished_at IS NULL)
     END
     RETURNING run_id`.pipe(Effect.map((rows) => rows.length))
+
+/** Holds as a service, for the Budget service (src/billing/budget.ts): each method its own transaction (or one read). */
+export class HoldStore extends Context.Service<HoldStore, {
+  /** The project's outstanding holds, micro-USD. */
+  readonly outstanding: (projectId: string) => Effect.Effect<number>
+  /** Admits and holds, in a transaction of its own (holdInTransaction). */
+  readonly hold: (hold: HoldRequest) => Effect.Effect<void, InsufficientCredits | BudgetExceeded>
+}>()("wa/store/HoldStore") {
+  static readonly layer = Layer.effect(
+    HoldStore,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      return HoldStore.of({
+        outstanding: (projectId) => outstandingHoldsMicros(sql, projectId).pipe(Effect.orDie),
+        hold: (hold) => sql.withTransaction(holdInTransaction(sql, hold)).pipe(Effect.catchTag("SqlError", Effect.die))
+      })
+    })
+  )
+}

@@ -21,7 +21,7 @@
  * ledger.ts) and the run store (src/store/runs.ts, a step's charges with its checkpoint) use it.
  */
 import type { Exhausted } from "../domain/billing.ts"
-import { Effect } from "effect"
+import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import { makeId } from "../domain/ids.ts"
@@ -352,3 +352,161 @@ export const creditInTransaction = (
 const rearmAutoRecharge = (sql: SqlClient.SqlClient, balance: Balance) =>
   sql`UPDATE auto_recharge_settings SET armed = true
     WHERE project_id = ${balance.projectId} AND NOT armed AND threshold_micros <= ${balance.totalMicros}`
+
+/** A page of the usage history (GET /v1/billing/usage). */
+export interface UsageQuery {
+  readonly kind?: string | undefined
+  readonly from?: Date | undefined
+  readonly to?: Date | undefined
+  readonly limit: number
+  /** Entries older than this ledger id (the previous page's last). */
+  readonly beforeId?: string | undefined
+}
+
+/** Charges of a period by kind, positive micro-USD, and the sessions opened in it. */
+export interface PeriodSums {
+  readonly llmMicros: number
+  readonly browserMicros: number
+  readonly proxyMicros: number
+  /** All charges (charge_*). */
+  readonly totalMicros: number
+  readonly sessionsCount: number
+}
+
+const BalanceRowSchema = Schema.Struct({
+  project_id: Schema.String,
+  monthly_micros: Schema.String,
+  additional_micros: Schema.String,
+  period_spent_micros: Schema.String,
+  period_start: Schema.Date,
+  period_end: Schema.Date,
+  expired: Schema.Boolean
+})
+const decodeBalanceRow = Schema.decodeUnknownSync(BalanceRowSchema)
+const decodePeriod = Schema.decodeUnknownSync(Schema.Struct({ period_start: Schema.Date, period_end: Schema.Date }))
+const decodeBucketSum = Schema.decodeUnknownSync(Schema.Struct({ bucket: Schema.Literals(["monthly", "additional"]), total: Schema.FiniteFromString }))
+const decodeEntry = Schema.decodeUnknownSync(Schema.Struct({
+  id: Schema.String,
+  kind: Schema.String,
+  bucket: Schema.Literals(["monthly", "additional"]),
+  amount_micros: Schema.FiniteFromString,
+  run_id: Schema.NullOr(Schema.String),
+  session_id: Schema.NullOr(Schema.String),
+  idempotency_key: Schema.String,
+  period_start: Schema.Date,
+  created_at: Schema.Date
+}))
+const decodeSums = Schema.decodeUnknownSync(Schema.Struct({
+  llm: Schema.FiniteFromString,
+  browser: Schema.FiniteFromString,
+  proxy: Schema.FiniteFromString,
+  total: Schema.FiniteFromString,
+  sessions: Schema.Number
+}))
+
+/**
+ * The ledger as a service, for the Ledger and Budget services (src/billing/): each method is its
+ * own transaction (or one read). Code that charges inside the transaction of the work it pays for
+ * uses the functions above instead.
+ */
+export class LedgerStore extends Context.Service<LedgerStore, {
+  readonly charge: (input: ChargeInput) => Effect.Effect<ChargeOutcome>
+  /** Credits a bucket once per idempotency key (see creditInTransaction). */
+  readonly credit: (input: ChargeInput & { readonly bucket: Bucket }) => Effect.Effect<{ readonly recorded: boolean; readonly balance: Balance }>
+  /**
+   * The current balance (monthly credits of an ended period count as 0); 0 for a project never
+   * credited. A period that is due to open (ended, or never written for a subscribed project) is
+   * opened, with its grant.
+   */
+  readonly balance: (projectId: string) => Effect.Effect<Balance>
+  /** Sums of the project's entries per bucket, recomputed from the ledger alone. */
+  readonly rederive: (projectId: string) => Effect.Effect<{ readonly monthlyMicros: number; readonly additionalMicros: number }>
+  readonly usage: (projectId: string, query: UsageQuery) => Effect.Effect<ReadonlyArray<Entry>>
+  readonly periodSums: (projectId: string, periodStart: Date) => Effect.Effect<PeriodSums>
+  /** The project's monthly budget cap (capMicrosOf). */
+  readonly capMicros: (projectId: string) => Effect.Effect<number | null>
+  /** Sets (micro-USD) or removes (null) the project's own cap. */
+  readonly setCap: (projectId: string, capMicros: number | null) => Effect.Effect<void>
+}>()("wa/store/LedgerStore") {
+  static readonly layer = Layer.effect(
+    LedgerStore,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      return LedgerStore.of({
+        charge: (input) => sql.withTransaction(chargeInTransaction(sql, input)).pipe(Effect.orDie),
+        credit: (input) => sql.withTransaction(creditInTransaction(sql, input)).pipe(Effect.orDie),
+        balance: Effect.fn("Ledger.balance")(function*(projectId: string) {
+          const rows = yield* sql`
+            SELECT ${sql.literal(balanceColumns)}, period_end <= now() AS expired
+            FROM credit_balances WHERE project_id = ${projectId}`
+          const row = rows[0] === undefined ? undefined : decodeBalanceRow(rows[0])
+          // A period to open (ended, or never written for a subscribed project): open it, with its grant.
+          if (row === undefined ? (yield* sql`SELECT 1 FROM project_plans WHERE project_id = ${projectId}`).length > 0 : row.expired) {
+            return yield* sql.withTransaction(lockBalance(sql, projectId))
+          }
+          if (row === undefined) {
+            const [period] = yield* sql`
+              SELECT date_trunc('month', now(), 'UTC') AS period_start, date_trunc('month', now(), 'UTC') + interval '1 month' AS period_end`
+            return toBalance({ project_id: projectId, monthly_micros: "0", additional_micros: "0", period_spent_micros: "0", ...decodePeriod(period) })
+          }
+          const found = toBalance(row)
+          // The period ended and nothing was charged since: its monthly credits and its spend are gone.
+          return row.expired ? { ...found, monthlyMicros: 0, totalMicros: found.additionalMicros, periodSpentMicros: 0 } : found
+        }, Effect.orDie),
+        rederive: Effect.fn("Ledger.rederive")(function*(projectId: string) {
+          const rows = (yield* sql`
+            SELECT bucket, sum(amount_micros)::text AS total FROM credit_ledger WHERE project_id = ${projectId} GROUP BY bucket`).map((row) => decodeBucketSum(row))
+          const of = (bucket: Bucket) => rows.find((r) => r.bucket === bucket)?.total ?? 0
+          return { monthlyMicros: of("monthly"), additionalMicros: of("additional") }
+        }, Effect.orDie),
+        usage: Effect.fn("Ledger.usage")(function*(projectId: string, query: UsageQuery) {
+          const rows = yield* sql`
+            SELECT id::text, kind, bucket, amount_micros::text, run_id, session_id, idempotency_key, period_start, created_at
+            FROM credit_ledger
+            WHERE project_id = ${projectId}
+              ${query.kind === undefined ? sql`` : sql`AND kind = ${query.kind}`}
+              ${query.from === undefined ? sql`` : sql`AND created_at >= ${query.from}`}
+              ${query.to === undefined ? sql`` : sql`AND created_at < ${query.to}`}
+              ${query.beforeId === undefined ? sql`` : sql`AND id < ${query.beforeId}::bigint`}
+            ORDER BY id DESC
+            LIMIT ${query.limit}`
+          return rows.map((raw): Entry => {
+            const row = decodeEntry(raw)
+            return {
+              id: row.id,
+              kind: row.kind,
+              bucket: row.bucket,
+              amountMicros: row.amount_micros,
+              runId: row.run_id,
+              sessionId: row.session_id,
+              idempotencyKey: row.idempotency_key,
+              periodStart: row.period_start,
+              createdAt: row.created_at
+            }
+          })
+        }, Effect.orDie),
+        periodSums: (projectId, periodStart) =>
+          sql`
+            SELECT
+              coalesce(-sum(amount_micros) FILTER (WHERE kind = 'charge_llm'), 0)::text AS llm,
+              coalesce(-sum(amount_micros) FILTER (WHERE kind = 'charge_browser'), 0)::text AS browser,
+              coalesce(-sum(amount_micros) FILTER (WHERE kind = 'charge_proxy'), 0)::text AS proxy,
+              coalesce(-sum(amount_micros) FILTER (WHERE kind LIKE 'charge\\_%'), 0)::text AS total,
+              (SELECT count(*)::int FROM sessions WHERE project_id = ${projectId} AND created_at >= ${periodStart}) AS sessions
+            FROM credit_ledger
+            WHERE project_id = ${projectId} AND period_start = ${periodStart}`.pipe(
+            Effect.map((rows) => {
+              const sums = decodeSums(rows[0])
+              return { llmMicros: sums.llm, browserMicros: sums.browser, proxyMicros: sums.proxy, totalMicros: sums.total, sessionsCount: sums.sessions }
+            }),
+            Effect.orDie
+          ),
+        capMicros: (projectId) => capMicrosOf(sql, projectId).pipe(Effect.orDie),
+        setCap: (projectId, capMicros) =>
+          sql`
+            INSERT INTO project_budgets (project_id, monthly_cap_micros) VALUES (${projectId}, ${capMicros})
+            ON CONFLICT (project_id) DO UPDATE SET monthly_cap_micros = excluded.monthly_cap_micros, updated_at = now()`.pipe(Effect.asVoid, Effect.orDie)
+      })
+    })
+  )
+}
