@@ -1,12 +1,13 @@
 /**
- * Schema helpers of the contract: the shared ones (src/domain/schemas.ts, src/domain/wire/common.ts)
- * and the path parameters.
+ * The path parameters of the contract. The schemas of bodies, views and queries are in
+ * src/domain/wire/ (issue 27 §1: domain owns every schema the wire uses).
  */
 import { Schema } from "effect"
 import { RunId, SessionId } from "../../domain/run.ts"
 
-export { CallbackUrl, MaxString, OptionalNullable, Timestamp } from "../../domain/schemas.ts"
-export { RunStatusA, RunStatusB, SECRET_FIELD_ANNOTATION, secretField, SessionStatus } from "../../domain/wire/common.ts"
+export { MaxString } from "../../domain/schemas.ts"
+/** Re-exported for the Idempotency-Key layer (src/http/middleware/idempotency.ts). */
+export { SECRET_FIELD_ANNOTATION } from "../../domain/wire/common.ts"
 
 export const ProjectIdParam = { pid: Schema.String.check(Schema.isMaxCodePoints(64)) }
 
