@@ -14,7 +14,6 @@
  * therefore survive restarts, and a failed delivery can be retried through the API.
  */
 import { Context, Effect, Layer, Queue, Schema } from "effect"
-import { SqlClient } from "effect/sql"
 import { createHmac } from "node:crypto"
 import { request as httpRequest } from "node:http"
 import { request as httpsRequest } from "node:https"
@@ -22,6 +21,7 @@ import { AppConfig } from "../config/config.ts"
 import { DeliveryChannel, DeliveryStatus } from "../domain/delivery.ts"
 import { makeId } from "../domain/ids.ts"
 import { checkPublicUrl, PrivateLookupError, publicLookup } from "../net/private-address.ts"
+import { type ClaimedRow, CallbackStore, DeliveryRow } from "./callback-store.ts"
 
 export const signPayload = (secret: string, id: string, timestamp: number, body: string) => {
   const key = Buffer.from(secret.replace(/^whsec_/, ""), "base64")
@@ -68,24 +68,7 @@ const post = (url: string, headers: Record<string, string>, body: string, allowP
 // The delivery record's status and channel are the contract's (src/domain/delivery.ts).
 export { DeliveryChannel, DeliveryStatus }
 
-export interface DeliveryRow {
-  readonly id: string
-  readonly project_id: string
-  readonly run_id: string | null
-  readonly monitor_id: string | null
-  readonly channel: DeliveryChannel
-  readonly url: string
-  readonly event_type: string
-  readonly payload: unknown
-  readonly status: DeliveryStatus
-  readonly attempts: number
-  readonly last_status_code: number | null
-  readonly last_error: string | null
-  readonly created_at: Date
-  readonly updated_at: Date
-  readonly delivered_at: Date | null
-  readonly next_attempt_at: Date | null
-}
+export { DeliveryRow }
 
 /**
  * Only a failed delivery with an HTTP target can be retried (`reason` says why another cannot:
@@ -114,17 +97,6 @@ export interface SendInput {
    * notification) or `failed` with the reason (a target that does not exist).
    */
   readonly settled?: { readonly status: "delivered" } | { readonly status: "failed"; readonly error: string } | undefined
-}
-
-/** A delivery a dispatcher claimed, with the secret that signs it. */
-interface ClaimedRow {
-  readonly id: string
-  readonly run_id: string | null
-  readonly monitor_id: string | null
-  readonly url: string
-  readonly payload: unknown
-  readonly attempts: number
-  readonly secret: string
 }
 
 /** Due deliveries one dispatcher pass claims at most. */
@@ -169,7 +141,7 @@ export class Callbacks extends Context.Service<Callbacks, {
   static readonly layer = Layer.effect(
     Callbacks,
     Effect.gen(function*() {
-      const sql = yield* SqlClient.SqlClient
+      const store = yield* CallbackStore
       const config = yield* AppConfig
       const retryBaseMs = config.webhookRetryBaseMs
       const wake = yield* Queue.sliding<void>(1)
@@ -195,18 +167,7 @@ export class Callbacks extends Context.Service<Callbacks, {
 
       // Claims due deliveries for this node: their next attempt moves past the attempt timeout, so
       // no other dispatcher takes them meanwhile, and they come back if this node dies.
-      const claim = sql.withTransaction(sql<ClaimedRow>`
-        UPDATE webhook_deliveries d
-        SET next_attempt_at = now() + ${`${2 * ATTEMPT_TIMEOUT_MS} milliseconds`}::interval, updated_at = now()
-        FROM projects p
-        WHERE p.id = d.project_id AND d.id IN (
-          SELECT id FROM webhook_deliveries
-          WHERE status IN ('pending', 'retrying') AND next_attempt_at <= now()
-          ORDER BY next_attempt_at
-          LIMIT ${CLAIM_BATCH}
-          FOR UPDATE SKIP LOCKED
-        )
-        RETURNING d.id, d.run_id, d.monitor_id, d.url, d.payload, d.attempts, COALESCE(d.secret, p.webhook_secret) AS secret`)
+      const claim = store.claim(CLAIM_BATCH, 2 * ATTEMPT_TIMEOUT_MS)
       const listeners: Array<(attempt: AttemptOutcome) => Effect.Effect<void>> = []
 
       const deliver = (row: ClaimedRow) =>
@@ -217,12 +178,7 @@ export class Callbacks extends Context.Service<Callbacks, {
           const outcome: DeliveryStatus = error === null ? "delivered" : final || attempts >= MAX_ATTEMPTS ? "failed" : "retrying"
           // Exponential backoff: the base, then twice that, four times, ...
           const delayMs = retryBaseMs * 2 ** (attempts - 1)
-          yield* sql`
-            UPDATE webhook_deliveries SET attempts = ${attempts}, last_status_code = ${status}, last_error = ${error},
-              status = ${outcome}, updated_at = now(),
-              next_attempt_at = CASE WHEN ${outcome === "retrying"} THEN now() + ${`${delayMs} milliseconds`}::interval ELSE NULL END,
-              delivered_at = CASE WHEN ${error === null} THEN now() ELSE delivered_at END
-            WHERE id = ${row.id}`
+          yield* store.recordAttempt(row.id, { attempts, statusCode: status, error, status: outcome, delayMs })
           if (outcome === "failed") yield* Effect.logWarning("callback delivery failed").pipe(Effect.annotateLogs({ delivery_id: row.id, attempts, error }))
           const recorded: AttemptOutcome = { deliveryId: row.id, runId: row.run_id, monitorId: row.monitor_id, status: outcome, attempts, statusCode: status, error }
           for (const listener of listeners) {
@@ -241,10 +197,6 @@ export class Callbacks extends Context.Service<Callbacks, {
         Effect.forkScoped
       )
 
-      const columns = sql.literal(
-        "id, project_id, run_id, monitor_id, channel, url, event_type, payload, status, attempts, last_status_code, last_error, created_at, updated_at, delivered_at, next_attempt_at"
-      )
-
       return Callbacks.of({
         onAttempt: (listener) => Effect.sync(() => {
           listeners.push(listener)
@@ -256,51 +208,38 @@ export class Callbacks extends Context.Service<Callbacks, {
             const settled = input.settled
             const status: DeliveryStatus = settled?.status ?? "pending"
             const error = settled?.status === "failed" ? settled.error : null
-            const inserted = yield* sql<{ id: string }>`
-              INSERT INTO webhook_deliveries (id, project_id, run_id, monitor_id, channel, secret, url, event_type, payload,
-                status, last_error, next_attempt_at, delivered_at)
-              VALUES (${id}, ${input.projectId}, ${input.runId}, ${input.monitorId ?? null}, ${input.channel ?? "callback_url"},
-                ${input.secret ?? null}, ${input.url}, ${input.type}, ${body}::jsonb, ${status}, ${error},
-                CASE WHEN ${settled === undefined} THEN now() ELSE NULL END,
-                CASE WHEN ${status === "delivered"} THEN now() ELSE NULL END)
-              ON CONFLICT DO NOTHING
-              RETURNING id`
-            if (inserted[0] === undefined) {
+            const inserted = yield* store.insert({
+              id,
+              projectId: input.projectId,
+              runId: input.runId,
+              monitorId: input.monitorId ?? null,
+              channel: input.channel ?? "callback_url",
+              secret: input.secret ?? null,
+              url: input.url,
+              type: input.type,
+              body,
+              status,
+              error,
+              due: settled === undefined
+            })
+            if (!inserted) {
               // Already recorded (the same run and type): that delivery stands.
-              const existing = input.runId === null ? [] : yield* sql<{ id: string }>`
-                SELECT id FROM webhook_deliveries WHERE run_id = ${input.runId} AND event_type = ${input.type}`
-              return existing[0]?.id ?? id
+              const existing = input.runId === null ? undefined : yield* store.idOfRun(input.runId, input.type)
+              return existing ?? id
             }
             if (settled === undefined) yield* Queue.offer(wake, undefined)
             return id
           }).pipe(Effect.orDie),
-        list: (projectId, filter) =>
-          sql<DeliveryRow>`
-            SELECT ${columns} FROM webhook_deliveries
-            WHERE project_id = ${projectId}
-              ${filter.runId === undefined ? sql`` : sql`AND run_id = ${filter.runId}`}
-              ${filter.monitorId === undefined ? sql`` : sql`AND monitor_id = ${filter.monitorId}`}
-              ${filter.status === undefined ? sql`` : sql`AND status = ${filter.status}`}
-              ${filter.beforeId === undefined ? sql`` : sql`AND id < ${filter.beforeId}`}
-            ORDER BY id DESC LIMIT ${filter.limit}`.pipe(Effect.orDie),
-        find: (projectId, deliveryId) =>
-          sql<DeliveryRow>`SELECT ${columns} FROM webhook_deliveries WHERE project_id = ${projectId} AND id = ${deliveryId}`.pipe(
-            Effect.map((rows) => rows[0]),
-            Effect.orDie
-          ),
+        list: store.list,
+        find: store.find,
         retry: (projectId, deliveryId) =>
           Effect.gen(function*() {
-            const rows = yield* sql<DeliveryRow>`
-              UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = now(), updated_at = now()
-              WHERE project_id = ${projectId} AND id = ${deliveryId} AND status = 'failed' AND url ~* '^https?://'
-              RETURNING ${columns}`.pipe(Effect.orDie)
-            if (rows[0] !== undefined) {
+            const retried = yield* store.retryFailed(projectId, deliveryId)
+            if (retried !== undefined) {
               yield* Queue.offer(wake, undefined)
-              return rows[0]
+              return retried
             }
-            const existing = yield* sql<{ status: DeliveryStatus; channel: DeliveryChannel }>`
-              SELECT status, channel FROM webhook_deliveries WHERE project_id = ${projectId} AND id = ${deliveryId}`.pipe(Effect.orDie)
-            const row = existing[0]
+            const row = yield* store.state(projectId, deliveryId)
             if (row === undefined) return undefined
             if (row.status !== "failed") return yield* new DeliveryNotRetryable({ status: row.status })
             return yield* new DeliveryNotRetryable({
@@ -312,5 +251,5 @@ export class Callbacks extends Context.Service<Callbacks, {
           })
       })
     })
-  )
+  ).pipe(Layer.provide(CallbackStore.layer))
 }

@@ -3,31 +3,9 @@
  * recorded once per (tick, type), however many times the tick runs; it is read or unread.
  */
 import { Context, Effect, Layer } from "effect"
-import { SqlClient } from "effect/sql"
-import { makeId } from "../domain/ids.ts"
+import { type InboxAddInput, type InboxNotificationRow, InboxStore } from "./inbox-store.ts"
 
-export interface InboxNotificationRow {
-  readonly id: string
-  readonly project_id: string
-  readonly monitor_id: string
-  readonly tick_id: string
-  readonly type: string
-  readonly title: string
-  readonly data: unknown
-  readonly read_at: Date | null
-  readonly created_at: Date
-}
-
-export interface InboxAddInput {
-  readonly projectId: string
-  readonly monitorId: string
-  readonly tickId: string
-  readonly type: string
-  readonly title: string
-  readonly data: unknown
-}
-
-const columns = "id, project_id, monitor_id, tick_id, type, title, data, read_at, created_at"
+export type { InboxAddInput, InboxNotificationRow }
 
 export class Inbox extends Context.Service<Inbox, {
   /** Records the notification, or returns the one the tick already has for that type. */
@@ -46,49 +24,18 @@ export class Inbox extends Context.Service<Inbox, {
   static readonly layer = Layer.effect(
     Inbox,
     Effect.gen(function*() {
-      const sql = yield* SqlClient.SqlClient
-      const cols = sql.literal(columns)
+      const store = yield* InboxStore
       return Inbox.of({
         add: Effect.fn("Inbox.add")(function*(input: InboxAddInput) {
-          const id = makeId("ntf")
-          const inserted = yield* sql<InboxNotificationRow>`
-            INSERT INTO inbox_notifications (id, project_id, monitor_id, tick_id, type, title, data)
-            VALUES (${id}, ${input.projectId}, ${input.monitorId}, ${input.tickId}, ${input.type}, ${input.title},
-              ${JSON.stringify(input.data ?? null)}::jsonb)
-            ON CONFLICT (tick_id, type) DO NOTHING
-            RETURNING ${cols}`
-          if (inserted[0] !== undefined) return inserted[0]
-          const existing = yield* sql<InboxNotificationRow>`
-            SELECT ${cols} FROM inbox_notifications WHERE tick_id = ${input.tickId} AND type = ${input.type}`
-          return existing[0]!
-        }, Effect.orDie),
-        list: (projectId, filter) =>
-          sql<InboxNotificationRow>`
-            SELECT ${cols} FROM inbox_notifications
-            WHERE project_id = ${projectId}
-              ${filter.unread === undefined ? sql`` : filter.unread ? sql`AND read_at IS NULL` : sql`AND read_at IS NOT NULL`}
-              ${filter.beforeId === undefined ? sql`` : sql`AND id < ${filter.beforeId}`}
-            ORDER BY id DESC LIMIT ${filter.limit}`.pipe(Effect.orDie),
-        unreadCount: (projectId) =>
-          sql<{ n: number }>`SELECT count(*)::int AS n FROM inbox_notifications WHERE project_id = ${projectId} AND read_at IS NULL`.pipe(
-            Effect.map((rows) => rows[0]?.n ?? 0),
-            Effect.orDie
-          ),
-        find: (projectId, id) =>
-          sql<InboxNotificationRow>`SELECT ${cols} FROM inbox_notifications WHERE project_id = ${projectId} AND id = ${id}`.pipe(
-            Effect.map((rows) => rows[0]),
-            Effect.orDie
-          ),
-        setRead: (projectId, id, read) =>
-          sql<InboxNotificationRow>`
-            UPDATE inbox_notifications
-            SET read_at = CASE WHEN ${read} THEN COALESCE(read_at, now()) ELSE NULL END
-            WHERE project_id = ${projectId} AND id = ${id}
-            RETURNING ${cols}`.pipe(
-            Effect.map((rows) => rows[0]),
-            Effect.orDie
-          )
+          const inserted = yield* store.insert(input)
+          if (inserted !== undefined) return inserted
+          return (yield* store.byTick(input.tickId, input.type))!
+        }),
+        list: store.list,
+        unreadCount: store.unreadCount,
+        find: store.find,
+        setRead: store.setRead
       })
     })
-  )
+  ).pipe(Layer.provide(InboxStore.layer))
 }

@@ -8,24 +8,18 @@
  */
 import { MAX_WEBHOOK_ENDPOINTS } from "../domain/limits.ts"
 import { Context, Effect, Layer, Schema } from "effect"
-import { SqlClient } from "effect/sql"
 import { randomBytes } from "node:crypto"
 import { AppConfig } from "../config/config.ts"
 import { InvalidField } from "../domain/errors.ts"
 import { makeId } from "../domain/ids.ts"
-import { earlierCreate, recordCreate } from "../store/keyed-create.ts"
+import { earlierCreate } from "../store/keyed-create.ts"
 import { validateCallbackUrl } from "./callback-url.ts"
+import { EndpointStore, WebhookEndpointRow } from "./endpoint-store.ts"
 
 /** Endpoints a project may hold. */
 export { MAX_WEBHOOK_ENDPOINTS }
 
-export interface WebhookEndpointRow {
-  readonly id: string
-  readonly project_id: string
-  readonly url: string
-  readonly description: string | null
-  readonly created_at: Date
-}
+export { WebhookEndpointRow }
 
 /** The project already holds `limit` endpoints. */
 export class WebhookEndpointLimitReached extends Schema.TaggedError<WebhookEndpointLimitReached>()("WebhookEndpointLimitReached", {
@@ -53,8 +47,6 @@ export const validateTargetUrl = (url: string, allowPrivate: boolean, field: Rea
   )
 }
 
-const columns = "id, project_id, url, description, created_at"
-
 export class WebhookEndpoints extends Context.Service<WebhookEndpoints, {
   /** Creates an endpoint; the secret is returned here only. */
   readonly create: (projectId: string, input: { readonly url: string; readonly description: string | null }) => Effect.Effect<
@@ -72,62 +64,35 @@ export class WebhookEndpoints extends Context.Service<WebhookEndpoints, {
   static readonly layer = Layer.effect(
     WebhookEndpoints,
     Effect.gen(function*() {
-      const sql = yield* SqlClient.SqlClient
+      const store = yield* EndpointStore
       const config = yield* AppConfig
-      const cols = sql.literal(columns)
 
       const create = Effect.fn("WebhookEndpoints.create")(function*(projectId: string, input: { readonly url: string; readonly description: string | null }) {
         yield* validateTargetUrl(input.url, config.allowPrivateNetworks, ["url"])
         // The retry of a keyed create whose first attempt committed before its process died gets that endpoint.
         const earlier = yield* earlierCreate((id) =>
-          sql<WebhookEndpointRow & { secret: string }>`SELECT ${cols}, secret FROM webhook_endpoints WHERE project_id = ${projectId} AND id = ${id}`.pipe(
-            Effect.orDie,
-            Effect.map((rows) => rows[0] === undefined ? undefined : { row: rows[0] as WebhookEndpointRow, secret: rows[0].secret })
+          store.findWithSecret(projectId, id).pipe(
+            Effect.map((found) => {
+              if (found === undefined) return undefined
+              const { secret, ...row } = found
+              return { row, secret }
+            })
           ))
         if (earlier !== undefined) return earlier
         const id = makeId("wh")
         const secret = newWebhookSecret()
-        // The count and the insert under one per-project lock: concurrent creates cannot pass the limit.
-        const rows = yield* sql.withTransaction(Effect.gen(function*() {
-          yield* sql`SELECT pg_advisory_xact_lock(hashtextextended(${`webhook_endpoints:${projectId}`}, 0))`
-          const [count] = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM webhook_endpoints WHERE project_id = ${projectId}`
-          if ((count?.n ?? 0) >= MAX_WEBHOOK_ENDPOINTS) return undefined
-          const inserted = yield* sql<WebhookEndpointRow>`
-            INSERT INTO webhook_endpoints (id, project_id, url, secret, description)
-            VALUES (${id}, ${projectId}, ${input.url}, ${secret}, ${input.description})
-            RETURNING ${cols}`
-          // Under an Idempotency-Key the claim records the endpoint in this transaction (src/store/keyed-create.ts).
-          yield* recordCreate(sql, id)
-          return inserted
-        })).pipe(Effect.orDie)
-        if (rows === undefined) return yield* new WebhookEndpointLimitReached({ limit: MAX_WEBHOOK_ENDPOINTS })
-        return { row: rows[0]!, secret }
+        const row = yield* store.insert(projectId, { id, url: input.url, secret, description: input.description }, MAX_WEBHOOK_ENDPOINTS)
+        if (row === undefined) return yield* new WebhookEndpointLimitReached({ limit: MAX_WEBHOOK_ENDPOINTS })
+        return { row, secret }
       })
 
       return WebhookEndpoints.of({
         create,
-        list: (projectId, limit, beforeId) =>
-          sql<WebhookEndpointRow>`
-            SELECT ${cols} FROM webhook_endpoints
-            WHERE project_id = ${projectId} ${beforeId === undefined ? sql`` : sql`AND id < ${beforeId}`}
-            ORDER BY id DESC LIMIT ${limit}`.pipe(Effect.orDie),
-        find: (projectId, id) =>
-          sql<WebhookEndpointRow>`SELECT ${cols} FROM webhook_endpoints WHERE project_id = ${projectId} AND id = ${id}`.pipe(
-            Effect.map((rows) => rows[0]),
-            Effect.orDie
-          ),
-        findWithSecret: (projectId, id) =>
-          sql<WebhookEndpointRow & { secret: string }>`
-            SELECT ${cols}, secret FROM webhook_endpoints WHERE project_id = ${projectId} AND id = ${id}`.pipe(
-            Effect.map((rows) => rows[0]),
-            Effect.orDie
-          ),
-        delete: (projectId, id) =>
-          sql<{ id: string }>`DELETE FROM webhook_endpoints WHERE project_id = ${projectId} AND id = ${id} RETURNING id`.pipe(
-            Effect.map((rows) => rows.length > 0),
-            Effect.orDie
-          )
+        list: store.list,
+        find: store.find,
+        findWithSecret: store.findWithSecret,
+        delete: store.delete
       })
     })
-  )
+  ).pipe(Layer.provide(EndpointStore.layer))
 }
