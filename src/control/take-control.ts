@@ -30,28 +30,16 @@
  * records): unforgeable, bound to one run, and it expires (exp is the connect deadline).
  */
 import { Context, Effect, Layer } from "effect"
-import { SqlClient } from "effect/sql"
 import { AppConfig } from "../config/config.ts"
 import { ControlNotAvailable } from "../domain/errors.ts"
 import { makeId } from "../domain/ids.ts"
 import { isTerminal, type RunStatus } from "../domain/run-state.ts"
-import type { Run, RunId, SessionId } from "../domain/run.ts"
-import { EVENTS_CHANNEL, RunStore } from "../store/runs.ts"
+import type { Run, RunId } from "../domain/run.ts"
+import { RunStore } from "../store/runs.ts"
 import { loadUrlSigner } from "../store/url-signer.ts"
+import { type Grant, GrantStore, type GrantStatus } from "./grant-store.ts"
 
-export type GrantStatus = "pending" | "active" | "released" | "expired" | "superseded" | "ended"
-
-export interface Grant {
-  readonly id: string
-  readonly runId: RunId
-  readonly sessionId: SessionId
-  readonly reason: string | null
-  readonly status: GrantStatus
-  readonly expiresAt: Date
-  readonly connectedAt: Date | null
-  /** The connect that holds control now (see above); null before anyone connected. */
-  readonly controller: string | null
-}
+export type { Grant, GrantStatus }
 
 export interface IssuedUrl {
   readonly standalone_control_url: string
@@ -68,28 +56,6 @@ export type TokenCheck =
 export type ConnectOutcome =
   | { readonly _tag: "connected"; readonly controller: string }
   | { readonly _tag: "expired" | "ended" | "unavailable" }
-
-interface GrantRow {
-  readonly id: string
-  readonly run_id: string
-  readonly session_id: string
-  readonly reason: string | null
-  readonly status: string
-  readonly expires_at: Date
-  readonly connected_at: Date | null
-  readonly controller: string | null
-}
-
-const grantFromRow = (row: GrantRow): Grant => ({
-  id: row.id,
-  runId: row.run_id as RunId,
-  sessionId: row.session_id as SessionId,
-  reason: row.reason,
-  status: row.status as GrantStatus,
-  expiresAt: new Date(row.expires_at),
-  connectedAt: row.connected_at === null ? null : new Date(row.connected_at),
-  controller: row.controller ?? null
-})
 
 /** The path and query of a control page (the WebSocket is the same path plus `/ws`, same query). */
 export const controlPath = (grantId: string, exp: number, signature: string) => `/v1/control/${grantId}?exp=${exp}&sig=${signature}`
@@ -124,26 +90,16 @@ export class TakeControl extends Context.Service<TakeControl, {
   static readonly layer = Layer.effect(
     TakeControl,
     Effect.gen(function*() {
-      const sql = yield* SqlClient.SqlClient
+      const grants = yield* GrantStore
       const store = yield* RunStore
       const config = yield* AppConfig
       const signer = yield* loadUrlSigner
       const message = (grantId: string, runId: string, exp: number) => `control:${grantId}:${runId}:${exp}`
       const sign = (grantId: string, runId: string, exp: number) => signer.sign(message(grantId, runId, exp))
 
-      const lockRun = (runId: string) =>
-        sql<{ status: RunStatus }>`SELECT status FROM runs WHERE id = ${runId} FOR UPDATE`.pipe(Effect.map((rows) => rows[0]?.status))
-      // connected_at to the microsecond, as text: a JS Date would merge two connects of one millisecond.
-      const controllerColumn = sql`(extract(epoch FROM connected_at) * 1000000)::bigint::text AS controller`
-      const grantById = (grantId: string, forUpdate = false) =>
-        sql<GrantRow>`SELECT *, ${controllerColumn} FROM control_grants WHERE id = ${grantId} ${forUpdate ? sql`FOR UPDATE` : sql``}`.pipe(
-          Effect.map((rows) => rows[0] === undefined ? undefined : grantFromRow(rows[0]))
-        )
-      const setStatus = (grantId: string, status: GrantStatus) =>
-        sql`UPDATE control_grants SET status = ${status},
-              ended_at = CASE WHEN ${status} IN ('pending', 'active') THEN NULL ELSE now() END,
-              connected_at = CASE WHEN ${status} = 'active' THEN coalesce(connected_at, now()) ELSE connected_at END
-            WHERE id = ${grantId}`
+      const lockRun = grants.lockRun
+      const grantById = grants.grant
+      const setStatus = grants.setStatus
       const expire = (grant: Grant) =>
         Effect.gen(function*() {
           yield* setStatus(grant.id, "expired")
@@ -154,18 +110,15 @@ export class TakeControl extends Context.Service<TakeControl, {
         })
       const unavailable = (runId: string, status: RunStatus | undefined, detail: string) =>
         new ControlNotAvailable({ runId, status: status ?? "failed", detail })
-      const tx = <A, E>(effect: Effect.Effect<A, E, never>) =>
-        sql.withTransaction(effect).pipe(Effect.catchTag("SqlError", Effect.die))
+      const tx = grants.transaction
 
       /** A new grant for a running run (the caller holds the run's lock). */
       const insertGrant = (run: Run, reason: string | null, baseUrl: string) =>
         Effect.gen(function*() {
-          yield* sql`UPDATE control_grants SET status = 'superseded', ended_at = now() WHERE run_id = ${run.id} AND status = 'pending'`
+          yield* grants.supersedePending(run.id)
           const id = makeId("ctl")
           const exp = Math.floor(Date.now() / 1000) + config.controlConnectSeconds
-          yield* sql`
-            INSERT INTO control_grants (id, run_id, session_id, reason, status, expires_at)
-            VALUES (${id}, ${run.id}, ${run.session_id}, ${reason}, 'pending', ${new Date(exp * 1000)})`
+          yield* grants.insert({ id, runId: run.id, sessionId: run.session_id, reason, expiresAt: new Date(exp * 1000) })
           const url = `${baseUrl.replace(/\/$/, "")}${controlPath(id, exp, sign(id, run.id, exp))}`
           yield* store.appendEvent(run.id, "run.take_control_pending", { run_id: run.id, standalone_control_url: url, exp, reason })
           return { standalone_control_url: url, exp }
@@ -181,11 +134,10 @@ export class TakeControl extends Context.Service<TakeControl, {
       const expireDue = (runId: RunId) =>
         tx(Effect.gen(function*() {
           const status = yield* lockRun(runId)
-          const due = yield* sql<GrantRow>`
-            SELECT * FROM control_grants WHERE run_id = ${runId} AND status = 'pending' AND expires_at <= now() FOR UPDATE`
-          for (const row of due) {
-            if (status === undefined || isTerminal(status)) yield* setStatus(row.id, "ended")
-            else yield* expire(grantFromRow(row))
+          const due = yield* grants.due(runId)
+          for (const grant of due) {
+            if (status === undefined || isTerminal(status)) yield* setStatus(grant.id, "ended")
+            else yield* expire(grant)
           }
         }))
 
@@ -199,7 +151,7 @@ export class TakeControl extends Context.Service<TakeControl, {
         refresh: (run, baseUrl) =>
           tx(Effect.gen(function*() {
             const status = yield* lockRun(run.id)
-            const latest = (yield* sql<GrantRow>`SELECT * FROM control_grants WHERE run_id = ${run.id} ORDER BY id DESC LIMIT 1`)[0]
+            const latest = yield* grants.latest(run.id)
             if (latest === undefined) return yield* unavailable(run.id, status, "no take_control was requested on this run; send kind take_control first")
             if (!controllable(status) || run.session_id === null) return yield* needsRunning(run, status, "refresh_control_url")
             return yield* insertGrant(run, latest.reason, baseUrl)
@@ -210,7 +162,7 @@ export class TakeControl extends Context.Service<TakeControl, {
             if (status !== "paused") {
               return yield* unavailable(runId, status, `the run is ${status ?? "gone"}; release_control needs a paused run (a person holding control)`)
             }
-            yield* sql`UPDATE control_grants SET status = 'released', ended_at = now() WHERE run_id = ${runId} AND status = 'active'`
+            yield* grants.releaseActive(runId)
             const run = yield* store.transition(runId, "running", { data: { trigger } }).pipe(Effect.orDie)
             yield* store.appendEvent(runId, "run.user_released", { run_id: runId, trigger })
             return run
@@ -231,13 +183,13 @@ export class TakeControl extends Context.Service<TakeControl, {
               return { _tag: "Expired" } as const
             }
             if (grant.status !== "pending" && grant.status !== "active") return { _tag: "Expired" } as const
-            const [run] = yield* sql<{ status: RunStatus }>`SELECT status FROM runs WHERE id = ${grant.runId}`
-            if (run === undefined || isTerminal(run.status)) {
-              yield* sql`UPDATE control_grants SET status = 'ended', ended_at = now() WHERE id = ${grant.id} AND status IN ('pending', 'active')`
+            const runStatus = yield* grants.runStatus(grant.runId)
+            if (runStatus === undefined || isTerminal(runStatus)) {
+              yield* grants.endIfOpen(grant.id)
               return { _tag: "Expired" } as const
             }
             return { _tag: "Valid", grant } as const
-          }).pipe(Effect.orDie),
+          }),
         connect: (grantId) =>
           tx(Effect.gen(function*() {
             const found = yield* grantById(grantId)
@@ -249,14 +201,11 @@ export class TakeControl extends Context.Service<TakeControl, {
               return { _tag: "ended" } as const
             }
             /** This page becomes the grant's one controller. */
-            const stamp = sql<{ controller: string }>`
-              UPDATE control_grants SET connected_at = clock_timestamp() WHERE id = ${grant.id} RETURNING ${controllerColumn}`.pipe(
-              Effect.map((rows) => ({ _tag: "connected", controller: rows[0]!.controller }) as const)
-            )
+            const stamp = grants.stamp(grant.id).pipe(Effect.map((controller) => ({ _tag: "connected", controller }) as const))
             if (grant.status === "active") {
               // Taking over: the page connected before is woken (on whichever node holds it) and
               // sees the token is no longer its own. Delivered at commit, like event notifications.
-              yield* sql`SELECT pg_notify(${EVENTS_CHANNEL}, ${`${grant.runId}:0`})`
+              yield* grants.wakeRun(grant.runId)
               return yield* stamp
             }
             if (grant.status !== "pending") return { _tag: grant.status === "expired" ? "expired" : "ended" } as const
@@ -268,13 +217,11 @@ export class TakeControl extends Context.Service<TakeControl, {
             yield* setStatus(grant.id, "active")
             if (status === "awaiting_input") {
               // The person answers by acting in the page: the question is withdrawn, not answered.
-              const withdrawn = yield* sql<{ id: string }>`
-                UPDATE input_requests SET status = 'withdrawn', resolved_at = now()
-                WHERE run_id = ${grant.runId} AND status = 'pending' RETURNING id`
-              for (const request of withdrawn) {
+              const withdrawn = yield* grants.withdrawInputRequests(grant.runId)
+              for (const requestId of withdrawn) {
                 yield* store.appendEvent(grant.runId, "run.input_request_withdrawn", {
-                  input_request_id: request.id,
-                  request_id: request.id,
+                  input_request_id: requestId,
+                  request_id: requestId,
                   reason: "take_control"
                 })
               }
@@ -284,13 +231,9 @@ export class TakeControl extends Context.Service<TakeControl, {
             return yield* stamp
           })),
         expireDue,
-        grant: (grantId) => grantById(grantId).pipe(Effect.orDie),
-        openGrants: (runId) =>
-          sql<GrantRow>`SELECT *, ${controllerColumn} FROM control_grants WHERE run_id = ${runId} AND status IN ('pending', 'active') ORDER BY id`.pipe(
-            Effect.map((rows) => rows.map(grantFromRow)),
-            Effect.orDie
-          )
+        grant: (grantId) => grantById(grantId),
+        openGrants: grants.open
       })
     })
-  )
+  ).pipe(Layer.provide(GrantStore.layer))
 }
