@@ -8,7 +8,8 @@
  *   automatic Idempotency-Key, and 429/5xx/network errors are retried with the spec's backoff,
  *   honouring Retry-After (src/client/transport.ts).
  * - Event streams are async iterators that reconnect from Last-Event-ID and filter heartbeats
- *   (src/client/sse.ts).
+ *   (src/client/sse.ts); each product's stream yields its events as a union discriminated by
+ *   `type`, the data of each typed by the contract's event schemas (src/domain/events.ts).
  * - Refusals are thrown as WebAgentError `{status, code, detail, extra}`.
  */
 import { Context, Effect, Layer, Schema } from "effect"
@@ -23,12 +24,25 @@ import { CreateMonitorRequest as CreateMonitorSchema, PatchMonitorRequest as Pat
 import { ClientApi } from "./api.ts"
 import { WebAgentError } from "./errors.ts"
 import { statusOf } from "../domain/api-errors.ts"
-import { followEvents, type StreamEvent, type StreamOptions } from "./sse.ts"
+import { type DoAnythingEvent, followEvents, type MonitorEvent, type ResearchEvent, type StreamEvent, type StreamOptions, type WebSearchEvent } from "./sse.ts"
 import { makeFetch, type RetryInfo, type RetryPolicy } from "./transport.ts"
 
 export { ClientApi } from "./api.ts"
 export { WebAgentError } from "./errors.ts"
-export { followEvents, parseFrame, type StreamEvent, type StreamOptions } from "./sse.ts"
+export {
+  type DoAnythingEvent,
+  type EventPayload,
+  followEvents,
+  type HeartbeatEvent,
+  type MonitorEvent,
+  parseFrame,
+  type ResearchEvent,
+  type StreamEvent,
+  type StreamEventOf,
+  type StreamOptions,
+  type TypedEvent,
+  type WebSearchEvent
+} from "./sse.ts"
 export { backoffDelay, defaultRetryPolicy, makeFetch, retryAfterMs, type RetryInfo, type RetryPolicy } from "./transport.ts"
 
 export interface ClientOptions {
@@ -64,9 +78,9 @@ export type CreateMonitorRequest = typeof import("../domain/monitor.ts")["Create
 
 /** Terminal statuses under both conventions. */
 export const TERMINAL_STATUSES: ReadonlySet<string> = new Set(["done", "succeeded", "failed", "canceled"])
-const runEnded = (event: StreamEvent) => event.type === "run.completed"
-const monitorEnded = (event: StreamEvent) =>
-  event.type === "monitor.status_changed" && (event.data?.to === "completed" || event.data?.to === "canceled")
+const runEnded = (event: { readonly type: string }) => event.type === "run.completed"
+const monitorEnded = (event: MonitorEvent) =>
+  event.type === "monitor.status_changed" && (event.data.to === "completed" || event.data.to === "canceled")
 
 /** Turns a failure of the typed client into a WebAgentError. */
 const toWebAgentError = (error: unknown): Effect.Effect<WebAgentError> => {
@@ -128,14 +142,15 @@ export class WebAgentApi extends Context.Service<WebAgentApi, Api>()("web-agent-
 
 const asId = <B>(id: string) => id as unknown as B
 
-export interface WaitOptions {
+/** `E`: the events of the product's stream (DoAnythingEvent, ResearchEvent, WebSearchEvent). */
+export interface WaitOptions<E extends StreamEvent = StreamEvent> {
   /** Every event as it arrives (heartbeats filtered). */
-  readonly onEvent?: ((event: StreamEvent) => void | Promise<void>) | undefined
+  readonly onEvent?: ((event: E) => void | Promise<void>) | undefined
   readonly signal?: AbortSignal | undefined
-  readonly stream?: Omit<StreamOptions, "signal" | "isLast"> | undefined
+  readonly stream?: Omit<StreamOptions<E>, "signal" | "isLast"> | undefined
 }
 
-export interface ResearchWaitOptions extends WaitOptions {
+export interface ResearchWaitOptions extends WaitOptions<ResearchEvent> {
   /**
    * Decides an outline approval request: return `"approve"`, `{action: "approve_with_edits", edits}`
    * or anything the intervene endpoint accepts; undefined leaves it unanswered. Without it the run
@@ -170,9 +185,9 @@ export class WebAgentClient {
     return { pid: this.projectId }
   }
 
-  /** Follows an events endpoint (a path under the base URL). */
-  events(path: string, options: StreamOptions = {}): AsyncGenerator<StreamEvent, void, undefined> {
-    return followEvents(this.fetch, this.baseUrl + path, options)
+  /** Follows an events endpoint (a path under the base URL); `E`: what it streams, if known (any frame by default). */
+  events<E extends StreamEvent = StreamEvent>(path: string, options: StreamOptions<E> = {}): AsyncGenerator<E, void, undefined> {
+    return followEvents<E>(this.fetch, this.baseUrl + path, options)
   }
 
   /** DoAnything: sessions holding runs (Convention A). */
@@ -185,17 +200,17 @@ export class WebAgentClient {
       run(Effect.flatMap(decodePayload(CreateRunSchema, body), (payload) => this.api.do_anything.createRun({ params: { ...this.pid, sid: asId(sessionId) }, payload }))),
     get: (sessionId: string, runId: string): Promise<Run> =>
       run(this.api.do_anything.getRun({ params: { ...this.pid, sid: asId(sessionId), rid: asId(runId) } })),
-    events: (sessionId: string, runId: string, stream: StreamOptions = {}) =>
-      this.events(`/v1/projects/${this.projectId}/do_anything/sessions/${sessionId}/runs/${runId}/events`, { isLast: runEnded, ...stream }),
+    events: (sessionId: string, runId: string, stream: StreamOptions<DoAnythingEvent> = {}) =>
+      this.events<DoAnythingEvent>(`/v1/projects/${this.projectId}/do_anything/sessions/${sessionId}/runs/${runId}/events`, { isLast: runEnded, ...stream }),
     /** Follows the run's events until it ends, then returns the run. */
-    wait: async (sessionId: string, runId: string, wait: WaitOptions = {}): Promise<Run> => {
+    wait: async (sessionId: string, runId: string, wait: WaitOptions<DoAnythingEvent> = {}): Promise<Run> => {
       for await (const event of this.runs.events(sessionId, runId, { ...wait.stream, ...(wait.signal ? { signal: wait.signal } : {}) })) {
         await wait.onEvent?.(event)
       }
       return this.runs.get(sessionId, runId)
     },
     /** Creates a session with one run and waits for the run to end. */
-    createAndWait: async (body: CreateRunRequest, wait: WaitOptions = {}): Promise<{ session: Session; run: Run }> => {
+    createAndWait: async (body: CreateRunRequest, wait: WaitOptions<DoAnythingEvent> = {}): Promise<{ session: Session; run: Run }> => {
       const session = await this.runs.create(body)
       const finished = await this.runs.wait(session.id, session.latest_run_id!, wait)
       return { session, run: finished }
@@ -220,8 +235,8 @@ export class WebAgentClient {
       run(Effect.flatMap(decodePayload(CreateResearchSchema, body), (payload) => this.api.deep_research.createRun({ params: this.pid, payload }))),
     get: (runId: string): Promise<ResearchRun> =>
       run(this.api.deep_research.getRun({ params: { ...this.pid, rid: asId(runId) } })),
-    events: (runId: string, stream: StreamOptions = {}) =>
-      this.events(`/v1/projects/${this.projectId}/deep_research/runs/${runId}/events`, { isLast: runEnded, ...stream }),
+    events: (runId: string, stream: StreamOptions<ResearchEvent> = {}) =>
+      this.events<ResearchEvent>(`/v1/projects/${this.projectId}/deep_research/runs/${runId}/events`, { isLast: runEnded, ...stream }),
     /** Answers the outline approval request (`"approve"` by default). */
     approve: (runId: string, requestId: string, response: unknown = "approve"): Promise<ResearchRun> =>
       run(this.api.deep_research.intervene({ params: { ...this.pid, rid: asId(runId) }, payload: { request_id: requestId, response } })),
@@ -235,10 +250,10 @@ export class WebAgentClient {
       for await (const event of this.research.events(runId, { ...wait.stream, ...(wait.signal ? { signal: wait.signal } : {}) })) {
         await wait.onEvent?.(event)
         if (event.type === "run.input_request" && wait.onOutline !== undefined) {
-          const requestId = String(event.data?.request_id ?? event.data?.input_request_id)
+          const requestId = event.data.request_id ?? event.data.input_request_id
           const current = await this.research.get(runId)
           if (current.pending_request_id !== requestId) continue // answered already (replayed event)
-          const response = await wait.onOutline({ requestId, prompt: event.data?.prompt, outline: current.outline, run: current })
+          const response = await wait.onOutline({ requestId, prompt: event.data.prompt, outline: current.outline, run: current })
           if (response !== undefined) await this.research.approve(runId, requestId, response)
         }
       }
@@ -257,10 +272,10 @@ export class WebAgentClient {
       run(Effect.flatMap(decodePayload(WebSearchSchema, body), (payload) => this.api.web_search.createRun({ params: this.pid, payload }))),
     get: (runId: string): Promise<SearchRun> =>
       run(this.api.web_search.getRun({ params: { ...this.pid, rid: asId(runId) } })),
-    events: (runId: string, stream: StreamOptions = {}) =>
-      this.events(`/v1/projects/${this.projectId}/web_search/runs/${runId}/events`, { isLast: runEnded, ...stream }),
+    events: (runId: string, stream: StreamOptions<WebSearchEvent> = {}) =>
+      this.events<WebSearchEvent>(`/v1/projects/${this.projectId}/web_search/runs/${runId}/events`, { isLast: runEnded, ...stream }),
     /** Runs the queries and returns the ended run (following its events past the 30 s wait). */
-    run: async (body: WebSearchRequest, wait: WaitOptions = {}): Promise<SearchRun> => {
+    run: async (body: WebSearchRequest, wait: WaitOptions<WebSearchEvent> = {}): Promise<SearchRun> => {
       const started = await this.search.create(body)
       if (TERMINAL_STATUSES.has(started.status)) return started
       for await (const event of this.search.events(started.id, { ...wait.stream, ...(wait.signal ? { signal: wait.signal } : {}) })) {
@@ -287,7 +302,7 @@ export class WebAgentClient {
       run(this.api.track.listDeliveries({ params: { ...this.pid, mid: monitorId }, query: query as never })),
     answer: (monitorId: string, requestId: string, response: string, kind: "answer" | "skip" | "abandon" = "answer") =>
       run(this.api.track.interveneMonitor({ params: { ...this.pid, mid: monitorId }, payload: { request_id: requestId, kind, response } })),
-    events: (monitorId: string, stream: StreamOptions = {}) =>
-      this.events(`/v1/projects/${this.projectId}/track/monitors/${monitorId}/events`, { isLast: monitorEnded, ...stream })
+    events: (monitorId: string, stream: StreamOptions<MonitorEvent> = {}) =>
+      this.events<MonitorEvent>(`/v1/projects/${this.projectId}/track/monitors/${monitorId}/events`, { isLast: monitorEnded, ...stream })
   }
 }

@@ -4,19 +4,48 @@
  * early end, it reconnects with `Last-Event-ID` set to the last id it saw, so the server replays
  * what was missed; ids it has already yielded are skipped (delivery is at-least-once). The first
  * reconnect is immediate, later ones back off. Heartbeats are filtered unless asked for.
+ *
+ * The streams of the client's helpers are typed by the event schemas of the contract
+ * (src/domain/events.ts, the ones the OpenAPI document lists): a stream yields a union
+ * discriminated by `type`, each type with the payload the document declares for it on that
+ * product's stream (`DoAnythingEvent`, `ResearchEvent`, `WebSearchEvent`, `MonitorEvent`). Only the
+ * types are taken from there: the payloads are not decoded, so the bundle holds none of it.
  */
+import type { EventSchemas, EventType, HEARTBEAT_EVENT, HeartbeatData, StreamEventTypes, StreamKind } from "../domain/events.ts"
 import { errorFromResponse, WebAgentError } from "./errors.ts"
 import { backoffDelay, defaultRetryPolicy } from "./transport.ts"
 
-export interface StreamEvent<Data = any> {
+/** One frame of an event stream, as read: `data` is whatever the frame carried. */
+export interface StreamEvent<Data = any, Type extends string = string> {
   /** Increases within a run; undefined for heartbeats. */
   readonly id: number | undefined
-  readonly type: string
+  readonly type: Type
   readonly data: Data
   readonly created_at?: string | undefined
 }
 
-export interface StreamOptions {
+/** The payload of an event type on the wire (JSON: a date-time is a string), as the document declares it. */
+export type EventPayload<T extends EventType> = (typeof EventSchemas)[T]["Encoded"]
+
+/** An event of one of the types `T`, its `data` typed by its type (narrow on `event.type`). */
+export type TypedEvent<T extends EventType> = { readonly [K in T]: StreamEvent<EventPayload<K>, K> }[T]
+
+/** What an idle stream sends (yielded only with `includeHeartbeats`). */
+export type HeartbeatEvent = StreamEvent<(typeof HeartbeatData)["Encoded"], typeof HEARTBEAT_EVENT>
+
+/** The events of a product's stream: the types the document lists for it, and the heartbeat. */
+export type StreamEventOf<K extends StreamKind> = TypedEvent<(typeof StreamEventTypes)[K][number]> | HeartbeatEvent
+
+/** `.../do_anything/sessions/{sid}/runs/{rid}/events` */
+export type DoAnythingEvent = StreamEventOf<"do_anything">
+/** `.../deep_research/runs/{rid}/events` */
+export type ResearchEvent = StreamEventOf<"deep_research">
+/** `.../web_search/runs/{rid}/events` */
+export type WebSearchEvent = StreamEventOf<"web_search">
+/** `.../track/monitors/{mid}/events` */
+export type MonitorEvent = StreamEventOf<"track">
+
+export interface StreamOptions<E extends StreamEvent = StreamEvent> {
   /** Resume after this id (the server replays every later event). */
   readonly lastEventId?: number | undefined
   /** Yield `stream.heartbeat` too (default false). */
@@ -24,7 +53,7 @@ export interface StreamOptions {
   /** Reconnect when nothing arrived for this long (default 60000 ms, the spec's stall bound). */
   readonly stallMs?: number | undefined
   /** The event after which the stream ends (default: the server's end of stream after it). */
-  readonly isLast?: ((event: StreamEvent) => boolean) | undefined
+  readonly isLast?: ((event: E) => boolean) | undefined
   /** Consecutive failed connections before giving up (default 8). */
   readonly maxReconnects?: number | undefined
   readonly signal?: AbortSignal | undefined
@@ -66,12 +95,15 @@ class Stalled extends Error {}
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
-/** Follows `url` (an events endpoint) with `fetch` (the SDK's transport: token, retries). */
-export async function* followEvents(
+/**
+ * Follows `url` (an events endpoint) with `fetch` (the SDK's transport: token, retries). `E` is what
+ * the caller knows the endpoint streams (one of the typed unions above); by default any frame.
+ */
+export async function* followEvents<E extends StreamEvent = StreamEvent>(
   fetch: typeof globalThis.fetch,
   url: string,
-  options: StreamOptions = {}
-): AsyncGenerator<StreamEvent, void, undefined> {
+  options: StreamOptions<E> = {}
+): AsyncGenerator<E, void, undefined> {
   let lastId = options.lastEventId
   const stallMs = options.stallMs ?? 60_000
   const maxReconnects = options.maxReconnects ?? 8
@@ -108,7 +140,7 @@ export async function* followEvents(
         while ((split = /\r?\n\r?\n/.exec(buffer)) !== null) {
           const raw = buffer.slice(0, split.index)
           buffer = buffer.slice(split.index + split[0].length)
-          const event = parseFrame(raw)
+          const event = parseFrame(raw) as E | undefined
           if (event === undefined) continue
           if (event.id !== undefined) {
             if (lastId !== undefined && event.id <= lastId) continue // replayed: already yielded

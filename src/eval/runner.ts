@@ -219,7 +219,7 @@ export const runEval = async (options: EvalOptions): Promise<EvalReport> => {
             const used = event.type === "run.cost_update" || event.type === "run.usage" ? tokensOf(event) : undefined
             if (used !== undefined) tokens = { input: (tokens?.input ?? 0) + used.input, output: (tokens?.output ?? 0) + used.output }
             if (event.type === "run.input_request") {
-              const data = (event.data?.data ?? event.data ?? {}) as Record<string, unknown>
+              const data: Record<string, unknown> = event.data
               const id = String(data["input_request_id"] ?? data["request_id"])
               await client.runs.answer(sessionId!, runId!, id, task.answer?.(site, String(data["prompt"] ?? "")) ?? "I cannot help with that; go on without it.")
             }
