@@ -15,7 +15,7 @@ import type { ContextLease } from "../browser/pool.ts"
 import { type ExtractionError, extractFromPage } from "../reader/extract-in-page.ts"
 import { fileTools } from "./file-tools.ts"
 import { mailTools } from "./mail-tools.ts"
-import { confirmClick } from "../safety/confirm.ts"
+import { type ClickDecision, confirmClick, type SubmitGate, submitGate } from "../safety/confirm.ts"
 import type { RunSafety } from "../safety/service.ts"
 import { submitTargetOf, targetAt, targetOfRef } from "../safety/target.ts"
 import type { EventData, RunEventType } from "../domain/events.ts"
@@ -298,6 +298,9 @@ const revealFor = (secrets: RunSecrets, text: string, origin: string) => {
     : Effect.succeed(substituted.text)
 }
 
+/** The page-submission gate of each run (src/safety/confirm.ts), by its RunContext. */
+const submitGates = new WeakMap<RunContext["Service"], SubmitGate>()
+
 /** Handlers bound to one run: the toolkit layer is built per run with its RunContext. */
 export const AgentToolkitHandlers = AgentToolkit.toLayer(Effect.gen(function*() {
   const ctx = yield* RunContext
@@ -307,21 +310,40 @@ export const AgentToolkitHandlers = AgentToolkit.toLayer(Effect.gen(function*() 
       const violation = ctx.lease.guard.violation()
       return violation === undefined ? body : Effect.fail(new ToolRefused({ code: "safety_boundary_violated", message: `the run is stopping: ${violation.reason}` }))
     }))
+  // Submissions the page makes by itself (src/safety/page-submits.ts): stopped in the page when
+  // their category needs a person's confirmation; after the action the tool asks and says so.
+  // The layer may be built more than once in a run: one gate per run (it keeps the confirmations).
+  const gate = submitGates.get(ctx) ?? submitGate(ctx.safety, ctx.lease, ctx.askHuman)
+  submitGates.set(ctx, gate)
+  /** A tool that acts on the page: the page's own submissions during it are checked. */
+  const acting = <A>(name: string, params: unknown, body: Effect.Effect<A, ToolError, RunContext>) =>
+    instrumented_(name, params, Effect.gen(function*() {
+      yield* gate.before
+      const result = yield* Effect.result(body)
+      const stopped = yield* gate.after(name)
+      if (stopped !== undefined) return yield* new ToolRefused({ code: stopped.code, message: stopped.message })
+      return result._tag === "Success" ? result.success : yield* Effect.fail(result.failure)
+    }))
   /** The action, after a person's yes when the click falls in a confirm category of the boundary. */
-  const confirmed = <A>(check: Effect.Effect<string | undefined>, action: Effect.Effect<A, ToolError>) =>
-    Effect.flatMap(check, (declined) => declined === undefined ? action : Effect.fail(new ToolRefused({ code: "UserDeclined", message: declined })))
+  const confirmed = <A>(check: Effect.Effect<ClickDecision>, action: Effect.Effect<A, ToolError>) =>
+    Effect.flatMap(check, (decision) =>
+      decision.declined !== undefined
+        ? Effect.fail(new ToolRefused({ code: "UserDeclined", message: decision.declined }))
+        : decision.approved !== undefined
+        ? Effect.andThen(gate.approve(decision.approved), action)
+        : action)
   return AgentToolkit.of({
   navigate: (params) =>
-    instrumented_("navigate", params, hasPlaceholder(params.url)
+    acting("navigate", params, hasPlaceholder(params.url)
       ? Effect.fail(new ToolRefused({ code: "SecretRefused", message: "secret placeholders are typed into fields only (type, type_at), never put into a URL" }))
       : withLease((lease) => actions.navigate(lease, params.url))),
   click: (params) =>
-    instrumented_("click", params, withLease((lease) =>
+    acting("click", params, withLease((lease) =>
       confirmed(confirmClick(ctx.safety, targetOfRef(lease, params.ref), ctx.askHuman), actions.click(lease, params.ref)))),
   type: (params) =>
-    instrumented_("type", params, withLease((lease) =>
+    acting("type", params, withLease((lease) =>
       // Enter after typing submits the field's form: its default button's category asks first.
-      confirmed(params.submit === true ? confirmClick(ctx.safety, submitTargetOf(lease, params.ref), ctx.askHuman) : Effect.succeed(undefined), hasPlaceholder(params.text)
+      confirmed(params.submit === true ? confirmClick(ctx.safety, submitTargetOf(lease, params.ref), ctx.askHuman) : Effect.succeed({}), hasPlaceholder(params.text)
         ? Effect.gen(function*() {
           const origin = yield* actions.fieldOrigin(lease, params.ref)
           const text = yield* revealFor(ctx.secrets, params.text, origin)
@@ -329,33 +351,33 @@ export const AgentToolkitHandlers = AgentToolkit.toLayer(Effect.gen(function*() 
         })
         : actions.type(lease, params.ref, params.text, { submit: params.submit ?? false })))),
   press_key: (params) =>
-    instrumented_("press_key", params, withLease((lease) =>
+    acting("press_key", params, withLease((lease) =>
       confirmed(
-        /^enter$/i.test(params.key.trim()) ? confirmClick(ctx.safety, submitTargetOf(lease, undefined), ctx.askHuman) : Effect.succeed(undefined),
+        /^enter$/i.test(params.key.trim()) ? confirmClick(ctx.safety, submitTargetOf(lease, undefined), ctx.askHuman) : Effect.succeed({}),
         actions.pressKey(lease, params.key)
       ))),
-  select_option: (params) => instrumented_("select_option", params, withLease((lease) => actions.selectOption(lease, params.ref, params.values))),
+  select_option: (params) => acting("select_option", params, withLease((lease) => actions.selectOption(lease, params.ref, params.values))),
   scroll: (params) =>
-    instrumented_("scroll", params, withLease((lease) =>
+    acting("scroll", params, withLease((lease) =>
       actions.scroll(
         lease,
         params.ref !== undefined
           ? { ref: params.ref }
           : { direction: params.direction ?? "down", ...(params.amount !== undefined ? { amount: params.amount } : {}) }
       ))),
-  hover: (params) => instrumented_("hover", params, withLease((lease) => actions.hover(lease, params.ref))),
+  hover: (params) => acting("hover", params, withLease((lease) => actions.hover(lease, params.ref))),
   drag: (params) =>
-    instrumented_("drag", params, withLease((lease): Effect.Effect<actions.ActionOutcome, ToolError> =>
+    acting("drag", params, withLease((lease): Effect.Effect<actions.ActionOutcome, ToolError> =>
       params.to_ref !== undefined
         ? actions.drag(lease, params.ref, { ref: params.to_ref })
         : params.dx !== undefined || params.dy !== undefined
         ? actions.drag(lease, params.ref, { dx: params.dx ?? 0, dy: params.dy ?? 0 })
         : Effect.fail(new ToolRefused({ code: "InvalidParameters", message: "give to_ref, or dx and/or dy, for where to drop" })))),
   click_at: (params) =>
-    instrumented_("click_at", params, withLease((lease) =>
+    acting("click_at", params, withLease((lease) =>
       confirmed(confirmClick(ctx.safety, targetAt(lease, params.x, params.y), ctx.askHuman), actions.clickAt(lease, params.x, params.y)))),
   type_at: (params) =>
-    instrumented_("type_at", params, withLease((lease) =>
+    acting("type_at", params, withLease((lease) =>
       hasPlaceholder(params.text)
         ? Effect.gen(function*() {
           const origin = yield* actions.pageOrigin(lease)
@@ -363,15 +385,15 @@ export const AgentToolkitHandlers = AgentToolkit.toLayer(Effect.gen(function*() 
           return yield* actions.typeAt(lease, params.x, params.y, text, { submit: params.submit ?? false, secret: { shown: params.text, origin } })
         })
         : actions.typeAt(lease, params.x, params.y, params.text, { submit: params.submit ?? false }))),
-  go_back: (params) => instrumented_("go_back", params, withLease((lease) => actions.goBack(lease))),
+  go_back: (params) => acting("go_back", params, withLease((lease) => actions.goBack(lease))),
   wait_for: (params) =>
-    instrumented_("wait_for", params, withLease((lease) =>
+    acting("wait_for", params, withLease((lease) =>
       actions.waitFor(lease, {
         ...(params.text !== undefined ? { text: params.text } : {}),
         ...(params.ref !== undefined ? { ref: params.ref } : {}),
         timeoutMs: Math.min(params.timeout_ms ?? 10_000, 30_000)
       } as actions.WaitForOptions))),
-  switch_tab: (params) => instrumented_("switch_tab", params, withLease((lease) => actions.switchTab(lease, params.index))),
+  switch_tab: (params) => acting("switch_tab", params, withLease((lease) => actions.switchTab(lease, params.index))),
   read_page: (params) =>
     instrumented_("read_page", params, Effect.gen(function*() {
       const current = yield* page

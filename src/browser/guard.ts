@@ -8,13 +8,18 @@
  *   DNS resolution) and refused requests are aborted with `blockedbyclient`.
  * - Playwright does NOT call route handlers for redirect hops ("The handler will only be called
  *   for the first url if the response is a redirect", types.d.ts; its Chromium network manager
- *   continues redirected requests itself). Redirect hops are therefore checked from the
- *   context's `request` event (`request.redirectedFrom()`): a refused hop is recorded and the
- *   frame is sent to about:blank, so the agent never sees its content and its action fails
- *   with NavigationRefused. On its own this is containment, not prevention, for redirect hops.
- * - The gap is closed by the context's egress proxy (egress-proxy.ts), which refuses the
- *   connection itself for every request, redirect hops and sub-resources included, whenever the
- *   browser was launched locally. With a remote CDP browser only this guard applies.
+ *   continues redirected requests itself). Redirect hops are therefore refused before they are
+ *   followed by a CDP session per page that intercepts document responses (`watchHops`): a 30x
+ *   whose Location the guard refuses (the run's domain policy, or a private address) fails at
+ *   once with ERR_BLOCKED_BY_CLIENT and the hop's host is never asked; the action fails with
+ *   NavigationRefused saying the redirect was not followed. It is on whenever a domain policy is
+ *   set, and for private addresses when there is no egress proxy (a remote CDP browser).
+ * - Behind it, the context's `request` event (`request.redirectedFrom()`) still contains what the
+ *   watch cannot see (the first load of a pop-up, a cross-site frame in its own process): a
+ *   refused hop is recorded and the frame sent to about:blank, so the agent never sees it.
+ * - The context's egress proxy (egress-proxy.ts), whenever the browser was launched locally,
+ *   refuses private targets at connection time for every request, redirect hops and
+ *   sub-resources included.
  * - A refused main-frame navigation fails the agent's action (NavigationRefused); a refused
  *   iframe only blanks that frame and is reported in the action's outcome.
  * - `checkPublicUrl` classifies addresses by their bytes (src/net/private-address.ts), so
@@ -24,11 +29,10 @@
  *   and checked before the private-address check, for documents only (main frames, pop-ups,
  *   frames, redirect hops), with private networks allowed or not (the route is then installed
  *   when a policy is first set). A main-frame refusal is also kept as the lease's `violation`
- *   (the run ends failed with safety_boundary_violated); a refused frame is only blanked. A
- *   redirect hop is seen only once the browser requested it: its response never reaches the agent.
+ *   (the run ends failed with safety_boundary_violated); a refused frame is only blanked.
  */
 import { Effect, Result } from "effect"
-import type { BrowserContext, Frame, Request, Route } from "playwright-core"
+import type { BrowserContext, CDPSession, Frame, Page, Request, Route } from "playwright-core"
 import { checkPublicUrl } from "../net/private-address.ts"
 import { NavigationRefused } from "./errors.ts"
 
@@ -40,6 +44,11 @@ export interface GuardOptions {
    * intranet allow-list and for tests whose fixture site necessarily lives on loopback.
    */
   readonly allowedOrigins?: ReadonlyArray<string> | undefined
+  /**
+   * Whether the context's connections go through the egress proxy (egress-proxy.ts), which
+   * refuses private targets of redirect hops itself; without it the hops are checked here.
+   */
+  readonly egressProxy?: boolean | undefined
 }
 
 /** A run's domain policy: undefined when a document may load from the URL, else why not. */
@@ -122,10 +131,68 @@ export const installNavigationGuard = async (
     } catch {
       // Service-worker requests have no frame; treat them as the page's own.
     }
+    record(main, refusal)
+  }
+
+  const record = (main: boolean, refusal: NavigationRefused) => {
     ;(main ? refusals : blockedFrames).push(refusal)
     if (main && refusal.address === "" && policy?.(refusal.url) !== undefined) {
       violation ??= { url: refusal.url, reason: policy(refusal.url)?.reason ?? refusal.message }
     }
+  }
+
+  /**
+   * Redirect hops, refused before they are followed: Playwright's routes never see a hop, so each
+   * page gets a CDP session of its own intercepting document responses (Fetch, response stage,
+   * documents only: one pause per page load or hop, none for sub-resources). A 30x whose Location
+   * the guard refuses fails right there (the browser never asks the hop's host); any other
+   * response goes on at once. Pop-ups are watched from their `page` event: a hop of their very
+   * first load may come before that, and cross-site frames living in their own process are not
+   * watched; both remain covered by the containment below (the request event).
+   */
+  let hopsWatched = false
+  const onPaused = async (session: CDPSession, mainFrame: () => string | undefined, event: {
+    readonly requestId: string
+    readonly frameId: string
+    readonly request: { readonly url: string }
+    readonly responseStatusCode?: number
+    readonly responseHeaders?: ReadonlyArray<{ readonly name: string; readonly value: string }>
+  }) => {
+    const go = () => session.send("Fetch.continueRequest", { requestId: event.requestId }).catch(() => undefined)
+    const status = event.responseStatusCode ?? 0
+    const location = status >= 300 && status < 400 ? event.responseHeaders?.find((h) => h.name.toLowerCase() === "location")?.value : undefined
+    if (location === undefined) return go()
+    let next: string
+    try {
+      next = new URL(location, event.request.url).href
+    } catch {
+      return go()
+    }
+    const refused = await verdict(next).catch(() => undefined)
+    if (refused === undefined) return go()
+    const from = event.request.url.length > 200 ? `${event.request.url.slice(0, 200)}…` : event.request.url
+    record(
+      event.frameId === mainFrame(),
+      new NavigationRefused({ url: refused.url, address: refused.address, message: `${refused.message} (a redirect from ${from}; the redirect was not followed)` })
+    )
+    return session.send("Fetch.failRequest", { requestId: event.requestId, errorReason: "BlockedByClient" }).catch(() => undefined)
+  }
+  const watchPage = async (page: Page) => {
+    try {
+      const session = await context.newCDPSession(page)
+      let mainFrameId: string | undefined
+      session.on("Fetch.requestPaused", (event) => void onPaused(session, () => mainFrameId, event))
+      await session.send("Fetch.enable", { patterns: [{ urlPattern: "*", resourceType: "Document", requestStage: "Response" }] })
+      mainFrameId = (await session.send("Page.getFrameTree")).frameTree.frame.id
+    } catch {
+      // The page closed meanwhile.
+    }
+  }
+  const watchHops = async () => {
+    if (hopsWatched) return
+    hopsWatched = true
+    context.on("page", (page) => void watchPage(page))
+    await Promise.all(context.pages().map(watchPage))
   }
 
   let installed = false
@@ -151,12 +218,17 @@ export const installNavigationGuard = async (
     })
   }
   if (!options.allowPrivateNetworks) await install()
+  // Without the egress proxy nothing else stops a private hop before the browser asks it.
+  if (!options.allowPrivateNetworks && options.egressProxy !== true) await watchHops()
 
   return {
     setPolicy: async (next) => {
       policy = next
       violation = undefined
-      if (next !== undefined) await install()
+      if (next !== undefined) {
+        await install()
+        await watchHops()
+      }
     },
     violation: () => violation,
     takeRefusals: () => refusals.splice(0, refusals.length),

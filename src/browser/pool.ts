@@ -349,7 +349,8 @@ export const makeBrowserPool = Effect.fnUntraced(function*(config: BrowserPoolCo
       try {
         const guard = await installNavigationGuard(context, {
           allowPrivateNetworks,
-          allowedOrigins: options.allowedOrigins
+          allowedOrigins: options.allowedOrigins,
+          egressProxy: proxy !== undefined
         })
         // Every document gets the settle tracker the actions wait on (page-script.ts), from the
         // start: installed here it costs the first action nothing.

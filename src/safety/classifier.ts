@@ -15,6 +15,12 @@
  * - send_message: "Send", "Send message/email/reply/now/invitation", "Reply", "Post", "Post comment",
  *   "Tweet", "Publish", "Submit comment/message/reply"; not "Send code", "Send link" or "Resend" (a
  *   sign-in step that messages only the user).
+ * - For a generic submit control whose form's words say nothing, the path the form posts to:
+ *   payment (/pay, /payment, /purchase, /order, /orders, /charge, /donate, /checkout/complete...),
+ *   account_deletion (/account/delete, /delete-account, /close_account...), send_message (/send,
+ *   /message(s), /compose, /reply, /comment(s), /contact). Page-initiated submissions (form.submit(),
+ *   requestSubmit(), a fetch/XHR POST of a form's data) have no control: they are classified as
+ *   a generic submit of their form (page-submits.ts).
  */
 import type { ConfirmCategory } from "./policy.ts"
 
@@ -32,6 +38,8 @@ export interface ActionTarget {
     readonly label: string
     /** A field of the form takes a card number. */
     readonly hasCardField: boolean
+    /** The path of the URL the form posts to (its action; a fetch/XHR's URL), "" when unknown. */
+    readonly action?: string | undefined
   } | undefined
 }
 
@@ -41,41 +49,70 @@ export interface Classification {
   readonly because: string
 }
 
-const patterns: ReadonlyArray<readonly [ConfirmCategory, RegExp]> = [
-  ["account_deletion", /\b(?:(?:delete|close|deactivate|remove|terminate|cancel)\s+(?:my\s+|your\s+|the\s+|this\s+)?account|permanently\s+delete)\b/i],
-  ["payment", /^(?:pay|buy|purchase|donate)\b|\b(?:pay\s+now|place\s+(?:my\s+|your\s+|the\s+)?order|buy\s+now|(?:complete|confirm|submit)\s+(?:my\s+|your\s+|the\s+)?(?:purchase|order|payment))\b/i],
-  ["send_message", /^(?:send|reply|post|tweet|publish)(?:\s+(?:message|email|e-mail|mail|reply|now|it|comment|invitation|invite|post))?\s*$|\bsubmit\s+(?:comment|message|reply)\b|\bsend\s+(?:message|email|e-mail|reply)\b/i]
-]
+/**
+ * The rules as plain data (category, regular expression source, flags), so that the same rules
+ * classify in Node and, serialised, in the page (page-submits.ts classifies the submissions a
+ * page's own script makes with `classifyWith` and these rules).
+ */
+export interface ClassifierRules {
+  /** A control's or a form's words. */
+  readonly words: ReadonlyArray<readonly [ConfirmCategory, string]>
+  /** The path of the URL a form posts to (its action, or a fetch/XHR's URL), tried after the words. */
+  readonly actions: ReadonlyArray<readonly [ConfirmCategory, string]>
+  /** Labels that say nothing by themselves: the form they submit decides. */
+  readonly generic: string
+}
 
-/** Labels that say nothing by themselves: the form they submit decides. */
-const generic = /^(?:submit|continue|ok|okay|confirm|next|done|yes|go|save|finish|proceed)?\s*$/i
+export const classifierRules: ClassifierRules = {
+  words: [
+    ["account_deletion", String.raw`\b(?:(?:delete|close|deactivate|remove|terminate|cancel)\s+(?:my\s+|your\s+|the\s+|this\s+)?account|permanently\s+delete)\b`],
+    ["payment", String.raw`^(?:pay|buy|purchase|donate)\b|\b(?:pay\s+now|place\s+(?:my\s+|your\s+|the\s+)?order|buy\s+now|(?:complete|confirm|submit)\s+(?:my\s+|your\s+|the\s+)?(?:purchase|order|payment))\b`],
+    ["send_message", String.raw`^(?:send|reply|post|tweet|publish)(?:\s+(?:message|email|e-mail|mail|reply|now|it|comment|invitation|invite|post))?\s*$|\bsubmit\s+(?:comment|message|reply)\b|\bsend\s+(?:message|email|e-mail|reply)\b`]
+  ],
+  actions: [
+    ["account_deletion", String.raw`(?:delete|close|deactivate|remove|terminate|cancel)[-_/]?(?:my[-_])?account|accounts?/(?:[^/]+/)?(?:delete|deletion|close|closure|deactivate|remove|terminate|cancel)\b`],
+    ["payment", String.raw`(?:^|[/_.-])(?:pay|payments?|purchases?|place[-_]?order|orders?|charges?|donate|donations?)(?:$|[/_.-])|checkout/(?:complete|confirm|pay|submit)`],
+    ["send_message", String.raw`(?:^|[/_.-])(?:send(?![-_.]?(?:code|link|otp|verification|reset))|messages?|compose|reply|replies|comments?|contact)(?:$|[/_.-])`]
+  ],
+  generic: String.raw`^(?:submit|continue|ok|okay|confirm|next|done|yes|go|save|finish|proceed)?\s*$`
+}
 
-const collapse = (text: string): string => text.replace(/\s+/g, " ").trim()
-
-const byWords = (text: string): Classification | undefined => {
-  const words = collapse(text)
-  if (words === "") return undefined
-  for (const [category, pattern] of patterns) {
-    const match = pattern.exec(words)
-    if (match !== null) return { category, because: words.length > 60 ? `${words.slice(0, 60)}…` : words }
+/**
+ * The category of clicking (or submitting with) `target` under `rules`, or undefined when none
+ * applies. Self-contained (it is also serialised into pages): it refers to nothing outside itself.
+ */
+export function classifyWith(target: ActionTarget, rules: ClassifierRules): Classification | undefined {
+  const collapse = (text: string): string => text.replace(/\s+/g, " ").trim()
+  const byWords = (text: string): Classification | undefined => {
+    const words = collapse(text)
+    if (words === "") return undefined
+    for (const [category, source] of rules.words) {
+      if (new RegExp(source, "i").test(words)) return { category, because: words.length > 60 ? `${words.slice(0, 60)}…` : words }
+    }
+    return undefined
+  }
+  const own = byWords(target.name)
+  if (own !== undefined) return own
+  const submits = (target.tag === "button" && (target.type === "" || target.type === "submit")) ||
+    (target.tag === "input" && (target.type === "submit" || target.type === "image"))
+  if (target.form === undefined || !submits) return undefined
+  const shown = collapse(target.name) || "submit"
+  if (target.form.hasCardField) return { category: "payment", because: `${shown} (a form with a card number)` }
+  if (!new RegExp(rules.generic, "i").test(collapse(target.name))) return undefined
+  const byForm = byWords(target.form.label)
+  if (byForm !== undefined) return { category: byForm.category, because: `${shown} (form ${byForm.because})` }
+  const path = (target.form.action ?? "").toLowerCase()
+  if (path === "" || path === "/") return undefined
+  for (const [category, source] of rules.actions) {
+    if (new RegExp(source, "i").test(path)) return { category, because: `${shown} (form posting to ${path.length > 60 ? `${path.slice(0, 60)}…` : path})` }
   }
   return undefined
 }
 
-const submits = (target: ActionTarget): boolean =>
-  (target.tag === "button" && (target.type === "" || target.type === "submit")) ||
-  (target.tag === "input" && (target.type === "submit" || target.type === "image"))
+const collapse = (text: string): string => text.replace(/\s+/g, " ").trim()
 
 /** The category of clicking (or submitting with) `target`, or undefined when none applies. */
-export const classifyAction = (target: ActionTarget): Classification | undefined => {
-  const own = byWords(target.name)
-  if (own !== undefined) return own
-  if (target.form === undefined || !submits(target)) return undefined
-  if (target.form.hasCardField) return { category: "payment", because: `${collapse(target.name) || "submit"} (a form with a card number)` }
-  if (!generic.test(collapse(target.name))) return undefined
-  const byForm = byWords(target.form.label)
-  return byForm === undefined ? undefined : { category: byForm.category, because: `${collapse(target.name) || "submit"} (form ${byForm.because})` }
-}
+export const classifyAction = (target: ActionTarget): Classification | undefined => classifyWith(target, classifierRules)
 
 /** The question put to a person. */
 export const confirmationPrompt = (target: ActionTarget, classification: Classification): string =>

@@ -1,11 +1,23 @@
 /**
- * Confirmation of a click in a confirm category (classifier.ts): before the click, the agent asks
- * a person through the run's ask_human mechanism ("The agent wants to click 'Place order'
- * (payment). Allow? yes/no"); a yes (classifier.ts isApproval) lets the click go ahead, any
- * other answer declines it and the tool fails with "the user declined ...", which the model reads.
+ * Confirmation of an action in a confirm category (classifier.ts):
+ *
+ * - A click (or Enter in a form): before it, the agent asks a person through the run's ask_human
+ *   mechanism ("The agent wants to click 'Place order' (payment). Allow? yes/no"); a yes lets the
+ *   click go ahead, and the page's own submissions of that category during the action go through
+ *   too; any other answer declines it and the tool fails with "the user declined ...".
+ * - A submission the page makes by itself (page-submits.ts: form.submit(), requestSubmit(), a
+ *   submit event, a fetch/XHR POST of a form's data) in a confirm category that nobody confirmed
+ *   is stopped in the page. After the action the tool asks a person the same way ("The page wants
+ *   to submit a payment form ... Allow? yes/no"); the tool's result says what the page tried and
+ *   that nothing was submitted. A yes arms that category for the agent's next actions, until a
+ *   submission of it goes through once: the second attempt goes through. A no fails the tool with
+ *   "the user declined ...", as for a click.
  */
 import { Effect } from "effect"
+import type { ContextLease } from "../browser/pool.ts"
 import { type ActionTarget, classifyAction, confirmationPrompt, isApproval } from "./classifier.ts"
+import { armPageSubmits, type BlockedSubmit, configurePageSubmits, hasPageSubmitGuard, takePageSubmits } from "./page-submits.ts"
+import type { ConfirmCategory } from "./policy.ts"
 import type { RunSafety } from "./service.ts"
 
 /** The input request's JSON schema: a yes/no answer. */
@@ -15,23 +27,107 @@ export const confirmationSchema = {
   description: "yes lets the agent click; anything else declines"
 } as const
 
+/** A click's outcome: declined (the message for the model), or approved in a category, or nothing to confirm (both undefined). */
+export interface ClickDecision {
+  readonly declined?: string | undefined
+  readonly approved?: ConfirmCategory | undefined
+}
+
 /**
- * Undefined when the click may go ahead (no confirm category applies, or a person said yes);
- * the message for the model when the person declined.
+ * Whether the click may go ahead: `{}` when no confirm category applies, `approved` when a person
+ * said yes, `declined` (the message for the model) when they did not.
  */
 export const confirmClick = <R>(
   safety: RunSafety,
   read: Effect.Effect<ActionTarget | undefined, never, R>,
   ask: (prompt: string, schema: unknown) => Effect.Effect<unknown>
-): Effect.Effect<string | undefined, never, R> =>
+): Effect.Effect<ClickDecision, never, R> =>
   Effect.gen(function*() {
-    if (safety.policy.confirm_actions.length === 0) return undefined
+    if (safety.policy.confirm_actions.length === 0) return {}
     const target = yield* read
-    if (target === undefined) return undefined
+    if (target === undefined) return {}
     const classified = classifyAction(target)
-    if (classified === undefined || !safety.confirms(classified.category)) return undefined
+    if (classified === undefined || !safety.confirms(classified.category)) return {}
     const answer = yield* ask(confirmationPrompt(target, classified), confirmationSchema)
-    if (isApproval(answer)) return undefined
-    return `the user declined: clicking ${JSON.stringify(target.name || classified.because)} (${classified.category}) needs a person's confirmation ` +
-      `and they answered ${JSON.stringify(typeof answer === "string" ? answer.slice(0, 100) : answer)}; nothing was clicked. Do not try it another way.`
+    if (isApproval(answer)) return { approved: classified.category }
+    return {
+      declined: `the user declined: clicking ${JSON.stringify(target.name || classified.because)} (${classified.category}) needs a person's confirmation ` +
+        `and they answered ${shownAnswer(answer)}; nothing was clicked. Do not try it another way.`
+    }
   })
+
+const shownAnswer = (answer: unknown) => JSON.stringify(typeof answer === "string" ? answer.slice(0, 100) : answer)
+
+const label = (category: ConfirmCategory) => category.replace("_", " ")
+
+/** The question put to a person about a submission the page tried by itself. */
+export const pageSubmitPrompt = (tool: string, blocked: BlockedSubmit): string =>
+  `The page tried to submit a ${label(blocked.category)} form by itself (${blocked.how}; ${blocked.because}) during the agent's ${tool}. ` +
+  `Nothing was submitted. Allow it? yes/no`
+
+/** A tool's result when the page's submission was stopped: the code and the message for the model. */
+export interface SubmitStopped {
+  readonly code: "UserDeclined" | "PageSubmitStopped"
+  readonly message: string
+}
+
+/** The page-submission side of one run's boundary: around each agent action that touches the page. */
+export interface SubmitGate {
+  /** Before an action: the guard configured with the run's categories, earlier confirmations armed. */
+  readonly before: Effect.Effect<void>
+  /** Right before the action, after a person approved its click: the page's submissions of this category go through too. */
+  readonly approve: (category: ConfirmCategory) => Effect.Effect<void>
+  /** After the action: the submissions the page tried and that were stopped, each asked about; undefined when none. */
+  readonly after: (tool: string) => Effect.Effect<SubmitStopped | undefined>
+}
+
+export const submitGate = (
+  safety: RunSafety,
+  lease: ContextLease,
+  ask: (prompt: string, schema: unknown) => Effect.Effect<unknown>
+): SubmitGate => {
+  /** Categories a person confirmed after the page's submission was stopped, until one goes through. */
+  const confirmed = new Set<ConfirmCategory>()
+  const active = () => safety.policy.confirm_actions.length > 0 || hasPageSubmitGuard(lease)
+  return {
+    before: Effect.suspend(() => {
+      if (!active()) return Effect.void
+      return configurePageSubmits(lease, safety.policy.confirm_actions).pipe(
+        Effect.andThen(confirmed.size === 0 ? Effect.void : armPageSubmits(lease, [...confirmed]))
+      )
+    }),
+    approve: (category) => active() ? armPageSubmits(lease, [...confirmed, category]) : Effect.void,
+    after: (tool) =>
+      Effect.gen(function*() {
+        if (!active()) return undefined
+        const { blocked, used } = yield* takePageSubmits(lease)
+        for (const category of used) confirmed.delete(category as ConfirmCategory)
+        const first = new Map<ConfirmCategory, BlockedSubmit>()
+        for (const item of blocked) if (!first.has(item.category)) first.set(item.category, item)
+        if (first.size === 0) return undefined
+        const declined: Array<string> = []
+        const allowed: Array<string> = []
+        for (const item of first.values()) {
+          const what = `the page tried to submit a ${label(item.category)} form by itself (${item.how}; ${item.because})`
+          const answer = yield* ask(pageSubmitPrompt(tool, item), confirmationSchema)
+          if (isApproval(answer)) {
+            confirmed.add(item.category)
+            allowed.push(what)
+          } else {
+            declined.push(`${what}, which needs a person's confirmation, and they answered ${shownAnswer(answer)}`)
+          }
+        }
+        if (declined.length > 0) {
+          return {
+            code: "UserDeclined",
+            message: `the user declined: ${declined.join("; ")}. Nothing was submitted. Do not try it another way.`
+          }
+        }
+        return {
+          code: "PageSubmitStopped",
+          message: `${allowed.join("; ")}. That needs a person's confirmation through ask_human, so it was stopped and nothing was submitted. ` +
+            `A person has now confirmed it: repeat the action (the same click or typing) and the submission will go through.`
+        }
+      })
+  }
+}

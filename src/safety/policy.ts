@@ -5,7 +5,8 @@
  *   subdomain (`example.com` matches `example.com`, `shop.example.com`, `a.b.example.com`; not
  *   `notexample.com`). Entries and the hosts they are matched against go through the WHATWG URL
  *   parser, so case, IDN (`bücher.de` is `xn--bcher-kva.de`), a trailing dot (`example.com.`),
- *   IPv4 shorthands (`127.1`) and IPv6 spellings compare as the browser would see them. A leading
+ *   IPv4 shorthands (`127.1`, `0x7f000001`), IPv6 spellings and IPv4-mapped IPv6 addresses
+ *   (`[::ffff:127.0.0.1]` is `127.0.0.1`) compare as the browser would see them. A leading
  *   `*.` is accepted and dropped (it means the same). `localhost` and `127.0.0.1` are different
  *   hosts, as they are to the browser.
  * - `denied_domains` wins over `allowed_domains`; an empty `allowed_domains` allows every domain
@@ -34,8 +35,19 @@ export const isEmptyPolicy = (policy: SafetyPolicy): boolean =>
 
 const ipv4 = /^\d{1,3}(\.\d{1,3}){3}$/
 
-/** A host as the URL parser writes it, without a trailing dot. */
-const canonicalHost = (hostname: string): string => hostname.toLowerCase().replace(/\.$/, "")
+/**
+ * A host as the URL parser writes it, without a trailing dot, and an IPv4-mapped IPv6 address
+ * (`[::ffff:127.0.0.1]`, which the parser writes `[::ffff:7f00:1]`) as the IPv4 address it
+ * reaches, so that an entry for one spelling matches the other.
+ */
+const canonicalHost = (hostname: string): string => {
+  const host = hostname.toLowerCase().replace(/\.$/, "")
+  const mapped = /^\[(?:0{0,4}:){0,4}:?(?:0{0,4}:)?ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})\]$/.exec(host)
+  if (mapped === null) return host
+  const high = parseInt(mapped[1]!, 16)
+  const low = parseInt(mapped[2]!, 16)
+  return `${high >> 8}.${high & 255}.${low >> 8}.${low & 255}`
+}
 
 const isIpLiteral = (host: string): boolean => host.startsWith("[") || ipv4.test(host)
 

@@ -37,7 +37,15 @@ function describeTarget(start: Element | null): ActionTarget | null {
         form.getAttribute("name"),
         form.getAttribute("id")
       ].map(collapse).filter((part) => part !== "").join(" / "),
-      hasCardField: Array.from(form.querySelectorAll("input")).some(cardField)
+      hasCardField: Array.from(form.querySelectorAll("input")).some(cardField),
+      action: (() => {
+        try {
+          const action = form.getAttribute("action")
+          return action === null ? "" : new URL(action, location.href).pathname
+        } catch {
+          return ""
+        }
+      })()
     }
   }
 }
