@@ -87,10 +87,20 @@ export interface FieldError {
 export const validationError = (detail: string, errors: ReadonlyArray<FieldError>) =>
   new ValidationError({ code: "validation_error", detail, extra: { errors } })
 
-const statusByClass = new Map<Function, number>([
-  [BadRequest, 400], [Unauthorized, 401], [PaymentRequired, 402], [Forbidden, 403], [NotFound, 404],
-  [Conflict, 409], [ValidationError, 422], [TooManyRequests, 429], [InternalError, 500]
-])
+/** The envelope class of each HTTP status (the server's domain-error mapper picks by it, statusOf reads it back). */
+export const envelopeByStatus = {
+  400: BadRequest,
+  401: Unauthorized,
+  402: PaymentRequired,
+  403: Forbidden,
+  404: NotFound,
+  409: Conflict,
+  422: ValidationError,
+  429: TooManyRequests,
+  500: InternalError
+} as const
+
+const statusByClass = new Map<Function, number>(Object.entries(envelopeByStatus).map(([status, envelope]) => [envelope, Number(status)]))
 
 export type ApiError = BadRequest | Unauthorized | PaymentRequired | Forbidden | NotFound | Conflict | ValidationError | TooManyRequests | InternalError
 

@@ -6,13 +6,13 @@
  * envelope of the contract by reading that declaration; adding an error does not touch it.
  */
 import { Schema } from "effect"
-import type { FieldError } from "./api-errors.ts"
+import type { envelopeByStatus, FieldError } from "./api-errors.ts"
 import { usdFromMicros } from "./money.ts"
 import { RunKind, RunStatus, SessionId } from "./run.ts"
 import { MAX_SKILLS } from "./skill.ts"
 
-/** The HTTP statuses a domain error may declare; the HTTP layer has one envelope class for each. */
-export type WireStatus = 400 | 401 | 402 | 403 | 404 | 409 | 422 | 429
+/** The HTTP statuses a domain error may declare: those of the contract's envelope classes (api-errors.ts) but 500. */
+export type WireStatus = Exclude<keyof typeof envelopeByStatus, 500>
 
 /**
  * Names a run status in the convention of the route that answers (statusIn of run-state.ts):

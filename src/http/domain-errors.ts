@@ -6,31 +6,19 @@
  * raises itself (and any error that declares nothing) pass through unchanged.
  */
 import { Effect } from "effect"
-import type { OnTheWire, WireStatus } from "../domain/errors.ts"
+import type { OnTheWire } from "../domain/errors.ts"
 import { type Convention, statusIn } from "../domain/run-state.ts"
-import { BadRequest, Conflict, Forbidden, NotFound, PaymentRequired, TooManyRequests, Unauthorized, ValidationError, validationError } from "./errors.ts"
+import { BadRequest, Conflict, envelopeByStatus, Forbidden, NotFound, TooManyRequests, Unauthorized, validationError } from "./errors.ts"
 
-/** The envelope class of each HTTP status a domain error may declare. */
-const envelopes = {
-  400: BadRequest,
-  401: Unauthorized,
-  402: PaymentRequired,
-  403: Forbidden,
-  404: NotFound,
-  409: Conflict,
-  422: ValidationError,
-  429: TooManyRequests
-} as const satisfies { readonly [S in WireStatus]: { readonly prototype: unknown } }
-
-type Envelopes = typeof envelopes
+type Envelopes = typeof envelopeByStatus
 
 /** The envelope class each domain error becomes: the one of the status it declares; anything else is itself. */
 export type HttpErrorOf<E> = E extends OnTheWire ? InstanceType<Envelopes[E["httpStatus"]]> : E
 
-/** A domain error: it declares its status (one the envelopes cover), its code and its wire body. */
+/** A domain error: it declares its status (one of an envelope class, not 500), its code and its wire body. */
 export const isOnTheWire = (error: unknown): error is OnTheWire =>
   typeof error === "object" && error !== null &&
-  "httpStatus" in error && typeof error.httpStatus === "number" && Object.hasOwn(envelopes, error.httpStatus) &&
+  "httpStatus" in error && typeof error.httpStatus === "number" && error.httpStatus !== 500 && Object.hasOwn(envelopeByStatus, error.httpStatus) &&
   "code" in error && typeof error.code === "string" &&
   "wire" in error && typeof error.wire === "function"
 
@@ -42,7 +30,7 @@ export const isOnTheWire = (error: unknown): error is OnTheWire =>
 export const toHttpError = <E>(error: E, convention: Convention = "A"): HttpErrorOf<E> => {
   if (!isOnTheWire(error)) return error as HttpErrorOf<E>
   const { detail, extra } = error.wire((status) => statusIn(convention, status))
-  const Envelope = envelopes[error.httpStatus] as new(props: { code: string; detail: string; extra: Record<string, unknown> }) => unknown
+  const Envelope = envelopeByStatus[error.httpStatus] as new(props: { code: string; detail: string; extra: Record<string, unknown> }) => unknown
   return new Envelope({ code: error.code, detail, extra }) as HttpErrorOf<E>
 }
 
