@@ -70,11 +70,9 @@ const serverChecksLeftOut = (): Plugin => {
   return {
     name: "server-checks-left-out",
     enforce: "pre",
-    async resolveId(source, importer, options) {
-      if (importer === undefined || !source.startsWith(".") || !source.endsWith(".ts")) return undefined
-      const resolved = await this.resolve(source, importer, { ...options, skipSelf: true })
-      return resolved === null ? undefined : standIns.get(resolved.id) ?? undefined
-    }
+    // src/ imports its own modules by relative path with the .ts extension.
+    resolveId: (source, importer) =>
+      importer === undefined || !source.startsWith(".") ? undefined : standIns.get(path.resolve(path.dirname(importer), source))
   }
 }
 

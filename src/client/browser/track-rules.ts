@@ -15,5 +15,3 @@ export const TriggerDsl: typeof Rules.TriggerDsl = JsonObject
 export const StopConditionDsl: typeof Rules.StopConditionDsl = JsonObject
 
 export const RULES_DOCUMENTATION: typeof Rules.RULES_DOCUMENTATION = ""
-
-export const DEFAULT_TRIGGER: typeof Rules.DEFAULT_TRIGGER = { on: "change" }
