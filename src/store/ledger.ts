@@ -17,8 +17,9 @@
  *   execution charges exactly once).
  * - The balance is re-derivable: per bucket, the sum of the project's entries (`rederive`).
  *
- * This is the ledger's SQL, run inside the caller's transaction; the Ledger service (src/billing/
- * ledger.ts) and the run store (src/store/runs.ts, a step's charges with its checkpoint) use it.
+ * This is the ledger's SQL: functions run inside the caller's transaction (the run store,
+ * src/store/runs.ts, charges a step with its checkpoint), and LedgerStore (below), whose methods
+ * are their own transactions, for the Ledger and Budget services (src/billing/).
  */
 import type { Exhausted } from "../domain/billing.ts"
 import { Context, Effect, Layer, Schema } from "effect"
