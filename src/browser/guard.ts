@@ -71,6 +71,8 @@ export interface NavigationGuard {
   readonly takeBlockedFrames: () => ReadonlyArray<NavigationRefused>
   /** Checks a URL the agent is about to open; succeeds when allowed. */
   readonly check: (url: string) => Effect.Effect<void, NavigationRefused>
+  /** Resolves once every open page's redirect-hop watch is in place (a new tab's is set up from its page event). */
+  readonly ready: () => Promise<void>
 }
 
 const originOf = (url: string): string | undefined => {
@@ -188,11 +190,19 @@ export const installNavigationGuard = async (
       // The page closed meanwhile.
     }
   }
+  /** Pages whose watch is being set up (`ready` waits for them). */
+  const attaching = new Set<Promise<void>>()
+  const watch = (page: Page) => {
+    const attached = watchPage(page)
+    attaching.add(attached)
+    void attached.finally(() => attaching.delete(attached))
+    return attached
+  }
   const watchHops = async () => {
     if (hopsWatched) return
     hopsWatched = true
-    context.on("page", (page) => void watchPage(page))
-    await Promise.all(context.pages().map(watchPage))
+    context.on("page", (page) => void watch(page))
+    await Promise.all(context.pages().map(watch))
   }
 
   let installed = false
@@ -233,6 +243,9 @@ export const installNavigationGuard = async (
     violation: () => violation,
     takeRefusals: () => refusals.splice(0, refusals.length),
     takeBlockedFrames: () => blockedFrames.splice(0, blockedFrames.length),
-    check
+    check,
+    ready: async () => {
+      while (attaching.size > 0) await Promise.all([...attaching])
+    }
   }
 }

@@ -356,6 +356,8 @@ export const makeBrowserPool = Effect.fnUntraced(function*(config: BrowserPoolCo
         // start: installed here it costs the first action nothing.
         await context.addInitScript(installSettleTracker)
         const page = await context.newPage()
+        // The first tab's redirect-hop watch (guard.ts) is in place before the lease is handed out.
+        await guard.ready()
         return { context, guard, page, proxy, blocked }
       } catch (error) {
         await context.close().catch(() => undefined)
