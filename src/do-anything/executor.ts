@@ -11,8 +11,8 @@
  */
 import { SkillStore } from "../store/skills.ts"
 import { CacheScriptStore } from "../store/cache-scripts.ts"
-import { Cause, Clock, Effect, Exit, Fiber, FiberMap, Layer, Option, Scope, Stream } from "effect"
-import { Entity, Sharding } from "effect/cluster"
+import { Clock, Effect, Exit, Fiber, FiberMap, Layer, Option, Scope, Stream } from "effect"
+import { Entity } from "effect/cluster"
 import { Rpc } from "effect/rpc"
 import { type AgentSettings, runAgent } from "../agent/run-agent.ts"
 import { AgentModel } from "../agent/model.ts"
@@ -22,10 +22,11 @@ import { AppConfig } from "../config/config.ts"
 import { BrowserPool, type ContextLease } from "../browser/pool.ts"
 import { makeLiveControl } from "../control/live-control.ts"
 import { TakeControl } from "../control/take-control.ts"
-import { leaveForNextOwner, RunnerLifecycle, runHere } from "../cluster/lifecycle.ts"
+import { RunnerLifecycle, runHere } from "../cluster/lifecycle.ts"
+import { isSuperseded, makeLeaveWhenRefused } from "../runs/kernel.ts"
 import { isTerminal } from "../domain/run-state.ts"
 import { type ProjectId, type Run, RunId, SessionId } from "../domain/run.ts"
-import { type Checkpoint, RunStore, SupersededExecution } from "../store/runs.ts"
+import { type Checkpoint, RunStore } from "../store/runs.ts"
 import { RunNotifier } from "../webhooks/run-notifier.ts"
 import { ProfileStore } from "../profiles/profile-store.ts"
 import { prepareRestore } from "../profiles/restore.ts"
@@ -45,7 +46,7 @@ const sessionHandlers = Effect.gen(function*() {
     const notifier = yield* RunNotifier
     const config = yield* AppConfig
     const lifecycle = yield* RunnerLifecycle
-    const sharding = yield* Sharding.Sharding
+    const leaveWhenRefused = yield* makeLeaveWhenRefused
     const runs = yield* FiberMap.make<string>()
     const profiles = yield* ProfileStore
     const recorders = yield* RunRecorders
@@ -187,8 +188,7 @@ const sessionHandlers = Effect.gen(function*() {
         // The take-control watcher (URL expiry, idle release) lives and dies with the agent.
         const fiber = yield* FiberMap.run(runs, runId, Effect.scoped(Effect.andThen(Effect.forkScoped(live.watch(runId)), owned)))
         const exit = yield* Fiber.await(fiber)
-        const superseded = Exit.isFailure(exit) && Cause.squash(exit.cause) instanceof SupersededExecution
-        if (superseded) {
+        if (isSuperseded(exit)) {
           yield* recorders.discard(runId)
           return yield* Effect.logWarning("run taken over by another runner; this execution stopped").pipe(Effect.annotateLogs({ run_id: runId }))
         }
@@ -296,11 +296,7 @@ const sessionHandlers = Effect.gen(function*() {
       }).pipe(Effect.catchCause((cause) => Effect.logError("session run failed", cause).pipe(Effect.as("handled" as const))))
 
     return SessionEntity.of({
-      Execute: ({ payload }) =>
-        handleExecute(payload.runId).pipe(
-          Effect.flatMap((outcome) => outcome === "refused" ? leaveForNextOwner(sharding, address, payload.runId) : Effect.void),
-          Effect.ensuring(touch)
-        ),
+      Execute: ({ payload }) => leaveWhenRefused(handleExecute(payload.runId), payload.runId).pipe(Effect.ensuring(touch)),
       Interrupt: ({ payload }) => FiberMap.remove(runs, payload.runId).pipe(Rpc.fork),
       // While a person watches and steers (their control page streams frames), a run that asked
       // for capture_during_take_control: false records nothing; capture resumes when the stream ends.

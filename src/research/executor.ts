@@ -1,5 +1,6 @@
 /**
- * The DeepResearch entity (Effect Cluster), one per run: it conducts the run through its phases
+ * The DeepResearch executor, plugged into the run kernel (src/runs/kernel.ts) on the DeepResearch
+ * entity, one per run: it conducts the run through its phases
  * (src/research/pipeline.ts) and checkpoints the run's state after every unit of work (the brief,
  * the outline, each section gathered, cross-checked and written), with the cost of that unit, in
  * one transaction. `Execute` is persisted: after a restart or a runner's death it is delivered
@@ -10,15 +11,13 @@
  * The run's deadline (max_duration_minutes) covers the gate; past it the run ends `canceled`
  * with `duration_exceeded`.
  */
-import { Cause, Data, Duration, Effect, Exit, Fiber, FiberMap, Option, Queue } from "effect"
+import { Effect, Option, Queue } from "effect"
 import { LanguageModel } from "effect/ai"
-import { Entity, Sharding } from "effect/cluster"
-import { Rpc } from "effect/rpc"
 import { AgentModel } from "../agent/model.ts"
 import { toMicros } from "../domain/money.ts"
 import { budgetExceededDetail } from "../domain/billing.ts"
 import { AppConfig } from "../config/config.ts"
-import { leaveForNextOwner, RunnerLifecycle, runHere } from "../cluster/lifecycle.ts"
+import { RunnerLifecycle } from "../cluster/lifecycle.ts"
 import { isTerminal } from "../domain/run-state.ts"
 import { RunEventBus } from "../events/run-event-bus.ts"
 import { Reader } from "../reader/reader.ts"
@@ -27,65 +26,44 @@ import { assembleReport, citationNumbers, initialState, type ResearchState } fro
 import { decodeOutlineAnswer, type Outline, type Phase } from "../domain/research.ts"
 import { canonicalUrl } from "../engines/canonical-url.ts"
 import { WebSearch } from "../engines/web-search.ts"
-import { fairModel, WorkOwner } from "../fairness/fair-queue.ts"
+import { fairModel } from "../fairness/fair-queue.ts"
 import { ArtifactStore } from "../store/artifacts.ts"
-import { type DeepResearchRequest, type Run, RunId } from "../domain/run.ts"
-import { RunStore, SupersededExecution } from "../store/runs.ts"
-import { RunNotifier } from "../webhooks/run-notifier.ts"
+import type { DeepResearchRequest, Run, RunId } from "../domain/run.ts"
+import { RunStore } from "../store/runs.ts"
+import { type Begin, Handover, RunFailure, runEntityHandlers, RunStopped } from "../runs/kernel.ts"
 import { ResearchEntity } from "../entities/research.ts"
 import type { EventData, NewRunEvent } from "../domain/events.ts"
-
-/** The runner drains while the run waits at the outline gate: the run moves to the shard's next owner. */
-class Handover extends Data.TaggedError("Handover") {}
-
-/** The run ended (canceled, or failed by someone else) while this execution worked on it. */
-class RunEnded extends Data.TaggedError("RunEnded") {}
-
-/** The run cannot go on; it fails with this code. */
-class ResearchFailed extends Data.TaggedError("ResearchFailed")<{ readonly code: string; readonly detail: string }> {}
 
 const OUTLINE_PROMPT = "Review the research outline. Answer \"approve\", {\"action\": \"approve_with_edits\", \"edits\": [...]} " +
   "(edits: {op: add_section | remove_section | rename_section | set_queries, ...} or a note as a string), or {\"action\": \"reject\"}."
 
-const researchHandlers = Effect.gen(function*() {
-  const address = yield* Entity.CurrentAddress
+const researchExecutor = Effect.gen(function*() {
   const store = yield* RunStore
   const artifacts = yield* ArtifactStore
-  const notifier = yield* RunNotifier
   const agentModel = yield* AgentModel
   const search = yield* WebSearch
   const reader = yield* Reader
   const bus = yield* RunEventBus
   const lifecycle = yield* RunnerLifecycle
-  const sharding = yield* Sharding.Sharding
-  const fibers = yield* FiberMap.make<string>()
   const prices = (yield* AppConfig).prices
 
-  const conduct = (run: Run, request: DeepResearchRequest) =>
+  const conduct = (run: Run, request: DeepResearchRequest, begin: Begin) =>
     Effect.gen(function*() {
       const runId = run.id
       const budget = depthBudgets[request.depth]
       if (Option.isNone(agentModel)) {
-        return yield* new ResearchFailed({ code: "model_not_configured", detail: "DeepResearch needs a model; set WA_MODEL_BASE_URL (and WA_MODEL_API_KEY)" })
+        return yield* new RunFailure({ code: "model_not_configured", detail: "DeepResearch needs a model; set WA_MODEL_BASE_URL (and WA_MODEL_API_KEY)" })
       }
       const configured = agentModel.value
       // Its model calls take fair shares of the model lane (src/fairness/fair-queue.ts).
       const model = fairModel(yield* Effect.provide(Effect.service(LanguageModel.LanguageModel), configured.layer))
       const cost = configured.costUsd
 
-      const executor = yield* store.claimExecution(runId)
-      const checkpoint = yield* store.loadCheckpoint(runId)
+      const [executor, checkpoint] = yield* begin(store.loadCheckpoint(runId), (saved) => ({ from_step: saved?.step ?? 0, phase: run.phase }))
       let step = checkpoint?.step ?? 0
       let state: ResearchState = checkpoint === undefined ? initialState : { ...initialState, ...(checkpoint.history as ResearchState) }
       let spent = Number(run.llm_cost_usd)
       const cap = request.max_cost_usd === null || request.max_cost_usd === undefined ? Number.POSITIVE_INFINITY : Number(request.max_cost_usd)
-
-      yield* Effect.logInfo(run.status === "pending" ? "run started" : "run resumed").pipe(Effect.annotateLogs({ run_id: runId, kind: "deep_research", from_step: step }))
-      if (run.status === "pending") {
-        yield* store.transition(runId, "running", { executor }).pipe(Effect.mapError(() => new RunEnded()))
-      } else {
-        yield* store.appendEvent(runId, "run.resumed", { run_id: runId, from_step: step, phase: run.phase }, executor)
-      }
 
       // The run's fee (deep_research_per_run), once per run; refused when the project cannot pay.
       const fee = yield* store.chargeRun(runId, [{
@@ -95,7 +73,7 @@ const researchHandlers = Effect.gen(function*() {
         idempotencyKey: `research:${runId}`,
         force: false
       }], executor)
-      if (fee.refused && fee.exhausted !== null) return yield* new ResearchFailed({ code: "budget_exceeded", detail: budgetExceededDetail(fee.exhausted) })
+      if (fee.refused && fee.exhausted !== null) return yield* new RunFailure({ code: "budget_exceeded", detail: budgetExceededDetail(fee.exhausted) })
 
       const enter = (phase: Phase) => store.setPhase(runId, phase, executor)
       /** Saves the state after a unit of work, with what that unit cost, as the next checkpoint. */
@@ -108,12 +86,12 @@ const researchHandlers = Effect.gen(function*() {
           const events: ReadonlyArray<NewRunEvent> = progress === undefined ? [] : [{ type: "run.research.progress", data: progress }]
           const charged = yield* store.completeStep(runId, usd, { step, history: next, url: null, tabs: [], dirtyForm: false, storageState: undefined }, executor, events)
           // The project can pay for no more (billing on): the run ends; what it spent stays charged.
-          if (charged.exhausted !== null) return yield* new ResearchFailed({ code: "budget_exceeded", detail: budgetExceededDetail(charged.exhausted) })
+          if (charged.exhausted !== null) return yield* new RunFailure({ code: "budget_exceeded", detail: budgetExceededDetail(charged.exhausted) })
         })
       /** Stops when the run was canceled meanwhile. */
       const ensureActive = Effect.gen(function*() {
         const current = yield* store.getRun(runId)
-        if (current === undefined || isTerminal(current.status)) return yield* new RunEnded()
+        if (current === undefined || isTerminal(current.status)) return yield* new RunStopped()
       })
       const canSpend = () => spent < cap
       // A refinement's instructions and a follow-up's earlier report (seeded in its first checkpoint).
@@ -122,7 +100,7 @@ const researchHandlers = Effect.gen(function*() {
       // brief
       if (state.brief === null) {
         yield* enter("brief")
-        if (!canSpend()) return yield* new ResearchFailed({ code: "cost_cap_reached", detail: "max_cost_usd was reached before the brief was written" })
+        if (!canSpend()) return yield* new RunFailure({ code: "cost_cap_reached", detail: "max_cost_usd was reached before the brief was written" })
         const brief = yield* writeBrief(model, cost, { topic: request.topic, audience: request.target_audience ?? null, ...derivation })
         yield* save({ ...state, brief: brief.value }, brief.usd)
       }
@@ -132,7 +110,7 @@ const researchHandlers = Effect.gen(function*() {
       if (state.outline === null) {
         yield* ensureActive
         yield* enter("plan")
-        if (!canSpend()) return yield* new ResearchFailed({ code: "cost_cap_reached", detail: "max_cost_usd was reached before the outline was planned" })
+        if (!canSpend()) return yield* new RunFailure({ code: "cost_cap_reached", detail: "max_cost_usd was reached before the outline was planned" })
         const planned = yield* planOutline(model, cost, { topic: request.topic, brief, budget, ...derivation })
         // A model that proposes nothing still gets a report: one section on the whole topic.
         const outline: Outline = planned.value.sections.length > 0 ? planned.value : {
@@ -265,78 +243,27 @@ const researchHandlers = Effect.gen(function*() {
       const requestId = latest !== undefined
         ? latest.id
         : yield* store.createInputRequest(runId, OUTLINE_PROMPT, { kind: "outline_approval", outline }, executor).pipe(
-          Effect.mapError(() => new RunEnded())
+          Effect.mapError(() => new RunStopped())
         )
       while (true) {
         const answer = yield* store.inputRequest(requestId)
         if (answer?.status === "answered") return answer.response
         const current = yield* store.getRun(runId)
-        if (current === undefined || isTerminal(current.status)) return yield* new RunEnded()
+        if (current === undefined || isTerminal(current.status)) return yield* new RunStopped()
         if (yield* lifecycle.draining) return yield* new Handover()
         yield* Queue.take(wakeups).pipe(Effect.timeoutOption("2 seconds"))
       }
     }))
 
-  const finish = (runId: RunId, outcome: Exit.Exit<void, unknown>) =>
-    Effect.gen(function*() {
-      if (Exit.isFailure(outcome)) {
-        const failure = Cause.squash(outcome.cause)
-        if (failure instanceof SupersededExecution) {
-          return yield* Effect.logWarning("run taken over by another runner; this execution stopped").pipe(Effect.annotateLogs({ run_id: runId }))
-        }
-        if (failure instanceof Handover) return
-        if (!(failure instanceof RunEnded) && !Cause.hasInterruptsOnly(outcome.cause)) {
-          const known = failure instanceof ResearchFailed
-          const modelError = (failure as { _tag?: string })._tag === "AiError"
-          if (!known) yield* Effect.logError("research run failed", outcome.cause).pipe(Effect.annotateLogs({ run_id: runId }))
-          yield* store.transition(runId, "failed", {
-            terminalReason: "failed",
-            errorCode: known ? failure.code : modelError ? "model_error" : "internal_error",
-            errorDetail: known ? failure.detail : modelError ? `the model failed: ${(failure as Error).message}` : "the research failed; see the service logs"
-          }).pipe(Effect.ignore)
-        }
-      }
-      const run = yield* store.getRun(runId)
-      if (run !== undefined && isTerminal(run.status)) yield* notifier.terminal(runId)
-    })
-
-  /** Runs the run in a fiber of the map (Interrupt stops it), bounded by the run's deadline. */
-  const execute = (run: Run, request: DeepResearchRequest) =>
-    Effect.gen(function*() {
-      const remaining = run.deadline_at === null ? undefined : Math.max(0, run.deadline_at.getTime() - Date.now())
-      const bounded = remaining === undefined
-        ? Effect.asSome(conduct(run, request))
-        : conduct(run, request).pipe(Effect.timeoutOption(Duration.millis(remaining)))
-      const timed = bounded.pipe(Effect.flatMap((result) =>
-        Option.isSome(result) ? Effect.void : store.transition(run.id, "canceled", {
-          terminalReason: "duration_exceeded",
-          errorCode: "duration_exceeded",
-          errorDetail: "the run reached max_duration_minutes"
-        }).pipe(Effect.ignore)
-      ))
-      // The run's work (searches, page reads, model calls) is its project's in the fair queue.
-      const fiber = yield* FiberMap.run(fibers, run.id, timed.pipe(Effect.provideService(WorkOwner, run.project_id)))
-      const exit = yield* Fiber.await(fiber)
-      yield* finish(run.id, exit)
-      return Exit.isFailure(exit) && Cause.squash(exit.cause) instanceof Handover
-    })
-
-  const handleExecute = (runId: RunId) =>
-    Effect.gen(function*() {
-      const run = yield* store.getRun(runId)
-      if (run === undefined || run.request._tag !== "DeepResearch" || isTerminal(run.status)) return "handled" as const
-      let handover = false
-      const outcome = yield* runHere(lifecycle, execute(run, run.request).pipe(Effect.map((moved) => void (handover = moved))))
-      return handover ? "refused" as const : outcome
-    }).pipe(Effect.catchCause((cause) => Effect.logError("research run failed", cause).pipe(Effect.as("handled" as const))))
-
-  return ResearchEntity.of({
-    Execute: ({ payload }) =>
-      handleExecute(payload.runId).pipe(
-        Effect.flatMap((outcome) => outcome === "refused" ? leaveForNextOwner(sharding, address, payload.runId) : Effect.void)
-      ),
-    Interrupt: ({ payload }) => FiberMap.remove(fibers, payload.runId).pipe(Rpc.fork)
+  return yield* runEntityHandlers({
+    kind: "deep_research",
+    requestOf: (run) => run.request._tag === "DeepResearch" ? run.request : undefined,
+    conduct,
+    internalErrorDetail: "the research failed; see the service logs"
   })
 })
 
-export const ResearchEntityLive = ResearchEntity.toLayer(researchHandlers, { maxIdleTime: "1 minute" })
+export const ResearchEntityLive = ResearchEntity.toLayer(
+  Effect.map(researchExecutor, (handlers) => ResearchEntity.of(handlers)),
+  { maxIdleTime: "1 minute" }
+)

@@ -1,26 +1,23 @@
 /**
- * The WebSearch entity (Effect Cluster), one per run: it runs the run's search across its engines
- * and ends the run with the result. `Execute` is persisted, so a search under way when its runner
- * dies (or the all-in-one process is killed) is delivered again and run again, from the start, on
- * the runner that holds the shard next (a `run.resumed` event says so). A search keeps no
+ * The WebSearch executor, plugged into the run kernel (src/runs/kernel.ts) on the WebSearch entity,
+ * one per run: it runs the run's search across its engines and ends the run with the result.
+ * `Execute` is persisted, so a search under way when its runner dies (or the all-in-one process
+ * is killed) is delivered again and run again, from the start, on the runner that holds the
+ * shard next (a `run.resumed` event says so). A search keeps no
  * checkpoint: its engine calls are cheap to repeat and its result is written once, with the run's
  * terminal state.
  */
-import { Cause, Effect, Exit, Fiber, FiberMap, Option, Semaphore } from "effect"
-import { Entity, Sharding } from "effect/cluster"
-import { Rpc } from "effect/rpc"
+import { Effect, Option, Semaphore } from "effect"
 import { AgentModel } from "../agent/model.ts"
 import { toMicros } from "../domain/money.ts"
 import { meteredModel, newMeter } from "../billing/metering.ts"
 import { AppConfig } from "../config/config.ts"
-import { leaveForNextOwner, RunnerLifecycle, runHere } from "../cluster/lifecycle.ts"
-import { isTerminal } from "../domain/run-state.ts"
-import { type Run, RunId, type WebSearchRunRequest } from "../domain/run.ts"
+import type { Run, WebSearchRunRequest } from "../domain/run.ts"
 import type { WebSearchResult } from "../domain/web-search.ts"
 import { WebSearch } from "../engines/web-search.ts"
-import { RunStore, SupersededExecution } from "../store/runs.ts"
-import { fairly, WorkOwner } from "../fairness/fair-queue.ts"
-import { RunNotifier } from "../webhooks/run-notifier.ts"
+import { RunStore } from "../store/runs.ts"
+import { fairly } from "../fairness/fair-queue.ts"
+import { type Begin, RunFailure, runEntityHandlers } from "../runs/kernel.ts"
 import { WebSearchEntity } from "../entities/web-search.ts"
 import type { NewRunEvent } from "../domain/events.ts"
 
@@ -43,27 +40,15 @@ const leaveOut = (result: WebSearchResult, excluded: ReadonlySet<string>, limit:
 /** The distinct, non-blank queries of a request: what a search runs, and what it is charged per. */
 const queryCount = (request: WebSearchRunRequest) => new Set(request.queries.map((query) => query.trim()).filter((query) => query !== "")).size
 
-const webSearchHandlers = Effect.gen(function*() {
-  const address = yield* Entity.CurrentAddress
+const webSearchExecutor = Effect.gen(function*() {
   const store = yield* RunStore
   const search = yield* WebSearch
   const model = yield* AgentModel
-  const notifier = yield* RunNotifier
-  const lifecycle = yield* RunnerLifecycle
-  const sharding = yield* Sharding.Sharding
-  const fibers = yield* FiberMap.make<string>()
   const prices = (yield* AppConfig).prices
 
-  const conduct = Effect.fn("WebSearchEntity.conduct")(function*(run: Run, request: WebSearchRunRequest) {
-    const executor = yield* store.claimExecution(run.id)
-    if (run.status === "pending") {
-      yield* store.transition(run.id, "running", { executor }).pipe(Effect.orDie)
-      // Names the runner executing the run (the take-over is "run resumed" below).
-      yield* Effect.logInfo("run started").pipe(Effect.annotateLogs({ run_id: run.id, kind: "web_search" }))
-    } else {
-      yield* store.appendEvent(run.id, "run.resumed", { run_id: run.id, from_step: 0 }, executor)
-      yield* Effect.logInfo("run resumed").pipe(Effect.annotateLogs({ run_id: run.id, kind: "web_search" }))
-    }
+  const conduct = Effect.fn("WebSearchExecutor.conduct")(function*(run: Run, request: WebSearchRunRequest, begin: Begin) {
+    // A search keeps no checkpoint: a resumed one starts again from the beginning.
+    const [executor] = yield* begin(Effect.void, () => ({ from_step: 0 }))
     // A follow-up searches deeper (twice the results per query) to make up for the pages it leaves out.
     const excluded = new Set(request.exclude_canonical_urls ?? [])
     const limit = request.max_results_per_query * queryCount(request)
@@ -88,66 +73,34 @@ const webSearchHandlers = Effect.gen(function*() {
     // model calls (re-rank, summaries) are metered to be charged with the run.
     const meter = newMeter()
     const outcome = yield* Effect.result(Option.isSome(model) ? Effect.provide(searching, meteredModel(model.value.layer, meter)) : searching)
-    if (outcome._tag === "Success") {
-      // A follow-up (it has an exclusion list, perhaps empty) always says how many pages it left out.
-      const output = request.exclude_canonical_urls === undefined ? outcome.success : leaveOut(outcome.success, excluded, limit)
-      // The search is done: its fee (web_search_per_query per distinct query), once per run. A
-      // search cannot run out mid-way (it is one unit of work); creates are refused up front.
-      yield* store.chargeRun(run.id, [{
-        kind: "charge_search",
-        column: "service",
-        micros: toMicros(prices.web_search_per_query * queryCount(request)),
-        idempotencyKey: `search:${run.id}`
-      }, {
-        kind: "charge_llm",
-        column: "llm",
-        micros: Option.isSome(model) ? toMicros(model.value.costUsd(meter.inputTokens, meter.outputTokens)) : 0,
-        idempotencyKey: `llm:${run.id}`
-      }], executor)
-      yield* store.transition(run.id, "done", { output, terminalReason: "done", executor }).pipe(Effect.ignore)
-    } else {
-      yield* store.transition(run.id, "failed", {
-        terminalReason: "failed",
-        errorCode: "validation_error",
-        errorDetail: outcome.failure.message,
-        executor
-      }).pipe(Effect.ignore)
-    }
+    if (outcome._tag === "Failure") return yield* new RunFailure({ code: "validation_error", detail: outcome.failure.message })
+    // A follow-up (it has an exclusion list, perhaps empty) always says how many pages it left out.
+    const output = request.exclude_canonical_urls === undefined ? outcome.success : leaveOut(outcome.success, excluded, limit)
+    // The search is done: its fee (web_search_per_query per distinct query), once per run. A
+    // search cannot run out mid-way (it is one unit of work); creates are refused up front.
+    yield* store.chargeRun(run.id, [{
+      kind: "charge_search",
+      column: "service",
+      micros: toMicros(prices.web_search_per_query * queryCount(request)),
+      idempotencyKey: `search:${run.id}`
+    }, {
+      kind: "charge_llm",
+      column: "llm",
+      micros: Option.isSome(model) ? toMicros(model.value.costUsd(meter.inputTokens, meter.outputTokens)) : 0,
+      idempotencyKey: `llm:${run.id}`
+    }], executor)
+    yield* store.transition(run.id, "done", { output, terminalReason: "done", executor }).pipe(Effect.ignore)
   })
 
-  const execute = (run: Run, request: WebSearchRunRequest) =>
-    Effect.gen(function*() {
-      // The run's work (engine calls, page reads, model calls, writes) is its project's in the fair queue.
-      const fiber = yield* FiberMap.run(fibers, run.id, conduct(run, request).pipe(Effect.provideService(WorkOwner, run.project_id)))
-      const exit = yield* Fiber.await(fiber)
-      if (Exit.isFailure(exit)) {
-        const failure = Cause.squash(exit.cause)
-        if (failure instanceof SupersededExecution) return
-        // Canceled meanwhile (Interrupt, or the run ended under it): the cancel wrote the end.
-        const current = yield* store.getRun(run.id)
-        if (!Cause.hasInterruptsOnly(exit.cause) && current !== undefined && !isTerminal(current.status)) {
-          yield* Effect.logError("web search run failed", exit.cause)
-          yield* store.transition(run.id, "failed", { terminalReason: "failed", errorCode: "internal_error", errorDetail: "the search failed" }).pipe(Effect.ignore)
-        }
-      }
-      const ended = yield* store.getRun(run.id)
-      if (ended !== undefined && isTerminal(ended.status)) yield* notifier.terminal(run.id)
-    })
-
-  const handleExecute = (runId: RunId) =>
-    Effect.gen(function*() {
-      const run = yield* store.getRun(runId)
-      if (run === undefined || run.request._tag !== "WebSearch" || isTerminal(run.status)) return "handled" as const
-      return yield* runHere(lifecycle, execute(run, run.request))
-    }).pipe(Effect.catchCause((cause) => Effect.logError("web search run failed", cause).pipe(Effect.as("handled" as const))))
-
-  return WebSearchEntity.of({
-    Execute: ({ payload }) =>
-      handleExecute(payload.runId).pipe(
-        Effect.flatMap((outcome) => outcome === "refused" ? leaveForNextOwner(sharding, address, payload.runId) : Effect.void)
-      ),
-    Interrupt: ({ payload }) => FiberMap.remove(fibers, payload.runId).pipe(Rpc.fork)
+  return yield* runEntityHandlers({
+    kind: "web_search",
+    requestOf: (run) => run.request._tag === "WebSearch" ? run.request : undefined,
+    conduct,
+    internalErrorDetail: "the search failed"
   })
 })
 
-export const WebSearchEntityLive = WebSearchEntity.toLayer(webSearchHandlers, { maxIdleTime: "1 minute" })
+export const WebSearchEntityLive = WebSearchEntity.toLayer(
+  Effect.map(webSearchExecutor, (handlers) => WebSearchEntity.of(handlers)),
+  { maxIdleTime: "1 minute" }
+)

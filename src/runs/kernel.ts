@@ -1,0 +1,180 @@
+/**
+ * The run kernel: the lifecycle every kind of run shares once it is dispatched to its cluster
+ * entity, written once. A product plugs in an executor (what its run does); the kernel does the
+ * rest:
+ * - `Execute` (persisted, delivered at least once): a run that is gone, of another kind or ended
+ *   is acknowledged and left alone; while this runner drains, the run is left for the shard's
+ *   next owner without a write (src/cluster/lifecycle.ts);
+ * - the execution runs in a fiber that `Interrupt` (after a cancel) stops, as work of the run's
+ *   project in the fair queue, bounded by the run's deadline (max_duration_minutes: past it the
+ *   run ends `canceled` with `duration_exceeded`);
+ * - the start: this execution claims the run (an older execution elsewhere is superseded and
+ *   stops at its next write), then `pending → running`, or a `run.resumed` event when the run
+ *   was under way on a runner that died or drained;
+ * - one end: a failure becomes the run's error code (the executor's own code, `model_error`, or
+ *   `internal_error` with the cause logged), then "run ended" (the run's callback) is sent once.
+ *
+ * Checkpoints and charges go through the run store, each with its events in one transaction
+ * (`completeStep`, `chargeRun`); the credit hold of a run is settled by the store's terminal
+ * transition. DoAnything's Session entity owns a browser across its session's runs, so it uses
+ * the kernel's parts (`makeLeaveWhenRefused`, `isSuperseded`) around its own start.
+ */
+import { Cause, Data, Duration, Effect, Exit, Fiber, FiberMap, Option } from "effect"
+import { Entity, Sharding } from "effect/cluster"
+import { Rpc } from "effect/rpc"
+import { leaveForNextOwner, RunnerLifecycle, runHere } from "../cluster/lifecycle.ts"
+import type { EventData } from "../domain/events.ts"
+import { isTerminal } from "../domain/run-state.ts"
+import type { Run, RunId, RunKind } from "../domain/run.ts"
+import { WorkOwner } from "../fairness/fair-queue.ts"
+import { RunStore, SupersededExecution } from "../store/runs.ts"
+import { RunNotifier } from "../webhooks/run-notifier.ts"
+
+/** The run cannot go on; it ends `failed` with this code and detail. */
+export class RunFailure extends Data.TaggedError("RunFailure")<{ readonly code: string; readonly detail: string }> {}
+
+/** The run ended (canceled, or failed by someone else) while this execution worked on it: nothing to write. */
+export class RunStopped extends Data.TaggedError("RunStopped") {}
+
+/** This runner drains while the run waits (for a person): the run moves to the shard's next owner. */
+export class Handover extends Data.TaggedError("Handover") {}
+
+/** Whether an execution ended because another execution claimed its run (src/store/runs.ts). */
+export const isSuperseded = (exit: Exit.Exit<unknown, unknown>): boolean =>
+  Exit.isFailure(exit) && Cause.squash(exit.cause) instanceof SupersededExecution
+
+/**
+ * An entity's `Execute` answer: handled here, or, when this runner drains, left unprocessed for
+ * the runner that takes the entity's shard. Made where the entity's handlers are built (it reads
+ * the entity's address).
+ */
+export const makeLeaveWhenRefused = Effect.gen(function*() {
+  const sharding = yield* Sharding.Sharding
+  const address = yield* Entity.CurrentAddress
+  return <E, R>(handled: Effect.Effect<"handled" | "refused", E, R>, runId: RunId): Effect.Effect<void, E, R> =>
+    Effect.flatMap(handled, (outcome) => outcome === "handled" ? Effect.void : leaveForNextOwner(sharding, address, runId))
+})
+
+/** What a product plugs into the kernel: which runs are its own, and what one of them does. */
+export interface RunExecutor<Request, R> {
+  readonly kind: RunKind
+  /** The run's request when the run is this product's, else undefined (the message is acknowledged). */
+  readonly requestOf: (run: Run) => Request | undefined
+  /**
+   * The work. It starts the run with the `begin` it is given,
+   * ends it with a terminal transition (or fails with RunFailure, RunStopped or Handover), and may
+   * die with SupersededExecution at any write when another execution took the run over.
+   */
+  readonly conduct: (run: Run, request: Request, begin: Begin) => Effect.Effect<void, unknown, R>
+  /** The detail of a run that failed for a reason the executor did not name (the cause is logged). */
+  readonly internalErrorDetail: string
+}
+
+/**
+ * Claims the run for this execution, reads what it resumes from (`load`, after the claim, so an
+ * older execution can no longer move the checkpoint under it), and starts it: `pending → running`,
+ * or a `run.resumed` event saying where it resumes from for a run that was under way elsewhere.
+ * Gives the execution's token (its writes carry it) and what `load` read.
+ */
+export type Begin = <A, E, R>(
+  load: Effect.Effect<A, E, R>,
+  resumedFrom: (loaded: A) => Omit<EventData<"run.resumed">, "run_id">
+) => Effect.Effect<readonly [token: string, loaded: A], E | RunStopped, R>
+
+/**
+ * The handlers of a one-run entity (`Execute` persisted, `Interrupt`) for a product's executor:
+ * `toLayer` them on the product's entity (src/entities/).
+ */
+export const runEntityHandlers = <Request, R>(executor: RunExecutor<Request, R>) =>
+  Effect.gen(function*() {
+    const store = yield* RunStore
+    const notifier = yield* RunNotifier
+    const lifecycle = yield* RunnerLifecycle
+    const leaveWhenRefused = yield* makeLeaveWhenRefused
+    const fibers = yield* FiberMap.make<string>()
+    const context = yield* Effect.context<R>()
+    const log = { kind: executor.kind }
+
+    const beginFor = (run: Run): Begin => (load, resumedFrom) =>
+      Effect.gen(function*() {
+        const token = yield* store.claimExecution(run.id)
+        const loaded = yield* load
+        if (run.status === "pending") {
+          yield* store.transition(run.id, "running", { executor: token }).pipe(Effect.mapError(() => new RunStopped()))
+          // Which runner executes which run, for operators following a run across nodes.
+          yield* Effect.logInfo("run started").pipe(Effect.annotateLogs({ ...log, run_id: run.id }))
+        } else {
+          const from = resumedFrom(loaded)
+          yield* store.appendEvent(run.id, "run.resumed", { run_id: run.id, ...from }, token)
+          yield* Effect.logInfo("run resumed").pipe(Effect.annotateLogs({ ...log, run_id: run.id, from_step: from.from_step }))
+        }
+        return [token, loaded] as const
+      })
+
+    /** The one end of an execution: the failure's code written (unless the run ended otherwise), then "run ended". */
+    const end = (runId: RunId, exit: Exit.Exit<void, unknown>) =>
+      Effect.gen(function*() {
+        if (Exit.isFailure(exit)) {
+          const failure = Cause.squash(exit.cause)
+          if (failure instanceof SupersededExecution) {
+            return yield* Effect.logWarning("run taken over by another runner; this execution stopped").pipe(Effect.annotateLogs({ ...log, run_id: runId }))
+          }
+          if (failure instanceof Handover) return
+          if (!(failure instanceof RunStopped) && !Cause.hasInterruptsOnly(exit.cause)) {
+            const current = yield* store.getRun(runId)
+            if (current !== undefined && !isTerminal(current.status)) {
+              const modelError = (failure as { _tag?: string })._tag === "AiError"
+              if (!(failure instanceof RunFailure)) yield* Effect.logError("run failed", exit.cause).pipe(Effect.annotateLogs({ ...log, run_id: runId }))
+              yield* store.transition(runId, "failed", {
+                terminalReason: "failed",
+                errorCode: failure instanceof RunFailure ? failure.code : modelError ? "model_error" : "internal_error",
+                errorDetail: failure instanceof RunFailure
+                  ? failure.detail
+                  : modelError
+                  ? `the model failed: ${(failure as Error).message}`
+                  : executor.internalErrorDetail
+              }).pipe(Effect.ignore)
+            }
+          }
+        }
+        const ended = yield* store.getRun(runId)
+        if (ended !== undefined && isTerminal(ended.status)) yield* notifier.terminal(runId)
+      })
+
+    /** Runs the work in a fiber of the map (Interrupt stops it), bounded by the run's deadline; true when handed over. */
+    const execute = (run: Run, request: Request) =>
+      Effect.gen(function*() {
+        const work = executor.conduct(run, request, beginFor(run)).pipe(Effect.provideContext(context))
+        const remaining = run.deadline_at === null ? undefined : Math.max(0, run.deadline_at.getTime() - Date.now())
+        const bounded = remaining === undefined ? work : work.pipe(
+          Effect.timeoutOption(Duration.millis(remaining)),
+          Effect.flatMap((finished) =>
+            Option.isSome(finished) ? Effect.void : store.transition(run.id, "canceled", {
+              terminalReason: "duration_exceeded",
+              errorCode: "duration_exceeded",
+              errorDetail: "the run reached max_duration_minutes"
+            }).pipe(Effect.ignore)
+          )
+        )
+        // The run's work (engine calls, page reads, model calls, writes) is its project's in the fair queue.
+        const fiber = yield* FiberMap.run(fibers, run.id, bounded.pipe(Effect.provideService(WorkOwner, run.project_id)))
+        const exit = yield* Fiber.await(fiber)
+        yield* end(run.id, exit)
+        return Exit.isFailure(exit) && Cause.squash(exit.cause) instanceof Handover
+      })
+
+    const handleExecute = (runId: RunId) =>
+      Effect.gen(function*() {
+        const run = yield* store.getRun(runId)
+        const request = run === undefined ? undefined : executor.requestOf(run)
+        if (run === undefined || request === undefined || isTerminal(run.status)) return "handled" as const
+        let handedOver = false
+        const outcome = yield* runHere(lifecycle, execute(run, request).pipe(Effect.map((moved) => void (handedOver = moved))))
+        return handedOver ? "refused" as const : outcome
+      }).pipe(Effect.catchCause((cause) => Effect.logError("run execution failed", cause).pipe(Effect.annotateLogs({ ...log, run_id: runId }), Effect.as("handled" as const))))
+
+    return {
+      Execute: ({ payload }: { readonly payload: { readonly runId: RunId } }) => leaveWhenRefused(handleExecute(payload.runId), payload.runId),
+      Interrupt: ({ payload }: { readonly payload: { readonly runId: RunId } }) => FiberMap.remove(fibers, payload.runId).pipe(Rpc.fork)
+    }
+  })
