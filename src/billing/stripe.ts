@@ -18,14 +18,28 @@ import { AppConfig } from "../config/config.ts"
 import { LedgerStore } from "../store/ledger.ts"
 import { PlanStore } from "./plan-store.ts"
 import { usdFromMicros } from "../domain/money.ts"
+import type { WireBody } from "../domain/errors.ts"
 
 export class StripeNotConfigured extends Schema.TaggedError<StripeNotConfigured>()("StripeNotConfigured", {
   variable: Schema.String
-}) {}
+}) {
+  get httpStatus() { return 404 as const }
+  get code() { return "not_found" }
+  wire(): WireBody {
+    const what = this.variable === "WA_STRIPE_WEBHOOK_SECRET" ? "Stripe webhooks are" : "Stripe is"
+    return { detail: `${what} not configured on this service (${this.variable})`, extra: {} }
+  }
+}
 
 export class StripeSignatureInvalid extends Schema.TaggedError<StripeSignatureInvalid>()("StripeSignatureInvalid", {
   reason: Schema.String
-}) {}
+}) {
+  get httpStatus() { return 400 as const }
+  get code() { return "bad_request" }
+  wire(): WireBody {
+    return { detail: `the Stripe signature does not verify: ${this.reason}`, extra: { param: "Stripe-Signature" } }
+  }
+}
 
 /** A provider call that did not charge: `declined` is final (card refused), `retryable` may be tried again with the same key. */
 export class StripeCallFailed extends Schema.TaggedError<StripeCallFailed>()("StripeCallFailed", {

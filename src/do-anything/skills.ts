@@ -11,7 +11,7 @@ import { mapStrings } from "../domain/json-strings.ts"
 import { Ajv } from "ajv"
 import { Context, Effect, Layer, Schema } from "effect"
 import type { CachedStep } from "../domain/cache-script.ts"
-import type { SkillNameTaken, SkillNotFound } from "../domain/errors.ts"
+import type { SkillNameTaken, SkillNotFound, WireBody } from "../domain/errors.ts"
 import type { ProjectId, RunId } from "../domain/run.ts"
 import { MAX_SKILLS, PARAM_PLACEHOLDER } from "../domain/skill.ts"
 import { RunStore } from "../store/runs.ts"
@@ -36,7 +36,15 @@ export class SkillRefused extends Schema.TaggedError<SkillRefused>()("SkillRefus
   detail: Schema.String,
   extra: Schema.Record(Schema.String, Schema.Unknown),
   loc: Schema.optional(Schema.Array(Schema.String))
-}) {}
+}) {
+  get httpStatus() { return this.status }
+  /** A 422 names the refused body field in `extra.errors[]`. */
+  wire(): WireBody {
+    return this.status === 422
+      ? { detail: this.detail, extra: { ...this.extra, errors: [{ loc: ["body", ...(this.loc ?? [])], msg: this.detail, type: "value_error" }] } }
+      : { detail: this.detail, extra: this.extra }
+  }
+}
 
 /** The fields of a create or an update (an update may give any of them; the rest carry over). */
 export interface SkillInput {

@@ -8,6 +8,7 @@
 import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { makeId } from "../domain/ids.ts"
+import type { WireBody } from "../domain/errors.ts"
 import { StateCipher } from "../security/state-cipher.ts"
 import { earlierCreate, recordCreate } from "../store/keyed-create.ts"
 
@@ -53,8 +54,20 @@ export interface SecretChanges {
   readonly description?: string | null
 }
 
-export class SecretNameTaken extends Schema.TaggedError<SecretNameTaken>()("SecretNameTaken", { name: Schema.String }) {}
-export class SecretLimitReached extends Schema.TaggedError<SecretLimitReached>()("SecretLimitReached", { limit: Schema.Int }) {}
+export class SecretNameTaken extends Schema.TaggedError<SecretNameTaken>()("SecretNameTaken", { name: Schema.String }) {
+  get httpStatus() { return 409 as const }
+  get code() { return "secret_name_taken" }
+  wire(): WireBody {
+    return { detail: `this project already has a secret named ${this.name}; update it (PATCH) or delete it first`, extra: { name: this.name } }
+  }
+}
+export class SecretLimitReached extends Schema.TaggedError<SecretLimitReached>()("SecretLimitReached", { limit: Schema.Int }) {
+  get httpStatus() { return 409 as const }
+  get code() { return "secret_limit_reached" }
+  wire(): WireBody {
+    return { detail: `this project already has ${this.limit} secrets; delete one first`, extra: { limit: this.limit } }
+  }
+}
 /** A sealed value does not open: written with another key (set the same WA_SECRET_KEY everywhere), or altered. */
 export class SecretUnreadable extends Schema.TaggedError<SecretUnreadable>()("SecretUnreadable", { name: Schema.String, reason: Schema.String }) {}
 

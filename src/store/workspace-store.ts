@@ -18,7 +18,7 @@ import { AppConfig } from "../config/config.ts"
 import { makeId } from "../domain/ids.ts"
 import { createOnce } from "./keyed-create.ts"
 import { loadUrlSigner } from "./url-signer.ts"
-import { WorkspaceFileNotFound, WorkspaceNotFound } from "../domain/errors.ts"
+import { type WireBody, WorkspaceFileNotFound, WorkspaceNotFound } from "../domain/errors.ts"
 
 /** Bytes per stored chunk: bytea values stay small and a download streams chunk by chunk. */
 export const CHUNK_BYTES = 1024 * 1024
@@ -36,7 +36,13 @@ export class FileTooLarge extends Schema.TaggedError<FileTooLarge>()("FileTooLar
 export class InvalidFileName extends Schema.TaggedError<InvalidFileName>()("InvalidFileName", {
   name: Schema.String,
   reason: Schema.String
-}) {}
+}) {
+  get httpStatus() { return 422 as const }
+  get code() { return "validation_error" }
+  wire(): WireBody {
+    return { detail: `invalid file name: ${this.reason}`, extra: { errors: [{ loc: ["path", "name"], msg: this.reason, type: "value_error" }] } }
+  }
+}
 
 export interface WorkspaceRow {
   readonly id: string

@@ -10,7 +10,7 @@ import { MAX_WEBHOOK_ENDPOINTS } from "../domain/limits.ts"
 import { Context, Effect, Layer, Schema } from "effect"
 import { randomBytes } from "node:crypto"
 import { AppConfig } from "../config/config.ts"
-import { InvalidField } from "../domain/errors.ts"
+import { InvalidField, type WireBody } from "../domain/errors.ts"
 import { makeId } from "../domain/ids.ts"
 import { earlierCreate } from "../store/keyed-create.ts"
 import { validateCallbackUrl } from "./callback-url.ts"
@@ -24,7 +24,13 @@ export { WebhookEndpointRow }
 /** The project already holds `limit` endpoints. */
 export class WebhookEndpointLimitReached extends Schema.TaggedError<WebhookEndpointLimitReached>()("WebhookEndpointLimitReached", {
   limit: Schema.Int
-}) {}
+}) {
+  get httpStatus() { return 409 as const }
+  get code() { return "webhook_endpoint_limit_reached" }
+  wire(): WireBody {
+    return { detail: `this project already has ${this.limit} webhook endpoints; delete one first`, extra: { limit: this.limit } }
+  }
+}
 
 /** A new signing secret, in the form Standard Webhooks libraries take. */
 export const newWebhookSecret = () => `whsec_${randomBytes(32).toString("base64")}`

@@ -16,7 +16,7 @@ import { Users } from "../../accounts/users.ts"
 import { Sso } from "../../accounts/sso.ts"
 import { safeEqual } from "../../accounts/session-tokens.ts"
 import { AppConfig } from "../../config/config.ts"
-import { accountHttpErrors } from "../domain-errors.ts"
+import { httpErrors } from "../domain-errors.ts"
 import { Unauthorized, unauthorized, validationError } from "../errors.ts"
 import { WebAgentApi } from "../api/api.ts"
 import { CSRF_COOKIE, CurrentUser, SESSION_COOKIE } from "../api/accounts-security.ts"
@@ -166,7 +166,7 @@ export const AuthPublicHandlers = HttpApiBuilder.group(
         Effect.gen(function*() {
           const request = yield* HttpServerRequest.HttpServerRequest
           const kind = payload.session ?? "cookie"
-          const signedIn = yield* accountHttpErrors(users.login({
+          const signedIn = yield* httpErrors(users.login({
             email: payload.email,
             password: payload.password,
             address: clientAddress(request),
@@ -193,7 +193,7 @@ export const AuthPublicHandlers = HttpApiBuilder.group(
               { loc: ["query", "return_to"], msg: "a path of this service (read as a browser reads a URL, it must stay on this origin)", type: "value_error" }
             ])
           }
-          const started = yield* accountHttpErrors(sso.start(params.provider_id, `${base}/v1/auth/sso/${params.provider_id}/callback`, returnTo))
+          const started = yield* httpErrors(sso.start(params.provider_id, `${base}/v1/auth/sso/${params.provider_id}/callback`, returnTo))
           const options = yield* cookieOptions
           return yield* HttpServerResponse.setCookie(HttpServerResponse.redirect(started.url, { status: 302 }), SSO_STATE_COOKIE, started.state, {
             ...options,
@@ -215,7 +215,7 @@ export const AuthPublicHandlers = HttpApiBuilder.group(
           if (bound === "" || !safeEqual(bound, callbackUrl.searchParams.get("state") ?? "")) {
             return yield* new Unauthorized({ code: "sso_failed", detail: "this SSO sign-in was not started in this browser; start again", extra: {} })
           }
-          const done = yield* accountHttpErrors(sso.complete(params.provider_id, callbackUrl))
+          const done = yield* httpErrors(sso.complete(params.provider_id, callbackUrl))
           const signedIn = yield* users.startSession(done.user, "cookie")
           const options = yield* cookieOptions
           return yield* withSessionCookies(HttpServerResponse.redirect(done.returnTo, { status: 302 }), signedIn.token, signedIn.session.expiresAt, options).pipe(
@@ -227,12 +227,12 @@ export const AuthPublicHandlers = HttpApiBuilder.group(
         Effect.gen(function*() {
           const request = yield* HttpServerRequest.HttpServerRequest
           const base = yield* mailBaseUrl
-          yield* accountHttpErrors(accountMail.requestPasswordReset(payload.email, clientAddress(request), base))
+          yield* httpErrors(accountMail.requestPasswordReset(payload.email, clientAddress(request), base))
           return { accepted: true }
         }))
       .handle("resetPassword", ({ payload }) =>
         Effect.gen(function*() {
-          yield* accountHttpErrors(accountMail.resetPassword(payload.token, payload.new_password))
+          yield* httpErrors(accountMail.resetPassword(payload.token, payload.new_password))
           return { password_reset: true, email_verified: true, sessions_ended: true }
         }))
       .handle("acceptInvitation", ({ payload }) =>
@@ -245,14 +245,14 @@ export const AuthPublicHandlers = HttpApiBuilder.group(
             return yield* unauthorized("accepting an invitation takes a console session (or none, with a password); API keys are not accepted")
           }
           const accepted = presented === undefined
-            ? yield* accountHttpErrors(tenants.accept(payload.token, {
+            ? yield* httpErrors(tenants.accept(payload.token, {
               _tag: "NewAccount",
               password: payload.password ?? null,
               displayName: payload.display_name ?? null
             }))
             : yield* Effect.gen(function*() {
               const session = yield* verifyConsoleCredential(users, failures, request, presented)
-              return yield* accountHttpErrors(tenants.accept(payload.token, { _tag: "SignedIn", userId: session.userId, email: session.email }))
+              return yield* httpErrors(tenants.accept(payload.token, { _tag: "SignedIn", userId: session.userId, email: session.email }))
             })
           return { tenant_id: accepted.tenantId, user_id: accepted.userId, role: accepted.role }
         }))
@@ -293,7 +293,7 @@ export const AccountHandlers = HttpApiBuilder.group(
         Effect.gen(function*() {
           const session = yield* CurrentUser
           const request = yield* HttpServerRequest.HttpServerRequest
-          yield* accountHttpErrors(users.changePassword(session, payload.current_password, payload.new_password, clientAddress(request)))
+          yield* httpErrors(users.changePassword(session, payload.current_password, payload.new_password, clientAddress(request)))
           return { password_changed: true, other_sessions_ended: true }
         }))
       .handle("requestEmailVerification", () =>
@@ -301,13 +301,13 @@ export const AccountHandlers = HttpApiBuilder.group(
           const session = yield* CurrentUser
           const request = yield* HttpServerRequest.HttpServerRequest
           const base = yield* mailBaseUrl
-          const sent = yield* accountHttpErrors(accountMail.requestVerification(session.userId, clientAddress(request), base))
+          const sent = yield* httpErrors(accountMail.requestVerification(session.userId, clientAddress(request), base))
           return { email: sent.email, email_verified: sent.emailVerified, mail_sent: sent.mailSent }
         }))
       .handle("verifyEmail", ({ payload }) =>
         Effect.gen(function*() {
           const session = yield* CurrentUser
-          yield* accountHttpErrors(accountMail.verifyEmail(session.userId, payload.token))
+          yield* httpErrors(accountMail.verifyEmail(session.userId, payload.token))
           return { email: session.email, email_verified: true }
         }))
   })
@@ -322,7 +322,7 @@ export const TenantsHandlers = HttpApiBuilder.group(
       .handle("create", ({ payload }) =>
         Effect.gen(function*() {
           const { userId } = yield* CurrentUser
-          const tenant = yield* accountHttpErrors(tenants.create(userId, payload.name))
+          const tenant = yield* httpErrors(tenants.create(userId, payload.name))
           return { tenant_id: tenant.id, name: tenant.name, role: "admin" as const, created_at: tenant.created_at.toISOString() }
         }))
       .handle("list", ({ query }) =>
@@ -340,7 +340,7 @@ export const TenantsHandlers = HttpApiBuilder.group(
           // Members are ordered by user id (ascending); the cursor is the last user id.
           const limit = query.limit ?? DEFAULT_LIMIT
           const after = yield* decodeCursor(query.cursor)
-          const rows = yield* accountHttpErrors(tenants.members(params.tid, userId, limit + 1, after))
+          const rows = yield* httpErrors(tenants.members(params.tid, userId, limit + 1, after))
           const page = toPage(rows.map((row) => ({ ...row, id: row.user_id })), limit)
           return { items: page.items.map(memberView), next_cursor: page.next_cursor }
         }))
@@ -348,14 +348,14 @@ export const TenantsHandlers = HttpApiBuilder.group(
         Effect.gen(function*() {
           const { userId } = yield* CurrentUser
           if (payload.role === undefined && payload.status === undefined) {
-            return yield* accountHttpErrors(Effect.fail(new AccountInvalidField({ field: "role", detail: "give role and/or status" })))
+            return yield* httpErrors(Effect.fail(new AccountInvalidField({ field: "role", detail: "give role and/or status" })))
           }
-          return memberView(yield* accountHttpErrors(tenants.updateMember(params.tid, userId, params.user_id, payload)))
+          return memberView(yield* httpErrors(tenants.updateMember(params.tid, userId, params.user_id, payload)))
         }))
       .handle("invite", ({ params, payload }) =>
         Effect.gen(function*() {
           const { userId } = yield* CurrentUser
-          const { invitation, token } = yield* accountHttpErrors(tenants.invite(params.tid, userId, payload.email, payload.role ?? "member"))
+          const { invitation, token } = yield* httpErrors(tenants.invite(params.tid, userId, payload.email, payload.role ?? "member"))
           const base = yield* publicBaseUrl
           return {
             invitation_id: invitation.id,
@@ -366,22 +366,22 @@ export const TenantsHandlers = HttpApiBuilder.group(
       .handle("invitations", ({ params, query }) =>
         Effect.gen(function*() {
           const { userId } = yield* CurrentUser
-          return yield* cursorPage(query, (limit, before) => accountHttpErrors(tenants.invitations(params.tid, userId, limit, before)), invitationView)
+          return yield* cursorPage(query, (limit, before) => httpErrors(tenants.invitations(params.tid, userId, limit, before)), invitationView)
         }))
       .handle("revokeInvitation", ({ params }) =>
         Effect.gen(function*() {
           const { userId } = yield* CurrentUser
-          return invitationView(yield* accountHttpErrors(tenants.revokeInvitation(params.tid, userId, params.invitation_id)))
+          return invitationView(yield* httpErrors(tenants.revokeInvitation(params.tid, userId, params.invitation_id)))
         }))
       .handle("projects", ({ params, query }) =>
         Effect.gen(function*() {
           const { userId } = yield* CurrentUser
-          return yield* cursorPage(query, (limit, before) => accountHttpErrors(tenants.projects(params.tid, userId, limit, before)), projectView)
+          return yield* cursorPage(query, (limit, before) => httpErrors(tenants.projects(params.tid, userId, limit, before)), projectView)
         }))
       .handle("createProject", ({ params, payload }) =>
         Effect.gen(function*() {
           const { userId } = yield* CurrentUser
-          return projectView(yield* accountHttpErrors(tenants.createProject(params.tid, userId, payload.name)))
+          return projectView(yield* httpErrors(tenants.createProject(params.tid, userId, payload.name)))
         }))
   })
 )
@@ -395,7 +395,7 @@ export const BugReportsHandlers = HttpApiBuilder.group(
       .handle("create", ({ payload }) =>
         Effect.gen(function*() {
           const key = yield* CurrentKey
-          const row = yield* accountHttpErrors(reports.create(key.projectId, {
+          const row = yield* httpErrors(reports.create(key.projectId, {
             userId: key.userId ?? null,
             apiKeyId: key.userId === undefined ? key.keyId : null
           }, {

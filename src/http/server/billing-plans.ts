@@ -8,7 +8,8 @@ import { StripeBilling } from "../../billing/stripe.ts"
 import { AppConfig } from "../../config/config.ts"
 import { WebAgentApi } from "../api/api.ts"
 import { CurrentKey, requireScope } from "../api/security.ts"
-import { badRequest, conflict, type FieldError, notFound, validationError } from "../errors.ts"
+import { httpErrors } from "../domain-errors.ts"
+import { badRequest, conflict, type FieldError, validationError } from "../errors.ts"
 import { iso } from "../views/timestamps.ts"
 import { usdFromMicros } from "../../domain/money.ts"
 
@@ -118,12 +119,7 @@ export const StripeWebhookHandlers = HttpApiBuilder.group(
     return handlers.handleRaw("stripeWebhook", ({ request }) =>
       Effect.gen(function*() {
         const body = yield* request.text.pipe(Effect.mapError(() => badRequest("the request body could not be read")))
-        const outcome = yield* stripe.handleWebhook(body, request.headers["stripe-signature"]).pipe(
-          Effect.catchTags({
-            StripeNotConfigured: () => Effect.fail(notFound("not_found", "Stripe webhooks are not configured on this service (WA_STRIPE_WEBHOOK_SECRET)")),
-            StripeSignatureInvalid: (error) => Effect.fail(badRequest(`the Stripe signature does not verify: ${error.reason}`, { param: "Stripe-Signature" }))
-          })
-        )
+        const outcome = yield* httpErrors(stripe.handleWebhook(body, request.headers["stripe-signature"]))
         return {
           received: true,
           event_id: outcome.eventId,

@@ -20,8 +20,8 @@ import { Delegations } from "../../delegation/delegations.ts"
 import { type DelegationError } from "../../delegation/errors.ts"
 import { isDelegationScope } from "../../delegation/scopes.ts"
 import { bodyHash } from "../../delegation/signing.ts"
-import { accountHttpErrors, delegationHttpErrors, toDelegationHttpError } from "../domain-errors.ts"
-import { envelopeBody, jsonResponse, statusOf, Unauthorized, validationError } from "../errors.ts"
+import { httpErrors, toHttpError } from "../domain-errors.ts"
+import { envelopeBody, jsonResponse, statusOf, validationError } from "../errors.ts"
 import { AppConfig } from "../../config/config.ts"
 import { CurrentCaller } from "../api/security.ts"
 import { makeAuthFailureLimiter, refuseBlocked } from "../middleware/auth-failure-limit.ts"
@@ -57,7 +57,7 @@ export const SignedRequestLive = Layer.effect(
           method: request.method,
           pathWithQuery: request.url,
           bodySha256: bodyHash(new Uint8Array(body))
-        }).pipe(Effect.tapError(() => Effect.sync(() => failures.recordFailure(address, Date.now()))), Effect.mapError((e) => new Unauthorized({ code: e.code, detail: e.detail, extra: {} })))
+        }).pipe(Effect.tapError(() => Effect.sync(() => failures.recordFailure(address, Date.now()))), httpErrors)
         failures.recordSuccess(authorization)
         yield* Effect.annotateCurrentSpan({ access_key_id: caller.accessKeyId })
         // The rate limit and idempotency count per access key.
@@ -116,7 +116,7 @@ export const DelegationServiceHandlers = HttpApiBuilder.group(
               unknown.map((u) => ({ loc: ["body", "scopes", u.index], msg: "unknown scope; see README \"Delegation\" for the list", type: "enum" }))
             )
           }
-          const grant = yield* delegationHttpErrors(delegations.request(caller, {
+          const grant = yield* httpErrors(delegations.request(caller, {
             agent: payload.agent,
             scopes: payload.scopes,
             redirectUri: payload.redirectUri,
@@ -135,7 +135,7 @@ export const DelegationServiceHandlers = HttpApiBuilder.group(
       .handle("completeDelegation", ({ payload }) =>
         Effect.gen(function*() {
           const caller = yield* CurrentAccessKey
-          const { grant, token } = yield* delegationHttpErrors(delegations.complete(caller, payload.grantId, payload.code, payload.state))
+          const { grant, token } = yield* httpErrors(delegations.complete(caller, payload.grantId, payload.code, payload.state))
           return {
             grantId: grant.id,
             delegationToken: token,
@@ -162,20 +162,20 @@ export const AccessKeysHandlers = HttpApiBuilder.group(
       .handle("create", ({ params, payload }) =>
         Effect.gen(function*() {
           const { userId } = yield* CurrentUser
-          const { row, secret } = yield* delegationHttpErrors(accountHttpErrors(
+          const { row, secret } = yield* httpErrors(
             delegations.createAccessKey(params.tid, userId, payload.name ?? null, payload.redirect_uris ?? [])
-          ))
+          )
           return { ...accessKeyView(row), secret_key: secret }
         }))
       .handle("list", ({ params, query }) =>
         Effect.gen(function*() {
           const { userId } = yield* CurrentUser
-          return yield* cursorPage(query, (limit, before) => accountHttpErrors(delegations.listAccessKeys(params.tid, userId, limit, before)), accessKeyView)
+          return yield* cursorPage(query, (limit, before) => httpErrors(delegations.listAccessKeys(params.tid, userId, limit, before)), accessKeyView)
         }))
       .handle("revoke", ({ params }) =>
         Effect.gen(function*() {
           const { userId } = yield* CurrentUser
-          return accessKeyView(yield* delegationHttpErrors(accountHttpErrors(delegations.revokeAccessKey(params.tid, userId, params.access_key_id))))
+          return accessKeyView(yield* httpErrors(delegations.revokeAccessKey(params.tid, userId, params.access_key_id)))
         }))
   })
 )
@@ -194,7 +194,7 @@ export const DelegationsHandlers = HttpApiBuilder.group(
       .handle("revoke", ({ params }) =>
         Effect.gen(function*() {
           const { userId } = yield* CurrentUser
-          return grantView(yield* delegationHttpErrors(delegations.revokeGrant(params.grant_id, userId)))
+          return grantView(yield* httpErrors(delegations.revokeGrant(params.grant_id, userId)))
         }))
   })
 )
@@ -247,7 +247,7 @@ const describeScope = (scope: string) => {
  * (the browser shows it as text), with the same codes as the API.
  */
 const errorPage = (error: DelegationError) => {
-  const http = toDelegationHttpError(error)
+  const http = toHttpError(error)
   return jsonResponse(statusOf(http) ?? 400, envelopeBody(http.code, http.detail, http.extra), pageHeaders)
 }
 const refusal = (status: number, code: string, detail: string) => jsonResponse(status, envelopeBody(code, detail), pageHeaders)

@@ -9,8 +9,8 @@ import { ApiKeys } from "../../auth/api-keys.ts"
 import { ProjectSecrets, type SecretRow } from "../../secrets/service.ts"
 import { WebAgentApi } from "../api/api.ts"
 import { CurrentKey, requireScope } from "../api/security.ts"
-import { toHttpError } from "../domain-errors.ts"
-import { conflict, notFound } from "../errors.ts"
+import { httpErrors } from "../domain-errors.ts"
+import { notFound } from "../errors.ts"
 import { cursorPage } from "../pagination.ts"
 import { requireFreshScope } from "./api-keys.ts"
 
@@ -49,13 +49,7 @@ export const SecretsHandlers = HttpApiBuilder.group(
             value: payload.value,
             origins: payload.origins,
             description: payload.description ?? null
-          }).pipe(Effect.catchTags({
-            InvalidField: (e) => Effect.fail(toHttpError(e)),
-            SecretNameTaken: ({ name }) =>
-              Effect.fail(conflict(`this project already has a secret named ${name}; update it (PATCH) or delete it first`, { name }, "secret_name_taken")),
-            SecretLimitReached: ({ limit }) =>
-              Effect.fail(conflict(`this project already has ${limit} secrets; delete one first`, { limit }, "secret_limit_reached"))
-          }))
+          }).pipe(httpErrors)
           return secretView(row)
         }))
       .handle("list", ({ query }) =>
@@ -80,7 +74,7 @@ export const SecretsHandlers = HttpApiBuilder.group(
             ...(payload.value !== undefined ? { value: payload.value } : {}),
             ...(payload.origins !== undefined ? { origins: payload.origins } : {}),
             ...(payload.description !== undefined ? { description: payload.description } : {})
-          }).pipe(Effect.catchTag("InvalidField", (e) => Effect.fail(toHttpError(e))))
+          }).pipe(httpErrors)
           if (row === undefined) return yield* missing(params.secret_id)
           return secretView(row)
         }))

@@ -5,11 +5,10 @@
  */
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
-import { type Skill, type SkillDetail, type SkillRefused, Skills } from "../../do-anything/skills.ts"
+import { type Skill, type SkillDetail, Skills } from "../../do-anything/skills.ts"
 import { WebAgentApi } from "../api/api.ts"
 import { CurrentKey } from "../api/security.ts"
 import { httpErrors } from "../domain-errors.ts"
-import { Conflict, NotFound, ValidationError } from "../errors.ts"
 import { cursorPage } from "../pagination.ts"
 
 const iso = (date: Date | null) => date === null ? null : date.toISOString()
@@ -40,18 +39,6 @@ export const skillView = (skill: SkillDetail) => ({
   }))
 })
 
-const refused = (error: SkillRefused) => {
-  const envelope = { code: error.code, detail: error.detail, extra: error.extra }
-  return Effect.fail(
-    error.status === 404 ? new NotFound(envelope)
-    : error.status === 409 ? new Conflict(envelope)
-    : new ValidationError({
-      ...envelope,
-      extra: { ...error.extra, errors: [{ loc: ["body", ...(error.loc ?? [])], msg: error.detail, type: "value_error" }] }
-    })
-  )
-}
-
 export const SkillsHandlers = HttpApiBuilder.group(
   WebAgentApi,
   "skills",
@@ -60,7 +47,6 @@ export const SkillsHandlers = HttpApiBuilder.group(
     return handlers
       .handle("create", ({ payload: { name, ...input } }) =>
         CurrentKey.use(({ projectId }) => skills.create(projectId, name, input)).pipe(
-          Effect.catchTag("SkillRefused", refused),
           httpErrors,
           Effect.map(skillSummaryView)
         ))
@@ -76,7 +62,6 @@ export const SkillsHandlers = HttpApiBuilder.group(
         ))
       .handle("update", ({ params, payload }) =>
         CurrentKey.use(({ projectId }) => skills.update(projectId, params.skill, payload)).pipe(
-          Effect.catchTag("SkillRefused", refused),
           httpErrors,
           Effect.map(skillSummaryView)
         ))

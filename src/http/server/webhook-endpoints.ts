@@ -9,8 +9,8 @@ import { ApiKeys } from "../../auth/api-keys.ts"
 import { type WebhookEndpointRow, WebhookEndpoints } from "../../webhooks/webhook-endpoints.ts"
 import { WebAgentApi } from "../api/api.ts"
 import { CurrentKey, requireScope } from "../api/security.ts"
-import { toHttpError } from "../domain-errors.ts"
-import { conflict, notFound } from "../errors.ts"
+import { httpErrors } from "../domain-errors.ts"
+import { notFound } from "../errors.ts"
 import { DEFAULT_LIMIT, decodeCursor, toPage } from "../pagination.ts"
 import { requireFreshScope } from "./api-keys.ts"
 
@@ -34,13 +34,7 @@ export const WebhookEndpointsHandlers = HttpApiBuilder.group(
         Effect.gen(function*() {
           yield* requireFreshScope(keys, "admin")
           const { projectId } = yield* CurrentKey
-          const { row, secret } = yield* endpoints.create(projectId, { url: payload.url, description: payload.description ?? null }).pipe(
-            Effect.catchTags({
-              InvalidField: (e) => Effect.fail(toHttpError(e)),
-              WebhookEndpointLimitReached: ({ limit }) =>
-                Effect.fail(conflict(`this project already has ${limit} webhook endpoints; delete one first`, { limit }, "webhook_endpoint_limit_reached"))
-            })
-          )
+          const { row, secret } = yield* endpoints.create(projectId, { url: payload.url, description: payload.description ?? null }).pipe(httpErrors)
           return { ...webhookEndpointView(row), secret }
         }))
       .handle("list", ({ query }) =>

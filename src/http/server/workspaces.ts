@@ -10,7 +10,7 @@ import { PayloadTooLarge } from "../../domain/wire/workspaces.ts"
 import { WebAgentApi } from "../api/api.ts"
 import { CurrentKey } from "../api/security.ts"
 import { httpErrors } from "../domain-errors.ts"
-import { badRequest, Forbidden, validationError } from "../errors.ts"
+import { badRequest, Forbidden } from "../errors.ts"
 import { DEFAULT_LIMIT, decodeCursor, nameCursor, toPage } from "../pagination.ts"
 
 export const workspaceView = (row: WorkspaceRow) => ({
@@ -104,8 +104,6 @@ export const WorkspaceUploadHandlers = HttpApiBuilder.group(
         const stored = yield* store.putFile(params.wid, params.name, request.stream, { contentType, source: "upload", onConflict: "replace" }).pipe(
           Effect.catchTags({
             FileTooLarge: (error) => Effect.fail(tooLarge(error.limitBytes)),
-            InvalidFileName: (error) =>
-              Effect.fail(validationError(`invalid file name: ${error.reason}`, [{ loc: ["path", "name"], msg: error.reason, type: "value_error" }])),
             // The client's body broke off (disconnect, malformed chunking): nothing was stored.
             HttpServerError: () => Effect.fail(badRequest("the request body could not be read; nothing was stored"))
           }),
