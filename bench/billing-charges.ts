@@ -22,6 +22,7 @@ import { AppConfig, type AppConfigShape } from "../src/config/config.ts"
 import type { RunId } from "../src/domain/run.ts"
 import { databaseLayer } from "../src/store/database.ts"
 import { RunStore } from "../src/store/runs.ts"
+import { SessionStore } from "../src/store/sessions.ts"
 import { quantile } from "./stats.ts"
 
 const steps = Number(process.argv[2] ?? 300)
@@ -39,9 +40,9 @@ const program = Effect.gen(function*() {
   const storeWith = (billing: "on" | "off") =>
     Effect.provide(
       Effect.gen(function*() {
-        return yield* RunStore
+        return { runs: yield* RunStore, sessions: yield* SessionStore }
       }),
-      RunStore.layer.pipe(Layer.provide(Layer.succeed(AppConfig, { ...config, billing } satisfies AppConfigShape)))
+      Layer.mergeAll(RunStore.layer, SessionStore.layer).pipe(Layer.provide(Layer.succeed(AppConfig, { ...config, billing } satisfies AppConfigShape)))
     )
   const on = yield* storeWith("on")
   const off = yield* storeWith("off")
@@ -50,7 +51,7 @@ const program = Effect.gen(function*() {
   const project = yield* projects.create("bench-steps")
   yield* ledger.grant(project.id, 1_000_000_000, "additional")
   const newRun = (store: typeof on) =>
-    store.createSession({
+    store.sessions.createSession({
       projectId: project.id,
       apiKeyId: "key_none",
       profileId: null,
@@ -63,7 +64,7 @@ const program = Effect.gen(function*() {
         model: null,
         maxDurationMs: null
       }
-    }).pipe(Effect.tap(({ run }) => store.transition(run.id, "running")), Effect.map(({ run }) => run.id as RunId))
+    }).pipe(Effect.tap(({ run }) => store.runs.transition(run.id, "running")), Effect.map(({ run }) => run.id as RunId))
   const runOn = yield* newRun(on)
   const runOff = yield* newRun(off)
   const history = { messages: Array.from({ length: 20 }, (_, i) => ({ role: "user", content: `step ${i} observed https://example.com/page/${i}` })) }
@@ -72,7 +73,7 @@ const program = Effect.gen(function*() {
   for (let step = 1; step <= steps + 20; step++) {
     for (const [mode, store, runId] of [["on", on, runOn], ["off", off, runOff]] as const) {
       const start = performance.now()
-      yield* store.completeStep(runId, 0.0215, checkpoint(step))
+      yield* store.runs.completeStep(runId, 0.0215, checkpoint(step))
       if (step > 20) timings[mode].push(performance.now() - start)
     }
   }

@@ -17,6 +17,7 @@ import { SessionEntityLive } from "./do-anything/executor.ts"
 import { StartupRecoveryLive } from "./entities/startup-recovery.ts"
 import { RunEventBus } from "./events/run-event-bus.ts"
 import { RunStore } from "./store/runs.ts"
+import { SessionStore } from "./store/sessions.ts"
 import { ScreenshotStore } from "./store/screenshots.ts"
 import { ArtifactStore } from "./store/artifacts.ts"
 import { WorkspaceStore } from "./store/workspace-store.ts"
@@ -60,6 +61,7 @@ const ProductServices = Profiles.layer.pipe(
   Layer.provideMerge(Reader.layer.pipe(Layer.provide(ReaderBrowser.layerFromPool))),
   Layer.provideMerge(Layer.mergeAll(
     RunStore.layer,
+    SessionStore.layer,
     RunEventBus.layer,
     ScreenshotStore.layer,
     ArtifactStore.layer,

@@ -15,6 +15,7 @@ import { isTerminal } from "../domain/run-state.ts"
 import { RunEventBus } from "../events/run-event-bus.ts"
 import type { DoAnythingRequest, Run, RunId } from "../domain/run.ts"
 import { type Checkpoint, RunStore } from "../store/runs.ts"
+import { SessionStore } from "../store/sessions.ts"
 import { ScreenshotStore } from "../store/screenshots.ts"
 import { AgentModel } from "./model.ts"
 import { AgentToolkitHandlers, noSecrets, observeForModel, redactDeep, RunContext, type RunSecrets, SecretVault, toolkitFor } from "./tools.ts"
@@ -100,6 +101,7 @@ export const runAgent = Effect.fn("runAgent")(function*(
   resume?: { readonly checkpoint: Checkpoint | undefined }
 ) {
   const store = yield* RunStore
+  const sessionStore = yield* SessionStore
   const bus = yield* RunEventBus
   const screenshots = yield* ScreenshotStore
   const configured = yield* AgentModel
@@ -244,7 +246,7 @@ export const runAgent = Effect.fn("runAgent")(function*(
 
   // The session's workspace (if any) gives the file tools, and the pages' downloads are saved there.
   const workspaces = yield* WorkspaceStore
-  const session = run.session_id === null ? undefined : yield* store.getSession(run.project_id, run.session_id)
+  const session = run.session_id === null ? undefined : yield* sessionStore.getSession(run.project_id, run.session_id)
   const workspaceId = session?.workspace_id ?? null
   const emit = ctx.emit
   const downloads = workspaceId === null ? undefined : yield* watchDownloads({ lease, workspaceId, store: workspaces, emit })

@@ -27,6 +27,7 @@ import { isSuperseded, makeLeaveWhenRefused } from "../runs/kernel.ts"
 import { isTerminal } from "../domain/run-state.ts"
 import { type ProjectId, type Run, RunId, SessionId } from "../domain/run.ts"
 import { type Checkpoint, RunStore } from "../store/runs.ts"
+import { SessionStore } from "../store/sessions.ts"
 import { RunNotifier } from "../webhooks/run-notifier.ts"
 import { ProfileStore } from "../profiles/profile-store.ts"
 import { prepareRestore } from "../profiles/restore.ts"
@@ -43,6 +44,7 @@ const sessionHandlers = Effect.gen(function*() {
     const sessionId = SessionId.make(address.entityId)
     const pool = yield* BrowserPool
     const store = yield* RunStore
+    const sessionStore = yield* SessionStore
     const notifier = yield* RunNotifier
     const config = yield* AppConfig
     const lifecycle = yield* RunnerLifecycle
@@ -89,7 +91,7 @@ const sessionHandlers = Effect.gen(function*() {
     // browser is released. undefined until read; null when the session has none.
     let profileId: string | null | undefined
     const bindProfile = (projectId: ProjectId) =>
-      profileId !== undefined ? Effect.void : store.getSession(projectId, sessionId).pipe(Effect.map((session) => {
+      profileId !== undefined ? Effect.void : sessionStore.getSession(projectId, sessionId).pipe(Effect.map((session) => {
         profileId = session?.profile_id ?? null
       }))
     /** The state a new context starts from: a checkpoint's (newer, this session's own), else the profile's. */
@@ -132,8 +134,8 @@ const sessionHandlers = Effect.gen(function*() {
         if (yield* lifecycle.draining) return
         const idleFor = (yield* Clock.currentTimeMillis) - lastActive
         if (idleFor < idleMs - 1000) return
-        const open = (yield* store.runsOfSession(sessionId)).some((run) => !isTerminal(run.status))
-        if (!open) yield* store.setSessionStatus(sessionId, "closed")
+        const open = (yield* sessionStore.runsOfSession(sessionId)).some((run) => !isTerminal(run.status))
+        if (!open) yield* sessionStore.setSessionStatus(sessionId, "closed")
       }).pipe(Effect.ignore)
     )
 
@@ -145,7 +147,7 @@ const sessionHandlers = Effect.gen(function*() {
         yield* saveProfile
         if (run.request._tag === "DoAnything" && run.request.keep_alive === false) {
           yield* release
-          yield* store.setSessionStatus(sessionId, "closed")
+          yield* sessionStore.setSessionStatus(sessionId, "closed")
         }
       })
 
@@ -251,7 +253,7 @@ const sessionHandlers = Effect.gen(function*() {
     const previousCheckpoint = (run: Run) =>
       Effect.gen(function*() {
         if (lease !== undefined) return undefined
-        const previous = (yield* store.runsOfSession(sessionId)).filter((other) => other.id < run.id).at(-1)
+        const previous = (yield* sessionStore.runsOfSession(sessionId)).filter((other) => other.id < run.id).at(-1)
         return previous === undefined ? undefined : yield* store.loadCheckpoint(previous.id)
       })
 
@@ -313,7 +315,7 @@ const sessionHandlers = Effect.gen(function*() {
           yield* FiberMap.clear(runs)
           yield* saveProfile
           yield* release
-          yield* store.setSessionStatus(sessionId, "closed")
+          yield* sessionStore.setSessionStatus(sessionId, "closed")
         }).pipe(Rpc.fork)
     })
 })

@@ -27,6 +27,7 @@ import type { Profile, ProfileState } from "../domain/profile.ts"
 import { ProfileEntity } from "../entities/profile.ts"
 import { Sessions } from "./service.ts"
 import { RunStore } from "../store/runs.ts"
+import { SessionStore } from "../store/sessions.ts"
 import { createOnce, KeyedRequest } from "../store/keyed-create.ts"
 import { type ProfileFields, ProfileStore } from "../profiles/profile-store.ts"
 import { loginInstructions } from "../profiles/login-hold.ts"
@@ -89,6 +90,7 @@ export class Profiles extends Context.Service<Profiles, {
       const store = yield* ProfileStore
       const sessions = yield* Sessions
       const runs = yield* RunStore
+      const sessionStore = yield* SessionStore
       const entityFor = yield* ProfileEntity.client
       const model = yield* AgentModel
       const bus = yield* RunEventBus
@@ -202,7 +204,7 @@ export class Profiles extends Context.Service<Profiles, {
           const login = yield* store.findLogin(profileId, request.site_id)
           if (login === undefined) return yield* new LoginNotStartedError({ profileId, siteId: request.site_id })
           if (login.session_id !== null) {
-            const session = yield* runs.getSession(projectId, login.session_id)
+            const session = yield* sessionStore.getSession(projectId, login.session_id)
             if (session !== undefined && session.status !== "closed") {
               // Closing saves the login session's browser state into the profile first.
               yield* sessions.close(projectId, session.id).pipe(Effect.ignore)

@@ -30,6 +30,7 @@ import { makeId } from "../domain/ids.ts"
 import { DoAnythingRequest, type Run, type RunId, type SessionId, storedRequest } from "../domain/run.ts"
 import { SessionEntity } from "../entities/session.ts"
 import { RunStore } from "../store/runs.ts"
+import { SessionStore } from "../store/sessions.ts"
 import { Schedules } from "../schedules/schedules.ts"
 import { type FiringOutcome, firingFromRow, type FiringRow, owner, queueTrigger, type ScheduleFiring, type SkipReason } from "../schedules/session-firings.ts"
 
@@ -109,6 +110,7 @@ export class SessionSchedules extends Context.Service<SessionSchedules, {
       const scheduleStore = yield* SessionScheduleStore
       const schedules = yield* Schedules
       const store = yield* RunStore
+      const sessionStore = yield* SessionStore
       const config = yield* AppConfig
       const budget = yield* Budget
       const plans = yield* Plans
@@ -206,7 +208,7 @@ export class SessionSchedules extends Context.Service<SessionSchedules, {
           }
           const request = decodeRequest({ ...(schedule.request as object), _tag: "DoAnything" })
           const instructions = firingInstructions(schedule.instructions, schedule.spec, firing)
-          const added = yield* Effect.result(store.addRun(schedule.session_id as SessionId, {
+          const added = yield* Effect.result(sessionStore.addRun(schedule.session_id as SessionId, {
             instructions,
             request: { ...request, instructions },
             maxSteps: config.maxSteps,

@@ -23,7 +23,8 @@ import {
 } from "../domain/errors.ts"
 import { isTerminal } from "../domain/run-state.ts"
 import type { DoAnythingRequest, ProjectId, Run, RunId, Session, SessionId } from "../domain/run.ts"
-import { type NewRun, RunStore } from "../store/runs.ts"
+import { RunStore } from "../store/runs.ts"
+import { type NewRun, SessionStore } from "../store/sessions.ts"
 import { earlierCreate, messageSent, recordCreate } from "../store/keyed-create.ts"
 import { ProfileStore } from "../profiles/profile-store.ts"
 import { SkillStore } from "../store/skills.ts"
@@ -101,6 +102,7 @@ export class Sessions extends Context.Service<Sessions, {
     Sessions,
     Effect.gen(function*() {
       const store = yield* RunStore
+      const sessionStore = yield* SessionStore
       const config = yield* AppConfig
       const notifier = yield* RunNotifier
       const model = yield* AgentModel
@@ -182,16 +184,16 @@ export class Sessions extends Context.Service<Sessions, {
       /** A session about to close by itself: its latest run ended and did not keep the session alive. */
       const closing = (projectId: ProjectId, sessionId: SessionId) =>
         Effect.gen(function*() {
-          const session = yield* store.getSession(projectId, sessionId)
+          const session = yield* sessionStore.getSession(projectId, sessionId)
           if (session === undefined || session.status === "closed") return true
-          const latest = (yield* store.runsOfSession(session.id)).at(-1)
+          const latest = (yield* sessionStore.runsOfSession(session.id)).at(-1)
           return latest !== undefined && isTerminal(latest.status) && latest.request._tag === "DoAnything" && latest.request.keep_alive === false
         })
 
       const find = Effect.fn("Sessions.find")(function*(projectId: ProjectId, sessionId: SessionId) {
-        const session = yield* store.getSession(projectId, sessionId)
+        const session = yield* sessionStore.getSession(projectId, sessionId)
         if (session === undefined) return yield* new SessionNotFound({ sessionId })
-        return { session, runs: yield* store.runsOfSession(session.id) }
+        return { session, runs: yield* sessionStore.runsOfSession(session.id) }
       })
 
       /**
@@ -205,8 +207,8 @@ export class Sessions extends Context.Service<Sessions, {
         beforeExecute?: (created: { readonly session: Session; readonly run: Run }) => Effect.Effect<void>
       ) =>
         Effect.gen(function*() {
-          const session = yield* store.getSession(projectId, sessionId)
-          const run = session === undefined ? undefined : (yield* store.runsOfSession(session.id))[0]
+          const session = yield* sessionStore.getSession(projectId, sessionId)
+          const run = session === undefined ? undefined : (yield* sessionStore.runsOfSession(session.id))[0]
           if (session === undefined || run === undefined) return undefined
           if (run.status === "pending" && !(yield* messageSent(sql, "Session", session.id, "Execute", run.id))) {
             // What the dead attempt did not get to before dispatching (a login's record) is done first.
@@ -237,7 +239,7 @@ export class Sessions extends Context.Service<Sessions, {
         // 402 (billing on) comes from the store: the run is admitted against a credit hold in its insert's transaction.
         // Under an Idempotency-Key the claim records the run in the same transaction (src/store/keyed-create.ts).
         const run = yield* sql.withTransaction(
-          store.addRun(session.id, toNewRun(request, parentRunId)).pipe(
+          sessionStore.addRun(session.id, toNewRun(request, parentRunId)).pipe(
             Effect.tap((added) => attachSchedule(added, request)),
             Effect.tap((added) => recordCreate(sql, added.id))
           )
@@ -258,7 +260,7 @@ export class Sessions extends Context.Service<Sessions, {
           if (request.workspace_id !== undefined && request.workspace_id !== null) yield* workspaces.find(key.projectId, request.workspace_id)
           const profileId = request.profile_id ?? null
           // The session, its first run and its schedule (if the request has one) are one transaction.
-          const insert = sql.withTransaction(store.createSession({
+          const insert = sql.withTransaction(sessionStore.createSession({
             projectId: key.projectId,
             apiKeyId: key.keyId,
             profileId,
@@ -295,8 +297,8 @@ export class Sessions extends Context.Service<Sessions, {
         }),
         find,
         list: Effect.fn("Sessions.list")(function*(projectId: ProjectId, status: string | undefined, limit: number, beforeId: string | undefined) {
-          const sessions = yield* store.listSessions(projectId, status, limit, beforeId)
-          return yield* Effect.forEach(sessions, (session) => store.runsOfSession(session.id).pipe(Effect.map((runs) => ({ session, runs }))))
+          const sessions = yield* sessionStore.listSessions(projectId, status, limit, beforeId)
+          return yield* Effect.forEach(sessions, (session) => sessionStore.runsOfSession(session.id).pipe(Effect.map((runs) => ({ session, runs }))))
         }),
         addRun: Effect.fn("Sessions.addRun")(function*(projectId: ProjectId, sessionId: SessionId, request: DoAnythingRequest, options: { readonly observeWithoutInstructions?: boolean } = {}) {
           const { session } = yield* find(projectId, sessionId)
@@ -337,7 +339,7 @@ export class Sessions extends Context.Service<Sessions, {
           yield* (session.profile_id === null
             ? clientFor(session.id).Close(undefined, { discard: true })
             : clientFor(session.id).Close(undefined).pipe(Effect.timeout("20 seconds"))).pipe(Effect.ignore)
-          yield* store.setSessionStatus(session.id, "closed")
+          yield* sessionStore.setSessionStatus(session.id, "closed")
           return yield* find(projectId, sessionId)
         }),
         takeControl: Effect.fn("Sessions.takeControl")(function*(run: Run, reason: string | null, baseUrl: string) {

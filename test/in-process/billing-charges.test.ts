@@ -25,6 +25,7 @@ import { AppConfig, loadAppConfig } from "../../src/config/config.ts"
 import type { RunId } from "../../src/domain/run.ts"
 import { databaseLayer } from "../../src/store/database.ts"
 import { RunStore } from "../../src/store/runs.ts"
+import { SessionStore } from "../../src/store/sessions.ts"
 import { freshDatabase, freshDataDir } from "./fresh-database.ts"
 import { stepCheckpoint, storeSession } from "./store-sessions.ts"
 import { micros } from "../billing/support.ts"
@@ -41,7 +42,7 @@ const ConfigLive = Layer.unwrap(Effect.gen(function*() {
   return AppConfig.layerFrom({ DATABASE_URL: url, WA_DATA_DIR: dataDir, WA_LOG_LEVEL: "Warn", WA_BILLING: "on", WA_BILLING_MIN_BALANCE_USD: "0" })
 }))
 
-const TestLayer = Layer.mergeAll(Ledger.layer, Budget.layer, RunStore.layer, Projects.layer).pipe(
+const TestLayer = Layer.mergeAll(Ledger.layer, Budget.layer, RunStore.layer, SessionStore.layer, Projects.layer).pipe(
   Layer.provideMerge(databaseLayer("own")),
   Layer.provideMerge(Layer.succeed(References.MinimumLogLevel, "Warn")),
   Layer.provideMerge(ConfigLive)

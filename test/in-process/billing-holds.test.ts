@@ -21,6 +21,7 @@ import { AppConfig } from "../../src/config/config.ts"
 import type { ProjectId, Run } from "../../src/domain/run.ts"
 import { databaseLayer } from "../../src/store/database.ts"
 import { RunStore } from "../../src/store/runs.ts"
+import { SessionStore } from "../../src/store/sessions.ts"
 import { MonitorStore } from "../../src/track/monitor-store.ts"
 import { freshDatabase, freshDataDir } from "./fresh-database.ts"
 import { stepCheckpoint } from "./store-sessions.ts"
@@ -31,7 +32,7 @@ const ConfigLive = Layer.unwrap(Effect.gen(function*() {
   return AppConfig.layerFrom({ DATABASE_URL: url, WA_DATA_DIR: dataDir, WA_LOG_LEVEL: "Warn", WA_BILLING: "on", WA_BILLING_MIN_BALANCE_USD: "0.005" })
 }))
 
-const TestLayer = Layer.mergeAll(Ledger.layer, Budget.layer, RunStore.layer, MonitorStore.layer, Projects.layer).pipe(
+const TestLayer = Layer.mergeAll(Ledger.layer, Budget.layer, RunStore.layer, SessionStore.layer, MonitorStore.layer, Projects.layer).pipe(
   Layer.provideMerge(databaseLayer("own")),
   Layer.provideMerge(Layer.succeed(References.MinimumLogLevel, "Warn")),
   Layer.provideMerge(ConfigLive)
@@ -42,7 +43,7 @@ const CREATES = 40
 const newProject = (name: string) => Projects.use((projects) => projects.create(name)).pipe(Effect.map((p) => p.id as ProjectId))
 
 const doAnything = (projectId: ProjectId, i: number) =>
-  RunStore.use((store) =>
+  SessionStore.use((store) =>
     store.createSession({
       projectId,
       apiKeyId: `key_${i}`,

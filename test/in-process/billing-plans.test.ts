@@ -31,6 +31,7 @@ import { StripeBilling } from "../../src/billing/stripe.ts"
 import { AppConfig } from "../../src/config/config.ts"
 import { databaseLayer } from "../../src/store/database.ts"
 import { RunStore } from "../../src/store/runs.ts"
+import { SessionStore } from "../../src/store/sessions.ts"
 import { type FakeStripe, startFakeStripe } from "../fixtures/stripe/fake-stripe.ts"
 import { freshDatabase, freshDataDir } from "./fresh-database.ts"
 
@@ -52,7 +53,7 @@ const ConfigLive = Layer.unwrap(Effect.gen(function*() {
   })
 }))
 
-const TestLayer = Layer.mergeAll(Ledger.layer, Plans.layer, Quota.layer, StripeBilling.layer, AutoRecharge.layer, RunStore.layer, Projects.layer, ApiKeys.layer).pipe(
+const TestLayer = Layer.mergeAll(Ledger.layer, Plans.layer, Quota.layer, StripeBilling.layer, AutoRecharge.layer, RunStore.layer, SessionStore.layer, Projects.layer, ApiKeys.layer).pipe(
   Layer.provideMerge(databaseLayer("own")),
   Layer.provideMerge(Layer.succeed(References.MinimumLogLevel, "Error")),
   Layer.provideMerge(ConfigLive)
@@ -157,7 +158,7 @@ layer(TestLayer, { excludeTestServices: true, timeout: 120_000 })("plans and pay
   it.effect("30 concurrent session creates against the free plan's cap of 2 give 2", () =>
     Effect.gen(function*() {
       const plans = yield* Plans
-      const store = yield* RunStore
+      const store = yield* SessionStore
       const keys = yield* ApiKeys
       const projectId = yield* newProject("cap")
       yield* plans.set(projectId, "free")

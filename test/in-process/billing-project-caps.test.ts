@@ -17,6 +17,7 @@ import { AppConfig } from "../../src/config/config.ts"
 import type { ProjectId } from "../../src/domain/run.ts"
 import { databaseLayer } from "../../src/store/database.ts"
 import { RunStore } from "../../src/store/runs.ts"
+import { SessionStore } from "../../src/store/sessions.ts"
 import { freshDatabase, freshDataDir } from "./fresh-database.ts"
 
 const ConfigLive = Layer.unwrap(Effect.gen(function*() {
@@ -32,7 +33,7 @@ const ConfigLive = Layer.unwrap(Effect.gen(function*() {
   })
 }))
 
-const TestLayer = Layer.mergeAll(RunStore.layer, ApiKeys.layer, Plans.layer, Projects.layer).pipe(
+const TestLayer = Layer.mergeAll(RunStore.layer, SessionStore.layer, ApiKeys.layer, Plans.layer, Projects.layer).pipe(
   Layer.provideMerge(databaseLayer("own")),
   Layer.provideMerge(Layer.succeed(References.MinimumLogLevel, "Warn")),
   Layer.provideMerge(ConfigLive)
@@ -41,7 +42,7 @@ const TestLayer = Layer.mergeAll(RunStore.layer, ApiKeys.layer, Plans.layer, Pro
 layer(TestLayer, { excludeTestServices: true, timeout: 120_000 })("plan caps per project", (it) => {
   it.effect("open sessions: 30 concurrent creates by 3 keys against a project cap of 7 give 7", () =>
     Effect.gen(function*() {
-      const store = yield* RunStore
+      const store = yield* SessionStore
       const plans = yield* Plans
       const keys = yield* ApiKeys
       const project = yield* Projects.use((projects) => projects.create("caps-sessions"))

@@ -40,6 +40,7 @@ import { RunEventBus } from "../../src/events/run-event-bus.ts"
 import { callbackView } from "../../src/http/views/callback-view.ts"
 import { databaseLayer } from "../../src/store/database.ts"
 import { RunStore } from "../../src/store/runs.ts"
+import { SessionStore } from "../../src/store/sessions.ts"
 import { ScreenshotStore } from "../../src/store/screenshots.ts"
 import { WorkspaceStore } from "../../src/store/workspace-store.ts"
 import { TakeControl } from "../../src/control/take-control.ts"
@@ -113,6 +114,7 @@ export const inProcess = (env: Record<string, string | undefined> = {}) =>
     Layer.provideMerge(TakeControl.layer),
     Layer.provideMerge(Layer.mergeAll(
       RunStore.layer,
+      SessionStore.layer,
       RunEventBus.layer,
       ScreenshotStore.layer,
       WorkspaceStore.layer,

@@ -12,6 +12,7 @@ import { AppConfig } from "../../src/config/config.ts"
 import { microsFromDecimal, usd, usdFromMicros, usdSum } from "../../src/domain/money.ts"
 import { databaseLayer } from "../../src/store/database.ts"
 import { RunStore } from "../../src/store/runs.ts"
+import { SessionStore } from "../../src/store/sessions.ts"
 import { runView, sessionView } from "../../src/http/views/run-view.ts"
 import { webSearchRunView } from "../../src/http/views/web-search-view.ts"
 import { researchRunView } from "../../src/http/views/research-view.ts"
@@ -52,7 +53,7 @@ const ConfigLive = Layer.unwrap(Effect.gen(function*() {
   return AppConfig.layerFrom({ DATABASE_URL: url, WA_DATA_DIR: dataDir, WA_LOG_LEVEL: "Warn", WA_BILLING: "on", WA_BILLING_MIN_BALANCE_USD: "0" })
 }))
 
-const TestLayer = Layer.mergeAll(Ledger.layer, RunStore.layer, Projects.layer).pipe(
+const TestLayer = Layer.mergeAll(Ledger.layer, RunStore.layer, SessionStore.layer, Projects.layer).pipe(
   Layer.provideMerge(databaseLayer("own")),
   Layer.provideMerge(Layer.succeed(References.MinimumLogLevel, "Warn")),
   Layer.provideMerge(ConfigLive)
@@ -77,7 +78,7 @@ layer(TestLayer, { excludeTestServices: true, timeout: 120_000 })("views equal t
       const charged = -entries.reduce((sum, e) => sum + e.amountMicros, 0)
 
       const reread = (yield* store.getRun(run.id))!
-      const rereadSession = (yield* store.getSession(projectId, session.id))!
+      const rereadSession = (yield* SessionStore.use((sessions) => sessions.getSession(projectId, session.id)))!
       expect(runView(reread).llm_cost_usd).toBe("0.000182")
       const view = sessionView(rereadSession, [reread])
       expect(view.llm_cost_usd).toBe("0.000182")

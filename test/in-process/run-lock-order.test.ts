@@ -16,6 +16,7 @@ import { AppConfig } from "../../src/config/config.ts"
 import type { SessionId } from "../../src/domain/run.ts"
 import { databaseLayer } from "../../src/store/database.ts"
 import { RunStore } from "../../src/store/runs.ts"
+import { SessionStore } from "../../src/store/sessions.ts"
 import { freshDatabase, freshDataDir } from "./fresh-database.ts"
 import { storeSession } from "./store-sessions.ts"
 
@@ -25,7 +26,7 @@ const ConfigLive = Layer.unwrap(Effect.gen(function*() {
   return AppConfig.layerFrom({ DATABASE_URL: url, WA_DATA_DIR: dataDir, WA_LOG_LEVEL: "Warn" })
 }))
 
-const TestLayer = Layer.mergeAll(RunStore.layer, Projects.layer).pipe(
+const TestLayer = Layer.mergeAll(RunStore.layer, SessionStore.layer, Projects.layer).pipe(
   Layer.provideMerge(databaseLayer("own")),
   Layer.provideMerge(Layer.succeed(References.MinimumLogLevel, "Warn")),
   Layer.provideMerge(ConfigLive)
@@ -52,6 +53,7 @@ layer(TestLayer, { excludeTestServices: true, timeout: 120_000 })("lock order", 
   it.effect("adding a run while the previous run ends: 50 races, no defect, no deadlock", () =>
     Effect.gen(function*() {
       const store = yield* RunStore
+      const sessions = yield* SessionStore
       const project = yield* Projects.use((projects) => projects.create("lock-order"))
       const { session, run: first } = yield* storeSession(project.id)
       const before = yield* deadlocks
@@ -62,7 +64,7 @@ layer(TestLayer, { excludeTestServices: true, timeout: 120_000 })("lock order", 
         // The run's end (with its browser charge and the session's status) against the next add.
         const [ended, added] = yield* Effect.all([
           Effect.exit(store.transition(current, "done", { terminalReason: "done" })),
-          Effect.exit(store.addRun(session.id as SessionId, newRun(`race ${i}`)))
+          Effect.exit(sessions.addRun(session.id as SessionId, newRun(`race ${i}`)))
         ], { concurrency: 2 })
         expect(Exit.isSuccess(ended), String(ended)).toBe(true)
         if (Exit.isSuccess(added)) {
@@ -72,7 +74,7 @@ layer(TestLayer, { excludeTestServices: true, timeout: 120_000 })("lock order", 
           // The only refusal the race may give: the previous run had not ended yet (409).
           expect(Exit.isFailure(added) && added.cause.toString()).toContain("PreviousRunActive")
           outcomes.refused++
-          current = (yield* store.addRun(session.id as SessionId, newRun(`after ${i}`))).id
+          current = (yield* sessions.addRun(session.id as SessionId, newRun(`after ${i}`))).id
         }
       }
       expect(outcomes.added + outcomes.refused).toBe(50)

@@ -13,7 +13,7 @@ import { SqlClient } from "effect/sql"
 import { SessionSchedules } from "../../src/do-anything/schedules.ts"
 import { scheduledRunning } from "../../src/schedules/session-firings.ts"
 import { clampProposal, nextFireAt } from "../../src/domain/schedule-spec.ts"
-import { RunStore } from "../../src/store/runs.ts"
+import { SessionStore } from "../../src/store/sessions.ts"
 import { createSession } from "./do-anything.ts"
 import { Fixtures, inProcess, Tenant } from "./harness.ts"
 import { awaitStatus, TERMINAL } from "./waits.ts"
@@ -47,14 +47,14 @@ layer(inProcess({ WA_SCHEDULED_CAP: String(CAP), WA_SCHEDULE_MIN_INTERVAL_SECOND
       const firings = yield* schedules.firings(tenant.projectId, schedule.id, { limit: 10 })
       expect(firings).toHaveLength(1)
       expect(firings[0]).toMatchObject({ outcome: "run_created", trigger: "schedule", reason: null })
-      const runs = yield* RunStore.use((store) => store.runsOfSession(session.id))
+      const runs = yield* SessionStore.use((store) => store.runsOfSession(session.id))
       expect(runs).toHaveLength(2)
       expect(runs[1]!.id).toBe(firings[0]!.run_id)
       expect(runs[1]!.instructions).toBe("Count the widgets")
       yield* awaitStatus(runs[1]!.id, TERMINAL)
       // Delivered again after the run ended: still the one run.
       yield* schedules.fire(schedule.id, slot)
-      expect(yield* RunStore.use((store) => store.runsOfSession(session.id))).toHaveLength(2)
+      expect(yield* SessionStore.use((store) => store.runsOfSession(session.id))).toHaveLength(2)
     }))
 
   it.effect("firings of many schedules at once respect the scheduled cap", () =>

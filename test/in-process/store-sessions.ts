@@ -1,10 +1,10 @@
-/** Sessions made straight through the RunStore (no entity runs them), for tests of what the store records. */
+/** Sessions made straight through the SessionStore (no entity runs them), for tests of what the store records. */
 import type { ProjectId } from "../../src/domain/run.ts"
-import { RunStore } from "../../src/store/runs.ts"
+import { SessionStore } from "../../src/store/sessions.ts"
 
 /** A kept-alive DoAnything session and its first run, 5 steps, no profile or workspace. */
 export const storeSession = (projectId: ProjectId, instructions = "browse") =>
-  RunStore.use((store) =>
+  SessionStore.use((store) =>
     store.createSession({
       projectId,
       apiKeyId: "key_none",

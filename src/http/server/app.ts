@@ -72,6 +72,7 @@ import { Tenants } from "../../accounts/tenants.ts"
 import { BugReports } from "../../accounts/bug-reports.ts"
 import { Callbacks } from "../../webhooks/callbacks.ts"
 import { RunStore } from "../../store/runs.ts"
+import { SessionStore } from "../../store/sessions.ts"
 import { RunEventBus } from "../../events/run-event-bus.ts"
 import { Sessions } from "../../do-anything/service.ts"
 import { Search } from "../../search/search.ts"
@@ -162,7 +163,7 @@ const ApiRoutes = HttpApiBuilder.layer(WebAgentApi, { openapiPath: "/openapi.jso
       withServices(SkillsHandlers, [...projectMiddlewares, Skills]).pipe(Layer.provide(Skills.layer)),
       withServices(SafetyHandlers, [...projectMiddlewares, ApiKeys, SafetyPolicies]).pipe(Layer.provide(SafetyPolicies.layer)),
       withServices(InboxHandlers, [...projectMiddlewares, Inbox]),
-      withServices(InboxMessagesHandlers, [...projectMiddlewares, InboxStore, RunStore]).pipe(Layer.provide(InboxStore.layer)),
+      withServices(InboxMessagesHandlers, [...projectMiddlewares, InboxStore, SessionStore]).pipe(Layer.provide(InboxStore.layer)),
       withServices(TrackHandlers, [...projectMiddlewares, RunEventBus, MonitorStore, Monitors]),
       withServices(TrackFlatHandlers, [...projectMiddlewares, RunEventBus, MonitorStore, Monitors]),
       withServices(WorkspacesHandlers, [...projectMiddlewares, WorkspaceStore]),

@@ -3,7 +3,7 @@ import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import type { SessionId } from "../../domain/run.ts"
 import { type InboxMessageRow, InboxStore } from "../../mail/inbound/inbox-store.ts"
-import { RunStore } from "../../store/runs.ts"
+import { SessionStore } from "../../store/sessions.ts"
 import { WebAgentApi } from "../api/api.ts"
 import { CurrentKey } from "../api/security.ts"
 import { notFound } from "../errors.ts"
@@ -36,12 +36,12 @@ export const InboxMessagesHandlers = HttpApiBuilder.group(
   "session_inbox",
   Effect.fn(function*(handlers) {
     const inbox = yield* InboxStore
-    const runs = yield* RunStore
+    const sessionStore = yield* SessionStore
     /** The session of the caller's project, or 404. */
     const session = (sid: SessionId) =>
       Effect.gen(function*() {
         const { projectId } = yield* CurrentKey
-        const found = yield* runs.getSession(projectId, sid)
+        const found = yield* sessionStore.getSession(projectId, sid)
         if (found === undefined) return yield* notFound("session_not_found", `no session ${sid} in this project`)
         return found
       })

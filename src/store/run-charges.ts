@@ -1,0 +1,151 @@
+/**
+ * What a run is charged (its steps' model tokens, its browser time, a product's fee) and the
+ * credit hold a new run takes: with WA_BILLING=on each charge is also an entry of the credit
+ * ledger (src/store/ledger.ts), once per idempotency key, and a new run is admitted against its
+ * estimated charge (src/store/credit-holds.ts). The run's and its session's cost fields take what
+ * was charged, with one `run.cost_update` event. Every function here runs inside the caller's
+ * transaction, which holds the run row lock (src/store/run-log.ts), so the work, its charge and
+ * the cost fields commit together.
+ */
+import { Effect, Option } from "effect"
+import { SqlClient } from "effect/sql"
+import { AppConfig } from "../config/config.ts"
+import { browserUsd } from "../config/prices.ts"
+import type { Exhausted } from "../domain/billing.ts"
+import { toMicros, usd, usdFromMicros, usdSum } from "../domain/money.ts"
+import type { Run, Session } from "../domain/run.ts"
+import { estimatedChargeMicros, holdInTransaction } from "./credit-holds.ts"
+import { chargeAllInTransaction } from "./ledger.ts"
+import { insertEvent, type LockedRun } from "./run-log.ts"
+
+/** A step charges the browser time due once it is at least this much (micro-USD); the run's end charges the rest. */
+export const MIN_BROWSER_STEP_MICROS = 1_000
+
+export type CostColumn = "llm" | "browser" | "proxy" | "service"
+
+/** One cost of a run, charged once per idempotency key (see RunStore.chargeRun). */
+export interface RunCharge {
+  /** The ledger entry's kind: charge_llm, charge_browser, charge_proxy, charge_research, charge_search, ... */
+  readonly kind: string
+  readonly column: CostColumn
+  readonly micros: number
+  readonly idempotencyKey: string
+  /**
+   * Record it even when the project cannot pay (the work is done: tokens spent, browser time
+   * used). Default true; false refuses it (an up-front fee), see `refused`.
+   */
+  readonly force?: boolean
+}
+
+export interface ChargeResult {
+  /** With billing on: the project can pay for no more work (credits ran out, or its budget cap is reached). */
+  readonly exhausted: Exhausted | null
+  /** A charge that was not forced was refused (nothing recorded for it). */
+  readonly refused: boolean
+}
+
+/** The charging of runs, made where a store is built (it reads the billing settings once). */
+export const makeRunCharges = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  // WA_BILLING=on: every cost is also an entry of the credit ledger (charge_llm, charge_browser, ...).
+  const appConfig = yield* Effect.serviceOption(AppConfig)
+  const billing = Option.match(appConfig, { onNone: () => false, onSome: (c) => c.billing === "on" })
+  const prices = Option.map(appConfig, (c) => c.prices)
+  const minBalanceMicros = Option.match(appConfig, { onNone: () => 0, onSome: (c) => toMicros(c.billingMinBalanceUsd) })
+
+  /**
+   * Billing on: admits a new run against its estimated charge and holds it from the balance
+   * (src/store/credit-holds.ts), or refuses it (402). In the transaction that inserts the run.
+   */
+  const holdFor = (run: Pick<Run, "id" | "project_id" | "request">) =>
+    !billing || Option.isNone(prices) ? Effect.void : holdInTransaction(sql, {
+      projectId: run.project_id,
+      runId: run.id,
+      kind: "run",
+      micros: estimatedChargeMicros(run.request, prices.value, minBalanceMicros),
+      minimumMicros: minBalanceMicros
+    })
+
+  /**
+   * Browser time of a DoAnything run not charged yet: from its start to now, at
+   * browser_per_minute, minus what its browser_cost_usd already holds. Cumulative, so a step
+   * whose charge was skipped (its key recorded by an earlier execution) is caught up by the next.
+   * Must run inside a transaction that holds the run row lock.
+   */
+  const browserDue = (runId: string) =>
+    Effect.gen(function*() {
+      if (Option.isNone(prices)) return 0
+      const [row] = yield* sql<{ ms: string | null; charged: string }>`
+        SELECT floor(extract(epoch FROM now() - started_at) * 1000)::bigint::text AS ms, round(browser_cost_usd * 1000000)::bigint::text AS charged
+        FROM runs WHERE id = ${runId} AND kind = 'do_anything'`
+      if (row === undefined || row.ms === null) return 0
+      return Math.max(0, toMicros(browserUsd(prices.value, Number(row.ms))) - Number(row.charged))
+    })
+
+  /**
+   * Charges (billing on: in the ledger, once per key) and adds what was charged to the run's and
+   * its session's cost fields, with one run.cost_update event. Inside the caller's transaction,
+   * which holds the run row lock, so the work, its charge and the cost fields commit together.
+   */
+  const applyCharges = (run: LockedRun, charges: ReadonlyArray<RunCharge>, eventData: { readonly step?: number; readonly final?: boolean } = {}) =>
+    Effect.gen(function*() {
+      let exhausted: Exhausted | null = null
+      let refused = false
+      const added: Record<CostColumn, number> = { llm: 0, browser: 0, proxy: 0, service: 0 }
+      const due = charges.filter((charge) => charge.micros > 0)
+      if (billing && due.length > 0) {
+        // One lock of the project's balance for all of them (three statements in all).
+        const charged = yield* chargeAllInTransaction(sql, run.project_id, due.map((charge) => ({
+          kind: charge.kind,
+          micros: charge.micros,
+          idempotencyKey: charge.idempotencyKey,
+          runId: run.id,
+          sessionId: run.session_id,
+          force: charge.force ?? true
+        })))
+        exhausted = charged.exhausted
+        due.forEach((charge, i) => {
+          const outcome = charged.outcomes[i]!
+          refused ||= outcome.refused
+          if (outcome.recorded) added[charge.column] += charge.micros
+        })
+      } else {
+        for (const charge of due) added[charge.column] += charge.micros
+      }
+      const increment = added.llm + added.browser + added.proxy + added.service
+      if (increment === 0) return { exhausted, refused }
+      // The cost fields take the amounts the ledger took, to the micro-dollar.
+      const [totals] = yield* sql<{ llm_cost_usd: string; browser_cost_usd: string; proxy_cost_usd: string; service_cost_usd: string }>`
+        UPDATE runs SET llm_cost_usd = llm_cost_usd + ${usdFromMicros(added.llm)}::numeric, browser_cost_usd = browser_cost_usd + ${usdFromMicros(added.browser)}::numeric,
+          proxy_cost_usd = proxy_cost_usd + ${usdFromMicros(added.proxy)}::numeric, service_cost_usd = service_cost_usd + ${usdFromMicros(added.service)}::numeric
+        WHERE id = ${run.id} RETURNING llm_cost_usd, browser_cost_usd, proxy_cost_usd, service_cost_usd`
+      const sessions = run.session_id === null ? [] : yield* sql<{ llm_cost_usd: string; browser_cost_usd: string; proxy_cost_usd: string }>`
+        UPDATE sessions SET llm_cost_usd = llm_cost_usd + ${usdFromMicros(added.llm)}::numeric, browser_cost_usd = browser_cost_usd + ${usdFromMicros(added.browser)}::numeric,
+          proxy_cost_usd = proxy_cost_usd + ${usdFromMicros(added.proxy)}::numeric, updated_at = now()
+        WHERE id = ${run.session_id} RETURNING llm_cost_usd, browser_cost_usd, proxy_cost_usd`
+      const runTotals = totals!
+      yield* insertEvent(sql, run.id, "run.cost_update", {
+        ...eventData,
+        increment_usd: usdFromMicros(increment),
+        // A run without a session (DeepResearch, WebSearch) reports its own totals.
+        ...(sessions[0] === undefined
+          ? {
+            llm_cost_usd: usd(runTotals.llm_cost_usd),
+            service_cost_usd: usd(runTotals.service_cost_usd),
+            total_cost_usd: usdSum(runTotals.llm_cost_usd, runTotals.browser_cost_usd, runTotals.proxy_cost_usd, runTotals.service_cost_usd)
+          }
+          : costFields(sessions[0]))
+      })
+      return { exhausted, refused }
+    })
+
+  return { billing, holdFor, browserDue, applyCharges }
+})
+
+/** The four cost fields of the spec, exact to the micro-dollar (src/domain/money.ts). */
+export const costFields = (session: Pick<Session, "llm_cost_usd" | "browser_cost_usd" | "proxy_cost_usd">) => ({
+  llm_cost_usd: usd(session.llm_cost_usd),
+  browser_cost_usd: usd(session.browser_cost_usd),
+  proxy_cost_usd: usd(session.proxy_cost_usd),
+  total_cost_usd: usdSum(session.llm_cost_usd, session.browser_cost_usd, session.proxy_cost_usd)
+})

@@ -1,0 +1,76 @@
+/**
+ * A run's event log and row locks: the primitives every transaction on a run is built of, shared
+ * by the run store (src/store/runs.ts), the session store (src/store/sessions.ts) and the run
+ * charges (src/store/run-charges.ts). A run's events are numbered one by one per run while the run
+ * row is locked, and each is announced with NOTIFY at commit so SSE streams on any node wake up.
+ */
+import { Effect } from "effect"
+import type { SqlClient } from "effect/sql"
+import type { EventData, RunEventType } from "../domain/events.ts"
+import type { RunId, SessionId } from "../domain/run.ts"
+import type { RunStatus } from "../domain/run-state.ts"
+
+export const EVENTS_CHANNEL = "wa_run_events"
+
+/**
+ * The execution writing to a run was superseded by another (its runner was presumed dead and the
+ * run resumed elsewhere). Raised as a defect: the stale execution must stop, not recover.
+ */
+export class SupersededExecution extends Error {
+  override readonly name = "SupersededExecution"
+  readonly runId: string
+  constructor(runId: string) {
+    super(`run ${runId} is executed elsewhere now`)
+    this.runId = runId
+  }
+}
+
+/** Columns of a run row the store itself looks at while it holds the row's lock. */
+export interface LockedRun {
+  readonly id: RunId
+  readonly project_id: string
+  readonly session_id: SessionId | null
+  readonly status: RunStatus
+  readonly phase: string | null
+  readonly executor: string | null
+}
+
+export interface RunEvent {
+  readonly id: number
+  readonly type: string
+  readonly data: Record<string, unknown>
+  readonly created_at: Date
+}
+
+/**
+ * Locks the session of a run (if it has one) before the run itself. Every transaction that
+ * locks both takes them in this order, session then run (addRun, a schedule's firing, a run's
+ * end, its charges), so adding a run while the previous one ends cannot deadlock.
+ */
+export const lockSessionOfRun = (sql: SqlClient.SqlClient, runId: string) =>
+  sql`SELECT id FROM sessions WHERE id = (SELECT session_id FROM runs WHERE id = ${runId}) FOR UPDATE`
+
+/** Locks the run's row; with an `executor`, an execution that no longer owns the run dies (SupersededExecution). */
+export const lockRun = (sql: SqlClient.SqlClient, runId: string, executor?: string) =>
+  sql<LockedRun>`SELECT id, project_id, session_id, status, phase, executor FROM runs WHERE id = ${runId} FOR UPDATE`.pipe(
+    Effect.flatMap((rows) => {
+      const row = rows[0]
+      return executor !== undefined && row !== undefined && row.executor !== executor
+        ? Effect.die(new SupersededExecution(runId))
+        : Effect.succeed(row)
+    })
+  )
+
+/** Appends an event to the run's log. Must run inside a transaction that holds the run row lock. */
+export const insertEvent = <T extends RunEventType>(sql: SqlClient.SqlClient, runId: string, type: T, data: EventData<T>) =>
+  Effect.gen(function*() {
+    const rows = yield* sql<{ id: string }>`
+      INSERT INTO run_events (run_id, id, type, data)
+      SELECT ${runId}, coalesce(max(id), 0) + 1, ${type}, ${JSON.stringify(data)}::jsonb
+      FROM run_events WHERE run_id = ${runId}
+      RETURNING id::text`
+    const id = Number(rows[0]!.id)
+    // Delivered at commit, so listeners never see an event before it is readable.
+    yield* sql`SELECT pg_notify(${EVENTS_CHANNEL}, ${`${runId}:${id}`})`
+    return id
+  })

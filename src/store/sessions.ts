@@ -1,0 +1,148 @@
+/**
+ * Sessions (DoAnything) in PostgreSQL: a session and its first run are created in one
+ * transaction that counts the key's (and the project's) open sessions; a follow-up run is added
+ * only when the session is open and its latest run has ended. The runs themselves, their events
+ * and checkpoints are the run store's (src/store/runs.ts).
+ */
+import { Context, Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+import type { BudgetExceeded, InsufficientCredits } from "../domain/errors.ts"
+import { PreviousRunActive, SessionCapReached, SessionClosed } from "../domain/errors.ts"
+import { makeId } from "../domain/ids.ts"
+import { isTerminal } from "../domain/run-state.ts"
+import { type ProjectId, type Run, runFromRow, type RunId, type RunRequest, type Session, sessionFromRow, type SessionId, storedRequest } from "../domain/run.ts"
+import { withMethodSpans } from "../observability/spans.ts"
+import { makeRunCharges } from "./run-charges.ts"
+import { RunStartedBy } from "./run-admission.ts"
+import { insertEvent, lockRun } from "./run-log.ts"
+
+/** The first key of the advisory lock that serialises a project's session creates (the second is the project's hash). */
+const PROJECT_SESSIONS_LOCK = 0x7761_7332 // "was2"
+
+type Row = Record<string, unknown> & { readonly kind: string; readonly request: unknown }
+
+/** A DoAnything run to add to a session. */
+export interface NewRun {
+  readonly instructions: string | null
+  readonly request: RunRequest
+  readonly maxSteps: number
+  readonly model: string | null
+  /** Wall-clock budget of the run, from max_duration_minutes. */
+  readonly maxDurationMs: number | null
+  readonly parentRunId?: RunId | null
+}
+
+export class SessionStore extends Context.Service<SessionStore, {
+  readonly createSession: (input: {
+    readonly projectId: ProjectId
+    /** The acting principal (an API key's id, or a console user's): the per-key cap counts by it. */
+    readonly apiKeyId: string
+    readonly profileId: string | null
+    readonly workspaceId: string | null
+    readonly run: NewRun
+    /** Open sessions the key may hold; the count and the insert are one transaction. */
+    readonly maxOpenSessions: number
+    /** Open sessions the whole project may hold (its plan's), counted in the same transaction. */
+    readonly maxProjectSessions?: number
+  }) => Effect.Effect<{ readonly session: Session; readonly run: Run }, SessionCapReached | InsufficientCredits | BudgetExceeded>
+  /** Billing on: the run is admitted against its estimated charge, held (src/store/credit-holds.ts), in the transaction that inserts it. */
+  readonly addRun: (sessionId: SessionId, run: NewRun) => Effect.Effect<Run, SessionClosed | PreviousRunActive | InsufficientCredits | BudgetExceeded>
+  /** A lookup by any id (as getRun): one that names no session of the project finds nothing. */
+  readonly getSession: (projectId: ProjectId, sessionId: SessionId) => Effect.Effect<Session | undefined>
+  readonly listSessions: (projectId: ProjectId, status: string | undefined, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<Session>>
+  readonly runsOfSession: (sessionId: SessionId) => Effect.Effect<ReadonlyArray<Run>>
+  readonly setSessionStatus: (sessionId: SessionId, status: Session["status"]) => Effect.Effect<void>
+}>()("wa/store/SessionStore") {
+  static readonly layer = Layer.effect(
+    SessionStore,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const { holdFor } = yield* makeRunCharges
+
+  // `apiKeyId`: the key (or console user) that started it (migration 0026).
+  const insertRun = (sessionId: SessionId, projectId: string, run: NewRun, apiKeyId: string | null) =>
+    sql<Row>`
+      INSERT INTO runs (id, session_id, project_id, status, instructions, request, max_steps, model, parent_run_id, deadline_at, api_key_id)
+      VALUES (
+        ${makeId("run")}, ${sessionId}, ${projectId}, 'pending', ${run.instructions},
+        ${JSON.stringify(storedRequest(run.request))}::jsonb, ${run.maxSteps}, ${run.model}, ${run.parentRunId ?? null},
+        ${run.maxDurationMs === null ? null : new Date(Date.now() + run.maxDurationMs)}, ${apiKeyId}
+      )
+      RETURNING *`.pipe(Effect.map((rows) => runFromRow(rows[0]!)))
+
+  const createSession: SessionStore["Service"]["createSession"] = (input) =>
+    sql.withTransaction(Effect.gen(function*() {
+      // The key's row lock serialises its creates on every node, so the count cannot go stale
+      // between the check and the insert (50 parallel creates against a cap of 5 give 5).
+      yield* sql`SELECT 1 FROM api_keys WHERE id = ${input.apiKeyId} FOR UPDATE`
+      const counted = yield* sql<{ open: number }>`
+        SELECT count(*)::int AS open FROM sessions WHERE api_key_id = ${input.apiKeyId} AND status <> 'closed'`
+      const open = counted[0]?.open ?? 0
+      if (open >= input.maxOpenSessions) return yield* new SessionCapReached({ open, limit: input.maxOpenSessions, scope: "key" })
+      if (input.maxProjectSessions !== undefined) {
+        // The project's creates (by any key) count and insert one at a time, on every node.
+        yield* sql`SELECT pg_advisory_xact_lock(${PROJECT_SESSIONS_LOCK}, hashtext(${input.projectId}))`
+        const [project] = yield* sql<{ open: number }>`
+          SELECT count(*)::int AS open FROM sessions WHERE project_id = ${input.projectId} AND status <> 'closed'`
+        if (project!.open >= input.maxProjectSessions) {
+          return yield* new SessionCapReached({ open: project!.open, limit: input.maxProjectSessions, scope: "project" })
+        }
+      }
+      // The store mints ids: a new one is branded where it is made.
+      const sessionId = makeId("sess") as SessionId
+      yield* sql`
+        INSERT INTO sessions (id, project_id, api_key_id, status, profile_id, workspace_id)
+        VALUES (${sessionId}, ${input.projectId}, ${input.apiKeyId}, 'running', ${input.profileId}, ${input.workspaceId})`
+      const run = yield* insertRun(sessionId, input.projectId, input.run, input.apiKeyId)
+      yield* holdFor(run)
+      const sessions = yield* sql`
+        UPDATE sessions SET latest_run_id = ${run.id} WHERE id = ${sessionId} RETURNING *`
+      yield* insertEvent(sql, run.id, "run.status_changed", { run_id: run.id, from: null, status: "pending" })
+      return { session: sessionFromRow(sessions[0]), run }
+    })).pipe(Effect.catchTag("SqlError", Effect.die))
+
+  const addRun: SessionStore["Service"]["addRun"] = (sessionId, run) =>
+    sql.withTransaction(Effect.gen(function*() {
+      const sessions = yield* sql<{ status: string; project_id: string; latest_run_id: RunId | null; api_key_id: string | null }>`
+        SELECT status, project_id, latest_run_id, api_key_id FROM sessions WHERE id = ${sessionId} FOR UPDATE`
+      const session = sessions[0]!
+      if (session.status === "closed") return yield* new SessionClosed({ sessionId })
+      if (session.latest_run_id !== null) {
+        const latest = yield* lockRun(sql, session.latest_run_id)
+        if (latest !== undefined && !isTerminal(latest.status)) {
+          return yield* new PreviousRunActive({ runId: latest.id, status: latest.status })
+        }
+      }
+      // Started by the calling key; a schedule's firing (no caller) counts for the session's key.
+      const created = yield* insertRun(sessionId, session.project_id, run, (yield* RunStartedBy) ?? session.api_key_id)
+      yield* holdFor(created)
+      yield* sql`UPDATE sessions SET latest_run_id = ${created.id}, status = 'running', updated_at = now() WHERE id = ${sessionId}`
+      yield* insertEvent(sql, created.id, "run.status_changed", { run_id: created.id, from: null, status: "pending" })
+      return created
+    })).pipe(Effect.catchTag("SqlError", Effect.die))
+
+      return SessionStore.of(withMethodSpans("SessionStore", {
+        createSession,
+        addRun,
+        getSession: (projectId, sessionId) =>
+          sql`SELECT * FROM sessions WHERE id = ${sessionId} AND project_id = ${projectId}`.pipe(
+            Effect.map((rows) => rows[0] === undefined ? undefined : sessionFromRow(rows[0])),
+            Effect.orDie
+          ),
+        listSessions: (projectId, status, limit, beforeId) =>
+          sql`
+            SELECT * FROM sessions
+            WHERE project_id = ${projectId}
+              ${status === undefined ? sql`` : sql`AND status = ${status}`}
+              ${beforeId === undefined ? sql`` : sql`AND id < ${beforeId}`}
+            ORDER BY id DESC LIMIT ${limit}`.pipe(Effect.orDie, Effect.map((rows) => rows.map(sessionFromRow))),
+        runsOfSession: (sessionId) =>
+          sql<Row>`SELECT * FROM runs WHERE session_id = ${sessionId} ORDER BY id`.pipe(Effect.orDie, Effect.map((rows) => rows.map(runFromRow))),
+        setSessionStatus: (sessionId, status) =>
+          sql`UPDATE sessions SET status = ${status}, updated_at = now(),
+                closed_at = CASE WHEN ${status} = 'closed' THEN now() ELSE closed_at END
+              WHERE id = ${sessionId}`.pipe(Effect.asVoid, Effect.orDie)
+      }))
+    })
+  )
+}
