@@ -3,10 +3,15 @@
  * a body that breaks its schema, a status the operation does not declare, a path the document
  * does not have, a content type not declared, a missing required header and a header sent but not
  * declared, and pass what agrees,
- * so it cannot silently pass everything. The process-level suites run it on every response.
+ * so it cannot silently pass everything. The process-level suites run it on every response; the
+ * ways they get one (`contractFetch` under `service.fetch`, the SDK and readSse, `checkRawHttp`
+ * for raw sockets) are tried here against a real HTTP server serving the small document.
  */
+import { createServer } from "node:http"
+import type { AddressInfo } from "node:net"
 import { describe, expect, it } from "vitest"
-import { ContractDocument, mismatchOf } from "../support/contract-hook.ts"
+import { checkRawHttp, ContractDocument, contractFetch, mismatchOf } from "../support/contract-hook.ts"
+import { startContractProxy } from "../support/contract-proxy.ts"
 
 const envelope = { $ref: "#/components/schemas/Envelope" }
 const doc = {
@@ -129,5 +134,72 @@ describe("contract hook", () => {
   it("catches a header sent that is neither declared nor plain HTTP", () => {
     const thing = json({ id: "t1", status: "done" })
     expect(problemsOf("GET", "/v1/things/t1", 200, thing, headers({ "x-bogus": "1", "cache-control": "no-store" }))).toEqual(["the header x-bogus is sent but not declared"])
+  })
+
+  it("checks an event stream whose body was not read by its status, content type and headers", () => {
+    const stream = new Headers({ "content-type": "text/event-stream" })
+    expect(mismatchOf(contract, { method: "GET", pathname: "/v1/things/t1/events", status: 200, headers: stream, text: undefined })).toBeUndefined()
+    expect(mismatchOf(contract, { method: "GET", pathname: "/v1/things/t1", status: 200, headers: stream, text: undefined })?.problems[0])
+      .toMatch(/content type text\/event-stream is not declared/)
+    expect(mismatchOf(contract, { method: "GET", pathname: "/v1/things/t1/events", status: 201, headers: stream, text: undefined })?.problems[0])
+      .toMatch(/status 201 is not declared/)
+  })
+
+  it("matches a path with repeated slashes as the router does, and holds refusals before routing to the envelope", () => {
+    expect(problemsOf("GET", "//v1/things//t1", 200, json({ id: "t1", status: "done" }))).toEqual([])
+    expect(problemsOf("GET", "/v1/nothing/%E0%A4%A", 400, json({ code: "bad_request", detail: "bad", extra: {} }))).toEqual([])
+    expect(problemsOf("GET", "/v1/nothing/x", 414, json({ code: "uri_too_long", detail: "long", extra: {} }))).toEqual([])
+    expect(problemsOf("GET", "/v1/nothing/x", 414, json({ code: "not_found", detail: "long", extra: {} }))[0]).toMatch(/code is "not_found", not uri_too_long/)
+    expect(problemsOf("GET", "/v1/nothing/x", 400, "bad", new Headers({ "content-type": "text/plain" }))[0]).toMatch(/not the error envelope/)
+  })
+
+  it("contractFetch and checkRawHttp hold a real server's answers to its document, and fail on a mismatch", async () => {
+    const answers: Record<string, { status: number; type: string; body: string }> = {
+      "/openapi.json": { status: 200, type: "application/json", body: json(doc) },
+      "/v1/things/good": { status: 200, type: "application/json", body: json({ id: "good", status: "done" }) },
+      "/v1/things/bad": { status: 200, type: "application/json", body: json({ id: "bad", status: "succeeded" }) },
+      "/v1/things/good/events": { status: 200, type: "text/event-stream", body: "event: x\ndata: {}\n\n" },
+      "/v1/things/bad/events": { status: 200, type: "application/json", body: json({}) }
+    }
+    const server = createServer((request, response) => {
+      const answer = answers[request.url ?? ""] ?? { status: 404, type: "application/json", body: json({ code: "not_found", detail: "no", extra: {} }) }
+      response.writeHead(answer.status, { "content-type": answer.type })
+      response.end(answer.body)
+    })
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+    try {
+      const checked = contractFetch(base)
+      const good = await checked("/v1/things/good")
+      // The caller still reads the body (the hook read a clone).
+      expect(await good.json()).toEqual({ id: "good", status: "done" })
+      await expect(checked(`${base}/v1/things/bad`)).rejects.toThrow(/contract hook: GET \/v1\/things\/bad answered 200.*\n.*\/status must be equal to one of the allowed values/)
+      const stream = await checked("/v1/things/good/events")
+      expect(await stream.text()).toContain("event: x")
+      await expect(checked("/v1/things/bad/events")).rejects.toThrow(/content type application\/json is not declared/)
+      // Another origin (a fixture site, a proxy) is not the service: not checked.
+      await expect(contractFetch("http://127.0.0.1:1")(`${base}/v1/things/bad`)).resolves.toHaveProperty("status", 200)
+
+      const raw = (body: string) => `HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`
+      await expect(checkRawHttp(base, "GET", "/v1/things/good", raw(json({ id: "good", status: "done" })))).resolves.toBeUndefined()
+      await expect(checkRawHttp(base, "GET", "/v1/things/bad", raw(json({ id: "bad", status: "succeeded" })))).rejects.toThrow(/allowed values/)
+      // Only a named exemption lets it pass.
+      await expect(checkRawHttp(base, "GET", "/v1/things/bad", raw(json({ id: "bad", status: "succeeded" })), "malformed-framing")).resolves.toBeUndefined()
+
+      // The proxy for subprocess clients passes answers through unchanged and keeps the mismatches.
+      const proxy = await startContractProxy(base)
+      try {
+        expect(await (await fetch(`${proxy.url}/v1/things/good`)).json()).toEqual({ id: "good", status: "done" })
+        expect(await (await fetch(`${proxy.url}/v1/things/good/events`)).text()).toContain("event: x")
+        expect(proxy.takeMismatches()).toEqual([])
+        expect((await (await fetch(`${proxy.url}/v1/things/bad`)).json()).status).toBe("succeeded")
+        expect(proxy.takeMismatches()).toEqual([expect.stringMatching(/GET \/v1\/things\/bad answered 200/)])
+        expect(proxy.takeMismatches()).toEqual([])
+      } finally {
+        await proxy.close()
+      }
+    } finally {
+      await new Promise((resolve) => server.close(resolve))
+    }
   })
 })

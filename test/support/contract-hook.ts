@@ -1,7 +1,11 @@
 /**
- * The contract hook (issue 27 §4): every HTTP response a process-level test receives through the
- * service's `request` helper (test/support/service.ts) is held to the OpenAPI document the same
- * service serves at /openapi.json. For the operation the request matched (method and path
+ * The contract hook (issue 27 §4): every HTTP response a process-level test receives from the
+ * service is held to the OpenAPI document the same service serves at /openapi.json, through
+ * `checkExchange`: the `request` and `fetch` helpers of test/support/service.ts, `contractFetch`
+ * (a `fetch` bound to a service URL: scale-out nodes, the load balancer, the SDK's transport), the
+ * fuzzers' `rawRequest` (test/support/openapi-fuzz.ts) and the event-stream reader `readSse`
+ * (test/support/sse.ts: status, content type and headers; its events against their schemas).
+ * Only the named EXEMPTIONS (malformed framing on raw sockets) are not checked. For the operation the request matched (method and path
  * template; /v1 and /api/v1 are separate paths of the document) it checks:
  *
  * - the status is declared for the operation (or its `default`);
@@ -68,10 +72,20 @@ export const STANDARD_HEADERS: ReadonlySet<string> = new Set([
 
 /**
  * Mismatches known and not fixed yet, each to be fixed (in the document or the server), then
- * removed from here. `operation` is `METHOD /template`; `status` the answer's status; `problem` a
- * substring of the problem the hook reports. Empty when the document and the server agree.
+ * removed from here. `operation` is `METHOD /template` (`*`: any operation); `status` the answer's
+ * status; `problem` a substring of the problem the hook reports.
  */
-export const KNOWN_MISMATCHES: ReadonlyArray<{ readonly operation: string; readonly status: number; readonly problem: string; readonly why: string }> = []
+export const KNOWN_MISMATCHES: ReadonlyArray<{ readonly operation: string; readonly status: number; readonly problem: string; readonly why: string }> = [
+  {
+    operation: "*",
+    status: 415,
+    problem: "content type text/plain is not declared",
+    why: "the 415 unsupported_media_type envelope is sent as Content-Type text/plain: ensureEnvelope " +
+      "(src/http/middleware/request-context.ts) copies the framework's plain-text response headers, its content-type " +
+      "included, over the JSON envelope. The fix is in the server (drop content-type from the copied headers), not the " +
+      "document, which declares application/json. Found by the fuzzer once its raw requests went through the hook."
+  }
+]
 
 export interface Exchange {
   readonly method: string
@@ -79,7 +93,11 @@ export interface Exchange {
   readonly pathname: string
   readonly status: number
   readonly headers: Headers
-  readonly text: string
+  /**
+   * The body, or undefined when it was not read: an event stream, whose status, content type and
+   * headers are checked here and whose events test/support/sse.ts checks against their schemas.
+   */
+  readonly text: string | undefined
 }
 
 export interface Mismatch {
@@ -99,6 +117,15 @@ const isJsonMediaType = (value: string) => {
   return base === "application/json" || base.endsWith("+json")
 }
 const pointerSegment = (key: string) => key.replaceAll("~", "~0").replaceAll("/", "~1")
+
+/**
+ * The refusals given before a route is chosen, on any path (src/http/middleware/request-guard.ts,
+ * request-context.ts): 400 `bad_request` for a NUL byte or bad percent-encoding in the URL, 414
+ * `uri_too_long` for a segment past the router's limit. On a path (or method) the document does not
+ * have they must still be the envelope with that code.
+ */
+const beforeRouting = (status: number): string | undefined =>
+  status === 400 ? "bad_request" : status === 414 ? "uri_too_long" : undefined
 
 interface Template {
   readonly path: string
@@ -129,9 +156,14 @@ export class ContractDocument {
     }))
   }
 
-  /** The document's path template a concrete path falls under (literal segments win over params). */
-  matchPath(pathname: string): string | undefined {
-    const segments = pathname.split("?")[0]!.split("/")
+  /**
+   * The document's path template a concrete path falls under (literal segments win over params,
+   * among the templates that have the method when one does).
+   * Repeated slashes count as one, as the server's router has them (HttpRouter's
+   * ignoreDuplicateSlashes): `//healthz` is `/healthz`.
+   */
+  matchPath(pathname: string, method?: string): string | undefined {
+    const segments = pathname.split("?")[0]!.replace(/\/{2,}/g, "/").split("/")
     const candidates = this.#templates.filter((t) =>
       t.segments.length === segments.length && t.segments.every((s, i) => s === undefined ? segments[i] !== "" : s === segments[i])
     )
@@ -142,7 +174,12 @@ export class ContractDocument {
       }
       return 0
     })
-    return candidates[0]?.path
+    // The router's tree is per method: a literal template without this method does not hide a
+    // parameter template with it (PATCH /profiles/login is PATCH /profiles/{profile_id}).
+    const verb = method?.toLowerCase()
+    const withMethod = verb === undefined ? undefined
+      : candidates.find((t) => this.#doc["paths"][t.path]?.[verb] !== undefined || (verb === "head" && this.#doc["paths"][t.path]?.["get"] !== undefined))
+    return (withMethod ?? candidates[0])?.path
   }
 
   #validator(pointer: string): ValidateFunction {
@@ -171,7 +208,8 @@ export class ContractDocument {
     return [node ?? {}, at]
   }
 
-  #errorEnvelope(text: string, code: string): Array<string> {
+  #errorEnvelope(text: string | undefined, code: string): Array<string> {
+    if (text === undefined) return []
     let body: any
     try {
       body = JSON.parse(text)
@@ -190,10 +228,12 @@ export class ContractDocument {
     const path = exchange.pathname.split("?")[0]!
     // A page first: /v1/delegations/consent would otherwise fall under /v1/delegations/{grant_id}.
     if (NON_API_PAGES.some((page) => page.test(path))) return { operation: undefined, problems: [] }
-    const template = this.matchPath(path)
+    const template = this.matchPath(path, method)
     if (template === undefined) {
       // The server's answer that it serves no such path is fine, in the envelope.
       if (exchange.status === 404) return { operation: undefined, problems: this.#errorEnvelope(exchange.text, "not_found") }
+      const refusal = beforeRouting(exchange.status)
+      if (refusal !== undefined) return { operation: undefined, problems: this.#errorEnvelope(exchange.text, refusal) }
       return { operation: undefined, problems: [`the path is not in the document (answered ${exchange.status})`] }
     }
     const item = this.#doc["paths"][template]
@@ -202,6 +242,8 @@ export class ContractDocument {
     const op = item[opMethod]
     if (op === undefined || !METHODS.includes(opMethod)) {
       if (exchange.status === 405) return { operation, problems: this.#errorEnvelope(exchange.text, "method_not_allowed") }
+      const refusal = beforeRouting(exchange.status)
+      if (refusal !== undefined) return { operation, problems: this.#errorEnvelope(exchange.text, refusal) }
       return { operation, problems: [`the method is not in the document for this path (answered ${exchange.status})`] }
     }
     const responses = op["responses"] ?? {}
@@ -211,7 +253,7 @@ export class ContractDocument {
       : responses["default"] !== undefined ? "default"
       : undefined
     if (key === undefined) {
-      return { operation, problems: [`status ${exchange.status} is not declared (declared: ${Object.keys(responses).join(", ")}); body: ${exchange.text.slice(0, 200)}`] }
+      return { operation, problems: [`status ${exchange.status} is not declared (declared: ${Object.keys(responses).join(", ")}); body: ${(exchange.text ?? "(not read)").slice(0, 200)}`] }
     }
     const problems: Array<string> = []
     const [declared, pointer] = this.#resolveAt(responses[key], `/paths/${pointerSegment(template)}/${opMethod}/responses/${key}`)
@@ -240,12 +282,13 @@ export class ContractDocument {
     const content: Record<string, any> = declared["content"] ?? {}
     const types = Object.keys(content)
     const sentType = exchange.headers.get("content-type")
-    const hasBody = exchange.text.length > 0
+    const text = exchange.text
+    const hasBody = text === undefined ? sentType !== null : text.length > 0
     if (types.length === 0) {
-      if (hasBody) problems.push(`a body is sent (${sentType ?? "no content type"}) where the document declares none: ${exchange.text.slice(0, 120)}`)
+      if (hasBody) problems.push(`a body is sent (${sentType ?? "no content type"}) where the document declares none: ${(text ?? "(not read)").slice(0, 120)}`)
       return { operation, problems }
     }
-    if (!hasBody && method === "head") return { operation, problems }
+    if (!hasBody && (method === "head" || text === undefined)) return { operation, problems }
     if (sentType === null) {
       problems.push(`no content type (declared: ${types.join(", ")})`)
       return { operation, problems }
@@ -256,12 +299,12 @@ export class ContractDocument {
       problems.push(`content type ${sentType} is not declared (declared: ${types.join(", ")})`)
       return { operation, problems }
     }
-    if (!isJsonMediaType(matched) || content[matched]?.["schema"] === undefined) return { operation, problems }
+    if (text === undefined || !isJsonMediaType(matched) || content[matched]?.["schema"] === undefined) return { operation, problems }
     let body: unknown
     try {
-      body = JSON.parse(exchange.text)
+      body = JSON.parse(text)
     } catch {
-      problems.push(`the body is not JSON: ${exchange.text.slice(0, 120)}`)
+      problems.push(`the body is not JSON: ${text.slice(0, 120)}`)
       return { operation, problems }
     }
     const validate = this.#validator(`${pointer}/content/${pointerSegment(matched)}/schema`)
@@ -289,7 +332,7 @@ const documents = new Map<string, Promise<ContractDocument>>()
 export const documentOf = (baseUrl: string): Promise<ContractDocument> => {
   let loaded = documents.get(baseUrl)
   if (loaded === undefined) {
-    loaded = fetch(`${baseUrl}/openapi.json`).then(async (response) => {
+    loaded = fetch(`${baseUrl}/openapi.json`, { signal: AbortSignal.timeout(30_000) }).then(async (response) => {
       if (response.status !== 200) throw new Error(`GET ${baseUrl}/openapi.json answered ${response.status}`)
       return new ContractDocument(await response.json() as Doc)
     })
@@ -300,8 +343,11 @@ export const documentOf = (baseUrl: string): Promise<ContractDocument> => {
   return loaded
 }
 
+/** `operation` `*`: every operation (a mismatch of a layer all of them share). */
 const isKnown = (mismatch: Mismatch, problem: string) =>
-  KNOWN_MISMATCHES.some((known) => known.operation === mismatch.operation && known.status === mismatch.status && problem.includes(known.problem))
+  KNOWN_MISMATCHES.some((known) =>
+    (known.operation === "*" || known.operation === mismatch.operation) && known.status === mismatch.status && problem.includes(known.problem)
+  )
 
 /** The mismatch of one exchange against a document, without the known ones; undefined when it agrees. */
 export const mismatchOf = (doc: ContractDocument, exchange: Exchange): Mismatch | undefined => {
@@ -326,12 +372,14 @@ const currentTest = async (): Promise<{ file?: string; test?: string }> => {
 }
 
 /**
- * The hook `request` calls with each response: checks it against the document of the service at
- * `baseUrl` and, in enforce mode, throws on a mismatch; in report mode appends it to the report.
+ * The one hook every response of the service goes through (`service.request`, `service.fetch` and
+ * `contractFetch`, the fuzzers' `rawRequest`, `readSse`): checks it against the document of the
+ * service at `baseUrl` and, in enforce mode, throws on a mismatch, so the test that made the
+ * request fails; in report mode appends it to the report. A named `exemption` (EXEMPTIONS) skips it.
  */
-export const checkExchange = async (baseUrl: string, exchange: Exchange): Promise<void> => {
+export const checkExchange = async (baseUrl: string, exchange: Exchange, exemption?: Exemption): Promise<void> => {
   const mode = contractHookMode()
-  if (mode === "off") return
+  if (mode === "off" || isExempt(exemption)) return
   let doc: ContractDocument
   try {
     doc = await documentOf(baseUrl)
@@ -348,4 +396,101 @@ export const checkExchange = async (baseUrl: string, exchange: Exchange): Promis
     return
   }
   throw new Error(describeMismatch(mismatch))
+}
+
+/**
+ * The named exemptions: responses a process-level test gets from the service that the hook does
+ * not check, each with its reason. Every other way a test gets a response (`service.request`,
+ * `service.fetch` / `contractFetch`, the fuzzers' `rawRequest`, `readSse`, the SDK given
+ * `contractFetch`) goes through `checkExchange`. A caller names its exemption (`exempt:` of
+ * `rawRequest`, `checkExchange`'s `exemption`), so an exempt exchange is visible where it is made.
+ */
+export const EXEMPTIONS = {
+  /**
+   * Bytes written on a raw socket that are not a well-framed HTTP request (a request line or
+   * headers never finished, a body shorter than its Content-Length, headers past the limit): the
+   * answer, if any, is Node's HTTP parser's (400/408/431 with no body, or a closed socket), given
+   * before any route is matched, so no operation of the document can describe it.
+   * test/security/request-limits.test.ts (headers never finished; a body that stops arriving).
+   */
+  "malformed-framing": "not a well-framed HTTP request: Node's parser answers before any route, no operation describes it"
+} as const satisfies Record<string, string>
+
+export type Exemption = keyof typeof EXEMPTIONS
+
+/** Whether a check is skipped by a named exemption (checkExchange). */
+const isExempt = (exemption: Exemption | undefined): boolean => exemption !== undefined && EXEMPTIONS[exemption] !== undefined
+
+const isEventStream = (response: Response) => baseMediaType(response.headers.get("content-type") ?? "") === "text/event-stream"
+
+/**
+ * Checks a `fetch` Response of the service at `baseUrl` (checkExchange): its final URL's
+ * path (a followed redirect is checked as the GET it ended with), status, headers and body. The
+ * body is read from a clone, so the caller still reads it; an event stream's body is not read (its
+ * events are checked by test/support/sse.ts). A response from another origin (a fixture site, a
+ * fault proxy in front of the service) is not the service's and is not checked.
+ */
+export const checkResponse = async (baseUrl: string, method: string, requested: URL, response: Response): Promise<void> => {
+  if (contractHookMode() === "off") return
+  const final = response.redirected && response.url !== "" ? new URL(response.url) : requested
+  if (final.origin !== new URL(baseUrl).origin) return
+  await checkExchange(baseUrl, {
+    method: response.redirected && method.toUpperCase() !== "HEAD" ? "GET" : method.toUpperCase(),
+    pathname: final.pathname + final.search,
+    status: response.status,
+    headers: response.headers,
+    text: isEventStream(response) ? undefined : await response.clone().text()
+  })
+}
+
+/**
+ * A `fetch` bound to the service at `baseUrl` whose every response goes through the hook
+ * (checkResponse) before it is returned: a path (`/v1/...`) is resolved against `baseUrl`, a full
+ * URL is fetched as is (checked when it is the service's). The same signature as `fetch`, so it is
+ * also the SDK's `fetch` option.
+ */
+export const contractFetch = (baseUrl: string): typeof globalThis.fetch =>
+  (async (input: string | URL | Request, init?: RequestInit) => {
+    const request = input instanceof Request ? input : undefined
+    const url = new URL(request?.url ?? (typeof input === "string" && input.startsWith("/") ? baseUrl + input : String(input)))
+    const response = await fetch(request ?? url, init)
+    await checkResponse(baseUrl, init?.method ?? request?.method ?? "GET", url, response)
+    return response
+  }) as typeof globalThis.fetch
+
+/**
+ * Checks a response read off a raw socket (`HTTP/1.1 <status> ...`, its headers, its body as far as
+ * it came) to `method path` on the service at `baseUrl`: a chunked body is decoded when complete;
+ * an event stream's body is not read (as checkResponse). For tests that write HTTP by hand; one
+ * whose request is not well-framed HTTP names its exemption.
+ */
+export const checkRawHttp = async (baseUrl: string, method: string, path: string, raw: string, exemption?: Exemption): Promise<void> => {
+  if (contractHookMode() === "off" || isExempt(exemption)) return
+  const end = raw.indexOf("\r\n\r\n")
+  const head = (end < 0 ? raw : raw.slice(0, end)).split("\r\n")
+  const status = /^HTTP\/1\.[01] (\d{3})/.exec(head[0] ?? "")
+  if (status === null) throw new Error(`contract hook: ${method} ${path}: the answer is not HTTP: ${raw.slice(0, 120)}`)
+  const headers = new Headers()
+  for (const line of head.slice(1)) {
+    const colon = line.indexOf(":")
+    if (colon > 0) headers.append(line.slice(0, colon).trim(), line.slice(colon + 1).trim())
+  }
+  let text: string | undefined = end < 0 ? "" : raw.slice(end + 4)
+  if (baseMediaType(headers.get("content-type") ?? "") === "text/event-stream") text = undefined
+  else if (headers.get("transfer-encoding")?.toLowerCase() === "chunked") {
+    let body = ""
+    let at = 0
+    for (;;) {
+      const lineEnd = text.indexOf("\r\n", at)
+      if (lineEnd < 0) break
+      const size = parseInt(text.slice(at, lineEnd), 16)
+      if (!(size > 0)) break
+      body += text.slice(lineEnd + 2, lineEnd + 2 + size)
+      at = lineEnd + 2 + size + 2
+    }
+    text = body
+  }
+  // Framing is the socket's, not the document's.
+  headers.delete("transfer-encoding")
+  await checkExchange(baseUrl, { method, pathname: path, status: Number(status[1]), headers, text })
 }

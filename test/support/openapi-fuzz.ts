@@ -5,6 +5,7 @@
  * re-encode what the fuzzer means to send malformed).
  */
 import * as http from "node:http"
+import { checkExchange, type Exemption } from "./contract-hook.ts"
 
 export type Json = null | boolean | number | string | Array<Json> | { [key: string]: Json }
 // The document is JSON of the OpenAPI 3.1 shape; the walkers read it loosely.
@@ -246,9 +247,15 @@ export interface RawRequest {
   readonly headers?: Record<string, string>
   readonly body?: string | Buffer
   readonly timeoutMs?: number
+  /** A named exemption from the contract hook (contract-hook.ts EXEMPTIONS); checked otherwise. */
+  readonly exempt?: Exemption
 }
 
-/** One request over node:http with the path exactly as given. Rejects on network errors and timeouts. */
+/**
+ * One request over node:http with the path exactly as given. Rejects on network errors and
+ * timeouts. The response is held to the service's OpenAPI document by the contract hook
+ * (checkExchange; a mismatch rejects), unless the request names an exemption.
+ */
 export const rawRequest = (baseUrl: string, agent: http.Agent, request: RawRequest): Promise<RawResponse> =>
   new Promise((resolveOuter, rejectOuter) => {
     let deadline: NodeJS.Timeout | undefined
@@ -284,7 +291,14 @@ export const rawRequest = (baseUrl: string, agent: http.Agent, request: RawReque
         } catch {
           json = undefined
         }
-        resolvePromise({ status: res.statusCode ?? 0, headers: res.headers, text, json })
+        const headerList = new Headers()
+        for (const [name, value] of Object.entries(res.headers)) {
+          if (value === undefined) continue
+          for (const one of Array.isArray(value) ? value : [value]) headerList.append(name, one)
+        }
+        const response = { status: res.statusCode ?? 0, headers: res.headers, text, json }
+        checkExchange(baseUrl, { method: request.method, pathname: request.path, status: response.status, headers: headerList, text }, request.exempt)
+          .then(() => resolvePromise(response), reject)
       })
     })
     // An absolute deadline: a stream that keeps sending heartbeats never goes idle.

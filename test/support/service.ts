@@ -9,7 +9,7 @@ import { tmpdir } from "node:os"
 import * as path from "node:path"
 import pg from "pg"
 import { onJsonLines } from "./json-lines.ts"
-import { checkExchange } from "./contract-hook.ts"
+import { checkExchange, contractFetch } from "./contract-hook.ts"
 import { promisify } from "node:util"
 import { SERVICE_NODE_FLAGS } from "../../src/config/node-flags.ts"
 
@@ -31,6 +31,13 @@ export interface Service {
   readonly process: ChildProcess
   /** JSON request helper; `key` defaults to the bootstrap key, `null` sends no Authorization. */
   readonly request: (method: string, pathname: string, options?: RequestOptions) => Promise<ApiResponse>
+  /**
+   * `fetch` bound to the service: a path (`/v1/...`) is resolved against `url`; every response of
+   * the service is checked by the contract hook (contract-hook.ts `contractFetch`) before it is
+   * returned. For what `request` does not do: no bearer key added, redirects, binary bodies,
+   * cookies, streams.
+   */
+  readonly fetch: typeof globalThis.fetch
   /** Graceful stop (SIGTERM); resolves when the process exited. */
   readonly stop: () => Promise<void>
   readonly kill: () => Promise<void>
@@ -220,6 +227,7 @@ export const startService = async (options: StartOptions = {}): Promise<Service>
     logs,
     process: child,
     request,
+    fetch: contractFetch(started.url),
     stop: () => signal("SIGTERM"),
     kill: () => signal("SIGKILL"),
     cli

@@ -1,6 +1,10 @@
 /**
  * Reads a run's SSE stream over real HTTP until it ends (after the terminal event) or a deadline.
  *
+ * The response is held to the OpenAPI document by the contract hook (contract-hook.ts
+ * `contractFetch`): its status is declared for the operation, its content type and headers too
+ * (a refusal's JSON body against its schema); a mismatch throws.
+ *
  * Every event read from a product's event stream is held to the contract (src/domain/events.ts):
  * its type is one that product's stream carries, its envelope is `{type, data, created_at}` with
  * `type` equal to the frame's `event`, and its `data` decodes with the schema of its type (the
@@ -12,6 +16,7 @@
 import { Schema } from "effect"
 import { eventDataSchema, HEARTBEAT_EVENT, StreamEventTypes, type StreamKind } from "../../src/domain/events.ts"
 import { streamOfPath } from "../../src/http/api/openapi-events.ts"
+import { contractFetch } from "./contract-hook.ts"
 
 export interface SseEvent {
   readonly id: number | undefined
@@ -31,7 +36,9 @@ export const readSse = async (url: string, headers: Record<string, string>, opti
   let last: string | undefined
   let previousId: number | undefined
   try {
-    const response = await fetch(url, { headers, signal: controller.signal })
+    // The response itself (status, content type, headers; an error's body) goes through the
+    // contract hook against the document of the service at the URL's origin.
+    const response = await contractFetch(new URL(url).origin)(url, { headers, signal: controller.signal })
     status = response.status
     contentType = response.headers.get("content-type") ?? ""
     if (response.body === null) return { status, contentType, events, ended: true }

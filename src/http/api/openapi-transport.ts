@@ -19,6 +19,11 @@
  *   NUL byte or bad percent-encoding in the URL; a body that is not JSON) and 413
  *   `payload_too_large` on every operation that takes a body (test/support/contract-hook.ts
  *   holds every response of the process-level suites to the document).
+ * - The refusals of the router and the decoders, also before any endpoint: 414 `uri_too_long` on
+ *   every operation with a path parameter (a segment past the router's maxParamLength), 415
+ *   `unsupported_media_type` on every operation that takes a body (a content type it does not
+ *   parse), 422 `validation_error` on every operation with parameters or a body (the schema of a
+ *   path, query or body refused), wherever the endpoint does not declare them already.
  */
 import { Schema } from "effect"
 import { HttpApi, type HttpApiGroup } from "effect/http-api"
@@ -65,6 +70,21 @@ const envelopeSchema = {
 const badRequestResponse = {
   description: "bad_request: the request is malformed (a NUL byte or bad percent-encoding in the URL, a body that is not valid JSON)",
   content: { "application/json": { schema: { $ref: "#/components/schemas/BadRequestEncoded" } } }
+}
+
+const uriTooLongResponse = {
+  description: "uri_too_long: a segment of the path is longer than this service accepts; refused by the router",
+  content: { "application/json": { schema: { $ref: "#/components/schemas/UriTooLongEncoded" } } }
+}
+
+const unsupportedMediaTypeResponse = {
+  description: "unsupported_media_type: the body's Content-Type is not one the operation reads (application/json unless stated)",
+  content: { "application/json": { schema: { $ref: "#/components/schemas/UnsupportedMediaTypeEncoded" } } }
+}
+
+const validationErrorResponse = {
+  description: "validation_error: schema failure of the path, query or body; extra.errors[] lists {loc, msg, type}",
+  content: { "application/json": { schema: { $ref: "#/components/schemas/ValidationErrorEncoded" } } }
 }
 
 const payloadTooLargeResponse = {
@@ -150,6 +170,9 @@ export const transportHeaders = <Id extends string, Groups extends HttpApiGroup.
   const schemas: Record<string, unknown> = components["schemas"] ??= {}
   schemas["BadRequestEncoded"] ??= envelopeSchema
   schemas["PayloadTooLargeEncoded"] ??= envelopeSchema
+  schemas["UriTooLongEncoded"] ??= envelopeSchema
+  schemas["UnsupportedMediaTypeEncoded"] ??= envelopeSchema
+  schemas["ValidationErrorEncoded"] ??= envelopeSchema
   components["headers"] = { ...responseHeaders, ...components["headers"] }
   for (const [path, operations] of Object.entries<Record<string, any>>(spec["paths"] ?? {})) {
     for (const [method, operation] of Object.entries<Record<string, any>>(operations)) {
@@ -171,6 +194,12 @@ export const transportHeaders = <Id extends string, Groups extends HttpApiGroup.
       }
       operation["responses"]["400"] ??= badRequestResponse
       if (operation["requestBody"] !== undefined) operation["responses"]["413"] ??= payloadTooLargeResponse
+      const parameterPlaces = ((operation["parameters"] ?? []) as Array<Record<string, any>>).map((parameter) => parameter["in"])
+      if (parameterPlaces.includes("path")) operation["responses"]["414"] ??= uriTooLongResponse
+      if (operation["requestBody"] !== undefined) operation["responses"]["415"] ??= unsupportedMediaTypeResponse
+      if (operation["requestBody"] !== undefined || parameterPlaces.includes("path") || parameterPlaces.includes("query")) {
+        operation["responses"]["422"] ??= validationErrorResponse
+      }
       const tooMany = operation["responses"]["429"]
       if (tooMany !== undefined) tooMany["headers"] = { ...tooManyRequestsHeaders, ...tooMany["headers"] }
       for (const [status, response] of Object.entries<Record<string, any>>(operation["responses"])) {
@@ -180,7 +209,7 @@ export const transportHeaders = <Id extends string, Groups extends HttpApiGroup.
           headers["RateLimit"] = headerRef("RateLimit")
           headers["RateLimit-Policy"] = headerRef("RateLimit-Policy")
         }
-        // A copy: one response object may be shared by several operations (the 400 and 413 above).
+        // A copy: one response object may be shared by several operations (the 400, 413, 414, 415, 422 above).
         operation["responses"][status] = { ...response, headers: { ...headers, ...response["headers"] } }
       }
     }
