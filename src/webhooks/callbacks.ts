@@ -19,6 +19,7 @@ import { request as httpRequest } from "node:http"
 import { request as httpsRequest } from "node:https"
 import { AppConfig } from "../config/config.ts"
 import { DeliveryChannel, DeliveryStatus } from "../domain/delivery.ts"
+import type { WireBody } from "../domain/errors.ts"
 import { makeId } from "../domain/ids.ts"
 import { checkPublicUrl, PrivateLookupError, publicLookup } from "../net/private-address.ts"
 import { type ClaimedRow, CallbackStore, DeliveryRow } from "./callback-store.ts"
@@ -77,7 +78,14 @@ export { DeliveryRow }
 export class DeliveryNotRetryable extends Schema.TaggedError<DeliveryNotRetryable>()("DeliveryNotRetryable", {
   status: DeliveryStatus,
   reason: Schema.optional(Schema.String)
-}) {}
+}) {
+  // One answer on both retry routes (webhook deliveries and a monitor's): the specific code.
+  get httpStatus() { return 409 as const }
+  get code() { return "delivery_not_retryable" }
+  wire(): WireBody {
+    return { detail: this.reason ?? `the delivery is ${this.status}; only a failed delivery can be retried`, extra: { status: this.status } }
+  }
+}
 
 /** What `send` records. */
 export interface SendInput {

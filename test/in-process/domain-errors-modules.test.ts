@@ -20,6 +20,7 @@ import { BadRequest, Conflict, Forbidden, NotFound, statusOf, TooManyRequests, U
 import { SecretLimitReached, SecretNameTaken } from "../../src/secrets/secret-store.ts"
 import { InvalidFileName } from "../../src/store/workspace-store.ts"
 import { WebhookEndpointLimitReached } from "../../src/webhooks/webhook-endpoints.ts"
+import { DeliveryNotRetryable } from "../../src/webhooks/callbacks.ts"
 
 type Json = any
 
@@ -30,7 +31,7 @@ const schemasOf = (module: Record<string, unknown>) =>
 const errorClasses: Array<[string, Schema.Codec<unknown>]> = [
   ...schemasOf(AccountErrors),
   ...schemasOf(DelegationErrors),
-  ...schemasOf({ SecretNameTaken, SecretLimitReached, WebhookEndpointLimitReached, StripeNotConfigured, StripeSignatureInvalid, InvalidFileName, SkillRefused })
+  ...schemasOf({ SecretNameTaken, SecretLimitReached, WebhookEndpointLimitReached, DeliveryNotRetryable, StripeNotConfigured, StripeSignatureInvalid, InvalidFileName, SkillRefused })
 ]
 
 const samplesOf = (schema: Schema.Codec<unknown>) => Effect.runPromise(Arbitrary.sampleEffect(Arbitrary.schema(schema), { count: 25, seed: 27 }))
@@ -57,9 +58,9 @@ describe("errors of accounts, delegation, secrets, webhooks, workspaces, Stripe 
     expect(errorClasses.map(([name]) => name)).toEqual(expect.arrayContaining([
       "SsoFailed", "InvalidCredentials", "LoginThrottled", "AccountResourceNotFound", "RoleForbidden", "AccountConflict", "AccountLimitReached", "AccountInvalidField",
       "SignatureRejected", "DelegationNotFound", "DelegationConflict", "DelegationInvalid", "DelegationForbidden",
-      "SecretNameTaken", "InvalidFileName", "SkillRefused"
+      "SecretNameTaken", "InvalidFileName", "SkillRefused", "DeliveryNotRetryable"
     ]))
-    expect(errorClasses.length).toBe(20)
+    expect(errorClasses.length).toBe(21)
   })
 
   it("maps every class to the envelope of its declared status, with its declared code", async () => {

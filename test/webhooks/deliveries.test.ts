@@ -117,7 +117,7 @@ describe("deliveries", () => {
 
     const again = await service.request("POST", `${base}/${failed.id}/retry`)
     expect(again.status).toBe(409)
-    expect(again.json).toMatchObject({ code: "conflict", extra: { status: "delivered" } })
+    expect(again.json).toMatchObject({ code: "delivery_not_retryable", extra: { status: "delivered" } })
     const unknown = await service.request("POST", `${base}/msg_00000000000000000000000000/retry`)
     expect(unknown.status).toBe(404)
     expect(unknown.json.code).toBe("delivery_not_found")

@@ -223,5 +223,6 @@ describe("webhook deliveries of monitors", () => {
     expect((await service.request("GET", `${base}?monitor_id=${makeId("mon")}`)).json.items).toEqual([])
     const retried = await service.request("POST", `${base}/${id}/retry`)
     expect(retried.status).toBe(409)
+    expect(retried.json).toMatchObject({ code: "delivery_not_retryable", extra: { status: "delivered" } })
   })
 })

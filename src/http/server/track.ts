@@ -10,7 +10,6 @@ import { Monitors } from "../../track/monitors.ts"
 import { WebAgentApi } from "../api/api.ts"
 import { CurrentKey } from "../api/security.ts"
 import { httpErrors } from "../domain-errors.ts"
-import { conflict } from "../errors.ts"
 import { cursorPage } from "../pagination.ts"
 import { eventStream, parseLastEventId } from "../sse.ts"
 import { createdMonitorView, monitorView, snapshotView, tickRunView } from "../views/monitor-view.ts"
@@ -110,7 +109,6 @@ export const TrackHandlers = HttpApiBuilder.group(
       .handle("retryDelivery", ({ params }) =>
         find(params.mid).pipe(
           Effect.flatMap((monitor) => httpErrors(monitors.retryDelivery(monitor, params.delivery_id))),
-          Effect.catchTag("DeliveryNotRetryable", (error) => Effect.fail(conflict(`the delivery is ${error.status}; only a failed delivery can be retried`, { status: error.status }, "delivery_not_retryable"))),
           Effect.map((row) => HttpServerResponse.jsonUnsafe(deliveryView(row), { status: 202 }))
         ))
   })

@@ -4,7 +4,8 @@ import { HttpApiBuilder } from "effect/http-api"
 import { Callbacks, type DeliveryRow } from "../../webhooks/callbacks.ts"
 import { WebAgentApi } from "../api/api.ts"
 import { CurrentKey } from "../api/security.ts"
-import { conflict, notFound } from "../errors.ts"
+import { httpErrors } from "../domain-errors.ts"
+import { notFound } from "../errors.ts"
 import { cursorPage } from "../pagination.ts"
 import { iso } from "../views/timestamps.ts"
 
@@ -50,10 +51,7 @@ export const WebhookDeliveriesHandlers = HttpApiBuilder.group(
       .handle("retry", ({ params }) =>
         Effect.gen(function*() {
           const { projectId } = yield* CurrentKey
-          const row = yield* callbacks.retry(projectId, params.delivery_id).pipe(
-            Effect.catchTag("DeliveryNotRetryable", ({ status, reason }) =>
-              Effect.fail(conflict(reason ?? `the delivery is ${status}; only a failed delivery can be retried`, { status })))
-          )
+          const row = yield* httpErrors(callbacks.retry(projectId, params.delivery_id))
           if (row === undefined) return yield* missing(params.delivery_id)
           return deliveryView(row)
         }))
