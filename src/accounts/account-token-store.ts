@@ -6,6 +6,7 @@
 import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { hashToken } from "./session-tokens.ts"
+import { withMethodSpans } from "../observability/spans.ts"
 
 const decodeRows = <S extends Schema.Top>(schema: S) => {
   const decode = Schema.decodeUnknownEffect(Schema.Array(schema))
@@ -39,7 +40,7 @@ export class AccountTokenStore extends Context.Service<AccountTokenStore, {
     AccountTokenStore,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
-      return AccountTokenStore.of({
+      return AccountTokenStore.of(withMethodSpans("AccountTokenStore", {
         issue: (token, userId, email, purpose, ttl) =>
           Effect.gen(function*() {
             yield* sql`DELETE FROM account_tokens WHERE user_id = ${userId} AND expires_at < now() - interval '1 day'`
@@ -75,7 +76,7 @@ export class AccountTokenStore extends Context.Service<AccountTokenStore, {
             WHERE token_hash = ${hashToken(token)} AND purpose = 'reset_password' AND used_at IS NULL AND expires_at > now()
             RETURNING user_id, email`).pipe(Effect.map((rows) => rows[0])),
         transaction: (effect) => sql.withTransaction(effect).pipe(Effect.catchTag("SqlError", Effect.die))
-      })
+      }))
     })
   )
 }

@@ -6,6 +6,7 @@ import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { makeId } from "../domain/ids.ts"
 import { createOnce } from "../store/keyed-create.ts"
+import { withMethodSpans } from "../observability/spans.ts"
 
 const decodeRows = <S extends Schema.Top>(schema: S) => {
   const decode = Schema.decodeUnknownEffect(Schema.Array(schema))
@@ -65,7 +66,7 @@ export class BugReportStore extends Context.Service<BugReportStore, {
       const columns = sql.literal(
         "id, project_id, user_id, message, page_path, screenshot_data_url, input_method, viewport_width, viewport_height, user_agent, status, created_at"
       )
-      return BugReportStore.of({
+      return BugReportStore.of(withMethodSpans("BugReportStore", {
         insertOnce: (report) =>
           createOnce(
             sql,
@@ -89,7 +90,7 @@ export class BugReportStore extends Context.Service<BugReportStore, {
               SELECT count(*)::int AS total FROM bug_reports WHERE project_id = ${projectId} ${mine}`)
             return { rows, total }
           })
-      })
+      }))
     })
   )
 }

@@ -8,6 +8,7 @@ import { Context, Effect, Layer } from "effect"
 import { AppConfig } from "../config/config.ts"
 import { BugReportStore, type BugReportRow, type InputMethod } from "./bug-report-store.ts"
 import { AccountInvalidField } from "./errors.ts"
+import { withMethodSpans } from "../observability/spans.ts"
 
 export type { BugReportRow, InputMethod } from "./bug-report-store.ts"
 
@@ -75,7 +76,8 @@ export class BugReports extends Context.Service<BugReports, {
 
       const list = store.page
 
-      return BugReports.of({ create, list })
+      return BugReports.of({
+        ...withMethodSpans("BugReports", { list }), create })
     })
   ).pipe(Layer.provide(BugReportStore.layer))
 }

@@ -6,6 +6,7 @@
 import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { AppConfig } from "../config/config.ts"
+import { withMethodSpans } from "../observability/spans.ts"
 
 const decodeRows = <S extends Schema.Top>(schema: S) => {
   const decode = Schema.decodeUnknownEffect(Schema.Array(schema))
@@ -30,7 +31,7 @@ export class LoginAttemptStore extends Context.Service<LoginAttemptStore, {
       const sql = yield* SqlClient.SqlClient
       const window = (yield* AppConfig).loginWindowSeconds
       const windowStart = sql`to_timestamp(floor(extract(epoch FROM now()) / ${window}) * ${window})`
-      return LoginAttemptStore.of({
+      return LoginAttemptStore.of(withMethodSpans("LoginAttemptStore", {
         count: (key) =>
           decodeRows(CountedRow)(sql`
             INSERT INTO login_attempts (scope_key, window_start, attempts)
@@ -46,7 +47,7 @@ export class LoginAttemptStore extends Context.Service<LoginAttemptStore, {
           sql`
             UPDATE login_attempts SET attempts = greatest(attempts - 1, 0)
             WHERE scope_key = ${key} AND window_start = ${windowStart}`.pipe(Effect.asVoid, Effect.orDie)
-      })
+      }))
     })
   )
 }

@@ -11,6 +11,7 @@ import { Context, Effect, Layer } from "effect"
 import { AppConfig } from "../config/config.ts"
 import { LoginThrottled } from "./errors.ts"
 import { LoginAttemptStore } from "./login-attempt-store.ts"
+import { withMethodSpans } from "../observability/spans.ts"
 
 export interface ThrottleKeys {
   readonly account: string
@@ -45,7 +46,7 @@ export class LoginThrottle extends Context.Service<LoginThrottle, {
           yield* store.clear(`account:${keys.account}`)
           yield* store.giveBack(`address:${keys.address}`)
         })
-      return LoginThrottle.of({ attempt, succeeded })
+      return LoginThrottle.of(withMethodSpans("LoginThrottle", { attempt, succeeded }))
     })
   ).pipe(Layer.provide(LoginAttemptStore.layer))
 }

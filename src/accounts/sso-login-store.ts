@@ -4,6 +4,7 @@
  */
 import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
+import { withMethodSpans } from "../observability/spans.ts"
 
 const decodeRows = <S extends Schema.Top>(schema: S) => {
   const decode = Schema.decodeUnknownEffect(Schema.Array(schema))
@@ -22,7 +23,7 @@ export class SsoLoginStore extends Context.Service<SsoLoginStore, {
     SsoLoginStore,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
-      return SsoLoginStore.of({
+      return SsoLoginStore.of(withMethodSpans("SsoLoginStore", {
         start: (login, ttlSeconds) =>
           Effect.gen(function*() {
             yield* sql`DELETE FROM sso_logins WHERE expires_at < now()`
@@ -35,7 +36,7 @@ export class SsoLoginStore extends Context.Service<SsoLoginStore, {
           decodeRows(SsoLoginRow)(sql`
             DELETE FROM sso_logins WHERE state = ${state} AND expires_at > now()
             RETURNING provider_id, code_verifier, nonce, return_to`).pipe(Effect.map((rows) => rows[0]))
-      })
+      }))
     })
   )
 }

@@ -10,6 +10,7 @@ import { makeId } from "../domain/ids.ts"
 import { recordCreate } from "../store/keyed-create.ts"
 import { hashToken } from "./session-tokens.ts"
 import { normalizeEmail } from "./user-store.ts"
+import { withMethodSpans } from "../observability/spans.ts"
 
 const decodeRows = <S extends Schema.Top>(schema: S) => {
   const decode = Schema.decodeUnknownEffect(Schema.Array(schema))
@@ -127,7 +128,7 @@ export class TenantStore extends Context.Service<TenantStore, {
         WHERE m.tenant_id = ${tenantId}`
       const first = <A>(rows: ReadonlyArray<A>) => rows[0]
 
-      return TenantStore.of({
+      return TenantStore.of(withMethodSpans("TenantStore", {
         transaction: (effect) => sql.withTransaction(effect).pipe(Effect.catchTag("SqlError", Effect.die)),
         recordCreate: (id) => recordCreate(sql, id),
         exists: (tenantId) => sql`SELECT 1 FROM tenants WHERE id = ${tenantId}`.pipe(Effect.map((rows) => rows.length > 0), Effect.orDie),
@@ -225,7 +226,7 @@ export class TenantStore extends Context.Service<TenantStore, {
           projectRows(sql`
             INSERT INTO projects (id, name, tenant_id) VALUES (${makeId("proj")}, ${name}, ${tenantId})
             RETURNING id, name, tenant_id, created_at`).pipe(Effect.map((rows) => rows[0]!))
-      })
+      }))
     })
   )
 }

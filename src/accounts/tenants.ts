@@ -35,6 +35,7 @@ import {
   TenantStore
 } from "./tenant-store.ts"
 import { normalizeEmail, UserStore } from "./user-store.ts"
+import { withMethodSpans } from "../observability/spans.ts"
 
 export type {
   InvitationRow,
@@ -259,9 +260,8 @@ export class Tenants extends Context.Service<Tenants, {
       const exists = store.exists
 
       return Tenants.of({
-        exists,
-        create, listForUser, require, members, updateMember, invite, invitations, revokeInvitation, accept, projects,
-        createProject, addMember
+        ...withMethodSpans("Tenants", { exists, listForUser, require, members, invitations, projects, createProject, addMember }),
+        create, updateMember, invite, revokeInvitation, accept
       })
     })
   ).pipe(Layer.provide(Layer.mergeAll(TenantStore.layer, UserStore.layer)))

@@ -9,6 +9,7 @@ import { SqlClient } from "effect/sql"
 import type { SessionKind } from "../domain/console-session.ts"
 import { makeId } from "../domain/ids.ts"
 import { hashToken } from "./session-tokens.ts"
+import { withMethodSpans } from "../observability/spans.ts"
 
 const decodeRows = <S extends Schema.Top>(schema: S) => {
   const decode = Schema.decodeUnknownEffect(Schema.Array(schema))
@@ -124,7 +125,7 @@ export class UserStore extends Context.Service<UserStore, {
         LEFT JOIN tenant_members m ON m.tenant_id = p.tenant_id AND m.user_id = s.user_id
         WHERE s.token_hash = $1`
 
-      return UserStore.of({
+      return UserStore.of(withMethodSpans("UserStore", {
         insertWithPassword: (input) =>
           sql.withTransaction(Effect.gen(function*() {
             const id = makeId("usr")
@@ -219,7 +220,7 @@ export class UserStore extends Context.Service<UserStore, {
             INSERT INTO auth_identities (id, user_id, provider, subject) VALUES (${makeId("aid")}, ${userId}, ${provider}, ${subject})
             ON CONFLICT DO NOTHING`.pipe(Effect.asVoid, Effect.orDie),
         markVerified: (userId) => sql`UPDATE users SET email_verified = true WHERE id = ${userId}`.pipe(Effect.asVoid, Effect.orDie)
-      })
+      }))
     })
   )
 }

@@ -17,6 +17,7 @@ import { LoginThrottle } from "./login-throttle.ts"
 import { hashPassword, needsRehash, verifyPassword } from "./passwords.ts"
 import { generateSessionToken, isWellFormedSessionToken } from "./session-tokens.ts"
 import { normalizeEmail, type SessionRow, UserStore, type UserRow } from "./user-store.ts"
+import { withMethodSpans } from "../observability/spans.ts"
 
 export type { ConsoleSession, SessionKind } from "../domain/console-session.ts"
 export { normalizeEmail, type UserRow } from "./user-store.ts"
@@ -190,8 +191,18 @@ export class Users extends Context.Service<Users, {
       const passwordIdentityId = store.passwordIdentityId
 
       return Users.of({
-        create, findByEmail, login, authenticate, authenticateOnProject, logout, changePassword, get, passwordIdentityId,
-        startSession: startSessionFor, resolveSsoIdentity, setPasswordAfterProof
+        ...withMethodSpans("Users", {
+          findByEmail,
+          authenticate,
+          authenticateOnProject,
+          logout,
+          get,
+          passwordIdentityId,
+          startSession: startSessionFor,
+          resolveSsoIdentity,
+          setPasswordAfterProof
+        }),
+        create, login, changePassword
       })
     })
   ).pipe(Layer.provide(UserStore.layer))

@@ -9,6 +9,7 @@ import { apiKeyScopes } from "../domain/api-key-scope.ts"
 import { makeId } from "../domain/ids.ts"
 import { createOnce } from "../store/keyed-create.ts"
 import { displayPrefix, hashApiKey } from "./api-key-format.ts"
+import { withMethodSpans } from "../observability/spans.ts"
 
 /** The first key of the advisory lock that serialises a project's key creates (the second is the project's hash). */
 const PROJECT_KEYS_LOCK = 0x7761_6b31 // "wak1"
@@ -78,7 +79,7 @@ export class ApiKeyStore extends Context.Service<ApiKeyStore, {
         )
       // A fixed statement: the hot read skips compiling a template on every request.
       const findStatement = `SELECT ${columnList} FROM api_keys WHERE project_id = $1 AND id = $2`
-      return ApiKeyStore.of({
+      return ApiKeyStore.of(withMethodSpans("ApiKeyStore", {
         insert: (key) =>
           keyRows(sql`
             INSERT INTO api_keys (id, project_id, prefix, name, secret_hash, scope, created_by_key_id, user_id)
@@ -123,7 +124,7 @@ export class ApiKeyStore extends Context.Service<ApiKeyStore, {
         findBySecret: (token) =>
           keyRows(sql`SELECT ${columns} FROM api_keys WHERE secret_hash = ${hashApiKey(token)}`).pipe(Effect.map((rows) => rows[0])),
         markUsed: (keyId) => sql`UPDATE api_keys SET last_used_at = now() WHERE id = ${keyId}`.pipe(Effect.asVoid, Effect.orDie)
-      })
+      }))
     })
   )
 }

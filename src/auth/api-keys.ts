@@ -14,6 +14,7 @@ import { PlanLimitReached } from "../domain/errors.ts"
 import { type ApiKeyScope, apiKeyScopes } from "../domain/api-key-scope.ts"
 import { generateApiKey, isWellFormedApiKey } from "./api-key-format.ts"
 import { ApiKeyStore, type ApiKeyRow } from "./api-key-store.ts"
+import { withMethodSpans } from "../observability/spans.ts"
 
 /** last_used_at is refreshed at most this often, so reads do not each cost a write. */
 const LAST_USED_RESOLUTION_MS = 60 * 1000
@@ -135,7 +136,7 @@ export class ApiKeys extends Context.Service<ApiKeys, {
         return Effect.succeed(graceUntil !== null && graceUntil.getTime() <= now ? "revoked" as const : cached.row)
       }
 
-      return ApiKeys.of({ create, createWithinPlan, list, count, find, revoke, authenticate })
+      return ApiKeys.of(withMethodSpans("ApiKeys", { create, createWithinPlan, list, count, find, revoke, authenticate }))
     })
   ).pipe(Layer.provide(ApiKeyStore.layer))
 }

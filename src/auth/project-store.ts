@@ -7,6 +7,7 @@ import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { makeId } from "../domain/ids.ts"
 import { ProjectId } from "../domain/run.ts"
+import { withMethodSpans } from "../observability/spans.ts"
 
 /** The advisory lock the first start takes (its number is the one every node uses). */
 const BOOTSTRAP_LOCK = 7261001
@@ -38,7 +39,7 @@ export class ProjectStore extends Context.Service<ProjectStore, {
     ProjectStore,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
-      return ProjectStore.of({
+      return ProjectStore.of(withMethodSpans("ProjectStore", {
         insert: (name) =>
           projectRows(sql`INSERT INTO projects (id, name) VALUES (${makeId("proj")}, ${name}) RETURNING id, name, created_at`).pipe(
             Effect.map((rows) => rows[0]!)
@@ -54,7 +55,7 @@ export class ProjectStore extends Context.Service<ProjectStore, {
             yield* sql`SELECT pg_advisory_xact_lock(${BOOTSTRAP_LOCK})`
             return yield* effect
           })).pipe(Effect.catchTag("SqlError", Effect.die))
-      })
+      }))
     })
   )
 }

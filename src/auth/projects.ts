@@ -1,6 +1,7 @@
 /** Projects: the unit an API key is scoped to. Their SQL is the store's (src/auth/project-store.ts). */
 import { Context, Effect, Layer } from "effect"
 import { ProjectStore, type ProjectRow } from "./project-store.ts"
+import { withMethodSpans } from "../observability/spans.ts"
 
 export type { ProjectRow } from "./project-store.ts"
 
@@ -20,7 +21,7 @@ export class Projects extends Context.Service<Projects, {
     Projects,
     Effect.gen(function*() {
       const store = yield* ProjectStore
-      return Projects.of({
+      return Projects.of(withMethodSpans("Projects", {
         create: store.insert,
         find: store.find,
         count: store.count,
@@ -30,7 +31,7 @@ export class Projects extends Context.Service<Projects, {
             if ((yield* store.count) > 0) return undefined
             return yield* make
           }))
-      })
+      }))
     })
   ).pipe(Layer.provide(ProjectStore.layer))
 }

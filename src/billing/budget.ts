@@ -18,6 +18,7 @@ import { toMicros } from "../domain/money.ts"
 import { type Balance, LedgerStore, WARNING_RATIO } from "../store/ledger.ts"
 import { Ledger } from "./ledger.ts"
 import type { Exhausted } from "../domain/billing.ts"
+import { withMethodSpans } from "../observability/spans.ts"
 
 export interface BudgetStatus {
   /** The monthly cap in micro-USD; null: no cap. */
@@ -87,8 +88,8 @@ export class Budget extends Context.Service<Budget, {
       })
 
       return Budget.of({
+        ...withMethodSpans("Budget", { held: holds.outstanding }),
         status,
-        held: holds.outstanding,
         statusWithBalance: Effect.fn("Budget.statusWithBalance")(statusAndBalance),
         exhausted: Effect.fn("Budget.exhausted")(function*(projectId: string) {
           if (!ledger.enabled) return null

@@ -7,6 +7,7 @@ import { Context, Effect, Layer, Schema } from "effect"
 import { AppConfig } from "../config/config.ts"
 import { toMicros } from "../domain/money.ts"
 import { type Balance, type Bucket, type ChargeInput, type ChargeOutcome, type Entry, LedgerStore, type UsageQuery } from "../store/ledger.ts"
+import { withMethodSpans } from "../observability/spans.ts"
 
 export type { UsageQuery }
 
@@ -42,6 +43,7 @@ export class Ledger extends Context.Service<Ledger, {
       const config = yield* AppConfig
 
       return Ledger.of({
+        ...withMethodSpans("Ledger", { balance: store.balance, rederive: store.rederive, usage: store.usage }),
         enabled: config.billing === "on",
         minBalanceMicros: toMicros(config.billingMinBalanceUsd),
         charge: (input) => store.charge(input).pipe(Effect.withSpan("Ledger.charge")),
@@ -53,9 +55,6 @@ export class Ledger extends Context.Service<Ledger, {
             kind: bucket === "monthly" ? "grant_monthly" : "topup",
             idempotencyKey: idempotencyKey ?? `grant:${crypto.randomUUID()}`
           }).pipe(Effect.withSpan("Ledger.grant")),
-        balance: store.balance,
-        rederive: store.rederive,
-        usage: store.usage,
         account: Effect.fn("Ledger.account")(function*(projectId: string) {
           const current = yield* store.balance(projectId)
           const sums = yield* store.periodSums(projectId, current.periodStart)

@@ -9,6 +9,7 @@ import { SqlClient } from "effect/sql"
 import type { Plan } from "../config/plan-table.ts"
 import { countScheduledRuns } from "../store/autonomous-schedules.ts"
 import { grantMonthlyInTransaction, lockBalance } from "../store/ledger.ts"
+import { withMethodSpans } from "../observability/spans.ts"
 
 const decodeSubscription = Schema.decodeUnknownSync(Schema.Struct({ plan_id: Schema.String, subscription_status: Schema.String }))
 const KeyUsage = Schema.Struct({ id: Schema.String, name: Schema.NullOr(Schema.String), running: Schema.Number })
@@ -36,7 +37,7 @@ export class PlanStore extends Context.Service<PlanStore, {
     PlanStore,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
-      return PlanStore.of({
+      return PlanStore.of(withMethodSpans("PlanStore", {
         syncTable: (plans, defaultPlan) =>
           Effect.gen(function*() {
             for (const plan of plans) {
@@ -78,7 +79,7 @@ export class PlanStore extends Context.Service<PlanStore, {
         projectExists: (projectId) =>
           sql`SELECT id FROM projects WHERE id = ${projectId}`.pipe(Effect.map((rows) => rows.length > 0), Effect.orDie),
         scheduledRunning: (projectId) => countScheduledRuns(projectId).pipe(Effect.provideService(SqlClient.SqlClient, sql))
-      })
+      }))
     })
   )
 }

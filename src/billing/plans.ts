@@ -18,6 +18,7 @@ import { Context, Effect, Layer, Option, Schema } from "effect"
 import { AppConfig } from "../config/config.ts"
 import { PlanStore } from "./plan-store.ts"
 import { loadPlanTable, type Plan, type PlanTable } from "../config/plan-table.ts"
+import { withMethodSpans } from "../observability/spans.ts"
 
 export type { Plan } from "../config/plan-table.ts"
 
@@ -104,16 +105,18 @@ export class Plans extends Context.Service<Plans, {
       })
 
       return Plans.of({
+        ...withMethodSpans<Pick<Plans["Service"], "forProject" | "concurrencyCap" | "capsFor" | "scheduledCap">>("Plans", {
+          forProject: (projectId) => subscription(projectId).pipe(Effect.map((s) => s.plan)),
+          // An override needs no read of the project's plan.
+          concurrencyCap: (projectId) =>
+            concurrencyOverride !== undefined ? Effect.succeed(concurrencyOverride) : subscription(projectId).pipe(Effect.map((s) => capsOf(s.plan).concurrency)),
+          capsFor: (projectId) => subscription(projectId).pipe(Effect.map((s) => capsOf(s.plan))),
+          scheduledCap: (projectId) =>
+            scheduledOverride !== undefined ? Effect.succeed(scheduledOverride) : subscription(projectId).pipe(Effect.map((s) => capsOf(s.plan).scheduled))
+        }),
         table,
-        forProject: (projectId) => subscription(projectId).pipe(Effect.map((s) => s.plan)),
         subscription,
         capsOf,
-        // An override needs no read of the project's plan.
-        concurrencyCap: (projectId) =>
-          concurrencyOverride !== undefined ? Effect.succeed(concurrencyOverride) : subscription(projectId).pipe(Effect.map((s) => capsOf(s.plan).concurrency)),
-        capsFor: (projectId) => subscription(projectId).pipe(Effect.map((s) => capsOf(s.plan))),
-        scheduledCap: (projectId) =>
-          scheduledOverride !== undefined ? Effect.succeed(scheduledOverride) : subscription(projectId).pipe(Effect.map((s) => capsOf(s.plan).scheduled)),
         set: Effect.fn("Plans.set")(function*(projectId: string, planId: string) {
           const plan = byId.get(planId)
           if (plan === undefined) return yield* new UnknownPlan({ planId, known: table.plans.map((p) => p.id) })

@@ -7,6 +7,7 @@
 import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { type Bucket, type ChargeInput, creditInTransaction } from "../store/ledger.ts"
+import { withMethodSpans } from "../observability/spans.ts"
 
 export interface AutoRechargeSettings {
   readonly projectId: string
@@ -129,7 +130,7 @@ export class RechargeStore extends Context.Service<RechargeStore, {
           WHERE project_id = ${projectId} AND month_start = date_trunc('month', now(), 'UTC') AND status IN ('pending', 'succeeded')`.pipe(
           Effect.map((rows) => decodeTotal(rows[0]).total)
         )
-      return RechargeStore.of({
+      return RechargeStore.of(withMethodSpans("RechargeStore", {
         transaction: (effect) => sql.withTransaction(effect).pipe(Effect.catchTag("SqlError", Effect.die)),
         view: (projectId) =>
           sql.withTransaction(Effect.gen(function*() {
@@ -254,7 +255,7 @@ export class RechargeStore extends Context.Service<RechargeStore, {
           sql`UPDATE auto_recharges SET last_error = ${error},
               next_attempt_at = now() + ${`${delaySeconds} seconds`}::interval
               WHERE id = ${rechargeId} AND status = 'pending'`.pipe(Effect.asVoid, Effect.orDie)
-      })
+      }))
     })
   )
 }

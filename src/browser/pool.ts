@@ -17,6 +17,7 @@ import { browserChoices, type LocalChromium, selectChromium } from "./chromium-e
 import { type EgressProxy, startEgressProxy } from "./egress-proxy.ts"
 import { installSettleTracker } from "./page-script.ts"
 import { installNavigationGuard, type NavigationGuard } from "./guard.ts"
+import { withMethodSpans } from "../observability/spans.ts"
 
 /** Flags that let Chromium run headless as root in a Debian container and stay quiet on the network. */
 export const chromiumArgs: ReadonlyArray<string> = [
@@ -527,7 +528,7 @@ export const makeBrowserPool = Effect.fnUntraced(function*(config: BrowserPoolCo
       })
     )
 
-  return BrowserPool.of({
+  return BrowserPool.of(withMethodSpans("BrowserPool", {
     acquireContext,
     withEphemeralPage,
     stats: Effect.sync(() => ({
@@ -538,7 +539,7 @@ export const makeBrowserPool = Effect.fnUntraced(function*(config: BrowserPoolCo
       browserRestarts: state.browserRestarts
     })),
     currentBrowser: Effect.sync(() => Option.fromNullishOr(state.browser))
-  })
+  }))
 })
 
 const closedPattern = /Target page, context or browser has been closed|Browser has been closed|browser has disconnected|Target closed|Connection closed/i

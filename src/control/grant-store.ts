@@ -9,6 +9,7 @@ import { SqlClient } from "effect/sql"
 import { RunStatuses, type RunStatus } from "../domain/run-state.ts"
 import { RunId, SessionId } from "../domain/run.ts"
 import { EVENTS_CHANNEL } from "../store/runs.ts"
+import { withMethodSpans } from "../observability/spans.ts"
 
 export const GrantStatus = Schema.Literals(["pending", "active", "released", "expired", "superseded", "ended"])
 export type GrantStatus = typeof GrantStatus.Type
@@ -89,7 +90,7 @@ export class GrantStore extends Context.Service<GrantStore, {
       const controllerColumn = sql`(extract(epoch FROM connected_at) * 1000000)::bigint::text AS controller`
       const grants = (rows: ReadonlyArray<unknown>) => rows.map(decodeGrant)
       const status = (rows: ReadonlyArray<unknown>) => rows[0] === undefined ? undefined : decodeRunStatus(rows[0]).status
-      return GrantStore.of({
+      return GrantStore.of(withMethodSpans("GrantStore", {
         transaction: (effect) => sql.withTransaction(effect).pipe(Effect.catchTag("SqlError", Effect.die)),
         lockRun: (runId) => sql`SELECT status FROM runs WHERE id = ${runId} FOR UPDATE`.pipe(Effect.map(status), Effect.orDie),
         runStatus: (runId) => sql`SELECT status FROM runs WHERE id = ${runId}`.pipe(Effect.map(status), Effect.orDie),
@@ -141,7 +142,7 @@ export class GrantStore extends Context.Service<GrantStore, {
             Effect.map((rows) => rows.map((row) => decodeId(row).id)),
             Effect.orDie
           )
-      })
+      }))
     })
   )
 }

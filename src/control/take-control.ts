@@ -38,6 +38,7 @@ import type { Run, RunId } from "../domain/run.ts"
 import { RunStore } from "../store/runs.ts"
 import { loadUrlSigner } from "../store/url-signer.ts"
 import { type Grant, GrantStore, type GrantStatus } from "./grant-store.ts"
+import { withMethodSpans } from "../observability/spans.ts"
 
 export type { Grant, GrantStatus }
 
@@ -141,7 +142,7 @@ export class TakeControl extends Context.Service<TakeControl, {
           }
         }))
 
-      return TakeControl.of({
+      return TakeControl.of(withMethodSpans("TakeControl", {
         issue: (run, reason, baseUrl) =>
           tx(Effect.gen(function*() {
             const status = yield* lockRun(run.id)
@@ -233,7 +234,7 @@ export class TakeControl extends Context.Service<TakeControl, {
         expireDue,
         grant: (grantId) => grantById(grantId),
         openGrants: grants.open
-      })
+      }))
     })
   ).pipe(Layer.provide(GrantStore.layer))
 }

@@ -11,6 +11,7 @@ import { hashToken } from "../accounts/session-tokens.ts"
 import { makeId } from "../domain/ids.ts"
 import { ProjectId } from "../domain/run.ts"
 import { recordCreate } from "../store/keyed-create.ts"
+import { withMethodSpans } from "../observability/spans.ts"
 
 const decodeRows = <S extends Schema.Top>(schema: S) => {
   const decode = Schema.decodeUnknownEffect(Schema.Array(schema))
@@ -167,7 +168,7 @@ export class DelegationStore extends Context.Service<DelegationStore, {
       const accessKeySelect = sql.literal(accessKeyColumns)
       const first = <A>(rows: ReadonlyArray<A>) => rows[0]
 
-      return DelegationStore.of({
+      return DelegationStore.of(withMethodSpans("DelegationStore", {
         transaction: (effect) => sql.withTransaction(effect).pipe(Effect.catchTag("SqlError", Effect.die)),
         recordCreate: (id) => recordCreate(sql, id),
         lockTenant: (tenantId) => sql`SELECT id FROM tenants WHERE id = ${tenantId} FOR UPDATE`.pipe(Effect.asVoid, Effect.orDie),
@@ -276,7 +277,7 @@ export class DelegationStore extends Context.Service<DelegationStore, {
             UPDATE delegation_grants SET status = 'revoked', revoked_at = now(), revoked_by_user_id = ${userId}
             WHERE id = ${grantId} AND status IN ('pending', 'approved', 'active')
             RETURNING ${grantSelect}`).pipe(Effect.map(first))
-      })
+      }))
     })
   )
 }

@@ -23,6 +23,7 @@ import { earlierCreate } from "../store/keyed-create.ts"
 import { StateCipher } from "../security/state-cipher.ts"
 import { type AccessKeyRow, DelegationStore, type GrantRow } from "./delegation-store.ts"
 import { DelegationConflict, DelegationForbidden, DelegationInvalid, DelegationNotFound, SignatureRejected } from "./errors.ts"
+import { withMethodSpans } from "../observability/spans.ts"
 import {
   generateAccessKeySecret,
   generateCode,
@@ -332,8 +333,8 @@ export class Delegations extends Context.Service<Delegations, {
       })
 
       return Delegations.of({
-        createAccessKey, listAccessKeys, revokeAccessKey, verifySigned, request, consentView, decide, complete, authenticateToken,
-        listGrants, revokeGrant
+        ...withMethodSpans("Delegations", { listAccessKeys, revokeAccessKey, authenticateToken, listGrants }),
+        createAccessKey, verifySigned, request, consentView, decide, complete, revokeGrant
       })
     })
   ).pipe(Layer.provide(Layer.mergeAll(StateCipher.layer, DelegationStore.layer)))

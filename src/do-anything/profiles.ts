@@ -32,6 +32,7 @@ import { createOnce, KeyedRequest } from "../store/keyed-create.ts"
 import { type ProfileFields, ProfileStore } from "../profiles/profile-store.ts"
 import { loginInstructions } from "../profiles/login-hold.ts"
 import type { ProbeResult } from "../profiles/probe.ts"
+import { withMethodSpans } from "../observability/spans.ts"
 
 export { loginInstructions } from "../profiles/login-hold.ts"
 
@@ -124,11 +125,13 @@ export class Profiles extends Context.Service<Profiles, {
         })).pipe(Effect.timeoutOption(LOGIN_RUN_START), Effect.map(Option.getOrUndefined))
 
       return Profiles.of({
-        create: createProfile,
-        list: store.list,
-        get: store.get,
-        update: store.update,
-        remove: store.remove,
+        ...withMethodSpans("Profiles", {
+          create: createProfile,
+          list: store.list,
+          get: store.get,
+          update: store.update,
+          remove: store.remove
+        }),
         startLogin: Effect.fn("Profiles.startLogin")(function*(key, request, baseUrl) {
           const given = request.profile_id ?? null
           if (given !== null && ((request.name ?? null) !== null || (request.customer_user_id ?? null) !== null)) {

@@ -35,6 +35,7 @@ import { cancelRun } from "../entities/cancel.ts"
 import { SessionSchedules } from "./schedules.ts"
 import { decodeSessionSchedule, validateSessionSchedule } from "../domain/schedule-spec.ts"
 import { SessionEntity } from "../entities/session.ts"
+import { withMethodSpans } from "../observability/spans.ts"
 
 /**
  * A Convention B run on an existing session without instructions observes: it reports the state
@@ -249,6 +250,7 @@ export class Sessions extends Context.Service<Sessions, {
       })
 
       return Sessions.of({
+        ...withMethodSpans("Sessions", { cancel }),
         create: Effect.fn("Sessions.create")(function*(key: { readonly projectId: ProjectId; readonly keyId: string }, request: DoAnythingRequest, options?: {
           readonly beforeExecute?: (created: { readonly session: Session; readonly run: Run }) => Effect.Effect<void>
         }) {
@@ -326,7 +328,6 @@ export class Sessions extends Context.Service<Sessions, {
           yield* store.answerInputRequest(run.id, inputRequestId, response)
           return (yield* store.getRun(run.id)) ?? run
         }),
-        cancel,
         close: Effect.fn("Sessions.close")(function*(projectId: ProjectId, sessionId: SessionId) {
           const { session, runs } = yield* find(projectId, sessionId)
           // Closing by its owner ends the session's schedule first, so no firing adds a run meanwhile.

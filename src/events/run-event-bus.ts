@@ -15,6 +15,7 @@
 import { PgClient } from "@effect/sql-pg"
 import { Cause, Context, Effect, Layer, Queue, Schedule, type Scope } from "effect"
 import { EVENTS_CHANNEL, type RunEvent } from "../store/runs.ts"
+import { withMethodSpans } from "../observability/spans.ts"
 
 /** Recent events kept per followed run; a follower further behind reads the database. */
 const FEED_EVENTS = 512
@@ -163,7 +164,7 @@ export class RunEventBus extends Context.Service<RunEventBus, {
         Effect.forkScoped
       )
 
-      return RunEventBus.of({
+      return RunEventBus.of(withMethodSpans("RunEventBus", {
         wakeups: (runId) =>
           Effect.acquireRelease(
             Effect.gen(function*() {
@@ -210,7 +211,7 @@ export class RunEventBus extends Context.Service<RunEventBus, {
             }
             return { after, unsubscribe }
           })
-      })
+      }))
     })
   )
 }

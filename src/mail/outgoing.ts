@@ -6,6 +6,7 @@
  */
 import { Context, Data, Effect, Layer, Option, Redacted } from "effect"
 import { AppConfig } from "../config/config.ts"
+import { withMethodSpans } from "../observability/spans.ts"
 
 export interface OutgoingMessage {
   readonly to: string
@@ -29,13 +30,13 @@ export class OutgoingMail extends Context.Service<OutgoingMail, {
       const config = yield* AppConfig
       const from = Option.getOrElse(config.mailFrom, () => DEFAULT_MAIL_FROM)
       if (Option.isNone(config.smtpUrl)) {
-        return OutgoingMail.of({
+        return OutgoingMail.of(withMethodSpans("OutgoingMail", {
           delivery: "log",
           send: (message) =>
             Effect.logWarning("outgoing mail not sent (no WA_SMTP_URL); pass it on to the recipient").pipe(
               Effect.annotateLogs({ mail_to: message.to, mail_subject: message.subject, mail_text: message.text })
             )
-        })
+        }))
       }
       // Loaded only when mail is configured: nodemailer costs about 0.2 s of start-up on a loaded host.
       const { createTransport } = yield* Effect.promise(() => import("nodemailer"))
@@ -47,7 +48,7 @@ export class OutgoingMail extends Context.Service<OutgoingMail, {
         socketTimeout: 20_000
       }, { from })
       yield* Effect.addFinalizer(() => Effect.sync(() => transport.close()))
-      return OutgoingMail.of({
+      return OutgoingMail.of(withMethodSpans("OutgoingMail", {
         delivery: "smtp",
         send: (message) =>
           Effect.tryPromise({
@@ -57,7 +58,7 @@ export class OutgoingMail extends Context.Service<OutgoingMail, {
             Effect.asVoid,
             Effect.tapError((error) => Effect.logWarning("outgoing mail failed").pipe(Effect.annotateLogs({ mail_to: message.to, error: error.detail })))
           )
-      })
+      }))
     })
   )
 }

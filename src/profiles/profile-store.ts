@@ -15,6 +15,7 @@ import { makeId } from "../domain/ids.ts"
 import { decodeProfile, MAX_STATE_BYTES, type Profile, type ProfileId, type ProfileLogin, type ProfileState } from "../domain/profile.ts"
 import type { SessionId } from "../domain/run.ts"
 import { StateCipher, type StateUnreadable } from "../security/state-cipher.ts"
+import { withMethodSpans } from "../observability/spans.ts"
 
 export interface ProfileFields {
   readonly name?: string | null | undefined
@@ -86,7 +87,7 @@ export class ProfileStore extends Context.Service<ProfileStore, {
 
       const set = (fields: ProfileFields, key: keyof ProfileFields) => key in fields && fields[key] !== undefined
 
-      return ProfileStore.of({
+      return ProfileStore.of(withMethodSpans("ProfileStore", {
         create: (projectId, fields) =>
           Effect.gen(function*() {
             const id = makeId("prof")
@@ -193,7 +194,7 @@ export class ProfileStore extends Context.Service<ProfileStore, {
             FROM profile_logins WHERE session_id = ${sessionId} ORDER BY updated_at DESC LIMIT 1`.pipe(Effect.map((rows) => rows[0]), Effect.orDie),
         exists: (projectId, profileId) =>
           sql`SELECT 1 FROM profiles WHERE id = ${profileId} AND project_id = ${projectId}`.pipe(Effect.map((rows) => rows.length > 0), Effect.orDie)
-      })
+      }))
     })
   ).pipe(Layer.provide(StateCipher.layer))
 }

@@ -19,6 +19,7 @@ import { playwright } from "../browser/playwright.ts"
 import { chromiumArgs } from "../browser/pool.ts"
 import { BrowserCrashed, BrowserUnavailable } from "../browser/errors.ts"
 import { BrowserPool } from "../browser/pool.ts"
+import { withMethodSpans } from "../observability/spans.ts"
 
 export class BrowserError extends Schema.TaggedError<BrowserError>()("BrowserError", {
   message: Schema.String
@@ -152,7 +153,7 @@ export class ReaderBrowser extends Context.Service<ReaderBrowser, ReaderBrowserS
       )
     )
 
-    return ReaderBrowser.of({ withPage, withExtractionPage: extraction.withExtractionPage })
+    return ReaderBrowser.of(withMethodSpans("ReaderBrowser", { withPage, withExtractionPage: extraction.withExtractionPage }))
   })
 
   /** On the shared BrowserPool: fresh leased contexts for reads, a few leased warm pages for extraction. */
@@ -195,7 +196,7 @@ export class ReaderBrowser extends Context.Service<ReaderBrowser, ReaderBrowserS
     )
     yield* Scope.addFinalizer(layerScope, extraction.closeAll)
 
-    return ReaderBrowser.of({ withPage, withExtractionPage: extraction.withExtractionPage })
+    return ReaderBrowser.of(withMethodSpans("ReaderBrowser", { withPage, withExtractionPage: extraction.withExtractionPage }))
   })
 
   /** Standalone Chromium with explicit options. */

@@ -20,6 +20,7 @@ import { type Extracted, extractFromHtml, extractFromPage } from "./extract-in-p
 import { fetchPage, type FetchOptions, guardUrl, ReaderError } from "./http-fetch.ts"
 import { htmlText } from "./html-text.ts"
 import { ReaderBrowser } from "./reader-browser.ts"
+import { withMethodSpans } from "../observability/spans.ts"
 
 export { ReaderError } from "./http-fetch.ts"
 
@@ -335,7 +336,7 @@ export class Reader extends Context.Service<Reader, {
       return toResult(url, page.finalUrl, page.mediaType, "http", { ...plainExtracted(page.finalUrl, text), title }, now)
     })
 
-    return Reader.of({ read, readFresh, extractHtml })
+    return Reader.of(withMethodSpans("Reader", { read, readFresh, extractHtml }))
   })
 
   /** With explicit settings (tests, embedding); needs a ReaderBrowser. */

@@ -28,6 +28,7 @@ import type { ContextLease } from "../browser/pool.ts"
 import { type ArtifactRow, ArtifactStore } from "../store/artifacts.ts"
 import { rrwebAssets } from "./rrweb-assets.ts"
 import { type RecordingSettings, rrwebRecordOptions } from "./settings.ts"
+import { withMethodSpans } from "../observability/spans.ts"
 
 /** The artifact a run's recording is stored as (JSON `{format, run_id, events, ...}`, gzip). */
 export const RECORDING_ARTIFACT_NAME = "recording.json"
@@ -346,7 +347,7 @@ export class RunRecorders extends Context.Service<RunRecorders, {
           return Effect.promise(() => entry.recorder.end(entry.recording))
         })
 
-      return RunRecorders.of({
+      return RunRecorders.of(withMethodSpans("RunRecorders", {
         start: (runId, lease, settings) =>
           settings === undefined ? Effect.succeed(undefined) : Effect.tryPromise(async () => {
             const recorder = await install(lease.context)
@@ -376,7 +377,7 @@ export class RunRecorders extends Context.Service<RunRecorders, {
             Effect.annotateLogs({ run_id: runId })
           ),
         discard: (runId) => stopOf(runId).pipe(Effect.asVoid, Effect.catchCause(() => Effect.void))
-      })
+      }))
     })
   )
 

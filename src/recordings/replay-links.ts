@@ -5,6 +5,7 @@
  */
 import { Context, Effect, Layer } from "effect"
 import { loadUrlSigner } from "../store/url-signer.ts"
+import { withMethodSpans } from "../observability/spans.ts"
 
 export const REPLAY_URL_TTL_SECONDS = 15 * 60
 
@@ -24,7 +25,7 @@ export class RecordingLinks extends Context.Service<RecordingLinks, {
       const signer = yield* loadUrlSigner
       const message = (artifactId: string, expires: number) => `recording:${artifactId}:${expires}`
       const signature = (artifactId: string, expires: number) => signer.sign(message(artifactId, expires))
-      return RecordingLinks.of({
+      return RecordingLinks.of(withMethodSpans("RecordingLinks", {
         sign: (artifactId) =>
           Effect.sync(() => {
             const expires = Math.floor(Date.now() / 1000) + REPLAY_URL_TTL_SECONDS
@@ -35,7 +36,7 @@ export class RecordingLinks extends Context.Service<RecordingLinks, {
           }),
         verify: (artifactId, expires, given) =>
           Effect.sync(() => signer.check(message(artifactId, expires), expires, given))
-      })
+      }))
     })
   )
 }

@@ -23,6 +23,7 @@ import { RunNotifier } from "../webhooks/run-notifier.ts"
 import { applyOutlineEdits, depthBudgets } from "./pipeline.ts"
 import { initialState, PRIOR_REPORT_CHARS, type ResearchState } from "./report.ts"
 import { decodeOutlineAnswer, type Outline, type OutlineEdit, ResearchResult } from "../domain/research.ts"
+import { withMethodSpans } from "../observability/spans.ts"
 
 const decodeResult = Schema.decodeUnknownOption(ResearchResult)
 
@@ -152,7 +153,11 @@ export class Research extends Context.Service<Research, {
       })
 
       return Research.of({
-        create: (projectId, request) => start(projectId, request),
+        ...withMethodSpans<Pick<Research["Service"], "create" | "list" | "artifacts">>("Research", {
+          create: (projectId, request) => start(projectId, request),
+          list: (projectId, status, limit, beforeId) => store.listRuns(projectId, "deep_research", status, limit, beforeId),
+          artifacts: (run, page) => artifactStore.list(run.id, page)
+        }),
         followup: Effect.fn("Research.followup")(function*(run: Run, question: string) {
           if (run.status !== "done") return yield* new ParentRunNotReady({ runId: run.id, status: run.status, operation: "followup", needs: "done" })
           const report = Option.match(decodeResult(run.output), { onNone: () => "", onSome: (result) => result.final_md })
@@ -184,7 +189,6 @@ export class Research extends Context.Service<Research, {
         find: Effect.fn("Research.find")(function*(projectId: ProjectId, runId: RunId) {
           return yield* store.findRun(projectId, runId, "deep_research")
         }),
-        list: (projectId, status, limit, beforeId) => store.listRuns(projectId, "deep_research", status, limit, beforeId),
         details,
         answer: Effect.fn("Research.answer")(function*(run: Run, requestId: string, response: unknown) {
           if (run.status !== "awaiting_input") return yield* new RunNotAwaitingInput({ runId: run.id, status: run.status })
@@ -224,7 +228,6 @@ export class Research extends Context.Service<Research, {
           yield* store.setFeedback(run.id, feedback)
           return yield* reread(run)
         }),
-        artifacts: (run, page) => artifactStore.list(run.id, page),
         artifact: Effect.fn("Research.artifact")(function*(run: Run, artifactId: string) {
           const artifact = yield* artifactStore.content(run.id, artifactId)
           if (artifact === undefined) return yield* new ArtifactNotFound({ runId: run.id, artifactId })

@@ -9,7 +9,7 @@
  * - A run takes the policy when it starts; a change applies to runs started afterwards.
  */
 import { Context, Effect, Layer, Schema } from "effect"
-import { InvalidField } from "../domain/errors.ts"
+import { InvalidField, type WireBody } from "../domain/errors.ts"
 import {
   type BoundaryRefusal,
   checkUrl,
@@ -22,6 +22,7 @@ import {
   urlsOfCreate
 } from "./policy.ts"
 import { SafetyPolicyStore, type StoredPolicy } from "./store.ts"
+import { withMethodSpans } from "../observability/spans.ts"
 
 export { type BoundaryRefusal, CONFIRM_CATEGORIES, type ConfirmCategory, type SafetyPolicy } from "./policy.ts"
 export type { StoredPolicy } from "./store.ts"
@@ -33,7 +34,16 @@ export class SafetyBoundaryViolated extends Schema.TaggedError<SafetyBoundaryVio
   url: Schema.String,
   domain: Schema.NullOr(Schema.String),
   rule: Schema.String
-}) {}
+}) {
+  get httpStatus() { return 403 as const }
+  get code() { return "safety_boundary_violated" }
+  wire(): WireBody {
+    return {
+      detail: `refused by the project's safety boundary (/v1/projects/{pid}/safety): ${this.field} names ${this.url}; ${this.reason}`,
+      extra: { reason: this.reason, field: this.field, url: this.url, domain: this.domain, rule: this.rule }
+    }
+  }
+}
 
 export interface PolicyInput {
   readonly allowed_domains?: ReadonlyArray<string> | undefined
@@ -106,7 +116,7 @@ export class SafetyPolicies extends Context.Service<SafetyPolicies, {
     Effect.gen(function*() {
       const store = yield* SafetyPolicyStore
       return SafetyPolicies.of({
-        get: store.get,
+        ...withMethodSpans<Pick<SafetyPolicies["Service"], "get" | "forRun">>("SafetyPolicies", { get: store.get, forRun: (projectId) => Effect.map(store.get(projectId), runSafety) }),
         put: Effect.fn("SafetyPolicies.put")(function*(projectId: string, input: PolicyInput) {
           return yield* store.put(projectId, yield* normalisePolicy(input))
         }),
@@ -126,8 +136,7 @@ export class SafetyPolicies extends Context.Service<SafetyPolicies, {
               })
             }
           }
-        }),
-        forRun: (projectId) => Effect.map(store.get(projectId), runSafety)
+        })
       })
     })
   ).pipe(Layer.provide(SafetyPolicyStore.layer))

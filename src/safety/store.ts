@@ -5,6 +5,7 @@
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import type { ConfirmCategory, SafetyPolicy } from "./policy.ts"
+import { withMethodSpans } from "../observability/spans.ts"
 
 export interface StoredPolicy extends SafetyPolicy {
   /** Null while the project has never set one. */
@@ -27,7 +28,7 @@ export class SafetyPolicyStore extends Context.Service<SafetyPolicyStore, {
     SafetyPolicyStore,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
-      return SafetyPolicyStore.of({
+      return SafetyPolicyStore.of(withMethodSpans("SafetyPolicyStore", {
         get: (projectId) =>
           sql<Row>`SELECT allowed_domains, denied_domains, confirm_actions, updated_at FROM safety_policies WHERE project_id = ${projectId}`.pipe(
             Effect.map((rows): StoredPolicy => rows[0] ?? { allowed_domains: [], denied_domains: [], confirm_actions: [], updated_at: null }),
@@ -47,7 +48,7 @@ export class SafetyPolicyStore extends Context.Service<SafetyPolicyStore, {
             Effect.map((rows): StoredPolicy => rows[0]!),
             Effect.orDie
           )
-      })
+      }))
     })
   )
 }

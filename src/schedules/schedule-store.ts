@@ -7,6 +7,7 @@
 import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { StoredSchedule } from "../domain/schedule-spec.ts"
+import { withMethodSpans } from "../observability/spans.ts"
 
 /** Who a schedule belongs to: a product's kind (`monitor`) and the owner's id in it. */
 export interface ScheduleOwner {
@@ -53,7 +54,7 @@ export const recordQueuedFiring = (owner: ScheduleOwner, slot: Date, at: Date) =
 const make = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   const key = (owner: ScheduleOwner) => sql`owner_kind = ${owner.kind} AND owner_id = ${owner.id}`
-  return ScheduleStore.of({
+  return ScheduleStore.of(withMethodSpans("ScheduleStore", {
     claimDue: ({ kinds, at, batch, retryAt, nextOf }) =>
       sql.withTransaction(Effect.gen(function*() {
         const due = (yield* sql`
@@ -150,7 +151,7 @@ const make = Effect.gen(function*() {
         Effect.map((rows) => rows[0] === undefined ? undefined : decodeSchedule(rows[0])),
         Effect.orDie
       )
-  })
+  }))
 })
 
 export class ScheduleStore extends Context.Service<ScheduleStore, {

@@ -22,6 +22,7 @@ import { Clock, Context, Duration, Effect, Exit, FiberSet, Layer, Metric, Queue,
 import { AppConfig } from "../config/config.ts"
 import { canonicalSchedule, nextFireAt, type ScheduleSpec, type StoredSchedule, validateSchedule } from "../domain/schedule-spec.ts"
 import { type FiringRow, recordQueuedFiring, ScheduleStore, type ScheduleOwner } from "./schedule-store.ts"
+import { withMethodSpans } from "../observability/spans.ts"
 
 export type { ScheduleOwner }
 
@@ -348,13 +349,13 @@ const makeSchedules = Effect.fnUntraced(function*(options: SchedulerOptions) {
     ).pipe(Effect.asVoid)
 
   return Schedules.of({
+    ...withMethodSpans("Schedules", { register }),
     set,
     wake: wakeLoop,
     pause,
     resume,
     remove,
     get,
-    register,
     runDue: Effect.map(pass, ({ dispatched }) => dispatched)
   })
 })

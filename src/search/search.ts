@@ -23,6 +23,7 @@ import { RunStore } from "../store/runs.ts"
 import { RunNotifier } from "../webhooks/run-notifier.ts"
 import { WebSearchResult } from "../domain/web-search.ts"
 import { WebSearch } from "../engines/web-search.ts"
+import { withMethodSpans } from "../observability/spans.ts"
 
 /** A run that was started, and whether it ended within the wait (the run is its newest state either way). */
 export interface Started {
@@ -127,11 +128,10 @@ export class Search extends Context.Service<Search, {
       })
 
       return Search.of({
-        create: (projectId, request) => start(projectId, request),
+        ...withMethodSpans<Pick<Search["Service"], "create" | "cancel">>("Search", { create: (projectId, request) => start(projectId, request), cancel }),
         find: Effect.fn("Search.find")(function*(projectId: ProjectId, runId: RunId) {
           return yield* store.findRun(projectId, runId, "web_search")
         }),
-        cancel,
         refine: Effect.fn("Search.refine")(function*(run: Run, input: { readonly text: string; readonly wait: boolean }) {
           const original = requestOf(run)
           const text = input.text.replace(/\s+/g, " ").trim()

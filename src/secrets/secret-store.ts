@@ -13,6 +13,7 @@ import { StateCipher } from "../security/state-cipher.ts"
 import { earlierCreate, recordCreate } from "../store/keyed-create.ts"
 
 import { MAX_SECRETS } from "./limits.ts"
+import { withMethodSpans } from "../observability/spans.ts"
 
 export type SecretKind = "secret" | "totp"
 
@@ -158,19 +159,21 @@ export class SecretStore extends Context.Service<SecretStore, {
       })
 
       return SecretStore.of({
+        ...withMethodSpans<Pick<SecretStore["Service"], "list" | "find" | "delete">>("SecretStore", {
+          list: (projectId, limit, beforeId) =>
+            sql<SecretRow>`
+              SELECT ${cols} FROM project_secrets
+              WHERE project_id = ${projectId} ${beforeId === undefined ? sql`` : sql`AND id < ${beforeId}`}
+              ORDER BY id DESC LIMIT ${limit}`.pipe(Effect.orDie),
+          find,
+          delete: (projectId, id) =>
+            sql`DELETE FROM project_secrets WHERE project_id = ${projectId} AND id = ${id} RETURNING 1`.pipe(
+              Effect.map((rows) => rows.length > 0),
+              Effect.orDie
+            )
+        }),
         create,
-        list: (projectId, limit, beforeId) =>
-          sql<SecretRow>`
-            SELECT ${cols} FROM project_secrets
-            WHERE project_id = ${projectId} ${beforeId === undefined ? sql`` : sql`AND id < ${beforeId}`}
-            ORDER BY id DESC LIMIT ${limit}`.pipe(Effect.orDie),
-        find,
         update,
-        delete: (projectId, id) =>
-          sql`DELETE FROM project_secrets WHERE project_id = ${projectId} AND id = ${id} RETURNING 1`.pipe(
-            Effect.map((rows) => rows.length > 0),
-            Effect.orDie
-          ),
         openForRun
       })
     })

@@ -26,6 +26,7 @@ import {
   SecretStore
 } from "./secret-store.ts"
 import { parseTotp, totpCode } from "./totp.ts"
+import { withMethodSpans } from "../observability/spans.ts"
 
 export { SecretLimitReached, SecretNameTaken, type SecretKind, type SecretRow } from "./secret-store.ts"
 export * from "./limits.ts"
@@ -86,14 +87,13 @@ export class ProjectSecrets extends Context.Service<ProjectSecrets, {
     Effect.gen(function*() {
       const store = yield* SecretStore
       return ProjectSecrets.of({
+        ...withMethodSpans("ProjectSecrets", { list: store.list, find: store.find, delete: store.delete }),
         create: Effect.fn("ProjectSecrets.create")(function*(projectId: string, input: CreateSecret) {
           const origins = yield* checkOrigins(input.origins)
           const { value, totp } = yield* checkValue(input.kind, input.value)
           const secret: NewSecret = { name: input.name, kind: input.kind, value, origins, description: input.description, totp }
           return yield* store.create(projectId, secret)
         }),
-        list: store.list,
-        find: store.find,
         update: Effect.fn("ProjectSecrets.update")(function*(projectId: string, id: string, input: UpdateSecret) {
           const existing = yield* store.find(projectId, id)
           if (existing === undefined) return undefined
@@ -102,8 +102,7 @@ export class ProjectSecrets extends Context.Service<ProjectSecrets, {
           if (input.value !== undefined) changes.value = yield* checkValue(existing.kind, input.value)
           if (input.description !== undefined) changes.description = input.description
           return yield* store.update(projectId, id, changes)
-        }),
-        delete: store.delete
+        })
       })
     })
   ).pipe(Layer.provide(SecretStore.layer))
@@ -184,7 +183,7 @@ export const SecretVaultLive = Layer.effect(
   SecretVault,
   Effect.gen(function*() {
     const store = yield* SecretStore
-    return SecretVault.of({
+    return SecretVault.of(withMethodSpans("SecretVault", {
       forRun: (projectId, names) =>
         Effect.gen(function*() {
           const wanted = [...new Set(names)]
@@ -199,6 +198,6 @@ export const SecretVaultLive = Layer.effect(
           }
           return makeRunSecrets(opened)
         })
-    })
+    }))
   })
 ).pipe(Layer.provide(SecretStore.layer))

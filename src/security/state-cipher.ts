@@ -8,6 +8,7 @@ import { Context, Data, Effect, Layer, Option, Redacted } from "effect"
 import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto"
 import { AppConfig } from "../config/config.ts"
 import { keyIdOf, loadSecretKey } from "../config/secret-key.ts"
+import { withMethodSpans } from "../observability/spans.ts"
 
 /** The state was written with another key, or the bytes were altered. */
 export class StateUnreadable extends Data.TaggedError("StateUnreadable")<{ readonly reason: string }> {}
@@ -40,7 +41,7 @@ export class StateCipher extends Context.Service<StateCipher, {
             "nodes sharing DATABASE_URL need the same WA_SECRET_KEY to read each other's profiles"
         )
       }
-      return StateCipher.of(makeCipher(loaded.key))
+      return StateCipher.of(withMethodSpans("StateCipher", makeCipher(loaded.key)))
     })
   )
 }

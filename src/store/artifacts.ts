@@ -5,6 +5,7 @@
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { makeId } from "../domain/ids.ts"
+import { withMethodSpans } from "../observability/spans.ts"
 
 export interface ArtifactRow {
   readonly id: string
@@ -55,7 +56,7 @@ export class ArtifactStore extends Context.Service<ArtifactStore, {
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       const columns = sql`id, run_id, name, content_type, coalesce(octet_length(data), octet_length(content))::int AS size_bytes, content_encoding, created_at`
-      return ArtifactStore.of({
+      return ArtifactStore.of(withMethodSpans("ArtifactStore", {
         putAll: (runId, artifacts) =>
           sql.withTransaction(Effect.forEach(artifacts, (artifact) =>
             sql<ArtifactRow>`
@@ -98,7 +99,7 @@ export class ArtifactStore extends Context.Service<ArtifactStore, {
             }),
             Effect.orDie
           )
-      })
+      }))
     })
   )
 }

@@ -12,6 +12,7 @@ import { recordCreate } from "./keyed-create.ts"
 import { RunStatuses, type RunStatus } from "../domain/run-state.ts"
 import { RunId, SessionId } from "../domain/run.ts"
 import { clampProposal, StoredSchedule } from "../domain/schedule-spec.ts"
+import { withMethodSpans } from "../observability/spans.ts"
 
 /** `schedules.owner_kind` of a session's schedule (src/do-anything/schedules.ts). */
 export const SESSION_SCHEDULE_OWNER = "session_schedule"
@@ -243,7 +244,7 @@ export class SessionScheduleStore extends Context.Service<SessionScheduleStore, 
           WHERE ${where}
           ORDER BY ss.id DESC
           ${limit === undefined ? sql`` : sql`LIMIT ${limit}`}`.pipe(Effect.map((rows) => rows.map((row) => decodeSchedule(row))), Effect.orDie)
-      return SessionScheduleStore.of({
+      return SessionScheduleStore.of(withMethodSpans("SessionScheduleStore", {
         transaction: (effect) =>
           sql.withTransaction(effect).pipe(
             Effect.provideService(SqlClient.SqlClient, sql),
@@ -340,7 +341,7 @@ export class SessionScheduleStore extends Context.Service<SessionScheduleStore, 
         reopenSession: (sessionId) =>
           sql`UPDATE sessions SET status = 'idle', closed_at = NULL, updated_at = now() WHERE id = ${sessionId}`.pipe(Effect.asVoid, Effect.orDie),
         tagRun: (runId, scheduleId) => sql`UPDATE runs SET schedule_id = ${scheduleId} WHERE id = ${runId}`.pipe(Effect.asVoid, Effect.orDie)
-      })
+      }))
     })
   )
 }

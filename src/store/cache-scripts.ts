@@ -9,6 +9,7 @@ import { SqlClient } from "effect/sql"
 import { CachedSteps, type CachedStep } from "../domain/cache-script.ts"
 import { CacheScriptNotFound } from "../domain/errors.ts"
 import { makeId } from "../domain/ids.ts"
+import { withMethodSpans } from "../observability/spans.ts"
 
 /** Instructions as the key reads them: case, spacing and trailing punctuation do not make another task. */
 export const normalizeInstructions = (instructions: string): string =>
@@ -153,7 +154,7 @@ export class CacheScriptStore extends Context.Service<CacheScriptStore, {
           if (deleted.length === 0) return yield* new CacheScriptNotFound({ scriptId })
         })
 
-      return CacheScriptStore.of({ find, save, recordUse, list, get, remove })
+      return CacheScriptStore.of(withMethodSpans("CacheScriptStore", { find, save, recordUse, list, get, remove }))
     })
   )
 }

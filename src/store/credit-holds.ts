@@ -32,6 +32,7 @@ import { terminalStatuses } from "../domain/run-state.ts"
 import { toMicros } from "../domain/money.ts"
 import { lockBalance } from "./ledger.ts"
 import type { PriceTable } from "../config/prices.ts"
+import { withMethodSpans } from "../observability/spans.ts"
 
 /** What a hold pays for: a run (runs) or a monitor tick (monitor_runs). */
 export type HoldKind = "run" | "tick"
@@ -124,10 +125,10 @@ export class HoldStore extends Context.Service<HoldStore, {
     HoldStore,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
-      return HoldStore.of({
+      return HoldStore.of(withMethodSpans("HoldStore", {
         outstanding: (projectId) => outstandingHoldsMicros(sql, projectId).pipe(Effect.orDie),
         hold: (hold) => sql.withTransaction(holdInTransaction(sql, hold)).pipe(Effect.catchTag("SqlError", Effect.die))
-      })
+      }))
     })
   )
 }

@@ -27,6 +27,7 @@ import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import { makeId } from "../domain/ids.ts"
 import { usdFromMicros } from "../domain/money.ts"
+import { withMethodSpans } from "../observability/spans.ts"
 
 export type Bucket = "monthly" | "additional"
 
@@ -434,9 +435,32 @@ export class LedgerStore extends Context.Service<LedgerStore, {
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       return LedgerStore.of({
-        charge: (input) => sql.withTransaction(chargeInTransaction(sql, input)).pipe(Effect.orDie),
-        credit: (input) => sql.withTransaction(creditInTransaction(sql, input)).pipe(Effect.orDie),
-        balance: Effect.fn("Ledger.balance")(function*(projectId: string) {
+        ...withMethodSpans<Pick<LedgerStore["Service"], "charge" | "credit" | "periodSums" | "capMicros" | "setCap">>("LedgerStore", {
+          charge: (input) => sql.withTransaction(chargeInTransaction(sql, input)).pipe(Effect.orDie),
+          credit: (input) => sql.withTransaction(creditInTransaction(sql, input)).pipe(Effect.orDie),
+          periodSums: (projectId, periodStart) =>
+            sql`
+              SELECT
+                coalesce(-sum(amount_micros) FILTER (WHERE kind = 'charge_llm'), 0)::text AS llm,
+                coalesce(-sum(amount_micros) FILTER (WHERE kind = 'charge_browser'), 0)::text AS browser,
+                coalesce(-sum(amount_micros) FILTER (WHERE kind = 'charge_proxy'), 0)::text AS proxy,
+                coalesce(-sum(amount_micros) FILTER (WHERE kind LIKE 'charge\\_%'), 0)::text AS total,
+                (SELECT count(*)::int FROM sessions WHERE project_id = ${projectId} AND created_at >= ${periodStart}) AS sessions
+              FROM credit_ledger
+              WHERE project_id = ${projectId} AND period_start = ${periodStart}`.pipe(
+              Effect.map((rows) => {
+                const sums = decodeSums(rows[0])
+                return { llmMicros: sums.llm, browserMicros: sums.browser, proxyMicros: sums.proxy, totalMicros: sums.total, sessionsCount: sums.sessions }
+              }),
+              Effect.orDie
+            ),
+          capMicros: (projectId) => capMicrosOf(sql, projectId).pipe(Effect.orDie),
+          setCap: (projectId, capMicros) =>
+            sql`
+              INSERT INTO project_budgets (project_id, monthly_cap_micros) VALUES (${projectId}, ${capMicros})
+              ON CONFLICT (project_id) DO UPDATE SET monthly_cap_micros = excluded.monthly_cap_micros, updated_at = now()`.pipe(Effect.asVoid, Effect.orDie)
+        }),
+        balance: Effect.fn("LedgerStore.balance")(function*(projectId: string) {
           const rows = yield* sql`
             SELECT ${sql.literal(balanceColumns)}, period_end <= now() AS expired
             FROM credit_balances WHERE project_id = ${projectId}`
@@ -454,13 +478,13 @@ export class LedgerStore extends Context.Service<LedgerStore, {
           // The period ended and nothing was charged since: its monthly credits and its spend are gone.
           return row.expired ? { ...found, monthlyMicros: 0, totalMicros: found.additionalMicros, periodSpentMicros: 0 } : found
         }, Effect.orDie),
-        rederive: Effect.fn("Ledger.rederive")(function*(projectId: string) {
+        rederive: Effect.fn("LedgerStore.rederive")(function*(projectId: string) {
           const rows = (yield* sql`
             SELECT bucket, sum(amount_micros)::text AS total FROM credit_ledger WHERE project_id = ${projectId} GROUP BY bucket`).map((row) => decodeBucketSum(row))
           const of = (bucket: Bucket) => rows.find((r) => r.bucket === bucket)?.total ?? 0
           return { monthlyMicros: of("monthly"), additionalMicros: of("additional") }
         }, Effect.orDie),
-        usage: Effect.fn("Ledger.usage")(function*(projectId: string, query: UsageQuery) {
+        usage: Effect.fn("LedgerStore.usage")(function*(projectId: string, query: UsageQuery) {
           const rows = yield* sql`
             SELECT id::text, kind, bucket, amount_micros::text, run_id, session_id, idempotency_key, period_start, created_at
             FROM credit_ledger
@@ -485,28 +509,7 @@ export class LedgerStore extends Context.Service<LedgerStore, {
               createdAt: row.created_at
             }
           })
-        }, Effect.orDie),
-        periodSums: (projectId, periodStart) =>
-          sql`
-            SELECT
-              coalesce(-sum(amount_micros) FILTER (WHERE kind = 'charge_llm'), 0)::text AS llm,
-              coalesce(-sum(amount_micros) FILTER (WHERE kind = 'charge_browser'), 0)::text AS browser,
-              coalesce(-sum(amount_micros) FILTER (WHERE kind = 'charge_proxy'), 0)::text AS proxy,
-              coalesce(-sum(amount_micros) FILTER (WHERE kind LIKE 'charge\\_%'), 0)::text AS total,
-              (SELECT count(*)::int FROM sessions WHERE project_id = ${projectId} AND created_at >= ${periodStart}) AS sessions
-            FROM credit_ledger
-            WHERE project_id = ${projectId} AND period_start = ${periodStart}`.pipe(
-            Effect.map((rows) => {
-              const sums = decodeSums(rows[0])
-              return { llmMicros: sums.llm, browserMicros: sums.browser, proxyMicros: sums.proxy, totalMicros: sums.total, sessionsCount: sums.sessions }
-            }),
-            Effect.orDie
-          ),
-        capMicros: (projectId) => capMicrosOf(sql, projectId).pipe(Effect.orDie),
-        setCap: (projectId, capMicros) =>
-          sql`
-            INSERT INTO project_budgets (project_id, monthly_cap_micros) VALUES (${projectId}, ${capMicros})
-            ON CONFLICT (project_id) DO UPDATE SET monthly_cap_micros = excluded.monthly_cap_micros, updated_at = now()`.pipe(Effect.asVoid, Effect.orDie)
+        }, Effect.orDie)
       })
     })
   )

@@ -8,6 +8,7 @@ import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { loadUrlSigner } from "./url-signer.ts"
 import { makeId } from "../domain/ids.ts"
+import { withMethodSpans } from "../observability/spans.ts"
 
 export const SCREENSHOT_URL_TTL_SECONDS = 15 * 60
 /** The path `save` returns; the id is what a fresh signature covers. */
@@ -32,7 +33,7 @@ export class ScreenshotStore extends Context.Service<ScreenshotStore, {
         const expires = Math.floor(Date.now() / 1000) + SCREENSHOT_URL_TTL_SECONDS
         return `/v1/screenshots/${id}?expires=${expires}&signature=${sign(id, expires)}`
       }
-      return ScreenshotStore.of({
+      return ScreenshotStore.of(withMethodSpans("ScreenshotStore", {
         save: (runId, jpeg) =>
           Effect.gen(function*() {
             const id = makeId("evt")
@@ -50,7 +51,7 @@ export class ScreenshotStore extends Context.Service<ScreenshotStore, {
             const rows = yield* sql<{ data: Buffer }>`SELECT data FROM screenshots WHERE id = ${id}`
             return rows[0] === undefined ? "missing" as const : new Uint8Array(rows[0].data)
           }).pipe(Effect.orDie)
-      })
+      }))
     })
   )
 }

@@ -9,6 +9,7 @@ import { CachedSteps, type CachedStep } from "../domain/cache-script.ts"
 import { SkillLimitReached, SkillNameTaken, SkillNotFound } from "../domain/errors.ts"
 import { makeId } from "../domain/ids.ts"
 import { SkillKind, type SkillVersion } from "../domain/skill.ts"
+import { withMethodSpans } from "../observability/spans.ts"
 
 export interface Skill extends SkillVersion {
   readonly id: string
@@ -161,7 +162,7 @@ export class SkillStore extends Context.Service<SkillStore, {
           Effect.orDie
         )
 
-      return SkillStore.of({ create, update, list, get, remove, forRun, recordCall, scriptOfRun })
+      return SkillStore.of(withMethodSpans("SkillStore", { create, update, list, get, remove, forRun, recordCall, scriptOfRun }))
     })
   )
 }

@@ -19,6 +19,7 @@ import { makeId } from "../domain/ids.ts"
 import { createOnce } from "./keyed-create.ts"
 import { loadUrlSigner } from "./url-signer.ts"
 import { type WireBody, WorkspaceFileNotFound, WorkspaceNotFound } from "../domain/errors.ts"
+import { withMethodSpans } from "../observability/spans.ts"
 
 /** Bytes per stored chunk: bytea values stay small and a download streams chunk by chunk. */
 export const CHUNK_BYTES = 1024 * 1024
@@ -291,7 +292,7 @@ export class WorkspaceStore extends Context.Service<WorkspaceStore, {
 
       const publicFile = ({ blob_id: _, ...file }: WorkspaceFileRow & { blob_id: string }): WorkspaceFileRow => file
 
-      return WorkspaceStore.of({
+      return WorkspaceStore.of(withMethodSpans("WorkspaceStore", {
         maxFileBytes: config.workspaceMaxFileBytes,
         // Once per Idempotency-Key, even across a crash (src/store/keyed-create.ts).
         create: (projectId, name) =>
@@ -368,7 +369,7 @@ export class WorkspaceStore extends Context.Service<WorkspaceStore, {
             const verdict = signer.check(message(workspaceId, name, expires), expires, signature)
             return verdict === "valid" ? "ok" as const : verdict
           })
-      })
+      }))
     })
   )
 }

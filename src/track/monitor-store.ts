@@ -31,6 +31,7 @@ import type { EventData, MonitorEventType, NewMonitorEvent } from "../domain/eve
 import { chargeInTransaction } from "../store/ledger.ts"
 import { releaseHoldInTransaction } from "../store/credit-holds.ts"
 import { AppConfig } from "../config/config.ts"
+import { withMethodSpans } from "../observability/spans.ts"
 
 const decodeMonitor = Schema.decodeUnknownSync(Monitor)
 const decodeTick = Schema.decodeUnknownSync(TickRun)
@@ -237,6 +238,71 @@ export class MonitorStore extends Context.Service<MonitorStore, {
         monitor.status === to ? Effect.void : insertEvent(monitor.id, "monitor.status_changed", { from: monitor.status, to, reason })
 
       return MonitorStore.of({
+        ...withMethodSpans<Pick<MonitorStore["Service"], "find" | "get" | "list" | "remove" | "appendEvent" | "eventsAfter" | "getTick" | "findTick" | "listTicks" | "skipTick" | "snapshot" | "findSnapshot" | "listSnapshots">>("MonitorStore", {
+          find: (projectId, monitorId) =>
+            selectMonitor(monitorId).pipe(
+              Effect.orDie,
+              Effect.flatMap((monitor) =>
+                monitor === undefined || monitor.project_id !== projectId ? Effect.fail(new MonitorNotFound({ monitorId })) : Effect.succeed(monitor)
+              )
+            ),
+          get: (monitorId) => selectMonitor(monitorId).pipe(Effect.orDie),
+          list: (projectId, options) =>
+            Effect.gen(function*() {
+              const status = options.status === undefined ? sql`` : sql`AND status = ${options.status}`
+              const rows = yield* sql<Record<string, unknown>>`
+                SELECT ${columns} FROM monitors WHERE project_id = ${projectId} ${status}
+                ORDER BY id DESC LIMIT ${options.limit} OFFSET ${options.offset}`
+              const count = yield* sql<{ total: string }>`SELECT count(*)::text AS total FROM monitors WHERE project_id = ${projectId} ${status}`
+              return { items: rows.map((row) => decodeMonitor(row)), total: Number(count[0]!.total) }
+            }).pipe(Effect.orDie),
+          remove: (monitorId) => sql`DELETE FROM monitors WHERE id = ${monitorId}`.pipe(Effect.asVoid, Effect.orDie),
+          appendEvent: <T extends MonitorEventType>(monitorId: string, type: T, data: EventData<T>) => insertEvent(monitorId, type, data).pipe(Effect.orDie),
+          eventsAfter: (monitorId, afterId, limit) =>
+            sql<{ id: string; type: string; data: Record<string, unknown>; created_at: Date }>`
+              SELECT id::text, type, data, created_at FROM monitor_events
+              WHERE monitor_id = ${monitorId} AND id > ${afterId} ORDER BY monitor_events.id LIMIT ${limit}`.pipe(
+              Effect.map((rows) => rows.map((row) => ({ ...row, id: Number(row.id) }))),
+              Effect.orDie
+            ),
+          getTick: (tickId) =>
+            sql<Record<string, unknown>>`SELECT ${tickColumns} FROM monitor_runs WHERE id = ${tickId}`.pipe(
+              Effect.map((rows) => rows[0] === undefined ? undefined : decodeTick(rows[0])),
+              Effect.orDie
+            ),
+          findTick: (monitorId, tickId) =>
+            sql<Record<string, unknown>>`SELECT ${tickColumns} FROM monitor_runs WHERE id = ${tickId} AND monitor_id = ${monitorId}`.pipe(
+              Effect.map((rows) => rows[0] === undefined ? undefined : decodeTick(rows[0])),
+              Effect.orDie
+            ),
+          listTicks: (monitorId, limit, beforeId) =>
+            sql<Record<string, unknown>>`
+              SELECT ${tickColumns} FROM monitor_runs WHERE monitor_id = ${monitorId}
+              ${beforeId === undefined ? sql`` : sql`AND id < ${beforeId}`}
+              ORDER BY id DESC LIMIT ${limit}`.pipe(Effect.map((rows) => rows.map((row) => decodeTick(row))), Effect.orDie),
+          skipTick: (tick, reason) =>
+            sql.withTransaction(Effect.gen(function*() {
+              yield* sql`SELECT id FROM monitors WHERE id = ${tick.monitor_id} FOR UPDATE`
+              yield* sql`UPDATE monitor_runs SET status = 'skipped', error_detail = ${reason}, finished_at = now() WHERE id = ${tick.id}`
+              if (billing) yield* releaseHoldInTransaction(sql, tick.id)
+              yield* insertEvent(tick.monitor_id, "monitor.tick.skipped", { run_id: tick.id, reason })
+            })).pipe(Effect.orDie),
+          snapshot: (snapshotId) =>
+            sql<Record<string, unknown>>`SELECT ${snapshotColumns} FROM monitor_snapshots WHERE id = ${snapshotId}`.pipe(
+              Effect.map((rows) => rows[0] === undefined ? undefined : decodeSnapshot(rows[0])),
+              Effect.orDie
+            ),
+          findSnapshot: (monitorId, snapshotId) =>
+            sql<Record<string, unknown>>`SELECT ${snapshotColumns} FROM monitor_snapshots WHERE id = ${snapshotId} AND monitor_id = ${monitorId}`.pipe(
+              Effect.map((rows) => rows[0] === undefined ? undefined : decodeSnapshot(rows[0])),
+              Effect.orDie
+            ),
+          listSnapshots: (monitorId, limit, beforeId) =>
+            sql<Record<string, unknown>>`
+              SELECT ${snapshotColumns} FROM monitor_snapshots WHERE monitor_id = ${monitorId}
+              ${beforeId === undefined ? sql`` : sql`AND id < ${beforeId}`}
+              ORDER BY id DESC LIMIT ${limit}`.pipe(Effect.map((rows) => rows.map((row) => decodeSnapshot(row))), Effect.orDie)
+        }),
         create: (input) =>
           sql.withTransaction(Effect.gen(function*() {
             const id = makeId("mon")
@@ -250,23 +316,6 @@ export class MonitorStore extends Context.Service<MonitorStore, {
             yield* insertEvent(id, "monitor.created", { monitor_id: id, status: input.status, mode: input.schedule === null ? "alignment" : "direct" })
             return decodeMonitor(rows[0])
           })).pipe(Effect.orDie, Effect.withSpan("MonitorStore.create")),
-        find: (projectId, monitorId) =>
-          selectMonitor(monitorId).pipe(
-            Effect.orDie,
-            Effect.flatMap((monitor) =>
-              monitor === undefined || monitor.project_id !== projectId ? Effect.fail(new MonitorNotFound({ monitorId })) : Effect.succeed(monitor)
-            )
-          ),
-        get: (monitorId) => selectMonitor(monitorId).pipe(Effect.orDie),
-        list: (projectId, options) =>
-          Effect.gen(function*() {
-            const status = options.status === undefined ? sql`` : sql`AND status = ${options.status}`
-            const rows = yield* sql<Record<string, unknown>>`
-              SELECT ${columns} FROM monitors WHERE project_id = ${projectId} ${status}
-              ORDER BY id DESC LIMIT ${options.limit} OFFSET ${options.offset}`
-            const count = yield* sql<{ total: string }>`SELECT count(*)::text AS total FROM monitors WHERE project_id = ${projectId} ${status}`
-            return { items: rows.map((row) => decodeMonitor(row)), total: Number(count[0]!.total) }
-          }).pipe(Effect.orDie),
         update: (monitorId, input) =>
           sql.withTransaction(Effect.gen(function*() {
             const current = yield* lock(monitorId)
@@ -306,15 +355,6 @@ export class MonitorStore extends Context.Service<MonitorStore, {
             Effect.catchTag("SqlError", (error) => Effect.die(error)),
             Effect.withSpan("MonitorStore.update")
           ),
-        remove: (monitorId) => sql`DELETE FROM monitors WHERE id = ${monitorId}`.pipe(Effect.asVoid, Effect.orDie),
-        appendEvent: <T extends MonitorEventType>(monitorId: string, type: T, data: EventData<T>) => insertEvent(monitorId, type, data).pipe(Effect.orDie),
-        eventsAfter: (monitorId, afterId, limit) =>
-          sql<{ id: string; type: string; data: Record<string, unknown>; created_at: Date }>`
-            SELECT id::text, type, data, created_at FROM monitor_events
-            WHERE monitor_id = ${monitorId} AND id > ${afterId} ORDER BY monitor_events.id LIMIT ${limit}`.pipe(
-            Effect.map((rows) => rows.map((row) => ({ ...row, id: Number(row.id) }))),
-            Effect.orDie
-          ),
         createTick: (monitor, trigger, slotAt) =>
           Effect.gen(function*() {
             const inserted = yield* sql<Record<string, unknown>>`
@@ -327,21 +367,6 @@ export class MonitorStore extends Context.Service<MonitorStore, {
               SELECT ${tickColumns} FROM monitor_runs WHERE monitor_id = ${monitor.id} AND slot_at = ${slotAt}`
             return decodeTick(existing[0])
           }).pipe(Effect.orDie, Effect.withSpan("MonitorStore.createTick")),
-        getTick: (tickId) =>
-          sql<Record<string, unknown>>`SELECT ${tickColumns} FROM monitor_runs WHERE id = ${tickId}`.pipe(
-            Effect.map((rows) => rows[0] === undefined ? undefined : decodeTick(rows[0])),
-            Effect.orDie
-          ),
-        findTick: (monitorId, tickId) =>
-          sql<Record<string, unknown>>`SELECT ${tickColumns} FROM monitor_runs WHERE id = ${tickId} AND monitor_id = ${monitorId}`.pipe(
-            Effect.map((rows) => rows[0] === undefined ? undefined : decodeTick(rows[0])),
-            Effect.orDie
-          ),
-        listTicks: (monitorId, limit, beforeId) =>
-          sql<Record<string, unknown>>`
-            SELECT ${tickColumns} FROM monitor_runs WHERE monitor_id = ${monitorId}
-            ${beforeId === undefined ? sql`` : sql`AND id < ${beforeId}`}
-            ORDER BY id DESC LIMIT ${limit}`.pipe(Effect.map((rows) => rows.map((row) => decodeTick(row))), Effect.orDie),
         startTick: (tick) =>
           // One statement: the tick is numbered once (a tick started before keeps its number), its
           // start recorded, `monitor.tick.started` appended and announced, and the previous
@@ -489,29 +514,7 @@ export class MonitorStore extends Context.Service<MonitorStore, {
             })
             yield* tickStatusEvent(monitor, to, reason)
             return decodeMonitor(rows[0])
-          })).pipe(Effect.orDie, Effect.withSpan("MonitorStore.failTick")),
-        skipTick: (tick, reason) =>
-          sql.withTransaction(Effect.gen(function*() {
-            yield* sql`SELECT id FROM monitors WHERE id = ${tick.monitor_id} FOR UPDATE`
-            yield* sql`UPDATE monitor_runs SET status = 'skipped', error_detail = ${reason}, finished_at = now() WHERE id = ${tick.id}`
-            if (billing) yield* releaseHoldInTransaction(sql, tick.id)
-            yield* insertEvent(tick.monitor_id, "monitor.tick.skipped", { run_id: tick.id, reason })
-          })).pipe(Effect.orDie),
-        snapshot: (snapshotId) =>
-          sql<Record<string, unknown>>`SELECT ${snapshotColumns} FROM monitor_snapshots WHERE id = ${snapshotId}`.pipe(
-            Effect.map((rows) => rows[0] === undefined ? undefined : decodeSnapshot(rows[0])),
-            Effect.orDie
-          ),
-        findSnapshot: (monitorId, snapshotId) =>
-          sql<Record<string, unknown>>`SELECT ${snapshotColumns} FROM monitor_snapshots WHERE id = ${snapshotId} AND monitor_id = ${monitorId}`.pipe(
-            Effect.map((rows) => rows[0] === undefined ? undefined : decodeSnapshot(rows[0])),
-            Effect.orDie
-          ),
-        listSnapshots: (monitorId, limit, beforeId) =>
-          sql<Record<string, unknown>>`
-            SELECT ${snapshotColumns} FROM monitor_snapshots WHERE monitor_id = ${monitorId}
-            ${beforeId === undefined ? sql`` : sql`AND id < ${beforeId}`}
-            ORDER BY id DESC LIMIT ${limit}`.pipe(Effect.map((rows) => rows.map((row) => decodeSnapshot(row))), Effect.orDie)
+          })).pipe(Effect.orDie, Effect.withSpan("MonitorStore.failTick"))
       })
     })
   )

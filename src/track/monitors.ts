@@ -35,6 +35,7 @@ import { checkRules, checkSchedule } from "./settings.ts"
 import { MONITOR_OWNER } from "./tick.ts"
 import { ProfileStore } from "../profiles/profile-store.ts"
 import { earlierCreate, messageSent, recordCreate } from "../store/keyed-create.ts"
+import { withMethodSpans } from "../observability/spans.ts"
 /** The first key of the advisory lock that serialises a project's monitor creates (the second is the project's hash). */
 const PROJECT_MONITORS_LOCK = 0x7761_6d31 // "wam1"
 
@@ -142,6 +143,24 @@ export class Monitors extends Context.Service<Monitors, {
         )
 
       return Monitors.of({
+        ...withMethodSpans<Pick<Monitors["Service"], "list" | "find" | "ticks" | "tick" | "snapshots" | "snapshot" | "deliveries" | "fire">>("Monitors", {
+          list: (projectId, options) => store.list(projectId, { offset: (options.page - 1) * options.pageSize, limit: options.pageSize, status: options.status }),
+          find: (projectId, monitorId) => store.find(projectId, monitorId),
+          ticks: (monitor, limit, beforeId) => store.listTicks(monitor.id, limit, beforeId),
+          tick: (monitor, tickId) =>
+            store.findTick(monitor.id, tickId).pipe(
+              Effect.flatMap((tick) => tick === undefined ? Effect.fail(new MonitorPartNotFound({ what: "run", id: tickId, monitorId: monitor.id })) : Effect.succeed(tick))
+            ),
+          snapshots: (monitor, limit, beforeId) => store.listSnapshots(monitor.id, limit, beforeId),
+          snapshot: (monitor, snapshotId) =>
+            store.findSnapshot(monitor.id, snapshotId).pipe(
+              Effect.flatMap((snapshot) =>
+                snapshot === undefined ? Effect.fail(new MonitorPartNotFound({ what: "snapshot", id: snapshotId, monitorId: monitor.id })) : Effect.succeed(snapshot)
+              )
+            ),
+          deliveries: (monitor, limit, beforeId) => callbacks.list(monitor.project_id, { monitorId: monitor.id, limit, beforeId }),
+          fire
+        }),
         create: Effect.fn("Monitors.create")(function*(projectId: string, keyId: string | null, request: CreateMonitorRequest) {
           const channel = channelOf(request.notify_channel)
           const schedule = yield* check(projectId, { ...request, notify_channel: channel })
@@ -187,8 +206,6 @@ export class Monitors extends Context.Service<Monitors, {
           yield* Effect.logInfo("monitor created").pipe(Effect.annotateLogs({ monitor_id: monitor.id, mode: direct ? "direct" : "alignment" }))
           return monitor
         }),
-        list: (projectId, options) => store.list(projectId, { offset: (options.page - 1) * options.pageSize, limit: options.pageSize, status: options.status }),
-        find: (projectId, monitorId) => store.find(projectId, monitorId),
         pause: Effect.fn("Monitors.pause")(function*(monitor: Monitor, reason: string | null) {
           const after = yield* transition(monitor, "pause", ["active", "failing"], "paused", reason)
           yield* schedules.pause(owner(monitor.id))
@@ -291,27 +308,13 @@ export class Monitors extends Context.Service<Monitors, {
           yield* dispatchTick(tick)
           return tick
         }),
-        ticks: (monitor, limit, beforeId) => store.listTicks(monitor.id, limit, beforeId),
-        tick: (monitor, tickId) =>
-          store.findTick(monitor.id, tickId).pipe(
-            Effect.flatMap((tick) => tick === undefined ? Effect.fail(new MonitorPartNotFound({ what: "run", id: tickId, monitorId: monitor.id })) : Effect.succeed(tick))
-          ),
-        snapshots: (monitor, limit, beforeId) => store.listSnapshots(monitor.id, limit, beforeId),
-        snapshot: (monitor, snapshotId) =>
-          store.findSnapshot(monitor.id, snapshotId).pipe(
-            Effect.flatMap((snapshot) =>
-              snapshot === undefined ? Effect.fail(new MonitorPartNotFound({ what: "snapshot", id: snapshotId, monitorId: monitor.id })) : Effect.succeed(snapshot)
-            )
-          ),
-        deliveries: (monitor, limit, beforeId) => callbacks.list(monitor.project_id, { monitorId: monitor.id, limit, beforeId }),
         retryDelivery: Effect.fn("Monitors.retryDelivery")(function*(monitor: Monitor, deliveryId: string) {
           const row = yield* callbacks.find(monitor.project_id, deliveryId)
           if (row === undefined || row.monitor_id !== monitor.id) return yield* new MonitorPartNotFound({ what: "delivery", id: deliveryId, monitorId: monitor.id })
           const retried = yield* callbacks.retry(monitor.project_id, deliveryId)
           if (retried === undefined) return yield* new MonitorPartNotFound({ what: "delivery", id: deliveryId, monitorId: monitor.id })
           return retried
-        }),
-        fire
+        })
       })
     })
   ).pipe(Layer.provide(Layer.mergeAll(ProfileStore.layer, Budget.layer, Plans.layer)))

@@ -16,6 +16,7 @@ import { toMicros } from "../domain/money.ts"
 import { MonitorStore } from "./monitor-store.ts"
 import { checkRules, checkSchedule } from "./settings.ts"
 import { MONITOR_OWNER } from "./tick.ts"
+import { withMethodSpans } from "../observability/spans.ts"
 
 const decodeSettings = Schema.decodeUnknownEffect(MonitorPatch)
 
@@ -121,9 +122,9 @@ export class Supervisor extends Context.Service<Supervisor, {
         })
       })
 
-      return Supervisor.of({
+      return Supervisor.of(withMethodSpans("Supervisor", {
         step: (monitorId, turn) => step(monitorId, turn).pipe(Effect.catchCause((cause) => Effect.logError("monitor alignment step failed", cause)))
-      })
+      }))
     })
   ).pipe(Layer.provide(Ledger.layer))
 }

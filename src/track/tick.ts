@@ -35,6 +35,7 @@ import { MonitorStore } from "./monitor-store.ts"
 import { DEFAULT_TRIGGER, parseStopCondition, parseTrigger, type Rule } from "../domain/track-rules.ts"
 import { evaluate } from "./rules.ts"
 import type { EventData } from "../domain/events.ts"
+import { withMethodSpans } from "../observability/spans.ts"
 
 /** Text kept in a snapshot (and diffed), at most. */
 const MAX_SNAPSHOT_TEXT = 200_000
@@ -255,7 +256,7 @@ export class TickExecutor extends Context.Service<TickExecutor, {
           )
         }).pipe(Effect.catchCause((cause) => Cause.hasInterruptsOnly(cause) ? Effect.failCause(cause) : Effect.logError("monitor tick crashed", cause)))
 
-      return TickExecutor.of({
+      return TickExecutor.of(withMethodSpans("TickExecutor", {
         execute: (tickId) =>
           Effect.gen(function*() {
             const tick = yield* store.getTick(tickId)
@@ -272,7 +273,7 @@ export class TickExecutor extends Context.Service<TickExecutor, {
             const tick = yield* store.createTick(monitor, "schedule", slot)
             yield* executeTick(monitor, tick)
           })
-      })
+      }))
     })
   ).pipe(Layer.provide(Layer.mergeAll(ProfileStore.layer, Budget.layer)))
 }

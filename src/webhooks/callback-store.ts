@@ -7,6 +7,7 @@
 import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { DeliveryChannel, DeliveryStatus } from "../domain/delivery.ts"
+import { withMethodSpans } from "../observability/spans.ts"
 
 export const DeliveryRow = Schema.Struct({
   id: Schema.String,
@@ -100,7 +101,7 @@ export class CallbackStore extends Context.Service<CallbackStore, {
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       const cols = sql.literal(columns)
-      return CallbackStore.of({
+      return CallbackStore.of(withMethodSpans("CallbackStore", {
         claim: (batch, leaseMs) =>
           sql.withTransaction(sql`
             UPDATE webhook_deliveries d
@@ -166,7 +167,7 @@ export class CallbackStore extends Context.Service<CallbackStore, {
             Effect.map((rows) => rows[0] === undefined ? undefined : decodeState(rows[0])),
             Effect.orDie
           )
-      })
+      }))
     })
   )
 }

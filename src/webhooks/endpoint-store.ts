@@ -6,6 +6,7 @@
 import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { recordCreate } from "../store/keyed-create.ts"
+import { withMethodSpans } from "../observability/spans.ts"
 
 export const WebhookEndpointRow = Schema.Struct({
   id: Schema.String,
@@ -45,7 +46,7 @@ export class EndpointStore extends Context.Service<EndpointStore, {
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       const cols = sql.literal(columns)
-      return EndpointStore.of({
+      return EndpointStore.of(withMethodSpans("EndpointStore", {
         insert: (projectId, input, limit) =>
           sql.withTransaction(Effect.gen(function*() {
             yield* sql`SELECT pg_advisory_xact_lock(hashtextextended(${`webhook_endpoints:${projectId}`}, 0))`
@@ -79,7 +80,7 @@ export class EndpointStore extends Context.Service<EndpointStore, {
             Effect.map((rows) => rows.length > 0),
             Effect.orDie
           )
-      })
+      }))
     })
   )
 }

@@ -6,6 +6,7 @@
 import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { makeId } from "../domain/ids.ts"
+import { withMethodSpans } from "../observability/spans.ts"
 
 export const InboxNotificationRow = Schema.Struct({
   id: Schema.String,
@@ -53,7 +54,7 @@ export class InboxStore extends Context.Service<InboxStore, {
       const sql = yield* SqlClient.SqlClient
       const cols = sql.literal(columns)
       const first = (rows: ReadonlyArray<unknown>) => rows[0] === undefined ? undefined : decodeRow(rows[0])
-      return InboxStore.of({
+      return InboxStore.of(withMethodSpans("InboxStore", {
         insert: (input) =>
           sql`
             INSERT INTO inbox_notifications (id, project_id, monitor_id, tick_id, type, title, data)
@@ -83,7 +84,7 @@ export class InboxStore extends Context.Service<InboxStore, {
             SET read_at = CASE WHEN ${read} THEN COALESCE(read_at, now()) ELSE NULL END
             WHERE project_id = ${projectId} AND id = ${id}
             RETURNING ${cols}`.pipe(Effect.map(first), Effect.orDie)
-      })
+      }))
     })
   )
 }

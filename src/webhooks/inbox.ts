@@ -4,6 +4,7 @@
  */
 import { Context, Effect, Layer } from "effect"
 import { type InboxAddInput, type InboxNotificationRow, InboxStore } from "./inbox-store.ts"
+import { withMethodSpans } from "../observability/spans.ts"
 
 export type { InboxAddInput, InboxNotificationRow }
 
@@ -26,15 +27,17 @@ export class Inbox extends Context.Service<Inbox, {
     Effect.gen(function*() {
       const store = yield* InboxStore
       return Inbox.of({
+        ...withMethodSpans("Inbox", {
+          list: store.list,
+          unreadCount: store.unreadCount,
+          find: store.find,
+          setRead: store.setRead
+        }),
         add: Effect.fn("Inbox.add")(function*(input: InboxAddInput) {
           const inserted = yield* store.insert(input)
           if (inserted !== undefined) return inserted
           return (yield* store.byTick(input.tickId, input.type))!
-        }),
-        list: store.list,
-        unreadCount: store.unreadCount,
-        find: store.find,
-        setRead: store.setRead
+        })
       })
     })
   ).pipe(Layer.provide(InboxStore.layer))

@@ -15,6 +15,7 @@ import { makeId } from "../domain/ids.ts"
 import { earlierCreate } from "../store/keyed-create.ts"
 import { validateCallbackUrl } from "./callback-url.ts"
 import { EndpointStore, WebhookEndpointRow } from "./endpoint-store.ts"
+import { withMethodSpans } from "../observability/spans.ts"
 
 /** Endpoints a project may hold. */
 export { MAX_WEBHOOK_ENDPOINTS }
@@ -93,11 +94,13 @@ export class WebhookEndpoints extends Context.Service<WebhookEndpoints, {
       })
 
       return WebhookEndpoints.of({
-        create,
-        list: store.list,
-        find: store.find,
-        findWithSecret: store.findWithSecret,
-        delete: store.delete
+        ...withMethodSpans("WebhookEndpoints", {
+          list: store.list,
+          find: store.find,
+          findWithSecret: store.findWithSecret,
+          delete: store.delete
+        }),
+        create
       })
     })
   ).pipe(Layer.provide(EndpointStore.layer))

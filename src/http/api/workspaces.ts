@@ -96,7 +96,8 @@ export class WorkspaceDownloadApi extends HttpApiGroup.make("workspace_download"
     HttpApiEndpoint.get("download", "/v1/workspace_files/:wid/:name", {
       params: { wid: WorkspaceIdParam, name: FileNameParam },
       query: SignedUrlQuery,
-      success: HttpApiSchema.StreamUint8Array({ contentType: "application/octet-stream" }),
+      // Sent as the file's own type (its content_type: text/csv, image/png, ...), so any.
+      success: HttpApiSchema.StreamUint8Array({ contentType: "*/*" }),
       error: [NotFound, Forbidden]
     })
   )

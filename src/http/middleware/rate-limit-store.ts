@@ -6,6 +6,7 @@
 import { Context, Effect, Layer, Option } from "effect"
 import { createClient } from "redis"
 import { AppConfig } from "../../config/config.ts"
+import { withMethodSpans } from "../../observability/spans.ts"
 
 export interface RateDecision {
   readonly allowed: boolean
@@ -28,7 +29,7 @@ export class RateLimitStore extends Context.Service<RateLimitStore, {
       const consume = Option.isSome(config.redisUrl)
         ? yield* redisCounter(config.redisUrl.value, limit, windowMs)
         : memoryCounter(limit, windowMs)
-      return RateLimitStore.of({ consume })
+      return RateLimitStore.of(withMethodSpans("RateLimitStore", { consume }))
     })
   )
 }

@@ -2,6 +2,7 @@
 import { Effect, Layer } from "effect"
 import { AgentInbox, type InboxMessage, type InboxMessageSummary } from "../../agent/mail-tools.ts"
 import { inboxAddressOf, type InboxMessageRow, InboxStore } from "./inbox-store.ts"
+import { withMethodSpans } from "../../observability/spans.ts"
 
 const summaryOf = (row: InboxMessageRow): InboxMessageSummary => ({
   id: row.id,
@@ -26,7 +27,7 @@ export const AgentInboxLive = Layer.effect(
   AgentInbox,
   Effect.gen(function*() {
     const store = yield* InboxStore
-    return AgentInbox.of({
+    return AgentInbox.of(withMethodSpans("AgentInbox", {
       addressOf: (sessionId) =>
         store.domain === null
           ? Effect.succeed(null)
@@ -34,6 +35,6 @@ export const AgentInboxLive = Layer.effect(
       list: (sessionId, limit) => store.list(sessionId, limit).pipe(Effect.map((rows) => rows.map(summaryOf))),
       get: (sessionId, messageId) => store.get(sessionId, messageId).pipe(Effect.map((row) => row === undefined ? undefined : messageOf(row))),
       oldestFirst: (sessionId, limit) => store.oldestFirst(sessionId, limit).pipe(Effect.map((rows) => rows.map(messageOf)))
-    })
+    }))
   })
 )

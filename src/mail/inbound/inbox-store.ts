@@ -11,6 +11,7 @@ import { Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import { AppConfig, type AppConfigShape } from "../../config/config.ts"
 import { makeId } from "../../domain/ids.ts"
+import { withMethodSpans } from "../../observability/spans.ts"
 
 export const DEFAULT_MAIL_DOMAIN = "agents.localhost"
 
@@ -88,7 +89,7 @@ export class InboxStore extends Context.Service<InboxStore, {
           Effect.map((rows) => rows[0]?.agentmail ?? false),
           Effect.orDie
         )
-      return InboxStore.of({
+      return InboxStore.of(withMethodSpans("InboxStore", {
         domain,
         agentmail,
         recipient: (address) =>
@@ -131,7 +132,7 @@ export class InboxStore extends Context.Service<InboxStore, {
             Effect.map((rows) => rows[0]),
             Effect.orDie
           )
-      })
+      }))
     })
   )
 }
