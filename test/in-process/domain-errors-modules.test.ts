@@ -21,6 +21,7 @@ import { SecretLimitReached, SecretNameTaken } from "../../src/secrets/secret-st
 import { InvalidFileName } from "../../src/store/workspace-store.ts"
 import { WebhookEndpointLimitReached } from "../../src/webhooks/webhook-endpoints.ts"
 import { DeliveryNotRetryable } from "../../src/webhooks/callbacks.ts"
+import { SafetyBoundaryViolated } from "../../src/safety/service.ts"
 
 type Json = any
 
@@ -31,7 +32,7 @@ const schemasOf = (module: Record<string, unknown>) =>
 const errorClasses: Array<[string, Schema.Codec<unknown>]> = [
   ...schemasOf(AccountErrors),
   ...schemasOf(DelegationErrors),
-  ...schemasOf({ SecretNameTaken, SecretLimitReached, WebhookEndpointLimitReached, DeliveryNotRetryable, StripeNotConfigured, StripeSignatureInvalid, InvalidFileName, SkillRefused })
+  ...schemasOf({ SecretNameTaken, SecretLimitReached, WebhookEndpointLimitReached, DeliveryNotRetryable, SafetyBoundaryViolated, StripeNotConfigured, StripeSignatureInvalid, InvalidFileName, SkillRefused })
 ]
 
 const samplesOf = (schema: Schema.Codec<unknown>) => Effect.runPromise(Arbitrary.sampleEffect(Arbitrary.schema(schema), { count: 25, seed: 27 }))
@@ -58,9 +59,9 @@ describe("errors of accounts, delegation, secrets, webhooks, workspaces, Stripe 
     expect(errorClasses.map(([name]) => name)).toEqual(expect.arrayContaining([
       "SsoFailed", "InvalidCredentials", "LoginThrottled", "AccountResourceNotFound", "RoleForbidden", "AccountConflict", "AccountLimitReached", "AccountInvalidField",
       "SignatureRejected", "DelegationNotFound", "DelegationConflict", "DelegationInvalid", "DelegationForbidden",
-      "SecretNameTaken", "InvalidFileName", "SkillRefused", "DeliveryNotRetryable"
+      "SecretNameTaken", "InvalidFileName", "SkillRefused", "DeliveryNotRetryable", "SafetyBoundaryViolated"
     ]))
-    expect(errorClasses.length).toBe(21)
+    expect(errorClasses.length).toBe(22)
   })
 
   it("maps every class to the envelope of its declared status, with its declared code", async () => {
