@@ -75,7 +75,7 @@ describe("SSO (OpenID Connect, authorization code + PKCE)", () => {
   })
 
   it("refuses a callback in another browser (no state cookie), a replayed state, an unknown provider, an outside return_to", async () => {
-    const start = await fetch(`${service.url}/v1/auth/sso/corp/start`, { redirect: "manual" })
+    const start = await service.fetch(`${service.url}/v1/auth/sso/corp/start`, { redirect: "manual" })
     expect(start.status).toBe(302)
     const location = new URL(start.headers.get("location")!)
     expect(location.searchParams.get("code_challenge_method")).toBe("S256")

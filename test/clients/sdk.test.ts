@@ -38,8 +38,9 @@ afterAll(async () => {
   await model?.close()
 })
 
+/** The SDK on the service (or a proxy in front of it); the service's answers go through the contract hook (service.fetch). */
 const client = (baseUrl = service.url, extra: Partial<Parameters<typeof createClient>[0]> = {}) =>
-  createClient({ baseUrl, token: service.apiKey, projectId: service.projectId, ...extra })
+  createClient({ baseUrl, token: service.apiKey, projectId: service.projectId, fetch: service.fetch, ...extra })
 
 /** The steps the run has taken so far (tool results in its conversation). */
 const stepsTaken = (request: ChatRequest) => request.messages.filter((m) => m.role === "tool").length
@@ -228,7 +229,7 @@ describe("SDK", () => {
     expect(invalid).toMatchObject({ status: 422, code: "validation_error" })
     expect(invalid.extra.errors.length).toBeGreaterThan(0)
 
-    const unauthorized = await createClient({ baseUrl: service.url, token: "wa_" + "x".repeat(40), projectId: service.projectId })
+    const unauthorized = await createClient({ baseUrl: service.url, token: "wa_" + "x".repeat(40), projectId: service.projectId, fetch: service.fetch })
       .runs.get("sess_missing", "run_missing").catch((e) => e)
     expect(unauthorized).toMatchObject({ status: 401, code: "unauthorized" })
   })

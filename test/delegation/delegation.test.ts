@@ -223,16 +223,16 @@ describe("consent in Chromium", () => {
 describe("consent rules", () => {
   it("only an active member of the access key's tenant can decide, with the page's CSRF token", async () => {
     const started = await startDelegation(service, key)
-    const outsider = await fetch(`${service.url}/v1/delegations/consent?grant_id=${started.grantId}`, { headers: { cookie: other.adminCookie.cookie } })
+    const outsider = await service.fetch(`${service.url}/v1/delegations/consent?grant_id=${started.grantId}`, { headers: { cookie: other.adminCookie.cookie } })
     expect(outsider.status).toBe(403)
-    const forged = await fetch(`${service.url}/v1/delegations/consent`, {
+    const forged = await service.fetch(`${service.url}/v1/delegations/consent`, {
       method: "POST",
       redirect: "manual",
       headers: { cookie: tenant.memberCookie.cookie, "content-type": "application/x-www-form-urlencoded" },
       body: new URLSearchParams({ grant_id: started.grantId, csrf_token: "forged", decision: "approve", project_id: tenant.projectId }).toString()
     })
     expect(forged.status).toBe(403)
-    const crossOrigin = await fetch(`${service.url}/v1/delegations/consent`, {
+    const crossOrigin = await service.fetch(`${service.url}/v1/delegations/consent`, {
       method: "POST",
       redirect: "manual",
       headers: { cookie: tenant.memberCookie.cookie, origin: "https://evil.example", "content-type": "application/x-www-form-urlencoded" },
@@ -250,7 +250,7 @@ describe("consent rules", () => {
     const decided = await decide(service, tenant.memberCookie, started.grantId, "approve", { project_id: tenant.projectId })
     expect(decided.status, decided.text).toBe(303)
     // Decided once: a second decision is refused.
-    const again = await fetch(`${service.url}/v1/delegations/consent?grant_id=${started.grantId}`, { headers: { cookie: tenant.memberCookie.cookie } })
+    const again = await service.fetch(`${service.url}/v1/delegations/consent?grant_id=${started.grantId}`, { headers: { cookie: tenant.memberCookie.cookie } })
     expect(again.status).toBe(409)
   })
 })
@@ -370,7 +370,7 @@ describe("the delegation token", () => {
 
   it("the SDK works with a delegation token", async () => {
     const { token } = await delegate(service, key, tenant.memberCookie, {}, tenant.projectId)
-    const client = createClient({ baseUrl: service.url, token, projectId: tenant.projectId })
+    const client = createClient({ baseUrl: service.url, token, projectId: tenant.projectId, fetch: service.fetch })
     const page = await Effect.runPromise(client.api.do_anything.listSessions({ params: { pid: tenant.projectId as never }, query: {} }))
     expect(page.items).toEqual([])
   })

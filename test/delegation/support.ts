@@ -114,7 +114,7 @@ export const decide = async (service: Service, session: CookieSession, grantId: 
   const { csrf, response } = await consentPage(service, session, grantId)
   expect(csrf, response.text).toBeDefined()
   const form = new URLSearchParams({ grant_id: grantId, csrf_token: csrf!, decision, ...extra })
-  const posted = await fetch(`${service.url}/v1/delegations/consent`, {
+  const posted = await service.fetch(`${service.url}/v1/delegations/consent`, {
     method: "POST",
     redirect: "manual",
     headers: { ...cookieHeaders(session), "content-type": "application/x-www-form-urlencoded", origin: service.url },

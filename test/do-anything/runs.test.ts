@@ -294,10 +294,10 @@ describe("events", () => {
 
     // The screenshot URL is signed, short-lived and needs no API key.
     const shot = events.find((e) => e.event === "run.screenshot")!.data.data.url as string
-    const image = await fetch(`${service.url}${shot}`)
+    const image = await service.fetch(`${service.url}${shot}`)
     expect(image.status).toBe(200)
     expect(image.headers.get("content-type")).toBe("image/jpeg")
-    const forged = await fetch(`${service.url}${shot.replace(/signature=[^&]+/, "signature=forged")}`)
+    const forged = await service.fetch(`${service.url}${shot.replace(/signature=[^&]+/, "signature=forged")}`)
     expect(forged.status).toBe(403)
     expect((await forged.json()).code).toBe("invalid_signature")
   })
@@ -329,7 +329,7 @@ describe("events", () => {
     } finally {
       await client.end()
     }
-    const expired = await fetch(`${service.url}${aged[0]}`)
+    const expired = await service.fetch(`${service.url}${aged[0]}`)
     expect(expired.status).toBe(403)
     expect((await expired.json()).code).toBe("url_expired")
 
@@ -339,7 +339,7 @@ describe("events", () => {
       const fresh = event.data.data.url as string
       expect(fresh).not.toBe(aged[index])
       expect(Number(new URL(fresh, service.url).searchParams.get("expires"))).toBeGreaterThan(Date.now() / 1000 + 14 * 60)
-      const image = await fetch(`${service.url}${fresh}`)
+      const image = await service.fetch(`${service.url}${fresh}`)
       expect(image.status).toBe(200)
       expect(image.headers.get("content-type")).toBe("image/jpeg")
     }

@@ -12,15 +12,22 @@ import { describe, expect, it } from "vitest"
 import { SERVICE_NODE_FLAGS } from "../../src/config/node-flags.ts"
 import { freePort } from "../../src/net/free-port.ts"
 import { seededDataDir } from "../support/service.ts"
+import { checkExchange } from "../support/contract-hook.ts"
 
 const root = path.resolve(import.meta.dirname, "../..")
 
 /** One GET: its status, "refused" when nothing listens, "no answer" when accepted and left hanging. */
 const probe = (port: number) =>
-  new Promise<number | "refused" | "no answer">((resolve) => {
+  new Promise<number | "refused" | "no answer">((resolve, reject) => {
     const req = request({ host: "127.0.0.1", port, path: "/healthz", agent: false, timeout: 5_000 }, (res) => {
-      res.resume()
-      res.once("end", () => resolve(res.statusCode ?? 0))
+      let text = ""
+      res.on("data", (chunk) => (text += chunk))
+      // The answer is held to the service's OpenAPI document (the contract hook) too.
+      res.once("end", () => {
+        const headers = new Headers(Object.entries(res.headers).flatMap(([name, value]) => value === undefined ? [] : [[name, String(value)] as [string, string]]))
+        checkExchange(`http://127.0.0.1:${port}`, { method: "GET", pathname: "/healthz", status: res.statusCode ?? 0, headers, text })
+          .then(() => resolve(res.statusCode ?? 0), reject)
+      })
     })
     req.once("error", () => resolve("refused"))
     req.once("timeout", () => {

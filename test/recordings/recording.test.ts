@@ -118,7 +118,7 @@ describe("recording", () => {
     expect(content.json.event_count).toBe(content.json.events.length)
     expect(recordingOf(content.json.events)).toContain(MARKER)
     // A client that does not take gzip gets the plain JSON.
-    const plain = await fetch(`${service.url}${runPath(sid, rid)}/artifacts/${run.recording.artifact_id}`, {
+    const plain = await service.fetch(`${service.url}${runPath(sid, rid)}/artifacts/${run.recording.artifact_id}`, {
       headers: { authorization: `Bearer ${service.apiKey}`, "accept-encoding": "identity" }
     })
     expect(plain.headers.get("content-encoding")).toBeNull()
@@ -145,12 +145,12 @@ describe("recording", () => {
     // The signature is checked: altered → 403 invalid_signature, for the page and the events.
     const tampered = run.recording.replay_url.replace(/signature=./, (match: string) => match.endsWith("A") ? "signature=B" : "signature=A")
     for (const url of [tampered, tampered.replace("/replay?", "/events?")]) {
-      const refused = await fetch(`${service.url}${url}`)
+      const refused = await service.fetch(`${service.url}${url}`)
       expect(refused.status).toBe(403)
       expect((await refused.json()).code).toBe("invalid_signature")
     }
     const expired = run.recording.replay_url.replace(/expires=\d+/, "expires=1000")
-    expect((await fetch(`${service.url}${expired}`)).status).toBe(403)
+    expect((await service.fetch(`${service.url}${expired}`)).status).toBe(403)
   })
 
   it("records each run of a session by its own setting; an unrecorded run has no artifact", async () => {
@@ -214,10 +214,10 @@ describe("recording", () => {
   })
 
   it("serves the replayer from the installed rrweb package, without an API key", async () => {
-    const script = await fetch(`${service.url}/v1/recording_assets/rrweb.js`)
+    const script = await service.fetch(`${service.url}/v1/recording_assets/rrweb.js`)
     expect(script.status).toBe(200)
     expect(script.headers.get("content-type")).toContain("javascript")
     expect(await script.text()).toContain("Replayer")
-    expect((await fetch(`${service.url}/v1/recording_assets/other.js`)).status).toBe(404)
+    expect((await service.fetch(`${service.url}/v1/recording_assets/other.js`)).status).toBe(404)
   })
 })

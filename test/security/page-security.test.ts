@@ -50,7 +50,7 @@ const expectPageHeaders = (headers: Headers, frame: "'none'" | "'self'" = "'none
 
 describe("/docs", () => {
   it("sends the page headers and names no other host", async () => {
-    const response = await fetch(`${service.url}/docs`)
+    const response = await service.fetch(`${service.url}/docs`)
     expect(response.status).toBe(200)
     expect(response.headers.get("content-type")).toContain("text/html")
     expectPageHeaders(response.headers)
@@ -60,7 +60,7 @@ describe("/docs", () => {
     // Its scripts are the service's own files, sent with nosniff.
     for (const script of ["docs/scalar.js", "docs/start.js"]) {
       expect(html).toContain(`<script src="${script}">`)
-      const file = await fetch(`${service.url}/${script}`)
+      const file = await service.fetch(`${service.url}/${script}`)
       expect(file.status).toBe(200)
       expect(file.headers.get("content-type")).toContain("text/javascript")
       expect(file.headers.get("x-content-type-options")).toBe("nosniff")
@@ -108,14 +108,14 @@ describe("/docs", () => {
 
 describe("the other pages", () => {
   it("the console's page sends the page headers", async () => {
-    const response = await fetch(`${service.url}/console/`)
+    const response = await service.fetch(`${service.url}/console/`)
     expect(response.headers.get("content-type")).toContain("text/html")
     const csp = expectPageHeaders(response.headers)
     expect(csp.get("script-src")).toEqual(["'self'"])
   })
 
   it("the consent sign-in page sends the page headers; its inline style runs by a nonce that changes per response", async () => {
-    const first = await fetch(`${service.url}/v1/delegations/consent?grant_id=dgr_0000000000zzzzzzzzzzzzzzzz`, { redirect: "manual" })
+    const first = await service.fetch(`${service.url}/v1/delegations/consent?grant_id=dgr_0000000000zzzzzzzzzzzzzzzz`, { redirect: "manual" })
     expect(first.headers.get("content-type")).toContain("text/html")
     const csp = expectPageHeaders(first.headers)
     const styles = csp.get("style-src") ?? []
@@ -125,7 +125,7 @@ describe("the other pages", () => {
     expect(await first.text()).toContain(`<style nonce="${nonce}">`)
     expect(csp.get("form-action")).toEqual(["'self'"])
 
-    const second = await fetch(`${service.url}/v1/delegations/consent?grant_id=dgr_0000000000zzzzzzzzzzzzzzzz`, { redirect: "manual" })
+    const second = await service.fetch(`${service.url}/v1/delegations/consent?grant_id=dgr_0000000000zzzzzzzzzzzzzzzz`, { redirect: "manual" })
     expect(directives(second.headers.get("content-security-policy")).get("style-src")).not.toEqual(styles)
   })
 

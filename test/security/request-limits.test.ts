@@ -8,6 +8,7 @@ import { request as httpRequest } from "node:http"
 import { connect } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type ScriptedModel, startScriptedModel } from "../fixtures/model/scripted-model.ts"
+import { checkExchange, checkRawHttp } from "../support/contract-hook.ts"
 import { embeddedDatabaseClient, type Service, startService, stopAndClean } from "../support/service.ts"
 import { TERMINAL, waitForRunStatus } from "../support/runs.ts"
 
@@ -68,7 +69,11 @@ describe("request bodies", () => {
       }, (res) => {
         let text = ""
         res.on("data", (c) => (text += c))
-        res.on("end", () => resolve({ status: res.statusCode ?? 0, body: text }))
+        res.on("end", () => {
+          const headers = new Headers(Object.entries(res.headers).flatMap(([name, value]) => value === undefined ? [] : [[name, String(value)] as [string, string]]))
+          checkExchange(service.url, { method: "POST", pathname: url.pathname, status: res.statusCode ?? 0, headers, text })
+            .then(() => resolve({ status: res.statusCode ?? 0, body: text }), reject)
+        })
       })
       req.on("error", reject)
       const chunk = "a".repeat(64 * 1024)
@@ -152,7 +157,7 @@ describe("slow and hostile clients", () => {
       let text = ""
       socket.on("data", (c) => (text += c))
       socket.on("close", () => resolve(text))
-    })
+    }).then(async (text) => (await checkRawHttp(service.url, "GET", "/healthz", text, "malformed-framing"), text))
     expect(answer).toMatch(/^HTTP\/1\.1 408 /)
     expectEnvelope(JSON.parse(answer.slice(answer.indexOf("\r\n\r\n") + 4)), "request_timeout")
   })
@@ -182,6 +187,10 @@ describe("slow and hostile clients", () => {
         clearInterval(timer)
         resolve(answer)
       })
+    }).then(async (answer) => {
+      // A body that stops short of its Content-Length is not a well-framed request.
+      await checkRawHttp(service.url, "POST", `/v1/projects/${service.projectId}/api_keys`, answer, stopAfter < body.length ? "malformed-framing" : undefined)
+      return answer
     })
   }
   const keyNamed = async (name: string) => {
@@ -234,7 +243,7 @@ describe("event streams", () => {
     // Wait for the run to end, so the whole (large) log is there to replay.
     const run = await waitForRunStatus(service, `${sessions()}/${created.json.id}/runs/${created.json.latest_run_id}`, TERMINAL, { timeoutMs: 30_000 })
     expect(run.status, JSON.stringify(run.error)).toBe("done")
-    const reader = await fetch(service.url + eventsPath, { headers: { authorization: `Bearer ${service.apiKey}` } })
+    const reader = await service.fetch(service.url + eventsPath, { headers: { authorization: `Bearer ${service.apiKey}` } })
     const full = await reader.text()
     expect(full).toContain("event: run.completed")
     expect(full.length).toBeGreaterThan(4 * 1024 * 1024)
@@ -249,7 +258,7 @@ describe("event streams", () => {
       })
       socket.on("data", (chunk) => (text += chunk))
       socket.on("close", () => resolve(text))
-    })
+    }).then(async (text) => (await checkRawHttp(service.url, "GET", eventsPath, text), text))
     // The server dropped it: what was still queued for it never came, nor the end of the stream.
     expect(received.length).toBeLessThan(full.length)
     expect(received).not.toMatch(/\r\n0\r\n\r\n$/)
