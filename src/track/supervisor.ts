@@ -16,7 +16,6 @@ import { toMicros } from "../domain/money.ts"
 import { MonitorStore } from "./monitor-store.ts"
 import { checkRules, checkSchedule } from "./settings.ts"
 import { MONITOR_OWNER } from "./tick.ts"
-import { withMethodSpans } from "../observability/spans.ts"
 
 const decodeSettings = Schema.decodeUnknownEffect(MonitorPatch)
 
@@ -120,11 +119,9 @@ export class Supervisor extends Context.Service<Supervisor, {
           pendingQuestion: { request_id: requestId, question },
           events: [{ type: "alignment.input_request", data: { request_id: requestId, question, monitor_id: monitor.id } }]
         })
-      })
+      }, Effect.catchCause((cause) => Effect.logError("monitor alignment step failed", cause)))
 
-      return Supervisor.of(withMethodSpans("Supervisor", {
-        step: (monitorId, turn) => step(monitorId, turn).pipe(Effect.catchCause((cause) => Effect.logError("monitor alignment step failed", cause)))
-      }))
+      return Supervisor.of({ step })
     })
   ).pipe(Layer.provide(Ledger.layer))
 }

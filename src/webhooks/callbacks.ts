@@ -23,6 +23,7 @@ import type { WireBody } from "../domain/errors.ts"
 import { makeId } from "../domain/ids.ts"
 import { checkPublicUrl, PrivateLookupError, publicLookup } from "../net/private-address.ts"
 import { type ClaimedRow, CallbackStore, DeliveryRow } from "./callback-store.ts"
+import { withMethodSpans } from "../observability/spans.ts"
 
 export const signPayload = (secret: string, id: string, timestamp: number, body: string) => {
   const key = Buffer.from(secret.replace(/^whsec_/, ""), "base64")
@@ -205,7 +206,7 @@ export class Callbacks extends Context.Service<Callbacks, {
         Effect.forkScoped
       )
 
-      return Callbacks.of({
+      return Callbacks.of(withMethodSpans("Callbacks", {
         onAttempt: (listener) => Effect.sync(() => {
           listeners.push(listener)
         }),
@@ -257,7 +258,7 @@ export class Callbacks extends Context.Service<Callbacks, {
                 : "the delivery has no HTTP target (its webhook endpoint did not exist); there is nothing to retry"
             })
           })
-      })
+      }))
     })
   ).pipe(Layer.provide(CallbackStore.layer))
 }

@@ -48,10 +48,7 @@ const NOT_SPANNED: Record<string, string> = {
   FileToolContext: "per-run tool context built in run-agent.ts",
   MailToolContext: "per-run tool context built in run-agent.ts",
   // Effect values, not methods (withMethodSpans passes non-functions through).
-  RunnerLifecycle: "two Effect-valued fields (draining, startDraining), no methods",
-  // Pending: src/webhooks/callbacks.ts had another agent's uncommitted changes when the others were
-  // wrapped; remove this entry once it is `Callbacks.of(withMethodSpans("Callbacks", {...}))`.
-  Callbacks: "pending (see comment)"
+  RunnerLifecycle: "two Effect-valued fields (draining, startDraining), no methods"
 }
 
 /** Fields of spanned services that are not Effect-returning methods. */
