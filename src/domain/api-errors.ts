@@ -5,6 +5,7 @@
  * declare them and the SDK reads them (src/http/errors.ts adds the server's response helpers).
  */
 import { Schema } from "effect"
+import { PayloadTooLarge } from "./wire/workspaces.ts"
 
 const envelope = {
   code: Schema.String,
@@ -95,6 +96,8 @@ export const envelopeByStatus = {
   403: Forbidden,
   404: NotFound,
   409: Conflict,
+  // An upload larger than its limit (a streamed body, so a domain error rather than a request limit).
+  413: PayloadTooLarge,
   422: ValidationError,
   429: TooManyRequests,
   500: InternalError
@@ -102,7 +105,7 @@ export const envelopeByStatus = {
 
 const statusByClass = new Map<Function, number>(Object.entries(envelopeByStatus).map(([status, envelope]) => [envelope, Number(status)]))
 
-export type ApiError = BadRequest | Unauthorized | PaymentRequired | Forbidden | NotFound | Conflict | ValidationError | TooManyRequests | InternalError
+export type ApiError = BadRequest | Unauthorized | PaymentRequired | Forbidden | NotFound | Conflict | PayloadTooLarge | ValidationError | TooManyRequests | InternalError
 
 /** The HTTP status of one of the envelope errors, or undefined for anything else. */
 export const statusOf = (error: unknown): number | undefined =>

@@ -31,7 +31,13 @@ const ORPHAN_BLOB_AGE = "1 day"
 /** The file is larger than the configured limit; nothing was stored. */
 export class FileTooLarge extends Schema.TaggedError<FileTooLarge>()("FileTooLarge", {
   limitBytes: Schema.Number
-}) {}
+}) {
+  get httpStatus() { return 413 as const }
+  get code() { return "payload_too_large" }
+  wire(): WireBody {
+    return { detail: `the file is larger than ${this.limitBytes} bytes; nothing was stored`, extra: { limit_bytes: this.limitBytes } }
+  }
+}
 
 /** The file name breaks the rules of `fileNameProblem`. */
 export class InvalidFileName extends Schema.TaggedError<InvalidFileName>()("InvalidFileName", {

@@ -18,7 +18,7 @@ import type { OnTheWire } from "../../src/domain/errors.ts"
 import { type HttpErrorOf, httpErrors, isOnTheWire, toHttpError } from "../../src/http/domain-errors.ts"
 import { BadRequest, Conflict, Forbidden, NotFound, statusOf, TooManyRequests, Unauthorized, ValidationError } from "../../src/http/errors.ts"
 import { SecretLimitReached, SecretNameTaken } from "../../src/secrets/secret-store.ts"
-import { InvalidFileName } from "../../src/store/workspace-store.ts"
+import { FileTooLarge, InvalidFileName } from "../../src/store/workspace-store.ts"
 import { WebhookEndpointLimitReached } from "../../src/webhooks/webhook-endpoints.ts"
 import { DeliveryNotRetryable } from "../../src/webhooks/callbacks.ts"
 import { SafetyBoundaryViolated } from "../../src/safety/service.ts"
@@ -32,7 +32,7 @@ const schemasOf = (module: Record<string, unknown>) =>
 const errorClasses: Array<[string, Schema.Codec<unknown>]> = [
   ...schemasOf(AccountErrors),
   ...schemasOf(DelegationErrors),
-  ...schemasOf({ SecretNameTaken, SecretLimitReached, WebhookEndpointLimitReached, DeliveryNotRetryable, SafetyBoundaryViolated, StripeNotConfigured, StripeSignatureInvalid, InvalidFileName, SkillRefused })
+  ...schemasOf({ SecretNameTaken, SecretLimitReached, WebhookEndpointLimitReached, DeliveryNotRetryable, SafetyBoundaryViolated, FileTooLarge, StripeNotConfigured, StripeSignatureInvalid, InvalidFileName, SkillRefused })
 ]
 
 const samplesOf = (schema: Schema.Codec<unknown>) => Effect.runPromise(Arbitrary.sampleEffect(Arbitrary.schema(schema), { count: 25, seed: 27 }))
@@ -59,9 +59,9 @@ describe("errors of accounts, delegation, secrets, webhooks, workspaces, Stripe 
     expect(errorClasses.map(([name]) => name)).toEqual(expect.arrayContaining([
       "SsoFailed", "InvalidCredentials", "LoginThrottled", "AccountResourceNotFound", "RoleForbidden", "AccountConflict", "AccountLimitReached", "AccountInvalidField",
       "SignatureRejected", "DelegationNotFound", "DelegationConflict", "DelegationInvalid", "DelegationForbidden",
-      "SecretNameTaken", "InvalidFileName", "SkillRefused", "DeliveryNotRetryable", "SafetyBoundaryViolated"
+      "SecretNameTaken", "InvalidFileName", "SkillRefused", "DeliveryNotRetryable", "SafetyBoundaryViolated", "FileTooLarge"
     ]))
-    expect(errorClasses.length).toBe(22)
+    expect(errorClasses.length).toBe(23)
   })
 
   it("maps every class to the envelope of its declared status, with its declared code", async () => {

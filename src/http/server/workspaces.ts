@@ -5,11 +5,10 @@
 import { Effect } from "effect"
 import { HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
-import { type WorkspaceFileRow, type WorkspaceRow, WorkspaceStore } from "../../store/workspace-store.ts"
-import { PayloadTooLarge } from "../../domain/wire/workspaces.ts"
+import { FileTooLarge, type WorkspaceFileRow, type WorkspaceRow, WorkspaceStore } from "../../store/workspace-store.ts"
 import { WebAgentApi } from "../api/api.ts"
 import { CurrentKey } from "../api/security.ts"
-import { httpErrors } from "../domain-errors.ts"
+import { httpErrors, toHttpError } from "../domain-errors.ts"
 import { badRequest, Forbidden } from "../errors.ts"
 import { DEFAULT_LIMIT, decodeCursor, nameCursor, toPage } from "../pagination.ts"
 
@@ -36,8 +35,6 @@ const fileView = (store: WorkspaceStore["Service"], file: WorkspaceFileRow) =>
     download_url_expires_at: signed.expires_at.toISOString()
   }))
 
-const tooLarge = (limit: number) =>
-  new PayloadTooLarge({ code: "payload_too_large", detail: `the file is larger than ${limit} bytes; nothing was stored`, extra: { limit_bytes: limit } })
 
 /** The workspace of the calling key's project (404 workspace_not_found otherwise). */
 const ownWorkspace = (store: WorkspaceStore["Service"], wid: string) =>
@@ -99,14 +96,11 @@ export const WorkspaceUploadHandlers = HttpApiBuilder.group(
         yield* ownWorkspace(store, params.wid)
         // A declared length over the limit is refused before a byte is read.
         const declared = Number(request.headers["content-length"])
-        if (Number.isFinite(declared) && declared > store.maxFileBytes) return yield* tooLarge(store.maxFileBytes)
+        if (Number.isFinite(declared) && declared > store.maxFileBytes) return yield* toHttpError(new FileTooLarge({ limitBytes: store.maxFileBytes }))
         const contentType = (request.headers["content-type"] ?? "").split(",")[0]!.trim().slice(0, 200) || "application/octet-stream"
         const stored = yield* store.putFile(params.wid, params.name, request.stream, { contentType, source: "upload", onConflict: "replace" }).pipe(
-          Effect.catchTags({
-            FileTooLarge: (error) => Effect.fail(tooLarge(error.limitBytes)),
-            // The client's body broke off (disconnect, malformed chunking): nothing was stored.
-            HttpServerError: () => Effect.fail(badRequest("the request body could not be read; nothing was stored"))
-          }),
+          // The client's body broke off (disconnect, malformed chunking): nothing was stored.
+          Effect.catchTag("HttpServerError", () => Effect.fail(badRequest("the request body could not be read; nothing was stored"))),
           httpErrors
         )
         return yield* fileView(store, stored)
