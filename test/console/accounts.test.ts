@@ -13,7 +13,8 @@
 import { mkdirSync } from "node:fs"
 import * as path from "node:path"
 import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
+import { type BrowserWatch, watchBrowser } from "../support/contract-browser.ts"
 import { buildConsole, isStale } from "../../console/build.ts"
 import { selectChromium } from "../../src/browser/chromium-executable.ts"
 import { type ScriptedModel, startScriptedModel } from "../fixtures/model/scripted-model.ts"
@@ -26,6 +27,7 @@ let model: ScriptedModel
 let oidc: OidcProvider | undefined
 let service: Service
 let browser: Browser
+let browserWatch: BrowserWatch
 let adminContext: BrowserContext
 let admin: Page
 let memberContext: BrowserContext
@@ -55,12 +57,19 @@ beforeAll(async () => {
   const local = await selectChromium({ explicitPath: process.env["CHROMIUM_PATH"], dataDir: service.dataDir })
   const prepared = await local.prepare()
   browser = await chromium.launch({ executablePath: prepared.executablePath, env: { ...process.env, ...prepared.env }, args: ["--no-sandbox"] })
+  browserWatch = watchBrowser(service.url)
   adminContext = await browser.newContext({ viewport: { width: 1280, height: 900 } })
+  browserWatch.watch(adminContext)
   admin = await adminContext.newPage()
   admin.setDefaultTimeout(60_000)
   memberContext = await browser.newContext({ viewport: { width: 1280, height: 900 } })
+  browserWatch.watch(memberContext)
   member = await memberContext.newPage()
   member.setDefaultTimeout(60_000)
+})
+// What the browsers got from the service goes through the contract hook; a mismatch fails the test whose page got it.
+afterEach(async () => {
+  expect(await browserWatch?.takeMismatches() ?? []).toEqual([])
 })
 afterAll(async () => {
   await browser?.close()
@@ -179,7 +188,7 @@ describe("the console with console accounts", () => {
     await openProject(member, service.projectId)
     expect(await member.getByTestId("role").textContent()).toBe("member")
     // The link works once.
-    const again = await fetch(`${service.url}/v1/invitations/accept`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ token, password: "another-password" }) })
+    const again = await service.fetch(`${service.url}/v1/invitations/accept`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ token, password: "another-password" }) })
     expect((await again.json()).code).toBe("invitation_accepted")
     await admin.reload()
     await expect.poll(() => admin.locator('tr[data-invitation="bob@example.test"] [data-status]').getAttribute("data-status")).toBe("accepted")
@@ -275,7 +284,7 @@ describe("the console with console accounts", () => {
     await expect.poll(() => admin.evaluate(() => sessionStorage.getItem("wa.console.credentials"))).toBeNull()
     await expect.poll(async () => (await adminContext.cookies(service.url)).find((c) => c.name === "wa_session")).toBeUndefined()
     // The old cookie no longer works, even if someone kept it.
-    const replay = await fetch(`${service.url}/v1/auth/me`, { headers: { cookie: `wa_session=${before}` } })
+    const replay = await service.fetch(`${service.url}/v1/auth/me`, { headers: { cookie: `wa_session=${before}` } })
     expect(replay.status).toBe(401)
     await admin.reload()
     await admin.getByLabel("Email", { exact: true }).waitFor()
@@ -291,6 +300,7 @@ describe("the console with console accounts", () => {
   it("signs in with an SSO button through the provider and lands in the console's project picker", async () => {
     await createUser(service, "lee@corp.example.com", "lee-password-1", ["--tenant", "ten_default", "--role", "member"])
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } })
+    browserWatch.watch(context)
     try {
       // Only loopback: the provider's pages import a web font that must not be fetched.
       await context.route((url) => url.hostname !== "127.0.0.1", (route) => route.abort())

@@ -11,7 +11,8 @@ import { createServer, request as httpRequest } from "node:http"
 import type { AddressInfo } from "node:net"
 import * as path from "node:path"
 import { type Browser, chromium, type Page } from "playwright-core"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
+import { type BrowserWatch, watchBrowser } from "../support/contract-browser.ts"
 import { isStale, buildConsole } from "../../console/build.ts"
 import { selectChromium } from "../../src/browser/chromium-executable.ts"
 import { researchScript, echoClaims } from "../fixtures/model/research-model.ts"
@@ -26,6 +27,7 @@ const shots = path.resolve(import.meta.dirname, "../../test-results/console")
 let fx: ResearchFixtures
 let service: Service
 let browser: Browser
+let browserWatch: BrowserWatch
 let page: Page
 let table: Record<string, ReadonlyArray<string>> = {}
 /** Holds the agent of a "Hold for control" run in its model call (so the run stays running). */
@@ -73,8 +75,15 @@ beforeAll(async () => {
   const local = await selectChromium({ explicitPath: process.env["CHROMIUM_PATH"], dataDir: service.dataDir })
   const prepared = await local.prepare()
   browser = await chromium.launch({ executablePath: prepared.executablePath, env: { ...process.env, ...prepared.env }, args: ["--no-sandbox"] })
-  page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage()
+  browserWatch = watchBrowser(service.url)
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } })
+  browserWatch.watch(context)
+  page = await context.newPage()
   page.setDefaultTimeout(60_000)
+})
+// What the browser got from the service goes through the contract hook; a mismatch fails the test whose page got it.
+afterEach(async () => {
+  expect(await browserWatch?.takeMismatches() ?? []).toEqual([])
 })
 afterAll(async () => {
   releaseHeld()
@@ -87,7 +96,7 @@ const shot = (name: string) => page.screenshot({ path: path.join(shots, `${name}
 
 describe("the console", () => {
   it("is served at /console with its assets, and client routes fall back to the app", async () => {
-    const index = await fetch(`${service.url}/console`)
+    const index = await service.fetch(`${service.url}/console`)
     expect(index.status).toBe(200)
     expect(index.headers.get("content-type")).toContain("text/html")
     expect(index.headers.get("cache-control")).toBe("no-cache")
@@ -95,19 +104,19 @@ describe("the console", () => {
     const html = await index.text()
     const script = /src="(\/console\/assets\/[^"]+\.js)"/.exec(html)?.[1]
     expect(script).toBeDefined()
-    const asset = await fetch(`${service.url}${script}`, { headers: { "accept-encoding": "gzip" } })
+    const asset = await service.fetch(`${service.url}${script}`, { headers: { "accept-encoding": "gzip" } })
     expect(asset.status).toBe(200)
     expect(asset.headers.get("content-type")).toContain("text/javascript")
     expect(asset.headers.get("cache-control")).toContain("immutable")
-    const route = await fetch(`${service.url}/console/research/run_anything`)
+    const route = await service.fetch(`${service.url}/console/research/run_anything`)
     expect(route.status).toBe(200)
     expect(await route.text()).toBe(html)
     // Nothing outside the built console is reachable through it.
     for (const escape of ["/console/..%2f..%2fpackage.json", "/console/%2e%2e/%2e%2e/package.json", "/console/assets/..%2f..%2f..%2fsrc%2fmain.ts"]) {
-      const response = await fetch(`${service.url}${escape}`)
+      const response = await service.fetch(`${service.url}${escape}`)
       expect(response.status, escape).toBe(404)
     }
-    const missing = await fetch(`${service.url}/console/assets/missing.js`)
+    const missing = await service.fetch(`${service.url}/console/assets/missing.js`)
     expect(missing.status).toBe(404)
     expect((await missing.json()).code).toBe("not_found")
   })
@@ -138,6 +147,7 @@ describe("the console", () => {
 
   it("signs out when the API no longer accepts the key it kept", async () => {
     const context = await browser.newContext()
+    browserWatch.watch(context)
     try {
       const stale = JSON.stringify({ kind: "api_key", token: `wa_${"B".repeat(36)}`, projectId: service.projectId })
       await context.addInitScript((value) => {

@@ -40,7 +40,7 @@ const createWorkspace = async (name: string) => {
 
 /** PUT of raw bytes (fetch, so the body is not turned into a string). */
 const upload = (wid: string, name: string, body: Uint8Array | ReadableStream<Uint8Array>, contentType = "application/octet-stream") =>
-  fetch(`${service.url}${workspaces()}/${wid}/files/${encodeURIComponent(name)}`, {
+  service.fetch(`${service.url}${workspaces()}/${wid}/files/${encodeURIComponent(name)}`, {
     method: "PUT",
     headers: { ...auth(), "content-type": contentType },
     body,
@@ -123,7 +123,7 @@ describe("workspaces", () => {
     expect(listed.json.items.map((f: { name: string; size_bytes: number }) => [f.name, f.size_bytes])).toEqual([["data.bin", content.length]])
     expect((await service.request("GET", `${workspaces()}/${ws.id}`)).json).toMatchObject({ file_count: 1, size_bytes: content.length })
 
-    const download = await fetch(service.url + listed.json.items[0].download_url)
+    const download = await service.fetch(service.url + listed.json.items[0].download_url)
     expect(download.status).toBe(200)
     expect(download.headers.get("content-disposition")).toContain("attachment")
     expect(Buffer.from(await download.arrayBuffer()).equals(Buffer.from(content))).toBe(true)
@@ -133,7 +133,7 @@ describe("workspaces", () => {
     expect(replaced.status).toBe(201)
     const fresh = (await service.request("GET", `${workspaces()}/${ws.id}/files/data.bin`)).json
     expect(fresh).toMatchObject({ size_bytes: 9, content_type: "text/plain" })
-    expect(await (await fetch(service.url + fresh.download_url)).text()).toBe("small now")
+    expect(await (await service.fetch(service.url + fresh.download_url)).text()).toBe("small now")
     expect((await service.request("DELETE", `${workspaces()}/${ws.id}/files/data.bin`)).status).toBe(200)
     expect((await service.request("GET", `${workspaces()}/${ws.id}/files/data.bin`)).json.code).toBe("file_not_found")
   })
@@ -156,7 +156,7 @@ describe("workspaces", () => {
 
     const files = (await service.request("GET", `${workspaces()}/${ws.id}/files`)).json.items
     expect(files.map((f: { name: string }) => f.name)).toEqual(["keep.txt"])
-    expect(await (await fetch(service.url + files[0].download_url)).text()).toBe("the original")
+    expect(await (await service.fetch(service.url + files[0].download_url)).text()).toBe("the original")
     expect(await blobRows()).toEqual(before)
 
     // Exactly at the limit is fine.
@@ -178,7 +178,7 @@ describe("workspaces", () => {
       const got = await service.request("GET", `${workspaces()}/${ws.id}/files/${encodeURIComponent(name)}`)
       expect(got.status, String(length)).toBe(200)
       expect(got.json.name).toBe(name)
-      expect(await (await fetch(service.url + got.json.download_url)).text()).toBe(`len ${length}`)
+      expect(await (await service.fetch(service.url + got.json.download_url)).text()).toBe(`len ${length}`)
     }
     // Non-ASCII: 255 characters (1020 percent-encoded bytes in the path) still fit.
     const wide = "ü".repeat(251) + ".txt"
@@ -244,11 +244,11 @@ describe("workspaces", () => {
     const byNfd = await service.request("GET", `${workspaces()}/${ws.id}/files/${encodeURIComponent(nfd)}`)
     expect(byNfd.status).toBe(200)
     expect(byNfd.json.name).toBe(nfc)
-    expect(await (await fetch(service.url + byNfd.json.download_url)).text()).toBe("second")
+    expect(await (await service.fetch(service.url + byNfd.json.download_url)).text()).toBe("second")
     // A signed URL spelled in NFD names the same file, so its signature holds.
     const signedNfd = service.url + files[0]!.download_url.replace(encodeURIComponent(nfc), encodeURIComponent(nfd))
     expect(signedNfd).not.toBe(service.url + files[0]!.download_url)
-    expect(await (await fetch(signedNfd)).text()).toBe("second")
+    expect(await (await service.fetch(signedNfd)).text()).toBe("second")
     expect((await service.request("DELETE", `${workspaces()}/${ws.id}/files/${encodeURIComponent(nfd)}`)).status).toBe(200)
     expect((await service.request("GET", `${workspaces()}/${ws.id}/files`)).json.items).toEqual([])
   })
@@ -260,7 +260,7 @@ describe("workspaces", () => {
     const file = (await service.request("GET", `${workspaces()}/${ws.id}/files/a.txt`)).json
     const url = new URL(service.url + file.download_url)
     expect(Date.parse(file.download_url_expires_at) - Date.now()).toBeGreaterThan(14 * 60 * 1000)
-    expect(await (await fetch(url)).text()).toBe("A")
+    expect(await (await service.fetch(url)).text()).toBe("A")
 
     const tamperedSignature = new URL(url)
     const signature = url.searchParams.get("signature")!
@@ -269,7 +269,7 @@ describe("workspaces", () => {
     const laterExpiry = new URL(url)
     laterExpiry.searchParams.set("expires", String(Number(url.searchParams.get("expires")) + 3600))
     for (const bad of [tamperedSignature, otherFile, laterExpiry]) {
-      const response = await fetch(bad)
+      const response = await service.fetch(bad)
       expect(response.status, bad.toString()).toBe(403)
       expect((await response.json()).code).toBe("invalid_signature")
     }
@@ -279,7 +279,7 @@ describe("workspaces", () => {
     expect((await upload(ws.id, odd, new TextEncoder().encode("odd"))).status).toBe(201)
     const oddFile = (await service.request("GET", `${workspaces()}/${ws.id}/files/${encodeURIComponent(odd)}`)).json
     expect(oddFile.name).toBe(odd)
-    const oddDownload = await fetch(service.url + oddFile.download_url)
+    const oddDownload = await service.fetch(service.url + oddFile.download_url)
     expect(await oddDownload.text()).toBe("odd")
     expect(oddDownload.headers.get("content-disposition")).toContain(`filename*=UTF-8''${encodeURIComponent(odd)}`)
 
@@ -289,13 +289,13 @@ describe("workspaces", () => {
     await client.end()
     const expires = Math.floor(Date.now() / 1000) - 60
     const sig = createHmac("sha256", secret).update(`workspace_file\u0000${ws.id}\u0000a.txt\u0000${expires}`).digest("base64url")
-    const expired = await fetch(`${service.url}/v1/workspace_files/${ws.id}/a.txt?expires=${expires}&signature=${sig}`)
+    const expired = await service.fetch(`${service.url}/v1/workspace_files/${ws.id}/a.txt?expires=${expires}&signature=${sig}`)
     expect(expired.status).toBe(403)
     expect((await expired.json()).code).toBe("url_expired")
     // The same secret with a future expiry works: the expiry alone made the difference.
     const later = expires + 3600
     const ok = createHmac("sha256", secret).update(`workspace_file\u0000${ws.id}\u0000a.txt\u0000${later}`).digest("base64url")
-    expect((await fetch(`${service.url}/v1/workspace_files/${ws.id}/a.txt?expires=${later}&signature=${ok}`)).status).toBe(200)
+    expect((await service.fetch(`${service.url}/v1/workspace_files/${ws.id}/a.txt?expires=${later}&signature=${ok}`)).status).toBe(200)
   })
 
   it("a session with an unknown workspace_id is 404 workspace_not_found and creates nothing", async () => {
@@ -372,12 +372,12 @@ describe("workspaces", () => {
     const files = (await service.request("GET", `${workspaces()}/${ws.id}/files`)).json.items as Array<any>
     expect(files.map((f) => f.name).sort()).toEqual(["notes.txt", "report.csv", "summary.txt"])
     const report = files.find((f) => f.name === "report.csv")
-    const fetched = await fetch(service.url + report.download_url)
+    const fetched = await service.fetch(service.url + report.download_url)
     expect(fetched.status).toBe(200)
     expect(await fetched.text()).toBe(fixtureReportCsv)
     const summary = files.find((f) => f.name === "summary.txt")
     expect(summary.source).toBe("agent")
-    expect(await (await fetch(service.url + summary.download_url)).text()).toBe("fruits: 3")
+    expect(await (await service.fetch(service.url + summary.download_url)).text()).toBe("fruits: 3")
   })
 
   it("without a workspace the file tools are not offered, and allowed_actions governs them", async () => {

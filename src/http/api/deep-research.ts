@@ -29,6 +29,15 @@ import { Authentication, Idempotency, RateLimit } from "./security.ts"
 const strict = { errors: "all", onExcessProperty: "error" } as const
 const EventStream = Schema.String.pipe(HttpApiSchema.asText({ contentType: "text/event-stream" }))
 const ArtifactContent = Schema.String.pipe(HttpApiSchema.asText({ contentType: "text/markdown" }))
+/**
+ * An artifact is sent as its own type: the report (final.md) as text/markdown, citations.json and
+ * confidence.json as application/json (src/research/executor.ts), so the 200 declares both.
+ */
+const jsonArtifacts = (operation: Record<string, any>) => {
+  const ok = operation["responses"]?.["200"]
+  if (ok?.["content"] !== undefined) ok["content"]["application/json"] ??= { schema: {} }
+  return operation
+}
 const writeErrors = [ValidationError, NotFound, Conflict] as const
 const deriveErrors = [ValidationError, BadRequest, NotFound, Conflict, PaymentRequired] as const
 
@@ -120,7 +129,7 @@ const endpoints = <
       params: { ...run, aid: MaxString(64) },
       success: ArtifactContent,
       error: NotFound
-    })
+    }).annotate(OpenApi.Transform, jsonArtifacts)
   )
     .middleware(Idempotency)
     .middleware(RateLimit)
