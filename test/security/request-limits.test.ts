@@ -60,6 +60,19 @@ describe("request bodies", () => {
     expect(await sessionCount()).toBe(before)
   })
 
+  it("a body of a type the operation does not take is refused with 415 in the JSON envelope, and nothing is created", async () => {
+    const before = await sessionCount()
+    const response = await service.fetch(service.url + sessions(), {
+      method: "POST",
+      headers: { authorization: `Bearer ${service.apiKey}`, "content-type": "text/plain" },
+      body: "open example.com"
+    })
+    expect(response.status).toBe(415)
+    expect(response.headers.get("content-type")).toContain("application/json")
+    expectEnvelope(await response.json(), "unsupported_media_type")
+    expect(await sessionCount()).toBe(before)
+  })
+
   it("a chunked body is refused with 413 once it passes the limit", async () => {
     const url = new URL(service.url + sessions())
     const { status, body } = await new Promise<{ status: number; body: string }>((resolve, reject) => {

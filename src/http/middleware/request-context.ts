@@ -142,7 +142,9 @@ const ensureEnvelope = (response: HttpServerResponse.HttpServerResponse) => {
   }
   const text = body._tag === "Uint8Array" ? new TextDecoder().decode(body.body).trim() : ""
   const code = defaultCodes[response.status] ?? "internal_error"
-  return json(response.status, envelopeBody(code, text === "" ? code.replaceAll("_", " ") : text), response.headers)
+  // The framework's headers stay (Allow, Retry-After, ...), but not its body's type and length: the body is JSON now.
+  const { "content-type": _type, "content-length": _length, ...kept } = response.headers
+  return json(response.status, envelopeBody(code, text === "" ? code.replaceAll("_", " ") : text), kept)
 }
 
 const onlyRequestId = (annotations: Readonly<Record<string, unknown>>) => {
