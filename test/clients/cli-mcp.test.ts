@@ -10,11 +10,12 @@ import { type ChildProcess, execFile, spawn } from "node:child_process"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import * as path from "node:path"
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest"
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest"
 import type { ChatRequest } from "../fixtures/model/scripted-model.ts"
 import { researchScript } from "../fixtures/model/research-model.ts"
 import { type ResearchFixtures, researchEnv, startResearchFixtures } from "../deep-research/helpers.ts"
 import { type Service, startService, stopAndClean } from "../support/service.ts"
+import { type ContractProxy, startContractProxy } from "../support/contract-proxy.ts"
 import { onJsonLines } from "../support/json-lines.ts"
 import { eventually } from "../support/runs.ts"
 
@@ -25,12 +26,15 @@ const wa = path.join(root, "bin/wa.js")
 
 let fx: ResearchFixtures
 let service: Service
+/** The CLI and MCP processes reach the service through it: their answers go through the contract hook. */
+let proxy: ContractProxy
 let table: Record<string, ReadonlyArray<string>> = {}
 let home: string
 
 beforeAll(async () => {
   fx = await startResearchFixtures(() => table)
   service = await startService({ env: researchEnv(fx.model, fx.engines, { WA_MAX_CONCURRENT_SESSIONS: "100" }) })
+  proxy = await startContractProxy(service.url)
   home = mkdtempSync(path.join(tmpdir(), "wa-cli-home-"))
   table = {
     "cli-cost": [fx.web.url("127.0.0.1", "/doc/cli-cost-a"), fx.web.url("127.0.0.2", "/doc/cli-cost-b")],
@@ -56,7 +60,13 @@ const cancelWaiting = async () => {
   }
 }
 
+// A mismatch the proxy saw fails the test whose processes made the request.
+afterEach(() => {
+  expect(proxy?.takeMismatches() ?? []).toEqual([])
+})
+
 afterAll(async () => {
+  await proxy?.close()
   if (service !== undefined) await cancelWaiting()
   await stopAndClean(service)
   await fx?.close()
@@ -69,7 +79,7 @@ const userEnv = (extra: Record<string, string> = {}) => {
   for (const [name, value] of Object.entries(process.env)) if (value !== undefined && !name.startsWith("WA_")) env[name] = value
   return { ...env, HOME: home, XDG_CONFIG_HOME: path.join(home, ".config"), ...extra }
 }
-const connected = () => userEnv({ WA_URL: service.url, WA_API_KEY: service.apiKey, WA_PROJECT: service.projectId })
+const connected = () => userEnv({ WA_URL: proxy.url, WA_API_KEY: service.apiKey, WA_PROJECT: service.projectId })
 
 const waRun = (args: ReadonlyArray<string>, env: Record<string, string> = connected()) =>
   new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
@@ -123,7 +133,7 @@ describe("wa (client commands)", () => {
     expect(failed.stderr).toMatch(/^failed: \w+/m)
 
     expect((await waRun(["run", "x".repeat(10_001)])).code).toBe(5) // validation
-    expect((await waRun(["run", "hello"], userEnv({ WA_URL: service.url, WA_API_KEY: `wa_${"x".repeat(40)}`, WA_PROJECT: service.projectId }))).code).toBe(3)
+    expect((await waRun(["run", "hello"], userEnv({ WA_URL: proxy.url, WA_API_KEY: `wa_${"x".repeat(40)}`, WA_PROJECT: service.projectId }))).code).toBe(3)
     expect((await waRun(["monitors", "show", "mon_missing"])).code).toBe(4)
     expect((await waRun(["run"])).code).toBe(2)
     expect((await waRun(["run", "hello", "--frobnicate"])).code).toBe(2)
@@ -136,7 +146,7 @@ describe("wa (client commands)", () => {
     const file = path.join(home, ".config", "wa", "config.json")
     const { mkdirSync } = await import("node:fs")
     mkdirSync(path.dirname(file), { recursive: true })
-    writeFileSync(file, JSON.stringify({ url: service.url, api_key: service.apiKey, project_id: service.projectId }))
+    writeFileSync(file, JSON.stringify({ url: proxy.url, api_key: service.apiKey, project_id: service.projectId }))
     try {
       fx.model.setScript(agentScript(0, "from the config file"))
       const fromFile = await waRun(["run", "Say it"], userEnv())

@@ -304,7 +304,7 @@ describe("outline gate, report and artifacts", () => {
 
     const content = async (name: string) => {
       const artifact = byName.get(name)
-      const response = await fetch(`${service.url}${basePath(service)}/${rid}/artifacts/${artifact.id}`, { headers: { authorization: `Bearer ${service.apiKey}` } })
+      const response = await service.fetch(`${service.url}${basePath(service)}/${rid}/artifacts/${artifact.id}`, { headers: { authorization: `Bearer ${service.apiKey}` } })
       expect(response.status).toBe(200)
       expect(response.headers.get("content-type")).toContain(artifact.content_type.split(";")[0])
       const text = await response.text()

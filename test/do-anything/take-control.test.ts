@@ -7,7 +7,8 @@
 import { chromium, type Browser, type Page } from "playwright-core"
 import { randomBytes } from "node:crypto"
 import { request as httpRequest } from "node:http"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
+import { type BrowserWatch, watchBrowser } from "../support/contract-browser.ts"
 import { selectChromium } from "../../src/browser/chromium-executable.ts"
 import { lastUserText, type ScriptedModel, startScriptedModel, toolResults } from "../fixtures/model/scripted-model.ts"
 import { type FixtureSites, startFixtureSites } from "../fixtures/sites/server.ts"
@@ -36,6 +37,11 @@ beforeAll(async () => {
   const local = await selectChromium({ explicitPath: process.env["CHROMIUM_PATH"], dataDir: service.dataDir })
   const prepared = await local.prepare()
   person = await chromium.launch({ executablePath: prepared.executablePath, env: { ...process.env, ...prepared.env }, args: ["--no-sandbox"] })
+})
+// What the person's browser got from the service goes through the contract hook; a mismatch fails the test whose page got it.
+let browserWatch: BrowserWatch | undefined
+afterEach(async () => {
+  expect(await browserWatch?.takeMismatches() ?? []).toEqual([])
 })
 afterAll(async () => {
   await person?.close()
@@ -177,6 +183,8 @@ describe("take control", () => {
 
     // The person's browser, with no API key: the control page, then the live view.
     const context = await person.newContext({ viewport: { width: 1400, height: 1000 } })
+    browserWatch ??= watchBrowser(service.url)
+    browserWatch.watch(context)
     const page = await context.newPage()
     const opened = await page.goto(controlUrl)
     expect(opened?.status(), await opened?.text()).toBe(200)
@@ -230,7 +238,7 @@ describe("take control", () => {
     }
 
     // Control ended: the URL no longer works.
-    const after = await fetch(controlUrl)
+    const after = await service.fetch(controlUrl)
     expect(after.status).toBe(403)
     expect((await after.json()).code).toBe("control_url_expired")
     await context.close()
@@ -263,6 +271,8 @@ describe("take control", () => {
     expect(taken.status, taken.text).toBe(200)
     expect(taken.json.status).toBe("awaiting_input")
     const context = await person.newContext({ viewport: { width: 1400, height: 1000 } })
+    browserWatch ??= watchBrowser(service.url)
+    browserWatch.watch(context)
     const page = await context.newPage()
     expect((await page.goto(taken.json.standalone_control_url))?.status()).toBe(200)
     await page.waitForFunction(() => document.body.dataset["state"] === "connected")
@@ -322,18 +332,18 @@ describe("take control", () => {
       `${grant}`,
       "nonsense"
     ]) {
-      const response = await fetch(`${service.url}/v1/control/${tampered}`)
+      const response = await service.fetch(`${service.url}/v1/control/${tampered}`)
       expect(response.status, tampered).toBe(403)
       expect((await response.json()).code).toBe("control_url_invalid")
     }
     await expect(openSocket(`${service.url}/v1/control/${grant}?exp=${exp}&sig=${flipped}`)).rejects.toThrow()
-    expect((await fetch(firstUrl)).status).toBe(200)
+    expect((await service.fetch(firstUrl)).status).toBe(200)
 
     // Nobody connects within WA_CONTROL_CONNECT_SECONDS.
     const expired = await eventOf(sid, rid, "run.take_control_expired")
     expect(expired.data).toMatchObject({ run_id: rid, exp: first.exp })
     expect((await service.request("GET", runPath(sid, rid))).json.status).toBe("running")
-    const dead = await fetch(firstUrl)
+    const dead = await service.fetch(firstUrl)
     expect(dead.status).toBe(403)
     expect((await dead.json()).code).toBe("control_url_expired")
     await expect(openSocket(firstUrl)).rejects.toThrow()
@@ -343,16 +353,16 @@ describe("take control", () => {
     expect(refreshed.status, refreshed.text).toBe(200)
     const secondUrl = refreshed.json.standalone_control_url as string
     expect(secondUrl).not.toBe(firstUrl)
-    expect((await fetch(secondUrl)).status).toBe(200)
-    expect((await fetch(firstUrl)).status).toBe(403)
+    expect((await service.fetch(secondUrl)).status).toBe(200)
+    expect((await service.fetch(firstUrl)).status).toBe(403)
     const pendings = (await events(sid, rid)).filter((e) => e.type === "run.take_control_pending")
     expect(pendings.map((e) => e.data.standalone_control_url)).toEqual([firstUrl, secondUrl])
     expect(pendings[1]!.data.reason).toBe("2fa")
 
     // A refresh while that one is pending replaces it at once.
     const third = (await intervene(sid, rid, { kind: "refresh_control_url" })).json.standalone_control_url as string
-    expect((await fetch(secondUrl)).status).toBe(403)
-    expect((await fetch(third)).status).toBe(200)
+    expect((await service.fetch(secondUrl)).status).toBe(403)
+    expect((await service.fetch(third)).status).toBe(200)
 
     held.open()
     expect((await waitForRunStatus(service, runPath(sid, rid), terminal)).status).toBe("done")
@@ -360,7 +370,7 @@ describe("take control", () => {
     const ended = await intervene(sid, rid, { kind: "take_control" })
     expect(ended.status).toBe(409)
     expect(ended.json.extra.status).toBe("done")
-    expect((await fetch(third)).status).toBe(403)
+    expect((await service.fetch(third)).status).toBe(403)
   })
 
   it("the socket takes only the service's own Origin; one controller at a time: a second page takes over and the first is told", async () => {
@@ -414,7 +424,7 @@ describe("take control", () => {
     expect(control.texts.at(-1)).toMatchObject({ type: "ended" })
     held.open()
     expect((await service.request("GET", runPath(sid, rid))).json.status).toBe("canceled")
-    expect((await fetch(url)).status).toBe(403)
+    expect((await service.fetch(url)).status).toBe(403)
   })
 
   it("a control page that sends nothing for WA_CONTROL_IDLE_SECONDS gives the browser back; release_control through the API also does", async () => {

@@ -8,22 +8,31 @@
 import { execFile } from "node:child_process"
 import * as path from "node:path"
 import { promisify } from "node:util"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
 import { evalTasks } from "../../src/eval/tasks.ts"
 import { type PlanModel, startPlanModel } from "../../src/eval/scripted-model.ts"
 import { type Service, scriptedAgentEnv, startService, stopAndClean } from "../support/service.ts"
+import { type ContractProxy, startContractProxy } from "../support/contract-proxy.ts"
 
 const root = path.resolve(import.meta.dirname, "../..")
 
 let model: PlanModel
 let service: Service
+/** `wa eval` reaches the service through it: its answers go through the contract hook. */
+let proxy: ContractProxy
 
 beforeAll(async () => {
   model = await startPlanModel()
   // Vision on: each observation comes with its set-of-marks screenshot, which the vision tasks need.
   service = await startService({ env: scriptedAgentEnv(model.baseUrl, { WA_STEP_SCREENSHOTS: "false", WA_MODEL_VISION: "on" }) })
+  proxy = await startContractProxy(service.url)
 }, 120_000)
+// A mismatch the proxy saw fails the test whose `wa eval` made the request.
+afterEach(() => {
+  expect(proxy?.takeMismatches() ?? []).toEqual([])
+})
 afterAll(async () => {
+  await proxy?.close()
   await stopAndClean(service)
   await model?.close()
 })
@@ -32,7 +41,7 @@ afterAll(async () => {
 const waEval = (...args: Array<string>) =>
   promisify(execFile)(process.execPath, [path.join(root, "src/main.ts"), "eval", ...args], {
     cwd: root,
-    env: { ...process.env, WA_URL: service.url, WA_API_KEY: service.apiKey, WA_PROJECT: service.projectId },
+    env: { ...process.env, WA_URL: proxy.url, WA_API_KEY: service.apiKey, WA_PROJECT: service.projectId },
     maxBuffer: 16 * 1024 * 1024
   }).then(
     ({ stdout, stderr }) => ({ stdout, stderr, code: 0 }),
