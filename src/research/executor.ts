@@ -22,7 +22,7 @@ import { isTerminal } from "../domain/run-state.ts"
 import { RunEventBus } from "../events/run-event-bus.ts"
 import { Reader } from "../reader/reader.ts"
 import { applyOutlineEdits, crosscheckSection, depthBudgets, extractiveSection, gatherSection, planOutline, writeBrief, writeSection } from "./pipeline.ts"
-import { assembleReport, citationNumbers, initialState, type ResearchState } from "./report.ts"
+import { assembleReport, citationNumbers, initialState, type ResearchState, stateOfCheckpoint } from "./report.ts"
 import { decodeOutlineAnswer, type Outline, type Phase } from "../domain/research.ts"
 import { canonicalUrl } from "../engines/canonical-url.ts"
 import { WebSearch } from "../engines/web-search.ts"
@@ -61,7 +61,7 @@ const researchExecutor = Effect.gen(function*() {
 
       const [executor, checkpoint] = yield* begin(store.loadCheckpoint(runId), (saved) => ({ from_step: saved?.step ?? 0, phase: run.phase }))
       let step = checkpoint?.step ?? 0
-      let state: ResearchState = checkpoint === undefined ? initialState : { ...initialState, ...(checkpoint.history as ResearchState) }
+      let state: ResearchState = checkpoint === undefined ? initialState : yield* stateOfCheckpoint(checkpoint.history)
       let spent = Number(run.llm_cost_usd)
       const cap = request.max_cost_usd === null || request.max_cost_usd === undefined ? Number.POSITIVE_INFINITY : Number(request.max_cost_usd)
 

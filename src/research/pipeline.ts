@@ -69,27 +69,31 @@ const SOURCE_CHARS = 4_000
 /** Characters of each source kept in the run's checkpoint. */
 const STORED_SOURCE_CHARS = 8_000
 
-export interface Brief {
-  readonly title: string
-  readonly objective: string
-  readonly key_questions: ReadonlyArray<string>
-}
+export const Brief = Schema.Struct({
+  title: Schema.String,
+  objective: Schema.String,
+  key_questions: Schema.Array(Schema.String)
+})
+export type Brief = typeof Brief.Type
 
-export interface Source {
-  readonly id: string
-  readonly url: string
-  readonly title: string
-  readonly site: string
-  readonly text: string
-}
+export const Source = Schema.Struct({
+  id: Schema.String,
+  url: Schema.String,
+  title: Schema.String,
+  site: Schema.String,
+  text: Schema.String
+})
+export type Source = typeof Source.Type
 
-export type Confidence = "high" | "medium" | "low"
+export const Confidence = Schema.Literals(["high", "medium", "low"])
+export type Confidence = typeof Confidence.Type
 
-export interface Claim {
-  readonly text: string
-  readonly source_ids: ReadonlyArray<string>
-  readonly confidence: Confidence
-}
+export const Claim = Schema.Struct({
+  text: Schema.String,
+  source_ids: Schema.Array(Schema.String),
+  confidence: Confidence
+})
+export type Claim = typeof Claim.Type
 
 /** A model call's answer and what it cost. */
 export interface Priced<A> {

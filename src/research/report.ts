@@ -3,45 +3,50 @@
  * one), and the report assembled from it at the end: final.md, citations.json, confidence.json
  * and the run's result.
  */
-import type { Brief, Claim, DepthBudget, Source } from "./pipeline.ts"
-import type { ConfidenceSummary, Outline, PartialSection } from "../domain/research.ts"
+import { Effect, Schema } from "effect"
+import { Brief, Claim, type DepthBudget, Source } from "./pipeline.ts"
+import { type ConfidenceSummary, Outline, type PartialSection } from "../domain/research.ts"
 
-export interface SectionGathering {
-  readonly sourceIds: ReadonlyArray<string>
-  readonly blockers: ReadonlyArray<string>
-}
+export const SectionGathering = Schema.Struct({
+  sourceIds: Schema.Array(Schema.String),
+  blockers: Schema.Array(Schema.String)
+})
+export type SectionGathering = typeof SectionGathering.Type
 
-export interface WrittenSection {
-  readonly markdown: string
-  readonly method: "model" | "extractive"
-}
+export const WrittenSection = Schema.Struct({
+  markdown: Schema.String,
+  method: Schema.Literals(["model", "extractive"])
+})
+export type WrittenSection = typeof WrittenSection.Type
 
 /** The report a follow-up run builds on: its parent's, cut to PRIOR_REPORT_CHARS. */
-export interface PriorReport {
-  readonly run_id: string
-  readonly markdown: string
-}
+export const PriorReport = Schema.Struct({
+  run_id: Schema.String,
+  markdown: Schema.String
+})
+export type PriorReport = typeof PriorReport.Type
 
 /** Characters of the parent's report a follow-up keeps (and gives to the brief and the planner). */
 export const PRIOR_REPORT_CHARS = 12_000
 
-export interface ResearchState {
+export const ResearchState = Schema.Struct({
   /** A refinement's text: instructions for the planner and the writer (null for other runs). */
-  readonly instructions?: string | null
+  instructions: Schema.optional(Schema.NullOr(Schema.String)),
   /** A follow-up's parent report, given as context so the new report builds on it (null for other runs). */
-  readonly context?: PriorReport | null
-  readonly brief: Brief | null
-  readonly outline: Outline | null
+  context: Schema.optional(Schema.NullOr(PriorReport)),
+  brief: Schema.NullOr(Brief),
+  outline: Schema.NullOr(Outline),
   /** Reviewer notes from the outline approval (plain-string edits). */
-  readonly notes: ReadonlyArray<string>
-  readonly approved: boolean
-  readonly sources: ReadonlyArray<Source>
-  readonly gathered: Readonly<Record<string, SectionGathering>>
-  readonly claims: Readonly<Record<string, ReadonlyArray<Claim>>>
-  readonly written: Readonly<Record<string, WrittenSection>>
+  notes: Schema.Array(Schema.String),
+  approved: Schema.Boolean,
+  sources: Schema.Array(Source),
+  gathered: Schema.Record(Schema.String, SectionGathering),
+  claims: Schema.Record(Schema.String, Schema.Array(Claim)),
+  written: Schema.Record(Schema.String, WrittenSection),
   /** max_cost_usd was reached: no more model calls. */
-  readonly capped: boolean
-}
+  capped: Schema.Boolean
+})
+export type ResearchState = typeof ResearchState.Type
 
 export const initialState: ResearchState = {
   brief: null,
@@ -54,6 +59,13 @@ export const initialState: ResearchState = {
   written: {},
   capped: false
 }
+
+/**
+ * The state saved in a run's checkpoint (its `history`), decoded: fields a checkpoint lacks take
+ * their initial values. A checkpoint that does not decode is a defect (the run fails, logged).
+ */
+export const stateOfCheckpoint = (history: unknown): Effect.Effect<ResearchState> =>
+  Schema.decodeUnknownEffect(ResearchState)({ ...initialState, ...(typeof history === "object" && history !== null ? history : {}) }).pipe(Effect.orDie)
 
 /**
  * Report-wide citation numbers: sources in the order the report's sections use them, from 1.

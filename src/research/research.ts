@@ -21,7 +21,7 @@ import { earlierCreate, messageSent, recordCreate } from "../store/keyed-create.
 import { RunStore } from "../store/runs.ts"
 import { RunNotifier } from "../webhooks/run-notifier.ts"
 import { applyOutlineEdits, depthBudgets } from "./pipeline.ts"
-import { initialState, PRIOR_REPORT_CHARS, type ResearchState } from "./report.ts"
+import { initialState, PRIOR_REPORT_CHARS, type ResearchState, stateOfCheckpoint } from "./report.ts"
 import { decodeOutlineAnswer, type Outline, type OutlineEdit, ResearchResult } from "../domain/research.ts"
 import { withMethodSpans } from "../observability/spans.ts"
 
@@ -171,7 +171,7 @@ export class Research extends Context.Service<Research, {
           if (!isTerminal(run.status)) return yield* new ParentRunNotReady({ runId: run.id, status: run.status, operation: "refine", needs: "ended" })
           const request = requestOf(run)
           const checkpoint = yield* store.loadCheckpoint(run.id)
-          const parent: ResearchState = { ...initialState, ...(checkpoint?.history as Partial<ResearchState> | undefined) }
+          const parent: ResearchState = yield* stateOfCheckpoint(checkpoint?.history)
           // The outline is final once approved (or when no approval was asked): its sources and
           // claims still hold. An outline rejected or never approved is planned again, with the text.
           const outlineFinal = parent.outline !== null && (parent.approved || !request.require_outline_approval)
