@@ -38,7 +38,9 @@ export const watchBrowser = (serviceUrl: string): BrowserWatch => {
     const url = new URL(response.url())
     if (url.origin !== origin) return
     const check = (async () => {
-      const headers = new Headers(await response.allHeaders().catch(() => response.headers()))
+      // One entry per header line (allHeaders joins repeated Set-Cookie lines with a newline, which Headers refuses).
+      const headers = new Headers()
+      for (const { name, value } of await response.headersArray()) headers.append(name, value)
       const text = await bodyOf(response, headers.get("content-type") ?? "")
       await checkExchange(serviceUrl, { method: response.request().method(), pathname: url.pathname + url.search, status: response.status(), headers, text })
     })().catch((error: unknown) => {

@@ -4,8 +4,11 @@
  * `checkExchange`: the `request` and `fetch` helpers of test/support/service.ts, `contractFetch`
  * (a `fetch` bound to a service URL: scale-out nodes, the load balancer, the SDK's transport), the
  * fuzzers' `rawRequest` (test/support/openapi-fuzz.ts) and the event-stream reader `readSse`
- * (test/support/sse.ts: status, content type and headers; its events against their schemas).
- * Only the named EXEMPTIONS (malformed framing on raw sockets) are not checked. For the operation the request matched (method and path
+ * (test/support/sse.ts: status, content type and headers; its events against their schemas),
+ * `checkRawHttp` for HTTP written by hand on a socket, the checking reverse proxy the CLI, MCP
+ * and `wa eval` subprocesses are pointed at (contract-proxy.ts) and the watch on a driven
+ * browser's responses (contract-browser.ts). Only the named EXEMPTIONS (malformed framing on raw
+ * sockets) are not checked. For the operation the request matched (method and path
  * template; /v1 and /api/v1 are separate paths of the document) it checks:
  *
  * - the status is declared for the operation (or its `default`);
@@ -392,7 +395,8 @@ export const checkExchange = async (baseUrl: string, exchange: Exchange, exempti
  * The named exemptions: responses a process-level test gets from the service that the hook does
  * not check, each with its reason. Every other way a test gets a response (`service.request`,
  * `service.fetch` / `contractFetch`, the fuzzers' `rawRequest`, `readSse`, the SDK given
- * `contractFetch`) goes through `checkExchange`. A caller names its exemption (`exempt:` of
+ * `service.fetch`, `checkRawHttp`, contract-proxy.ts, contract-browser.ts) goes through
+ * `checkExchange`. A caller names its exemption (`exempt:` of
  * `rawRequest`, `checkExchange`'s `exemption`), so an exempt exchange is visible where it is made.
  */
 export const EXEMPTIONS = {
