@@ -18,7 +18,8 @@
 import { createHash } from "node:crypto"
 import * as http from "node:http"
 import { type Browser, chromium } from "playwright-core"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
+import { type BrowserWatch, watchBrowser } from "../support/contract-browser.ts"
 import { buildConsole, isStale } from "../../console/build.ts"
 import { chromiumPath } from "../browser/support.ts"
 import { freePort, type OidcProvider, startOidcProvider } from "../fixtures/oidc/provider.ts"
@@ -30,6 +31,8 @@ let service: Service
 let oidc: OidcProvider
 let smtp: SmtpReceiver
 let browser: Browser
+/** What the browser gets from the service goes through the contract hook. */
+let browserWatch: BrowserWatch | undefined
 
 beforeAll(async () => {
   if (isStale()) await buildConsole()
@@ -48,6 +51,9 @@ beforeAll(async () => {
   browser = await chromium.launch({ executablePath: chromiumPath, headless: true, args: ["--no-sandbox"] })
 }, 300_000)
 
+afterEach(async () => {
+  expect(await browserWatch?.takeMismatches() ?? []).toEqual([])
+})
 afterAll(async () => {
   await browser?.close()
   await stopAndClean(service)
@@ -100,6 +106,8 @@ describe("account pre-hijacking", () => {
 
     // The victim asks for a password reset in the console (Chromium); the link arrives at the victim's mailbox only.
     const context = await browser.newContext()
+    browserWatch ??= watchBrowser(service.url)
+    browserWatch.watch(context)
     try {
       const page = await context.newPage()
       await page.goto(`${service.url}/console/`)
@@ -181,6 +189,8 @@ describe("account pre-hijacking", () => {
     expectEnvelope(await ann("POST", "/v1/auth/email/verify", { token: "made-up-token-000000" }), 404, "token_not_found")
     // Ann opens the mailed link in Chromium where she is signed in to the console, and confirms.
     const context = await browser.newContext()
+    browserWatch ??= watchBrowser(service.url)
+    browserWatch.watch(context)
     try {
       const page = await context.newPage()
       await page.goto(`${service.url}/console/`)
@@ -312,7 +322,7 @@ describe("SSO return_to is judged as a browser reads it", () => {
     expectEnvelope(await service.request("GET", "/v1/auth/sso/corp/start?return_to=/%09/evil.example/path", { key: null }), 422, "validation_error")
     // Encoded slashes, a doubly encoded tab and an inner space stay in the path of this origin: allowed.
     for (const returnTo of ["/%2F%2Fevil.example/", "/%09/evil.example/path", "/ /evil.example", "/console/?next=//evil.example"]) {
-      const started = await fetch(`${service.url}/v1/auth/sso/corp/start?return_to=${encodeURIComponent(returnTo)}`, { redirect: "manual" })
+      const started = await service.fetch(`${service.url}/v1/auth/sso/corp/start?return_to=${encodeURIComponent(returnTo)}`, { redirect: "manual" })
       expect(started.status, returnTo).toBe(302)
     }
   }, 240_000)

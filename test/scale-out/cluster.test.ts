@@ -8,6 +8,7 @@ import { type FixtureSites, startFixtureSites } from "../fixtures/sites/server.t
 import { type ChatRequest, lastUserText, promptText, refOf, type ScriptedModel, type ScriptedReply, startScriptedModel } from "../fixtures/model/scripted-model.ts"
 import { externalDatabase, type Service, startService, stopAndClean } from "../support/service.ts"
 import { readSse } from "../support/sse.ts"
+import { contractFetch } from "../support/contract-hook.ts"
 import { clusterNodeEnv, eventually, type RunnerNode, scrape, shardsSettled, startRunner } from "./nodes.ts"
 import { insideOneWindow, roomyWindow } from "../support/rate-window.ts"
 import { waitForRunStatus } from "../support/runs.ts"
@@ -143,16 +144,16 @@ describe.skipIf(databaseUrl === undefined || redisUrl === undefined)("scale-out:
 
   it("every node is ready and exposes its runner metrics", async () => {
     for (const url of runnerUrls()) {
-      expect((await fetch(`${url}/readyz`)).status).toBe(200)
+      expect((await contractFetch(url)(`${url}/readyz`)).status).toBe(200)
       const metrics = await scrape(url)
       for (const name of ["effect_cluster_shards", "wa_runs_in_flight", "wa_browser_contexts_in_use", "wa_cluster_entities_resident"]) {
         expect(metrics.has(name), `${name} on ${url}`).toBe(true)
       }
     }
-    const response = await fetch(`${c.url}/metrics`)
+    const response = await contractFetch(c.url)(`${c.url}/metrics`)
     expect(response.headers.get("content-type")).toContain("text/plain")
     // The runner-only node serves no API.
-    expect((await fetch(`${c.url}/v1/projects/${a.projectId}/do_anything/sessions`)).status).toBe(404)
+    expect((await contractFetch(c.url)(`${c.url}/v1/projects/${a.projectId}/do_anything/sessions`)).status).toBe(404)
     // 300 shards, split over four runners once the hand-offs of the joins settle.
     expect(await shardsSettled("all 300 shards held, split evenly", runnerUrls())).toEqual([75, 75, 75, 75])
   })

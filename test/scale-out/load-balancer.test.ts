@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type ChatRequest, lastUserText, promptText, type ScriptedModel, type ScriptedReply, startScriptedModel } from "../fixtures/model/scripted-model.ts"
 import { type FixtureSites, startFixtureSites } from "../fixtures/sites/server.ts"
 import { externalDatabase, type Service, startService, stopAndClean } from "../support/service.ts"
+import { contractFetch } from "../support/contract-hook.ts"
 import { readSse, type SseEvent } from "../support/sse.ts"
 import { clusterNodeEnv, eventually, shardsSettled } from "./nodes.ts"
 
@@ -82,7 +83,7 @@ describe.skipIf(databaseUrl === undefined || redisUrl === undefined)("scale-out:
     const key = options.key === undefined ? a.apiKey : options.key
     if (key !== null) headers["authorization"] = `Bearer ${key}`
     if (options.body !== undefined) headers["content-type"] = "application/json"
-    const response = await fetch(lb + pathname, { method, headers, ...(options.body !== undefined ? { body: JSON.stringify(options.body) } : {}) })
+    const response = await contractFetch(lb)(lb + pathname, { method, headers, ...(options.body !== undefined ? { body: JSON.stringify(options.body) } : {}) })
     const text = await response.text()
     let json: any
     try {
@@ -127,7 +128,7 @@ describe.skipIf(databaseUrl === undefined || redisUrl === undefined)("scale-out:
     failed.catch(() => {})
     nginx = child
     lb = `http://127.0.0.1:${port}`
-    await Promise.race([failed, eventually("nginx to answer", async () => (await fetch(`${lb}/healthz`)).status === 200 ? true : undefined, { timeoutMs: 30_000 })])
+    await Promise.race([failed, eventually("nginx to answer", async () => (await contractFetch(lb)(`${lb}/healthz`)).status === 200 ? true : undefined, { timeoutMs: 30_000 })])
   }, 180_000)
 
   afterAll(async () => {

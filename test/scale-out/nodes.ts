@@ -10,6 +10,7 @@ import * as path from "node:path"
 import { startEmbeddedPostgres } from "../../src/store/embedded-postgres.ts"
 import { cleanEnv } from "../support/processes.ts"
 import { externalDatabase, type LogLine, newDataDir } from "../support/service.ts"
+import { contractFetch } from "../support/contract-hook.ts"
 import { onJsonLines } from "../support/json-lines.ts"
 import { eventually as shared, type PollOptions } from "../support/runs.ts"
 
@@ -98,7 +99,7 @@ export const parseMetrics = (text: string): Map<string, number> => {
 }
 
 export const scrape = async (baseUrl: string): Promise<Map<string, number>> => {
-  const response = await fetch(`${baseUrl}/metrics`)
+  const response = await contractFetch(baseUrl)(`${baseUrl}/metrics`)
   if (response.status !== 200) throw new Error(`/metrics of ${baseUrl} answered ${response.status}`)
   return parseMetrics(await response.text())
 }

@@ -70,7 +70,7 @@ describe("take control through a second API node", () => {
     // The same URL on the other node.
     const onOther = new URL(String(taken.json.standalone_control_url))
     onOther.host = new URL(other.url).host
-    expect((await fetch(onOther)).status).toBe(200)
+    expect((await other.fetch(onOther)).status).toBe(200)
 
     onOther.protocol = "ws:"
     onOther.pathname += "/ws"

@@ -8,7 +8,8 @@
  */
 import { HttpServerResponse } from "effect/http"
 import { type Browser, chromium } from "playwright-core"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
+import { type BrowserWatch, watchBrowser } from "../support/contract-browser.ts"
 import { htmlDefaults } from "../../src/http/page-security.ts"
 import { chromiumPath } from "../browser/support.ts"
 import { type Service, startService, stopAndClean } from "../support/service.ts"
@@ -20,6 +21,11 @@ beforeAll(async () => {
   service = await startService()
   browser = await chromium.launch({ executablePath: chromiumPath, headless: true, args: ["--no-sandbox"] })
 }, 120_000)
+// What the browser gets from the service goes through the contract hook; a mismatch fails the test whose page got it.
+let browserWatch: BrowserWatch | undefined
+afterEach(async () => {
+  expect(await browserWatch?.takeMismatches() ?? []).toEqual([])
+})
 afterAll(async () => {
   await browser?.close()
   await stopAndClean(service)
@@ -69,6 +75,8 @@ describe("/docs", () => {
 
   it("renders in Chromium from the service alone, with no policy violation", async () => {
     const context = await browser.newContext()
+    browserWatch ??= watchBrowser(service.url)
+    browserWatch.watch(context)
     try {
       const page = await context.newPage()
       const requested: Array<string> = []
