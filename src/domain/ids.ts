@@ -4,6 +4,7 @@
  * ordering by creation and cursor pagination stays stable under concurrent inserts.
  */
 import { randomBytes } from "node:crypto"
+import type { Brand } from "effect"
 
 const alphabet = "0123456789abcdefghjkmnpqrstvwxyz"
 
@@ -23,6 +24,20 @@ const encodeRandom = (): string => {
   return out
 }
 
-export type IdPrefix = "proj" | "key" | "sess" | "run" | "prof" | "ir" | "ws" | "evt" | "dlv" | "mon" | "art" | "tick" | "snap" | "wh" | "ntf" | "ctl" | "sched" | "usr" | "aid" | "uss" | "ten" | "inv" | "bug" | "wak" | "dgr" | "aud" | "sec" | "eml" | "cs" | "sk"
+/** The brand of each prefix's ids: an id of one kind cannot be passed where another is expected. */
+const brandOfPrefix = {
+  proj: "ProjectId", key: "ApiKeyId", sess: "SessionId", run: "RunId", prof: "ProfileId", ir: "InputRequestId",
+  ws: "WorkspaceId", evt: "ExecutionToken", dlv: "DeliveryId", mon: "MonitorId", art: "ArtifactId", tick: "TickRunId",
+  snap: "SnapshotId", wh: "WebhookEndpointId", ntf: "NotificationId", ctl: "ControlGrantId", sched: "ScheduleId",
+  usr: "UserId", aid: "AccessKeyId", uss: "UserSessionId", ten: "TenantId", inv: "InvitationId", bug: "BugReportId",
+  wak: "WakeId", dgr: "DelegationGrantId", aud: "AuditId", sec: "SecretId", eml: "EmailId", cs: "CacheScriptId", sk: "SkillId"
+} as const
 
-export const makeId = (prefix: IdPrefix, now: number = Date.now()): string => `${prefix}_${encodeTime(now)}${encodeRandom()}`
+export type IdPrefix = keyof typeof brandOfPrefix
+
+/** An id made with `prefix`: a string branded with its kind (ProjectId, RunId, ...). */
+export type IdOf<P extends IdPrefix> = string & Brand.Brand<typeof brandOfPrefix[P]>
+
+/** A new id of that kind, branded where it is made. */
+export const makeId = <P extends IdPrefix>(prefix: P, now: number = Date.now()): IdOf<P> =>
+  `${prefix}_${encodeTime(now)}${encodeRandom()}` as IdOf<P>

@@ -89,7 +89,7 @@ export class SessionStore extends Context.Service<SessionStore, {
         }
       }
       // The store mints ids: a new one is branded where it is made.
-      const sessionId = makeId("sess") as SessionId
+      const sessionId = makeId("sess")
       yield* sql`
         INSERT INTO sessions (id, project_id, api_key_id, status, profile_id, workspace_id)
         VALUES (${sessionId}, ${input.projectId}, ${input.apiKeyId}, 'running', ${input.profileId}, ${input.workspaceId})`

@@ -1,0 +1,36 @@
+/**
+ * Resource ids (src/domain/ids.ts): sortable by creation, one prefix per kind, and branded where
+ * they are made, so an id of one kind cannot be passed where another kind is expected (checked by
+ * tsc on this file: the @ts-expect-error lines must stay errors).
+ */
+import { describe, expect, it } from "vitest"
+import { makeId } from "../../src/domain/ids.ts"
+import type { ProjectId, RunId, SessionId } from "../../src/domain/run.ts"
+import type { MonitorId } from "../../src/domain/monitor.ts"
+
+const takesRun = (id: RunId) => id
+const takesProject = (id: ProjectId) => id
+
+describe("ids", () => {
+  it("are branded by their prefix's kind where they are made", () => {
+    const run: RunId = makeId("run")
+    const session: SessionId = makeId("sess")
+    const monitor: MonitorId = makeId("mon")
+    expect(takesRun(run)).toMatch(/^run_[0-9a-z]{26}$/)
+    expect(session.startsWith("sess_")).toBe(true)
+    expect(monitor.startsWith("mon_")).toBe(true)
+    // @ts-expect-error a project id is not a run id
+    takesRun(makeId("proj"))
+    // @ts-expect-error a run id is not a project id
+    takesProject(run)
+    // Still strings where a string is asked for.
+    const text: string = makeId("key")
+    expect(text.startsWith("key_")).toBe(true)
+  })
+
+  it("sort by creation time", () => {
+    const earlier = makeId("run", 1_000_000)
+    const later = makeId("run", 2_000_000)
+    expect(earlier < later).toBe(true)
+  })
+})
