@@ -3,7 +3,8 @@
  * the recording as a run artifact, and a second Chromium replays it through the signed replay page.
  */
 import { type Browser, chromium } from "playwright-core"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
+import { type BrowserWatch, watchBrowser } from "../support/contract-browser.ts"
 import { chromiumArgs } from "../../src/browser/pool.ts"
 import { chromiumPath } from "../browser/support.ts"
 import { type FixtureSites, startFixtureSites } from "../fixtures/sites/server.ts"
@@ -30,6 +31,11 @@ beforeAll(async () => {
     }
   })
   viewer = await chromium.launch({ executablePath: chromiumPath, args: [...chromiumArgs] })
+})
+// What the browser gets from the service goes through the contract hook; a mismatch fails the test whose page got it.
+let browserWatch: BrowserWatch | undefined
+afterEach(async () => {
+  expect(await browserWatch?.takeMismatches() ?? []).toEqual([])
 })
 afterAll(async () => {
   await viewer?.close()
@@ -129,6 +135,8 @@ describe("recording", () => {
 
     // A second browser, with no API key, opens the replay page and sees the visited page replayed.
     const context = await viewer.newContext()
+    browserWatch ??= watchBrowser(service.url)
+    browserWatch.watch(context)
     try {
       const page = await context.newPage()
       const response = await page.goto(`${service.url}${run.recording.replay_url}`)

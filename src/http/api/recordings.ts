@@ -80,6 +80,13 @@ export class DoAnythingArtifactsApi extends HttpApiGroup.make("do_anything_artif
   }))
 {}
 
+/** The replay page's styles (rrweb.css, replay.css) are sent as text/css beside its scripts, so the 200 declares both. */
+const withStyles = (operation: Record<string, any>) => {
+  const ok = operation["responses"]?.["200"]
+  if (ok?.["content"] !== undefined) ok["content"]["text/css"] ??= { schema: { type: "string" } }
+  return operation
+}
+
 export class RecordingReplayApi extends HttpApiGroup.make("recording_replay")
   .add(
     HttpApiEndpoint.get("replayPage", "/v1/recordings/:aid/replay", {
@@ -105,6 +112,7 @@ export class RecordingReplayApi extends HttpApiGroup.make("recording_replay")
       success: Schema.String.pipe(HttpApiSchema.asText({ contentType: "text/javascript" })),
       error: NotFound
     }).annotate(OpenApi.Description, `Scripts and styles of the replay page (rrweb's replayer from the installed package, and the page's own): ${replayAssetNames.join(", ")}.`)
+      .annotate(OpenApi.Transform, withStyles)
   )
   .annotateMerge(OpenApi.annotations({ title: "Recording replay", description: "Signed, short-lived replay pages (no API key needed)." }))
 {}
