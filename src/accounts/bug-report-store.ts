@@ -7,6 +7,7 @@ import { SqlClient } from "effect/sql"
 import { makeId } from "../domain/ids.ts"
 import { createOnce } from "../store/keyed-create.ts"
 import { withMethodSpans } from "../observability/spans.ts"
+import { ProjectId } from "../domain/run.ts"
 
 const decodeRows = <S extends Schema.Top>(schema: S) => {
   const decode = Schema.decodeUnknownEffect(Schema.Array(schema))
@@ -18,7 +19,7 @@ export type InputMethod = typeof InputMethod.Type
 
 export const BugReportRow = Schema.Struct({
   id: Schema.String,
-  project_id: Schema.String,
+  project_id: ProjectId,
   user_id: Schema.NullOr(Schema.String),
   message: Schema.String,
   page_path: Schema.String,
@@ -35,7 +36,7 @@ const reportRows = decodeRows(BugReportRow)
 
 /** What is stored of a new report, and who filed it (a console user, or an API key). */
 export interface StoredBugReport {
-  readonly projectId: string
+  readonly projectId: ProjectId
   readonly userId: string | null
   readonly apiKeyId: string | null
   readonly message: string
@@ -54,7 +55,7 @@ export class BugReportStore extends Context.Service<BugReportStore, {
    */
   readonly insertOnce: (report: StoredBugReport) => Effect.Effect<BugReportRow>
   /** A page newest first (`onlyUserId`: that user's reports only), and the total it is a page of. */
-  readonly page: (projectId: string, onlyUserId: string | null, limit: number, beforeId: string | undefined) => Effect.Effect<{
+  readonly page: (projectId: ProjectId, onlyUserId: string | null, limit: number, beforeId: string | undefined) => Effect.Effect<{
     readonly rows: ReadonlyArray<BugReportRow>
     readonly total: number
   }>

@@ -9,6 +9,7 @@ import { AppConfig } from "../config/config.ts"
 import { BugReportStore, type BugReportRow, type InputMethod } from "./bug-report-store.ts"
 import { AccountInvalidField } from "./errors.ts"
 import { withMethodSpans } from "../observability/spans.ts"
+import type { ProjectId } from "../domain/run.ts"
 
 export type { BugReportRow, InputMethod } from "./bug-report-store.ts"
 
@@ -31,9 +32,9 @@ export interface Reporter {
 const dataUrlPattern = /^data:image\/(png|jpeg|webp);base64,[A-Za-z0-9+/]+={0,2}$/
 
 export class BugReports extends Context.Service<BugReports, {
-  readonly create: (projectId: string, reporter: Reporter, report: NewBugReport) => Effect.Effect<BugReportRow, AccountInvalidField>
+  readonly create: (projectId: ProjectId, reporter: Reporter, report: NewBugReport) => Effect.Effect<BugReportRow, AccountInvalidField>
   /** Newest first; `onlyUserId` limits the list to one user's reports (a tenant member's view). */
-  readonly list: (projectId: string, onlyUserId: string | null, limit: number, beforeId: string | undefined) => Effect.Effect<{
+  readonly list: (projectId: ProjectId, onlyUserId: string | null, limit: number, beforeId: string | undefined) => Effect.Effect<{
     readonly rows: ReadonlyArray<BugReportRow>
     readonly total: number
   }>
@@ -44,7 +45,7 @@ export class BugReports extends Context.Service<BugReports, {
       const store = yield* BugReportStore
       const config = yield* AppConfig
 
-      const create = Effect.fn("BugReports.create")(function*(projectId: string, reporter: Reporter, report: NewBugReport) {
+      const create = Effect.fn("BugReports.create")(function*(projectId: ProjectId, reporter: Reporter, report: NewBugReport) {
         const screenshot = report.screenshot_data_url
         if (screenshot !== null) {
           if (screenshot.length > config.bugReportScreenshotMaxBytes) {

@@ -11,6 +11,7 @@ import { recordCreate } from "../store/keyed-create.ts"
 import { hashToken } from "./session-tokens.ts"
 import { normalizeEmail } from "./user-store.ts"
 import { withMethodSpans } from "../observability/spans.ts"
+import type { ProjectId } from "../domain/run.ts"
 
 const decodeRows = <S extends Schema.Top>(schema: S) => {
   const decode = Schema.decodeUnknownEffect(Schema.Array(schema))
@@ -114,7 +115,7 @@ export class TenantStore extends Context.Service<TenantStore, {
   readonly lockInvitationByToken: (token: string) => Effect.Effect<InvitationRow | undefined>
   readonly markAccepted: (invitationId: string, userId: string) => Effect.Effect<void>
   readonly projects: (tenantId: string, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<TenantProjectRow>>
-  readonly project: (tenantId: string, projectId: string) => Effect.Effect<TenantProjectRow | undefined>
+  readonly project: (tenantId: string, projectId: ProjectId) => Effect.Effect<TenantProjectRow | undefined>
   readonly insertProject: (tenantId: string, name: string) => Effect.Effect<TenantProjectRow>
 }>()("wa/accounts/TenantStore") {
   static readonly layer = Layer.effect(

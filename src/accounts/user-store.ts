@@ -10,6 +10,7 @@ import type { SessionKind } from "../domain/console-session.ts"
 import { makeId } from "../domain/ids.ts"
 import { hashToken } from "./session-tokens.ts"
 import { withMethodSpans } from "../observability/spans.ts"
+import type { ProjectId } from "../domain/run.ts"
 
 const decodeRows = <S extends Schema.Top>(schema: S) => {
   const decode = Schema.decodeUnknownEffect(Schema.Array(schema))
@@ -85,7 +86,7 @@ export class UserStore extends Context.Service<UserStore, {
   readonly insertSession: (input: { readonly sessionId: string; readonly userId: string; readonly token: string; readonly kind: SessionKind; readonly sessionMs: number }) => Effect.Effect<Date>
   readonly sessionByToken: (token: string) => Effect.Effect<SessionRow | undefined>
   /** sessionByToken and, in the same statement, the user's membership of the project's tenant. */
-  readonly sessionOnProject: (token: string, projectId: string) => Effect.Effect<SessionOnProjectRow | undefined>
+  readonly sessionOnProject: (token: string, projectId: ProjectId) => Effect.Effect<SessionOnProjectRow | undefined>
   readonly endSession: (sessionId: string) => Effect.Effect<void>
   /** The new hash and the end of every other session of the user, in one transaction. */
   readonly changePassword: (userId: string, keepSessionId: string, passwordHash: string) => Effect.Effect<void>

@@ -18,6 +18,7 @@ import { hashPassword, needsRehash, verifyPassword } from "./passwords.ts"
 import { generateSessionToken, isWellFormedSessionToken } from "./session-tokens.ts"
 import { normalizeEmail, type SessionRow, UserStore, type UserRow } from "./user-store.ts"
 import { withMethodSpans } from "../observability/spans.ts"
+import type { ProjectId } from "../domain/run.ts"
 
 export type { ConsoleSession, SessionKind } from "../domain/console-session.ts"
 export { normalizeEmail, type UserRow } from "./user-store.ts"
@@ -48,7 +49,7 @@ export class Users extends Context.Service<Users, {
    * authenticate and, in the same statement, the user's access to a project (the role in the
    * project's tenant): one round trip for a console session on a project endpoint.
    */
-  readonly authenticateOnProject: (token: string, projectId: string) => Effect.Effect<(ConsoleSession & { readonly access: ProjectAccess }) | SessionFailure>
+  readonly authenticateOnProject: (token: string, projectId: ProjectId) => Effect.Effect<(ConsoleSession & { readonly access: ProjectAccess }) | SessionFailure>
   readonly logout: (sessionId: string) => Effect.Effect<void>
   /** Throttled like a sign-in (the account and `address`): a wrong current password is a guess. */
   readonly changePassword: (session: ConsoleSession, current: string, next: string, address: string) => Effect.Effect<void, InvalidCredentials | LoginThrottled>
@@ -125,7 +126,7 @@ export class Users extends Context.Service<Users, {
         return store.sessionByToken(token).pipe(Effect.map(sessionOf))
       }
 
-      const authenticateOnProject = (token: string, projectId: string) => {
+      const authenticateOnProject = (token: string, projectId: ProjectId) => {
         if (!isWellFormedSessionToken(token)) return Effect.succeed("malformed" as const)
         return store.sessionOnProject(token, projectId).pipe(
           Effect.map((row) => {

@@ -19,6 +19,7 @@ import { type ClickDecision, confirmClick, type SubmitGate, submitGate } from ".
 import type { RunSafety } from "../safety/service.ts"
 import { submitTargetOf, targetAt, targetOfRef } from "../safety/target.ts"
 import type { EventData, RunEventType } from "../domain/events.ts"
+import type { ProjectId } from "../domain/run.ts"
 
 const Ref = Schema.String.annotate({ description: "element ref from the page snapshot, e.g. e12 or f1e3" })
 
@@ -186,7 +187,7 @@ export class SecretsUnavailable extends Schema.TaggedError<SecretsUnavailable>()
 
 /** Where a run's secrets come from (src/secrets/service.ts SecretVaultLive). */
 export class SecretVault extends Context.Service<SecretVault, {
-  readonly forRun: (projectId: string, names: ReadonlyArray<string>) => Effect.Effect<RunSecrets, SecretsUnavailable>
+  readonly forRun: (projectId: ProjectId, names: ReadonlyArray<string>) => Effect.Effect<RunSecrets, SecretsUnavailable>
 }>()("wa/agent/SecretVault") {}
 
 const placeholderPattern = /\{\{\s*(secret|totp)\s*:\s*([A-Za-z0-9_-]{1,64})\s*\}\}/g

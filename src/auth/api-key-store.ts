@@ -10,13 +10,14 @@ import { makeId } from "../domain/ids.ts"
 import { createOnce } from "../store/keyed-create.ts"
 import { displayPrefix, hashApiKey } from "./api-key-format.ts"
 import { withMethodSpans } from "../observability/spans.ts"
+import { ProjectId } from "../domain/run.ts"
 
 /** The first key of the advisory lock that serialises a project's key creates (the second is the project's hash). */
 const PROJECT_KEYS_LOCK = 0x7761_6b31 // "wak1"
 
 export const ApiKeyRow = Schema.Struct({
   id: Schema.String,
-  project_id: Schema.String,
+  project_id: ProjectId,
   user_id: Schema.NullOr(Schema.String),
   prefix: Schema.String,
   name: Schema.NullOr(Schema.String),
@@ -38,7 +39,7 @@ const PageRow = Schema.Struct({ ...ApiKeyRow.fields, total: Schema.Number })
 const CountRow = Schema.Struct({ n: Schema.Number })
 
 export interface NewApiKey {
-  readonly projectId: string
+  readonly projectId: ProjectId
   readonly name: string | null
   /** The key as handed out: stored as its hash and display prefix. */
   readonly secret: string
@@ -52,19 +53,19 @@ const columnList = "id, project_id, user_id, prefix, name, created_at, disabled_
 export class ApiKeyStore extends Context.Service<ApiKeyStore, {
   readonly insert: (key: NewApiKey) => Effect.Effect<ApiKeyRow>
   /** Gives a live key of the project a new secret (prefix and hash); undefined when it is gone or revoked. */
-  readonly rekey: (projectId: string, keyId: string, secret: string) => Effect.Effect<ApiKeyRow | undefined>
+  readonly rekey: (projectId: ProjectId, keyId: string, secret: string) => Effect.Effect<ApiKeyRow | undefined>
   /** `create` once per Idempotency-Key, even across a crash (src/store/keyed-create.ts). */
   readonly createOnce: <A, E, R>(create: Effect.Effect<A, E, R>, idOf: (created: A) => string, existing: (id: string) => Effect.Effect<A | undefined, E, R>) => Effect.Effect<A, E, R>
   /** Runs `effect` in a transaction holding the project's key-create lock: its creates count and insert one at a time, on every node. */
-  readonly withProjectLock: <A, E, R>(projectId: string, effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+  readonly withProjectLock: <A, E, R>(projectId: ProjectId, effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
   /** The project's keys that are not revoked. */
-  readonly countLive: (projectId: string) => Effect.Effect<number>
-  readonly count: (projectId: string) => Effect.Effect<number>
+  readonly countLive: (projectId: ProjectId) => Effect.Effect<number>
+  readonly count: (projectId: ProjectId) => Effect.Effect<number>
   /** A page newest first, and the project's total. */
-  readonly page: (projectId: string, limit: number, beforeId: string | undefined) => Effect.Effect<{ readonly rows: ReadonlyArray<ApiKeyRow>; readonly total: number }>
-  readonly find: (projectId: string, keyId: string) => Effect.Effect<ApiKeyRow | undefined>
+  readonly page: (projectId: ProjectId, limit: number, beforeId: string | undefined) => Effect.Effect<{ readonly rows: ReadonlyArray<ApiKeyRow>; readonly total: number }>
+  readonly find: (projectId: ProjectId, keyId: string) => Effect.Effect<ApiKeyRow | undefined>
   /** Revokes with a grace window; revoking twice keeps the first window. */
-  readonly revoke: (projectId: string, keyId: string, graceMs: number) => Effect.Effect<ApiKeyRow | undefined>
+  readonly revoke: (projectId: ProjectId, keyId: string, graceMs: number) => Effect.Effect<ApiKeyRow | undefined>
   readonly findBySecret: (token: string) => Effect.Effect<ApiKeyRow | undefined>
   readonly markUsed: (keyId: string) => Effect.Effect<void>
 }>()("wa/auth/ApiKeyStore") {
@@ -73,7 +74,7 @@ export class ApiKeyStore extends Context.Service<ApiKeyStore, {
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       const columns = sql.literal(columnList)
-      const count = (projectId: string) =>
+      const count = (projectId: ProjectId) =>
         decodeRows(Schema.Struct({ total: Schema.Number }))(sql`SELECT count(*)::int AS total FROM api_keys WHERE project_id = ${projectId}`).pipe(
           Effect.map((rows) => rows[0]?.total ?? 0)
         )

@@ -15,6 +15,7 @@ import { type ApiKeyScope, apiKeyScopes } from "../domain/api-key-scope.ts"
 import { generateApiKey, isWellFormedApiKey } from "./api-key-format.ts"
 import { ApiKeyStore, type ApiKeyRow } from "./api-key-store.ts"
 import { withMethodSpans } from "../observability/spans.ts"
+import type { ProjectId } from "../domain/run.ts"
 
 /** last_used_at is refreshed at most this often, so reads do not each cost a write. */
 const LAST_USED_RESOLUTION_MS = 60 * 1000
@@ -42,8 +43,8 @@ export interface CreateApiKeyOptions {
 export type AuthenticationFailure = "malformed" | "unknown" | "revoked"
 
 export class ApiKeys extends Context.Service<ApiKeys, {
-  readonly create: (projectId: string, name: string | null, options: CreateApiKeyOptions) => Effect.Effect<{ readonly row: ApiKeyRow; readonly secret: string }>
-  readonly list: (projectId: string, limit: number, beforeId: string | undefined) => Effect.Effect<{
+  readonly create: (projectId: ProjectId, name: string | null, options: CreateApiKeyOptions) => Effect.Effect<{ readonly row: ApiKeyRow; readonly secret: string }>
+  readonly list: (projectId: ProjectId, limit: number, beforeId: string | undefined) => Effect.Effect<{
     readonly rows: ReadonlyArray<ApiKeyRow>
     readonly total: number
   }>
@@ -51,10 +52,10 @@ export class ApiKeys extends Context.Service<ApiKeys, {
    * `create` within the plan's cap on the project's keys (not revoked): PlanLimitReached at
    * `limit`. The project's creates count and insert one at a time, on every node.
    */
-  readonly createWithinPlan: (projectId: string, name: string | null, options: CreateApiKeyOptions, limit: number) => Effect.Effect<{ readonly row: ApiKeyRow; readonly secret: string }, PlanLimitReached>
-  readonly count: (projectId: string) => Effect.Effect<number>
-  readonly find: (projectId: string, keyId: string) => Effect.Effect<ApiKeyRow | undefined>
-  readonly revoke: (projectId: string, keyId: string) => Effect.Effect<ApiKeyRow | undefined>
+  readonly createWithinPlan: (projectId: ProjectId, name: string | null, options: CreateApiKeyOptions, limit: number) => Effect.Effect<{ readonly row: ApiKeyRow; readonly secret: string }, PlanLimitReached>
+  readonly count: (projectId: ProjectId) => Effect.Effect<number>
+  readonly find: (projectId: ProjectId, keyId: string) => Effect.Effect<ApiKeyRow | undefined>
+  readonly revoke: (projectId: ProjectId, keyId: string) => Effect.Effect<ApiKeyRow | undefined>
   readonly authenticate: (token: string) => Effect.Effect<ApiKeyRow | AuthenticationFailure>
 }>()("wa/auth/ApiKeys") {
   static readonly layer = Layer.effect(
@@ -66,7 +67,7 @@ export class ApiKeys extends Context.Service<ApiKeys, {
       const authCacheMs = Math.min(AUTH_CACHE_MAX_MS, graceMs / 2)
 
       // Once per Idempotency-Key, even across a crash (src/store/keyed-create.ts).
-      const create = (projectId: string, name: string | null, options: CreateApiKeyOptions) =>
+      const create = (projectId: ProjectId, name: string | null, options: CreateApiKeyOptions) =>
         store.createOnce(
           Effect.gen(function*() {
             const secret = generateApiKey()
@@ -86,7 +87,7 @@ export class ApiKeys extends Context.Service<ApiKeys, {
             })
         )
 
-      const createWithinPlan = (projectId: string, name: string | null, options: CreateApiKeyOptions, limit: number) =>
+      const createWithinPlan = (projectId: ProjectId, name: string | null, options: CreateApiKeyOptions, limit: number) =>
         store.withProjectLock(projectId, Effect.gen(function*() {
           const n = yield* store.countLive(projectId)
           if (n >= limit) return yield* new PlanLimitReached({ resource: "api_keys", count: n, limit })
@@ -105,7 +106,7 @@ export class ApiKeys extends Context.Service<ApiKeys, {
       // forgets the key's cached row at once, so the key loses key management here immediately;
       // other nodes learn it within the cache lifetime, and the key-management writes re-read the
       // key from the database anyway (see `find` in requireFreshScope).
-      const revoke = (projectId: string, keyId: string) =>
+      const revoke = (projectId: ProjectId, keyId: string) =>
         store.revoke(projectId, keyId, graceMs).pipe(
           Effect.tap((row) =>
             Effect.sync(() => {

@@ -22,6 +22,7 @@ import { Context, Effect, Layer, Schedule } from "effect"
 import { AppConfig } from "../config/config.ts"
 import { type AutoRechargeInput, type AutoRechargeSettings, type LeasedRecharge, type Recharge, RechargeStore } from "./recharge-store.ts"
 import { StripeBilling } from "./stripe.ts"
+import type { ProjectId } from "../domain/run.ts"
 
 export type { AutoRechargeInput, AutoRechargeSettings, Recharge }
 
@@ -38,8 +39,8 @@ export interface AutoRechargeView {
 }
 
 export class AutoRecharge extends Context.Service<AutoRecharge, {
-  readonly view: (projectId: string) => Effect.Effect<AutoRechargeView>
-  readonly update: (projectId: string, input: AutoRechargeInput) => Effect.Effect<AutoRechargeView>
+  readonly view: (projectId: ProjectId) => Effect.Effect<AutoRechargeView>
+  readonly update: (projectId: ProjectId, input: AutoRechargeInput) => Effect.Effect<AutoRechargeView>
   /** Re-arms and queues recharges (step 1); returns the ids queued. */
   readonly queue: Effect.Effect<ReadonlyArray<string>>
   /** Sends due pending recharges (step 2); returns how many were sent. */
@@ -51,7 +52,7 @@ export class AutoRecharge extends Context.Service<AutoRecharge, {
       const store = yield* RechargeStore
       const stripe = yield* StripeBilling
 
-      const view = Effect.fn("AutoRecharge.view")(function*(projectId: string) {
+      const view = Effect.fn("AutoRecharge.view")(function*(projectId: ProjectId) {
         const { settings, monthMicros, recent } = yield* store.view(projectId)
         return {
           settings: settings ?? {
@@ -126,7 +127,7 @@ export class AutoRecharge extends Context.Service<AutoRecharge, {
 
       return AutoRecharge.of({
         view,
-        update: Effect.fn("AutoRecharge.update")(function*(projectId: string, input: AutoRechargeInput) {
+        update: Effect.fn("AutoRecharge.update")(function*(projectId: ProjectId, input: AutoRechargeInput) {
           yield* store.saveSettings(projectId, input)
           // Disabled: queued recharges never sent are dropped; one already sent may have charged
           // (a timeout), so it is finished with its Idempotency-Key like any other.

@@ -19,6 +19,7 @@ import { type Balance, LedgerStore, WARNING_RATIO } from "../store/ledger.ts"
 import { Ledger } from "./ledger.ts"
 import type { Exhausted } from "../domain/billing.ts"
 import { withMethodSpans } from "../observability/spans.ts"
+import type { ProjectId } from "../domain/run.ts"
 
 export interface BudgetStatus {
   /** The monthly cap in micro-USD; null: no cap. */
@@ -35,29 +36,29 @@ export interface BudgetStatus {
 
 export class Budget extends Context.Service<Budget, {
   /** The cap and this period's spend; what QuotaStatus reports. */
-  readonly status: (projectId: string) => Effect.Effect<BudgetStatus>
+  readonly status: (projectId: ProjectId) => Effect.Effect<BudgetStatus>
   /** The status and the balance it was computed from (one read of each). */
-  readonly statusWithBalance: (projectId: string) => Effect.Effect<{ readonly status: BudgetStatus; readonly balance: Balance }>
+  readonly statusWithBalance: (projectId: ProjectId) => Effect.Effect<{ readonly status: BudgetStatus; readonly balance: Balance }>
   /** Sets (micro-USD) or removes (null) the project's cap. */
-  readonly setCap: (projectId: string, capMicros: number | null) => Effect.Effect<BudgetStatus>
+  readonly setCap: (projectId: ProjectId, capMicros: number | null) => Effect.Effect<BudgetStatus>
   /**
    * Whether the project can pay for more work now (a monitor's tick, before it starts): "budget"
    * when its cap is reached, "credits" when its balance is at or below zero (billing off: null).
    */
-  readonly exhausted: (projectId: string) => Effect.Effect<Exhausted | null>
+  readonly exhausted: (projectId: ProjectId) => Effect.Effect<Exhausted | null>
   /**
    * A monitor tick about to run is admitted against its fee (track_per_tick), held from the
    * balance until the tick ends (src/store/credit-holds.ts): "budget" or "credits" when it cannot be
    * paid (billing off: null, nothing held). Its own transaction; the tick's end settles it.
    */
-  readonly holdTick: (projectId: string, tickId: string) => Effect.Effect<Exhausted | null>
+  readonly holdTick: (projectId: ProjectId, tickId: string) => Effect.Effect<Exhausted | null>
   /** Whether a new run (or tick) may start: BudgetExceeded or InsufficientCredits, else nothing. */
-  readonly admit: (projectId: string) => Effect.Effect<void, BudgetExceeded | InsufficientCredits>
+  readonly admit: (projectId: ProjectId) => Effect.Effect<void, BudgetExceeded | InsufficientCredits>
   /**
    * Credits held now for runs and monitor ticks under way (src/store/credit-holds.ts), micro-USD: what
    * the balance is not free to spend until they end (shown as `held_usd`).
    */
-  readonly held: (projectId: string) => Effect.Effect<number>
+  readonly held: (projectId: ProjectId) => Effect.Effect<number>
 }>()("wa/billing/Budget") {
   static readonly layer = Layer.effect(
     Budget,
@@ -68,7 +69,7 @@ export class Budget extends Context.Service<Budget, {
       const tickFeeMicros = toMicros((yield* AppConfig).prices.track_per_tick)
 
       // The status and the balance it was computed from, so callers that need both read it once.
-      const statusAndBalance = (projectId: string) =>
+      const statusAndBalance = (projectId: ProjectId) =>
         Effect.gen(function*() {
           const balance = yield* ledger.balance(projectId)
           const capMicros = yield* store.capMicros(projectId)
@@ -83,7 +84,7 @@ export class Budget extends Context.Service<Budget, {
           }
           return { status, balance }
         })
-      const status = Effect.fn("Budget.status")(function*(projectId: string) {
+      const status = Effect.fn("Budget.status")(function*(projectId: ProjectId) {
         return (yield* statusAndBalance(projectId)).status
       })
 
@@ -91,14 +92,14 @@ export class Budget extends Context.Service<Budget, {
         ...withMethodSpans("Budget", { held: holds.outstanding }),
         status,
         statusWithBalance: Effect.fn("Budget.statusWithBalance")(statusAndBalance),
-        exhausted: Effect.fn("Budget.exhausted")(function*(projectId: string) {
+        exhausted: Effect.fn("Budget.exhausted")(function*(projectId: ProjectId) {
           if (!ledger.enabled) return null
           const { status: current, balance } = yield* statusAndBalance(projectId)
           if (current.exceeded) return "budget" as const
           if (balance.totalMicros <= 0) return "credits" as const
           return null
         }),
-        holdTick: Effect.fn("Budget.holdTick")(function*(projectId: string, tickId: string) {
+        holdTick: Effect.fn("Budget.holdTick")(function*(projectId: ProjectId, tickId: string) {
           if (!ledger.enabled) return null
           // At least one micro-dollar must be free: a tick never runs on an empty balance.
           return yield* holds.hold({ projectId, runId: tickId, kind: "tick", micros: tickFeeMicros, minimumMicros: 1 }).pipe(
@@ -106,11 +107,11 @@ export class Budget extends Context.Service<Budget, {
             Effect.catchTags({ InsufficientCredits: () => Effect.succeed("credits" as const), BudgetExceeded: () => Effect.succeed("budget" as const) })
           )
         }),
-        setCap: Effect.fn("Budget.setCap")(function*(projectId: string, capMicros: number | null) {
+        setCap: Effect.fn("Budget.setCap")(function*(projectId: ProjectId, capMicros: number | null) {
           yield* store.setCap(projectId, capMicros)
           return yield* status(projectId)
         }),
-        admit: Effect.fn("Budget.admit")(function*(projectId: string) {
+        admit: Effect.fn("Budget.admit")(function*(projectId: ProjectId) {
           // Billing off refuses nothing (spend is measured on the ledger, which then records nothing).
           if (!ledger.enabled) return
           const { status: current, balance } = yield* statusAndBalance(projectId)

@@ -8,6 +8,7 @@ import { AppConfig } from "../config/config.ts"
 import { toMicros } from "../domain/money.ts"
 import { type Balance, type Bucket, type ChargeInput, type ChargeOutcome, type Entry, LedgerStore, type UsageQuery } from "../store/ledger.ts"
 import { withMethodSpans } from "../observability/spans.ts"
+import type { ProjectId } from "../domain/run.ts"
 
 export type { UsageQuery }
 
@@ -28,13 +29,13 @@ export class Ledger extends Context.Service<Ledger, {
   readonly enabled: boolean
   readonly minBalanceMicros: number
   readonly charge: (input: ChargeInput) => Effect.Effect<ChargeOutcome>
-  readonly grant: (projectId: string, micros: number, bucket: Bucket, idempotencyKey?: string) => Effect.Effect<{ readonly recorded: boolean; readonly balance: Balance }>
+  readonly grant: (projectId: ProjectId, micros: number, bucket: Bucket, idempotencyKey?: string) => Effect.Effect<{ readonly recorded: boolean; readonly balance: Balance }>
   /** The current balance (monthly credits of an ended period count as 0); 0 for a project never credited. */
-  readonly balance: (projectId: string) => Effect.Effect<Balance>
+  readonly balance: (projectId: ProjectId) => Effect.Effect<Balance>
   /** Sums of the project's entries per bucket, recomputed from the ledger alone. */
-  readonly rederive: (projectId: string) => Effect.Effect<{ readonly monthlyMicros: number; readonly additionalMicros: number }>
-  readonly usage: (projectId: string, query: UsageQuery) => Effect.Effect<ReadonlyArray<Entry>>
-  readonly account: (projectId: string) => Effect.Effect<AccountSummary>
+  readonly rederive: (projectId: ProjectId) => Effect.Effect<{ readonly monthlyMicros: number; readonly additionalMicros: number }>
+  readonly usage: (projectId: ProjectId, query: UsageQuery) => Effect.Effect<ReadonlyArray<Entry>>
+  readonly account: (projectId: ProjectId) => Effect.Effect<AccountSummary>
 }>()("wa/billing/Ledger") {
   static readonly layer = Layer.effect(
     Ledger,
@@ -55,7 +56,7 @@ export class Ledger extends Context.Service<Ledger, {
             kind: bucket === "monthly" ? "grant_monthly" : "topup",
             idempotencyKey: idempotencyKey ?? `grant:${crypto.randomUUID()}`
           }).pipe(Effect.withSpan("Ledger.grant")),
-        account: Effect.fn("Ledger.account")(function*(projectId: string) {
+        account: Effect.fn("Ledger.account")(function*(projectId: ProjectId) {
           const current = yield* store.balance(projectId)
           const sums = yield* store.periodSums(projectId, current.periodStart)
           return {

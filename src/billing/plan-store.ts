@@ -10,6 +10,7 @@ import type { Plan } from "../config/plan-table.ts"
 import { countScheduledRuns } from "../store/autonomous-schedules.ts"
 import { grantMonthlyInTransaction, lockBalance } from "../store/ledger.ts"
 import { withMethodSpans } from "../observability/spans.ts"
+import type { ProjectId } from "../domain/run.ts"
 
 const decodeSubscription = Schema.decodeUnknownSync(Schema.Struct({ plan_id: Schema.String, subscription_status: Schema.String }))
 const KeyUsage = Schema.Struct({ id: Schema.String, name: Schema.NullOr(Schema.String), running: Schema.Number })
@@ -23,15 +24,15 @@ export class PlanStore extends Context.Service<PlanStore, {
    */
   readonly syncTable: (plans: ReadonlyArray<Plan>, defaultPlan: Plan) => Effect.Effect<void>
   /** The project's subscription row (any status), if it has one. */
-  readonly subscription: (projectId: string) => Effect.Effect<{ readonly plan_id: string; readonly subscription_status: string } | undefined>
+  readonly subscription: (projectId: ProjectId) => Effect.Effect<{ readonly plan_id: string; readonly subscription_status: string } | undefined>
   /** Puts the project on the plan (status active) and grants the period's credits once, in one transaction. */
-  readonly subscribe: (projectId: string, plan: Plan) => Effect.Effect<void>
-  readonly cancel: (projectId: string) => Effect.Effect<void>
+  readonly subscribe: (projectId: ProjectId, plan: Plan) => Effect.Effect<void>
+  readonly cancel: (projectId: ProjectId) => Effect.Effect<void>
   /** The project's keys that can still open sessions (revoked ones in their grace window too), with their open sessions. */
-  readonly keyUsage: (projectId: string) => Effect.Effect<ReadonlyArray<typeof KeyUsage.Type>>
-  readonly projectExists: (projectId: string) => Effect.Effect<boolean>
+  readonly keyUsage: (projectId: ProjectId) => Effect.Effect<ReadonlyArray<typeof KeyUsage.Type>>
+  readonly projectExists: (projectId: ProjectId) => Effect.Effect<boolean>
   /** Runs of the project's schedules under way (src/store/autonomous-schedules.ts). */
-  readonly scheduledRunning: (projectId: string) => Effect.Effect<number>
+  readonly scheduledRunning: (projectId: ProjectId) => Effect.Effect<number>
 }>()("wa/billing/PlanStore") {
   static readonly layer = Layer.effect(
     PlanStore,

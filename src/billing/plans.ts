@@ -19,6 +19,7 @@ import { AppConfig } from "../config/config.ts"
 import { PlanStore } from "./plan-store.ts"
 import { loadPlanTable, type Plan, type PlanTable } from "../config/plan-table.ts"
 import { withMethodSpans } from "../observability/spans.ts"
+import type { ProjectId } from "../domain/run.ts"
 
 export type { Plan } from "../config/plan-table.ts"
 
@@ -48,23 +49,23 @@ export interface ProjectPlan {
 export class Plans extends Context.Service<Plans, {
   readonly table: PlanTable
   /** The project's plan (its subscription's, else the default). */
-  readonly forProject: (projectId: string) => Effect.Effect<Plan>
-  readonly subscription: (projectId: string) => Effect.Effect<ProjectPlan>
+  readonly forProject: (projectId: ProjectId) => Effect.Effect<Plan>
+  readonly subscription: (projectId: ProjectId) => Effect.Effect<ProjectPlan>
   /**
    * The caps a plan sets, as enforced: open sessions per key (WA_MAX_CONCURRENT_SESSIONS overrides
    * every plan's) and scheduled runs under way per project (WA_SCHEDULED_CAP overrides).
    */
   readonly capsOf: (plan: Plan) => PlanCaps
   /** Open sessions one key of the project may hold (capsOf its plan). */
-  readonly concurrencyCap: (projectId: string) => Effect.Effect<number>
+  readonly concurrencyCap: (projectId: ProjectId) => Effect.Effect<number>
   /** The caps of the project's plan (capsOf). */
-  readonly capsFor: (projectId: string) => Effect.Effect<PlanCaps>
+  readonly capsFor: (projectId: ProjectId) => Effect.Effect<PlanCaps>
   /** Runs of the project's schedules that may be under way at once (capsOf its plan). */
-  readonly scheduledCap: (projectId: string) => Effect.Effect<number>
+  readonly scheduledCap: (projectId: ProjectId) => Effect.Effect<number>
   /** Puts the project on a plan (a subscription) and grants the period's credits if not yet granted. */
-  readonly set: (projectId: string, planId: string) => Effect.Effect<ProjectPlan, UnknownPlan>
+  readonly set: (projectId: ProjectId, planId: string) => Effect.Effect<ProjectPlan, UnknownPlan>
   /** Ends the subscription: back to the default plan, no more monthly grants. */
-  readonly unset: (projectId: string) => Effect.Effect<ProjectPlan>
+  readonly unset: (projectId: ProjectId) => Effect.Effect<ProjectPlan>
 }>()("wa/billing/Plans") {
   static readonly layer = Layer.effect(
     Plans,
@@ -96,7 +97,7 @@ export class Plans extends Context.Service<Plans, {
       // own override, else its subscription's quota, else the default plan's: capSubquery).
       yield* store.syncTable(table.plans, table.defaultPlan)
 
-      const subscription = Effect.fn("Plans.subscription")(function*(projectId: string) {
+      const subscription = Effect.fn("Plans.subscription")(function*(projectId: ProjectId) {
         const row = yield* store.subscription(projectId)
         const plan = row === undefined || row.subscription_status !== "active" ? undefined : byId.get(row.plan_id)
         return plan === undefined
@@ -117,13 +118,13 @@ export class Plans extends Context.Service<Plans, {
         table,
         subscription,
         capsOf,
-        set: Effect.fn("Plans.set")(function*(projectId: string, planId: string) {
+        set: Effect.fn("Plans.set")(function*(projectId: ProjectId, planId: string) {
           const plan = byId.get(planId)
           if (plan === undefined) return yield* new UnknownPlan({ planId, known: table.plans.map((p) => p.id) })
           yield* store.subscribe(projectId, plan)
           return { plan, subscriptionStatus: "active" as const }
         }),
-        unset: Effect.fn("Plans.unset")(function*(projectId: string) {
+        unset: Effect.fn("Plans.unset")(function*(projectId: ProjectId) {
           yield* store.cancel(projectId)
           return { plan: table.defaultPlan, subscriptionStatus: "none" as const }
         })

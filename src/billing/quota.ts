@@ -9,6 +9,7 @@ import { Budget } from "./budget.ts"
 import type { Balance } from "../store/ledger.ts"
 import { PlanStore } from "./plan-store.ts"
 import { type Plan, Plans } from "./plans.ts"
+import type { ProjectId } from "../domain/run.ts"
 
 export interface KeyConcurrency {
   readonly keyId: string
@@ -19,7 +20,7 @@ export interface KeyConcurrency {
 }
 
 export interface QuotaStatus {
-  readonly projectId: string
+  readonly projectId: ProjectId
   readonly plan: Plan
   readonly subscriptionStatus: "active" | "none"
   readonly balance: Balance
@@ -41,7 +42,7 @@ export const quotaUsedPercent = (status: Pick<QuotaStatus, "spentMicros" | "quot
   status.quotaMicros === null ? null : status.quotaMicros === 0 ? (status.spentMicros > 0 ? 100 : 0) : Math.floor((status.spentMicros * 100) / status.quotaMicros)
 
 export class Quota extends Context.Service<Quota, {
-  readonly status: (projectId: string) => Effect.Effect<QuotaStatus>
+  readonly status: (projectId: ProjectId) => Effect.Effect<QuotaStatus>
 }>()("wa/billing/Quota") {
   static readonly layer = Layer.effect(
     Quota,
@@ -50,7 +51,7 @@ export class Quota extends Context.Service<Quota, {
       const plans = yield* Plans
       const store = yield* PlanStore
       return Quota.of({
-        status: Effect.fn("Quota.status")(function*(projectId: string) {
+        status: Effect.fn("Quota.status")(function*(projectId: ProjectId) {
           const { plan, subscriptionStatus } = yield* plans.subscription(projectId)
           const caps = plans.capsOf(plan)
           // The quota is the budget cap: its spend, warning and stop are Budget's.

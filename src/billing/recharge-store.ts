@@ -8,9 +8,10 @@ import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { type Bucket, type ChargeInput, creditInTransaction } from "../store/ledger.ts"
 import { withMethodSpans } from "../observability/spans.ts"
+import { ProjectId } from "../domain/run.ts"
 
 export interface AutoRechargeSettings {
-  readonly projectId: string
+  readonly projectId: ProjectId
   readonly enabled: boolean
   readonly thresholdMicros: number
   readonly amountMicros: number
@@ -39,13 +40,13 @@ export type AutoRechargeInput = Omit<AutoRechargeSettings, "projectId" | "armed"
 /** A recharge leased for sending. */
 export interface LeasedRecharge {
   readonly id: string
-  readonly projectId: string
+  readonly projectId: ProjectId
   readonly amountMicros: number
   readonly attempts: number
 }
 
 const decodeSettings = Schema.decodeUnknownSync(Schema.Struct({
-  project_id: Schema.String,
+  project_id: ProjectId,
   enabled: Schema.Boolean,
   threshold_micros: Schema.FiniteFromString,
   amount_micros: Schema.FiniteFromString,
@@ -67,7 +68,7 @@ const decodeRecharge = Schema.decodeUnknownSync(Schema.Struct({
 }))
 const decodeTotal = Schema.decodeUnknownSync(Schema.Struct({ total: Schema.FiniteFromString }))
 const decodeDue = Schema.decodeUnknownSync(Schema.Struct({
-  project_id: Schema.String,
+  project_id: ProjectId,
   amount_micros: Schema.FiniteFromString,
   monthly_cap_micros: Schema.FiniteFromString
 }))
@@ -77,7 +78,7 @@ const decodePayment = Schema.decodeUnknownSync(Schema.Struct({
 }))
 const decodeLeased = Schema.decodeUnknownSync(Schema.Struct({
   id: Schema.String,
-  project_id: Schema.String,
+  project_id: ProjectId,
   amount_micros: Schema.FiniteFromString,
   attempts: Schema.Number
 }))
@@ -93,28 +94,28 @@ export class RechargeStore extends Context.Service<RechargeStore, {
    * latest, from one snapshot (a recharge that succeeds meanwhile does not show beside the
    * settings as they were before its credit re-armed them).
    */
-  readonly view: (projectId: string) => Effect.Effect<{
+  readonly view: (projectId: ProjectId) => Effect.Effect<{
     readonly settings: AutoRechargeSettings | undefined
     readonly monthMicros: number
     readonly recent: ReadonlyArray<Recharge>
   }>
-  readonly saveSettings: (projectId: string, input: AutoRechargeInput) => Effect.Effect<void>
+  readonly saveSettings: (projectId: ProjectId, input: AutoRechargeInput) => Effect.Effect<void>
   /** Fails the project's pending recharges never sent (attempts 0). */
-  readonly dropUnsent: (projectId: string, reason: string) => Effect.Effect<void>
+  readonly dropUnsent: (projectId: ProjectId, reason: string) => Effect.Effect<void>
   /** Re-arms the disarmed settings whose balance is back at the threshold (none of their recharges pending). */
   readonly rearm: Effect.Effect<void>
   /**
    * Enabled, armed settings below their threshold with a customer and no pending recharge, locked
    * (SKIP LOCKED: one process takes each), at most `limit`. Inside a transaction.
    */
-  readonly lockDue: (limit: number) => Effect.Effect<ReadonlyArray<{ readonly projectId: string; readonly amountMicros: number; readonly monthlyCapMicros: number }>>
+  readonly lockDue: (limit: number) => Effect.Effect<ReadonlyArray<{ readonly projectId: ProjectId; readonly amountMicros: number; readonly monthlyCapMicros: number }>>
   /** Pending and succeeded recharges of the project's current calendar month (UTC). */
-  readonly monthTotal: (projectId: string) => Effect.Effect<number>
+  readonly monthTotal: (projectId: ProjectId) => Effect.Effect<number>
   /** Queues a pending recharge of this month and disarms the settings. */
-  readonly queue: (id: string, projectId: string, amountMicros: number) => Effect.Effect<void>
+  readonly queue: (id: string, projectId: ProjectId, amountMicros: number) => Effect.Effect<void>
   /** Leases due pending recharges (at most `limit`): attempts counted, due again `leaseSeconds` on. */
   readonly lease: (limit: number, leaseSeconds: number) => Effect.Effect<ReadonlyArray<LeasedRecharge>>
-  readonly paymentMethod: (projectId: string) => Effect.Effect<{ readonly customerId: string | null; readonly paymentMethodId: string | null } | undefined>
+  readonly paymentMethod: (projectId: ProjectId) => Effect.Effect<{ readonly customerId: string | null; readonly paymentMethodId: string | null } | undefined>
   /** The credit and the recharge's success, in one transaction. */
   readonly succeed: (rechargeId: string, paymentIntentId: string, credit: ChargeInput & { readonly bucket: Bucket }) => Effect.Effect<void>
   readonly fail: (rechargeId: string, error: string) => Effect.Effect<void>
@@ -124,7 +125,7 @@ export class RechargeStore extends Context.Service<RechargeStore, {
     RechargeStore,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
-      const monthTotal = (projectId: string) =>
+      const monthTotal = (projectId: ProjectId) =>
         sql`
           SELECT coalesce(sum(amount_micros), 0)::text AS total FROM auto_recharges
           WHERE project_id = ${projectId} AND month_start = date_trunc('month', now(), 'UTC') AND status IN ('pending', 'succeeded')`.pipe(

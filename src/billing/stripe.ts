@@ -19,6 +19,7 @@ import { LedgerStore } from "../store/ledger.ts"
 import { PlanStore } from "./plan-store.ts"
 import { usdFromMicros } from "../domain/money.ts"
 import type { WireBody } from "../domain/errors.ts"
+import type { ProjectId } from "../domain/run.ts"
 
 export class StripeNotConfigured extends Schema.TaggedError<StripeNotConfigured>()("StripeNotConfigured", {
   variable: Schema.String
@@ -53,7 +54,7 @@ export interface WebhookOutcome {
   /** Credited by this delivery (false: ignored, or already credited by an earlier delivery). */
   readonly credited: boolean
   readonly duplicate: boolean
-  readonly projectId: string | null
+  readonly projectId: ProjectId | null
   readonly amountUsd: string | null
   /** Why nothing was credited, when nothing was. */
   readonly ignoredReason: string | null
@@ -122,7 +123,8 @@ export class StripeBilling extends Context.Service<StripeBilling, {
             return ignore(`event type ${event.type} is not handled`)
           }
           const session = event.data.object
-          const projectId = session.metadata?.project_id
+          // The project id enters from Stripe's metadata: branded here, then checked to exist below.
+          const projectId = session.metadata?.project_id as ProjectId | undefined
           if (projectId === undefined || projectId === "") return ignore("the checkout session has no metadata.project_id")
           if (session.payment_status !== "paid") return ignore(`the checkout session is ${session.payment_status}, not paid`)
           if ((session.currency ?? "").toLowerCase() !== "usd") return ignore(`currency ${session.currency} is not usd`)

@@ -24,6 +24,7 @@ import { Users } from "../accounts/users.ts"
 import { hashPassword } from "../accounts/passwords.ts"
 import { parseProviders } from "../accounts/sso.ts"
 import { operatorUsage as usage } from "./usage.ts"
+import type { ProjectId } from "../domain/run.ts"
 
 class UsageError extends Error {}
 
@@ -34,6 +35,9 @@ const flag = (args: ReadonlyArray<string>, name: string): string | undefined => 
   if (value === undefined || value.startsWith("--")) throw new UsageError(`--${name} needs a value\n${usage}`)
   return value
 }
+
+/** The --project flag: the project id enters the operator commands here, branded once. */
+const projectFlag = (args: ReadonlyArray<string>): ProjectId | undefined => flag(args, "project") as ProjectId | undefined
 
 const printJson = (value: unknown) => Effect.sync(() => process.stdout.write(JSON.stringify(value) + "\n"))
 
@@ -69,7 +73,7 @@ const commands: Record<string, (args: ReadonlyArray<string>) => Effect.Effect<vo
     return oneShot(Projects.use((projects) => projects.create(name)).pipe(Effect.map((p) => ({ project_id: p.id, name: p.name }))))
   },
   "keys create": (args) => {
-    const projectId = flag(args, "project")
+    const projectId = projectFlag(args)
     const name = flag(args, "name") ?? null
     if (projectId === undefined) throw new UsageError(`keys create needs --project\n${usage}`)
     if (name !== null && name.length > 100) throw new UsageError("--name is at most 100 characters")
@@ -144,7 +148,7 @@ const commands: Record<string, (args: ReadonlyArray<string>) => Effect.Effect<vo
   // Credits a project (src/billing/ledger.ts): `additional` (default; a top-up, never expires) or
   // `monthly` (expires at the end of the billing period). Prints the new balance.
   "credits grant": (args) => {
-    const projectId = flag(args, "project")
+    const projectId = projectFlag(args)
     const usd = Number(flag(args, "usd"))
     const bucket = flag(args, "bucket") ?? "additional"
     if (projectId === undefined) throw new UsageError(`credits grant needs --project\n${usage}`)
@@ -182,7 +186,7 @@ const commands: Record<string, (args: ReadonlyArray<string>) => Effect.Effect<vo
       })
     )),
   "plans set": (args) => {
-    const projectId = flag(args, "project")
+    const projectId = projectFlag(args)
     const planId = flag(args, "plan")
     if (projectId === undefined || planId === undefined) throw new UsageError(`plans set needs --project and --plan\n${usage}`)
     return oneShot(planCommand(projectId, (plans) =>
@@ -191,14 +195,14 @@ const commands: Record<string, (args: ReadonlyArray<string>) => Effect.Effect<vo
       )))
   },
   "plans unset": (args) => {
-    const projectId = flag(args, "project")
+    const projectId = projectFlag(args)
     if (projectId === undefined) throw new UsageError(`plans unset needs --project\n${usage}`)
     return oneShot(planCommand(projectId, (plans) => plans.unset(projectId)))
   },
   // The project's monthly budget cap (src/billing/budget.ts): `--usd N` sets it, `--usd none`
   // removes it. Prints the budget as GET /billing/budget shows it.
   "budget set": (args) => {
-    const projectId = flag(args, "project")
+    const projectId = projectFlag(args)
     const raw = flag(args, "usd")
     if (projectId === undefined || raw === undefined) throw new UsageError(`budget set needs --project and --usd\n${usage}`)
     const usd = raw === "none" ? null : /^\d{1,9}(\.\d{1,6})?$/.test(raw) ? Number(raw) : Number.NaN
@@ -210,7 +214,7 @@ const commands: Record<string, (args: ReadonlyArray<string>) => Effect.Effect<vo
     }))
   },
   "budget show": (args) => {
-    const projectId = flag(args, "project")
+    const projectId = projectFlag(args)
     if (projectId === undefined) throw new UsageError(`budget show needs --project\n${usage}`)
     return oneShot(Effect.gen(function*() {
       const project = yield* Projects.use((projects) => projects.find(projectId))
@@ -222,7 +226,7 @@ const commands: Record<string, (args: ReadonlyArray<string>) => Effect.Effect<vo
 
 /** Runs a plan change for an existing project and prints the project's plan and balance. */
 const planCommand = (
-  projectId: string,
+  projectId: ProjectId,
   change: (plans: Plans["Service"]) => Effect.Effect<{ readonly plan: { readonly id: string }; readonly subscriptionStatus: string }>
 ) =>
   Effect.gen(function*() {

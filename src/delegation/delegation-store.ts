@@ -51,8 +51,8 @@ export const GrantRow = Schema.Struct({
   state: Schema.String,
   external_user_id: Schema.String,
   expires_in: Schema.Number,
-  requested_project_id: Schema.NullOr(Schema.String),
-  project_id: Schema.NullOr(Schema.String),
+  requested_project_id: Schema.NullOr(ProjectId),
+  project_id: Schema.NullOr(ProjectId),
   user_id: Schema.NullOr(Schema.String),
   status: GrantStatus,
   audit_id: Schema.String,
@@ -135,7 +135,7 @@ export class DelegationStore extends Context.Service<DelegationStore, {
   readonly spendNonce: (accessKeyId: string, nonce: string, expiresAtEpochSeconds: number) => Effect.Effect<boolean>
   /** Deletes expired nonces. */
   readonly sweepNonces: Effect.Effect<void>
-  readonly projectInTenant: (projectId: string, tenantId: string) => Effect.Effect<boolean>
+  readonly projectInTenant: (projectId: ProjectId, tenantId: string) => Effect.Effect<boolean>
   readonly insertGrant: (grant: NewGrant) => Effect.Effect<GrantRow>
   readonly grant: (grantId: string) => Effect.Effect<GrantRow | undefined>
   /** The grant with its row locked. */
@@ -146,10 +146,10 @@ export class DelegationStore extends Context.Service<DelegationStore, {
   readonly isActiveAdmin: (tenantId: string, userId: string) => Effect.Effect<boolean>
   readonly tenantName: (tenantId: string) => Effect.Effect<string | undefined>
   /** The tenant's projects a consent may pick from (newest 100), or only `projectId` when one was requested. */
-  readonly consentProjects: (tenantId: string, projectId: string | null) => Effect.Effect<ReadonlyArray<{ readonly id: string; readonly name: string }>>
+  readonly consentProjects: (tenantId: string, projectId: ProjectId | null) => Effect.Effect<ReadonlyArray<{ readonly id: string; readonly name: string }>>
   readonly deny: (grantId: string, userId: string) => Effect.Effect<void>
   /** Approves with a one-time code valid `codeTtlSeconds`. */
-  readonly approve: (grantId: string, userId: string, projectId: string, code: string, codeTtlSeconds: number) => Effect.Effect<void>
+  readonly approve: (grantId: string, userId: string, projectId: ProjectId, code: string, codeTtlSeconds: number) => Effect.Effect<void>
   /** Turns an approved grant active with the token, valid the grant's `expires_in`. */
   readonly activate: (grantId: string, token: string, expiresIn: number) => Effect.Effect<GrantRow>
   /** Revokes the grant's token (a code presented twice). */

@@ -49,7 +49,7 @@ export interface DelegationRequest {
   readonly state: string
   readonly userId: string
   readonly expiresIn: number
-  readonly projectId: string | undefined
+  readonly projectId: ProjectId | undefined
 }
 
 export type { SignedCaller } from "../domain/delegation.ts"
@@ -110,7 +110,7 @@ export class Delegations extends Context.Service<Delegations, {
   /** The grant as the consent page shows it to a signed-in user (who must be an active member of its tenant). */
   readonly consentView: (grantId: string, userId: string) => Effect.Effect<ConsentView, DelegationNotFound | DelegationConflict | DelegationForbidden>
   /** Approves or denies; the URL to send the browser to. */
-  readonly decide: (grantId: string, userId: string, decision: "approve" | "deny", projectId: string | undefined) => Effect.Effect<string, DelegationNotFound | DelegationConflict | DelegationForbidden | DelegationInvalid>
+  readonly decide: (grantId: string, userId: string, decision: "approve" | "deny", projectId: ProjectId | undefined) => Effect.Effect<string, DelegationNotFound | DelegationConflict | DelegationForbidden | DelegationInvalid>
   readonly complete: (caller: SignedCaller, grantId: string, code: string, state: string) => Effect.Effect<{ readonly grant: GrantRow; readonly token: string }, DelegationNotFound | DelegationConflict | DelegationInvalid>
   readonly authenticateToken: (token: string) => Effect.Effect<DelegatedIdentity | TokenFailure>
   readonly listGrants: (userId: string, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<GrantRow>>
@@ -248,7 +248,7 @@ export class Delegations extends Context.Service<Delegations, {
         return { grant, tenantName: tenantName ?? grant.tenant_id, projects }
       })
 
-      const decide = Effect.fn("Delegations.decide")(function*(grantId: string, userId: string, decision: "approve" | "deny", projectId: string | undefined) {
+      const decide = Effect.fn("Delegations.decide")(function*(grantId: string, userId: string, decision: "approve" | "deny", projectId: ProjectId | undefined) {
         return yield* store.transaction(Effect.gen(function*() {
           const grant = yield* store.lockGrant(grantId)
           if (grant === undefined) return yield* new DelegationNotFound({ what: "grant", id: grantId })

@@ -40,6 +40,7 @@ import { autonomousBoundsOfRun, proposeNextRun, SESSION_SCHEDULE_OWNER, type Ses
 export { autonomousBoundsOfRun, proposeNextRun, SESSION_SCHEDULE_OWNER }
 import { type SessionScheduleSpec, StoredSchedule, storedSchedule } from "../domain/schedule-spec.ts"
 import { isTerminal } from "../domain/run-state.ts"
+import type { ProjectId } from "../domain/run.ts"
 
 
 /** How long the firing history (GET .../schedules/{id}/firings) is kept. */
@@ -47,7 +48,7 @@ export const FIRING_RETENTION_DAYS = 30
 
 export interface SessionSchedule {
   readonly id: string
-  readonly project_id: string
+  readonly project_id: ProjectId
   readonly session_id: string
   readonly source_run_id: string | null
   readonly spec: StoredSchedule
@@ -87,20 +88,20 @@ export class SessionSchedules extends Context.Service<SessionSchedules, {
   readonly attach: (run: Run, request: DoAnythingRequest, spec: SessionScheduleSpec) => Effect.Effect<SessionSchedule>
   /** Deletes the schedule of a session (the session was closed by its owner). */
   readonly detachSession: (sessionId: string) => Effect.Effect<void>
-  readonly list: (projectId: string, filter: ScheduleListFilter, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<SessionSchedule>>
-  readonly find: (projectId: string, scheduleId: string) => Effect.Effect<SessionSchedule, ScheduleNotFound>
+  readonly list: (projectId: ProjectId, filter: ScheduleListFilter, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<SessionSchedule>>
+  readonly find: (projectId: ProjectId, scheduleId: string) => Effect.Effect<SessionSchedule, ScheduleNotFound>
   readonly ofSession: (sessionId: string) => Effect.Effect<SessionSchedule | undefined>
-  readonly pause: (projectId: string, scheduleId: string) => Effect.Effect<SessionSchedule, ScheduleNotFound>
-  readonly resume: (projectId: string, scheduleId: string) => Effect.Effect<SessionSchedule, ScheduleNotFound>
-  readonly remove: (projectId: string, scheduleId: string) => Effect.Effect<void, ScheduleNotFound>
+  readonly pause: (projectId: ProjectId, scheduleId: string) => Effect.Effect<SessionSchedule, ScheduleNotFound>
+  readonly resume: (projectId: ProjectId, scheduleId: string) => Effect.Effect<SessionSchedule, ScheduleNotFound>
+  readonly remove: (projectId: ProjectId, scheduleId: string) => Effect.Effect<void, ScheduleNotFound>
   /** Firings, newest slot first, before `before` (a cursor). */
-  readonly firings: (projectId: string, scheduleId: string, options: {
+  readonly firings: (projectId: ProjectId, scheduleId: string, options: {
     readonly limit: number
     readonly before?: Date | undefined
     readonly outcome?: FiringOutcome | undefined
   }) => Effect.Effect<ReadonlyArray<ScheduleFiring>, ScheduleNotFound>
   /** Queues a firing now with `payload` (an event); its run is made by the scheduler's dispatch. */
-  readonly trigger: (projectId: string, scheduleId: string, payload: unknown) => Effect.Effect<ScheduleFiring, ScheduleNotFound | SchedulePaused>
+  readonly trigger: (projectId: ProjectId, scheduleId: string, payload: unknown) => Effect.Effect<ScheduleFiring, ScheduleNotFound | SchedulePaused>
   /** The scheduler's handler: decides the firing of a slot once and starts its run. */
   readonly fire: (scheduleId: string, slot: Date) => Effect.Effect<void>
 }>()("wa/schedules/SessionSchedules") {
@@ -144,7 +145,7 @@ export class SessionSchedules extends Context.Service<SessionSchedules, {
           })
         })
 
-      const find = Effect.fn("SessionSchedules.find")(function*(projectId: string, scheduleId: string) {
+      const find = Effect.fn("SessionSchedules.find")(function*(projectId: ProjectId, scheduleId: string) {
         const row = yield* scheduleStore.find(projectId, scheduleId)
         const [found] = yield* withLastFiring(row === undefined ? [] : [row])
         if (found === undefined) return yield* new ScheduleNotFound({ scheduleId })
@@ -270,26 +271,26 @@ export class SessionSchedules extends Context.Service<SessionSchedules, {
           const ids = yield* scheduleStore.idsOfSession(sessionId)
           for (const id of ids) yield* removeSchedule(id)
         }),
-        list: Effect.fn("SessionSchedules.list")(function*(projectId: string, filter: ScheduleListFilter, limit: number, beforeId: string | undefined) {
+        list: Effect.fn("SessionSchedules.list")(function*(projectId: ProjectId, filter: ScheduleListFilter, limit: number, beforeId: string | undefined) {
           return yield* withLastFiring(yield* scheduleStore.list(projectId, filter, limit, beforeId))
         }),
         find,
         ofSession,
-        pause: Effect.fn("SessionSchedules.pause")(function*(projectId: string, scheduleId: string) {
+        pause: Effect.fn("SessionSchedules.pause")(function*(projectId: ProjectId, scheduleId: string) {
           yield* find(projectId, scheduleId)
           yield* schedules.pause(owner(scheduleId))
           return yield* find(projectId, scheduleId)
         }),
-        resume: Effect.fn("SessionSchedules.resume")(function*(projectId: string, scheduleId: string) {
+        resume: Effect.fn("SessionSchedules.resume")(function*(projectId: ProjectId, scheduleId: string) {
           yield* find(projectId, scheduleId)
           yield* schedules.resume(owner(scheduleId))
           return yield* find(projectId, scheduleId)
         }),
-        remove: Effect.fn("SessionSchedules.remove")(function*(projectId: string, scheduleId: string) {
+        remove: Effect.fn("SessionSchedules.remove")(function*(projectId: ProjectId, scheduleId: string) {
           yield* find(projectId, scheduleId)
           yield* scheduleStore.transaction(removeSchedule(scheduleId))
         }),
-        firings: Effect.fn("SessionSchedules.firings")(function*(projectId: string, scheduleId: string, options: {
+        firings: Effect.fn("SessionSchedules.firings")(function*(projectId: ProjectId, scheduleId: string, options: {
           readonly limit: number
           readonly before?: Date | undefined
           readonly outcome?: FiringOutcome | undefined
@@ -298,7 +299,7 @@ export class SessionSchedules extends Context.Service<SessionSchedules, {
           const rows = yield* scheduleStore.firings(scheduleId, options)
           return rows.map(firingFromRow)
         }),
-        trigger: Effect.fn("SessionSchedules.trigger")(function*(projectId: string, scheduleId: string, payload: unknown) {
+        trigger: Effect.fn("SessionSchedules.trigger")(function*(projectId: ProjectId, scheduleId: string, payload: unknown) {
           // The retry of a keyed trigger whose first attempt committed before its process died gets
           // that firing (recorded as "<schedule id> <slot ms>" on the claim, src/store/keyed-create.ts).
           const earlier = yield* earlierCreate((id) => {

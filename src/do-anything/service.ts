@@ -125,7 +125,7 @@ export class Sessions extends Context.Service<Sessions, {
         run.session_id === null ? Effect.void : clientFor(run.session_id).Interrupt({ runId: run.id }, { discard: true }))
 
       /** Rules the schema cannot express: names of allowed_actions, of the model and of the project's secrets and skills, instructions present. */
-      const check = Effect.fn("Sessions.check")(function*(request: DoAnythingRequest, projectId: string) {
+      const check = Effect.fn("Sessions.check")(function*(request: DoAnythingRequest, projectId: ProjectId) {
         const unknown = (request.allowed_actions ?? []).filter((name) => !toolNames.includes(name))
         if (unknown.length > 0) return yield* new UnknownNames({ field: "allowed_actions", what: "action", unknown, allowed: [...toolNames] })
         if (request.model !== undefined && request.model !== null && !models.includes(request.model)) {

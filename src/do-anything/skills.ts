@@ -78,14 +78,14 @@ export const substituteLiterals = (steps: ReadonlyArray<CachedStep>, values: Rec
 }
 
 export class Skills extends Context.Service<Skills, {
-  readonly create: (projectId: string, name: string, input: SkillInput & { readonly description: string }) => Effect.Effect<Skill, SkillNameTaken | SkillRefused>
+  readonly create: (projectId: ProjectId, name: string, input: SkillInput & { readonly description: string }) => Effect.Effect<Skill, SkillNameTaken | SkillRefused>
   /** Saves a new version: the given fields, the others as the current version has them. */
-  readonly update: (projectId: string, idOrName: string, input: SkillInput) => Effect.Effect<Skill, SkillNotFound | SkillRefused>
+  readonly update: (projectId: ProjectId, idOrName: string, input: SkillInput) => Effect.Effect<Skill, SkillNotFound | SkillRefused>
   /** The project's skills, newest first, before `beforeId` (a cursor page loads `limit + 1`). */
-  readonly list: (projectId: string, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<Skill>>
+  readonly list: (projectId: ProjectId, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<Skill>>
   /** A skill by id (sk_...) or name, with its versions newest first. */
-  readonly get: (projectId: string, idOrName: string) => Effect.Effect<SkillDetail, SkillNotFound>
-  readonly remove: (projectId: string, idOrName: string) => Effect.Effect<void, SkillNotFound>
+  readonly get: (projectId: ProjectId, idOrName: string) => Effect.Effect<SkillDetail, SkillNotFound>
+  readonly remove: (projectId: ProjectId, idOrName: string) => Effect.Effect<void, SkillNotFound>
 }>()("wa/do-anything/Skills") {
   static readonly layer = Layer.effect(
     Skills,
@@ -134,7 +134,7 @@ export class Skills extends Context.Service<Skills, {
       })
 
       /** The steps of a script skill made from a run: its cached script, done steps dropped, literals made placeholders. */
-      const stepsOfRun = Effect.fnUntraced(function*(projectId: string, runId: string, parameterValues: Record<string, string>, names: ReadonlyArray<string>) {
+      const stepsOfRun = Effect.fnUntraced(function*(projectId: ProjectId, runId: string, parameterValues: Record<string, string>, names: ReadonlyArray<string>) {
         const run = yield* runs.findRun(projectId as ProjectId, runId as RunId, "do_anything").pipe(
           Effect.catchTag("RunNotFound", () =>
             Effect.fail(new SkillRefused({ status: 404, code: "run_not_found", detail: `no DoAnything run ${runId} in this project`, extra: { run_id: runId } })))
@@ -177,7 +177,7 @@ export class Skills extends Context.Service<Skills, {
       })
 
       /** The content of a new version: the input over `current` (nothing for a create). */
-      const contentOf = Effect.fnUntraced(function*(projectId: string, input: SkillInput, current: SkillContent | undefined) {
+      const contentOf = Effect.fnUntraced(function*(projectId: ProjectId, input: SkillInput, current: SkillContent | undefined) {
         if (input.instructions !== undefined && input.from_run_id !== undefined) {
           return yield* invalid(["from_run_id"], "give instructions or from_run_id, not both")
         }
@@ -208,7 +208,7 @@ export class Skills extends Context.Service<Skills, {
         return { ...kept, description, parameters } satisfies SkillContent
       })
 
-      const create = Effect.fn("Skills.create")(function*(projectId: string, name: string, input: SkillInput & { readonly description: string }) {
+      const create = Effect.fn("Skills.create")(function*(projectId: ProjectId, name: string, input: SkillInput & { readonly description: string }) {
         const content = yield* contentOf(projectId, input, undefined)
         return yield* store.create(projectId, name, content, MAX_SKILLS).pipe(Effect.catchTag("SkillLimitReached", ({ count }) =>
           Effect.fail(new SkillRefused({
@@ -219,7 +219,7 @@ export class Skills extends Context.Service<Skills, {
           }))))
       })
 
-      const update = Effect.fn("Skills.update")(function*(projectId: string, idOrName: string, input: SkillInput) {
+      const update = Effect.fn("Skills.update")(function*(projectId: ProjectId, idOrName: string, input: SkillInput) {
         const current = yield* store.get(projectId, idOrName)
         const content = yield* contentOf(projectId, input, {
           description: current.description,

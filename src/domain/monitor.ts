@@ -12,6 +12,7 @@ import { Schema } from "effect"
 import { CanonicalSchedule, ScheduleSpec } from "./schedule-spec.ts"
 import { StopConditionDsl, TriggerDsl } from "./track-rules.ts"
 import { MaxString, OptionalNullable } from "./schemas.ts"
+import { ProjectId } from "./run.ts"
 
 export const MonitorId = Schema.String.pipe(Schema.brand("MonitorId"))
 export type MonitorId = typeof MonitorId.Type
@@ -154,7 +155,7 @@ const Nullable = <S extends Schema.Top>(schema: S) => Schema.NullOr(schema)
 
 export class Monitor extends Schema.Class<Monitor>("wa/domain/Monitor")({
   id: MonitorId,
-  project_id: Schema.String,
+  project_id: ProjectId,
   created_by_key_id: Nullable(Schema.String),
   status: MonitorStatus,
   status_reason: Nullable(Schema.String),
@@ -198,7 +199,7 @@ export type PageResult = typeof PageResult.Type
 export class TickRun extends Schema.Class<TickRun>("wa/domain/TickRun")({
   id: TickRunId,
   monitor_id: MonitorId,
-  project_id: Schema.String,
+  project_id: ProjectId,
   n: Nullable(Schema.Int),
   trigger: TickTrigger,
   slot_at: Nullable(Schema.Date),

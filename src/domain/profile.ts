@@ -6,6 +6,7 @@
 import { Schema } from "effect"
 import { MaxString, OptionalNullable } from "./schemas.ts"
 import type { SessionId } from "./run.ts"
+import { ProjectId } from "./run.ts"
 
 export const ProfileId = Schema.String.pipe(Schema.brand("ProfileId"))
 export type ProfileId = typeof ProfileId.Type
@@ -30,7 +31,7 @@ const Nullable = <S extends Schema.Top>(schema: S) => Schema.NullOr(schema)
 
 export class Profile extends Schema.Class<Profile>("wa/domain/Profile")({
   id: ProfileId,
-  project_id: Schema.String,
+  project_id: ProjectId,
   name: Nullable(Schema.String),
   customer_user_id: Nullable(Schema.String),
   state: ProfileState,

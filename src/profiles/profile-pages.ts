@@ -8,6 +8,7 @@ import { Effect, Result } from "effect"
 import { BrowserPool } from "../browser/pool.ts"
 import { htmlText } from "../reader/html-text.ts"
 import { ProfileStore } from "./profile-store.ts"
+import type { ProjectId } from "../domain/run.ts"
 
 export interface PageRead {
   readonly finalUrl: string
@@ -15,7 +16,7 @@ export interface PageRead {
   readonly text: string
 }
 
-export const readPagesAsProfile = (projectId: string, profileId: string, urls: ReadonlyArray<string>, allowPrivateNetworks: boolean) =>
+export const readPagesAsProfile = (projectId: ProjectId, profileId: string, urls: ReadonlyArray<string>, allowPrivateNetworks: boolean) =>
   Effect.gen(function*() {
     const profiles = yield* ProfileStore
     const pool = yield* BrowserPool

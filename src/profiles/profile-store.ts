@@ -16,6 +16,7 @@ import { decodeProfile, MAX_STATE_BYTES, type Profile, type ProfileId, type Prof
 import type { SessionId } from "../domain/run.ts"
 import { StateCipher, type StateUnreadable } from "../security/state-cipher.ts"
 import { withMethodSpans } from "../observability/spans.ts"
+import type { ProjectId } from "../domain/run.ts"
 
 export interface ProfileFields {
   readonly name?: string | null | undefined
@@ -36,17 +37,17 @@ const columns = (sql: SqlClient.SqlClient) => sql`
   p.created_at, p.updated_at`
 
 export class ProfileStore extends Context.Service<ProfileStore, {
-  readonly create: (projectId: string, fields: ProfileFields) => Effect.Effect<Profile>
-  readonly list: (projectId: string, options: { readonly limit: number; readonly beforeId?: string | undefined; readonly customerUserId?: string | undefined }) => Effect.Effect<{ readonly items: ReadonlyArray<Profile>; readonly total: number }>
-  readonly get: (projectId: string, profileId: string) => Effect.Effect<Profile, ProfileNotFound>
-  readonly update: (projectId: string, profileId: string, fields: ProfileFields) => Effect.Effect<Profile, ProfileNotFound>
+  readonly create: (projectId: ProjectId, fields: ProfileFields) => Effect.Effect<Profile>
+  readonly list: (projectId: ProjectId, options: { readonly limit: number; readonly beforeId?: string | undefined; readonly customerUserId?: string | undefined }) => Effect.Effect<{ readonly items: ReadonlyArray<Profile>; readonly total: number }>
+  readonly get: (projectId: ProjectId, profileId: string) => Effect.Effect<Profile, ProfileNotFound>
+  readonly update: (projectId: ProjectId, profileId: string, fields: ProfileFields) => Effect.Effect<Profile, ProfileNotFound>
   /** Deletes the profile and its saved state; refused while a session holds it. */
-  readonly remove: (projectId: string, profileId: string) => Effect.Effect<void, ProfileNotFound | ProfileInUse>
+  readonly remove: (projectId: ProjectId, profileId: string) => Effect.Effect<void, ProfileNotFound | ProfileInUse>
   /**
    * Takes the profile for a new session: run it inside the transaction that inserts the session.
    * Marks `last_used_at`.
    */
-  readonly lease: (projectId: string, profileId: string) => Effect.Effect<void, ProfileNotFound | ProfileInUse>
+  readonly lease: (projectId: ProjectId, profileId: string) => Effect.Effect<void, ProfileNotFound | ProfileInUse>
   /** The decrypted saved state (Playwright storageState), or undefined when none is saved. */
   readonly loadState: (profileId: string) => Effect.Effect<unknown | undefined, StateUnreadable>
   /**
@@ -61,7 +62,7 @@ export class ProfileStore extends Context.Service<ProfileStore, {
   /** The interactive login whose login session this is, if any. */
   readonly loginOfSession: (sessionId: string) => Effect.Effect<ProfileLogin | undefined>
   /** Whether the project has that profile (a monitor naming one). */
-  readonly exists: (projectId: string, profileId: string) => Effect.Effect<boolean>
+  readonly exists: (projectId: ProjectId, profileId: string) => Effect.Effect<boolean>
 }>()("wa/profiles/ProfileStore") {
   static readonly layer = Layer.effect(
     ProfileStore,
@@ -69,14 +70,14 @@ export class ProfileStore extends Context.Service<ProfileStore, {
       const sql = yield* SqlClient.SqlClient
       const cipher = yield* StateCipher
 
-      const read = (projectId: string, profileId: string) =>
+      const read = (projectId: ProjectId, profileId: string) =>
         sql`SELECT ${columns(sql)} FROM profiles p WHERE p.id = ${profileId} AND p.project_id = ${projectId}`.pipe(
           Effect.orDie,
           Effect.flatMap((rows) => rows[0] === undefined ? Effect.fail(new ProfileNotFound({ profileId })) : Effect.succeed(decodeProfile(rows[0])))
         )
 
       /** Locks the row; fails when it is not there, or when an open session holds it. */
-      const lockFree = (projectId: string, profileId: string) =>
+      const lockFree = (projectId: ProjectId, profileId: string) =>
         Effect.gen(function*() {
           const rows = yield* sql`SELECT id FROM profiles WHERE id = ${profileId} AND project_id = ${projectId} FOR UPDATE`
           if (rows[0] === undefined) return yield* new ProfileNotFound({ profileId })
@@ -162,7 +163,7 @@ export class ProfileStore extends Context.Service<ProfileStore, {
           sql`UPDATE profiles SET state = ${state}, updated_at = now() WHERE id = ${profileId}`.pipe(Effect.asVoid, Effect.orDie),
         recordProbe: (profileId, siteId, result, outcome, displayLabel) =>
           sql.withTransaction(Effect.gen(function*() {
-            const rows = yield* sql<{ project_id: string }>`
+            const rows = yield* sql<{ project_id: ProjectId }>`
               UPDATE profiles SET state = ${outcome.state},
                 last_alive_at = CASE WHEN ${outcome.alive} THEN now() ELSE last_alive_at END,
                 last_failure_reason = ${outcome.failureReason}, updated_at = now()

@@ -23,6 +23,7 @@ import {
 } from "./policy.ts"
 import { SafetyPolicyStore, type StoredPolicy } from "./store.ts"
 import { withMethodSpans } from "../observability/spans.ts"
+import type { ProjectId } from "../domain/run.ts"
 
 export { type BoundaryRefusal, CONFIRM_CATEGORIES, type ConfirmCategory, type SafetyPolicy } from "./policy.ts"
 export type { StoredPolicy } from "./store.ts"
@@ -105,11 +106,11 @@ export const normalisePolicy = (input: PolicyInput): Effect.Effect<SafetyPolicy,
   })
 
 export class SafetyPolicies extends Context.Service<SafetyPolicies, {
-  readonly get: (projectId: string) => Effect.Effect<StoredPolicy>
-  readonly put: (projectId: string, input: PolicyInput) => Effect.Effect<StoredPolicy, InvalidField>
+  readonly get: (projectId: ProjectId) => Effect.Effect<StoredPolicy>
+  readonly put: (projectId: ProjectId, input: PolicyInput) => Effect.Effect<StoredPolicy, InvalidField>
   /** Fails when a URL of the create body (instructions' URLs, `*_url` fields but callback_url) is outside the policy. */
-  readonly checkCreate: (projectId: string, body: Readonly<Record<string, unknown>>) => Effect.Effect<void, SafetyBoundaryViolated>
-  readonly forRun: (projectId: string) => Effect.Effect<RunSafety>
+  readonly checkCreate: (projectId: ProjectId, body: Readonly<Record<string, unknown>>) => Effect.Effect<void, SafetyBoundaryViolated>
+  readonly forRun: (projectId: ProjectId) => Effect.Effect<RunSafety>
 }>()("wa/safety/SafetyPolicies") {
   static readonly layer = Layer.effect(
     SafetyPolicies,
@@ -117,10 +118,10 @@ export class SafetyPolicies extends Context.Service<SafetyPolicies, {
       const store = yield* SafetyPolicyStore
       return SafetyPolicies.of({
         ...withMethodSpans<Pick<SafetyPolicies["Service"], "get" | "forRun">>("SafetyPolicies", { get: store.get, forRun: (projectId) => Effect.map(store.get(projectId), runSafety) }),
-        put: Effect.fn("SafetyPolicies.put")(function*(projectId: string, input: PolicyInput) {
+        put: Effect.fn("SafetyPolicies.put")(function*(projectId: ProjectId, input: PolicyInput) {
           return yield* store.put(projectId, yield* normalisePolicy(input))
         }),
-        checkCreate: Effect.fn("SafetyPolicies.checkCreate")(function*(projectId: string, body: Readonly<Record<string, unknown>>) {
+        checkCreate: Effect.fn("SafetyPolicies.checkCreate")(function*(projectId: ProjectId, body: Readonly<Record<string, unknown>>) {
           const urls = urlsOfCreate(body)
           if (urls.length === 0) return
           const policy = yield* store.get(projectId)

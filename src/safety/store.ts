@@ -6,6 +6,7 @@ import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import type { ConfirmCategory, SafetyPolicy } from "./policy.ts"
 import { withMethodSpans } from "../observability/spans.ts"
+import type { ProjectId } from "../domain/run.ts"
 
 export interface StoredPolicy extends SafetyPolicy {
   /** Null while the project has never set one. */
@@ -20,9 +21,9 @@ interface Row {
 }
 
 export class SafetyPolicyStore extends Context.Service<SafetyPolicyStore, {
-  readonly get: (projectId: string) => Effect.Effect<StoredPolicy>
+  readonly get: (projectId: ProjectId) => Effect.Effect<StoredPolicy>
   /** Replaces the project's policy (already normalised). */
-  readonly put: (projectId: string, policy: SafetyPolicy) => Effect.Effect<StoredPolicy>
+  readonly put: (projectId: ProjectId, policy: SafetyPolicy) => Effect.Effect<StoredPolicy>
 }>()("wa/safety/SafetyPolicyStore") {
   static readonly layer = Layer.effect(
     SafetyPolicyStore,

@@ -18,6 +18,7 @@ import {
   sessionScheduleExists
 } from "../store/autonomous-schedules.ts"
 import { recordQueuedFiring } from "./schedule-store.ts"
+import type { ProjectId } from "../domain/run.ts"
 
 /** The scheduler's owner of a session schedule. */
 export const owner = (id: string) => ({ kind: SESSION_SCHEDULE_OWNER, id })
@@ -61,7 +62,7 @@ export const scheduledRunning = countScheduledRuns
  * notification channel can call it too; run it in a transaction. `sourceKey` (a notification's
  * tick and type) makes a second call with the same key return the first firing.
  */
-export const queueTrigger = (projectId: string, scheduleId: string, payload: unknown, sourceKey?: string) =>
+export const queueTrigger = (projectId: ProjectId, scheduleId: string, payload: unknown, sourceKey?: string) =>
   Effect.gen(function*() {
     const row = yield* lockScheduleForTrigger(projectId, scheduleId)
     if (row === undefined) return { _tag: "not_found" as const }

@@ -14,12 +14,13 @@ import { earlierCreate, recordCreate } from "../store/keyed-create.ts"
 
 import { MAX_SECRETS } from "./limits.ts"
 import { withMethodSpans } from "../observability/spans.ts"
+import type { ProjectId } from "../domain/run.ts"
 
 export type SecretKind = "secret" | "totp"
 
 export interface SecretRow {
   readonly id: string
-  readonly project_id: string
+  readonly project_id: ProjectId
   readonly name: string
   readonly kind: SecretKind
   readonly origins: ReadonlyArray<string>
@@ -75,16 +76,16 @@ export class SecretUnreadable extends Schema.TaggedError<SecretUnreadable>()("Se
 const columns = "id, project_id, name, kind, origins, description, totp_digits, totp_period, totp_algorithm, created_at, updated_at, value_updated_at, last_used_at"
 
 export class SecretStore extends Context.Service<SecretStore, {
-  readonly create: (projectId: string, input: NewSecret) => Effect.Effect<SecretRow, SecretNameTaken | SecretLimitReached>
+  readonly create: (projectId: ProjectId, input: NewSecret) => Effect.Effect<SecretRow, SecretNameTaken | SecretLimitReached>
   /** Newest first, `limit` rows before the id `beforeId` (exclusive). */
-  readonly list: (projectId: string, limit: number, beforeId?: string) => Effect.Effect<ReadonlyArray<SecretRow>>
-  readonly find: (projectId: string, id: string) => Effect.Effect<SecretRow | undefined>
+  readonly list: (projectId: ProjectId, limit: number, beforeId?: string) => Effect.Effect<ReadonlyArray<SecretRow>>
+  readonly find: (projectId: ProjectId, id: string) => Effect.Effect<SecretRow | undefined>
   /** undefined when there is no such secret. */
-  readonly update: (projectId: string, id: string, changes: SecretChanges) => Effect.Effect<SecretRow | undefined>
+  readonly update: (projectId: ProjectId, id: string, changes: SecretChanges) => Effect.Effect<SecretRow | undefined>
   /** Whether there was one to delete. */
-  readonly delete: (projectId: string, id: string) => Effect.Effect<boolean>
+  readonly delete: (projectId: ProjectId, id: string) => Effect.Effect<boolean>
   /** The named secrets with their values (those that exist), marked used now. */
-  readonly openForRun: (projectId: string, names: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<OpenedSecret>, SecretUnreadable>
+  readonly openForRun: (projectId: ProjectId, names: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<OpenedSecret>, SecretUnreadable>
 }>()("wa/secrets/SecretStore") {
   static readonly layer = Layer.effect(
     SecretStore,
@@ -93,13 +94,13 @@ export class SecretStore extends Context.Service<SecretStore, {
       const cipher = yield* StateCipher
       const cols = sql.literal(columns)
 
-      const find = (projectId: string, id: string) =>
+      const find = (projectId: ProjectId, id: string) =>
         sql<SecretRow>`SELECT ${cols} FROM project_secrets WHERE project_id = ${projectId} AND id = ${id}`.pipe(
           Effect.map((rows) => rows[0]),
           Effect.orDie
         )
 
-      const create = Effect.fn("SecretStore.create")(function*(projectId: string, input: NewSecret) {
+      const create = Effect.fn("SecretStore.create")(function*(projectId: ProjectId, input: NewSecret) {
         // The retry of a keyed create whose first attempt committed before its process died gets that secret.
         const earlier = yield* earlierCreate((id) => find(projectId, id))
         if (earlier !== undefined) return earlier
@@ -127,7 +128,7 @@ export class SecretStore extends Context.Service<SecretStore, {
         return outcome
       })
 
-      const update = Effect.fn("SecretStore.update")(function*(projectId: string, id: string, changes: SecretChanges) {
+      const update = Effect.fn("SecretStore.update")(function*(projectId: ProjectId, id: string, changes: SecretChanges) {
         const sealed = changes.value === undefined ? undefined : cipher.seal(Buffer.from(changes.value.value, "utf8"), id)
         const totp = changes.value?.totp
         const rows = yield* sql<SecretRow>`
@@ -142,7 +143,7 @@ export class SecretStore extends Context.Service<SecretStore, {
         return rows[0]
       })
 
-      const openForRun = Effect.fn("SecretStore.openForRun")(function*(projectId: string, names: ReadonlyArray<string>) {
+      const openForRun = Effect.fn("SecretStore.openForRun")(function*(projectId: ProjectId, names: ReadonlyArray<string>) {
         if (names.length === 0) return []
         const rows = yield* sql<SecretRow & { value_sealed: Uint8Array; value_key_id: string }>`
           UPDATE project_secrets SET last_used_at = now()

@@ -27,6 +27,7 @@ import {
 } from "./secret-store.ts"
 import { parseTotp, totpCode } from "./totp.ts"
 import { withMethodSpans } from "../observability/spans.ts"
+import type { ProjectId } from "../domain/run.ts"
 
 export { SecretLimitReached, SecretNameTaken, type SecretKind, type SecretRow } from "./secret-store.ts"
 export * from "./limits.ts"
@@ -75,12 +76,12 @@ const checkValue = (kind: SecretKind, value: string) =>
   })
 
 export class ProjectSecrets extends Context.Service<ProjectSecrets, {
-  readonly create: (projectId: string, input: CreateSecret) => Effect.Effect<SecretRow, InvalidField | SecretNameTaken | SecretLimitReached>
-  readonly list: (projectId: string, limit: number, beforeId?: string) => Effect.Effect<ReadonlyArray<SecretRow>>
-  readonly find: (projectId: string, id: string) => Effect.Effect<SecretRow | undefined>
+  readonly create: (projectId: ProjectId, input: CreateSecret) => Effect.Effect<SecretRow, InvalidField | SecretNameTaken | SecretLimitReached>
+  readonly list: (projectId: ProjectId, limit: number, beforeId?: string) => Effect.Effect<ReadonlyArray<SecretRow>>
+  readonly find: (projectId: ProjectId, id: string) => Effect.Effect<SecretRow | undefined>
   /** undefined when there is no such secret. */
-  readonly update: (projectId: string, id: string, input: UpdateSecret) => Effect.Effect<SecretRow | undefined, InvalidField>
-  readonly delete: (projectId: string, id: string) => Effect.Effect<boolean>
+  readonly update: (projectId: ProjectId, id: string, input: UpdateSecret) => Effect.Effect<SecretRow | undefined, InvalidField>
+  readonly delete: (projectId: ProjectId, id: string) => Effect.Effect<boolean>
 }>()("wa/secrets/ProjectSecrets") {
   static readonly layer = Layer.effect(
     ProjectSecrets,
@@ -88,13 +89,13 @@ export class ProjectSecrets extends Context.Service<ProjectSecrets, {
       const store = yield* SecretStore
       return ProjectSecrets.of({
         ...withMethodSpans("ProjectSecrets", { list: store.list, find: store.find, delete: store.delete }),
-        create: Effect.fn("ProjectSecrets.create")(function*(projectId: string, input: CreateSecret) {
+        create: Effect.fn("ProjectSecrets.create")(function*(projectId: ProjectId, input: CreateSecret) {
           const origins = yield* checkOrigins(input.origins)
           const { value, totp } = yield* checkValue(input.kind, input.value)
           const secret: NewSecret = { name: input.name, kind: input.kind, value, origins, description: input.description, totp }
           return yield* store.create(projectId, secret)
         }),
-        update: Effect.fn("ProjectSecrets.update")(function*(projectId: string, id: string, input: UpdateSecret) {
+        update: Effect.fn("ProjectSecrets.update")(function*(projectId: ProjectId, id: string, input: UpdateSecret) {
           const existing = yield* store.find(projectId, id)
           if (existing === undefined) return undefined
           const changes: { -readonly [K in keyof SecretChanges]: SecretChanges[K] } = {}

@@ -13,6 +13,7 @@ import { RunStatuses, type RunStatus } from "../domain/run-state.ts"
 import { RunId, SessionId } from "../domain/run.ts"
 import { clampProposal, StoredSchedule } from "../domain/schedule-spec.ts"
 import { withMethodSpans } from "../observability/spans.ts"
+import { ProjectId } from "../domain/run.ts"
 
 /** `schedules.owner_kind` of a session's schedule (src/do-anything/schedules.ts). */
 export const SESSION_SCHEDULE_OWNER = "session_schedule"
@@ -72,7 +73,7 @@ const firings = (rows: ReadonlyArray<unknown>) => rows.map((row) => decodeFiring
 /** A session schedule with the scheduler's state of it (paused, next slot, last slot fired). */
 export const SessionScheduleRow = Schema.Struct({
   id: Schema.String,
-  project_id: Schema.String,
+  project_id: ProjectId,
   session_id: SessionId,
   source_run_id: Schema.NullOr(Schema.String),
   spec: StoredSchedule,
@@ -97,7 +98,7 @@ const decodeSession = Schema.decodeUnknownSync(Schema.Struct({ status: Schema.St
 const decodeRunStatus = Schema.decodeUnknownSync(Schema.Struct({ status: Schema.Literals(RunStatuses) }))
 
 /** Runs of the project's schedules that are under way (`scheduled_running` of QuotaStatus). */
-export const countScheduledRuns = (projectId: string) =>
+export const countScheduledRuns = (projectId: ProjectId) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const [row] = yield* sql`
@@ -110,7 +111,7 @@ export const countScheduledRuns = (projectId: string) =>
  * Locks the project's session schedule for an event trigger (inside a transaction); whether the
  * scheduler has it paused (null: no scheduler row). Undefined when the project has no such schedule.
  */
-export const lockScheduleForTrigger = (projectId: string, scheduleId: string) =>
+export const lockScheduleForTrigger = (projectId: ProjectId, scheduleId: string) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const [row] = yield* sql`
@@ -138,7 +139,7 @@ export const latestFiringSlot = (scheduleId: string) =>
 
 /** Inserts a pending event firing with its payload. */
 export const insertEventFiring = (input: {
-  readonly projectId: string
+  readonly projectId: ProjectId
   readonly scheduleId: string
   readonly slot: Date
   readonly payload: unknown
@@ -156,7 +157,7 @@ export const insertEventFiring = (input: {
   })
 
 /** Whether the project has that session schedule. */
-export const sessionScheduleExists = (projectId: string, scheduleId: string) =>
+export const sessionScheduleExists = (projectId: ProjectId, scheduleId: string) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const rows = yield* sql`SELECT 1 FROM session_schedules WHERE id = ${scheduleId} AND project_id = ${projectId}`
@@ -185,10 +186,10 @@ export class SessionScheduleStore extends Context.Service<SessionScheduleStore, 
   readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, Exclude<E, SqlError>, Exclude<R, SqlClient.SqlClient>>
   /** Records the created resource on the request's Idempotency-Key claim (src/store/keyed-create.ts), in the caller's transaction. */
   readonly recordCreate: (id: string) => Effect.Effect<void>
-  readonly find: (projectId: string, scheduleId: string) => Effect.Effect<SessionScheduleRow | undefined>
+  readonly find: (projectId: ProjectId, scheduleId: string) => Effect.Effect<SessionScheduleRow | undefined>
   readonly ofSession: (sessionId: string) => Effect.Effect<SessionScheduleRow | undefined>
   /** Newest first, `limit` before the id `beforeId`. */
-  readonly list: (projectId: string, filter: SessionScheduleFilter, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<SessionScheduleRow>>
+  readonly list: (projectId: ProjectId, filter: SessionScheduleFilter, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<SessionScheduleRow>>
   /** The schedule, its row locked (undefined: deleted). */
   readonly lock: (scheduleId: string) => Effect.Effect<SessionScheduleRow | undefined>
   /** The ids of the session's schedules. */
@@ -196,7 +197,7 @@ export class SessionScheduleStore extends Context.Service<SessionScheduleStore, 
   /** Creates or replaces the session's schedule; its id. */
   readonly upsert: (input: {
     readonly id: string
-    readonly projectId: string
+    readonly projectId: ProjectId
     readonly sessionId: string
     readonly sourceRunId: string
     readonly spec: StoredSchedule
@@ -210,9 +211,9 @@ export class SessionScheduleStore extends Context.Service<SessionScheduleStore, 
   readonly lastFirings: (scheduleIds: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<SessionFiringRow>>
   /** Firings, newest slot first, before `before`. */
   readonly firings: (scheduleId: string, options: { readonly limit: number; readonly before?: Date | undefined; readonly outcome?: string | undefined }) => Effect.Effect<ReadonlyArray<SessionFiringRow>>
-  readonly firingAt: (projectId: string, scheduleId: string, slot: Date) => Effect.Effect<SessionFiringRow | undefined>
+  readonly firingAt: (projectId: ProjectId, scheduleId: string, slot: Date) => Effect.Effect<SessionFiringRow | undefined>
   /** Records the slot's firing (pending) unless it is recorded already, and returns it locked. */
-  readonly lockFiring: (input: { readonly projectId: string; readonly scheduleId: string; readonly slot: Date; readonly at: Date }) => Effect.Effect<SessionFiringRow>
+  readonly lockFiring: (input: { readonly projectId: ProjectId; readonly scheduleId: string; readonly slot: Date; readonly at: Date }) => Effect.Effect<SessionFiringRow>
   readonly decideFiring: (scheduleId: string, slot: Date, decision: {
     readonly outcome: string
     readonly reason: string | null
@@ -225,8 +226,8 @@ export class SessionScheduleStore extends Context.Service<SessionScheduleStore, 
   readonly lockSession: (sessionId: string) => Effect.Effect<{ readonly status: string; readonly latest_run_id: string | null } | undefined>
   readonly runStatus: (runId: string) => Effect.Effect<RunStatus | undefined>
   /** Serialises the project's scheduled-run admissions until the transaction ends (on every node). */
-  readonly lockScheduledCap: (projectId: string) => Effect.Effect<void>
-  readonly countScheduledRuns: (projectId: string) => Effect.Effect<number>
+  readonly lockScheduledCap: (projectId: ProjectId) => Effect.Effect<void>
+  readonly countScheduledRuns: (projectId: ProjectId) => Effect.Effect<number>
   /** Opens a closed session again (idle). */
   readonly reopenSession: (sessionId: string) => Effect.Effect<void>
   /** Marks a run as made by the schedule. */

@@ -10,6 +10,7 @@ import { CachedSteps, type CachedStep } from "../domain/cache-script.ts"
 import { CacheScriptNotFound } from "../domain/errors.ts"
 import { makeId } from "../domain/ids.ts"
 import { withMethodSpans } from "../observability/spans.ts"
+import { ProjectId } from "../domain/run.ts"
 
 /** Instructions as the key reads them: case, spacing and trailing punctuation do not make another task. */
 export const normalizeInstructions = (instructions: string): string =>
@@ -30,7 +31,7 @@ export interface CacheScriptVersion {
 
 export interface CacheScript {
   readonly id: string
-  readonly project_id: string
+  readonly project_id: ProjectId
   readonly instructions: string
   readonly start_origin: string | null
   readonly output_schema: unknown
@@ -50,7 +51,7 @@ export interface CacheScriptDetail extends CacheScript {
 
 const ScriptRow = Schema.Struct({
   id: Schema.String,
-  project_id: Schema.String,
+  project_id: ProjectId,
   instructions: Schema.String,
   start_origin: Schema.NullOr(Schema.String),
   output_schema: Schema.Unknown,
@@ -78,7 +79,7 @@ const toScript = (row: unknown): CacheScript => {
 }
 
 export interface SaveInput {
-  readonly projectId: string
+  readonly projectId: ProjectId
   readonly instructions: string
   readonly startOrigin: string | null
   readonly outputSchema: unknown
@@ -90,14 +91,14 @@ export interface SaveInput {
 
 export class CacheScriptStore extends Context.Service<CacheScriptStore, {
   /** The script of a task key, with its current steps. */
-  readonly find: (projectId: string, cacheKey: string) => Effect.Effect<CacheScript | undefined>
+  readonly find: (projectId: ProjectId, cacheKey: string) => Effect.Effect<CacheScript | undefined>
   /** Saves steps as the key's script (a new script, or its next version); returns the script and version. */
   readonly save: (input: SaveInput) => Effect.Effect<{ readonly id: string; readonly version: number }>
   /** A replay used the script (healed: some of its steps were taken again by the model). */
   readonly recordUse: (scriptId: string, healed: boolean) => Effect.Effect<void>
-  readonly list: (projectId: string, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<CacheScript>>
-  readonly get: (projectId: string, scriptId: string) => Effect.Effect<CacheScriptDetail, CacheScriptNotFound>
-  readonly remove: (projectId: string, scriptId: string) => Effect.Effect<void, CacheScriptNotFound>
+  readonly list: (projectId: ProjectId, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<CacheScript>>
+  readonly get: (projectId: ProjectId, scriptId: string) => Effect.Effect<CacheScriptDetail, CacheScriptNotFound>
+  readonly remove: (projectId: ProjectId, scriptId: string) => Effect.Effect<void, CacheScriptNotFound>
 }>()("wa/store/CacheScriptStore") {
   static readonly layer = Layer.effect(
     CacheScriptStore,
@@ -108,7 +109,7 @@ export class CacheScriptStore extends Context.Service<CacheScriptStore, {
           s.last_used_at, s.created_at, s.updated_at, v.steps
         FROM cache_scripts s JOIN cache_script_versions v ON v.script_id = s.id AND v.version = s.version`
 
-      const find = (projectId: string, cacheKey: string) =>
+      const find = (projectId: ProjectId, cacheKey: string) =>
         sql`${selectScript} WHERE s.project_id = ${projectId} AND s.cache_key = ${cacheKey}`.pipe(
           Effect.map((rows) => rows.length === 0 ? undefined : toScript(rows[0])),
           Effect.orDie
@@ -134,11 +135,11 @@ export class CacheScriptStore extends Context.Service<CacheScriptStore, {
         sql`UPDATE cache_scripts SET hit_count = hit_count + 1, heal_count = heal_count + ${healed ? 1 : 0}, last_used_at = now()
           WHERE id = ${scriptId}`.pipe(Effect.asVoid, Effect.orDie)
 
-      const list = (projectId: string, limit: number, beforeId: string | undefined) =>
+      const list = (projectId: ProjectId, limit: number, beforeId: string | undefined) =>
         sql`${selectScript} WHERE s.project_id = ${projectId} ${beforeId === undefined ? sql`` : sql`AND s.id < ${beforeId}`}
           ORDER BY s.id DESC LIMIT ${limit}`.pipe(Effect.map((rows) => rows.map(toScript)), Effect.orDie)
 
-      const get = (projectId: string, scriptId: string) =>
+      const get = (projectId: ProjectId, scriptId: string) =>
         Effect.gen(function*() {
           const rows = yield* sql`${selectScript} WHERE s.project_id = ${projectId} AND s.id = ${scriptId}`.pipe(Effect.orDie)
           if (rows.length === 0) return yield* new CacheScriptNotFound({ scriptId })
@@ -148,7 +149,7 @@ export class CacheScriptStore extends Context.Service<CacheScriptStore, {
           return { ...toScript(rows[0]), versions: versions.map((row) => decodeVersion(row)) }
         })
 
-      const remove = (projectId: string, scriptId: string) =>
+      const remove = (projectId: ProjectId, scriptId: string) =>
         Effect.gen(function*() {
           const deleted = yield* sql`DELETE FROM cache_scripts WHERE project_id = ${projectId} AND id = ${scriptId} RETURNING id`.pipe(Effect.orDie)
           if (deleted.length === 0) return yield* new CacheScriptNotFound({ scriptId })

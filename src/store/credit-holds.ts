@@ -33,12 +33,13 @@ import { toMicros } from "../domain/money.ts"
 import { lockBalance } from "./ledger.ts"
 import type { PriceTable } from "../config/prices.ts"
 import { withMethodSpans } from "../observability/spans.ts"
+import type { ProjectId } from "../domain/run.ts"
 
 /** What a hold pays for: a run (runs) or a monitor tick (monitor_runs). */
 export type HoldKind = "run" | "tick"
 
 export interface HoldRequest {
-  readonly projectId: string
+  readonly projectId: ProjectId
   /** The run's (or tick's) id; one hold each. */
   readonly runId: string
   readonly kind: HoldKind
@@ -64,7 +65,7 @@ export const estimatedChargeMicros = (request: RunRequest, prices: PriceTable, m
 }
 
 /** Holds still outstanding: of runs and ticks that have not ended, less what each was charged. */
-const outstandingSql = (sql: SqlClient.SqlClient, projectId: string, except: string | null = null) =>
+const outstandingSql = (sql: SqlClient.SqlClient, projectId: ProjectId, except: string | null = null) =>
   sql<{ held: string }>`
     SELECT coalesce(sum(greatest(0, h.amount_micros - h.charged_micros)), 0)::text AS held
     FROM credit_holds h
@@ -74,7 +75,7 @@ const outstandingSql = (sql: SqlClient.SqlClient, projectId: string, except: str
     END`
 
 /** The project's outstanding holds, micro-USD (what its balance is not free to spend). */
-export const outstandingHoldsMicros = (sql: SqlClient.SqlClient, projectId: string): Effect.Effect<number, SqlError> =>
+export const outstandingHoldsMicros = (sql: SqlClient.SqlClient, projectId: ProjectId): Effect.Effect<number, SqlError> =>
   outstandingSql(sql, projectId).pipe(Effect.map((rows) => Number(rows[0]?.held ?? 0)))
 
 /**
@@ -117,7 +118,7 @@ export const releaseEndedHolds = (sql: SqlClient.SqlClient) =>
 /** Holds as a service, for the Budget service (src/billing/budget.ts): each method its own transaction (or one read). */
 export class HoldStore extends Context.Service<HoldStore, {
   /** The project's outstanding holds, micro-USD. */
-  readonly outstanding: (projectId: string) => Effect.Effect<number>
+  readonly outstanding: (projectId: ProjectId) => Effect.Effect<number>
   /** Admits and holds, in a transaction of its own (holdInTransaction). */
   readonly hold: (hold: HoldRequest) => Effect.Effect<void, InsufficientCredits | BudgetExceeded>
 }>()("wa/store/HoldStore") {

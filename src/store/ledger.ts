@@ -28,6 +28,7 @@ import type { SqlError } from "effect/sql/SqlError"
 import { makeId } from "../domain/ids.ts"
 import { usdFromMicros } from "../domain/money.ts"
 import { withMethodSpans } from "../observability/spans.ts"
+import { ProjectId } from "../domain/run.ts"
 
 export type Bucket = "monthly" | "additional"
 
@@ -38,7 +39,7 @@ export type Bucket = "monthly" | "additional"
 export type EntryKind = "grant_monthly" | "topup" | "expire_monthly" | "charge_llm" | (string & {})
 
 export interface Balance {
-  readonly projectId: string
+  readonly projectId: ProjectId
   readonly monthlyMicros: number
   readonly additionalMicros: number
   readonly totalMicros: number
@@ -61,7 +62,7 @@ export interface Entry {
 }
 
 export interface ChargeInput {
-  readonly projectId: string
+  readonly projectId: ProjectId
   readonly kind: EntryKind
   /** Positive: the amount to take. */
   readonly micros: number
@@ -88,7 +89,7 @@ export interface ChargeOutcome {
 /** USD (a JS number) to integer micro-USD. */
 
 export interface BalanceRow {
-  readonly project_id: string
+  readonly project_id: ProjectId
   readonly monthly_micros: string
   readonly additional_micros: string
   readonly period_spent_micros: string
@@ -118,13 +119,13 @@ export const balanceColumns = "project_id, monthly_micros::text, additional_micr
  * place the cap is looked up: the project's own cap when one is set (PUT /billing/budget; a null
  * there removes the cap), else its active subscription's monthly quota, else the default plan's.
  */
-export const capMicrosOf = (sql: SqlClient.SqlClient, projectId: string): Effect.Effect<number | null, SqlError> =>
+export const capMicrosOf = (sql: SqlClient.SqlClient, projectId: ProjectId): Effect.Effect<number | null, SqlError> =>
   sql<{ cap: string | null }>`SELECT (${capSubquery(sql, projectId)}) AS cap`.pipe(
     Effect.map((rows) => rows[0]?.cap == null ? null : Number(rows[0].cap))
   )
 
 /** The cap as a scalar subquery (null: none), so the balance lock can read it in the same statement. */
-const capSubquery = (sql: SqlClient.SqlClient, projectId: string) =>
+const capSubquery = (sql: SqlClient.SqlClient, projectId: ProjectId) =>
   sql`SELECT (CASE
       WHEN b.project_id IS NOT NULL THEN b.monthly_cap_micros
       WHEN p.project_id IS NOT NULL THEN p.monthly_quota_micros
@@ -164,7 +165,7 @@ const warnOnce = (sql: SqlClient.SqlClient, balance: Balance, capMicros: number)
  * Locks the project's balance row (creating it for the current period), and writes off the
  * monthly credits of a period that has ended. Must run inside a transaction.
  */
-export const lockBalance = (sql: SqlClient.SqlClient, projectId: string): Effect.Effect<Balance & { readonly capMicros: number | null }, SqlError> =>
+export const lockBalance = (sql: SqlClient.SqlClient, projectId: ProjectId): Effect.Effect<Balance & { readonly capMicros: number | null }, SqlError> =>
   Effect.gen(function*() {
     // The cap comes with the lock (one round trip); its lookup is capMicrosOf's.
     const [row] = yield* sql<BalanceRow & { readonly inserted: boolean; readonly cap: string | null }>`
@@ -192,7 +193,7 @@ export const lockBalance = (sql: SqlClient.SqlClient, projectId: string): Effect
   })
 
 /** The idempotency key of a project's monthly grant for the period starting at `periodStart`. */
-export const monthlyGrantKey = (projectId: string, periodStart: Date) => `grant_monthly:${projectId}:${periodStart.toISOString()}`
+export const monthlyGrantKey = (projectId: ProjectId, periodStart: Date) => `grant_monthly:${projectId}:${periodStart.toISOString()}`
 
 /**
  * Grants the monthly credits of the project's subscription (project_plans, src/billing/plans.ts)
@@ -233,7 +234,7 @@ interface PendingEntry {
  * Appends entries (of one project) and adds them to its sums, in one statement; the row is locked,
  * so the new sums are computed here.
  */
-const append = (sql: SqlClient.SqlClient, projectId: string, balance: Balance, entries: ReadonlyArray<PendingEntry>) =>
+const append = (sql: SqlClient.SqlClient, projectId: ProjectId, balance: Balance, entries: ReadonlyArray<PendingEntry>) =>
   Effect.gen(function*() {
     const rows = entries.filter((entry) => entry.micros !== 0).map((entry) => ({
       project_id: projectId,
@@ -293,7 +294,7 @@ export interface ChargesOutcome {
  */
 export const chargeAllInTransaction = (
   sql: SqlClient.SqlClient,
-  projectId: string,
+  projectId: ProjectId,
   inputs: ReadonlyArray<Omit<ChargeInput, "projectId">>
 ): Effect.Effect<ChargesOutcome, SqlError> =>
   Effect.gen(function*() {
@@ -376,7 +377,7 @@ export interface PeriodSums {
 }
 
 const BalanceRowSchema = Schema.Struct({
-  project_id: Schema.String,
+  project_id: ProjectId,
   monthly_micros: Schema.String,
   additional_micros: Schema.String,
   period_spent_micros: Schema.String,
@@ -420,15 +421,15 @@ export class LedgerStore extends Context.Service<LedgerStore, {
    * credited. A period that is due to open (ended, or never written for a subscribed project) is
    * opened, with its grant.
    */
-  readonly balance: (projectId: string) => Effect.Effect<Balance>
+  readonly balance: (projectId: ProjectId) => Effect.Effect<Balance>
   /** Sums of the project's entries per bucket, recomputed from the ledger alone. */
-  readonly rederive: (projectId: string) => Effect.Effect<{ readonly monthlyMicros: number; readonly additionalMicros: number }>
-  readonly usage: (projectId: string, query: UsageQuery) => Effect.Effect<ReadonlyArray<Entry>>
-  readonly periodSums: (projectId: string, periodStart: Date) => Effect.Effect<PeriodSums>
+  readonly rederive: (projectId: ProjectId) => Effect.Effect<{ readonly monthlyMicros: number; readonly additionalMicros: number }>
+  readonly usage: (projectId: ProjectId, query: UsageQuery) => Effect.Effect<ReadonlyArray<Entry>>
+  readonly periodSums: (projectId: ProjectId, periodStart: Date) => Effect.Effect<PeriodSums>
   /** The project's monthly budget cap (capMicrosOf). */
-  readonly capMicros: (projectId: string) => Effect.Effect<number | null>
+  readonly capMicros: (projectId: ProjectId) => Effect.Effect<number | null>
   /** Sets (micro-USD) or removes (null) the project's own cap. */
-  readonly setCap: (projectId: string, capMicros: number | null) => Effect.Effect<void>
+  readonly setCap: (projectId: ProjectId, capMicros: number | null) => Effect.Effect<void>
 }>()("wa/store/LedgerStore") {
   static readonly layer = Layer.effect(
     LedgerStore,
@@ -460,7 +461,7 @@ export class LedgerStore extends Context.Service<LedgerStore, {
               INSERT INTO project_budgets (project_id, monthly_cap_micros) VALUES (${projectId}, ${capMicros})
               ON CONFLICT (project_id) DO UPDATE SET monthly_cap_micros = excluded.monthly_cap_micros, updated_at = now()`.pipe(Effect.asVoid, Effect.orDie)
         }),
-        balance: Effect.fn("LedgerStore.balance")(function*(projectId: string) {
+        balance: Effect.fn("LedgerStore.balance")(function*(projectId: ProjectId) {
           const rows = yield* sql`
             SELECT ${sql.literal(balanceColumns)}, period_end <= now() AS expired
             FROM credit_balances WHERE project_id = ${projectId}`
@@ -478,13 +479,13 @@ export class LedgerStore extends Context.Service<LedgerStore, {
           // The period ended and nothing was charged since: its monthly credits and its spend are gone.
           return row.expired ? { ...found, monthlyMicros: 0, totalMicros: found.additionalMicros, periodSpentMicros: 0 } : found
         }, Effect.orDie),
-        rederive: Effect.fn("LedgerStore.rederive")(function*(projectId: string) {
+        rederive: Effect.fn("LedgerStore.rederive")(function*(projectId: ProjectId) {
           const rows = (yield* sql`
             SELECT bucket, sum(amount_micros)::text AS total FROM credit_ledger WHERE project_id = ${projectId} GROUP BY bucket`).map((row) => decodeBucketSum(row))
           const of = (bucket: Bucket) => rows.find((r) => r.bucket === bucket)?.total ?? 0
           return { monthlyMicros: of("monthly"), additionalMicros: of("additional") }
         }, Effect.orDie),
-        usage: Effect.fn("LedgerStore.usage")(function*(projectId: string, query: UsageQuery) {
+        usage: Effect.fn("LedgerStore.usage")(function*(projectId: ProjectId, query: UsageQuery) {
           const rows = yield* sql`
             SELECT id::text, kind, bucket, amount_micros::text, run_id, session_id, idempotency_key, period_start, created_at
             FROM credit_ledger

@@ -20,6 +20,7 @@ import { Effect, Semaphore } from "effect"
 import type { SqlClient } from "effect/sql"
 import { RunCapReached } from "../domain/errors.ts"
 import { terminalStatuses } from "../domain/run-state.ts"
+import type { ProjectId } from "../domain/run.ts"
 
 /** The first key of the advisory locks this module takes (the second is the project's hash). */
 const RUNS_IN_FLIGHT_LOCK = 0x7761_7231 // "war1"
@@ -31,7 +32,7 @@ export { RunStartedBy } from "../domain/run-started-by.ts"
  * Fails with RunCapReached when the project has `limit` runs in flight, or the key `key.id` has
  * `key.limit`; must run inside a transaction.
  */
-export const admitRunInFlight = (sql: SqlClient.SqlClient, projectId: string, limit: number, key?: { readonly id: string; readonly limit: number }) =>
+export const admitRunInFlight = (sql: SqlClient.SqlClient, projectId: ProjectId, limit: number, key?: { readonly id: string; readonly limit: number }) =>
   Effect.gen(function*() {
     yield* sql`SELECT pg_advisory_xact_lock(${RUNS_IN_FLIGHT_LOCK}, hashtext(${projectId}))`
     // Standalone runs are the kinds below (runs_project_kind serves the lookup); the inner LIMIT
@@ -61,7 +62,7 @@ export const admitRunInFlight = (sql: SqlClient.SqlClient, projectId: string, li
 const admissionGates = new Map<string, { readonly semaphore: Semaphore.Semaphore; users: number }>()
 
 /** Runs `admission` (a create's transaction) when the project's previous one in this process has ended. */
-export const oneAdmissionAtATime = (projectId: string) => <A, E, R>(admission: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+export const oneAdmissionAtATime = (projectId: ProjectId) => <A, E, R>(admission: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
   Effect.suspend(() => {
     let gate = admissionGates.get(projectId)
     if (gate === undefined) {

@@ -9,6 +9,7 @@ import type { SqlClient } from "effect/sql"
 import type { EventData, RunEventType } from "../domain/events.ts"
 import type { RunId, SessionId } from "../domain/run.ts"
 import type { RunStatus } from "../domain/run-state.ts"
+import type { ProjectId } from "../domain/run.ts"
 
 export const EVENTS_CHANNEL = "wa_run_events"
 
@@ -28,7 +29,7 @@ export class SupersededExecution extends Error {
 /** Columns of a run row the store itself looks at while it holds the row's lock. */
 export interface LockedRun {
   readonly id: RunId
-  readonly project_id: string
+  readonly project_id: ProjectId
   readonly session_id: SessionId | null
   readonly status: RunStatus
   readonly phase: string | null

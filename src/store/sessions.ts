@@ -60,7 +60,7 @@ export class SessionStore extends Context.Service<SessionStore, {
       const { holdFor } = yield* makeRunCharges
 
   // `apiKeyId`: the key (or console user) that started it (migration 0026).
-  const insertRun = (sessionId: SessionId, projectId: string, run: NewRun, apiKeyId: string | null) =>
+  const insertRun = (sessionId: SessionId, projectId: ProjectId, run: NewRun, apiKeyId: string | null) =>
     sql<Row>`
       INSERT INTO runs (id, session_id, project_id, status, instructions, request, max_steps, model, parent_run_id, deadline_at, api_key_id)
       VALUES (
@@ -103,7 +103,7 @@ export class SessionStore extends Context.Service<SessionStore, {
 
   const addRun: SessionStore["Service"]["addRun"] = (sessionId, run) =>
     sql.withTransaction(Effect.gen(function*() {
-      const sessions = yield* sql<{ status: string; project_id: string; latest_run_id: RunId | null; api_key_id: string | null }>`
+      const sessions = yield* sql<{ status: string; project_id: ProjectId; latest_run_id: RunId | null; api_key_id: string | null }>`
         SELECT status, project_id, latest_run_id, api_key_id FROM sessions WHERE id = ${sessionId} FOR UPDATE`
       const session = sessions[0]!
       if (session.status === "closed") return yield* new SessionClosed({ sessionId })

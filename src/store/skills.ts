@@ -10,10 +10,11 @@ import { SkillLimitReached, SkillNameTaken, SkillNotFound } from "../domain/erro
 import { makeId } from "../domain/ids.ts"
 import { SkillKind, type SkillVersion } from "../domain/skill.ts"
 import { withMethodSpans } from "../observability/spans.ts"
+import { ProjectId } from "../domain/run.ts"
 
 export interface Skill extends SkillVersion {
   readonly id: string
-  readonly project_id: string
+  readonly project_id: ProjectId
   readonly name: string
   readonly call_count: number
   readonly last_used_at: Date | null
@@ -36,7 +37,7 @@ export interface SkillContent {
 
 const Row = Schema.Struct({
   id: Schema.String,
-  project_id: Schema.String,
+  project_id: ProjectId,
   name: Schema.String,
   version: Schema.Number,
   call_count: Schema.Number,
@@ -57,17 +58,17 @@ const decodeVersion = Schema.decodeUnknownSync(VersionRow)
 
 export class SkillStore extends Context.Service<SkillStore, {
   /** Creates the skill unless the project already has `maxSkills` (checked in the inserting transaction). */
-  readonly create: (projectId: string, name: string, content: SkillContent, maxSkills: number) => Effect.Effect<Skill, SkillNameTaken | SkillLimitReached>
+  readonly create: (projectId: ProjectId, name: string, content: SkillContent, maxSkills: number) => Effect.Effect<Skill, SkillNameTaken | SkillLimitReached>
   /** Saves `content` as the skill's next version. */
-  readonly update: (projectId: string, idOrName: string, content: SkillContent) => Effect.Effect<Skill, SkillNotFound>
-  readonly list: (projectId: string, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<Skill>>
-  readonly get: (projectId: string, idOrName: string) => Effect.Effect<SkillDetail, SkillNotFound>
-  readonly remove: (projectId: string, idOrName: string) => Effect.Effect<void, SkillNotFound>
+  readonly update: (projectId: ProjectId, idOrName: string, content: SkillContent) => Effect.Effect<Skill, SkillNotFound>
+  readonly list: (projectId: ProjectId, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<Skill>>
+  readonly get: (projectId: ProjectId, idOrName: string) => Effect.Effect<SkillDetail, SkillNotFound>
+  readonly remove: (projectId: ProjectId, idOrName: string) => Effect.Effect<void, SkillNotFound>
   /** The current versions of the named skills; the names the project has no skill for are in `missing`. */
-  readonly forRun: (projectId: string, names: ReadonlyArray<string>) => Effect.Effect<{ readonly skills: ReadonlyArray<Skill>; readonly missing: ReadonlyArray<string> }>
+  readonly forRun: (projectId: ProjectId, names: ReadonlyArray<string>) => Effect.Effect<{ readonly skills: ReadonlyArray<Skill>; readonly missing: ReadonlyArray<string> }>
   readonly recordCall: (skillId: string) => Effect.Effect<void>
   /** The steps of the cached script a run saved (its newest version), if it saved one. */
-  readonly scriptOfRun: (projectId: string, runId: string) => Effect.Effect<ReadonlyArray<CachedStep> | undefined>
+  readonly scriptOfRun: (projectId: ProjectId, runId: string) => Effect.Effect<ReadonlyArray<CachedStep> | undefined>
 }>()("wa/store/SkillStore") {
   static readonly layer = Layer.effect(
     SkillStore,
@@ -77,7 +78,7 @@ export class SkillStore extends Context.Service<SkillStore, {
         SELECT s.id, s.project_id, s.name, s.version, s.call_count, s.last_used_at, s.created_at, s.updated_at,
           v.description, v.parameters, v.kind, v.instructions, v.steps, v.source_run_id
         FROM skills s JOIN skill_versions v ON v.skill_id = s.id AND v.version = s.version`
-      const byIdOrName = (projectId: string, idOrName: string) =>
+      const byIdOrName = (projectId: ProjectId, idOrName: string) =>
         sql`s.project_id = ${projectId} AND (s.id = ${idOrName} OR s.name = ${idOrName})`
 
       const insertVersion = (skillId: string, version: number, content: SkillContent) =>
@@ -85,14 +86,14 @@ export class SkillStore extends Context.Service<SkillStore, {
           VALUES (${skillId}, ${version}, ${content.description}, ${JSON.stringify(content.parameters)}::jsonb, ${content.kind},
             ${content.instructions}, ${content.steps === null ? null : JSON.stringify(content.steps)}::jsonb, ${content.sourceRunId})`
 
-      const getOne = (projectId: string, idOrName: string) =>
+      const getOne = (projectId: ProjectId, idOrName: string) =>
         Effect.gen(function*() {
           const rows = yield* sql`${select} WHERE ${byIdOrName(projectId, idOrName)}`.pipe(Effect.orDie)
           if (rows.length === 0) return yield* new SkillNotFound({ skill: idOrName })
           return decodeRow(rows[0])
         })
 
-      const create = (projectId: string, name: string, content: SkillContent, maxSkills: number) =>
+      const create = (projectId: ProjectId, name: string, content: SkillContent, maxSkills: number) =>
         Effect.gen(function*() {
           const id = makeId("sk")
           const outcome = yield* sql.withTransaction(Effect.gen(function*() {
@@ -111,7 +112,7 @@ export class SkillStore extends Context.Service<SkillStore, {
           return yield* getOne(projectId, id).pipe(Effect.orDie)
         })
 
-      const update = (projectId: string, idOrName: string, content: SkillContent) =>
+      const update = (projectId: ProjectId, idOrName: string, content: SkillContent) =>
         Effect.gen(function*() {
           const updated = yield* sql.withTransaction(Effect.gen(function*() {
             const rows = yield* sql<{ id: string; version: number }>`
@@ -125,11 +126,11 @@ export class SkillStore extends Context.Service<SkillStore, {
           return yield* getOne(projectId, updated).pipe(Effect.orDie)
         })
 
-      const list = (projectId: string, limit: number, beforeId: string | undefined) =>
+      const list = (projectId: ProjectId, limit: number, beforeId: string | undefined) =>
         sql`${select} WHERE s.project_id = ${projectId} ${beforeId === undefined ? sql`` : sql`AND s.id < ${beforeId}`}
           ORDER BY s.id DESC LIMIT ${limit}`.pipe(Effect.map((rows) => rows.map((row) => decodeRow(row))), Effect.orDie)
 
-      const get = (projectId: string, idOrName: string) =>
+      const get = (projectId: ProjectId, idOrName: string) =>
         Effect.gen(function*() {
           const skill = yield* getOne(projectId, idOrName)
           const versions = yield* sql`SELECT version, kind, source_run_id, created_at FROM skill_versions
@@ -137,13 +138,13 @@ export class SkillStore extends Context.Service<SkillStore, {
           return { ...skill, versions: versions.map((row) => decodeVersion(row)) }
         })
 
-      const remove = (projectId: string, idOrName: string) =>
+      const remove = (projectId: ProjectId, idOrName: string) =>
         Effect.gen(function*() {
           const rows = yield* sql`DELETE FROM skills s WHERE ${byIdOrName(projectId, idOrName)} RETURNING s.id`.pipe(Effect.orDie)
           if (rows.length === 0) return yield* new SkillNotFound({ skill: idOrName })
         })
 
-      const forRun = (projectId: string, names: ReadonlyArray<string>) =>
+      const forRun = (projectId: ProjectId, names: ReadonlyArray<string>) =>
         Effect.gen(function*() {
           if (names.length === 0) return { skills: [], missing: [] }
           const rows = yield* sql`${select} WHERE s.project_id = ${projectId} AND s.name IN ${sql.in(names)}`.pipe(Effect.orDie)
@@ -154,7 +155,7 @@ export class SkillStore extends Context.Service<SkillStore, {
       const recordCall = (skillId: string) =>
         sql`UPDATE skills SET call_count = call_count + 1, last_used_at = now() WHERE id = ${skillId}`.pipe(Effect.asVoid, Effect.orDie)
 
-      const scriptOfRun = (projectId: string, runId: string) =>
+      const scriptOfRun = (projectId: ProjectId, runId: string) =>
         sql<{ steps: unknown }>`
           SELECT v.steps FROM cache_script_versions v JOIN cache_scripts s ON s.id = v.script_id
           WHERE s.project_id = ${projectId} AND v.source_run_id = ${runId} ORDER BY v.created_at DESC LIMIT 1`.pipe(

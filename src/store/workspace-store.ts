@@ -20,6 +20,7 @@ import { createOnce } from "./keyed-create.ts"
 import { loadUrlSigner } from "./url-signer.ts"
 import { type WireBody, WorkspaceFileNotFound, WorkspaceNotFound } from "../domain/errors.ts"
 import { withMethodSpans } from "../observability/spans.ts"
+import type { ProjectId } from "../domain/run.ts"
 
 /** Bytes per stored chunk: bytea values stay small and a download streams chunk by chunk. */
 export const CHUNK_BYTES = 1024 * 1024
@@ -53,7 +54,7 @@ export class InvalidFileName extends Schema.TaggedError<InvalidFileName>()("Inva
 
 export interface WorkspaceRow {
   readonly id: string
-  readonly project_id: string
+  readonly project_id: ProjectId
   readonly name: string | null
   readonly file_count: number
   readonly size_bytes: number
@@ -143,12 +144,12 @@ export const contentTypeOf = (name: string): string =>
   contentTypes[name.slice(name.lastIndexOf(".") + 1).toLowerCase()] ?? "application/octet-stream"
 
 export class WorkspaceStore extends Context.Service<WorkspaceStore, {
-  readonly create: (projectId: string, name: string | null) => Effect.Effect<WorkspaceRow>
+  readonly create: (projectId: ProjectId, name: string | null) => Effect.Effect<WorkspaceRow>
   /** Newest first; `beforeId` is the cursor. */
-  readonly list: (projectId: string, limit: number, beforeId: string | undefined) => Effect.Effect<{ readonly rows: ReadonlyArray<WorkspaceRow>; readonly total: number }>
-  readonly find: (projectId: string, workspaceId: string) => Effect.Effect<WorkspaceRow, WorkspaceNotFound>
+  readonly list: (projectId: ProjectId, limit: number, beforeId: string | undefined) => Effect.Effect<{ readonly rows: ReadonlyArray<WorkspaceRow>; readonly total: number }>
+  readonly find: (projectId: ProjectId, workspaceId: string) => Effect.Effect<WorkspaceRow, WorkspaceNotFound>
   /** Deletes the workspace with its files. */
-  readonly remove: (projectId: string, workspaceId: string) => Effect.Effect<WorkspaceRow, WorkspaceNotFound>
+  readonly remove: (projectId: ProjectId, workspaceId: string) => Effect.Effect<WorkspaceRow, WorkspaceNotFound>
   /** The workspace's files by name; with `page`, at most `limit` of them after the name `after`. */
   readonly listFiles: (workspaceId: string, page?: { readonly limit: number; readonly after: string | undefined }) => Effect.Effect<ReadonlyArray<WorkspaceFileRow>>
   readonly findFile: (workspaceId: string, name: string) => Effect.Effect<WorkspaceFileRow, WorkspaceFileNotFound>
@@ -190,7 +191,7 @@ export class WorkspaceStore extends Context.Service<WorkspaceStore, {
         (SELECT coalesce(sum(f.size_bytes), 0)::float8 FROM workspace_files f WHERE f.workspace_id = w.id) AS size_bytes`
       const fileColumns = sql`workspace_id, name, size_bytes::float8 AS size_bytes, content_type, source, created_at, updated_at`
 
-      const find = (projectId: string, workspaceId: string) =>
+      const find = (projectId: ProjectId, workspaceId: string) =>
         sql<WorkspaceRow>`SELECT ${workspaceColumns} FROM workspaces w WHERE w.id = ${workspaceId} AND w.project_id = ${projectId}`.pipe(
           Effect.orDie,
           Effect.flatMap((rows) => rows[0] === undefined ? Effect.fail(new WorkspaceNotFound({ workspaceId })) : Effect.succeed(rows[0]))

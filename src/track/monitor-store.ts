@@ -32,6 +32,7 @@ import { chargeInTransaction } from "../store/ledger.ts"
 import { releaseHoldInTransaction } from "../store/credit-holds.ts"
 import { AppConfig } from "../config/config.ts"
 import { withMethodSpans } from "../observability/spans.ts"
+import type { ProjectId } from "../domain/run.ts"
 
 const decodeMonitor = Schema.decodeUnknownSync(Monitor)
 const decodeTick = Schema.decodeUnknownSync(TickRun)
@@ -46,7 +47,7 @@ const eventsJson = (events: ReadonlyArray<StoredMonitorEvent>) =>
   JSON.stringify(events.map((event, index) => ({ ord: index + 1, type: event.type, data: event.data })))
 
 export interface NewMonitor {
-  readonly projectId: string
+  readonly projectId: ProjectId
   readonly createdByKeyId: string | null
   readonly status: MonitorStatus
   readonly intent: string
@@ -105,9 +106,9 @@ const monitorColumns = `id, project_id, created_by_key_id, status, status_reason
 export class MonitorStore extends Context.Service<MonitorStore, {
   readonly create: (input: NewMonitor) => Effect.Effect<Monitor>
   /** The monitor of the project, or MonitorNotFound. */
-  readonly find: (projectId: string, monitorId: string) => Effect.Effect<Monitor, MonitorNotFound>
+  readonly find: (projectId: ProjectId, monitorId: string) => Effect.Effect<Monitor, MonitorNotFound>
   readonly get: (monitorId: string) => Effect.Effect<Monitor | undefined>
-  readonly list: (projectId: string, options: { readonly offset: number; readonly limit: number; readonly status?: MonitorStatus | undefined }) => Effect.Effect<{ readonly items: ReadonlyArray<Monitor>; readonly total: number }>
+  readonly list: (projectId: ProjectId, options: { readonly offset: number; readonly limit: number; readonly status?: MonitorStatus | undefined }) => Effect.Effect<{ readonly items: ReadonlyArray<Monitor>; readonly total: number }>
   /**
    * Changes the status (and the settings given) if the current status is one of `from`; with its
    * `monitor.status_changed` event when the status changes. Returns the monitor after, or the

@@ -36,6 +36,7 @@ import { MONITOR_OWNER } from "./tick.ts"
 import { ProfileStore } from "../profiles/profile-store.ts"
 import { earlierCreate, messageSent, recordCreate } from "../store/keyed-create.ts"
 import { withMethodSpans } from "../observability/spans.ts"
+import type { ProjectId } from "../domain/run.ts"
 /** The first key of the advisory lock that serialises a project's monitor creates (the second is the project's hash). */
 const PROJECT_MONITORS_LOCK = 0x7761_6d31 // "wam1"
 
@@ -57,9 +58,9 @@ const newSecret = () => `whsec_${randomBytes(32).toString("base64")}`
 const owner = (monitorId: string) => ({ kind: MONITOR_OWNER, id: monitorId })
 
 export class Monitors extends Context.Service<Monitors, {
-  readonly create: (projectId: string, keyId: string | null, request: CreateMonitorRequest) => Effect.Effect<Monitor, InvalidField | AlignmentNeedsModel | InsufficientCredits | BudgetExceeded | PlanLimitReached>
-  readonly list: (projectId: string, options: { readonly page: number; readonly pageSize: number; readonly status?: MonitorStatus | undefined }) => Effect.Effect<{ readonly items: ReadonlyArray<Monitor>; readonly total: number }>
-  readonly find: (projectId: string, monitorId: string) => Effect.Effect<Monitor, MonitorNotFound>
+  readonly create: (projectId: ProjectId, keyId: string | null, request: CreateMonitorRequest) => Effect.Effect<Monitor, InvalidField | AlignmentNeedsModel | InsufficientCredits | BudgetExceeded | PlanLimitReached>
+  readonly list: (projectId: ProjectId, options: { readonly page: number; readonly pageSize: number; readonly status?: MonitorStatus | undefined }) => Effect.Effect<{ readonly items: ReadonlyArray<Monitor>; readonly total: number }>
+  readonly find: (projectId: ProjectId, monitorId: string) => Effect.Effect<Monitor, MonitorNotFound>
   readonly pause: (monitor: Monitor, reason: string | null) => Effect.Effect<Monitor, MonitorActionRefused>
   readonly resume: (monitor: Monitor, reason: string | null) => Effect.Effect<Monitor, MonitorActionRefused>
   readonly cancel: (monitor: Monitor, reason: string | null) => Effect.Effect<Monitor, MonitorActionRefused>
@@ -117,7 +118,7 @@ export class Monitors extends Context.Service<Monitors, {
       const refuse = (monitor: Monitor, action: string) => new MonitorActionRefused({ action, status: monitor.status })
 
       /** The checks of settings the schema cannot make; returns the schedule in canonical form. */
-      const check = Effect.fn("Monitors.check")(function*(projectId: string, input: {
+      const check = Effect.fn("Monitors.check")(function*(projectId: ProjectId, input: {
         readonly schedule?: CreateMonitorRequest["schedule"]
         readonly trigger_dsl?: Record<string, unknown> | null | undefined
         readonly stop_condition_dsl?: Record<string, unknown> | null | undefined
@@ -161,7 +162,7 @@ export class Monitors extends Context.Service<Monitors, {
           deliveries: (monitor, limit, beforeId) => callbacks.list(monitor.project_id, { monitorId: monitor.id, limit, beforeId }),
           fire
         }),
-        create: Effect.fn("Monitors.create")(function*(projectId: string, keyId: string | null, request: CreateMonitorRequest) {
+        create: Effect.fn("Monitors.create")(function*(projectId: ProjectId, keyId: string | null, request: CreateMonitorRequest) {
           const channel = channelOf(request.notify_channel)
           const schedule = yield* check(projectId, { ...request, notify_channel: channel })
           const direct = schedule !== undefined && schedule !== null

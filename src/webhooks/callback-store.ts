@@ -8,10 +8,11 @@ import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { DeliveryChannel, DeliveryStatus } from "../domain/delivery.ts"
 import { withMethodSpans } from "../observability/spans.ts"
+import { ProjectId } from "../domain/run.ts"
 
 export const DeliveryRow = Schema.Struct({
   id: Schema.String,
-  project_id: Schema.String,
+  project_id: ProjectId,
   run_id: Schema.NullOr(Schema.String),
   monitor_id: Schema.NullOr(Schema.String),
   channel: DeliveryChannel,
@@ -51,7 +52,7 @@ const columns = "id, project_id, run_id, monitor_id, channel, url, event_type, p
 /** What `insert` records. */
 export interface NewDelivery {
   readonly id: string
-  readonly projectId: string
+  readonly projectId: ProjectId
   readonly runId: string | null
   readonly monitorId: string | null
   readonly channel: DeliveryChannel
@@ -84,17 +85,17 @@ export class CallbackStore extends Context.Service<CallbackStore, {
   readonly insert: (delivery: NewDelivery) => Effect.Effect<boolean>
   /** The id of the run's delivery of that type. */
   readonly idOfRun: (runId: string, type: string) => Effect.Effect<string | undefined>
-  readonly list: (projectId: string, filter: {
+  readonly list: (projectId: ProjectId, filter: {
     readonly runId?: string | undefined
     readonly monitorId?: string | undefined
     readonly status?: DeliveryStatus | undefined
     readonly limit: number
     readonly beforeId?: string | undefined
   }) => Effect.Effect<ReadonlyArray<DeliveryRow>>
-  readonly find: (projectId: string, deliveryId: string) => Effect.Effect<DeliveryRow | undefined>
+  readonly find: (projectId: ProjectId, deliveryId: string) => Effect.Effect<DeliveryRow | undefined>
   /** Makes a failed delivery with an HTTP target due again; undefined when it is not one. */
-  readonly retryFailed: (projectId: string, deliveryId: string) => Effect.Effect<DeliveryRow | undefined>
-  readonly state: (projectId: string, deliveryId: string) => Effect.Effect<{ readonly status: DeliveryStatus; readonly channel: DeliveryChannel } | undefined>
+  readonly retryFailed: (projectId: ProjectId, deliveryId: string) => Effect.Effect<DeliveryRow | undefined>
+  readonly state: (projectId: ProjectId, deliveryId: string) => Effect.Effect<{ readonly status: DeliveryStatus; readonly channel: DeliveryChannel } | undefined>
 }>()("wa/webhooks/CallbackStore") {
   static readonly layer = Layer.effect(
     CallbackStore,

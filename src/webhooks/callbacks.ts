@@ -24,6 +24,7 @@ import { makeId } from "../domain/ids.ts"
 import { checkPublicUrl, PrivateLookupError, publicLookup } from "../net/private-address.ts"
 import { type ClaimedRow, CallbackStore, DeliveryRow } from "./callback-store.ts"
 import { withMethodSpans } from "../observability/spans.ts"
+import type { ProjectId } from "../domain/run.ts"
 
 export const signPayload = (secret: string, id: string, timestamp: number, body: string) => {
   const key = Buffer.from(secret.replace(/^whsec_/, ""), "base64")
@@ -90,7 +91,7 @@ export class DeliveryNotRetryable extends Schema.TaggedError<DeliveryNotRetryabl
 
 /** What `send` records. */
 export interface SendInput {
-  readonly projectId: string
+  readonly projectId: ProjectId
   /** The run (or a monitor's tick) the event is about: one delivery per (runId, type). */
   readonly runId: string | null
   readonly url: string
@@ -131,16 +132,16 @@ export class Callbacks extends Context.Service<Callbacks, {
    */
   readonly send: (input: SendInput) => Effect.Effect<string>
   /** The project's deliveries, newest first (optionally of one run, monitor or status). */
-  readonly list: (projectId: string, filter: {
+  readonly list: (projectId: ProjectId, filter: {
     readonly runId?: string | undefined
     readonly monitorId?: string | undefined
     readonly status?: DeliveryStatus | undefined
     readonly limit: number
     readonly beforeId?: string | undefined
   }) => Effect.Effect<ReadonlyArray<DeliveryRow>>
-  readonly find: (projectId: string, deliveryId: string) => Effect.Effect<DeliveryRow | undefined>
+  readonly find: (projectId: ProjectId, deliveryId: string) => Effect.Effect<DeliveryRow | undefined>
   /** Makes a failed delivery due again (attempts go on counting). */
-  readonly retry: (projectId: string, deliveryId: string) => Effect.Effect<DeliveryRow | undefined, DeliveryNotRetryable>
+  readonly retry: (projectId: ProjectId, deliveryId: string) => Effect.Effect<DeliveryRow | undefined, DeliveryNotRetryable>
   /**
    * Calls `listener` after every attempt this node's dispatcher records (Track reports its
    * monitors' deliveries on their event streams this way). A failing listener is logged only.

@@ -7,10 +7,11 @@ import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { recordCreate } from "../store/keyed-create.ts"
 import { withMethodSpans } from "../observability/spans.ts"
+import { ProjectId } from "../domain/run.ts"
 
 export const WebhookEndpointRow = Schema.Struct({
   id: Schema.String,
-  project_id: Schema.String,
+  project_id: ProjectId,
   url: Schema.String,
   description: Schema.NullOr(Schema.String),
   created_at: Schema.Date
@@ -29,17 +30,17 @@ export class EndpointStore extends Context.Service<EndpointStore, {
    * one per-project lock, so concurrent creates cannot pass it); records it on the request's
    * Idempotency-Key claim in the same transaction. Undefined at the limit.
    */
-  readonly insert: (projectId: string, input: {
+  readonly insert: (projectId: ProjectId, input: {
     readonly id: string
     readonly url: string
     readonly secret: string
     readonly description: string | null
   }, limit: number) => Effect.Effect<WebhookEndpointRow | undefined>
-  readonly list: (projectId: string, limit: number, beforeId?: string) => Effect.Effect<ReadonlyArray<WebhookEndpointRow>>
-  readonly find: (projectId: string, id: string) => Effect.Effect<WebhookEndpointRow | undefined>
-  readonly findWithSecret: (projectId: string, id: string) => Effect.Effect<(WebhookEndpointRow & { readonly secret: string }) | undefined>
+  readonly list: (projectId: ProjectId, limit: number, beforeId?: string) => Effect.Effect<ReadonlyArray<WebhookEndpointRow>>
+  readonly find: (projectId: ProjectId, id: string) => Effect.Effect<WebhookEndpointRow | undefined>
+  readonly findWithSecret: (projectId: ProjectId, id: string) => Effect.Effect<(WebhookEndpointRow & { readonly secret: string }) | undefined>
   /** Whether there was one to delete. */
-  readonly delete: (projectId: string, id: string) => Effect.Effect<boolean>
+  readonly delete: (projectId: ProjectId, id: string) => Effect.Effect<boolean>
 }>()("wa/webhooks/EndpointStore") {
   static readonly layer = Layer.effect(
     EndpointStore,

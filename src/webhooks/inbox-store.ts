@@ -7,10 +7,11 @@ import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { makeId } from "../domain/ids.ts"
 import { withMethodSpans } from "../observability/spans.ts"
+import { ProjectId } from "../domain/run.ts"
 
 export const InboxNotificationRow = Schema.Struct({
   id: Schema.String,
-  project_id: Schema.String,
+  project_id: ProjectId,
   monitor_id: Schema.String,
   tick_id: Schema.String,
   type: Schema.String,
@@ -24,7 +25,7 @@ const decodeRow = Schema.decodeUnknownSync(InboxNotificationRow)
 const decodeCount = Schema.decodeUnknownSync(Schema.Struct({ n: Schema.Number }))
 
 export interface InboxAddInput {
-  readonly projectId: string
+  readonly projectId: ProjectId
   readonly monitorId: string
   readonly tickId: string
   readonly type: string
@@ -38,15 +39,15 @@ export class InboxStore extends Context.Service<InboxStore, {
   /** Inserts the notification; undefined when the tick already has one of that type. */
   readonly insert: (input: InboxAddInput) => Effect.Effect<InboxNotificationRow | undefined>
   readonly byTick: (tickId: string, type: string) => Effect.Effect<InboxNotificationRow | undefined>
-  readonly list: (projectId: string, filter: {
+  readonly list: (projectId: ProjectId, filter: {
     readonly unread?: boolean | undefined
     readonly limit: number
     readonly beforeId?: string | undefined
   }) => Effect.Effect<ReadonlyArray<InboxNotificationRow>>
-  readonly unreadCount: (projectId: string) => Effect.Effect<number>
-  readonly find: (projectId: string, id: string) => Effect.Effect<InboxNotificationRow | undefined>
+  readonly unreadCount: (projectId: ProjectId) => Effect.Effect<number>
+  readonly find: (projectId: ProjectId, id: string) => Effect.Effect<InboxNotificationRow | undefined>
   /** Marks it read (keeping the first read time) or unread; undefined when there is none. */
-  readonly setRead: (projectId: string, id: string, read: boolean) => Effect.Effect<InboxNotificationRow | undefined>
+  readonly setRead: (projectId: ProjectId, id: string, read: boolean) => Effect.Effect<InboxNotificationRow | undefined>
 }>()("wa/webhooks/InboxStore") {
   static readonly layer = Layer.effect(
     InboxStore,

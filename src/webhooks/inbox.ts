@@ -5,6 +5,7 @@
 import { Context, Effect, Layer } from "effect"
 import { type InboxAddInput, type InboxNotificationRow, InboxStore } from "./inbox-store.ts"
 import { withMethodSpans } from "../observability/spans.ts"
+import type { ProjectId } from "../domain/run.ts"
 
 export type { InboxAddInput, InboxNotificationRow }
 
@@ -12,15 +13,15 @@ export class Inbox extends Context.Service<Inbox, {
   /** Records the notification, or returns the one the tick already has for that type. */
   readonly add: (input: InboxAddInput) => Effect.Effect<InboxNotificationRow>
   /** Newest first; `unread` keeps only unread (true) or read (false) ones. */
-  readonly list: (projectId: string, filter: {
+  readonly list: (projectId: ProjectId, filter: {
     readonly unread?: boolean | undefined
     readonly limit: number
     readonly beforeId?: string | undefined
   }) => Effect.Effect<ReadonlyArray<InboxNotificationRow>>
-  readonly unreadCount: (projectId: string) => Effect.Effect<number>
-  readonly find: (projectId: string, id: string) => Effect.Effect<InboxNotificationRow | undefined>
+  readonly unreadCount: (projectId: ProjectId) => Effect.Effect<number>
+  readonly find: (projectId: ProjectId, id: string) => Effect.Effect<InboxNotificationRow | undefined>
   /** Marks it read (keeping the first read time) or unread; undefined when there is none. */
-  readonly setRead: (projectId: string, id: string, read: boolean) => Effect.Effect<InboxNotificationRow | undefined>
+  readonly setRead: (projectId: ProjectId, id: string, read: boolean) => Effect.Effect<InboxNotificationRow | undefined>
 }>()("wa/webhooks/Inbox") {
   static readonly layer = Layer.effect(
     Inbox,

@@ -23,6 +23,7 @@ import { InvalidField } from "../domain/errors.ts"
 import { Callbacks, type DeliveryChannel } from "./callbacks.ts"
 import { Inbox } from "./inbox.ts"
 import { validateTargetUrl, WebhookEndpoints } from "./webhook-endpoints.ts"
+import type { ProjectId } from "../domain/run.ts"
 
 export interface NotifyChannel {
   readonly kind: DeliveryChannel
@@ -32,7 +33,7 @@ export interface NotifyChannel {
 }
 
 export interface NotifyInput {
-  readonly projectId: string
+  readonly projectId: ProjectId
   readonly monitorId: string
   /** The fired tick: one notification per (tickId, type). */
   readonly tickId: string
@@ -71,7 +72,7 @@ export class NotificationChannels extends Context.Service<NotificationChannels, 
    * given and the other is not, a callback URL passes the callback_url checks, a webhook endpoint
    * exists in the project. Fails with InvalidField on `notify_channel.<field>` (a 422).
    */
-  readonly validateChannel: (projectId: string, channel: NotifyChannel) => Effect.Effect<void, InvalidField>
+  readonly validateChannel: (projectId: ProjectId, channel: NotifyChannel) => Effect.Effect<void, InvalidField>
 }>()("wa/webhooks/NotificationChannels") {
   static readonly layer = Layer.effect(
     NotificationChannels,
@@ -160,7 +161,7 @@ export class NotificationChannels extends Context.Service<NotificationChannels, 
         }
       })
 
-      const validateChannel = Effect.fn("NotificationChannels.validateChannel")(function*(projectId: string, channel: NotifyChannel) {
+      const validateChannel = Effect.fn("NotificationChannels.validateChannel")(function*(projectId: ProjectId, channel: NotifyChannel) {
         switch (channel.kind) {
           case "callback_url": {
             if (channel.webhook_id !== null) return yield* invalid(["webhook_id"], "webhook_id is for kind global_webhook; kind callback_url takes url", "value_error.extra")

@@ -16,6 +16,7 @@ import { earlierCreate } from "../store/keyed-create.ts"
 import { validateCallbackUrl } from "./callback-url.ts"
 import { EndpointStore, WebhookEndpointRow } from "./endpoint-store.ts"
 import { withMethodSpans } from "../observability/spans.ts"
+import type { ProjectId } from "../domain/run.ts"
 
 /** Endpoints a project may hold. */
 export { MAX_WEBHOOK_ENDPOINTS }
@@ -56,17 +57,17 @@ export const validateTargetUrl = (url: string, allowPrivate: boolean, field: Rea
 
 export class WebhookEndpoints extends Context.Service<WebhookEndpoints, {
   /** Creates an endpoint; the secret is returned here only. */
-  readonly create: (projectId: string, input: { readonly url: string; readonly description: string | null }) => Effect.Effect<
+  readonly create: (projectId: ProjectId, input: { readonly url: string; readonly description: string | null }) => Effect.Effect<
     { readonly row: WebhookEndpointRow; readonly secret: string },
     InvalidField | WebhookEndpointLimitReached
   >
   /** Newest first, `limit` rows before the id `beforeId` (exclusive). */
-  readonly list: (projectId: string, limit: number, beforeId?: string) => Effect.Effect<ReadonlyArray<WebhookEndpointRow>>
-  readonly find: (projectId: string, id: string) => Effect.Effect<WebhookEndpointRow | undefined>
+  readonly list: (projectId: ProjectId, limit: number, beforeId?: string) => Effect.Effect<ReadonlyArray<WebhookEndpointRow>>
+  readonly find: (projectId: ProjectId, id: string) => Effect.Effect<WebhookEndpointRow | undefined>
   /** The endpoint with its secret, for signing a delivery. */
-  readonly findWithSecret: (projectId: string, id: string) => Effect.Effect<(WebhookEndpointRow & { readonly secret: string }) | undefined>
+  readonly findWithSecret: (projectId: ProjectId, id: string) => Effect.Effect<(WebhookEndpointRow & { readonly secret: string }) | undefined>
   /** Whether there was one to delete. */
-  readonly delete: (projectId: string, id: string) => Effect.Effect<boolean>
+  readonly delete: (projectId: ProjectId, id: string) => Effect.Effect<boolean>
 }>()("wa/webhooks/WebhookEndpoints") {
   static readonly layer = Layer.effect(
     WebhookEndpoints,
@@ -74,7 +75,7 @@ export class WebhookEndpoints extends Context.Service<WebhookEndpoints, {
       const store = yield* EndpointStore
       const config = yield* AppConfig
 
-      const create = Effect.fn("WebhookEndpoints.create")(function*(projectId: string, input: { readonly url: string; readonly description: string | null }) {
+      const create = Effect.fn("WebhookEndpoints.create")(function*(projectId: ProjectId, input: { readonly url: string; readonly description: string | null }) {
         yield* validateTargetUrl(input.url, config.allowPrivateNetworks, ["url"])
         // The retry of a keyed create whose first attempt committed before its process died gets that endpoint.
         const earlier = yield* earlierCreate((id) =>

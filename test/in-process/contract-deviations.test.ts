@@ -21,7 +21,7 @@ const responseSchema = (path: string, method: string, status: string) =>
 
 const monitor = (overrides: Partial<Monitor> = {}) => new Monitor({
   id: "mon_1" as Monitor["id"],
-  project_id: "prj_1",
+  project_id: "prj_1" as Monitor["project_id"],
   created_by_key_id: null,
   status: "active",
   status_reason: null,

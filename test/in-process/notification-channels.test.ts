@@ -22,6 +22,7 @@ import { Webhook } from "standardwebhooks"
 import { Projects } from "../../src/auth/projects.ts"
 import { AppConfig } from "../../src/config/config.ts"
 import { makeId } from "../../src/domain/ids.ts"
+import type { ProjectId } from "../../src/domain/run.ts"
 import { databaseLayer } from "../../src/store/database.ts"
 import { Schedules } from "../../src/schedules/schedules.ts"
 import { SESSION_SCHEDULE_OWNER } from "../../src/do-anything/schedules.ts"
@@ -63,7 +64,7 @@ const startReceiver = () =>
 
 class Env extends Context.Service<Env, {
   readonly receiver: Awaited<ReturnType<typeof startReceiver>>
-  readonly projectId: string
+  readonly projectId: ProjectId
   readonly projectSecret: string
 }>()("test/notification-channels/Env") {}
 
@@ -106,7 +107,7 @@ const TestLayer = EnvLive.pipe(
 )
 
 /** The delivery, once `done` holds for it (the dispatcher works on its own; re-read until then). */
-const awaitDelivery = (projectId: string, id: string, done: (row: DeliveryRow) => boolean) =>
+const awaitDelivery = (projectId: ProjectId, id: string, done: (row: DeliveryRow) => boolean) =>
   Effect.gen(function*() {
     const callbacks = yield* Callbacks
     while (true) {

@@ -22,6 +22,7 @@ import { AppConfig } from "../../src/config/config.ts"
 import { SafetyPolicies } from "../../src/safety/service.ts"
 import { databaseLayer } from "../../src/store/database.ts"
 import { SkillStore } from "../../src/store/skills.ts"
+import type { ProjectId } from "../../src/domain/run.ts"
 import { freshDatabase, freshDataDir } from "./fresh-database.ts"
 
 const SRC = path.resolve(import.meta.dirname, "../../src")
@@ -173,6 +174,9 @@ it("the scan finds a service whose wrapper or Effect.fn is removed", () => {
 })
 
 // Runtime: the span names a tracer sees when methods of real layers run.
+/** A project id no row holds: the spans are recorded whatever the calls find. */
+const spansProject = "proj_spans" as ProjectId
+
 const spanNames: Array<string> = []
 const recording = Tracer.make({
   span: (options) => {
@@ -204,20 +208,20 @@ layer(TestLayer, { excludeTestServices: true, timeout: 120_000 })("service metho
   it.effect("a wrapped store's method runs in its Store.method span", () =>
     Effect.gen(function*() {
       const skills = yield* SkillStore
-      expect(yield* spansOf(skills.list("proj_spans", 10, undefined))).toContain("SkillStore.list")
+      expect(yield* spansOf(skills.list(spansProject, 10, undefined))).toContain("SkillStore.list")
     }))
 
   it.effect("a wrapped service calling its store: Service.method and Store.method", () =>
     Effect.gen(function*() {
       const projects = yield* Projects
-      const names = yield* spansOf(projects.find("proj_spans"))
+      const names = yield* spansOf(projects.find(spansProject))
       expect(names).toEqual(expect.arrayContaining(["Projects.find", "ProjectStore.find"]))
     }))
 
   it.effect("a spread in an Effect.fn service: the spread method and its store have spans", () =>
     Effect.gen(function*() {
       const policies = yield* SafetyPolicies
-      const names = yield* spansOf(policies.forRun("proj_spans"))
+      const names = yield* spansOf(policies.forRun(spansProject))
       expect(names).toEqual(expect.arrayContaining(["SafetyPolicies.forRun", "SafetyPolicyStore.get"]))
     }))
 })

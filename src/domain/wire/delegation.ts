@@ -5,6 +5,7 @@
 import { Schema } from "effect"
 import { delegationScopes } from "../delegation.ts"
 import { Timestamp } from "../schemas.ts"
+import { ProjectId } from "../run.ts"
 import { secretField } from "./common.ts"
 
 const Bounded = (min: number, max: number) => Schema.String.check(Schema.isMinCodePoints(min), Schema.isMaxCodePoints(max))
@@ -21,7 +22,7 @@ export const CreateDelegationRequest = Schema.Struct({
   state: Bounded(1, 512),
   userId: Bounded(1, 255).annotate({ description: "the application's own id of its end user; recorded on the grant and shown on the consent page" }),
   expiresIn: Schema.Int.check(Schema.isBetween({ minimum: 60, maximum: 86400 })).annotate({ description: "token lifetime in seconds, 60..86400" }),
-  projectId: Schema.optional(Bounded(1, 64)).annotate({ description: "the project of the tenant the token acts on; omitted: the user picks one on the consent page" })
+  projectId: Schema.optional(ProjectId.check(Schema.isMinCodePoints(1), Schema.isMaxCodePoints(64))).annotate({ description: "the project of the tenant the token acts on; omitted: the user picks one on the consent page" })
 })
 
 export const CreateDelegationResponse = Schema.Struct({

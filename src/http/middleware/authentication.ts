@@ -43,7 +43,8 @@ export const AuthenticationLive = Layer.effect(
         if (token.startsWith(DELEGATION_TOKEN_PREFIX)) return yield* authenticateDelegated(delegations, failures, request, token, httpEffect)
         const console = consoleCredential(request, token)
         if (console !== undefined) {
-          const pid = (yield* HttpRouter.RouteContext).params["pid"]
+          // The project id enters here, from the path: branded once, for every call below.
+          const pid = (yield* HttpRouter.RouteContext).params["pid"] as ProjectId | undefined
           if (pid === undefined) {
             // A bad session is still 401; a good one is refused for want of a project.
             yield* verifyConsoleCredential(users, failures, request, console)
@@ -58,7 +59,7 @@ export const AuthenticationLive = Layer.effect(
           return yield* provideKey(httpEffect, {
             keyId: session.userId,
             // The path's project, which authenticateOnProject just found the user may act on.
-            projectId: pid as ProjectId,
+            projectId: pid,
             scope: access.role === "admin" ? "admin" : "run",
             revoked: false,
             userId: session.userId

@@ -10,6 +10,7 @@ import { CurrentKey, requireScope } from "../api/security.ts"
 import { badRequest, validationError } from "../errors.ts"
 import { cursorCodec, DEFAULT_LIMIT } from "../pagination.ts"
 import { usdFromMicros } from "../../domain/money.ts"
+import type { ProjectId } from "../../domain/run.ts"
 
 // Ledger entries are numbered (bigserial), not prefixed ids: the cursor is the last entry's number as text.
 const ledgerCursor = cursorCodec("l", (position): position is string => typeof position === "string" && /^[0-9]{1,19}$/.test(position))
@@ -26,7 +27,7 @@ const decodeDate = (param: string, value: string | undefined) =>
 /** The largest cap accepted (USD), as for `wa credits grant`. */
 export const MAX_CAP_USD = 1_000_000
 
-export const budgetView = (projectId: string, status: BudgetStatus) => ({
+export const budgetView = (projectId: ProjectId, status: BudgetStatus) => ({
   project_id: projectId,
   monthly_cap_usd: status.capMicros === null ? null : usdFromMicros(status.capMicros),
   spent_usd: usdFromMicros(status.spentMicros),

@@ -35,6 +35,7 @@ import { publicBaseUrl } from "./do-anything.ts"
 import { escapeHtml } from "../views/control-page.ts"
 import { cspNonce, type PagePolicy, pageSecurityHeaders } from "../page-security.ts"
 import { cookieOptions, withSessionCookies } from "./accounts.ts"
+import type { ProjectId } from "../../domain/run.ts"
 
 export const SignedRequestLive = Layer.effect(
   SignedRequest,
@@ -350,7 +351,8 @@ export const ConsentRoutes = HttpRouter.use((router) =>
       if (decision !== "approve" && decision !== "deny") {
         return jsonResponse(422, envelopeBody("validation_error", "decision must be approve or deny", { errors: [{ loc: ["body", "decision"], msg: "approve or deny", type: "enum" }] }), pageHeaders)
       }
-      const projectId = form.get("project_id") ?? undefined
+      // The project id enters from the consent form (decide checks it is one of the tenant's).
+      const projectId = (form.get("project_id") ?? undefined) as ProjectId | undefined
       const result = yield* Effect.result(delegations.decide(grantId, session.userId, decision, projectId === "" ? undefined : projectId))
       if (result._tag === "Failure") return errorPage(result.failure)
       return HttpServerResponse.redirect(result.success, { status: 303, headers: { "cache-control": "no-store", "referrer-policy": "no-referrer" } })

@@ -11,6 +11,7 @@ import { WebAgentApi } from "../api/api.ts"
 import { CurrentKey, requireScope } from "../api/security.ts"
 import { httpErrors, toHttpError } from "../domain-errors.ts"
 import { requireFreshScope } from "./api-keys.ts"
+import type { ProjectId } from "../../domain/run.ts"
 
 export const safetyView = (policy: StoredPolicy) => ({
   allowed_domains: [...policy.allowed_domains],
@@ -20,7 +21,7 @@ export const safetyView = (policy: StoredPolicy) => ({
 })
 
 /** DoAnything create/continue: 403 safety_boundary_violated when a URL of the body is outside the project's boundary. */
-export const checkCreateSafety = (safety: SafetyPolicies["Service"], projectId: string, body: object) =>
+export const checkCreateSafety = (safety: SafetyPolicies["Service"], projectId: ProjectId, body: object) =>
   httpErrors(safety.checkCreate(projectId, body as Record<string, unknown>))
 
 export const SafetyHandlers = HttpApiBuilder.group(
