@@ -82,7 +82,7 @@ export const AuthenticationLive = Layer.effect(
         yield* Effect.annotateCurrentSpan({ project_id: result.project_id, api_key_id: result.id })
         return yield* provideKey(httpEffect, {
           keyId: result.id,
-          projectId: result.project_id as ProjectId,
+          projectId: result.project_id,
           scope: result.scope,
           // authenticate refuses a key past its grace window, so a set grace_until means "in it".
           revoked: result.grace_until !== null
