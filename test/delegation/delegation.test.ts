@@ -18,7 +18,8 @@
 import * as http from "node:http"
 import { Effect } from "effect"
 import { type Browser, chromium } from "playwright-core"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
+import { type BrowserWatch, watchBrowser } from "../support/contract-browser.ts"
 import { createClient } from "../../src/client/index.ts"
 import { signRequest } from "../../src/delegation/signing.ts"
 import { chromiumPath } from "../browser/support.ts"
@@ -55,6 +56,11 @@ beforeAll(async () => {
   browser = await chromium.launch({ executablePath: chromiumPath, headless: true, args: ["--no-sandbox"] })
 }, 120_000)
 
+// What the browser gets from the service goes through the contract hook; a mismatch fails the test whose page got it.
+let browserWatch: BrowserWatch | undefined
+afterEach(async () => {
+  expect(await browserWatch?.takeMismatches() ?? []).toEqual([])
+})
 afterAll(async () => {
   await browser?.close()
   await new Promise((resolve) => app?.close(resolve))
@@ -64,6 +70,8 @@ afterAll(async () => {
 /** The user follows the application's link to authorizationUrl in a fresh browser, signs in and clicks `button`. */
 const consentInBrowser = async (authorizationUrl: string, email: string, button: "Allow" | "Deny") => {
   const context = await browser.newContext()
+  browserWatch ??= watchBrowser(service.url)
+  browserWatch.watch(context)
   try {
     const page = await context.newPage()
     await page.goto(`${appUrl}/start?to=${encodeURIComponent(authorizationUrl)}`)

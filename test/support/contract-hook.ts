@@ -50,14 +50,14 @@ export const reportFile = () => process.env["WA_CONTRACT_HOOK_FILE"] ?? "/tmp/co
  * Pages the service serves that are not API operations, so not in the document: the document
  * itself, the bundled reference UI (/docs and its scripts), the console's single-page app and its
  * assets, the take-control WebSocket (an upgrade, not a REST answer) and the delegation consent
- * page (an HTML form a person submits, with its redirect).
+ * page with its sign-in form (HTML forms a person submits, with their redirects).
  */
 export const NON_API_PAGES: ReadonlyArray<RegExp> = [
   /^\/openapi\.json$/,
   /^\/docs(\/.*)?$/,
   /^\/console(\/.*)?$/,
   /^\/v1\/control\/[^/]+\/ws$/,
-  /^\/v1\/delegations\/consent$/
+  /^\/v1\/delegations\/consent(\/sign-in)?$/
 ]
 
 /**
