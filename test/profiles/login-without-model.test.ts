@@ -36,7 +36,7 @@ describe("interactive login without a model", () => {
     // The run opened the start URL in the session's browser.
     await eventually("the login run to open start_url", async () => (await visits()) > 0 ? true : undefined)
     // The control page answers (no API key needed).
-    expect((await fetch(started.json.control_url)).status).toBe(200)
+    expect((await service.fetch(started.json.control_url)).status).toBe(200)
 
     const confirmed = await service.request("POST", `${profiles()}/${started.json.profile_id}/confirm`, { body: { site_id: "fixture" } })
     expect(confirmed.status, confirmed.text).toBe(200)
