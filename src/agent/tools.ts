@@ -20,6 +20,7 @@ import type { RunSafety } from "../safety/service.ts"
 import { submitTargetOf, targetAt, targetOfRef } from "../safety/target.ts"
 import type { EventData, RunEventType } from "../domain/events.ts"
 import type { ProjectId } from "../domain/run.ts"
+import type { RunId } from "../domain/run.ts"
 
 const Ref = Schema.String.annotate({ description: "element ref from the page snapshot, e.g. e12 or f1e3" })
 
@@ -131,7 +132,7 @@ export const AgentToolkit = Toolkit.make(...browserTools)
 
 /** What a tool handler needs from the run it serves. */
 export class RunContext extends Context.Service<RunContext, {
-  readonly runId: string
+  readonly runId: RunId
   readonly lease: ContextLease
   /** Emits an event on the run's log. */
   readonly emit: <T extends RunEventType>(type: T, data: EventData<T>) => Effect.Effect<void>

@@ -23,6 +23,7 @@ import { Context, Duration, Effect, Fiber, Layer, Ref, Schedule } from "effect"
 import { ClusterSchema, Entity, Sharding } from "effect/cluster"
 import { AppConfig } from "../config/config.ts"
 import { runsInFlight, trackRunInFlight } from "./metrics.ts"
+import type { RunId } from "../domain/run.ts"
 
 /** Whether this process is shutting down (the runner's /readyz turns 503 so balancers stop sending). */
 export class RunnerLifecycle extends Context.Service<RunnerLifecycle, {
@@ -70,7 +71,7 @@ export const runHere = <E, R>(lifecycle: RunnerLifecycle["Service"], start: Effe
 export const leaveForNextOwner = (
   sharding: Sharding.Sharding["Service"],
   address: Entity.CurrentAddress["Service"],
-  runId: string
+  runId: RunId
 ): Effect.Effect<never> =>
   Effect.gen(function*() {
     yield* Effect.logInfo("draining: run left for the runner that takes its shard").pipe(

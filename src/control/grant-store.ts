@@ -58,29 +58,29 @@ export class GrantStore extends Context.Service<GrantStore, {
   /** Runs `effect` in one transaction (an SqlError is a defect). */
   readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
   /** Locks the run's row (inside a transaction); its status, undefined when it is gone. */
-  readonly lockRun: (runId: string) => Effect.Effect<RunStatus | undefined>
-  readonly runStatus: (runId: string) => Effect.Effect<RunStatus | undefined>
+  readonly lockRun: (runId: RunId) => Effect.Effect<RunStatus | undefined>
+  readonly runStatus: (runId: RunId) => Effect.Effect<RunStatus | undefined>
   readonly grant: (grantId: string, forUpdate?: boolean) => Effect.Effect<Grant | undefined>
   /** The run's latest grant. */
-  readonly latest: (runId: string) => Effect.Effect<Grant | undefined>
+  readonly latest: (runId: RunId) => Effect.Effect<Grant | undefined>
   /** The run's pending grants past their deadline, locked. */
-  readonly due: (runId: string) => Effect.Effect<ReadonlyArray<Grant>>
+  readonly due: (runId: RunId) => Effect.Effect<ReadonlyArray<Grant>>
   /** The run's pending and active grants. */
-  readonly open: (runId: string) => Effect.Effect<ReadonlyArray<Grant>>
+  readonly open: (runId: RunId) => Effect.Effect<ReadonlyArray<Grant>>
   readonly setStatus: (grantId: string, status: GrantStatus) => Effect.Effect<void>
   /** Supersedes the run's pending grants. */
-  readonly supersedePending: (runId: string) => Effect.Effect<void>
-  readonly insert: (grant: { readonly id: string; readonly runId: string; readonly sessionId: string | null; readonly reason: string | null; readonly expiresAt: Date }) => Effect.Effect<void>
+  readonly supersedePending: (runId: RunId) => Effect.Effect<void>
+  readonly insert: (grant: { readonly id: string; readonly runId: RunId; readonly sessionId: string | null; readonly reason: string | null; readonly expiresAt: Date }) => Effect.Effect<void>
   /** Releases the run's active grant. */
-  readonly releaseActive: (runId: string) => Effect.Effect<void>
+  readonly releaseActive: (runId: RunId) => Effect.Effect<void>
   /** Ends the grant if it is pending or active. */
   readonly endIfOpen: (grantId: string) => Effect.Effect<void>
   /** Stamps a connect (the clock of the database, to the microsecond); returns the new controller token. */
   readonly stamp: (grantId: string) => Effect.Effect<string>
   /** Wakes the run's listeners on every node (delivered at commit): a page taken over notices. */
-  readonly wakeRun: (runId: string) => Effect.Effect<void>
+  readonly wakeRun: (runId: RunId) => Effect.Effect<void>
   /** Withdraws the run's pending input requests; their ids. */
-  readonly withdrawInputRequests: (runId: string) => Effect.Effect<ReadonlyArray<string>>
+  readonly withdrawInputRequests: (runId: RunId) => Effect.Effect<ReadonlyArray<string>>
 }>()("wa/control/GrantStore") {
   static readonly layer = Layer.effect(
     GrantStore,

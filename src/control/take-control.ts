@@ -95,8 +95,8 @@ export class TakeControl extends Context.Service<TakeControl, {
       const store = yield* RunStore
       const config = yield* AppConfig
       const signer = yield* loadUrlSigner
-      const message = (grantId: string, runId: string, exp: number) => `control:${grantId}:${runId}:${exp}`
-      const sign = (grantId: string, runId: string, exp: number) => signer.sign(message(grantId, runId, exp))
+      const message = (grantId: string, runId: RunId, exp: number) => `control:${grantId}:${runId}:${exp}`
+      const sign = (grantId: string, runId: RunId, exp: number) => signer.sign(message(grantId, runId, exp))
 
       const lockRun = grants.lockRun
       const grantById = grants.grant
@@ -109,7 +109,7 @@ export class TakeControl extends Context.Service<TakeControl, {
             exp: Math.floor(grant.expiresAt.getTime() / 1000)
           })
         })
-      const unavailable = (runId: string, status: RunStatus | undefined, detail: string) =>
+      const unavailable = (runId: RunId, status: RunStatus | undefined, detail: string) =>
         new ControlNotAvailable({ runId, status: status ?? "failed", detail })
       const tx = grants.transaction
 

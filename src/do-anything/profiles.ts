@@ -33,6 +33,7 @@ import { type ProfileFields, ProfileStore } from "../profiles/profile-store.ts"
 import { loginInstructions } from "../profiles/login-hold.ts"
 import type { ProbeResult } from "../profiles/probe.ts"
 import { withMethodSpans } from "../observability/spans.ts"
+import type { RunId } from "../domain/run.ts"
 
 export { loginInstructions } from "../profiles/login-hold.ts"
 
@@ -56,7 +57,7 @@ export interface StartLogin {
 export interface LoginStarted {
   readonly profile: Profile
   readonly sessionId: string
-  readonly runId: string
+  readonly runId: RunId
   /** The take-control URL of the login run; null when the run was not running in time (or already ended). */
   readonly control: IssuedUrl | null
 }

@@ -51,7 +51,7 @@ export interface SkillInput {
   readonly description?: string | undefined
   readonly parameters?: Record<string, unknown> | undefined
   readonly instructions?: string | undefined
-  readonly from_run_id?: string | undefined
+  readonly from_run_id?: RunId | undefined
   readonly parameter_values?: Record<string, string> | undefined
 }
 
@@ -134,8 +134,8 @@ export class Skills extends Context.Service<Skills, {
       })
 
       /** The steps of a script skill made from a run: its cached script, done steps dropped, literals made placeholders. */
-      const stepsOfRun = Effect.fnUntraced(function*(projectId: ProjectId, runId: string, parameterValues: Record<string, string>, names: ReadonlyArray<string>) {
-        const run = yield* runs.findRun(projectId, runId as RunId, "do_anything").pipe(
+      const stepsOfRun = Effect.fnUntraced(function*(projectId: ProjectId, runId: RunId, parameterValues: Record<string, string>, names: ReadonlyArray<string>) {
+        const run = yield* runs.findRun(projectId, runId, "do_anything").pipe(
           Effect.catchTag("RunNotFound", () =>
             Effect.fail(new SkillRefused({ status: 404, code: "run_not_found", detail: `no DoAnything run ${runId} in this project`, extra: { run_id: runId } })))
         )

@@ -29,6 +29,7 @@ import { type ArtifactRow, ArtifactStore } from "../store/artifacts.ts"
 import { rrwebAssets } from "./rrweb-assets.ts"
 import { type RecordingSettings, rrwebRecordOptions } from "./settings.ts"
 import { withMethodSpans } from "../observability/spans.ts"
+import type { RunId } from "../domain/run.ts"
 
 /** The artifact a run's recording is stored as (JSON `{format, run_id, events, ...}`, gzip). */
 export const RECORDING_ARTIFACT_NAME = "recording.json"
@@ -153,13 +154,13 @@ export class RunRecording {
   private truncatedNow = false
   private stopped = false
 
-  readonly runId: string
+  readonly runId: RunId
   readonly settings: RecordingSettings
   readonly lease: ContextLease
   /** The most compressed bytes the recording may hold. */
   private readonly maxBytes: number
 
-  constructor(runId: string, settings: RecordingSettings, lease: ContextLease, maxBytes: number) {
+  constructor(runId: RunId, settings: RecordingSettings, lease: ContextLease, maxBytes: number) {
     this.runId = runId
     this.settings = settings
     this.lease = lease
@@ -283,7 +284,7 @@ export class ContextRecorder {
   }
 
   /** Starts recording a run: pages open already are snapshotted now, later documents as they load. */
-  async begin(runId: string, settings: RecordingSettings, lease: ContextLease, maxBytes: number): Promise<RunRecording> {
+  async begin(runId: RunId, settings: RecordingSettings, lease: ContextLease, maxBytes: number): Promise<RunRecording> {
     const recording = new RunRecording(runId, settings, lease, maxBytes)
     this.active = recording
     await Promise.all(lease.pages().filter(isRecordable).map((page) =>
@@ -307,20 +308,20 @@ export class RunRecorders extends Context.Service<RunRecorders, {
    * Starts recording a run in the lease's context (nothing when `settings` is undefined). A
    * failure to install is logged and the run goes on unrecorded.
    */
-  readonly start: (runId: string, lease: ContextLease, settings: RecordingSettings | undefined) => Effect.Effect<RunRecording | undefined>
+  readonly start: (runId: RunId, lease: ContextLease, settings: RecordingSettings | undefined) => Effect.Effect<RunRecording | undefined>
   /** The recording of a run under way on this runner. */
-  readonly current: (runId: string) => Effect.Effect<RunRecording | undefined>
+  readonly current: (runId: RunId) => Effect.Effect<RunRecording | undefined>
   /** Pauses (false) or resumes (true) a run's recording; nothing when the run is not recorded here. */
-  readonly setCapturing: (runId: string, capturing: boolean) => Effect.Effect<void>
+  readonly setCapturing: (runId: RunId, capturing: boolean) => Effect.Effect<void>
   /**
    * Take control: a person took (true) or released (false) the run's page. Pauses the recording
    * for that time when the run asked for `capture_during_take_control: false`.
    */
-  readonly personInControl: (runId: string, inControl: boolean) => Effect.Effect<void>
+  readonly personInControl: (runId: RunId, inControl: boolean) => Effect.Effect<void>
   /** Stops the run's recording and stores it as the run's artifact (none when no event was kept). */
-  readonly finish: (runId: string) => Effect.Effect<ArtifactRow | undefined>
+  readonly finish: (runId: RunId) => Effect.Effect<ArtifactRow | undefined>
   /** Stops the run's recording and keeps nothing (this runner no longer executes the run). */
-  readonly discard: (runId: string) => Effect.Effect<void>
+  readonly discard: (runId: RunId) => Effect.Effect<void>
 }>()("wa/recordings/RunRecorders") {
   static readonly layer: Layer.Layer<RunRecorders, never, AppConfig | ArtifactStore> = Layer.effect(
     RunRecorders,
@@ -339,7 +340,7 @@ export class RunRecorders extends Context.Service<RunRecorders, {
         return installing
       }
 
-      const stopOf = (runId: string) =>
+      const stopOf = (runId: RunId) =>
         Effect.suspend(() => {
           const entry = recordings.get(runId)
           if (entry === undefined) return Effect.succeed(undefined)

@@ -6,6 +6,7 @@ import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { makeId } from "../domain/ids.ts"
 import { withMethodSpans } from "../observability/spans.ts"
+import type { RunId } from "../domain/run.ts"
 
 export interface ArtifactRow {
   readonly id: string
@@ -40,14 +41,14 @@ export interface ArtifactBody {
 
 export class ArtifactStore extends Context.Service<ArtifactStore, {
   /** Writes the run's artifacts in one transaction; writing a name again replaces its content and keeps its id. */
-  readonly putAll: (runId: string, artifacts: ReadonlyArray<NewArtifact>) => Effect.Effect<ReadonlyArray<ArtifactRow>>
+  readonly putAll: (runId: RunId, artifacts: ReadonlyArray<NewArtifact>) => Effect.Effect<ReadonlyArray<ArtifactRow>>
   /** Writes one binary artifact; writing its name again replaces its bytes and keeps its id. */
-  readonly putBinary: (runId: string, artifact: NewBinaryArtifact) => Effect.Effect<ArtifactRow>
+  readonly putBinary: (runId: RunId, artifact: NewBinaryArtifact) => Effect.Effect<ArtifactRow>
   /** The run's artifacts, newest first; with `page`, at most `limit` of them before the id `before`. */
-  readonly list: (runId: string, page?: { readonly limit: number; readonly before: string | undefined }) => Effect.Effect<ReadonlyArray<ArtifactRow>>
-  readonly content: (runId: string, artifactId: string) => Effect.Effect<{ readonly contentType: string; readonly content: string } | undefined>
+  readonly list: (runId: RunId, page?: { readonly limit: number; readonly before: string | undefined }) => Effect.Effect<ReadonlyArray<ArtifactRow>>
+  readonly content: (runId: RunId, artifactId: string) => Effect.Effect<{ readonly contentType: string; readonly content: string } | undefined>
   /** The artifact of that name of the run (metadata only). */
-  readonly findByName: (runId: string, name: string) => Effect.Effect<ArtifactRow | undefined>
+  readonly findByName: (runId: RunId, name: string) => Effect.Effect<ArtifactRow | undefined>
   /** An artifact and its stored body; `runId` undefined looks the artifact up by id alone (signed URLs). */
   readonly body: (artifactId: string, runId?: string) => Effect.Effect<ArtifactBody | undefined>
 }>()("wa/store/ArtifactStore") {

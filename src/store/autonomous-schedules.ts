@@ -21,7 +21,7 @@ export const SESSION_SCHEDULE_OWNER = "session_schedule"
 const decodeSpec = Schema.decodeUnknownSync(StoredSchedule)
 
 /** The bounds of an autonomous schedule whose firing made this run, if it did. */
-export const autonomousBoundsOfRun = (runId: string) =>
+export const autonomousBoundsOfRun = (runId: RunId) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const [row] = yield* sql<{ id: string; spec: unknown }>`
@@ -40,7 +40,7 @@ export const autonomousBoundsOfRun = (runId: string) =>
  * schedule follows it, clamped to [now + min, now + max]. Returns the time it will fire at, or
  * undefined when the run belongs to no autonomous schedule (or it is paused).
  */
-export const proposeNextRun = (runId: string, proposed: Date) =>
+export const proposeNextRun = (runId: RunId, proposed: Date) =>
   Effect.gen(function*() {
     const bounds = yield* autonomousBoundsOfRun(runId)
     if (bounds === undefined) return undefined
@@ -94,7 +94,7 @@ const decodeCount = Schema.decodeUnknownSync(Schema.Struct({ n: Schema.Number })
 const decodeTriggerLock = Schema.decodeUnknownSync(Schema.Struct({ id: Schema.String, paused: Schema.NullOr(Schema.Boolean) }))
 const decodeLatestSlot = Schema.decodeUnknownSync(Schema.Struct({ slot_at: Schema.NullOr(Schema.Date) }))
 const decodeId = Schema.decodeUnknownSync(Schema.Struct({ id: Schema.String }))
-const decodeSession = Schema.decodeUnknownSync(Schema.Struct({ status: Schema.String, latest_run_id: Schema.NullOr(Schema.String) }))
+const decodeSession = Schema.decodeUnknownSync(Schema.Struct({ status: Schema.String, latest_run_id: Schema.NullOr(RunId) }))
 const decodeRunStatus = Schema.decodeUnknownSync(Schema.Struct({ status: Schema.Literals(RunStatuses) }))
 
 /** Runs of the project's schedules that are under way (`scheduled_running` of QuotaStatus). */
@@ -217,21 +217,21 @@ export class SessionScheduleStore extends Context.Service<SessionScheduleStore, 
   readonly decideFiring: (scheduleId: string, slot: Date, decision: {
     readonly outcome: string
     readonly reason: string | null
-    readonly runId: string | null
+    readonly runId: RunId | null
     readonly at: Date
   }) => Effect.Effect<void>
   /** Deletes decided firings older than `days`, at most `limit`. */
   readonly pruneFirings: (days: number, limit: number) => Effect.Effect<void>
   /** Locks the session's row; its status and latest run, undefined when it is gone. */
-  readonly lockSession: (sessionId: string) => Effect.Effect<{ readonly status: string; readonly latest_run_id: string | null } | undefined>
-  readonly runStatus: (runId: string) => Effect.Effect<RunStatus | undefined>
+  readonly lockSession: (sessionId: string) => Effect.Effect<{ readonly status: string; readonly latest_run_id: RunId | null } | undefined>
+  readonly runStatus: (runId: RunId) => Effect.Effect<RunStatus | undefined>
   /** Serialises the project's scheduled-run admissions until the transaction ends (on every node). */
   readonly lockScheduledCap: (projectId: ProjectId) => Effect.Effect<void>
   readonly countScheduledRuns: (projectId: ProjectId) => Effect.Effect<number>
   /** Opens a closed session again (idle). */
   readonly reopenSession: (sessionId: string) => Effect.Effect<void>
   /** Marks a run as made by the schedule. */
-  readonly tagRun: (runId: string, scheduleId: string) => Effect.Effect<void>
+  readonly tagRun: (runId: RunId, scheduleId: string) => Effect.Effect<void>
 }>()("wa/store/SessionScheduleStore") {
   static readonly layer = Layer.effect(
     SessionScheduleStore,

@@ -17,6 +17,7 @@ import type { Run, Session } from "../domain/run.ts"
 import { estimatedChargeMicros, holdInTransaction } from "./credit-holds.ts"
 import { chargeAllInTransaction } from "./ledger.ts"
 import { insertEvent, type LockedRun } from "./run-log.ts"
+import type { RunId } from "../domain/run.ts"
 
 /** A step charges the browser time due once it is at least this much (micro-USD); the run's end charges the rest. */
 export const MIN_BROWSER_STEP_MICROS = 1_000
@@ -72,7 +73,7 @@ export const makeRunCharges = Effect.gen(function*() {
    * whose charge was skipped (its key recorded by an earlier execution) is caught up by the next.
    * Must run inside a transaction that holds the run row lock.
    */
-  const browserDue = (runId: string) =>
+  const browserDue = (runId: RunId) =>
     Effect.gen(function*() {
       if (Option.isNone(prices)) return 0
       const [row] = yield* sql<{ ms: string | null; charged: string }>`

@@ -19,8 +19,8 @@ export const EVENTS_CHANNEL = "wa_run_events"
  */
 export class SupersededExecution extends Error {
   override readonly name = "SupersededExecution"
-  readonly runId: string
-  constructor(runId: string) {
+  readonly runId: RunId
+  constructor(runId: RunId) {
     super(`run ${runId} is executed elsewhere now`)
     this.runId = runId
   }
@@ -48,11 +48,11 @@ export interface RunEvent {
  * locks both takes them in this order, session then run (addRun, a schedule's firing, a run's
  * end, its charges), so adding a run while the previous one ends cannot deadlock.
  */
-export const lockSessionOfRun = (sql: SqlClient.SqlClient, runId: string) =>
+export const lockSessionOfRun = (sql: SqlClient.SqlClient, runId: RunId) =>
   sql`SELECT id FROM sessions WHERE id = (SELECT session_id FROM runs WHERE id = ${runId}) FOR UPDATE`
 
 /** Locks the run's row; with an `executor`, an execution that no longer owns the run dies (SupersededExecution). */
-export const lockRun = (sql: SqlClient.SqlClient, runId: string, executor?: string) =>
+export const lockRun = (sql: SqlClient.SqlClient, runId: RunId, executor?: string) =>
   sql<LockedRun>`SELECT id, project_id, session_id, status, phase, executor FROM runs WHERE id = ${runId} FOR UPDATE`.pipe(
     Effect.flatMap((rows) => {
       const row = rows[0]
@@ -63,7 +63,7 @@ export const lockRun = (sql: SqlClient.SqlClient, runId: string, executor?: stri
   )
 
 /** Appends an event to the run's log. Must run inside a transaction that holds the run row lock. */
-export const insertEvent = <T extends RunEventType>(sql: SqlClient.SqlClient, runId: string, type: T, data: EventData<T>) =>
+export const insertEvent = <T extends RunEventType>(sql: SqlClient.SqlClient, runId: RunId, type: T, data: EventData<T>) =>
   Effect.gen(function*() {
     const rows = yield* sql<{ id: string }>`
       INSERT INTO run_events (run_id, id, type, data)

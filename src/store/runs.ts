@@ -132,11 +132,11 @@ export class RunStore extends Context.Service<RunStore, {
       // A checkpoint's browser storage state (cookies, local storage) is sealed with the run id as
       // additional data (src/security/state-cipher.ts) and stored as {wa_sealed, key_id, data}.
       // A value without `wa_sealed` is a plaintext state written before encryption: read as is.
-      const sealState = (runId: string, state: unknown) => {
+      const sealState = (runId: RunId, state: unknown) => {
         const sealed = cipher.seal(Buffer.from(JSON.stringify(state)), runId)
         return { wa_sealed: 1, key_id: sealed.keyId, data: sealed.bytes.toString("base64") }
       }
-      const openState = (runId: string, stored: unknown) =>
+      const openState = (runId: RunId, stored: unknown) =>
         Effect.gen(function*() {
           if (stored === null || stored === undefined) return undefined
           if (typeof stored !== "object" || !("wa_sealed" in stored)) return stored

@@ -9,6 +9,7 @@ import { SqlClient } from "effect/sql"
 import { loadUrlSigner } from "./url-signer.ts"
 import { makeId } from "../domain/ids.ts"
 import { withMethodSpans } from "../observability/spans.ts"
+import type { RunId } from "../domain/run.ts"
 
 export const SCREENSHOT_URL_TTL_SECONDS = 15 * 60
 /** The path `save` returns; the id is what a fresh signature covers. */
@@ -16,7 +17,7 @@ const screenshotUrlPattern = /^\/v1\/screenshots\/([A-Za-z0-9_]{1,64})\?/
 
 export class ScreenshotStore extends Context.Service<ScreenshotStore, {
   /** Stores a JPEG and returns its signed URL path. */
-  readonly save: (runId: string, jpeg: Uint8Array) => Effect.Effect<string>
+  readonly save: (runId: RunId, jpeg: Uint8Array) => Effect.Effect<string>
   /** A screenshot URL of an event, signed again from now (anything that is not one is returned as is). */
   readonly refreshUrl: (url: string) => string
   /** The JPEG when the signature is valid and not expired. */

@@ -11,6 +11,7 @@ import { makeId } from "../domain/ids.ts"
 import { SkillKind, type SkillVersion } from "../domain/skill.ts"
 import { withMethodSpans } from "../observability/spans.ts"
 import { ProjectId } from "../domain/run.ts"
+import type { RunId } from "../domain/run.ts"
 
 export interface Skill extends SkillVersion {
   readonly id: string
@@ -68,7 +69,7 @@ export class SkillStore extends Context.Service<SkillStore, {
   readonly forRun: (projectId: ProjectId, names: ReadonlyArray<string>) => Effect.Effect<{ readonly skills: ReadonlyArray<Skill>; readonly missing: ReadonlyArray<string> }>
   readonly recordCall: (skillId: string) => Effect.Effect<void>
   /** The steps of the cached script a run saved (its newest version), if it saved one. */
-  readonly scriptOfRun: (projectId: ProjectId, runId: string) => Effect.Effect<ReadonlyArray<CachedStep> | undefined>
+  readonly scriptOfRun: (projectId: ProjectId, runId: RunId) => Effect.Effect<ReadonlyArray<CachedStep> | undefined>
 }>()("wa/store/SkillStore") {
   static readonly layer = Layer.effect(
     SkillStore,
@@ -155,7 +156,7 @@ export class SkillStore extends Context.Service<SkillStore, {
       const recordCall = (skillId: string) =>
         sql`UPDATE skills SET call_count = call_count + 1, last_used_at = now() WHERE id = ${skillId}`.pipe(Effect.asVoid, Effect.orDie)
 
-      const scriptOfRun = (projectId: ProjectId, runId: string) =>
+      const scriptOfRun = (projectId: ProjectId, runId: RunId) =>
         sql<{ steps: unknown }>`
           SELECT v.steps FROM cache_script_versions v JOIN cache_scripts s ON s.id = v.script_id
           WHERE s.project_id = ${projectId} AND v.source_run_id = ${runId} ORDER BY v.created_at DESC LIMIT 1`.pipe(

@@ -14,7 +14,7 @@ import { type RunEvent, RunStore } from "../../src/store/runs.ts"
 export const TERMINAL: ReadonlyArray<RunStatus> = ["done", "failed", "canceled"]
 
 /** Waits until `probe` returns a value, re-reading after every new event of the run. */
-const untilEvent = <A>(runId: string, probe: Effect.Effect<A | undefined, never, RunStore>) =>
+const untilEvent = <A>(runId: RunId, probe: Effect.Effect<A | undefined, never, RunStore>) =>
   Effect.scoped(Effect.gen(function*() {
     const bus = yield* RunEventBus
     const wakeups = yield* bus.wakeups(runId)

@@ -10,6 +10,7 @@ import { navigate } from "../../src/browser/actions.ts"
 import type { ContextLease } from "../../src/browser/pool.ts"
 import { ContextRecorder, RECORDING_FORMAT, type RunRecording } from "../../src/recordings/recorder.ts"
 import { leaseAndSite, TestLayer } from "../browser/support.ts"
+import type { RunId } from "../../src/domain/run.ts"
 
 interface Event {
   readonly type: number
@@ -51,7 +52,7 @@ const addLine = (lease: ContextLease, text: string) =>
 const begin = (lease: ContextLease, maxBytes = 10 * 1024 * 1024) =>
   Effect.promise(async () => {
     const recorder = await ContextRecorder.install(lease.context)
-    const recording = await recorder.begin("run_test", { quality: "medium", captureDuringTakeControl: false }, lease, maxBytes)
+    const recording = await recorder.begin("run_test" as RunId, { quality: "medium", captureDuringTakeControl: false }, lease, maxBytes)
     return { recorder, recording }
   })
 

@@ -6,6 +6,7 @@ import { Schema } from "effect"
 import { MAX_SKILL_DESCRIPTION, MAX_SKILL_INSTRUCTIONS, SkillKind, SkillName } from "../skill.ts"
 import { MaxString, Timestamp } from "../schemas.ts"
 import { CacheScriptStepResponse } from "./cache-scripts.ts"
+import { RunId } from "../run.ts"
 
 const Description = MaxString(MAX_SKILL_DESCRIPTION).check(Schema.isMinCodePoints(1)).annotate({
   description: "what the skill does and when to use it: the model reads it as the tool's description"
@@ -20,7 +21,7 @@ const Instructions = MaxString(MAX_SKILL_INSTRUCTIONS).check(Schema.isMinCodePoi
   description: "an instructions skill: what the run's agent does when it calls the skill; {{param:name}} is replaced by the argument"
 })
 
-const FromRunId = MaxString(64).annotate({
+const FromRunId = RunId.check(Schema.isMaxCodePoints(64)).annotate({
   description: "a script skill (\"save this run as a skill\"): a DoAnything run of the project that ended done with cache_script: true; " +
     "its recorded steps, without done, become the skill's"
 })

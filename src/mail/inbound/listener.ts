@@ -14,7 +14,6 @@ import { Effect, Layer, Option, Stream } from "effect"
 import { simpleParser } from "mailparser"
 import { SMTPServer, type SMTPServerAddress } from "smtp-server"
 import { AppConfig } from "../../config/config.ts"
-import type { RunId } from "../../domain/run.ts"
 import { RunStore } from "../../store/runs.ts"
 import { contentTypeOf, WorkspaceStore } from "../../store/workspace-store.ts"
 import { type InboxMessageRow, InboxStore, type Recipient, type StoredAttachment } from "./inbox-store.ts"
@@ -73,7 +72,7 @@ export const deliver = Effect.fnUntraced(function*(recipient: Recipient, to: str
     size_bytes: raw.length
   })
   if (recipient.currentRunId !== null) {
-    yield* runs.appendEvent(recipient.currentRunId as RunId, "run.email_received", {
+    yield* runs.appendEvent(recipient.currentRunId, "run.email_received", {
       session_id: recipient.sessionId,
       message_id: message.id,
       from: message.from_address,
