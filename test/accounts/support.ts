@@ -4,6 +4,7 @@ import * as path from "node:path"
 import { expect } from "vitest"
 import type { Browser, Cookie } from "playwright-core"
 import type { ApiResponse, Service } from "../support/service.ts"
+import { watchBrowser } from "../support/contract-browser.ts"
 
 const root = path.resolve(import.meta.dirname, "../..")
 
@@ -80,6 +81,9 @@ export const expectEnvelope = (response: ApiResponse, status: number, code?: str
  */
 export const ssoSignIn = async (browser: Browser, service: Service, login: string, returnTo = "/v1/auth/me"): Promise<{ url: string; text: string; cookies: Array<Cookie> }> => {
   const context = await browser.newContext()
+  // What the browser gets from the service goes through the contract hook; a mismatch fails the caller.
+  const watch = watchBrowser(service.url)
+  watch.watch(context)
   try {
     // Only loopback: the provider's pages import a web font that must not be fetched.
     await context.route((url) => url.hostname !== "127.0.0.1", (route) => route.abort())
@@ -90,7 +94,10 @@ export const ssoSignIn = async (browser: Browser, service: Service, login: strin
     await Promise.all([page.waitForURL(/\/interaction\//, { waitUntil: "domcontentloaded" }), page.click("button[type=submit]")])
     // Back at the service: the page it answered (the return_to page, or the callback's error).
     await Promise.all([page.waitForURL((url) => url.port === new URL(service.url).port, { waitUntil: "domcontentloaded" }), page.click("button[type=submit]")])
-    return { url: page.url(), text: await page.locator("body").innerText(), cookies: await context.cookies(service.url) }
+    const result = { url: page.url(), text: await page.locator("body").innerText(), cookies: await context.cookies(service.url) }
+    const mismatches = await watch.takeMismatches()
+    if (mismatches.length > 0) throw new Error(mismatches.join("\n"))
+    return result
   } finally {
     await context.close()
   }
