@@ -223,6 +223,12 @@ describe("transport headers in the document", () => {
     ])
   })
 
+  it("every event stream declares Last-Event-ID (a reconnect resumes after it)", () => {
+    const streams = operations.filter((o) => o.op.responses["200"]?.content?.["text/event-stream"] !== undefined)
+    expect(streams.length).toBeGreaterThan(8)
+    expect(streams.filter((o) => !declares(o.op, "last-event-id") && !declares(o.op, "Last-Event-ID")).map((o) => o.name)).toEqual([])
+  })
+
   it("every 429 declares Retry-After (required) and the RateLimit headers", () => {
     const limited = operations.filter((o) => o.op.responses["429"] !== undefined)
     expect(limited.length).toBeGreaterThan(100)
