@@ -70,7 +70,9 @@ export const STANDARD_HEADERS: ReadonlySet<string> = new Set([
   "content-length", "content-range", "content-security-policy", "cross-origin-opener-policy", "cross-origin-resource-policy",
   "cross-origin-embedder-policy", "date", "etag", "expires", "keep-alive", "last-modified", "permissions-policy", "pragma",
   "referrer-policy", "strict-transport-security", "transfer-encoding", "vary", "x-accel-buffering", "x-content-type-options",
-  "x-frame-options", "content-type"
+  "x-frame-options", "content-type",
+  // A reverse proxy in front of the service (the nginx of infra/docker) names itself.
+  "server"
 ])
 
 /**
