@@ -9,9 +9,11 @@ import { tmpdir } from "node:os"
 import * as path from "node:path"
 import { promisify } from "node:util"
 import { chromium } from "playwright-core"
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest"
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest"
 import { createClient, type StreamEvent, WebAgentError } from "../../src/client/index.ts"
 import { type ChatRequest, type ScriptedModel, startScriptedModel } from "../fixtures/model/scripted-model.ts"
+import { type BrowserWatch, watchBrowser } from "../support/contract-browser.ts"
+import { type ContractProxy, startContractProxy } from "../support/contract-proxy.ts"
 import { type FaultProxy, startFaultProxy, startTcpProxy, type TcpProxy } from "../support/loopback-proxy.ts"
 import { type Service, scriptedAgentEnv, startService, stopAndClean } from "../support/service.ts"
 import { readSse } from "../support/sse.ts"
@@ -237,6 +239,35 @@ describe("SDK", () => {
 
 describe("the package export web-agent-service/client", () => {
   let dir: string
+  // The built SDK's answers go through the contract hook: the Node child calls the service through
+  // a checking proxy (contract-proxy.ts), the browser pages are watched (contract-browser.ts; the
+  // page and bundle under /__sdk__/ are the test's own, fulfilled by page.route). A mismatch fails the test that caused it.
+  let proxy: ContractProxy | undefined
+  let browserWatch: BrowserWatch | undefined
+  const sdkPage = async () => {
+    const bundle = readFileSync(path.join(dir, "node_modules/web-agent-service/dist/client/browser.js"), "utf8")
+    const browser = await chromium.launch({ executablePath: process.env["CHROMIUM_PATH"] ?? "/usr/bin/chromium" })
+    try {
+      const context = await browser.newContext()
+      browserWatch ??= watchBrowser(service.url, { fulfilledByTest: (url) => url.pathname.startsWith("/__sdk__/") })
+      browserWatch.watch(context)
+      const page = await context.newPage()
+      // The page is served from the service's origin (the SDK then calls its own origin).
+      await page.route(`${service.url}/__sdk__/**`, (route) =>
+        route.request().url().endsWith(".js")
+          ? route.fulfill({ contentType: "text/javascript", body: bundle })
+          : route.fulfill({ contentType: "text/html", body: "<!doctype html><title>sdk</title>" }))
+      await page.goto(`${service.url}/__sdk__/index.html`)
+      return { browser, page }
+    } catch (error) {
+      await browser.close()
+      throw error
+    }
+  }
+  afterEach(async () => {
+    expect(proxy?.takeMismatches() ?? []).toEqual([])
+    expect(await browserWatch?.takeMismatches() ?? []).toEqual([])
+  })
   beforeAll(async () => {
     // Build the way `npm install` (prepare) does, into a consumer's node_modules.
     dir = mkdtempSync(path.join(tmpdir(), "wa-sdk-consumer-"))
@@ -248,7 +279,8 @@ describe("the package export web-agent-service/client", () => {
     await run(process.execPath, [path.join(root, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.client.json", "--outDir", path.join(pkg, "dist")], { cwd: root })
     await run(process.execPath, [path.join(root, "node_modules/vite/bin/vite.js"), "build", "-c", "vite.client.config.ts", "--outDir", path.join(pkg, "dist/client")], { cwd: root })
   }, 180_000)
-  afterAll(() => {
+  afterAll(async () => {
+    await proxy?.close()
     if (dir !== undefined) rmSync(dir, { recursive: true, force: true })
   })
 
@@ -261,25 +293,18 @@ describe("the package export web-agent-service/client", () => {
       const missing = await client.runs.get("sess_none", "run_none").catch((e) => e)
       console.log(JSON.stringify({ status: run.status, output: run.output, missing: missing instanceof WebAgentError ? missing.status : String(missing) }))
     `
+    proxy ??= await startContractProxy(service.url)
     const { stdout } = await promisify(execFile)(process.execPath, ["--input-type=module", "-e", script], {
       cwd: dir,
-      env: { ...process.env, URL: service.url, KEY: service.apiKey, PID: service.projectId }
+      env: { ...process.env, URL: proxy.url, KEY: service.apiKey, PID: service.projectId }
     })
     expect(JSON.parse(stdout)).toEqual({ status: "done", output: "from node_modules", missing: 404 })
   })
 
   it("the browser build runs in Chromium: a page starts a task and watches its events", async () => {
     model.setScript(stepsThenDone(1, "from the browser"))
-    const bundle = readFileSync(path.join(dir, "node_modules/web-agent-service/dist/client/browser.js"), "utf8")
-    const browser = await chromium.launch({ executablePath: process.env["CHROMIUM_PATH"] ?? "/usr/bin/chromium" })
+    const { browser, page } = await sdkPage()
     try {
-      const page = await browser.newPage()
-      // The page is served from the service's origin (the SDK then calls its own origin).
-      await page.route(`${service.url}/__sdk__/**`, (route) =>
-        route.request().url().endsWith(".js")
-          ? route.fulfill({ contentType: "text/javascript", body: bundle })
-          : route.fulfill({ contentType: "text/html", body: "<!doctype html><title>sdk</title>" }))
-      await page.goto(`${service.url}/__sdk__/index.html`)
       // A module script of the page (a string: the test runner must not rewrite its import).
       const result = await page.evaluate(`(async () => {
         const sdk = await import(location.origin + "/__sdk__/browser.js")
@@ -297,15 +322,8 @@ describe("the package export web-agent-service/client", () => {
   })
 
   it("the browser build checks a schedule's and a rule's shape, and leaves cron expressions, zones and rules to the server", async () => {
-    const bundle = readFileSync(path.join(dir, "node_modules/web-agent-service/dist/client/browser.js"), "utf8")
-    const browser = await chromium.launch({ executablePath: process.env["CHROMIUM_PATH"] ?? "/usr/bin/chromium" })
+    const { browser, page } = await sdkPage()
     try {
-      const page = await browser.newPage()
-      await page.route(`${service.url}/__sdk__/**`, (route) =>
-        route.request().url().endsWith(".js")
-          ? route.fulfill({ contentType: "text/javascript", body: bundle })
-          : route.fulfill({ contentType: "text/html", body: "<!doctype html><title>sdk</title>" }))
-      await page.goto(`${service.url}/__sdk__/index.html`)
       const refusals = await page.evaluate(`(async () => {
         const sdk = await import(location.origin + "/__sdk__/browser.js")
         const client = sdk.createClient({ baseUrl: location.origin, token: ${JSON.stringify(service.apiKey)}, projectId: ${JSON.stringify(service.projectId)} })

@@ -9,10 +9,11 @@ import { statSync } from "node:fs"
 import { type Browser, chromium } from "playwright-core"
 import * as path from "node:path"
 import type pg from "pg"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
 import { selectChromium } from "../../src/browser/chromium-executable.ts"
 import { type FixtureSites, startFixtureSites } from "../fixtures/sites/server.ts"
 import { lastUserText, refOf, type ScriptedModel, startScriptedModel } from "../fixtures/model/scripted-model.ts"
+import { type BrowserWatch, watchBrowser } from "../support/contract-browser.ts"
 import { embeddedDatabaseClient, type Service, startService, stopAndClean } from "../support/service.ts"
 import { eventually, waitForRunStatus } from "../support/runs.ts"
 
@@ -89,6 +90,11 @@ beforeAll(async () => {
   const local = await selectChromium({ explicitPath: process.env["CHROMIUM_PATH"], dataDir: service.dataDir })
   const prepared = await local.prepare()
   person = await chromium.launch({ executablePath: prepared.executablePath, env: { ...process.env, ...prepared.env }, args: ["--no-sandbox"] })
+})
+// What the person's browser gets from the service (the control page, its assets and live view) goes through the contract hook; a mismatch fails the test whose page got it.
+let browserWatch: BrowserWatch | undefined
+afterEach(async () => {
+  expect(await browserWatch?.takeMismatches() ?? []).toEqual([])
 })
 afterAll(async () => {
   release()
@@ -340,6 +346,8 @@ describe("interactive login", () => {
 
     // The person opens the URL (no API key): the run pauses and the live page is theirs.
     const context = await person.newContext({ viewport: { width: 1400, height: 1000 } })
+    browserWatch ??= watchBrowser(service.url)
+    browserWatch.watch(context)
     const page = await context.newPage()
     expect((await page.goto(control_url))?.status()).toBe(200)
     await page.waitForFunction(() => document.body.dataset["state"] === "connected")
