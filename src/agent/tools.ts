@@ -19,8 +19,7 @@ import { type ClickDecision, confirmClick, type SubmitGate, submitGate } from ".
 import type { RunSafety } from "../safety/service.ts"
 import { submitTargetOf, targetAt, targetOfRef } from "../safety/target.ts"
 import type { EventData, RunEventType } from "../domain/events.ts"
-import type { ProjectId } from "../domain/run.ts"
-import type { RunId } from "../domain/run.ts"
+import type { ProjectId, RunId } from "../domain/run.ts"
 
 const Ref = Schema.String.annotate({ description: "element ref from the page snapshot, e.g. e12 or f1e3" })
 

@@ -70,7 +70,7 @@ export class GrantStore extends Context.Service<GrantStore, {
   readonly setStatus: (grantId: string, status: GrantStatus) => Effect.Effect<void>
   /** Supersedes the run's pending grants. */
   readonly supersedePending: (runId: RunId) => Effect.Effect<void>
-  readonly insert: (grant: { readonly id: string; readonly runId: RunId; readonly sessionId: string | null; readonly reason: string | null; readonly expiresAt: Date }) => Effect.Effect<void>
+  readonly insert: (grant: { readonly id: string; readonly runId: RunId; readonly sessionId: SessionId | null; readonly reason: string | null; readonly expiresAt: Date }) => Effect.Effect<void>
   /** Releases the run's active grant. */
   readonly releaseActive: (runId: RunId) => Effect.Effect<void>
   /** Ends the grant if it is pending or active. */

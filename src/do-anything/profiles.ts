@@ -19,7 +19,7 @@ import { SqlClient } from "effect/sql"
 import { AgentModel } from "../agent/model.ts"
 import type { IssuedUrl } from "../control/take-control.ts"
 import { isTerminal } from "../domain/run-state.ts"
-import type { ProjectId, Run } from "../domain/run.ts"
+import type { ProjectId, Run, RunId, SessionId } from "../domain/run.ts"
 import { RunEventBus } from "../events/run-event-bus.ts"
 import type { BudgetExceeded, InsufficientCredits, LoginNotStarted, MissingFields, ProfileInUse, ProfileNotFound, SessionCapReached, UnknownNames, WorkspaceNotFound } from "../domain/errors.ts"
 import { InvalidField, LoginNotStarted as LoginNotStartedError } from "../domain/errors.ts"
@@ -33,7 +33,6 @@ import { type ProfileFields, ProfileStore } from "../profiles/profile-store.ts"
 import { loginInstructions } from "../profiles/login-hold.ts"
 import type { ProbeResult } from "../profiles/probe.ts"
 import { withMethodSpans } from "../observability/spans.ts"
-import type { RunId } from "../domain/run.ts"
 
 export { loginInstructions } from "../profiles/login-hold.ts"
 
@@ -56,7 +55,7 @@ export interface StartLogin {
 
 export interface LoginStarted {
   readonly profile: Profile
-  readonly sessionId: string
+  readonly sessionId: SessionId
   readonly runId: RunId
   /** The take-control URL of the login run; null when the run was not running in time (or already ended). */
   readonly control: IssuedUrl | null

@@ -27,7 +27,7 @@ import { Plans } from "../billing/plans.ts"
 import { AppConfig } from "../config/config.ts"
 import { ScheduleNotFound, SchedulePaused } from "../domain/errors.ts"
 import { makeId } from "../domain/ids.ts"
-import { DoAnythingRequest, type Run, type RunId, type SessionId, storedRequest } from "../domain/run.ts"
+import { DoAnythingRequest, type ProjectId, type Run, type RunId, type SessionId, storedRequest } from "../domain/run.ts"
 import { SessionEntity } from "../entities/session.ts"
 import { RunStore } from "../store/runs.ts"
 import { SessionStore } from "../store/sessions.ts"
@@ -40,7 +40,6 @@ import { autonomousBoundsOfRun, proposeNextRun, SESSION_SCHEDULE_OWNER, type Ses
 export { autonomousBoundsOfRun, proposeNextRun, SESSION_SCHEDULE_OWNER }
 import { type SessionScheduleSpec, StoredSchedule, storedSchedule } from "../domain/schedule-spec.ts"
 import { isTerminal } from "../domain/run-state.ts"
-import type { ProjectId } from "../domain/run.ts"
 
 
 /** How long the firing history (GET .../schedules/{id}/firings) is kept. */
@@ -87,10 +86,10 @@ export class SessionSchedules extends Context.Service<SessionSchedules, {
    */
   readonly attach: (run: Run, request: DoAnythingRequest, spec: SessionScheduleSpec) => Effect.Effect<SessionSchedule>
   /** Deletes the schedule of a session (the session was closed by its owner). */
-  readonly detachSession: (sessionId: string) => Effect.Effect<void>
+  readonly detachSession: (sessionId: SessionId) => Effect.Effect<void>
   readonly list: (projectId: ProjectId, filter: ScheduleListFilter, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<SessionSchedule>>
   readonly find: (projectId: ProjectId, scheduleId: string) => Effect.Effect<SessionSchedule, ScheduleNotFound>
-  readonly ofSession: (sessionId: string) => Effect.Effect<SessionSchedule | undefined>
+  readonly ofSession: (sessionId: SessionId) => Effect.Effect<SessionSchedule | undefined>
   readonly pause: (projectId: ProjectId, scheduleId: string) => Effect.Effect<SessionSchedule, ScheduleNotFound>
   readonly resume: (projectId: ProjectId, scheduleId: string) => Effect.Effect<SessionSchedule, ScheduleNotFound>
   readonly remove: (projectId: ProjectId, scheduleId: string) => Effect.Effect<void, ScheduleNotFound>
@@ -152,7 +151,7 @@ export class SessionSchedules extends Context.Service<SessionSchedules, {
         return found
       })
 
-      const ofSession = Effect.fn("SessionSchedules.ofSession")(function*(sessionId: string) {
+      const ofSession = Effect.fn("SessionSchedules.ofSession")(function*(sessionId: SessionId) {
         const row = yield* scheduleStore.ofSession(sessionId)
         const [found] = yield* withLastFiring(row === undefined ? [] : [row])
         return found
@@ -267,7 +266,7 @@ export class SessionSchedules extends Context.Service<SessionSchedules, {
 
       return SessionSchedules.of({
         attach,
-        detachSession: Effect.fn("SessionSchedules.detachSession")(function*(sessionId: string) {
+        detachSession: Effect.fn("SessionSchedules.detachSession")(function*(sessionId: SessionId) {
           const ids = yield* scheduleStore.idsOfSession(sessionId)
           for (const id of ids) yield* removeSchedule(id)
         }),

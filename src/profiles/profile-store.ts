@@ -13,10 +13,9 @@ import { SqlClient } from "effect/sql"
 import { ProfileInUse, ProfileNotFound } from "../domain/errors.ts"
 import { makeId } from "../domain/ids.ts"
 import { decodeProfile, MAX_STATE_BYTES, type Profile, type ProfileId, type ProfileLogin, type ProfileState } from "../domain/profile.ts"
-import type { SessionId } from "../domain/run.ts"
+import type { ProjectId, SessionId } from "../domain/run.ts"
 import { StateCipher, type StateUnreadable } from "../security/state-cipher.ts"
 import { withMethodSpans } from "../observability/spans.ts"
-import type { ProjectId } from "../domain/run.ts"
 
 export interface ProfileFields {
   readonly name?: string | null | undefined
@@ -60,7 +59,7 @@ export class ProfileStore extends Context.Service<ProfileStore, {
   readonly startLogin: (login: Omit<ProfileLogin, "probe_result" | "probed_at">) => Effect.Effect<void>
   readonly findLogin: (profileId: string, siteId: string) => Effect.Effect<ProfileLogin | undefined>
   /** The interactive login whose login session this is, if any. */
-  readonly loginOfSession: (sessionId: string) => Effect.Effect<ProfileLogin | undefined>
+  readonly loginOfSession: (sessionId: SessionId) => Effect.Effect<ProfileLogin | undefined>
   /** Whether the project has that profile (a monitor naming one). */
   readonly exists: (projectId: ProjectId, profileId: string) => Effect.Effect<boolean>
 }>()("wa/profiles/ProfileStore") {

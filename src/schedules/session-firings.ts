@@ -6,7 +6,7 @@
  * src/do-anything/schedules.ts.
  */
 import { Clock, Effect } from "effect"
-import type { RunId } from "../domain/run.ts"
+import type { ProjectId, RunId } from "../domain/run.ts"
 import {
   countScheduledRuns,
   firingOfSource,
@@ -18,7 +18,6 @@ import {
   sessionScheduleExists
 } from "../store/autonomous-schedules.ts"
 import { recordQueuedFiring } from "./schedule-store.ts"
-import type { ProjectId } from "../domain/run.ts"
 
 /** The scheduler's owner of a session schedule. */
 export const owner = (id: string) => ({ kind: SESSION_SCHEDULE_OWNER, id })

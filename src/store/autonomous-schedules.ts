@@ -10,10 +10,9 @@ import { SqlError } from "effect/sql/SqlError"
 import type { Fragment } from "effect/sql/Statement"
 import { recordCreate } from "./keyed-create.ts"
 import { RunStatuses, type RunStatus } from "../domain/run-state.ts"
-import { RunId, SessionId } from "../domain/run.ts"
+import { ProjectId, RunId, SessionId } from "../domain/run.ts"
 import { clampProposal, StoredSchedule } from "../domain/schedule-spec.ts"
 import { withMethodSpans } from "../observability/spans.ts"
-import { ProjectId } from "../domain/run.ts"
 
 /** `schedules.owner_kind` of a session's schedule (src/do-anything/schedules.ts). */
 export const SESSION_SCHEDULE_OWNER = "session_schedule"
@@ -187,18 +186,18 @@ export class SessionScheduleStore extends Context.Service<SessionScheduleStore, 
   /** Records the created resource on the request's Idempotency-Key claim (src/store/keyed-create.ts), in the caller's transaction. */
   readonly recordCreate: (id: string) => Effect.Effect<void>
   readonly find: (projectId: ProjectId, scheduleId: string) => Effect.Effect<SessionScheduleRow | undefined>
-  readonly ofSession: (sessionId: string) => Effect.Effect<SessionScheduleRow | undefined>
+  readonly ofSession: (sessionId: SessionId) => Effect.Effect<SessionScheduleRow | undefined>
   /** Newest first, `limit` before the id `beforeId`. */
   readonly list: (projectId: ProjectId, filter: SessionScheduleFilter, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<SessionScheduleRow>>
   /** The schedule, its row locked (undefined: deleted). */
   readonly lock: (scheduleId: string) => Effect.Effect<SessionScheduleRow | undefined>
   /** The ids of the session's schedules. */
-  readonly idsOfSession: (sessionId: string) => Effect.Effect<ReadonlyArray<string>>
+  readonly idsOfSession: (sessionId: SessionId) => Effect.Effect<ReadonlyArray<string>>
   /** Creates or replaces the session's schedule; its id. */
   readonly upsert: (input: {
     readonly id: string
     readonly projectId: ProjectId
-    readonly sessionId: string
+    readonly sessionId: SessionId
     readonly sourceRunId: string
     readonly spec: StoredSchedule
     readonly instructions: string
@@ -223,13 +222,13 @@ export class SessionScheduleStore extends Context.Service<SessionScheduleStore, 
   /** Deletes decided firings older than `days`, at most `limit`. */
   readonly pruneFirings: (days: number, limit: number) => Effect.Effect<void>
   /** Locks the session's row; its status and latest run, undefined when it is gone. */
-  readonly lockSession: (sessionId: string) => Effect.Effect<{ readonly status: string; readonly latest_run_id: RunId | null } | undefined>
+  readonly lockSession: (sessionId: SessionId) => Effect.Effect<{ readonly status: string; readonly latest_run_id: RunId | null } | undefined>
   readonly runStatus: (runId: RunId) => Effect.Effect<RunStatus | undefined>
   /** Serialises the project's scheduled-run admissions until the transaction ends (on every node). */
   readonly lockScheduledCap: (projectId: ProjectId) => Effect.Effect<void>
   readonly countScheduledRuns: (projectId: ProjectId) => Effect.Effect<number>
   /** Opens a closed session again (idle). */
-  readonly reopenSession: (sessionId: string) => Effect.Effect<void>
+  readonly reopenSession: (sessionId: SessionId) => Effect.Effect<void>
   /** Marks a run as made by the schedule. */
   readonly tagRun: (runId: RunId, scheduleId: string) => Effect.Effect<void>
 }>()("wa/store/SessionScheduleStore") {

@@ -28,7 +28,7 @@ import type { SqlError } from "effect/sql/SqlError"
 import { makeId } from "../domain/ids.ts"
 import { usdFromMicros } from "../domain/money.ts"
 import { withMethodSpans } from "../observability/spans.ts"
-import { ProjectId } from "../domain/run.ts"
+import { ProjectId, SessionId } from "../domain/run.ts"
 
 export type Bucket = "monthly" | "additional"
 
@@ -55,7 +55,7 @@ export interface Entry {
   readonly bucket: Bucket
   readonly amountMicros: number
   readonly runId: string | null
-  readonly sessionId: string | null
+  readonly sessionId: SessionId | null
   readonly idempotencyKey: string
   readonly periodStart: Date
   readonly createdAt: Date
@@ -394,7 +394,7 @@ const decodeEntry = Schema.decodeUnknownSync(Schema.Struct({
   bucket: Schema.Literals(["monthly", "additional"]),
   amount_micros: Schema.FiniteFromString,
   run_id: Schema.NullOr(Schema.String),
-  session_id: Schema.NullOr(Schema.String),
+  session_id: Schema.NullOr(SessionId),
   idempotency_key: Schema.String,
   period_start: Schema.Date,
   created_at: Schema.Date

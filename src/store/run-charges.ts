@@ -13,11 +13,10 @@ import { AppConfig } from "../config/config.ts"
 import { browserUsd } from "../config/prices.ts"
 import type { Exhausted } from "../domain/billing.ts"
 import { toMicros, usd, usdFromMicros, usdSum } from "../domain/money.ts"
-import type { Run, Session } from "../domain/run.ts"
+import type { Run, RunId, Session } from "../domain/run.ts"
 import { estimatedChargeMicros, holdInTransaction } from "./credit-holds.ts"
 import { chargeAllInTransaction } from "./ledger.ts"
 import { insertEvent, type LockedRun } from "./run-log.ts"
-import type { RunId } from "../domain/run.ts"
 
 /** A step charges the browser time due once it is at least this much (micro-USD); the run's end charges the rest. */
 export const MIN_BROWSER_STEP_MICROS = 1_000

@@ -7,9 +7,8 @@
 import { Effect } from "effect"
 import type { SqlClient } from "effect/sql"
 import type { EventData, RunEventType } from "../domain/events.ts"
-import type { RunId, SessionId } from "../domain/run.ts"
+import type { ProjectId, RunId, SessionId } from "../domain/run.ts"
 import type { RunStatus } from "../domain/run-state.ts"
-import type { ProjectId } from "../domain/run.ts"
 
 export const EVENTS_CHANNEL = "wa_run_events"
 

@@ -10,8 +10,7 @@ import { SkillLimitReached, SkillNameTaken, SkillNotFound } from "../domain/erro
 import { makeId } from "../domain/ids.ts"
 import { SkillKind, type SkillVersion } from "../domain/skill.ts"
 import { withMethodSpans } from "../observability/spans.ts"
-import { ProjectId } from "../domain/run.ts"
-import type { RunId } from "../domain/run.ts"
+import { ProjectId, type RunId } from "../domain/run.ts"
 
 export interface Skill extends SkillVersion {
   readonly id: string
