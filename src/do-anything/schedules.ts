@@ -48,7 +48,7 @@ export const FIRING_RETENTION_DAYS = 30
 export interface SessionSchedule {
   readonly id: string
   readonly project_id: ProjectId
-  readonly session_id: string
+  readonly session_id: SessionId
   readonly source_run_id: string | null
   readonly spec: StoredSchedule
   readonly instructions: string
@@ -208,7 +208,7 @@ export class SessionSchedules extends Context.Service<SessionSchedules, {
           }
           const request = decodeRequest({ ...(schedule.request as object), _tag: "DoAnything" })
           const instructions = firingInstructions(schedule.instructions, schedule.spec, firing)
-          const added = yield* Effect.result(sessionStore.addRun(schedule.session_id as SessionId, {
+          const added = yield* Effect.result(sessionStore.addRun(schedule.session_id, {
             instructions,
             request: { ...request, instructions },
             maxSteps: config.maxSteps,
