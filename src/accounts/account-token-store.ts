@@ -7,11 +7,8 @@ import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { hashToken } from "./session-tokens.ts"
 import { withMethodSpans } from "../observability/spans.ts"
+import { decodeRows } from "../store/rows.ts"
 
-const decodeRows = <S extends Schema.Top>(schema: S) => {
-  const decode = Schema.decodeUnknownEffect(Schema.Array(schema))
-  return <E, R>(rows: Effect.Effect<ReadonlyArray<unknown>, E, R>) => Effect.orDie(Effect.flatMap(rows, (raw) => decode(raw)))
-}
 
 export type TokenPurpose = "verify_email" | "reset_password"
 

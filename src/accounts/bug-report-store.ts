@@ -8,11 +8,8 @@ import { makeId } from "../domain/ids.ts"
 import { createOnce } from "../store/keyed-create.ts"
 import { withMethodSpans } from "../observability/spans.ts"
 import { ProjectId } from "../domain/run.ts"
+import { decodeRows } from "../store/rows.ts"
 
-const decodeRows = <S extends Schema.Top>(schema: S) => {
-  const decode = Schema.decodeUnknownEffect(Schema.Array(schema))
-  return <E, R>(rows: Effect.Effect<ReadonlyArray<unknown>, E, R>) => Effect.orDie(Effect.flatMap(rows, (raw) => decode(raw)))
-}
 
 export const InputMethod = Schema.Literals(["text", "voice", "mixed"])
 export type InputMethod = typeof InputMethod.Type

@@ -7,11 +7,8 @@ import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { AppConfig } from "../config/config.ts"
 import { withMethodSpans } from "../observability/spans.ts"
+import { decodeRows } from "../store/rows.ts"
 
-const decodeRows = <S extends Schema.Top>(schema: S) => {
-  const decode = Schema.decodeUnknownEffect(Schema.Array(schema))
-  return <E, R>(rows: Effect.Effect<ReadonlyArray<unknown>, E, R>) => Effect.orDie(Effect.flatMap(rows, (raw) => decode(raw)))
-}
 const CountedRow = Schema.Struct({ attempts: Schema.Number, retry_after: Schema.Number })
 export type Counted = typeof CountedRow.Type
 

@@ -5,11 +5,8 @@
 import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { withMethodSpans } from "../observability/spans.ts"
+import { decodeRows } from "../store/rows.ts"
 
-const decodeRows = <S extends Schema.Top>(schema: S) => {
-  const decode = Schema.decodeUnknownEffect(Schema.Array(schema))
-  return <E, R>(rows: Effect.Effect<ReadonlyArray<unknown>, E, R>) => Effect.orDie(Effect.flatMap(rows, (raw) => decode(raw)))
-}
 const SsoLoginRow = Schema.Struct({ provider_id: Schema.String, code_verifier: Schema.String, nonce: Schema.String, return_to: Schema.String })
 export type SsoLoginRow = typeof SsoLoginRow.Type
 

@@ -12,11 +12,8 @@ import { hashToken } from "./session-tokens.ts"
 import { normalizeEmail } from "./user-store.ts"
 import { withMethodSpans } from "../observability/spans.ts"
 import type { ProjectId } from "../domain/run.ts"
+import { decodeRows } from "../store/rows.ts"
 
-const decodeRows = <S extends Schema.Top>(schema: S) => {
-  const decode = Schema.decodeUnknownEffect(Schema.Array(schema))
-  return <E, R>(rows: Effect.Effect<ReadonlyArray<unknown>, E, R>) => Effect.orDie(Effect.flatMap(rows, (raw) => decode(raw)))
-}
 
 export const Role = Schema.Literals(["admin", "member"])
 export type Role = typeof Role.Type

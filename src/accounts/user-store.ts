@@ -11,11 +11,8 @@ import { makeId } from "../domain/ids.ts"
 import { hashToken } from "./session-tokens.ts"
 import { withMethodSpans } from "../observability/spans.ts"
 import type { ProjectId } from "../domain/run.ts"
+import { decodeRows } from "../store/rows.ts"
 
-const decodeRows = <S extends Schema.Top>(schema: S) => {
-  const decode = Schema.decodeUnknownEffect(Schema.Array(schema))
-  return <E, R>(rows: Effect.Effect<ReadonlyArray<unknown>, E, R>) => Effect.orDie(Effect.flatMap(rows, (raw) => decode(raw)))
-}
 
 /** Lower-cased and trimmed: how addresses are compared. */
 export const normalizeEmail = (email: string) => email.trim().toLowerCase()

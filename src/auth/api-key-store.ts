@@ -11,6 +11,7 @@ import { createOnce } from "../store/keyed-create.ts"
 import { displayPrefix, hashApiKey } from "./api-key-format.ts"
 import { withMethodSpans } from "../observability/spans.ts"
 import { ProjectId } from "../domain/run.ts"
+import { decodeRows } from "../store/rows.ts"
 
 /** The first key of the advisory lock that serialises a project's key creates (the second is the project's hash). */
 const PROJECT_KEYS_LOCK = 0x7761_6b31 // "wak1"
@@ -30,10 +31,6 @@ export const ApiKeyRow = Schema.Struct({
 })
 export type ApiKeyRow = typeof ApiKeyRow.Type
 
-const decodeRows = <S extends Schema.Top>(schema: S) => {
-  const decode = Schema.decodeUnknownEffect(Schema.Array(schema))
-  return <E, R>(rows: Effect.Effect<ReadonlyArray<unknown>, E, R>) => Effect.orDie(Effect.flatMap(rows, (raw) => decode(raw)))
-}
 const keyRows = decodeRows(ApiKeyRow)
 const PageRow = Schema.Struct({ ...ApiKeyRow.fields, total: Schema.Number })
 const CountRow = Schema.Struct({ n: Schema.Number })

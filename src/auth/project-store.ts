@@ -8,6 +8,7 @@ import { SqlClient } from "effect/sql"
 import { makeId } from "../domain/ids.ts"
 import { ProjectId } from "../domain/run.ts"
 import { withMethodSpans } from "../observability/spans.ts"
+import { decodeRows } from "../store/rows.ts"
 
 /** The advisory lock the first start takes (its number is the one every node uses). */
 const BOOTSTRAP_LOCK = 7261001
@@ -19,10 +20,6 @@ export const ProjectRow = Schema.Struct({
 })
 export type ProjectRow = typeof ProjectRow.Type
 
-const decodeRows = <S extends Schema.Top>(schema: S) => {
-  const decode = Schema.decodeUnknownEffect(Schema.Array(schema))
-  return <E, R>(rows: Effect.Effect<ReadonlyArray<unknown>, E, R>) => Effect.orDie(Effect.flatMap(rows, (raw) => decode(raw)))
-}
 const projectRows = decodeRows(ProjectRow)
 const CountRow = Schema.Struct({ n: Schema.FiniteFromString })
 const WebhookSecretRow = Schema.Struct({ webhook_secret: Schema.String })
