@@ -61,9 +61,9 @@ export interface RunExecutor<Request, R> {
   /** The run's request when the run is this product's, else undefined (the message is acknowledged). */
   readonly requestOf: (run: Run) => Request | undefined
   /**
-   * The work. It starts the run with the `begin` it is given,
-   * ends it with a terminal transition (or fails with RunFailure, RunStopped or Handover), and may
-   * die with SupersededExecution at any write when another execution took the run over.
+   * The work. It starts the run with the `begin` it is given, ends it with a terminal transition
+   * (or fails with RunFailure, RunStopped or Handover), and may die with SupersededExecution at
+   * any write when another execution took the run over.
    */
   readonly conduct: (run: Run, request: Request, begin: Begin) => Effect.Effect<void, unknown, R>
   /** The detail of a run that failed for a reason the executor did not name (the cause is logged). */
