@@ -7,41 +7,12 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { spawn } from "node:child_process"
-import { mkdtemp, rm } from "node:fs/promises"
 import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
 import { navigate } from "../../src/browser/actions.ts"
-import { BrowserPool, chromiumArgs } from "../../src/browser/pool.ts"
+import { BrowserPool } from "../../src/browser/pool.ts"
 import { startFixtureSites } from "../fixtures/sites/server.ts"
-import { chromiumPath } from "./support.ts"
-
-/** A headless Chromium serving CDP on a free port; closed with the scope. */
-const remoteChromium = Effect.acquireRelease(
-  Effect.promise(async () => {
-    const profile = await mkdtemp(join(tmpdir(), "wa-cdp-hops-"))
-    const child = spawn(chromiumPath, [...chromiumArgs, "--headless=new", "--remote-debugging-port=0", `--user-data-dir=${profile}`, "about:blank"], {
-      stdio: ["ignore", "ignore", "pipe"]
-    })
-    const endpoint = await new Promise<string>((resolve, reject) => {
-      let seen = ""
-      child.stderr.on("data", (chunk: Buffer) => {
-        seen += chunk.toString()
-        const match = /DevTools listening on (ws:\/\/\S+)/.exec(seen)
-        if (match) resolve(match[1]!)
-      })
-      child.once("exit", (code) => reject(new Error(`chromium exited (${code}): ${seen}`)))
-    })
-    return { child, profile, endpoint }
-  }),
-  ({ child, profile }) =>
-    Effect.promise(async () => {
-      child.kill("SIGKILL")
-      await rm(profile, { recursive: true, force: true }).catch(() => undefined)
-    })
-)
+import { chromiumPath, remoteChromium } from "./support.ts"
 
 /** The hop's target: a loopback listener recording what it was asked. */
 const hopListener = Effect.acquireRelease(

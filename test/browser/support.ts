@@ -2,9 +2,13 @@
  * Shared set-up of the browser tests: a real Chromium (fails loudly when missing), a pool
  * with private networks allowed (the fixture site lives on 127.0.0.1), and the fixture site.
  */
+import { spawn } from "node:child_process"
 import { accessSync, constants, readdirSync, readFileSync } from "node:fs"
+import { mkdtemp, rm } from "node:fs/promises"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { Context, Effect, Layer } from "effect"
-import { BrowserPool, type ContextLease } from "../../src/browser/pool.ts"
+import { BrowserPool, chromiumArgs, type ContextLease } from "../../src/browser/pool.ts"
 import { observe } from "../../src/browser/observe.ts"
 import { type FixtureSites, startFixtureSites } from "../fixtures/sites/server.ts"
 
@@ -21,6 +25,31 @@ export class FixtureSite extends Context.Service<FixtureSite, FixtureSites>()("t
     Effect.acquireRelease(Effect.promise(startFixtureSites), (site) => Effect.promise(() => site.close()))
   )
 }
+
+/** A headless Chromium serving CDP on a free port (WA_BROWSER_CDP_URL's browser); closed with the scope. */
+export const remoteChromium = Effect.acquireRelease(
+  Effect.promise(async () => {
+    const profile = await mkdtemp(join(tmpdir(), "wa-cdp-"))
+    const child = spawn(chromiumPath, [...chromiumArgs, "--headless=new", "--remote-debugging-port=0", `--user-data-dir=${profile}`, "about:blank"], {
+      stdio: ["ignore", "ignore", "pipe"]
+    })
+    const endpoint = await new Promise<string>((resolve, reject) => {
+      let seen = ""
+      child.stderr.on("data", (chunk: Buffer) => {
+        seen += chunk.toString()
+        const match = /DevTools listening on (ws:\/\/\S+)/.exec(seen)
+        if (match) resolve(match[1]!)
+      })
+      child.once("exit", (code) => reject(new Error(`chromium exited (${code}): ${seen}`)))
+    })
+    return { child, profile, endpoint }
+  }),
+  ({ child, profile }) =>
+    Effect.promise(async () => {
+      child.kill("SIGKILL")
+      await rm(profile, { recursive: true, force: true }).catch(() => undefined)
+    })
+)
 
 export const poolLayer = BrowserPool.layerWith({ executablePath: chromiumPath, allowPrivateNetworks: true })
 
