@@ -75,10 +75,12 @@ const watch = (lease: ContextLease, page: Page) => {
    * Waits until a started navigation commits and loads, and the network is quiet, all capped.
    * With `dom` (after a click, a keystroke, a choice) also until the page's reaction is over:
    * the short timers it set since `startedAt` fired (a debounce before suggestions) and the DOM
-   * has not changed for 50 ms; the quiet phase is capped at 1 s.
+   * has not changed for 50 ms; the quiet phase is capped at 1 s (beyond it only for the action's
+   * own late timers, up to `capMs`).
    */
   const settle = async (capMs: number, dom?: { readonly startedAt: number }): Promise<void> => {
-    const deadline = Date.now() + capMs
+    const settleStartedAt = Date.now()
+    const deadline = settleStartedAt + capMs
     const left = () => Math.max(0, deadline - Date.now())
     // A click's fetch (or a navigation Playwright did not wait for) starts a moment after the
     // action resolves; a committed navigation needs no such grace.
@@ -101,12 +103,21 @@ const watch = (lease: ContextLease, page: Page) => {
     const quietDeadline = Date.now() + Math.min(left(), 1_000)
     while (!quiet() && Date.now() < quietDeadline) await sleep(10)
     if (dom === undefined) return
-    while (Date.now() < quietDeadline) {
+    // Past the 1 s cap, only a timer the action itself set (a debounce) that has not fired yet
+    // keeps the wait going, up to the settle's cap: on a busy host the page's timers fire late,
+    // and an observation taken before the debounce fired would miss the suggestions it shows.
+    // Timers the page sets later (animation chains) never extend the wait.
+    while (Date.now() < deadline) {
+      const beyond = Date.now() >= quietDeadline
       const state = quiet()
-        ? await page.evaluate(settleState, { sinceMs: Date.now() - dom.startedAt + 20, horizonMs: Math.max(0, quietDeadline - Date.now()) })
-          .catch(() => undefined)
+        ? await page.evaluate(settleState, {
+          sinceMs: Date.now() - dom.startedAt + 20,
+          horizonMs: Math.max(0, (beyond ? deadline : quietDeadline) - Date.now()),
+          actionEndedMs: Math.max(0, Date.now() - settleStartedAt)
+        }).catch(() => undefined)
         : undefined
       if (quiet() && (state === undefined || !state.tracked || (state.pending === 0 && state.quietMs >= 50))) return
+      if (beyond && (state === undefined || state.pendingFromAction === 0)) return
       await sleep(15)
     }
   }

@@ -606,20 +606,31 @@ export function installSettleTracker(): void {
 
 /**
  * What the settle after an action waits for (see installSettleTracker): tracked timers set in
- * the last `sinceMs` that fire within `horizonMs`, and the milliseconds since the DOM last changed.
- * `tracked` is false in a document that was loaded before the tracker was installed.
+ * the last `sinceMs` that fire within `horizonMs`, how many of those were set at least
+ * `actionEndedMs` ago (by the action itself, not by the page's later reaction), and the
+ * milliseconds since the DOM last changed. `tracked` is false in a document that was loaded
+ * before the tracker was installed.
  */
-export function settleState(args: { sinceMs: number; horizonMs: number }): { tracked: boolean; pending: number; quietMs: number } {
+export function settleState(args: { sinceMs: number; horizonMs: number; actionEndedMs: number }): {
+  tracked: boolean
+  pending: number
+  pendingFromAction: number
+  quietMs: number
+} {
   const state = (window as unknown as Record<symbol, { timers: Map<number, { due: number; created: number }>; lastMutation: number } | undefined>)[
     Symbol.for("web-agent-service.settle")
   ]
-  if (state === undefined) return { tracked: false, pending: 0, quietMs: 0 }
+  if (state === undefined) return { tracked: false, pending: 0, pendingFromAction: 0, quietMs: 0 }
   const now = performance.now()
   let pending = 0
+  let pendingFromAction = 0
   for (const timer of state.timers.values()) {
-    if (timer.created >= now - args.sinceMs && timer.due <= now + args.horizonMs) pending++
+    if (timer.created >= now - args.sinceMs && timer.due <= now + args.horizonMs) {
+      pending++
+      if (timer.created <= now - args.actionEndedMs) pendingFromAction++
+    }
   }
-  return { tracked: true, pending, quietMs: Math.round(now - state.lastMutation) }
+  return { tracked: true, pending, pendingFromAction, quietMs: Math.round(now - state.lastMutation) }
 }
 
 /**
