@@ -50,6 +50,11 @@ const sessionHandlers = Effect.gen(function*() {
     const lifecycle = yield* RunnerLifecycle
     const leaveWhenRefused = yield* makeLeaveWhenRefused
     const runs = yield* FiberMap.make<string>()
+    // Set when the entity stops on this runner (its shard moved, or the runner stops). Added after
+    // the map, this finalizer runs before the map interrupts its fibers, so an execution that sees
+    // its agent interrupted knows the run is no longer this runner's to finish.
+    let stopping = false
+    yield* Effect.addFinalizer(() => Effect.sync(() => { stopping = true }))
     const profiles = yield* ProfileStore
     const recorders = yield* RunRecorders
     const control = yield* TakeControl
@@ -193,6 +198,12 @@ const sessionHandlers = Effect.gen(function*() {
         if (isSuperseded(exit)) {
           yield* recorders.discard(runId)
           return yield* Effect.logWarning("run taken over by another runner; this execution stopped").pipe(Effect.annotateLogs({ run_id: runId }))
+        }
+        if (stopping && Exit.hasInterrupts(exit)) {
+          // The entity's scope closed before its Execute handler was interrupted: the shard's next
+          // owner resumes the run; finishing it here would notify and save state for a run not ours.
+          yield* recorders.discard(runId)
+          return yield* Effect.logInfo("run execution stopped with its entity on this runner").pipe(Effect.annotateLogs({ run_id: runId }))
         }
         yield* recorders.finish(runId)
         yield* finishRun(runId)
