@@ -298,7 +298,9 @@ export const runAgent = Effect.fn("runAgent")(function*(
   const runSkills = (yield* skillStore.forRun(run.project_id, request.skills ?? [])).skills
   const skills = skillToolkit(runSkills, {
     lease,
-    emit,
+    // A skill's arguments and failure reasons come from the model and the page: its events pass
+    // through the run's secrets' redaction like every other tool's.
+    emit: (type, data) => emit(type, redactDeep(data, redact) as typeof data),
     observe: observeForModel.pipe(Effect.provideService(RunContext, ctx), Effect.map((observed) => redact(observed.text))),
     runTool,
     recordCall: skillStore.recordCall

@@ -14,6 +14,7 @@ import { readSse } from "../support/sse.ts"
 import { TERMINAL, waitForRunStatus } from "../support/runs.ts"
 
 const shop = { buttonLabel: "Next", wrapped: false }
+const LEAKED = "zebra-quartz-4471"
 const namesReceived: Array<string> = []
 let site: Server
 let siteUrl = ""
@@ -63,7 +64,8 @@ beforeAll(async () => {
       return { tool: "skill_order_shirt", args: { name } }
     }
     if (task.startsWith("Greet")) {
-      if (results.length === 0) return { tool: "skill_greet", args: { person: "Lin" } }
+      // "Greet the insider": the model passes a secret's value it should never have had.
+      if (results.length === 0) return { tool: "skill_greet", args: { person: task.includes("insider") ? LEAKED : "Lin" } }
       return { tool: "done", args: { output: { instructions: (results[0] as { instructions?: string }).instructions } } }
     }
     // The task recorded as the skill: order a shirt for ada.
@@ -131,6 +133,15 @@ describe("skills in a run", () => {
     expect(used.run.status, JSON.stringify(used.run.error)).toBe("done")
     expect(used.run.output).toEqual({ instructions: "Say hello to Lin politely." })
     expect(ofType(used.events, "run.skill.called")[0]).toMatchObject({ skill: "greet", kind: "instructions" })
+  }, 120_000)
+
+  it("a skill call's events pass through the run's secrets' redaction", async () => {
+    const secret = await service.request("POST", `/v1/projects/${service.projectId}/secrets`, { body: { name: "insider_code", value: LEAKED, origins: [siteUrl] } })
+    expect(secret.status, secret.text).toBe(201)
+    const used = await runTask({ instructions: "Greet the insider.", skills: ["greet"], secrets: ["insider_code"] })
+    expect(used.run.status, JSON.stringify(used.run.error)).toBe("done")
+    expect(ofType(used.events, "run.skill.called")[0]).toMatchObject({ skill: "greet", arguments: { person: "{{secret:insider_code}}" } })
+    expect(JSON.stringify(used.events)).not.toContain(LEAKED)
   }, 120_000)
 
   it("a script skill whose step the page no longer allows fails with the reason, and the agent finishes by itself", async () => {
