@@ -44,7 +44,7 @@ import { HttpLive, logListening, RequestBase } from "./http/server/app.ts"
 import { logLayer } from "./observability/log-layer.ts"
 import { databaseLayer } from "./store/database.ts"
 import { AutoRechargeLive } from "./billing/auto-recharge.ts"
-import { InboxStore } from "./mail/inbound/inbox-store.ts"
+import { MailInboxStore } from "./mail/inbound/inbox-store.ts"
 import { AgentInboxLive } from "./mail/inbound/agent-inbox.ts"
 import { InboundMailLive } from "./mail/inbound/listener.ts"
 
@@ -70,7 +70,7 @@ const ProductServices = Profiles.layer.pipe(
     BrowserPool.layerFromAppConfig,
     Callbacks.layer,
     // Session inboxes (agentmail): what the agent's mail tools read.
-    AgentInboxLive.pipe(Layer.provideMerge(InboxStore.layer))
+    AgentInboxLive.pipe(Layer.provideMerge(MailInboxStore.layer))
   )),
   Layer.provideMerge(ClusterLive)
 )

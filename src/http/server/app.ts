@@ -38,7 +38,7 @@ import { SafetyHandlers } from "./safety.ts"
 import { SafetyPolicies } from "../../safety/service.ts"
 import { InboxHandlers } from "./inbox.ts"
 import { InboxMessagesHandlers } from "./inbox-messages.ts"
-import { InboxStore } from "../../mail/inbound/inbox-store.ts"
+import { MailInboxStore } from "../../mail/inbound/inbox-store.ts"
 import { TrackFlatHandlers, TrackHandlers } from "./track.ts"
 import { SystemHandlers } from "./system.ts"
 import { WorkspaceDownloadHandlers, WorkspacesHandlers, WorkspaceUploadHandlers } from "./workspaces.ts"
@@ -163,7 +163,7 @@ const ApiRoutes = HttpApiBuilder.layer(WebAgentApi, { openapiPath: "/openapi.jso
       withServices(SkillsHandlers, [...projectMiddlewares, Skills]).pipe(Layer.provide(Skills.layer)),
       withServices(SafetyHandlers, [...projectMiddlewares, ApiKeys, SafetyPolicies]).pipe(Layer.provide(SafetyPolicies.layer)),
       withServices(InboxHandlers, [...projectMiddlewares, Inbox]),
-      withServices(InboxMessagesHandlers, [...projectMiddlewares, InboxStore, SessionStore]).pipe(Layer.provide(InboxStore.layer)),
+      withServices(InboxMessagesHandlers, [...projectMiddlewares, MailInboxStore, SessionStore]).pipe(Layer.provide(MailInboxStore.layer)),
       withServices(TrackHandlers, [...projectMiddlewares, RunEventBus, MonitorStore, Monitors]),
       withServices(TrackFlatHandlers, [...projectMiddlewares, RunEventBus, MonitorStore, Monitors]),
       withServices(WorkspacesHandlers, [...projectMiddlewares, WorkspaceStore]),

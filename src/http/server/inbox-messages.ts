@@ -2,7 +2,7 @@
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import type { SessionId } from "../../domain/run.ts"
-import { type InboxMessageRow, InboxStore } from "../../mail/inbound/inbox-store.ts"
+import { type InboxMessageRow, MailInboxStore } from "../../mail/inbound/inbox-store.ts"
 import { SessionStore } from "../../store/sessions.ts"
 import { WebAgentApi } from "../api/api.ts"
 import { CurrentKey } from "../api/security.ts"
@@ -35,7 +35,7 @@ export const InboxMessagesHandlers = HttpApiBuilder.group(
   WebAgentApi,
   "session_inbox",
   Effect.fn(function*(handlers) {
-    const inbox = yield* InboxStore
+    const inbox = yield* MailInboxStore
     const sessionStore = yield* SessionStore
     /** The session of the caller's project, or 404. */
     const session = (sid: SessionId) =>

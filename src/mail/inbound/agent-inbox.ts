@@ -1,7 +1,7 @@
 /** The agent's AgentInbox (src/agent/mail-tools.ts) over the inbox store. */
 import { Effect, Layer } from "effect"
 import { AgentInbox, type InboxMessage, type InboxMessageSummary } from "../../agent/mail-tools.ts"
-import { inboxAddressOf, type InboxMessageRow, InboxStore } from "./inbox-store.ts"
+import { inboxAddressOf, type InboxMessageRow, MailInboxStore } from "./inbox-store.ts"
 import { withMethodSpans } from "../../observability/spans.ts"
 
 const summaryOf = (row: InboxMessageRow): InboxMessageSummary => ({
@@ -26,7 +26,7 @@ export const messageOf = (row: InboxMessageRow): InboxMessage => ({
 export const AgentInboxLive = Layer.effect(
   AgentInbox,
   Effect.gen(function*() {
-    const store = yield* InboxStore
+    const store = yield* MailInboxStore
     return AgentInbox.of(withMethodSpans("AgentInbox", {
       addressOf: (sessionId) =>
         store.domain === null

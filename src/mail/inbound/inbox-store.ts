@@ -63,7 +63,7 @@ export interface Recipient {
   readonly currentRunId: RunId | null
 }
 
-export class InboxStore extends Context.Service<InboxStore, {
+export class MailInboxStore extends Context.Service<MailInboxStore, {
   /** The mail domain (null: the service receives no mail). */
   readonly domain: string | null
   /** The session `address` names, if it exists, is not closed and has an inbox. */
@@ -75,9 +75,9 @@ export class InboxStore extends Context.Service<InboxStore, {
   readonly list: (sessionId: string, limit: number, beforeId?: string) => Effect.Effect<ReadonlyArray<InboxMessageRow>>
   readonly oldestFirst: (sessionId: string, limit: number) => Effect.Effect<ReadonlyArray<InboxMessageRow>>
   readonly get: (sessionId: string, messageId: string) => Effect.Effect<InboxMessageRow | undefined>
-}>()("wa/mail/inbound/InboxStore") {
+}>()("wa/mail/inbound/MailInboxStore") {
   static readonly layer = Layer.effect(
-    InboxStore,
+    MailInboxStore,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       const domain = mailDomainOf(yield* AppConfig)
@@ -90,7 +90,7 @@ export class InboxStore extends Context.Service<InboxStore, {
           Effect.map((rows) => rows[0]?.agentmail ?? false),
           Effect.orDie
         )
-      return InboxStore.of(withMethodSpans("InboxStore", {
+      return MailInboxStore.of(withMethodSpans("MailInboxStore", {
         domain,
         agentmail,
         recipient: (address) =>

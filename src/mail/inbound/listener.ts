@@ -16,7 +16,7 @@ import { SMTPServer, type SMTPServerAddress } from "smtp-server"
 import { AppConfig } from "../../config/config.ts"
 import { RunStore } from "../../store/runs.ts"
 import { contentTypeOf, WorkspaceStore } from "../../store/workspace-store.ts"
-import { type InboxMessageRow, InboxStore, type Recipient, type StoredAttachment } from "./inbox-store.ts"
+import { type InboxMessageRow, MailInboxStore, type Recipient, type StoredAttachment } from "./inbox-store.ts"
 import { findCodes, findLinks, htmlToText } from "./parse.ts"
 
 /** An SMTP reply with its code (smtp-server sends `responseCode` and the message). */
@@ -31,7 +31,7 @@ export const parseListen = (value: string): { readonly host: string; readonly po
 
 /** Stores one received message for one recipient session: attachments first, then the row, then the event. */
 export const deliver = Effect.fnUntraced(function*(recipient: Recipient, to: string, envelopeFrom: string, raw: Buffer) {
-  const inbox = yield* InboxStore
+  const inbox = yield* MailInboxStore
   const workspaces = yield* WorkspaceStore
   const runs = yield* RunStore
   const parsed = yield* Effect.promise(() => simpleParser(raw, { skipImageLinks: true }))
@@ -90,8 +90,8 @@ export const InboundMailLive = Layer.effectDiscard(Effect.gen(function*() {
   if (Option.isNone(config.smtpListen)) return
   const { host, port } = parseListen(config.smtpListen.value)
   const maxBytes = config.inboundMailMaxBytes
-  const inbox = yield* InboxStore
-  const context = yield* Effect.context<InboxStore | WorkspaceStore | RunStore>()
+  const inbox = yield* MailInboxStore
+  const context = yield* Effect.context<MailInboxStore | WorkspaceStore | RunStore>()
   const run = Effect.runPromiseWith(context)
   const recipients = new WeakMap<object, Map<string, Recipient>>()
 
