@@ -26,6 +26,7 @@ import { RunnerLifecycle, runHere } from "../cluster/lifecycle.ts"
 import { isSuperseded, makeLeaveWhenRefused } from "../runs/kernel.ts"
 import { isTerminal } from "../domain/run-state.ts"
 import { type ProjectId, type Run, RunId, SessionId } from "../domain/run.ts"
+import type { ProfileId } from "../domain/profile.ts"
 import { type Checkpoint, RunStore } from "../store/runs.ts"
 import { SessionStore } from "../store/sessions.ts"
 import { RunNotifier } from "../webhooks/run-notifier.ts"
@@ -94,7 +95,7 @@ const sessionHandlers = Effect.gen(function*() {
     // The session's profile (read once from its row): its saved state starts the session's first
     // browser context, and the context's state is saved back into it at every run end and when the
     // browser is released. undefined until read; null when the session has none.
-    let profileId: string | null | undefined
+    let profileId: ProfileId | null | undefined
     const bindProfile = (projectId: ProjectId) =>
       profileId !== undefined ? Effect.void : sessionStore.getSession(projectId, sessionId).pipe(Effect.map((session) => {
         profileId = session?.profile_id ?? null

@@ -23,7 +23,7 @@ import type { ProjectId, Run, RunId, SessionId } from "../domain/run.ts"
 import { RunEventBus } from "../events/run-event-bus.ts"
 import type { BudgetExceeded, InsufficientCredits, LoginNotStarted, MissingFields, ProfileInUse, ProfileNotFound, SessionCapReached, UnknownNames, WorkspaceNotFound } from "../domain/errors.ts"
 import { InvalidField, LoginNotStarted as LoginNotStartedError } from "../domain/errors.ts"
-import type { Profile, ProfileState } from "../domain/profile.ts"
+import type { Profile, ProfileId, ProfileState } from "../domain/profile.ts"
 import { ProfileEntity } from "../entities/profile.ts"
 import { Sessions } from "./service.ts"
 import { RunStore } from "../store/runs.ts"
@@ -42,7 +42,7 @@ export const LOGIN_RUN_START = "30 seconds"
 export const LOGIN_CONTROL_REASON = "interactive login"
 
 export interface StartLogin {
-  readonly profile_id?: string | null | undefined
+  readonly profile_id?: ProfileId | null | undefined
   readonly name?: string | null | undefined
   readonly customer_user_id?: string | null | undefined
   readonly start_url: string
@@ -62,7 +62,7 @@ export interface LoginStarted {
 }
 
 export interface Confirmed {
-  readonly profile_id: string
+  readonly profile_id: ProfileId
   readonly state: ProfileState | string
   readonly probe_result: ProbeResult
   readonly final_url: string | null
@@ -72,15 +72,15 @@ export interface Confirmed {
 export class Profiles extends Context.Service<Profiles, {
   readonly create: (projectId: ProjectId, fields: ProfileFields) => Effect.Effect<Profile>
   readonly list: (projectId: ProjectId, options: { readonly limit: number; readonly beforeId?: string | undefined; readonly customerUserId?: string | undefined }) => Effect.Effect<{ readonly items: ReadonlyArray<Profile>; readonly total: number }>
-  readonly get: (projectId: ProjectId, profileId: string) => Effect.Effect<Profile, ProfileNotFound>
-  readonly update: (projectId: ProjectId, profileId: string, fields: ProfileFields) => Effect.Effect<Profile, ProfileNotFound>
-  readonly remove: (projectId: ProjectId, profileId: string) => Effect.Effect<void, ProfileNotFound | ProfileInUse>
+  readonly get: (projectId: ProjectId, profileId: ProfileId) => Effect.Effect<Profile, ProfileNotFound>
+  readonly update: (projectId: ProjectId, profileId: ProfileId, fields: ProfileFields) => Effect.Effect<Profile, ProfileNotFound>
+  readonly remove: (projectId: ProjectId, profileId: ProfileId) => Effect.Effect<void, ProfileNotFound | ProfileInUse>
   /** `baseUrl`: where the control URL points (WA_PUBLIC_URL, else the host the caller reached). */
   readonly startLogin: (key: { readonly projectId: ProjectId; readonly keyId: string }, request: StartLogin, baseUrl: string) => Effect.Effect<
     LoginStarted,
     ProfileNotFound | ProfileInUse | SessionCapReached | UnknownNames | MissingFields | InvalidField | WorkspaceNotFound | InsufficientCredits | BudgetExceeded
   >
-  readonly confirm: (projectId: ProjectId, profileId: string, request: { readonly site_id: string; readonly display_label?: string | null | undefined }) => Effect.Effect<
+  readonly confirm: (projectId: ProjectId, profileId: ProfileId, request: { readonly site_id: string; readonly display_label?: string | null | undefined }) => Effect.Effect<
     Confirmed,
     ProfileNotFound | LoginNotStarted
   >
@@ -99,7 +99,7 @@ export class Profiles extends Context.Service<Profiles, {
 
       /** A profile by id, undefined when gone: what a keyed create's retry finds of its first attempt. */
       const existing = (projectId: ProjectId) => (id: string) =>
-        store.get(projectId, id).pipe(Effect.catchTag("ProfileNotFound", () => Effect.succeed(undefined)))
+        store.get(projectId, id as ProfileId).pipe(Effect.catchTag("ProfileNotFound", () => Effect.succeed(undefined)))
       /** Under an Idempotency-Key, a crash between the commit and the answer leaves one profile (src/store/keyed-create.ts). */
       const createProfile = (projectId: ProjectId, fields: ProfileFields) =>
         createOnce(sql, store.create(projectId, fields), (profile) => profile.id, existing(projectId))
@@ -107,7 +107,7 @@ export class Profiles extends Context.Service<Profiles, {
        * The first session that held a profile: for a profile made by a login, that login's session
        * (open or closed since; ids are ordered by time).
        */
-      const holderOf = (profileId: string) =>
+      const holderOf = (profileId: ProfileId) =>
         sql<{ id: string }>`SELECT id FROM sessions WHERE profile_id = ${profileId} ORDER BY id LIMIT 1`.pipe(
           Effect.map((rows) => rows[0]?.id ?? null),
           Effect.orDie

@@ -23,6 +23,7 @@ import {
 } from "../domain/errors.ts"
 import { isTerminal } from "../domain/run-state.ts"
 import type { DoAnythingRequest, ProjectId, Run, RunId, Session, SessionId } from "../domain/run.ts"
+import type { ProfileId } from "../domain/profile.ts"
 import { RunStore } from "../store/runs.ts"
 import { type NewRun, SessionStore } from "../store/sessions.ts"
 import { earlierCreate, messageSent, recordCreate } from "../store/keyed-create.ts"
@@ -278,7 +279,7 @@ export class Sessions extends Context.Service<Sessions, {
           )).pipe(Effect.catchTag("SqlError", Effect.die))
           // A profile is leased in the transaction that inserts the session (its row lock
           // serialises creates on one profile across nodes); an unknown profile creates nothing.
-          const leaseAndInsert = (id: string) =>
+          const leaseAndInsert = (id: ProfileId) =>
             sql.withTransaction(profiles.lease(key.projectId, id).pipe(Effect.andThen(insert))).pipe(Effect.catchTag("SqlError", Effect.die))
           const created = profileId === null ? yield* insert : yield* Effect.gen(function*() {
             // The holder may be closing already (its last run ended with keep_alive false and it

@@ -7,6 +7,7 @@
  */
 import { Schema } from "effect"
 import type { envelopeByStatus, FieldError } from "./api-errors.ts"
+import { ProfileId } from "./id-schemas.ts"
 import { usdFromMicros } from "./money.ts"
 import { RunKind, RunStatus, SessionId } from "./run.ts"
 import { MAX_SKILLS } from "./skill.ts"
@@ -531,7 +532,7 @@ export class WorkspaceFileNotFound extends Schema.TaggedError<WorkspaceFileNotFo
 
 /** No profile with that id in the project. */
 export class ProfileNotFound extends Schema.TaggedError<ProfileNotFound>()("ProfileNotFound", {
-  profileId: Schema.String
+  profileId: ProfileId
 }) {
   get httpStatus() { return 404 as const }
   get code() { return "profile_not_found" }
@@ -542,7 +543,7 @@ export class ProfileNotFound extends Schema.TaggedError<ProfileNotFound>()("Prof
 
 /** The profile is leased to an open session (one session at a time per browser identity). */
 export class ProfileInUse extends Schema.TaggedError<ProfileInUse>()("ProfileInUse", {
-  profileId: Schema.String,
+  profileId: ProfileId,
   sessionId: SessionId
 }) {
   get httpStatus() { return 409 as const }
@@ -557,7 +558,7 @@ export class ProfileInUse extends Schema.TaggedError<ProfileInUse>()("ProfileInU
 
 /** A confirm names a site no interactive login was started for on this profile. */
 export class LoginNotStarted extends Schema.TaggedError<LoginNotStarted>()("LoginNotStarted", {
-  profileId: Schema.String,
+  profileId: ProfileId,
   siteId: Schema.String
 }) {
   get httpStatus() { return 409 as const }

@@ -4,12 +4,12 @@
  * model: a `Profile` says whether one is saved and when.
  */
 import { Schema } from "effect"
+import { ProfileId } from "./id-schemas.ts"
 import { MaxString, OptionalNullable } from "./schemas.ts"
 import type { SessionId } from "./run.ts"
 import { ProjectId } from "./run.ts"
 
-export const ProfileId = Schema.String.pipe(Schema.brand("ProfileId"))
-export type ProfileId = typeof ProfileId.Type
+export { ProfileId } from "./id-schemas.ts"
 
 /**
  * `active` (the default: usable), `login_pending` (an interactive login session is open),
@@ -51,7 +51,7 @@ export const decodeProfile = Schema.decodeUnknownSync(Profile)
 
 /** An interactive login of a profile on one site. */
 export interface ProfileLogin {
-  readonly profile_id: string
+  readonly profile_id: ProfileId
   readonly site_id: string
   readonly start_url: string
   readonly display_label: string | null

@@ -5,6 +5,7 @@
  */
 import { Schema } from "effect"
 import { RunStatuses } from "./run-state.ts"
+import { ProfileId } from "./id-schemas.ts"
 import { CallbackUrl, MaxString, OptionalNullable, WithDefault } from "./schemas.ts"
 
 export const ProjectId = Schema.String.pipe(Schema.brand("ProjectId"))
@@ -44,7 +45,7 @@ export const doAnythingFields = {
   instructions: OptionalNullable(Schema.String),
   session_id: OptionalNullable(SessionId.check(Schema.isMaxCodePoints(64))),
   workspace_id: OptionalNullable(MaxString(64)),
-  profile_id: OptionalNullable(MaxString(64)),
+  profile_id: OptionalNullable(ProfileId.check(Schema.isMaxCodePoints(64))),
   // Not narrowed to SkillName: runs stored before skills existed may list any text; a name that is
   // no skill of the project is refused at create (unknown_skills) all the same.
   skills: Schema.optional(Schema.Array(MaxString(200)).check(Schema.isMaxLength(50)).annotate({
@@ -219,7 +220,7 @@ export class Session extends Schema.Class<Session>("wa/domain/Session")({
   project_id: ProjectId,
   api_key_id: ApiKeyId,
   status: Schema.Literals(["running", "idle", "closed"]),
-  profile_id: Schema.NullOr(Schema.String),
+  profile_id: Schema.NullOr(ProfileId),
   workspace_id: Schema.NullOr(Schema.String),
   latest_run_id: Schema.NullOr(RunId),
   llm_cost_usd: Schema.String,

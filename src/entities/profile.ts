@@ -10,7 +10,7 @@ import { Entity } from "effect/cluster"
 import { Rpc } from "effect/rpc"
 import { BrowserPool } from "../browser/pool.ts"
 import { AppConfig } from "../config/config.ts"
-import type { ProfileState } from "../domain/profile.ts"
+import { ProfileId, type ProfileState } from "../domain/profile.ts"
 import { runProbe } from "../profiles/probe.ts"
 import { ProfileStore } from "../profiles/profile-store.ts"
 
@@ -32,7 +32,8 @@ export const ProfileEntity = Entity.make("Profile", [Probe])
 export const ProfileEntityLive = ProfileEntity.toLayer(
   Effect.gen(function*() {
     const address = yield* Entity.CurrentAddress
-    const profileId = address.entityId
+    // A Profile entity is addressed by its profile id.
+    const profileId = ProfileId.make(address.entityId)
     const profiles = yield* ProfileStore
     const pool = yield* BrowserPool
     const config = yield* AppConfig

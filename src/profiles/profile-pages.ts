@@ -9,6 +9,7 @@ import { BrowserPool } from "../browser/pool.ts"
 import { htmlText } from "../reader/html-text.ts"
 import { ProfileStore } from "./profile-store.ts"
 import type { ProjectId } from "../domain/run.ts"
+import { ProfileId } from "../domain/profile.ts"
 
 export interface PageRead {
   readonly finalUrl: string
@@ -22,7 +23,8 @@ export const readPagesAsProfile = (projectId: ProjectId, profileId: string, urls
     const pool = yield* BrowserPool
     // A deleted profile fails the tick rather than reading the pages signed out.
     if (!(yield* profiles.exists(projectId, profileId))) return urls.map(() => Result.fail({ message: `profile ${profileId} no longer exists` }))
-    const loaded = yield* Effect.result(profiles.loadState(profileId))
+    // Track's monitors still carry the id as text; it names a profile of the project (checked just above).
+    const loaded = yield* Effect.result(profiles.loadState(ProfileId.make(profileId)))
     if (Result.isFailure(loaded)) {
       return urls.map(() => Result.fail({ message: `the profile's saved state could not be read: ${loaded.failure.reason}` }))
     }

@@ -38,26 +38,26 @@ const columns = (sql: SqlClient.SqlClient) => sql`
 export class ProfileStore extends Context.Service<ProfileStore, {
   readonly create: (projectId: ProjectId, fields: ProfileFields) => Effect.Effect<Profile>
   readonly list: (projectId: ProjectId, options: { readonly limit: number; readonly beforeId?: string | undefined; readonly customerUserId?: string | undefined }) => Effect.Effect<{ readonly items: ReadonlyArray<Profile>; readonly total: number }>
-  readonly get: (projectId: ProjectId, profileId: string) => Effect.Effect<Profile, ProfileNotFound>
-  readonly update: (projectId: ProjectId, profileId: string, fields: ProfileFields) => Effect.Effect<Profile, ProfileNotFound>
+  readonly get: (projectId: ProjectId, profileId: ProfileId) => Effect.Effect<Profile, ProfileNotFound>
+  readonly update: (projectId: ProjectId, profileId: ProfileId, fields: ProfileFields) => Effect.Effect<Profile, ProfileNotFound>
   /** Deletes the profile and its saved state; refused while a session holds it. */
-  readonly remove: (projectId: ProjectId, profileId: string) => Effect.Effect<void, ProfileNotFound | ProfileInUse>
+  readonly remove: (projectId: ProjectId, profileId: ProfileId) => Effect.Effect<void, ProfileNotFound | ProfileInUse>
   /**
    * Takes the profile for a new session: run it inside the transaction that inserts the session.
    * Marks `last_used_at`.
    */
-  readonly lease: (projectId: ProjectId, profileId: string) => Effect.Effect<void, ProfileNotFound | ProfileInUse>
+  readonly lease: (projectId: ProjectId, profileId: ProfileId) => Effect.Effect<void, ProfileNotFound | ProfileInUse>
   /** The decrypted saved state (Playwright storageState), or undefined when none is saved. */
-  readonly loadState: (profileId: string) => Effect.Effect<unknown | undefined, StateUnreadable>
+  readonly loadState: (profileId: ProfileId) => Effect.Effect<unknown | undefined, StateUnreadable>
   /**
    * Saves a state, encrypted. `bySessionId`: the session saving it; refused (false) when another
    * open session holds the profile now, so a late save never overwrites a newer holder's state.
    */
-  readonly saveState: (profileId: string, state: unknown, bySessionId: string | null) => Effect.Effect<boolean>
-  readonly setState: (profileId: string, state: ProfileState) => Effect.Effect<void>
-  readonly recordProbe: (profileId: string, siteId: string, result: "logged_in" | "logged_out" | "unknown", outcome: ProbeOutcome, displayLabel: string | null | undefined) => Effect.Effect<Profile>
+  readonly saveState: (profileId: ProfileId, state: unknown, bySessionId: string | null) => Effect.Effect<boolean>
+  readonly setState: (profileId: ProfileId, state: ProfileState) => Effect.Effect<void>
+  readonly recordProbe: (profileId: ProfileId, siteId: string, result: "logged_in" | "logged_out" | "unknown", outcome: ProbeOutcome, displayLabel: string | null | undefined) => Effect.Effect<Profile>
   readonly startLogin: (login: Omit<ProfileLogin, "probe_result" | "probed_at">) => Effect.Effect<void>
-  readonly findLogin: (profileId: string, siteId: string) => Effect.Effect<ProfileLogin | undefined>
+  readonly findLogin: (profileId: ProfileId, siteId: string) => Effect.Effect<ProfileLogin | undefined>
   /** The interactive login whose login session this is, if any. */
   readonly loginOfSession: (sessionId: SessionId) => Effect.Effect<ProfileLogin | undefined>
   /** Whether the project has that profile (a monitor naming one). */
@@ -69,14 +69,14 @@ export class ProfileStore extends Context.Service<ProfileStore, {
       const sql = yield* SqlClient.SqlClient
       const cipher = yield* StateCipher
 
-      const read = (projectId: ProjectId, profileId: string) =>
+      const read = (projectId: ProjectId, profileId: ProfileId) =>
         sql`SELECT ${columns(sql)} FROM profiles p WHERE p.id = ${profileId} AND p.project_id = ${projectId}`.pipe(
           Effect.orDie,
           Effect.flatMap((rows) => rows[0] === undefined ? Effect.fail(new ProfileNotFound({ profileId })) : Effect.succeed(decodeProfile(rows[0])))
         )
 
       /** Locks the row; fails when it is not there, or when an open session holds it. */
-      const lockFree = (projectId: ProjectId, profileId: string) =>
+      const lockFree = (projectId: ProjectId, profileId: ProfileId) =>
         Effect.gen(function*() {
           const rows = yield* sql`SELECT id FROM profiles WHERE id = ${profileId} AND project_id = ${projectId} FOR UPDATE`
           if (rows[0] === undefined) return yield* new ProfileNotFound({ profileId })

@@ -11,6 +11,7 @@ import { PreviousRunActive, SessionCapReached, SessionClosed } from "../domain/e
 import { makeId } from "../domain/ids.ts"
 import { isTerminal } from "../domain/run-state.ts"
 import { type ProjectId, type Run, runFromRow, type RunId, type RunRequest, type Session, sessionFromRow, type SessionId, storedRequest } from "../domain/run.ts"
+import type { ProfileId } from "../domain/profile.ts"
 import { withMethodSpans } from "../observability/spans.ts"
 import { makeRunCharges } from "./run-charges.ts"
 import { RunStartedBy } from "./run-admission.ts"
@@ -37,7 +38,7 @@ export class SessionStore extends Context.Service<SessionStore, {
     readonly projectId: ProjectId
     /** The acting principal (an API key's id, or a console user's): the per-key cap counts by it. */
     readonly apiKeyId: string
-    readonly profileId: string | null
+    readonly profileId: ProfileId | null
     readonly workspaceId: string | null
     readonly run: NewRun
     /** Open sessions the key may hold; the count and the insert are one transaction. */

@@ -4,9 +4,11 @@
  * tsc on this file: the @ts-expect-error lines must stay errors).
  */
 import { describe, expect, it } from "vitest"
+import { Schema } from "effect"
 import { makeId } from "../../src/domain/ids.ts"
 import type { ProjectId, RunId, SessionId } from "../../src/domain/run.ts"
 import type { MonitorId } from "../../src/domain/monitor.ts"
+import { ProfileId } from "../../src/domain/id-schemas.ts"
 
 const takesRun = (id: RunId) => id
 const takesProject = (id: ProjectId) => id
@@ -26,6 +28,14 @@ describe("ids", () => {
     // Still strings where a string is asked for.
     const text: string = makeId("key")
     expect(text.startsWith("key_")).toBe(true)
+  })
+
+  it("made ids are the brands their schemas decode", () => {
+    const profile: ProfileId = makeId("prof")
+    expect(Schema.decodeUnknownSync(ProfileId)(profile)).toBe(profile)
+    // @ts-expect-error a session id is not a profile id
+    const notProfile: ProfileId = makeId("sess")
+    expect(notProfile.startsWith("sess_")).toBe(true)
   })
 
   it("sort by creation time", () => {

@@ -4,6 +4,7 @@
  */
 import { Schema } from "effect"
 import { CALLBACK_URL_MAX_LENGTH, callbackUrlFormProblem } from "../callback-url.ts"
+import { ProfileId } from "../id-schemas.ts"
 import {
   CUSTOMER_USER_ID_MAX,
   DISPLAY_LABEL_MAX,
@@ -57,7 +58,7 @@ const StartUrl = MaxString(CALLBACK_URL_MAX_LENGTH).check(
 const SiteId = Schema.String.check(Schema.isMinCodePoints(1), Schema.isMaxCodePoints(SITE_ID_MAX))
 
 export const StartInteractiveLoginRequest = Schema.Struct({
-  profile_id: OptionalNullable(MaxString(64)).annotate({ description: "an existing profile; omitted: a new one is created" }),
+  profile_id: OptionalNullable(ProfileId.check(Schema.isMaxCodePoints(64))).annotate({ description: "an existing profile; omitted: a new one is created" }),
   name: OptionalNullable(MaxString(PROFILE_NAME_MAX)),
   customer_user_id: OptionalNullable(MaxString(CUSTOMER_USER_ID_MAX)),
   start_url: StartUrl.annotate({ description: "a page of the site that needs the login (the account page), also what confirm probes" }),

@@ -15,11 +15,11 @@ import {
   ProfileResponse,
   StartInteractiveLoginRequest
 } from "../../domain/wire/profiles.ts"
-import { MaxString, ProjectIdParam } from "./schemas.ts"
+import { ProfileIdParam, ProjectIdParam } from "./schemas.ts"
 import { Authentication, Idempotency, RateLimit } from "./security.ts"
 
 const strict = { errors: "all", onExcessProperty: "error" } as const
-const ProfileParams = { ...ProjectIdParam, profile_id: MaxString(64) }
+const ProfileParams = { ...ProjectIdParam, profile_id: ProfileIdParam }
 
 export class ProfilesApi extends HttpApiGroup.make("profiles")
   .add(

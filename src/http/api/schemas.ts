@@ -3,6 +3,7 @@
  * src/domain/wire/ (issue 27 §1: domain owns every schema the wire uses).
  */
 import { Schema } from "effect"
+import { ProfileId } from "../../domain/id-schemas.ts"
 import { RunId, SessionId } from "../../domain/run.ts"
 
 export { MaxString } from "../../domain/schemas.ts"
@@ -23,3 +24,5 @@ export const MAX_PATH_PARAM_LENGTH = 1024
  */
 export const SessionIdParam = SessionId.check(Schema.isMaxCodePoints(64))
 export const RunIdParam = RunId.check(Schema.isMaxCodePoints(64))
+/** A profile id in a path (`/profiles/{profile_id}`), branded the same way. */
+export const ProfileIdParam = ProfileId.check(Schema.isMaxCodePoints(64))

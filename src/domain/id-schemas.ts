@@ -1,0 +1,13 @@
+/**
+ * Schemas of the branded resource ids (src/domain/ids.ts makes them, `IdOf<prefix>`), for ids that
+ * are decoded (path parameters, request fields, rows) rather than made. Each brand is the one its
+ * prefix gets in ids.ts, so `makeId("prof")` is a `ProfileId` (test/in-process/ids.test.ts). The
+ * brand is type-level: on the wire and in the OpenAPI document these are plain strings. Kept apart
+ * from ids.ts, which needs node:crypto, because the browser SDK bundles the domain schemas.
+ * ProjectId, ApiKeyId, SessionId and RunId are in run.ts; the Track ids in monitor.ts.
+ */
+import { Schema } from "effect"
+
+/** `prof_`: a browser profile (src/profiles/). */
+export const ProfileId = Schema.String.pipe(Schema.brand("ProfileId"))
+export type ProfileId = typeof ProfileId.Type
