@@ -20,6 +20,7 @@ import { resolveRefHandle } from "../browser/observe.ts"
 import { attempt, type ContextLease } from "../browser/pool.ts"
 import type { WorkspaceFileNotFound, WorkspaceNotFound } from "../domain/errors.ts"
 import type { EventData, RunEventType } from "../domain/events.ts"
+import type { WorkspaceId } from "../domain/id-schemas.ts"
 import {
   contentTypeOf,
   type FileTooLarge,
@@ -54,7 +55,7 @@ export const FileToolkit = Toolkit.make(...fileTools)
 /** What the file tools need from the run they serve. */
 export class FileToolContext extends Context.Service<FileToolContext, {
   /** Null: the session has no workspace (the tools are then not offered; a call is refused). */
-  readonly workspaceId: string | null
+  readonly workspaceId: WorkspaceId | null
   readonly lease: ContextLease
   readonly store: WorkspaceStore["Service"]
   /** Emits an event on the run's log. */
@@ -189,7 +190,7 @@ export const FileToolkitHandlers = FileToolkit.toLayer(Effect.gen(function*() {
  */
 export const watchDownloads = Effect.fnUntraced(function*(options: {
   readonly lease: ContextLease
-  readonly workspaceId: string
+  readonly workspaceId: WorkspaceId
   readonly store: WorkspaceStore["Service"]
   readonly emit: <T extends RunEventType>(type: T, data: EventData<T>) => Effect.Effect<void>
 }): Effect.fn.Return<{ readonly settle: Effect.Effect<void> }, never, Scope.Scope> {

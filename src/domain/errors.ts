@@ -7,7 +7,7 @@
  */
 import { Schema } from "effect"
 import type { envelopeByStatus, FieldError } from "./api-errors.ts"
-import { ProfileId } from "./id-schemas.ts"
+import { ProfileId, WorkspaceId } from "./id-schemas.ts"
 import { usdFromMicros } from "./money.ts"
 import { RunKind, RunStatus, SessionId } from "./run.ts"
 import { MAX_SKILLS } from "./skill.ts"
@@ -509,7 +509,7 @@ export class ParentRunNotReady extends Schema.TaggedError<ParentRunNotReady>()("
 
 /** No workspace with that id in the project (or it was deleted). */
 export class WorkspaceNotFound extends Schema.TaggedError<WorkspaceNotFound>()("WorkspaceNotFound", {
-  workspaceId: Schema.String
+  workspaceId: WorkspaceId
 }) {
   get httpStatus() { return 404 as const }
   get code() { return "workspace_not_found" }
@@ -520,7 +520,7 @@ export class WorkspaceNotFound extends Schema.TaggedError<WorkspaceNotFound>()("
 
 /** No file of that name in the workspace. */
 export class WorkspaceFileNotFound extends Schema.TaggedError<WorkspaceFileNotFound>()("WorkspaceFileNotFound", {
-  workspaceId: Schema.String,
+  workspaceId: WorkspaceId,
   name: Schema.String
 }) {
   get httpStatus() { return 404 as const }

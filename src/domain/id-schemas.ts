@@ -11,3 +11,7 @@ import { Schema } from "effect"
 /** `prof_`: a browser profile (src/profiles/). */
 export const ProfileId = Schema.String.pipe(Schema.brand("ProfileId"))
 export type ProfileId = typeof ProfileId.Type
+
+/** `ws_`: a workspace (src/store/workspace-store.ts); its files are named, not id'd. */
+export const WorkspaceId = Schema.String.pipe(Schema.brand("WorkspaceId"))
+export type WorkspaceId = typeof WorkspaceId.Type

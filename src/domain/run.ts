@@ -5,7 +5,7 @@
  */
 import { Schema } from "effect"
 import { RunStatuses } from "./run-state.ts"
-import { ProfileId } from "./id-schemas.ts"
+import { ProfileId, WorkspaceId } from "./id-schemas.ts"
 import { CallbackUrl, MaxString, OptionalNullable, WithDefault } from "./schemas.ts"
 
 export const ProjectId = Schema.String.pipe(Schema.brand("ProjectId"))
@@ -44,7 +44,7 @@ export const MAX_RUN_SECRETS = 20
 export const doAnythingFields = {
   instructions: OptionalNullable(Schema.String),
   session_id: OptionalNullable(SessionId.check(Schema.isMaxCodePoints(64))),
-  workspace_id: OptionalNullable(MaxString(64)),
+  workspace_id: OptionalNullable(WorkspaceId.check(Schema.isMaxCodePoints(64))),
   profile_id: OptionalNullable(ProfileId.check(Schema.isMaxCodePoints(64))),
   // Not narrowed to SkillName: runs stored before skills existed may list any text; a name that is
   // no skill of the project is refused at create (unknown_skills) all the same.
@@ -221,7 +221,7 @@ export class Session extends Schema.Class<Session>("wa/domain/Session")({
   api_key_id: ApiKeyId,
   status: Schema.Literals(["running", "idle", "closed"]),
   profile_id: Schema.NullOr(ProfileId),
-  workspace_id: Schema.NullOr(Schema.String),
+  workspace_id: Schema.NullOr(WorkspaceId),
   latest_run_id: Schema.NullOr(RunId),
   llm_cost_usd: Schema.String,
   browser_cost_usd: Schema.String,

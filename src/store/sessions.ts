@@ -12,6 +12,7 @@ import { makeId } from "../domain/ids.ts"
 import { isTerminal } from "../domain/run-state.ts"
 import { type ProjectId, type Run, runFromRow, type RunId, type RunRequest, type Session, sessionFromRow, type SessionId, storedRequest } from "../domain/run.ts"
 import type { ProfileId } from "../domain/profile.ts"
+import type { WorkspaceId } from "../domain/id-schemas.ts"
 import { withMethodSpans } from "../observability/spans.ts"
 import { makeRunCharges } from "./run-charges.ts"
 import { RunStartedBy } from "./run-admission.ts"
@@ -39,7 +40,7 @@ export class SessionStore extends Context.Service<SessionStore, {
     /** The acting principal (an API key's id, or a console user's): the per-key cap counts by it. */
     readonly apiKeyId: string
     readonly profileId: ProfileId | null
-    readonly workspaceId: string | null
+    readonly workspaceId: WorkspaceId | null
     readonly run: NewRun
     /** Open sessions the key may hold; the count and the insert are one transaction. */
     readonly maxOpenSessions: number

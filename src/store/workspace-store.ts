@@ -21,6 +21,7 @@ import { loadUrlSigner } from "./url-signer.ts"
 import { type WireBody, WorkspaceFileNotFound, WorkspaceNotFound } from "../domain/errors.ts"
 import { withMethodSpans } from "../observability/spans.ts"
 import type { ProjectId } from "../domain/run.ts"
+import type { WorkspaceId } from "../domain/id-schemas.ts"
 
 /** Bytes per stored chunk: bytea values stay small and a download streams chunk by chunk. */
 export const CHUNK_BYTES = 1024 * 1024
@@ -53,7 +54,7 @@ export class InvalidFileName extends Schema.TaggedError<InvalidFileName>()("Inva
 }
 
 export interface WorkspaceRow {
-  readonly id: string
+  readonly id: WorkspaceId
   readonly project_id: ProjectId
   readonly name: string | null
   readonly file_count: number
@@ -66,7 +67,7 @@ export interface WorkspaceRow {
 export type FileSource = "upload" | "download" | "agent"
 
 export interface WorkspaceFileRow {
-  readonly workspace_id: string
+  readonly workspace_id: WorkspaceId
   readonly name: string
   readonly size_bytes: number
   readonly content_type: string
@@ -147,32 +148,32 @@ export class WorkspaceStore extends Context.Service<WorkspaceStore, {
   readonly create: (projectId: ProjectId, name: string | null) => Effect.Effect<WorkspaceRow>
   /** Newest first; `beforeId` is the cursor. */
   readonly list: (projectId: ProjectId, limit: number, beforeId: string | undefined) => Effect.Effect<{ readonly rows: ReadonlyArray<WorkspaceRow>; readonly total: number }>
-  readonly find: (projectId: ProjectId, workspaceId: string) => Effect.Effect<WorkspaceRow, WorkspaceNotFound>
+  readonly find: (projectId: ProjectId, workspaceId: WorkspaceId) => Effect.Effect<WorkspaceRow, WorkspaceNotFound>
   /** Deletes the workspace with its files. */
-  readonly remove: (projectId: ProjectId, workspaceId: string) => Effect.Effect<WorkspaceRow, WorkspaceNotFound>
+  readonly remove: (projectId: ProjectId, workspaceId: WorkspaceId) => Effect.Effect<WorkspaceRow, WorkspaceNotFound>
   /** The workspace's files by name; with `page`, at most `limit` of them after the name `after`. */
-  readonly listFiles: (workspaceId: string, page?: { readonly limit: number; readonly after: string | undefined }) => Effect.Effect<ReadonlyArray<WorkspaceFileRow>>
-  readonly findFile: (workspaceId: string, name: string) => Effect.Effect<WorkspaceFileRow, WorkspaceFileNotFound>
+  readonly listFiles: (workspaceId: WorkspaceId, page?: { readonly limit: number; readonly after: string | undefined }) => Effect.Effect<ReadonlyArray<WorkspaceFileRow>>
+  readonly findFile: (workspaceId: WorkspaceId, name: string) => Effect.Effect<WorkspaceFileRow, WorkspaceFileNotFound>
   /** Streams `body` into the file `name`; the row of the file as stored (its name may differ under `rename`). */
-  readonly putFile: <E>(workspaceId: string, name: string, body: Stream.Stream<Uint8Array, E>, options: PutOptions) => Effect.Effect<
+  readonly putFile: <E>(workspaceId: WorkspaceId, name: string, body: Stream.Stream<Uint8Array, E>, options: PutOptions) => Effect.Effect<
     WorkspaceFileRow,
     E | FileTooLarge | InvalidFileName | WorkspaceNotFound
   >
   /** The first `limit` bytes of the file (all of it without a limit), and whether there was more. */
-  readonly readFile: (workspaceId: string, name: string, limit?: number) => Effect.Effect<
+  readonly readFile: (workspaceId: WorkspaceId, name: string, limit?: number) => Effect.Effect<
     { readonly file: WorkspaceFileRow; readonly bytes: Uint8Array; readonly truncated: boolean },
     WorkspaceFileNotFound
   >
   /** The file's bytes as a stream of its chunks (for a download response). */
-  readonly streamFile: (workspaceId: string, name: string) => Effect.Effect<
+  readonly streamFile: (workspaceId: WorkspaceId, name: string) => Effect.Effect<
     { readonly file: WorkspaceFileRow; readonly stream: Stream.Stream<Uint8Array> },
     WorkspaceFileNotFound
   >
-  readonly deleteFile: (workspaceId: string, name: string) => Effect.Effect<WorkspaceFileRow, WorkspaceFileNotFound>
+  readonly deleteFile: (workspaceId: WorkspaceId, name: string) => Effect.Effect<WorkspaceFileRow, WorkspaceFileNotFound>
   /** A download URL for the file, valid FILE_URL_TTL_SECONDS. */
-  readonly signUrl: (workspaceId: string, name: string) => Effect.Effect<SignedUrl>
+  readonly signUrl: (workspaceId: WorkspaceId, name: string) => Effect.Effect<SignedUrl>
   /** Checks a download URL's signature and expiry (the signature first: a forged expiry is "invalid"). */
-  readonly verifyUrl: (workspaceId: string, name: string, expires: number, signature: string) => Effect.Effect<"ok" | "expired" | "invalid">
+  readonly verifyUrl: (workspaceId: WorkspaceId, name: string, expires: number, signature: string) => Effect.Effect<"ok" | "expired" | "invalid">
   readonly maxFileBytes: number
 }>()("wa/workspaces/WorkspaceStore") {
   static readonly layer = Layer.effect(
@@ -181,9 +182,9 @@ export class WorkspaceStore extends Context.Service<WorkspaceStore, {
       const sql = yield* SqlClient.SqlClient
       const config = yield* AppConfig
       const signer = yield* loadUrlSigner
-      const message = (workspaceId: string, name: string, expires: number) =>
+      const message = (workspaceId: WorkspaceId, name: string, expires: number) =>
         `workspace_file\u0000${workspaceId}\u0000${canonicalFileName(name)}\u0000${expires}`
-      const sign = (workspaceId: string, name: string, expires: number) => signer.sign(message(workspaceId, name, expires))
+      const sign = (workspaceId: WorkspaceId, name: string, expires: number) => signer.sign(message(workspaceId, name, expires))
 
       const workspaceColumns = sql`
         w.id, w.project_id, w.name, w.created_at, w.updated_at,
@@ -191,13 +192,13 @@ export class WorkspaceStore extends Context.Service<WorkspaceStore, {
         (SELECT coalesce(sum(f.size_bytes), 0)::float8 FROM workspace_files f WHERE f.workspace_id = w.id) AS size_bytes`
       const fileColumns = sql`workspace_id, name, size_bytes::float8 AS size_bytes, content_type, source, created_at, updated_at`
 
-      const find = (projectId: ProjectId, workspaceId: string) =>
+      const find = (projectId: ProjectId, workspaceId: WorkspaceId) =>
         sql<WorkspaceRow>`SELECT ${workspaceColumns} FROM workspaces w WHERE w.id = ${workspaceId} AND w.project_id = ${projectId}`.pipe(
           Effect.orDie,
           Effect.flatMap((rows) => rows[0] === undefined ? Effect.fail(new WorkspaceNotFound({ workspaceId })) : Effect.succeed(rows[0]))
         )
 
-      const findFile = (workspaceId: string, name: string) =>
+      const findFile = (workspaceId: WorkspaceId, name: string) =>
         sql<WorkspaceFileRow & { blob_id: string }>`
           SELECT ${fileColumns}, blob_id FROM workspace_files WHERE workspace_id = ${workspaceId} AND name = ${canonicalFileName(name)}`.pipe(
           Effect.orDie,
@@ -233,7 +234,7 @@ export class WorkspaceStore extends Context.Service<WorkspaceStore, {
         })
 
       /** Points the file at the finished blob in one transaction; the file's previous blob is deleted. */
-      const commit = (workspaceId: string, requested: string, blobId: string, size: number, options: PutOptions) =>
+      const commit = (workspaceId: WorkspaceId, requested: string, blobId: string, size: number, options: PutOptions) =>
         sql.withTransaction(Effect.gen(function*() {
           yield* sql`UPDATE workspace_blobs SET size_bytes = ${size} WHERE id = ${blobId}`
           const touched = yield* sql`UPDATE workspaces SET updated_at = now() WHERE id = ${workspaceId} RETURNING id`
@@ -263,7 +264,7 @@ export class WorkspaceStore extends Context.Service<WorkspaceStore, {
           }
         })).pipe(Effect.catchTag("SqlError", Effect.die))
 
-      const putFile = <E>(workspaceId: string, requested: string, body: Stream.Stream<Uint8Array, E>, options: PutOptions) =>
+      const putFile = <E>(workspaceId: WorkspaceId, requested: string, body: Stream.Stream<Uint8Array, E>, options: PutOptions) =>
         Effect.gen(function*() {
           const name = canonicalFileName(requested)
           const problem = fileNameProblem(name)
@@ -309,7 +310,7 @@ export class WorkspaceStore extends Context.Service<WorkspaceStore, {
               INSERT INTO workspaces (id, project_id, name) VALUES (${makeId("ws")}, ${projectId}, ${name})
               RETURNING id, project_id, name, created_at, updated_at, 0 AS file_count, 0 AS size_bytes`.pipe(Effect.map((rows) => rows[0]!)),
             (row) => row.id,
-            (id) => find(projectId, id).pipe(Effect.catchTag("WorkspaceNotFound", () => Effect.succeed(undefined)))
+            (id) => find(projectId, id as WorkspaceId).pipe(Effect.catchTag("WorkspaceNotFound", () => Effect.succeed(undefined)))
           ).pipe(Effect.orDie),
         list: (projectId, limit, beforeId) =>
           Effect.all({

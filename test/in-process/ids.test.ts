@@ -8,7 +8,7 @@ import { Schema } from "effect"
 import { makeId } from "../../src/domain/ids.ts"
 import type { ProjectId, RunId, SessionId } from "../../src/domain/run.ts"
 import type { MonitorId } from "../../src/domain/monitor.ts"
-import { ProfileId } from "../../src/domain/id-schemas.ts"
+import { ProfileId, WorkspaceId } from "../../src/domain/id-schemas.ts"
 
 const takesRun = (id: RunId) => id
 const takesProject = (id: ProjectId) => id
@@ -36,6 +36,11 @@ describe("ids", () => {
     // @ts-expect-error a session id is not a profile id
     const notProfile: ProfileId = makeId("sess")
     expect(notProfile.startsWith("sess_")).toBe(true)
+    const workspace: WorkspaceId = makeId("ws")
+    expect(Schema.decodeUnknownSync(WorkspaceId)(workspace)).toBe(workspace)
+    // @ts-expect-error a profile id is not a workspace id
+    const notWorkspace: WorkspaceId = profile
+    expect(notWorkspace).toBe(profile)
   })
 
   it("sort by creation time", () => {

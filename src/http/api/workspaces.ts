@@ -9,6 +9,7 @@ import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "
 import { BadRequest, Forbidden, NotFound, ValidationError } from "../../domain/api-errors.ts"
 import { NamePageQuery, PageQuery } from "../../domain/pagination.ts"
 import { SignedUrlQuery } from "../../domain/wire/common.ts"
+import { WorkspaceId } from "../../domain/id-schemas.ts"
 import {
   CreateWorkspaceRequest,
   PayloadTooLarge,
@@ -20,7 +21,7 @@ import {
 import { MAX_PATH_PARAM_LENGTH, ProjectIdParam } from "./schemas.ts"
 import { Authentication, Idempotency, RateLimit } from "./security.ts"
 
-const WorkspaceIdParam = Schema.String.check(Schema.isMaxCodePoints(64))
+const WorkspaceIdParam = WorkspaceId.check(Schema.isMaxCodePoints(64))
 // The 255-character limit applies to the name in NFC (its NFD twin may be longer), so the store checks it.
 const FileNameParam = Schema.String.check(Schema.isMinCodePoints(1), Schema.isMaxCodePoints(MAX_PATH_PARAM_LENGTH)).annotate({
   description: "the file's name, percent-encoded in the path; 1 to 255 characters in Unicode NFC (a name is stored and " +

@@ -9,6 +9,7 @@ import { FileTooLarge, type WorkspaceFileRow, type WorkspaceRow, WorkspaceStore 
 import { WebAgentApi } from "../api/api.ts"
 import { CurrentKey } from "../api/security.ts"
 import { httpErrors, toHttpError } from "../domain-errors.ts"
+import type { WorkspaceId } from "../../domain/id-schemas.ts"
 import { badRequest, Forbidden } from "../errors.ts"
 import { DEFAULT_LIMIT, decodeCursor, nameCursor, toPage } from "../pagination.ts"
 
@@ -37,7 +38,7 @@ const fileView = (store: WorkspaceStore["Service"], file: WorkspaceFileRow) =>
 
 
 /** The workspace of the calling key's project (404 workspace_not_found otherwise). */
-const ownWorkspace = (store: WorkspaceStore["Service"], wid: string) =>
+const ownWorkspace = (store: WorkspaceStore["Service"], wid: WorkspaceId) =>
   CurrentKey.use(({ projectId }) => httpErrors(store.find(projectId, wid)))
 
 export const WorkspacesHandlers = HttpApiBuilder.group(

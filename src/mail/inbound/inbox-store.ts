@@ -13,6 +13,7 @@ import { AppConfig, type AppConfigShape } from "../../config/config.ts"
 import { makeId } from "../../domain/ids.ts"
 import { withMethodSpans } from "../../observability/spans.ts"
 import type { ProjectId, RunId, SessionId } from "../../domain/run.ts"
+import type { WorkspaceId } from "../../domain/id-schemas.ts"
 
 export const DEFAULT_MAIL_DOMAIN = "agents.localhost"
 
@@ -58,7 +59,7 @@ export interface InboxMessageRow {
 export interface Recipient {
   readonly sessionId: SessionId
   readonly projectId: ProjectId
-  readonly workspaceId: string | null
+  readonly workspaceId: WorkspaceId | null
   /** The session's run in progress (not terminal), which gets `run.email_received`. */
   readonly currentRunId: RunId | null
 }
@@ -100,7 +101,7 @@ export class MailInboxStore extends Context.Service<MailInboxStore, {
             if (at < 1) return undefined
             const local = address.slice(0, at).toLowerCase()
             if (address.slice(at + 1).toLowerCase() !== domain || !/^sess_[0-9a-z]{26}$/.test(local)) return undefined
-            const rows = yield* sql<{ id: SessionId; project_id: ProjectId; workspace_id: string | null; status: string; current_run_id: RunId | null }>`
+            const rows = yield* sql<{ id: SessionId; project_id: ProjectId; workspace_id: WorkspaceId | null; status: string; current_run_id: RunId | null }>`
               SELECT s.id, s.project_id, s.workspace_id, s.status,
                 (SELECT r.id FROM runs r WHERE r.id = s.latest_run_id AND r.status NOT IN ('done', 'failed', 'canceled')) AS current_run_id
               FROM sessions s WHERE s.id = ${local}`.pipe(Effect.orDie)
