@@ -13,7 +13,7 @@
  *   off-session PaymentIntent, with an Idempotency-Key so a retried call charges once.
  */
 import { Context, Effect, Layer, Option, Redacted, Schema } from "effect"
-import Stripe from "stripe"
+import type Stripe from "stripe"
 import { AppConfig } from "../config/config.ts"
 import { LedgerStore } from "../store/ledger.ts"
 import { PlanStore } from "./plan-store.ts"
@@ -100,12 +100,19 @@ export class StripeBilling extends Context.Service<StripeBilling, {
       const config = yield* AppConfig
       const secretKey = Option.map(config.stripeSecretKey, Redacted.value)
       const webhookSecret = Option.map(config.stripeWebhookSecret, Redacted.value)
-      const client = new Stripe(Option.getOrElse(secretKey, () => "sk_unconfigured"), {
-        ...baseAddress(config.stripeApiBase),
-        // Retries are ours (the recharge outbox), each with the same Idempotency-Key.
-        maxNetworkRetries: 0,
-        timeout: 30_000
-      })
+      // The Stripe library (about 0.2 s of module loading) is loaded at the first call, not at
+      // start: most deployments never configure Stripe.
+      let loaded: Promise<Stripe> | undefined
+      const stripeClient = Effect.promise(() =>
+        loaded ??= import("stripe").then(({ default: StripeClient }) =>
+          new StripeClient(Option.getOrElse(secretKey, () => "sk_unconfigured"), {
+            ...baseAddress(config.stripeApiBase),
+            // Retries are ours (the recharge outbox), each with the same Idempotency-Key.
+            maxNetworkRetries: 0,
+            timeout: 30_000
+          })
+        )
+      )
 
       const credit = (event: Stripe.Event) =>
         Effect.gen(function*() {
@@ -158,6 +165,7 @@ export class StripeBilling extends Context.Service<StripeBilling, {
         handleWebhook: Effect.fn("StripeBilling.handleWebhook")(function*(rawBody: string, signature: string | undefined) {
           if (Option.isNone(webhookSecret)) return yield* new StripeNotConfigured({ variable: "WA_STRIPE_WEBHOOK_SECRET" })
           if (signature === undefined || signature === "") return yield* new StripeSignatureInvalid({ reason: "the Stripe-Signature header is missing" })
+          const client = yield* stripeClient
           const event = yield* Effect.try({
             try: () => client.webhooks.constructEvent(rawBody, signature, webhookSecret.value),
             catch: (error) => new StripeSignatureInvalid({ reason: error instanceof Error ? error.message : String(error) })
@@ -168,6 +176,7 @@ export class StripeBilling extends Context.Service<StripeBilling, {
         }),
         createPaymentIntent: Effect.fn("StripeBilling.createPaymentIntent")(function*(input: PaymentIntentInput) {
           if (Option.isNone(secretKey)) return yield* new StripeNotConfigured({ variable: "WA_STRIPE_SECRET_KEY" })
+          const client = yield* stripeClient
           const intent = yield* Effect.tryPromise({
             try: () =>
               client.paymentIntents.create({

@@ -4,7 +4,6 @@
  * In-process by default; in Redis when `REDIS_URL` is set, so every API node shares one budget.
  */
 import { Context, Effect, Layer, Option } from "effect"
-import { createClient } from "redis"
 import { AppConfig } from "../../config/config.ts"
 import { withMethodSpans } from "../../observability/spans.ts"
 
@@ -78,6 +77,8 @@ const redisCounter = (url: string, limit: number, windowMs: number) =>
   Effect.gen(function*() {
     const client = yield* Effect.acquireRelease(
       Effect.promise(async () => {
+        // Loaded only when scaled out (REDIS_URL): a single node never needs it.
+        const { createClient } = await import("redis")
         const client = createClient({ url })
         client.on("error", () => {}) // reconnects by itself; failures surface on commands
         await client.connect()

@@ -11,8 +11,7 @@
  * for the world, where senders fall back to plain SMTP); see README "Agent inboxes".
  */
 import { Effect, Layer, Option, Stream } from "effect"
-import { simpleParser } from "mailparser"
-import { SMTPServer, type SMTPServerAddress } from "smtp-server"
+import type { SMTPServerAddress } from "smtp-server"
 import { AppConfig } from "../../config/config.ts"
 import { RunStore } from "../../store/runs.ts"
 import { contentTypeOf, WorkspaceStore } from "../../store/workspace-store.ts"
@@ -34,6 +33,8 @@ export const deliver = Effect.fnUntraced(function*(recipient: Recipient, to: str
   const inbox = yield* MailInboxStore
   const workspaces = yield* WorkspaceStore
   const runs = yield* RunStore
+  // Loaded with the listener (only when WA_SMTP_LISTEN is set), like smtp-server below.
+  const { simpleParser } = yield* Effect.promise(() => import("mailparser"))
   const parsed = yield* Effect.promise(() => simpleParser(raw, { skipImageLinks: true }))
   const html = typeof parsed.html === "string" ? parsed.html : null
   const text = parsed.text ?? (html === null ? "" : htmlToText(html))
@@ -95,6 +96,8 @@ export const InboundMailLive = Layer.effectDiscard(Effect.gen(function*() {
   const run = Effect.runPromiseWith(context)
   const recipients = new WeakMap<object, Map<string, Recipient>>()
 
+  // smtp-server and mailparser (about 0.3 s of module loading) load only when mail is received.
+  const { SMTPServer } = yield* Effect.promise(() => import("smtp-server"))
   const server = new SMTPServer({
     name: inbox.domain ?? "localhost",
     banner: "web agent service inbound mail",
