@@ -92,6 +92,11 @@ export const runEntityHandlers = <Request, R>(executor: RunExecutor<Request, R>)
     const lifecycle = yield* RunnerLifecycle
     const leaveWhenRefused = yield* makeLeaveWhenRefused
     const fibers = yield* FiberMap.make<string>()
+    // Set when the entity stops on this runner (its shard moved, or the runner stops). Added after
+    // the map, this finalizer runs before the map interrupts its fibers: an execution interrupted
+    // then leaves the run to the shard's next owner and ends nothing.
+    let stopping = false
+    yield* Effect.addFinalizer(() => Effect.sync(() => { stopping = true }))
     const context = yield* Effect.context<R>()
     const log = { kind: executor.kind }
 
@@ -159,6 +164,9 @@ export const runEntityHandlers = <Request, R>(executor: RunExecutor<Request, R>)
         // The run's work (engine calls, page reads, model calls, writes) is its project's in the fair queue.
         const fiber = yield* FiberMap.run(fibers, run.id, bounded.pipe(Effect.provideService(WorkOwner, run.project_id)))
         const exit = yield* Fiber.await(fiber)
+        if (stopping && Exit.hasInterrupts(exit)) {
+          return yield* Effect.logInfo("run execution stopped with its entity on this runner").pipe(Effect.annotateLogs({ ...log, run_id: run.id }), Effect.as(false))
+        }
         yield* end(run.id, exit)
         return Exit.isFailure(exit) && Cause.squash(exit.cause) instanceof Handover
       })
