@@ -15,3 +15,7 @@ export type ProfileId = typeof ProfileId.Type
 /** `ws_`: a workspace (src/store/workspace-store.ts); its files are named, not id'd. */
 export const WorkspaceId = Schema.String.pipe(Schema.brand("WorkspaceId"))
 export type WorkspaceId = typeof WorkspaceId.Type
+
+/** `wh_`: a project webhook endpoint (src/webhooks/webhook-endpoints.ts). */
+export const WebhookEndpointId = Schema.String.pipe(Schema.brand("WebhookEndpointId"))
+export type WebhookEndpointId = typeof WebhookEndpointId.Type

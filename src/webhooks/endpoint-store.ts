@@ -8,9 +8,10 @@ import { SqlClient } from "effect/sql"
 import { recordCreate } from "../store/keyed-create.ts"
 import { withMethodSpans } from "../observability/spans.ts"
 import { ProjectId } from "../domain/run.ts"
+import { WebhookEndpointId } from "../domain/id-schemas.ts"
 
 export const WebhookEndpointRow = Schema.Struct({
-  id: Schema.String,
+  id: WebhookEndpointId,
   project_id: ProjectId,
   url: Schema.String,
   description: Schema.NullOr(Schema.String),
@@ -31,16 +32,16 @@ export class EndpointStore extends Context.Service<EndpointStore, {
    * Idempotency-Key claim in the same transaction. Undefined at the limit.
    */
   readonly insert: (projectId: ProjectId, input: {
-    readonly id: string
+    readonly id: WebhookEndpointId
     readonly url: string
     readonly secret: string
     readonly description: string | null
   }, limit: number) => Effect.Effect<WebhookEndpointRow | undefined>
   readonly list: (projectId: ProjectId, limit: number, beforeId?: string) => Effect.Effect<ReadonlyArray<WebhookEndpointRow>>
-  readonly find: (projectId: ProjectId, id: string) => Effect.Effect<WebhookEndpointRow | undefined>
-  readonly findWithSecret: (projectId: ProjectId, id: string) => Effect.Effect<(WebhookEndpointRow & { readonly secret: string }) | undefined>
+  readonly find: (projectId: ProjectId, id: WebhookEndpointId) => Effect.Effect<WebhookEndpointRow | undefined>
+  readonly findWithSecret: (projectId: ProjectId, id: WebhookEndpointId) => Effect.Effect<(WebhookEndpointRow & { readonly secret: string }) | undefined>
   /** Whether there was one to delete. */
-  readonly delete: (projectId: ProjectId, id: string) => Effect.Effect<boolean>
+  readonly delete: (projectId: ProjectId, id: WebhookEndpointId) => Effect.Effect<boolean>
 }>()("wa/webhooks/EndpointStore") {
   static readonly layer = Layer.effect(
     EndpointStore,

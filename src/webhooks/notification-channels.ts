@@ -24,6 +24,7 @@ import { Callbacks, type DeliveryChannel } from "./callbacks.ts"
 import { Inbox } from "./inbox.ts"
 import { validateTargetUrl, WebhookEndpoints } from "./webhook-endpoints.ts"
 import type { ProjectId } from "../domain/run.ts"
+import type { WebhookEndpointId } from "../domain/id-schemas.ts"
 
 export interface NotifyChannel {
   readonly kind: DeliveryChannel
@@ -108,7 +109,8 @@ export class NotificationChannels extends Context.Service<NotificationChannels, 
             return { deliveryId }
           }
           case "global_webhook": {
-            const webhookId = channel.webhook_id ?? ""
+            // A monitor's channel (Track) names the endpoint as text.
+            const webhookId = (channel.webhook_id ?? "") as WebhookEndpointId
             const endpoint = webhookId === "" ? undefined : yield* endpoints.findWithSecret(input.projectId, webhookId)
             if (endpoint === undefined) {
               const deliveryId = yield* callbacks.send({
@@ -171,7 +173,7 @@ export class NotificationChannels extends Context.Service<NotificationChannels, 
           case "global_webhook": {
             if (channel.url !== null) return yield* invalid(["url"], "url is for kind callback_url; kind global_webhook takes webhook_id", "value_error.extra")
             if (channel.webhook_id === null) return yield* invalid(["webhook_id"], "webhook_id is required when kind is global_webhook", "missing")
-            const endpoint = yield* endpoints.find(projectId, channel.webhook_id)
+            const endpoint = yield* endpoints.find(projectId, channel.webhook_id as WebhookEndpointId)
             if (endpoint === undefined) {
               return yield* invalid(["webhook_id"], `no webhook endpoint ${channel.webhook_id} in this project; create one with POST /v1/projects/{pid}/webhooks`, "value_error.webhook_not_found")
             }

@@ -17,6 +17,7 @@ import { validateCallbackUrl } from "./callback-url.ts"
 import { EndpointStore, WebhookEndpointRow } from "./endpoint-store.ts"
 import { withMethodSpans } from "../observability/spans.ts"
 import type { ProjectId } from "../domain/run.ts"
+import type { WebhookEndpointId } from "../domain/id-schemas.ts"
 
 /** Endpoints a project may hold. */
 export { MAX_WEBHOOK_ENDPOINTS }
@@ -63,11 +64,11 @@ export class WebhookEndpoints extends Context.Service<WebhookEndpoints, {
   >
   /** Newest first, `limit` rows before the id `beforeId` (exclusive). */
   readonly list: (projectId: ProjectId, limit: number, beforeId?: string) => Effect.Effect<ReadonlyArray<WebhookEndpointRow>>
-  readonly find: (projectId: ProjectId, id: string) => Effect.Effect<WebhookEndpointRow | undefined>
+  readonly find: (projectId: ProjectId, id: WebhookEndpointId) => Effect.Effect<WebhookEndpointRow | undefined>
   /** The endpoint with its secret, for signing a delivery. */
-  readonly findWithSecret: (projectId: ProjectId, id: string) => Effect.Effect<(WebhookEndpointRow & { readonly secret: string }) | undefined>
+  readonly findWithSecret: (projectId: ProjectId, id: WebhookEndpointId) => Effect.Effect<(WebhookEndpointRow & { readonly secret: string }) | undefined>
   /** Whether there was one to delete. */
-  readonly delete: (projectId: ProjectId, id: string) => Effect.Effect<boolean>
+  readonly delete: (projectId: ProjectId, id: WebhookEndpointId) => Effect.Effect<boolean>
 }>()("wa/webhooks/WebhookEndpoints") {
   static readonly layer = Layer.effect(
     WebhookEndpoints,
@@ -79,7 +80,7 @@ export class WebhookEndpoints extends Context.Service<WebhookEndpoints, {
         yield* validateTargetUrl(input.url, config.allowPrivateNetworks, ["url"])
         // The retry of a keyed create whose first attempt committed before its process died gets that endpoint.
         const earlier = yield* earlierCreate((id) =>
-          store.findWithSecret(projectId, id).pipe(
+          store.findWithSecret(projectId, id as WebhookEndpointId).pipe(
             Effect.map((found) => {
               if (found === undefined) return undefined
               const { secret, ...row } = found

@@ -8,7 +8,7 @@ import { Schema } from "effect"
 import { makeId } from "../../src/domain/ids.ts"
 import type { ProjectId, RunId, SessionId } from "../../src/domain/run.ts"
 import type { MonitorId } from "../../src/domain/monitor.ts"
-import { ProfileId, WorkspaceId } from "../../src/domain/id-schemas.ts"
+import { ProfileId, WebhookEndpointId, WorkspaceId } from "../../src/domain/id-schemas.ts"
 
 const takesRun = (id: RunId) => id
 const takesProject = (id: ProjectId) => id
@@ -41,6 +41,8 @@ describe("ids", () => {
     // @ts-expect-error a profile id is not a workspace id
     const notWorkspace: WorkspaceId = profile
     expect(notWorkspace).toBe(profile)
+    const endpoint: WebhookEndpointId = makeId("wh")
+    expect(Schema.decodeUnknownSync(WebhookEndpointId)(endpoint)).toBe(endpoint)
   })
 
   it("sort by creation time", () => {

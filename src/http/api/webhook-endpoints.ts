@@ -12,11 +12,11 @@ import {
   WebhookEndpointListResponse,
   WebhookEndpointResponse
 } from "../../domain/wire/webhook-endpoints.ts"
-import { MaxString, ProjectIdParam } from "./schemas.ts"
+import { ProjectIdParam, WebhookEndpointIdParam } from "./schemas.ts"
 import { Authentication, Idempotency, RateLimit } from "./security.ts"
 
 const strict = { errors: "all", onExcessProperty: "error" } as const
-const WebhookIdParam = { ...ProjectIdParam, webhook_id: MaxString(64) }
+const WebhookIdParam = { ...ProjectIdParam, webhook_id: WebhookEndpointIdParam }
 
 export class WebhookEndpointsApi extends HttpApiGroup.make("webhook_endpoints")
   .add(
