@@ -100,9 +100,11 @@ export const runEntityHandlers = <Request, R>(executor: RunExecutor<Request, R>)
     const context = yield* Effect.context<R>()
     const log = { kind: executor.kind }
 
-    const beginFor = (run: Run): Begin => (load, resumedFrom) =>
+    /** `claimed` learns the execution's token: the kernel's own writes for the execution carry it too. */
+    const beginFor = (run: Run, claimed: (token: string) => void): Begin => (load, resumedFrom) =>
       Effect.gen(function*() {
         const token = yield* store.claimExecution(run.id)
+        claimed(token)
         const loaded = yield* load
         if (run.status === "pending") {
           yield* store.transition(run.id, "running", { executor: token }).pipe(Effect.mapError(() => new RunStopped()))
@@ -116,29 +118,39 @@ export const runEntityHandlers = <Request, R>(executor: RunExecutor<Request, R>)
         return [token, loaded] as const
       })
 
-    /** The one end of an execution: the failure's code written (unless the run ended otherwise), then "run ended". */
-    const end = (runId: RunId, exit: Exit.Exit<void, unknown>) =>
+    const takenOver = (runId: RunId) =>
+      Effect.logWarning("run taken over by another runner; this execution stopped").pipe(Effect.annotateLogs({ ...log, run_id: runId }))
+
+    /**
+     * The one end of an execution: the failure's code written (unless the run ended otherwise, or
+     * another execution took the run over since this one claimed it: `token`), then "run ended".
+     */
+    const end = (runId: RunId, exit: Exit.Exit<void, unknown>, token: string | undefined) =>
       Effect.gen(function*() {
         if (Exit.isFailure(exit)) {
           const failure = Cause.squash(exit.cause)
-          if (failure instanceof SupersededExecution) {
-            return yield* Effect.logWarning("run taken over by another runner; this execution stopped").pipe(Effect.annotateLogs({ ...log, run_id: runId }))
-          }
+          if (failure instanceof SupersededExecution) return yield* takenOver(runId)
           if (failure instanceof Handover) return
           if (!(failure instanceof RunStopped) && !Cause.hasInterruptsOnly(exit.cause)) {
             const current = yield* store.getRun(runId)
             if (current !== undefined && !isTerminal(current.status)) {
               const modelError = (failure as { _tag?: string })._tag === "AiError"
               if (!(failure instanceof RunFailure)) yield* Effect.logError("run failed", exit.cause).pipe(Effect.annotateLogs({ ...log, run_id: runId }))
-              yield* store.transition(runId, "failed", {
+              const superseded = yield* store.transition(runId, "failed", {
                 terminalReason: "failed",
                 errorCode: failure instanceof RunFailure ? failure.code : modelError ? "model_error" : "internal_error",
                 errorDetail: failure instanceof RunFailure
                   ? failure.detail
                   : modelError
                   ? `the model failed: ${(failure as Error).message}`
-                  : executor.internalErrorDetail
-              }).pipe(Effect.ignore)
+                  : executor.internalErrorDetail,
+                ...(token === undefined ? {} : { executor: token })
+              }).pipe(
+                Effect.ignore,
+                Effect.as(false),
+                Effect.catchDefect((defect) => defect instanceof SupersededExecution ? Effect.succeed(true) : Effect.die(defect))
+              )
+              if (superseded) return yield* takenOver(runId)
             }
           }
         }
@@ -149,7 +161,8 @@ export const runEntityHandlers = <Request, R>(executor: RunExecutor<Request, R>)
     /** Runs the work in a fiber of the map (Interrupt stops it), bounded by the run's deadline; true when handed over. */
     const execute = (run: Run, request: Request) =>
       Effect.gen(function*() {
-        const work = executor.conduct(run, request, beginFor(run)).pipe(Effect.provideContext(context))
+        let token: string | undefined
+        const work = executor.conduct(run, request, beginFor(run, (claimed) => void (token = claimed))).pipe(Effect.provideContext(context))
         const remaining = run.deadline_at === null ? undefined : Math.max(0, run.deadline_at.getTime() - Date.now())
         const bounded = remaining === undefined ? work : work.pipe(
           Effect.timeoutOption(Duration.millis(remaining)),
@@ -157,7 +170,8 @@ export const runEntityHandlers = <Request, R>(executor: RunExecutor<Request, R>)
             Option.isSome(finished) ? Effect.void : store.transition(run.id, "canceled", {
               terminalReason: "duration_exceeded",
               errorCode: "duration_exceeded",
-              errorDetail: "the run reached max_duration_minutes"
+              errorDetail: "the run reached max_duration_minutes",
+              ...(token === undefined ? {} : { executor: token })
             }).pipe(Effect.ignore)
           )
         )
@@ -167,7 +181,7 @@ export const runEntityHandlers = <Request, R>(executor: RunExecutor<Request, R>)
         if (stopping && Exit.hasInterrupts(exit)) {
           return yield* Effect.logInfo("run execution stopped with its entity on this runner").pipe(Effect.annotateLogs({ ...log, run_id: run.id }), Effect.as(false))
         }
-        yield* end(run.id, exit)
+        yield* end(run.id, exit, token)
         return Exit.isFailure(exit) && Cause.squash(exit.cause) instanceof Handover
       })
 
