@@ -24,10 +24,11 @@ import { mapStrings } from "../domain/json-strings.ts"
 import { PARAM_PLACEHOLDER, type SkillKind } from "../domain/skill.ts"
 import { tool } from "./tool-def.ts"
 import type { EventData, RunEventType } from "../domain/events.ts"
+import type { SkillId } from "../domain/id-schemas.ts"
 
 /** A skill as a run gets it (its current version). */
 export interface RunSkill {
-  readonly id: string
+  readonly id: SkillId
   readonly name: string
   readonly version: number
   readonly description: string
@@ -44,7 +45,7 @@ export interface SkillToolContext {
   readonly observe: Effect.Effect<string, unknown>
   /** Runs one of the run's tools; its failure message, if it failed. */
   readonly runTool: (name: string, params: Record<string, unknown>) => Effect.Effect<string | undefined>
-  readonly recordCall: (skillId: string) => Effect.Effect<void>
+  readonly recordCall: (skillId: SkillId) => Effect.Effect<void>
 }
 
 export const skillToolName = (name: string) => `skill_${name}`

@@ -19,3 +19,7 @@ export type WorkspaceId = typeof WorkspaceId.Type
 /** `wh_`: a project webhook endpoint (src/webhooks/webhook-endpoints.ts). */
 export const WebhookEndpointId = Schema.String.pipe(Schema.brand("WebhookEndpointId"))
 export type WebhookEndpointId = typeof WebhookEndpointId.Type
+
+/** `sk_`: a project skill (src/store/skills.ts); the API also addresses one by its name. */
+export const SkillId = Schema.String.pipe(Schema.brand("SkillId"))
+export type SkillId = typeof SkillId.Type

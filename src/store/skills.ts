@@ -8,12 +8,13 @@ import { SqlClient } from "effect/sql"
 import { CachedSteps, type CachedStep } from "../domain/cache-script.ts"
 import { SkillLimitReached, SkillNameTaken, SkillNotFound } from "../domain/errors.ts"
 import { makeId } from "../domain/ids.ts"
+import { SkillId } from "../domain/id-schemas.ts"
 import { SkillKind, type SkillVersion } from "../domain/skill.ts"
 import { withMethodSpans } from "../observability/spans.ts"
 import { ProjectId, type RunId } from "../domain/run.ts"
 
 export interface Skill extends SkillVersion {
-  readonly id: string
+  readonly id: SkillId
   readonly project_id: ProjectId
   readonly name: string
   readonly call_count: number
@@ -36,7 +37,7 @@ export interface SkillContent {
 }
 
 const Row = Schema.Struct({
-  id: Schema.String,
+  id: SkillId,
   project_id: ProjectId,
   name: Schema.String,
   version: Schema.Number,
@@ -66,7 +67,7 @@ export class SkillStore extends Context.Service<SkillStore, {
   readonly remove: (projectId: ProjectId, idOrName: string) => Effect.Effect<void, SkillNotFound>
   /** The current versions of the named skills; the names the project has no skill for are in `missing`. */
   readonly forRun: (projectId: ProjectId, names: ReadonlyArray<string>) => Effect.Effect<{ readonly skills: ReadonlyArray<Skill>; readonly missing: ReadonlyArray<string> }>
-  readonly recordCall: (skillId: string) => Effect.Effect<void>
+  readonly recordCall: (skillId: SkillId) => Effect.Effect<void>
   /** The steps of the cached script a run saved (its newest version), if it saved one. */
   readonly scriptOfRun: (projectId: ProjectId, runId: RunId) => Effect.Effect<ReadonlyArray<CachedStep> | undefined>
 }>()("wa/store/SkillStore") {
@@ -81,7 +82,7 @@ export class SkillStore extends Context.Service<SkillStore, {
       const byIdOrName = (projectId: ProjectId, idOrName: string) =>
         sql`s.project_id = ${projectId} AND (s.id = ${idOrName} OR s.name = ${idOrName})`
 
-      const insertVersion = (skillId: string, version: number, content: SkillContent) =>
+      const insertVersion = (skillId: SkillId, version: number, content: SkillContent) =>
         sql`INSERT INTO skill_versions (skill_id, version, description, parameters, kind, instructions, steps, source_run_id)
           VALUES (${skillId}, ${version}, ${content.description}, ${JSON.stringify(content.parameters)}::jsonb, ${content.kind},
             ${content.instructions}, ${content.steps === null ? null : JSON.stringify(content.steps)}::jsonb, ${content.sourceRunId})`
@@ -115,7 +116,7 @@ export class SkillStore extends Context.Service<SkillStore, {
       const update = (projectId: ProjectId, idOrName: string, content: SkillContent) =>
         Effect.gen(function*() {
           const updated = yield* sql.withTransaction(Effect.gen(function*() {
-            const rows = yield* sql<{ id: string; version: number }>`
+            const rows = yield* sql<{ id: SkillId; version: number }>`
               UPDATE skills s SET version = s.version + 1, updated_at = now() WHERE ${byIdOrName(projectId, idOrName)}
               RETURNING s.id, s.version`
             if (rows.length === 0) return undefined
@@ -152,7 +153,7 @@ export class SkillStore extends Context.Service<SkillStore, {
           return { skills, missing: names.filter((name) => !skills.some((skill) => skill.name === name)) }
         })
 
-      const recordCall = (skillId: string) =>
+      const recordCall = (skillId: SkillId) =>
         sql`UPDATE skills SET call_count = call_count + 1, last_used_at = now() WHERE id = ${skillId}`.pipe(Effect.asVoid, Effect.orDie)
 
       const scriptOfRun = (projectId: ProjectId, runId: RunId) =>
