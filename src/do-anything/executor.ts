@@ -51,11 +51,10 @@ const sessionHandlers = Effect.gen(function*() {
     const lifecycle = yield* RunnerLifecycle
     const leaveWhenRefused = yield* makeLeaveWhenRefused
     const runs = yield* FiberMap.make<string>()
-    // Set when the entity stops on this runner (its shard moved, or the runner stops). Added after
-    // the map, this finalizer runs before the map interrupts its fibers, so an execution that sees
-    // its agent interrupted knows the run is no longer this runner's to finish.
+    // Set when the entity stops on this runner (its shard moved, or the runner stops), by the last
+    // finalizer added below (finalizers run last-added first): an execution that sees its agent
+    // interrupted, or its browser released, then knows the run is no longer this runner's to finish.
     let stopping = false
-    yield* Effect.addFinalizer(() => Effect.sync(() => { stopping = true }))
     const profiles = yield* ProfileStore
     const recorders = yield* RunRecorders
     const control = yield* TakeControl
@@ -144,6 +143,7 @@ const sessionHandlers = Effect.gen(function*() {
         if (!open) yield* sessionStore.setSessionStatus(sessionId, "closed")
       }).pipe(Effect.ignore)
     )
+    yield* Effect.addFinalizer(() => Effect.sync(() => { stopping = true }))
 
     const finishRun = (runId: RunId) =>
       Effect.gen(function*() {
