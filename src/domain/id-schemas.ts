@@ -23,3 +23,7 @@ export type WebhookEndpointId = typeof WebhookEndpointId.Type
 /** `sk_`: a project skill (src/store/skills.ts); the API also addresses one by its name. */
 export const SkillId = Schema.String.pipe(Schema.brand("SkillId"))
 export type SkillId = typeof SkillId.Type
+
+/** `sec_`: a project secret (src/secrets/); runs name secrets by their name. */
+export const SecretId = Schema.String.pipe(Schema.brand("SecretId"))
+export type SecretId = typeof SecretId.Type

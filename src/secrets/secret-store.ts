@@ -15,11 +15,12 @@ import { earlierCreate, recordCreate } from "../store/keyed-create.ts"
 import { MAX_SECRETS } from "./limits.ts"
 import { withMethodSpans } from "../observability/spans.ts"
 import type { ProjectId } from "../domain/run.ts"
+import type { SecretId } from "../domain/id-schemas.ts"
 
 export type SecretKind = "secret" | "totp"
 
 export interface SecretRow {
-  readonly id: string
+  readonly id: SecretId
   readonly project_id: ProjectId
   readonly name: string
   readonly kind: SecretKind
@@ -79,11 +80,11 @@ export class SecretStore extends Context.Service<SecretStore, {
   readonly create: (projectId: ProjectId, input: NewSecret) => Effect.Effect<SecretRow, SecretNameTaken | SecretLimitReached>
   /** Newest first, `limit` rows before the id `beforeId` (exclusive). */
   readonly list: (projectId: ProjectId, limit: number, beforeId?: string) => Effect.Effect<ReadonlyArray<SecretRow>>
-  readonly find: (projectId: ProjectId, id: string) => Effect.Effect<SecretRow | undefined>
+  readonly find: (projectId: ProjectId, id: SecretId) => Effect.Effect<SecretRow | undefined>
   /** undefined when there is no such secret. */
-  readonly update: (projectId: ProjectId, id: string, changes: SecretChanges) => Effect.Effect<SecretRow | undefined>
+  readonly update: (projectId: ProjectId, id: SecretId, changes: SecretChanges) => Effect.Effect<SecretRow | undefined>
   /** Whether there was one to delete. */
-  readonly delete: (projectId: ProjectId, id: string) => Effect.Effect<boolean>
+  readonly delete: (projectId: ProjectId, id: SecretId) => Effect.Effect<boolean>
   /** The named secrets with their values (those that exist), marked used now. */
   readonly openForRun: (projectId: ProjectId, names: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<OpenedSecret>, SecretUnreadable>
 }>()("wa/secrets/SecretStore") {
@@ -94,7 +95,7 @@ export class SecretStore extends Context.Service<SecretStore, {
       const cipher = yield* StateCipher
       const cols = sql.literal(columns)
 
-      const find = (projectId: ProjectId, id: string) =>
+      const find = (projectId: ProjectId, id: SecretId) =>
         sql<SecretRow>`SELECT ${cols} FROM project_secrets WHERE project_id = ${projectId} AND id = ${id}`.pipe(
           Effect.map((rows) => rows[0]),
           Effect.orDie
@@ -102,7 +103,7 @@ export class SecretStore extends Context.Service<SecretStore, {
 
       const create = Effect.fn("SecretStore.create")(function*(projectId: ProjectId, input: NewSecret) {
         // The retry of a keyed create whose first attempt committed before its process died gets that secret.
-        const earlier = yield* earlierCreate((id) => find(projectId, id))
+        const earlier = yield* earlierCreate((id) => find(projectId, id as SecretId))
         if (earlier !== undefined) return earlier
         const id = makeId("sec")
         const sealed = cipher.seal(Buffer.from(input.value, "utf8"), id)
@@ -128,7 +129,7 @@ export class SecretStore extends Context.Service<SecretStore, {
         return outcome
       })
 
-      const update = Effect.fn("SecretStore.update")(function*(projectId: ProjectId, id: string, changes: SecretChanges) {
+      const update = Effect.fn("SecretStore.update")(function*(projectId: ProjectId, id: SecretId, changes: SecretChanges) {
         const sealed = changes.value === undefined ? undefined : cipher.seal(Buffer.from(changes.value.value, "utf8"), id)
         const totp = changes.value?.totp
         const rows = yield* sql<SecretRow>`

@@ -28,6 +28,7 @@ import {
 import { parseTotp, totpCode } from "./totp.ts"
 import { withMethodSpans } from "../observability/spans.ts"
 import type { ProjectId } from "../domain/run.ts"
+import type { SecretId } from "../domain/id-schemas.ts"
 
 export { SecretLimitReached, SecretNameTaken, type SecretKind, type SecretRow } from "./secret-store.ts"
 export * from "./limits.ts"
@@ -78,10 +79,10 @@ const checkValue = (kind: SecretKind, value: string) =>
 export class ProjectSecrets extends Context.Service<ProjectSecrets, {
   readonly create: (projectId: ProjectId, input: CreateSecret) => Effect.Effect<SecretRow, InvalidField | SecretNameTaken | SecretLimitReached>
   readonly list: (projectId: ProjectId, limit: number, beforeId?: string) => Effect.Effect<ReadonlyArray<SecretRow>>
-  readonly find: (projectId: ProjectId, id: string) => Effect.Effect<SecretRow | undefined>
+  readonly find: (projectId: ProjectId, id: SecretId) => Effect.Effect<SecretRow | undefined>
   /** undefined when there is no such secret. */
-  readonly update: (projectId: ProjectId, id: string, input: UpdateSecret) => Effect.Effect<SecretRow | undefined, InvalidField>
-  readonly delete: (projectId: ProjectId, id: string) => Effect.Effect<boolean>
+  readonly update: (projectId: ProjectId, id: SecretId, input: UpdateSecret) => Effect.Effect<SecretRow | undefined, InvalidField>
+  readonly delete: (projectId: ProjectId, id: SecretId) => Effect.Effect<boolean>
 }>()("wa/secrets/ProjectSecrets") {
   static readonly layer = Layer.effect(
     ProjectSecrets,
@@ -95,7 +96,7 @@ export class ProjectSecrets extends Context.Service<ProjectSecrets, {
           const secret: NewSecret = { name: input.name, kind: input.kind, value, origins, description: input.description, totp }
           return yield* store.create(projectId, secret)
         }),
-        update: Effect.fn("ProjectSecrets.update")(function*(projectId: ProjectId, id: string, input: UpdateSecret) {
+        update: Effect.fn("ProjectSecrets.update")(function*(projectId: ProjectId, id: SecretId, input: UpdateSecret) {
           const existing = yield* store.find(projectId, id)
           if (existing === undefined) return undefined
           const changes: { -readonly [K in keyof SecretChanges]: SecretChanges[K] } = {}

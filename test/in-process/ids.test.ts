@@ -8,7 +8,7 @@ import { Schema } from "effect"
 import { makeId } from "../../src/domain/ids.ts"
 import type { ProjectId, RunId, SessionId } from "../../src/domain/run.ts"
 import type { MonitorId } from "../../src/domain/monitor.ts"
-import { ProfileId, SkillId, WebhookEndpointId, WorkspaceId } from "../../src/domain/id-schemas.ts"
+import { ProfileId, SecretId, SkillId, WebhookEndpointId, WorkspaceId } from "../../src/domain/id-schemas.ts"
 
 const takesRun = (id: RunId) => id
 const takesProject = (id: ProjectId) => id
@@ -45,6 +45,8 @@ describe("ids", () => {
     expect(Schema.decodeUnknownSync(WebhookEndpointId)(endpoint)).toBe(endpoint)
     const skill: SkillId = makeId("sk")
     expect(Schema.decodeUnknownSync(SkillId)(skill)).toBe(skill)
+    const secret: SecretId = makeId("sec")
+    expect(Schema.decodeUnknownSync(SecretId)(secret)).toBe(secret)
   })
 
   it("sort by creation time", () => {

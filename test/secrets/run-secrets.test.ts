@@ -17,7 +17,7 @@ const patterns = (...entries: Array<string>) => entries.map((entry) => {
 })
 
 const opened = (overrides: Partial<OpenedSecret> & Pick<OpenedSecret, "name" | "kind" | "value" | "origins">): OpenedSecret => ({
-  id: `sec_${overrides.name}`,
+  id: `sec_${overrides.name}` as OpenedSecret["id"],
   project_id: "proj_x" as OpenedSecret["project_id"],
   description: null,
   totp_digits: null,

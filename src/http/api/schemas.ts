@@ -3,7 +3,7 @@
  * src/domain/wire/ (issue 27 §1: domain owns every schema the wire uses).
  */
 import { Schema } from "effect"
-import { ProfileId, WebhookEndpointId } from "../../domain/id-schemas.ts"
+import { ProfileId, SecretId, WebhookEndpointId } from "../../domain/id-schemas.ts"
 import { RunId, SessionId } from "../../domain/run.ts"
 
 export { MaxString } from "../../domain/schemas.ts"
@@ -28,3 +28,5 @@ export const RunIdParam = RunId.check(Schema.isMaxCodePoints(64))
 export const ProfileIdParam = ProfileId.check(Schema.isMaxCodePoints(64))
 /** A webhook endpoint id in a path (`/webhooks/{webhook_id}`). */
 export const WebhookEndpointIdParam = WebhookEndpointId.check(Schema.isMaxCodePoints(64))
+/** A secret id in a path (`/secrets/{secret_id}`). */
+export const SecretIdParam = SecretId.check(Schema.isMaxCodePoints(64))

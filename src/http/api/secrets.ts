@@ -8,11 +8,11 @@ import { MAX_SECRETS } from "../../domain/limits.ts"
 import { BadRequest, Conflict, Forbidden, NotFound, ValidationError } from "../../domain/api-errors.ts"
 import { PageQuery } from "../../domain/pagination.ts"
 import { CreateSecretRequest, SecretListResponse, SecretResponse, UpdateSecretRequest } from "../../domain/wire/secrets.ts"
-import { MaxString, ProjectIdParam } from "./schemas.ts"
+import { ProjectIdParam, SecretIdParam } from "./schemas.ts"
 import { Authentication, Idempotency, RateLimit } from "./security.ts"
 
 const strict = { errors: "all", onExcessProperty: "error" } as const
-const SecretIdParam = { ...ProjectIdParam, secret_id: MaxString(64) }
+const SecretParams = { ...ProjectIdParam, secret_id: SecretIdParam }
 
 export class SecretsApi extends HttpApiGroup.make("secrets")
   .add(
@@ -32,10 +32,10 @@ export class SecretsApi extends HttpApiGroup.make("secrets")
       success: SecretListResponse,
       error: [BadRequest, Forbidden]
     }).annotate(OpenApi.Description, "Admin keys only. Metadata, newest first; never a value."),
-    HttpApiEndpoint.get("get", "/:secret_id", { params: SecretIdParam, success: SecretResponse, error: [NotFound, Forbidden] })
+    HttpApiEndpoint.get("get", "/:secret_id", { params: SecretParams, success: SecretResponse, error: [NotFound, Forbidden] })
       .annotate(OpenApi.Description, "Admin keys only. Metadata; never the value."),
     HttpApiEndpoint.patch("update", "/:secret_id", {
-      params: SecretIdParam,
+      params: SecretParams,
       payload: UpdateSecretRequest,
       success: SecretResponse,
       error: [NotFound, Forbidden, ValidationError]
@@ -44,7 +44,7 @@ export class SecretsApi extends HttpApiGroup.make("secrets")
       "Admin keys only. Replaces the value (rotation), the origins and/or the description; name and kind stay. Runs that already started keep the value they took."
     ),
     HttpApiEndpoint.delete("delete", "/:secret_id", {
-      params: SecretIdParam,
+      params: SecretParams,
       success: HttpApiSchema.NoContent,
       error: [NotFound, Forbidden]
     }).annotate(OpenApi.Description, "Admin keys only. A run naming it that has not started fails with secret_unavailable.")
