@@ -21,6 +21,13 @@
  *   /message(s), /compose, /reply, /comment(s), /contact). Page-initiated submissions (form.submit(),
  *   requestSubmit(), a fetch/XHR POST of a form's data) have no control: they are classified as
  *   a generic submit of their form (page-submits.ts).
+ * - The operation a request or socket message names (page-submits.ts reads it from a JSON or
+ *   form-encoded body: `type`, `action`, `event`, `op`, `method`, `command`, GraphQL's
+ *   `operationName` or mutation, Socket.IO's event name), split into words ("chat.sendMessage" →
+ *   "chat send message", also "send message" after the namespace): payment ("pay", "purchase",
+ *   "create payment", "place order", "charge"...), account_deletion ("delete account",
+ *   "account.close"...), send_message ("send", "message", "chat", "reply", "post", "send message",
+ *   "create comment", "message.send"...). Reads ("get messages", "message read", "typing") are not.
  */
 import type { ConfirmCategory } from "./policy.ts"
 
@@ -61,6 +68,8 @@ export interface ClassifierRules {
   readonly actions: ReadonlyArray<readonly [ConfirmCategory, string]>
   /** Labels that say nothing by themselves: the form they submit decides. */
   readonly generic: string
+  /** An operation a request or socket message names, as lower-case words (`classifyOperation`). */
+  readonly operations: ReadonlyArray<readonly [ConfirmCategory, string]>
 }
 
 export const classifierRules: ClassifierRules = {
@@ -74,7 +83,12 @@ export const classifierRules: ClassifierRules = {
     ["payment", String.raw`(?:^|[/_.-])(?:pay|payments?|purchases?|place[-_]?order|orders?|charges?|donate|donations?)(?:$|[/_.-])|checkout/(?:complete|confirm|pay|submit)`],
     ["send_message", String.raw`(?:^|[/_.-])(?:send(?![-_.]?(?:code|link|otp|verification|reset))|messages?|compose|reply|replies|comments?|contact)(?:$|[/_.-])`]
   ],
-  generic: String.raw`^(?:submit|continue|ok|okay|confirm|next|done|yes|go|save|finish|proceed)?\s*$`
+  generic: String.raw`^(?:submit|continue|ok|okay|confirm|next|done|yes|go|save|finish|proceed)?\s*$`,
+  operations: [
+    ["account_deletion", String.raw`^(?:(?:delete|close|deactivate|remove|terminate|cancel|destroy)\s+(?:my\s+|the\s+|user\s+)?account|accounts?\s+(?:delete|deletion|close|closure|deactivate|remove|terminate|cancel|destroy))\b`],
+    ["payment", String.raw`^(?:pay|payment|purchase|buy|charge|donate|donation)$|^(?:pay|buy)\s|^(?:(?:create|submit|confirm|complete|place|make|capture|new)\s+(?:an?\s+|new\s+)?(?:payment|purchase|order|charge|donation)|(?:payments?|purchases?|orders?|charges?)\s+(?:create|submit|confirm|complete|capture|place|pay))\b`],
+    ["send_message", String.raw`^(?:send|reply|respond|publish|tweet|post|message|msg|chat|comment)$|^(?:(?:send|post|create|add|submit|publish|new|write)\s+(?:(?:a|an|new|chat|direct|private|text|group|channel)\s+)*(?:messages?|msgs?|comments?|reply|replies|posts?|dms?|e\s?mails?|mail|tweets?|chat)|(?:messages?|msgs?|chat|comments?|dms?|e\s?mails?|mail)\s+(?:send|create|new|post|submit|add|publish|reply))\b|^(?:send|reply)\s+(?:to|all)\b`]
+  ]
 }
 
 /**
@@ -105,6 +119,24 @@ export function classifyWith(target: ActionTarget, rules: ClassifierRules): Clas
   if (path === "" || path === "/") return undefined
   for (const [category, source] of rules.actions) {
     if (new RegExp(source, "i").test(path)) return { category, because: `${shown} (form posting to ${path.length > 60 ? `${path.slice(0, 60)}…` : path})` }
+  }
+  return undefined
+}
+
+/**
+ * The category of an operation a request or socket message names (`sendMessage`, `chat.post_message`,
+ * `payment:create`), or undefined. Its words are tried whole and from each namespace segment on
+ * (after `.`, `:` or `/`). Self-contained (serialised into pages).
+ */
+export function classifyOperation(operation: string, rules: ClassifierRules): Classification | undefined {
+  const segments = operation.slice(0, 100).split(/[.:/]+/).map((segment) =>
+    segment.replace(/([a-z0-9])([A-Z])/g, "$1 $2").toLowerCase().split(/[^a-z0-9]+/).filter((word) => word !== "").join(" ")
+  ).filter((segment) => segment !== "")
+  for (let from = 0; from < segments.length; from++) {
+    const words = segments.slice(from).join(" ")
+    for (const [category, source] of rules.operations) {
+      if (new RegExp(source).test(words)) return { category, because: `operation ${JSON.stringify(operation.slice(0, 60))}` }
+    }
   }
   return undefined
 }

@@ -12,11 +12,20 @@
  *   that nothing was submitted. A yes arms that category for the agent's next actions, until a
  *   submission of it goes through once: the second attempt goes through. A no fails the tool with
  *   "the user declined ...", as for a click.
+ * - A beacon or socket message the page sends (page-submits.ts) in such a category is held in the
+ *   page with its payload and asked about the same way ("The page tried to make a send message
+ *   request by itself (a WebSocket message to /chat; ...). It is held: nothing was sent. Allow it?").
+ *   A yes sends it then, once, as it was, and the action goes on as if nothing was stopped (the page
+ *   has usually moved on, so the agent must not repeat it); a no drops it and fails the tool with
+ *   "the user declined ...". A held payload whose document or socket went away meanwhile is not
+ *   sent: the tool says so, and the category is confirmed for the repeated action, as for a form.
+ *   When the same action also had a form or request of that category stopped, the held payloads
+ *   are dropped and the agent repeats the action (which makes them again).
  */
 import { Effect } from "effect"
 import type { ContextLease } from "../browser/pool.ts"
 import { type ActionTarget, classifyAction, confirmationPrompt, isApproval } from "./classifier.ts"
-import { armPageSubmits, type BlockedSubmit, configurePageSubmits, hasPageSubmitGuard, takePageSubmits } from "./page-submits.ts"
+import { armPageSubmits, type BlockedSubmit, configurePageSubmits, hasPageSubmitGuard, settlePageSubmits, takePageSubmits } from "./page-submits.ts"
 import type { ConfirmCategory } from "./policy.ts"
 import type { RunSafety } from "./service.ts"
 
@@ -60,10 +69,18 @@ const shownAnswer = (answer: unknown) => JSON.stringify(typeof answer === "strin
 
 const label = (category: ConfirmCategory) => category.replace("_", " ")
 
+/** What the page tried, for the question and the tool's result. */
+const tried = (blocked: BlockedSubmit) =>
+  blocked.held === undefined
+    ? `the page tried to submit a ${label(blocked.category)} form by itself (${blocked.how}; ${blocked.because})`
+    : `the page tried to make ${blocked.category === "account_deletion" ? "an" : "a"} ${label(blocked.category)} request by itself (${blocked.how}; ${blocked.because})`
+
 /** The question put to a person about a submission the page tried by itself. */
-export const pageSubmitPrompt = (tool: string, blocked: BlockedSubmit): string =>
-  `The page tried to submit a ${label(blocked.category)} form by itself (${blocked.how}; ${blocked.because}) during the agent's ${tool}. ` +
-  `Nothing was submitted. Allow it? yes/no`
+export const pageSubmitPrompt = (tool: string, blocked: BlockedSubmit): string => {
+  const what = tried(blocked)
+  return `T${what.slice(1)} during the agent's ${tool}. ` +
+    (blocked.held === undefined ? `Nothing was submitted. Allow it? yes/no` : `It is held: nothing was sent. Allow it? yes/no`)
+}
 
 /** A tool's result when the page's submission was stopped: the code and the message for the model. */
 export interface SubmitStopped {
@@ -106,27 +123,49 @@ export const submitGate = (
         for (const item of blocked) if (!first.has(item.category)) first.set(item.category, item)
         if (first.size === 0) return undefined
         const declined: Array<string> = []
-        const allowed: Array<string> = []
+        /** Stopped submissions a person allowed: the agent repeats its action. */
+        const repeat: Array<string> = []
+        const release: Array<BlockedSubmit> = []
+        const drop: Array<string> = []
         for (const item of first.values()) {
-          const what = `the page tried to submit a ${label(item.category)} form by itself (${item.how}; ${item.because})`
+          const what = tried(item)
           const answer = yield* ask(pageSubmitPrompt(tool, item), confirmationSchema)
+          const all = blocked.filter((other) => other.category === item.category)
           if (isApproval(answer)) {
-            confirmed.add(item.category)
-            allowed.push(what)
+            if (all.some((other) => other.held === undefined)) {
+              // A stopped form or request too: the repeated action makes it all again, held payloads included.
+              confirmed.add(item.category)
+              repeat.push(what)
+              drop.push(...all.flatMap((other) => other.held === undefined ? [] : [other.held]))
+            } else {
+              release.push(...all)
+            }
           } else {
+            drop.push(...all.flatMap((other) => other.held === undefined ? [] : [other.held]))
             declined.push(`${what}, which needs a person's confirmation, and they answered ${shownAnswer(answer)}`)
           }
         }
+        const sent = new Set(yield* settlePageSubmits(lease, release.map((item) => item.held!), drop))
+        const lost = release.filter((item) => !sent.has(item.held!))
+        const lostCategories = new Map(lost.map((item) => [item.category, item] as const))
+        for (const category of lostCategories.keys()) confirmed.add(category)
+        const sentText = sent.size === 0 ? "" :
+          ` What a person allowed (${release.filter((item) => sent.has(item.held!)).map((item) => item.how).join(", ")}) was sent once, as the page made it; do not repeat that.`
         if (declined.length > 0) {
           return {
             code: "UserDeclined",
-            message: `the user declined: ${declined.join("; ")}. Nothing was submitted. Do not try it another way.`
+            message: `the user declined: ${declined.join("; ")}. Nothing of that was submitted. Do not try it another way.${sentText}`
           }
         }
+        if (repeat.length === 0 && lostCategories.size === 0) return undefined
+        const stopped = [
+          ...repeat,
+          ...[...lostCategories.values()].map((item) => `${tried(item)}, held until a person allowed it, but its page or connection went away before it could be sent`)
+        ]
         return {
           code: "PageSubmitStopped",
-          message: `${allowed.join("; ")}. That needs a person's confirmation through ask_human, so it was stopped and nothing was submitted. ` +
-            `A person has now confirmed it: repeat the action (the same click or typing) and the submission will go through.`
+          message: `${stopped.join("; ")}. That needs a person's confirmation through ask_human, so it was stopped and nothing was submitted. ` +
+            `A person has now confirmed it: repeat the action (the same click or typing) and the submission will go through.${sentText}`
         }
       })
   }
