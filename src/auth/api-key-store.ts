@@ -10,14 +10,14 @@ import { makeId } from "../domain/ids.ts"
 import { createOnce } from "../store/keyed-create.ts"
 import { displayPrefix, hashApiKey } from "./api-key-format.ts"
 import { withMethodSpans } from "../observability/spans.ts"
-import { ProjectId } from "../domain/run.ts"
+import { ApiKeyId, ProjectId } from "../domain/run.ts"
 import { decodeRows } from "../store/rows.ts"
 
 /** The first key of the advisory lock that serialises a project's key creates (the second is the project's hash). */
 const PROJECT_KEYS_LOCK = 0x7761_6b31 // "wak1"
 
 export const ApiKeyRow = Schema.Struct({
-  id: Schema.String,
+  id: ApiKeyId,
   project_id: ProjectId,
   user_id: Schema.NullOr(Schema.String),
   prefix: Schema.String,
@@ -50,7 +50,7 @@ const columnList = "id, project_id, user_id, prefix, name, created_at, disabled_
 export class ApiKeyStore extends Context.Service<ApiKeyStore, {
   readonly insert: (key: NewApiKey) => Effect.Effect<ApiKeyRow>
   /** Gives a live key of the project a new secret (prefix and hash); undefined when it is gone or revoked. */
-  readonly rekey: (projectId: ProjectId, keyId: string, secret: string) => Effect.Effect<ApiKeyRow | undefined>
+  readonly rekey: (projectId: ProjectId, keyId: ApiKeyId, secret: string) => Effect.Effect<ApiKeyRow | undefined>
   /** `create` once per Idempotency-Key, even across a crash (src/store/keyed-create.ts). */
   readonly createOnce: <A, E, R>(create: Effect.Effect<A, E, R>, idOf: (created: A) => string, existing: (id: string) => Effect.Effect<A | undefined, E, R>) => Effect.Effect<A, E, R>
   /** Runs `effect` in a transaction holding the project's key-create lock: its creates count and insert one at a time, on every node. */
@@ -60,11 +60,11 @@ export class ApiKeyStore extends Context.Service<ApiKeyStore, {
   readonly count: (projectId: ProjectId) => Effect.Effect<number>
   /** A page newest first, and the project's total. */
   readonly page: (projectId: ProjectId, limit: number, beforeId: string | undefined) => Effect.Effect<{ readonly rows: ReadonlyArray<ApiKeyRow>; readonly total: number }>
-  readonly find: (projectId: ProjectId, keyId: string) => Effect.Effect<ApiKeyRow | undefined>
+  readonly find: (projectId: ProjectId, keyId: ApiKeyId) => Effect.Effect<ApiKeyRow | undefined>
   /** Revokes with a grace window; revoking twice keeps the first window. */
-  readonly revoke: (projectId: ProjectId, keyId: string, graceMs: number) => Effect.Effect<ApiKeyRow | undefined>
+  readonly revoke: (projectId: ProjectId, keyId: ApiKeyId, graceMs: number) => Effect.Effect<ApiKeyRow | undefined>
   readonly findBySecret: (token: string) => Effect.Effect<ApiKeyRow | undefined>
-  readonly markUsed: (keyId: string) => Effect.Effect<void>
+  readonly markUsed: (keyId: ApiKeyId) => Effect.Effect<void>
 }>()("wa/auth/ApiKeyStore") {
   static readonly layer = Layer.effect(
     ApiKeyStore,

@@ -15,7 +15,7 @@ import { type ApiKeyScope, apiKeyScopes } from "../domain/api-key-scope.ts"
 import { generateApiKey, isWellFormedApiKey } from "./api-key-format.ts"
 import { ApiKeyStore, type ApiKeyRow } from "./api-key-store.ts"
 import { withMethodSpans } from "../observability/spans.ts"
-import type { ProjectId } from "../domain/run.ts"
+import type { ApiKeyId, ProjectId } from "../domain/run.ts"
 
 /** last_used_at is refreshed at most this often, so reads do not each cost a write. */
 const LAST_USED_RESOLUTION_MS = 60 * 1000
@@ -54,8 +54,8 @@ export class ApiKeys extends Context.Service<ApiKeys, {
    */
   readonly createWithinPlan: (projectId: ProjectId, name: string | null, options: CreateApiKeyOptions, limit: number) => Effect.Effect<{ readonly row: ApiKeyRow; readonly secret: string }, PlanLimitReached>
   readonly count: (projectId: ProjectId) => Effect.Effect<number>
-  readonly find: (projectId: ProjectId, keyId: string) => Effect.Effect<ApiKeyRow | undefined>
-  readonly revoke: (projectId: ProjectId, keyId: string) => Effect.Effect<ApiKeyRow | undefined>
+  readonly find: (projectId: ProjectId, keyId: ApiKeyId) => Effect.Effect<ApiKeyRow | undefined>
+  readonly revoke: (projectId: ProjectId, keyId: ApiKeyId) => Effect.Effect<ApiKeyRow | undefined>
   readonly authenticate: (token: string) => Effect.Effect<ApiKeyRow | AuthenticationFailure>
 }>()("wa/auth/ApiKeys") {
   static readonly layer = Layer.effect(
@@ -82,7 +82,7 @@ export class ApiKeys extends Context.Service<ApiKeys, {
           (id) =>
             Effect.gen(function*() {
               const secret = generateApiKey()
-              const row = yield* store.rekey(projectId, id, secret)
+              const row = yield* store.rekey(projectId, id as ApiKeyId, secret)
               return row === undefined ? undefined : { row, secret }
             })
         )
@@ -106,7 +106,7 @@ export class ApiKeys extends Context.Service<ApiKeys, {
       // forgets the key's cached row at once, so the key loses key management here immediately;
       // other nodes learn it within the cache lifetime, and the key-management writes re-read the
       // key from the database anyway (see `find` in requireFreshScope).
-      const revoke = (projectId: ProjectId, keyId: string) =>
+      const revoke = (projectId: ProjectId, keyId: ApiKeyId) =>
         store.revoke(projectId, keyId, graceMs).pipe(
           Effect.tap((row) =>
             Effect.sync(() => {

@@ -6,7 +6,7 @@
 import { describe, expect, it } from "vitest"
 import { Schema } from "effect"
 import { makeId } from "../../src/domain/ids.ts"
-import type { ProjectId, RunId, SessionId } from "../../src/domain/run.ts"
+import { ApiKeyId, type ProjectId, type RunId, type SessionId } from "../../src/domain/run.ts"
 import type { MonitorId } from "../../src/domain/monitor.ts"
 import { ProfileId, SecretId, SkillId, WebhookEndpointId, WorkspaceId } from "../../src/domain/id-schemas.ts"
 
@@ -47,6 +47,8 @@ describe("ids", () => {
     expect(Schema.decodeUnknownSync(SkillId)(skill)).toBe(skill)
     const secret: SecretId = makeId("sec")
     expect(Schema.decodeUnknownSync(SecretId)(secret)).toBe(secret)
+    const key: ApiKeyId = makeId("key")
+    expect(Schema.decodeUnknownSync(ApiKeyId)(key)).toBe(key)
   })
 
   it("sort by creation time", () => {

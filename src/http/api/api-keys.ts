@@ -2,12 +2,11 @@
  * API key endpoints: `/v1/projects/{pid}/api_keys` (list, create, revoke). All of them need an
  * admin key that is not revoked (403 `forbidden` otherwise, `extra.required_scope: "admin"`).
  */
-import { Schema } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { BadRequest, Forbidden, NotFound } from "../../domain/api-errors.ts"
 import { PageQuery } from "../../domain/pagination.ts"
 import { ApiKeyCreatedResponse, ApiKeyListResponse, ApiKeyResponse, CreateApiKeyRequest } from "../../domain/wire/api-keys.ts"
-import { ProjectIdParam } from "./schemas.ts"
+import { ApiKeyIdParam, ProjectIdParam } from "./schemas.ts"
 import { Authentication, Idempotency, RateLimit } from "./security.ts"
 
 const strict = { errors: "all", onExcessProperty: "error" } as const
@@ -27,12 +26,12 @@ export class ApiKeysApi extends HttpApiGroup.make("api_keys")
       error: Forbidden
     }).annotate(HttpApi.PayloadParseOptions, strict),
     HttpApiEndpoint.get("get", "/:key_id", {
-      params: { ...ProjectIdParam, key_id: Schema.String.check(Schema.isMaxCodePoints(64)) },
+      params: { ...ProjectIdParam, key_id: ApiKeyIdParam },
       success: ApiKeyResponse,
       error: [NotFound, Forbidden]
     }),
     HttpApiEndpoint.delete("revoke", "/:key_id", {
-      params: { ...ProjectIdParam, key_id: Schema.String.check(Schema.isMaxCodePoints(64)) },
+      params: { ...ProjectIdParam, key_id: ApiKeyIdParam },
       success: ApiKeyResponse,
       error: [NotFound, Forbidden]
     })

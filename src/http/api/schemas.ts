@@ -4,7 +4,7 @@
  */
 import { Schema } from "effect"
 import { ProfileId, SecretId, WebhookEndpointId } from "../../domain/id-schemas.ts"
-import { RunId, SessionId } from "../../domain/run.ts"
+import { ApiKeyId, RunId, SessionId } from "../../domain/run.ts"
 
 export { MaxString } from "../../domain/schemas.ts"
 /** Re-exported for the Idempotency-Key layer (src/http/middleware/idempotency.ts). */
@@ -30,3 +30,5 @@ export const ProfileIdParam = ProfileId.check(Schema.isMaxCodePoints(64))
 export const WebhookEndpointIdParam = WebhookEndpointId.check(Schema.isMaxCodePoints(64))
 /** A secret id in a path (`/secrets/{secret_id}`). */
 export const SecretIdParam = SecretId.check(Schema.isMaxCodePoints(64))
+/** An API key id in a path (`/api_keys/{key_id}`). */
+export const ApiKeyIdParam = ApiKeyId.check(Schema.isMaxCodePoints(64))

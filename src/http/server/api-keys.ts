@@ -5,6 +5,7 @@
  * revoke keys.
  */
 import { Effect, Layer } from "effect"
+import type { ApiKeyId } from "../../domain/run.ts"
 import { HttpApiBuilder } from "effect/http-api"
 import { type ApiKeyRow, type ApiKeyScope, ApiKeys } from "../../auth/api-keys.ts"
 import { Forbidden, notFound } from "../errors.ts"
@@ -40,7 +41,8 @@ export const requireFreshScope = (keys: ApiKeys["Service"], required: ApiKeyScop
     const { projectId, keyId, userId } = yield* CurrentKey
     // A console user's role was read from the database by this very request's authentication.
     if (userId !== undefined) return
-    const row = yield* keys.find(projectId, keyId)
+    // Without a console user, the acting principal is the API key itself.
+    const row = yield* keys.find(projectId, keyId as ApiKeyId)
     const failure = row === undefined
       ? new Forbidden({ code: "forbidden", detail: "this API key no longer exists", extra: { required_scope: required } })
       : scopeFailure({ scope: row.scope, revoked: row.disabled_at !== null || row.grace_until !== null }, required)
