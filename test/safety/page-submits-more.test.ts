@@ -16,13 +16,13 @@
  *   category everything goes through at once (the tests above can fail).
  */
 import { createHash } from "node:crypto"
-import { createServer, type Server } from "node:http"
-import type { AddressInfo, Socket } from "node:net"
+import { createServer } from "node:http"
+import type { Socket } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type ChatRequest, lastUserText, refOfElement, type ScriptedModel, startScriptedModel, toolResults } from "../fixtures/model/scripted-model.ts"
 import { eventually, waitForRunStatus } from "../support/runs.ts"
 import { type Service, scriptedAgentEnv, startService, stopAndClean } from "../support/service.ts"
-import { readSse } from "../support/sse.ts"
+import { listen, safetyClient, terminal } from "./support.ts"
 
 const page = (title: string, body: string) =>
   `<!doctype html><html><head><meta charset="utf-8"><title>${title}</title></head><body>${body}</body></html>`
@@ -129,11 +129,6 @@ const acceptWebSocket = (key: string, socket: Socket, onText: (text: string, rep
   socket.on("error", () => undefined)
 }
 
-const listen = async (server: Server) => {
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
-  return (server.address() as AddressInfo).port
-}
-
 const startSite = async (): Promise<Site> => {
   const counts: Record<string, number> = { collect: 0, beaconMessages: 0, notes: 0 }
   const socketTypes: Array<string> = []
@@ -234,25 +229,8 @@ afterAll(async () => {
   await site?.close()
 })
 
-const safetyPath = () => `/v1/projects/${service.projectId}/safety`
-const sessionsPath = () => `/v1/projects/${service.projectId}/do_anything/sessions`
-const terminal = ["done", "failed", "canceled"]
-
-const putPolicy = async (body: Record<string, unknown>) => {
-  const response = await service.request("PUT", safetyPath(), { body })
-  expect(response.status, response.text).toBe(200)
-}
-
-const startRun = async (instructions: string) => {
-  const created = await service.request("POST", sessionsPath(), { body: { keep_alive: false, instructions } })
-  expect(created.status, created.text).toBe(201)
-  return `${sessionsPath()}/${created.json.id}/runs/${created.json.latest_run_id}`
-}
-
-const eventsOf = async (runPath: string, stopAt?: string) =>
-  (await readSse(`${service.url}${runPath}/events`, { authorization: `Bearer ${service.apiKey}` }, {
-    ...(stopAt !== undefined ? { stopAfter: (seen) => seen.some((e) => e.event === stopAt) } : {})
-  })).events
+const { putPolicy, startRun: startSession, eventsOf } = safetyClient(() => service)
+const startRun = async (instructions: string) => (await startSession(instructions)).runPath
 
 /**
  * Runs `task` until it asks a person, checks the question, calls `whileAsked` (what reached the

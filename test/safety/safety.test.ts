@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type ChatRequest, lastUserText, refOf, type ScriptedModel, startScriptedModel, toolResults } from "../fixtures/model/scripted-model.ts"
 import { type SafetyShop, startSafetyShop } from "../fixtures/sites/safety-shop.ts"
 import { type Service, scriptedAgentEnv, startService, stopAndClean } from "../support/service.ts"
-import { readSse } from "../support/sse.ts"
+import { safetyClient, terminal } from "./support.ts"
 import { waitForRunStatus } from "../support/runs.ts"
 
 let shop: SafetyShop
@@ -65,28 +65,7 @@ afterAll(async () => {
   await shop?.close()
 })
 
-const safetyPath = () => `/v1/projects/${service.projectId}/safety`
-const sessionsPath = () => `/v1/projects/${service.projectId}/do_anything/sessions`
-const terminal = ["done", "failed", "canceled"]
-
-const putPolicy = async (body: Record<string, unknown>) => {
-  const response = await service.request("PUT", safetyPath(), { body })
-  expect(response.status, response.text).toBe(200)
-  return response.json
-}
-
-const startRun = async (instructions: string) => {
-  const created = await service.request("POST", sessionsPath(), { body: { keep_alive: false, instructions } })
-  expect(created.status, created.text).toBe(201)
-  const sid = created.json.id as string
-  const rid = created.json.latest_run_id as string
-  return { sid, rid, runPath: `${sessionsPath()}/${sid}/runs/${rid}` }
-}
-
-const eventsOf = async (runPath: string, stopAt?: string) =>
-  (await readSse(`${service.url}${runPath}/events`, { authorization: `Bearer ${service.apiKey}` }, {
-    ...(stopAt !== undefined ? { stopAfter: (seen) => seen.some((e) => e.event === stopAt) } : {})
-  })).events
+const { safetyPath, sessionsPath, putPolicy, startRun, eventsOf } = safetyClient(() => service)
 
 /** The LLM cost of one step: a run that calls done at once takes one step. */
 let stepCost = 0
