@@ -27,6 +27,7 @@ import { Plans } from "../billing/plans.ts"
 import { AppConfig } from "../config/config.ts"
 import { ScheduleNotFound, SchedulePaused } from "../domain/errors.ts"
 import { makeId } from "../domain/ids.ts"
+import type { ScheduleId } from "../domain/id-schemas.ts"
 import { DoAnythingRequest, type ProjectId, type Run, type RunId, type SessionId, storedRequest } from "../domain/run.ts"
 import { SessionEntity } from "../entities/session.ts"
 import { RunStore } from "../store/runs.ts"
@@ -46,7 +47,7 @@ import { isTerminal } from "../domain/run-state.ts"
 export const FIRING_RETENTION_DAYS = 30
 
 export interface SessionSchedule {
-  readonly id: string
+  readonly id: ScheduleId
   readonly project_id: ProjectId
   readonly session_id: SessionId
   readonly source_run_id: string | null
@@ -88,21 +89,21 @@ export class SessionSchedules extends Context.Service<SessionSchedules, {
   /** Deletes the schedule of a session (the session was closed by its owner). */
   readonly detachSession: (sessionId: SessionId) => Effect.Effect<void>
   readonly list: (projectId: ProjectId, filter: ScheduleListFilter, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<SessionSchedule>>
-  readonly find: (projectId: ProjectId, scheduleId: string) => Effect.Effect<SessionSchedule, ScheduleNotFound>
+  readonly find: (projectId: ProjectId, scheduleId: ScheduleId) => Effect.Effect<SessionSchedule, ScheduleNotFound>
   readonly ofSession: (sessionId: SessionId) => Effect.Effect<SessionSchedule | undefined>
-  readonly pause: (projectId: ProjectId, scheduleId: string) => Effect.Effect<SessionSchedule, ScheduleNotFound>
-  readonly resume: (projectId: ProjectId, scheduleId: string) => Effect.Effect<SessionSchedule, ScheduleNotFound>
-  readonly remove: (projectId: ProjectId, scheduleId: string) => Effect.Effect<void, ScheduleNotFound>
+  readonly pause: (projectId: ProjectId, scheduleId: ScheduleId) => Effect.Effect<SessionSchedule, ScheduleNotFound>
+  readonly resume: (projectId: ProjectId, scheduleId: ScheduleId) => Effect.Effect<SessionSchedule, ScheduleNotFound>
+  readonly remove: (projectId: ProjectId, scheduleId: ScheduleId) => Effect.Effect<void, ScheduleNotFound>
   /** Firings, newest slot first, before `before` (a cursor). */
-  readonly firings: (projectId: ProjectId, scheduleId: string, options: {
+  readonly firings: (projectId: ProjectId, scheduleId: ScheduleId, options: {
     readonly limit: number
     readonly before?: Date | undefined
     readonly outcome?: FiringOutcome | undefined
   }) => Effect.Effect<ReadonlyArray<ScheduleFiring>, ScheduleNotFound>
   /** Queues a firing now with `payload` (an event); its run is made by the scheduler's dispatch. */
-  readonly trigger: (projectId: ProjectId, scheduleId: string, payload: unknown) => Effect.Effect<ScheduleFiring, ScheduleNotFound | SchedulePaused>
+  readonly trigger: (projectId: ProjectId, scheduleId: ScheduleId, payload: unknown) => Effect.Effect<ScheduleFiring, ScheduleNotFound | SchedulePaused>
   /** The scheduler's handler: decides the firing of a slot once and starts its run. */
-  readonly fire: (scheduleId: string, slot: Date) => Effect.Effect<void>
+  readonly fire: (scheduleId: ScheduleId, slot: Date) => Effect.Effect<void>
 }>()("wa/schedules/SessionSchedules") {
   static readonly layer = Layer.effect(
     SessionSchedules,
@@ -144,7 +145,7 @@ export class SessionSchedules extends Context.Service<SessionSchedules, {
           })
         })
 
-      const find = Effect.fn("SessionSchedules.find")(function*(projectId: ProjectId, scheduleId: string) {
+      const find = Effect.fn("SessionSchedules.find")(function*(projectId: ProjectId, scheduleId: ScheduleId) {
         const row = yield* scheduleStore.find(projectId, scheduleId)
         const [found] = yield* withLastFiring(row === undefined ? [] : [row])
         if (found === undefined) return yield* new ScheduleNotFound({ scheduleId })
@@ -177,7 +178,7 @@ export class SessionSchedules extends Context.Service<SessionSchedules, {
         return yield* find(run.project_id, id).pipe(Effect.orDie)
       })
 
-      const removeSchedule = (scheduleId: string) =>
+      const removeSchedule = (scheduleId: ScheduleId) =>
         Effect.gen(function*() {
           yield* schedules.remove(owner(scheduleId))
           yield* scheduleStore.remove(scheduleId)
@@ -226,7 +227,7 @@ export class SessionSchedules extends Context.Service<SessionSchedules, {
           return { outcome: "run_created" as const, reason: null, run: added.success }
         })
 
-      const fire = (scheduleId: string, slot: Date) =>
+      const fire = (scheduleId: ScheduleId, slot: Date) =>
         Effect.gen(function*() {
           const toExecute = yield* scheduleStore.transaction(Effect.gen(function*() {
             const schedule = yield* scheduleStore.lock(scheduleId)
@@ -252,7 +253,8 @@ export class SessionSchedules extends Context.Service<SessionSchedules, {
           yield* execute(toExecute.sessionId, toExecute.runId)
         }).pipe(Effect.withSpan("SessionSchedules.fire", { attributes: { "schedule.id": scheduleId, "schedule.slot": slot.toISOString() } }))
 
-      yield* schedules.register(SESSION_SCHEDULE_OWNER, fire)
+      // The scheduler keys its owners by text; this kind's owners are session schedules.
+      yield* schedules.register(SESSION_SCHEDULE_OWNER, (ownerId, slot) => fire(ownerId as ScheduleId, slot))
 
       // The firing history is kept FIRING_RETENTION_DAYS, pruned a bounded batch at a time.
       yield* Effect.gen(function*() {
@@ -275,21 +277,21 @@ export class SessionSchedules extends Context.Service<SessionSchedules, {
         }),
         find,
         ofSession,
-        pause: Effect.fn("SessionSchedules.pause")(function*(projectId: ProjectId, scheduleId: string) {
+        pause: Effect.fn("SessionSchedules.pause")(function*(projectId: ProjectId, scheduleId: ScheduleId) {
           yield* find(projectId, scheduleId)
           yield* schedules.pause(owner(scheduleId))
           return yield* find(projectId, scheduleId)
         }),
-        resume: Effect.fn("SessionSchedules.resume")(function*(projectId: ProjectId, scheduleId: string) {
+        resume: Effect.fn("SessionSchedules.resume")(function*(projectId: ProjectId, scheduleId: ScheduleId) {
           yield* find(projectId, scheduleId)
           yield* schedules.resume(owner(scheduleId))
           return yield* find(projectId, scheduleId)
         }),
-        remove: Effect.fn("SessionSchedules.remove")(function*(projectId: ProjectId, scheduleId: string) {
+        remove: Effect.fn("SessionSchedules.remove")(function*(projectId: ProjectId, scheduleId: ScheduleId) {
           yield* find(projectId, scheduleId)
           yield* scheduleStore.transaction(removeSchedule(scheduleId))
         }),
-        firings: Effect.fn("SessionSchedules.firings")(function*(projectId: ProjectId, scheduleId: string, options: {
+        firings: Effect.fn("SessionSchedules.firings")(function*(projectId: ProjectId, scheduleId: ScheduleId, options: {
           readonly limit: number
           readonly before?: Date | undefined
           readonly outcome?: FiringOutcome | undefined
@@ -298,7 +300,7 @@ export class SessionSchedules extends Context.Service<SessionSchedules, {
           const rows = yield* scheduleStore.firings(scheduleId, options)
           return rows.map(firingFromRow)
         }),
-        trigger: Effect.fn("SessionSchedules.trigger")(function*(projectId: ProjectId, scheduleId: string, payload: unknown) {
+        trigger: Effect.fn("SessionSchedules.trigger")(function*(projectId: ProjectId, scheduleId: ScheduleId, payload: unknown) {
           // The retry of a keyed trigger whose first attempt committed before its process died gets
           // that firing (recorded as "<schedule id> <slot ms>" on the claim, src/store/keyed-create.ts).
           const earlier = yield* earlierCreate((id) => {

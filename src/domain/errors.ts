@@ -7,7 +7,7 @@
  */
 import { Schema } from "effect"
 import type { envelopeByStatus, FieldError } from "./api-errors.ts"
-import { ProfileId, WorkspaceId } from "./id-schemas.ts"
+import { ProfileId, ScheduleId, WorkspaceId } from "./id-schemas.ts"
 import { usdFromMicros } from "./money.ts"
 import { RunKind, RunStatus, SessionId } from "./run.ts"
 import { MAX_SKILLS } from "./skill.ts"
@@ -573,7 +573,7 @@ export class LoginNotStarted extends Schema.TaggedError<LoginNotStarted>()("Logi
 
 /** No DoAnything schedule with that id in the project (or it was deleted). */
 export class ScheduleNotFound extends Schema.TaggedError<ScheduleNotFound>()("ScheduleNotFound", {
-  scheduleId: Schema.String
+  scheduleId: ScheduleId
 }) {
   get httpStatus() { return 404 as const }
   get code() { return "schedule_not_found" }
@@ -584,7 +584,7 @@ export class ScheduleNotFound extends Schema.TaggedError<ScheduleNotFound>()("Sc
 
 /** A paused schedule is not triggered (resume it first). */
 export class SchedulePaused extends Schema.TaggedError<SchedulePaused>()("SchedulePaused", {
-  scheduleId: Schema.String
+  scheduleId: ScheduleId
 }) {
   get httpStatus() { return 409 as const }
   get code() { return "schedule_paused" }

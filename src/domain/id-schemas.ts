@@ -27,3 +27,7 @@ export type SkillId = typeof SkillId.Type
 /** `sec_`: a project secret (src/secrets/); runs name secrets by their name. */
 export const SecretId = Schema.String.pipe(Schema.brand("SecretId"))
 export type SecretId = typeof SecretId.Type
+
+/** `sched_`: a DoAnything session schedule (src/do-anything/schedules.ts). The generic scheduler (src/schedules/) keys its owners by text. */
+export const ScheduleId = Schema.String.pipe(Schema.brand("ScheduleId"))
+export type ScheduleId = typeof ScheduleId.Type

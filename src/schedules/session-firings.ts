@@ -7,6 +7,7 @@
  */
 import { Clock, Effect } from "effect"
 import type { ProjectId, RunId } from "../domain/run.ts"
+import type { ScheduleId } from "../domain/id-schemas.ts"
 import {
   countScheduledRuns,
   firingOfSource,
@@ -26,7 +27,7 @@ export type FiringOutcome = "pending" | "run_created" | "skipped"
 export type SkipReason = "paused" | "session_not_found" | "scheduled_cap_reached" | "previous_run_active" | "insufficient_credits" | "budget_exceeded"
 
 export interface ScheduleFiring {
-  readonly schedule_id: string
+  readonly schedule_id: ScheduleId
   readonly slot_at: Date
   readonly trigger: "schedule" | "event"
   readonly payload: unknown
@@ -61,7 +62,7 @@ export const scheduledRunning = countScheduledRuns
  * notification channel can call it too; run it in a transaction. `sourceKey` (a notification's
  * tick and type) makes a second call with the same key return the first firing.
  */
-export const queueTrigger = (projectId: ProjectId, scheduleId: string, payload: unknown, sourceKey?: string) =>
+export const queueTrigger = (projectId: ProjectId, scheduleId: ScheduleId, payload: unknown, sourceKey?: string) =>
   Effect.gen(function*() {
     const row = yield* lockScheduleForTrigger(projectId, scheduleId)
     if (row === undefined) return { _tag: "not_found" as const }

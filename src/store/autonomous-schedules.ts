@@ -11,6 +11,7 @@ import type { Fragment } from "effect/sql/Statement"
 import { recordCreate } from "./keyed-create.ts"
 import { RunStatuses, type RunStatus } from "../domain/run-state.ts"
 import { ProjectId, RunId, SessionId } from "../domain/run.ts"
+import { ScheduleId } from "../domain/id-schemas.ts"
 import { clampProposal, StoredSchedule } from "../domain/schedule-spec.ts"
 import { withMethodSpans } from "../observability/spans.ts"
 
@@ -23,7 +24,7 @@ const decodeSpec = Schema.decodeUnknownSync(StoredSchedule)
 export const autonomousBoundsOfRun = (runId: RunId) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const [row] = yield* sql<{ id: string; spec: unknown }>`
+    const [row] = yield* sql<{ id: ScheduleId; spec: unknown }>`
       SELECT s.id, s.spec FROM runs r JOIN session_schedules s ON s.id = r.schedule_id
       WHERE r.id = ${runId}
       UNION ALL
@@ -55,7 +56,7 @@ export const proposeNextRun = (runId: RunId, proposed: Date) =>
 
 /** A row of session_schedule_firings. */
 export const SessionFiringRow = Schema.Struct({
-  schedule_id: Schema.String,
+  schedule_id: ScheduleId,
   slot_at: Schema.Date,
   trigger: Schema.String,
   payload: Schema.Unknown,
@@ -71,7 +72,7 @@ const firings = (rows: ReadonlyArray<unknown>) => rows.map((row) => decodeFiring
 
 /** A session schedule with the scheduler's state of it (paused, next slot, last slot fired). */
 export const SessionScheduleRow = Schema.Struct({
-  id: Schema.String,
+  id: ScheduleId,
   project_id: ProjectId,
   session_id: SessionId,
   source_run_id: Schema.NullOr(Schema.String),
@@ -92,7 +93,7 @@ const decodeSchedule = Schema.decodeUnknownSync(SessionScheduleRow)
 const decodeCount = Schema.decodeUnknownSync(Schema.Struct({ n: Schema.Number }))
 const decodeTriggerLock = Schema.decodeUnknownSync(Schema.Struct({ id: Schema.String, paused: Schema.NullOr(Schema.Boolean) }))
 const decodeLatestSlot = Schema.decodeUnknownSync(Schema.Struct({ slot_at: Schema.NullOr(Schema.Date) }))
-const decodeId = Schema.decodeUnknownSync(Schema.Struct({ id: Schema.String }))
+const decodeId = Schema.decodeUnknownSync(Schema.Struct({ id: ScheduleId }))
 const decodeSession = Schema.decodeUnknownSync(Schema.Struct({ status: Schema.String, latest_run_id: Schema.NullOr(RunId) }))
 const decodeRunStatus = Schema.decodeUnknownSync(Schema.Struct({ status: Schema.Literals(RunStatuses) }))
 
@@ -110,7 +111,7 @@ export const countScheduledRuns = (projectId: ProjectId) =>
  * Locks the project's session schedule for an event trigger (inside a transaction); whether the
  * scheduler has it paused (null: no scheduler row). Undefined when the project has no such schedule.
  */
-export const lockScheduleForTrigger = (projectId: ProjectId, scheduleId: string) =>
+export const lockScheduleForTrigger = (projectId: ProjectId, scheduleId: ScheduleId) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const [row] = yield* sql`
@@ -129,7 +130,7 @@ export const firingOfSource = (sourceKey: string) =>
   })
 
 /** The schedule's latest firing slot, if it has fired. */
-export const latestFiringSlot = (scheduleId: string) =>
+export const latestFiringSlot = (scheduleId: ScheduleId) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const [row] = yield* sql`SELECT max(slot_at) AS slot_at FROM session_schedule_firings WHERE schedule_id = ${scheduleId}`
@@ -139,7 +140,7 @@ export const latestFiringSlot = (scheduleId: string) =>
 /** Inserts a pending event firing with its payload. */
 export const insertEventFiring = (input: {
   readonly projectId: ProjectId
-  readonly scheduleId: string
+  readonly scheduleId: ScheduleId
   readonly slot: Date
   readonly payload: unknown
   readonly at: Date
@@ -156,7 +157,7 @@ export const insertEventFiring = (input: {
   })
 
 /** Whether the project has that session schedule. */
-export const sessionScheduleExists = (projectId: ProjectId, scheduleId: string) =>
+export const sessionScheduleExists = (projectId: ProjectId, scheduleId: ScheduleId) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const rows = yield* sql`SELECT 1 FROM session_schedules WHERE id = ${scheduleId} AND project_id = ${projectId}`
@@ -185,17 +186,17 @@ export class SessionScheduleStore extends Context.Service<SessionScheduleStore, 
   readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, Exclude<E, SqlError>, Exclude<R, SqlClient.SqlClient>>
   /** Records the created resource on the request's Idempotency-Key claim (src/store/keyed-create.ts), in the caller's transaction. */
   readonly recordCreate: (id: string) => Effect.Effect<void>
-  readonly find: (projectId: ProjectId, scheduleId: string) => Effect.Effect<SessionScheduleRow | undefined>
+  readonly find: (projectId: ProjectId, scheduleId: ScheduleId) => Effect.Effect<SessionScheduleRow | undefined>
   readonly ofSession: (sessionId: SessionId) => Effect.Effect<SessionScheduleRow | undefined>
   /** Newest first, `limit` before the id `beforeId`. */
   readonly list: (projectId: ProjectId, filter: SessionScheduleFilter, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<SessionScheduleRow>>
   /** The schedule, its row locked (undefined: deleted). */
-  readonly lock: (scheduleId: string) => Effect.Effect<SessionScheduleRow | undefined>
+  readonly lock: (scheduleId: ScheduleId) => Effect.Effect<SessionScheduleRow | undefined>
   /** The ids of the session's schedules. */
-  readonly idsOfSession: (sessionId: SessionId) => Effect.Effect<ReadonlyArray<string>>
+  readonly idsOfSession: (sessionId: SessionId) => Effect.Effect<ReadonlyArray<ScheduleId>>
   /** Creates or replaces the session's schedule; its id. */
   readonly upsert: (input: {
-    readonly id: string
+    readonly id: ScheduleId
     readonly projectId: ProjectId
     readonly sessionId: SessionId
     readonly sourceRunId: string
@@ -203,17 +204,17 @@ export class SessionScheduleStore extends Context.Service<SessionScheduleStore, 
     readonly instructions: string
     readonly request: unknown
     readonly at: Date
-  }) => Effect.Effect<string>
+  }) => Effect.Effect<ScheduleId>
   /** Deletes the schedule and its firings. */
-  readonly remove: (scheduleId: string) => Effect.Effect<void>
+  readonly remove: (scheduleId: ScheduleId) => Effect.Effect<void>
   /** The latest firing of each schedule. */
-  readonly lastFirings: (scheduleIds: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<SessionFiringRow>>
+  readonly lastFirings: (scheduleIds: ReadonlyArray<ScheduleId>) => Effect.Effect<ReadonlyArray<SessionFiringRow>>
   /** Firings, newest slot first, before `before`. */
-  readonly firings: (scheduleId: string, options: { readonly limit: number; readonly before?: Date | undefined; readonly outcome?: string | undefined }) => Effect.Effect<ReadonlyArray<SessionFiringRow>>
-  readonly firingAt: (projectId: ProjectId, scheduleId: string, slot: Date) => Effect.Effect<SessionFiringRow | undefined>
+  readonly firings: (scheduleId: ScheduleId, options: { readonly limit: number; readonly before?: Date | undefined; readonly outcome?: string | undefined }) => Effect.Effect<ReadonlyArray<SessionFiringRow>>
+  readonly firingAt: (projectId: ProjectId, scheduleId: ScheduleId, slot: Date) => Effect.Effect<SessionFiringRow | undefined>
   /** Records the slot's firing (pending) unless it is recorded already, and returns it locked. */
-  readonly lockFiring: (input: { readonly projectId: ProjectId; readonly scheduleId: string; readonly slot: Date; readonly at: Date }) => Effect.Effect<SessionFiringRow>
-  readonly decideFiring: (scheduleId: string, slot: Date, decision: {
+  readonly lockFiring: (input: { readonly projectId: ProjectId; readonly scheduleId: ScheduleId; readonly slot: Date; readonly at: Date }) => Effect.Effect<SessionFiringRow>
+  readonly decideFiring: (scheduleId: ScheduleId, slot: Date, decision: {
     readonly outcome: string
     readonly reason: string | null
     readonly runId: RunId | null
@@ -230,7 +231,7 @@ export class SessionScheduleStore extends Context.Service<SessionScheduleStore, 
   /** Opens a closed session again (idle). */
   readonly reopenSession: (sessionId: SessionId) => Effect.Effect<void>
   /** Marks a run as made by the schedule. */
-  readonly tagRun: (runId: RunId, scheduleId: string) => Effect.Effect<void>
+  readonly tagRun: (runId: RunId, scheduleId: ScheduleId) => Effect.Effect<void>
 }>()("wa/store/SessionScheduleStore") {
   static readonly layer = Layer.effect(
     SessionScheduleStore,

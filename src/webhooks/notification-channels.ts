@@ -24,7 +24,7 @@ import { Callbacks, type DeliveryChannel } from "./callbacks.ts"
 import { Inbox } from "./inbox.ts"
 import { validateTargetUrl, WebhookEndpoints } from "./webhook-endpoints.ts"
 import type { ProjectId } from "../domain/run.ts"
-import type { WebhookEndpointId } from "../domain/id-schemas.ts"
+import type { ScheduleId, WebhookEndpointId } from "../domain/id-schemas.ts"
 
 export interface NotifyChannel {
   readonly kind: DeliveryChannel
@@ -140,7 +140,8 @@ export class NotificationChannels extends Context.Service<NotificationChannels, 
             return { deliveryId }
           }
           case "schedule": {
-            const scheduleId = channel.schedule_id ?? ""
+            // A monitor's channel (Track) names the schedule as text.
+            const scheduleId = (channel.schedule_id ?? "") as ScheduleId
             const full = { type: input.type, monitor_id: input.monitorId, tick_id: input.tickId, data: input.data }
             // The run gets the notification; one too large for a trigger keeps its identity only.
             const payload = Buffer.byteLength(JSON.stringify(full)) <= MAX_TRIGGER_PAYLOAD_BYTES
@@ -185,7 +186,7 @@ export class NotificationChannels extends Context.Service<NotificationChannels, 
             return
           }
           case "schedule": {
-            const scheduleId = channel.schedule_id ?? null
+            const scheduleId = (channel.schedule_id ?? null) as ScheduleId | null
             if (scheduleId === null) return yield* invalid(["schedule_id"], "schedule_id is required when kind is schedule", "missing")
             if (!(yield* scheduleExists(projectId, scheduleId).pipe(Effect.provideService(SqlClient.SqlClient, sql)))) {
               return yield* invalid(["schedule_id"], `no schedule ${scheduleId} in this project; a DoAnything session request with schedule {kind: "event"} makes one`, "value_error.schedule_not_found")

@@ -8,7 +8,7 @@ import { Schema } from "effect"
 import { makeId } from "../../src/domain/ids.ts"
 import { ApiKeyId, type ProjectId, type RunId, type SessionId } from "../../src/domain/run.ts"
 import type { MonitorId } from "../../src/domain/monitor.ts"
-import { ProfileId, SecretId, SkillId, WebhookEndpointId, WorkspaceId } from "../../src/domain/id-schemas.ts"
+import { ProfileId, ScheduleId, SecretId, SkillId, WebhookEndpointId, WorkspaceId } from "../../src/domain/id-schemas.ts"
 
 const takesRun = (id: RunId) => id
 const takesProject = (id: ProjectId) => id
@@ -49,6 +49,8 @@ describe("ids", () => {
     expect(Schema.decodeUnknownSync(SecretId)(secret)).toBe(secret)
     const key: ApiKeyId = makeId("key")
     expect(Schema.decodeUnknownSync(ApiKeyId)(key)).toBe(key)
+    const schedule: ScheduleId = makeId("sched")
+    expect(Schema.decodeUnknownSync(ScheduleId)(schedule)).toBe(schedule)
   })
 
   it("sort by creation time", () => {

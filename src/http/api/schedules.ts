@@ -16,11 +16,11 @@ import {
   ScheduleResponse,
   TriggerRequest
 } from "../../domain/wire/schedules.ts"
-import { MaxString, ProjectIdParam } from "./schemas.ts"
+import { ProjectIdParam, ScheduleIdParam } from "./schemas.ts"
 import { Authentication, Idempotency, RateLimit } from "./security.ts"
 
 const strict = { errors: "all", onExcessProperty: "error" } as const
-const ScheduleParams = { ...ProjectIdParam, schedule_id: MaxString(64) }
+const ScheduleParams = { ...ProjectIdParam, schedule_id: ScheduleIdParam }
 
 export class SchedulesApi extends HttpApiGroup.make("schedules")
   .add(

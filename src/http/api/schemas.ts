@@ -3,7 +3,7 @@
  * src/domain/wire/ (issue 27 §1: domain owns every schema the wire uses).
  */
 import { Schema } from "effect"
-import { ProfileId, SecretId, WebhookEndpointId } from "../../domain/id-schemas.ts"
+import { ProfileId, ScheduleId, SecretId, WebhookEndpointId } from "../../domain/id-schemas.ts"
 import { ApiKeyId, RunId, SessionId } from "../../domain/run.ts"
 
 export { MaxString } from "../../domain/schemas.ts"
@@ -32,3 +32,5 @@ export const WebhookEndpointIdParam = WebhookEndpointId.check(Schema.isMaxCodePo
 export const SecretIdParam = SecretId.check(Schema.isMaxCodePoints(64))
 /** An API key id in a path (`/api_keys/{key_id}`). */
 export const ApiKeyIdParam = ApiKeyId.check(Schema.isMaxCodePoints(64))
+/** A DoAnything schedule id in a path (`/schedules/{schedule_id}`). */
+export const ScheduleIdParam = ScheduleId.check(Schema.isMaxCodePoints(64))
