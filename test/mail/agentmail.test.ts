@@ -10,7 +10,7 @@
 import { createTransport } from "nodemailer"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { freePort } from "../../src/net/free-port.ts"
-import { type ChatRequest, lastUserText, promptText, type ScriptedModel, startScriptedModel, toolResults } from "../fixtures/model/scripted-model.ts"
+import { type ChatRequest, lastUserText, promptText, type ScriptedModel, startScriptedModel, taskOf, toolResults } from "../fixtures/model/scripted-model.ts"
 import { type MailSignupSite, startMailSignupSite } from "../fixtures/sites/mail-signup.ts"
 import { type Service, scriptedAgentEnv, startService, stopAndClean } from "../support/service.ts"
 import { readSse } from "../support/sse.ts"
@@ -23,7 +23,6 @@ let model: ScriptedModel
 let service: Service
 let smtpPort: number
 
-const taskOf = (request: ChatRequest) => JSON.stringify(request.messages).match(/Task:\\n([^"\\]+)/)?.[1] ?? ""
 const refNamed = (observation: string, name: string) => observation.match(new RegExp(`"${name}" \\[((?:f\\d+)?e\\d+)\\]`))?.[1]
 const toolsOf = (request: ChatRequest) => (request.tools ?? []).map((t) => t.function.name)
 

@@ -19,7 +19,7 @@ import { createHash } from "node:crypto"
 import { createServer } from "node:http"
 import type { Socket } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type ChatRequest, lastUserText, refOfElement, type ScriptedModel, startScriptedModel, toolResults } from "../fixtures/model/scripted-model.ts"
+import { lastUserText, refOfElement, type ScriptedModel, startScriptedModel, taskOf, toolResults } from "../fixtures/model/scripted-model.ts"
 import { eventually, waitForRunStatus } from "../support/runs.ts"
 import { type Service, scriptedAgentEnv, startService, stopAndClean } from "../support/service.ts"
 import { listen, safetyClient, terminal } from "./support.ts"
@@ -186,8 +186,6 @@ const startSite = async (): Promise<Site> => {
 let site: Site
 let model: ScriptedModel
 let service: Service
-
-const taskOf = (request: ChatRequest) => JSON.stringify(request.messages).match(/Task:\\n([^"\\]+)/)?.[1] ?? ""
 
 beforeAll(async () => {
   site = await startSite()

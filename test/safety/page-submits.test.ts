@@ -14,7 +14,7 @@
  */
 import { createServer } from "node:http"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type ChatRequest, lastUserText, refOf, type ScriptedModel, startScriptedModel, toolResults } from "../fixtures/model/scripted-model.ts"
+import { lastUserText, refOf, type ScriptedModel, startScriptedModel, taskOf, toolResults } from "../fixtures/model/scripted-model.ts"
 import { waitForRunStatus } from "../support/runs.ts"
 import { type Service, scriptedAgentEnv, startService, stopAndClean } from "../support/service.ts"
 import { listen, safetyClient, terminal } from "./support.ts"
@@ -101,8 +101,6 @@ const startSite = async (): Promise<Site> => {
 let site: Site
 let model: ScriptedModel
 let service: Service
-
-const taskOf = (request: ChatRequest) => JSON.stringify(request.messages).match(/Task:\\n([^"\\]+)/)?.[1] ?? ""
 
 beforeAll(async () => {
   site = await startSite()

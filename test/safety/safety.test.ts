@@ -6,7 +6,7 @@
  * code and reason and the refused step not charged, and a payment click that waits for a person's yes.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type ChatRequest, lastUserText, refOf, type ScriptedModel, startScriptedModel, toolResults } from "../fixtures/model/scripted-model.ts"
+import { lastUserText, refOf, type ScriptedModel, startScriptedModel, taskOf, toolResults } from "../fixtures/model/scripted-model.ts"
 import { type SafetyShop, startSafetyShop } from "../fixtures/sites/safety-shop.ts"
 import { type Service, scriptedAgentEnv, startService, stopAndClean } from "../support/service.ts"
 import { safetyClient, terminal } from "./support.ts"
@@ -16,8 +16,6 @@ let shop: SafetyShop
 let model: ScriptedModel
 let service: Service
 let originalScript: Parameters<ScriptedModel["setScript"]>[0]
-
-const taskOf = (request: ChatRequest) => JSON.stringify(request.messages).match(/Task:\\n([^"\\]+)/)?.[1] ?? ""
 
 beforeAll(async () => {
   shop = await startSafetyShop()

@@ -9,7 +9,7 @@ import { randomBytes } from "node:crypto"
 import type pg from "pg"
 import { Secret } from "otpauth"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type ChatRequest, lastUserText, type ScriptedModel, startScriptedModel, toolResults } from "../fixtures/model/scripted-model.ts"
+import { lastUserText, type ScriptedModel, startScriptedModel, taskOf, toolResults } from "../fixtures/model/scripted-model.ts"
 import { type SecretLoginSite, startSecretLoginSite } from "../fixtures/sites/secret-login.ts"
 import { embeddedDatabaseClient, type Service, scriptedAgentEnv, startService, stopAndClean } from "../support/service.ts"
 import { readSse } from "../support/sse.ts"
@@ -25,7 +25,6 @@ let model: ScriptedModel
 let service: Service
 let db: pg.Client
 
-const taskOf = (request: ChatRequest) => JSON.stringify(request.messages).match(/Task:\\n([^"\\]+)/)?.[1] ?? ""
 /** The ref of the element with this accessible name (`textbox "Password" [e2]`). */
 const refNamed = (observation: string, name: string) => observation.match(new RegExp(`"${name}" \\[((?:f\\d+)?e\\d+)\\]`))?.[1]
 /** The URL the observation starts with. */
