@@ -11,6 +11,7 @@ import { makeId } from "../domain/ids.ts"
 import { hashToken } from "./session-tokens.ts"
 import { withMethodSpans } from "../observability/spans.ts"
 import type { ProjectId } from "../domain/run.ts"
+import { UserSessionId } from "../domain/id-schemas.ts"
 import { decodeRows } from "../store/rows.ts"
 
 
@@ -35,7 +36,7 @@ export type SsoCandidate = typeof SsoCandidate.Type
 
 const SessionKindSchema = Schema.Literals(["cookie", "bearer"])
 export const SessionRow = Schema.Struct({
-  id: Schema.String,
+  id: UserSessionId,
   user_id: Schema.String,
   email: Schema.String,
   kind: SessionKindSchema,
@@ -80,13 +81,13 @@ export class UserStore extends Context.Service<UserStore, {
    * more than a day ago go as it starts (rows stay a day so a replayed token still meets "ended"
    * rather than "unknown" in the logs).
    */
-  readonly insertSession: (input: { readonly sessionId: string; readonly userId: string; readonly token: string; readonly kind: SessionKind; readonly sessionMs: number }) => Effect.Effect<Date>
+  readonly insertSession: (input: { readonly sessionId: UserSessionId; readonly userId: string; readonly token: string; readonly kind: SessionKind; readonly sessionMs: number }) => Effect.Effect<Date>
   readonly sessionByToken: (token: string) => Effect.Effect<SessionRow | undefined>
   /** sessionByToken and, in the same statement, the user's membership of the project's tenant. */
   readonly sessionOnProject: (token: string, projectId: ProjectId) => Effect.Effect<SessionOnProjectRow | undefined>
-  readonly endSession: (sessionId: string) => Effect.Effect<void>
+  readonly endSession: (sessionId: UserSessionId) => Effect.Effect<void>
   /** The new hash and the end of every other session of the user, in one transaction. */
-  readonly changePassword: (userId: string, keepSessionId: string, passwordHash: string) => Effect.Effect<void>
+  readonly changePassword: (userId: string, keepSessionId: UserSessionId, passwordHash: string) => Effect.Effect<void>
   /**
    * The new hash (the address counted verified), a password identity when the account had none,
    * the end of every session and of every unused reset link; in one transaction (the caller's

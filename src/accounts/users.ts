@@ -19,6 +19,7 @@ import { generateSessionToken, isWellFormedSessionToken } from "./session-tokens
 import { normalizeEmail, type SessionRow, UserStore, type UserRow } from "./user-store.ts"
 import { withMethodSpans } from "../observability/spans.ts"
 import type { ProjectId } from "../domain/run.ts"
+import type { UserSessionId } from "../domain/id-schemas.ts"
 
 export type { ConsoleSession, SessionKind } from "../domain/console-session.ts"
 export { normalizeEmail, type UserRow } from "./user-store.ts"
@@ -50,7 +51,7 @@ export class Users extends Context.Service<Users, {
    * project's tenant): one round trip for a console session on a project endpoint.
    */
   readonly authenticateOnProject: (token: string, projectId: ProjectId) => Effect.Effect<(ConsoleSession & { readonly access: ProjectAccess }) | SessionFailure>
-  readonly logout: (sessionId: string) => Effect.Effect<void>
+  readonly logout: (sessionId: UserSessionId) => Effect.Effect<void>
   /** Throttled like a sign-in (the account and `address`): a wrong current password is a guess. */
   readonly changePassword: (session: ConsoleSession, current: string, next: string, address: string) => Effect.Effect<void, InvalidCredentials | LoginThrottled>
   /**

@@ -1,8 +1,11 @@
 /** A signed-in console user's session (cookie from the console, bearer from the CLI). */
+
+import type { UserSessionId } from "./id-schemas.ts"
+
 export type SessionKind = "cookie" | "bearer"
 
 export interface ConsoleSession {
-  readonly sessionId: string
+  readonly sessionId: UserSessionId
   readonly userId: string
   readonly email: string
   readonly kind: SessionKind

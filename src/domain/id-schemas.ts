@@ -31,3 +31,7 @@ export type SecretId = typeof SecretId.Type
 /** `sched_`: a DoAnything session schedule (src/do-anything/schedules.ts). The generic scheduler (src/schedules/) keys its owners by text. */
 export const ScheduleId = Schema.String.pipe(Schema.brand("ScheduleId"))
 export type ScheduleId = typeof ScheduleId.Type
+
+/** `uss_`: a signed-in console user's session (src/accounts/users.ts); not a DoAnything SessionId. */
+export const UserSessionId = Schema.String.pipe(Schema.brand("UserSessionId"))
+export type UserSessionId = typeof UserSessionId.Type
