@@ -35,3 +35,10 @@ export type ScheduleId = typeof ScheduleId.Type
 /** `uss_`: a signed-in console user's session (src/accounts/users.ts); not a DoAnything SessionId. */
 export const UserSessionId = Schema.String.pipe(Schema.brand("UserSessionId"))
 export type UserSessionId = typeof UserSessionId.Type
+
+/**
+ * An outbound webhook delivery (src/webhooks/callbacks.ts): `msg_` (the Standard Webhooks message
+ * id, sent as `webhook-id`) then the time-sorted tail of a `dlv_` id.
+ */
+export const DeliveryId = Schema.String.pipe(Schema.brand("DeliveryId"))
+export type DeliveryId = typeof DeliveryId.Type

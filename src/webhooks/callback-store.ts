@@ -9,9 +9,10 @@ import { SqlClient } from "effect/sql"
 import { DeliveryChannel, DeliveryStatus } from "../domain/delivery.ts"
 import { withMethodSpans } from "../observability/spans.ts"
 import { ProjectId } from "../domain/run.ts"
+import { DeliveryId } from "../domain/id-schemas.ts"
 
 export const DeliveryRow = Schema.Struct({
-  id: Schema.String,
+  id: DeliveryId,
   project_id: ProjectId,
   run_id: Schema.NullOr(Schema.String),
   monitor_id: Schema.NullOr(Schema.String),
@@ -33,7 +34,7 @@ const decodeRow = Schema.decodeUnknownSync(DeliveryRow)
 
 /** A delivery a dispatcher claimed, with the secret that signs it. */
 export const ClaimedRow = Schema.Struct({
-  id: Schema.String,
+  id: DeliveryId,
   run_id: Schema.NullOr(Schema.String),
   monitor_id: Schema.NullOr(Schema.String),
   url: Schema.String,
@@ -44,14 +45,14 @@ export const ClaimedRow = Schema.Struct({
 export type ClaimedRow = typeof ClaimedRow.Type
 const decodeClaimed = Schema.decodeUnknownSync(ClaimedRow)
 
-const decodeId = Schema.decodeUnknownSync(Schema.Struct({ id: Schema.String }))
+const decodeId = Schema.decodeUnknownSync(Schema.Struct({ id: DeliveryId }))
 const decodeState = Schema.decodeUnknownSync(Schema.Struct({ status: DeliveryStatus, channel: DeliveryChannel }))
 
 const columns = "id, project_id, run_id, monitor_id, channel, url, event_type, payload, status, attempts, last_status_code, last_error, created_at, updated_at, delivered_at, next_attempt_at"
 
 /** What `insert` records. */
 export interface NewDelivery {
-  readonly id: string
+  readonly id: DeliveryId
   readonly projectId: ProjectId
   readonly runId: string | null
   readonly monitorId: string | null
@@ -74,7 +75,7 @@ export class CallbackStore extends Context.Service<CallbackStore, {
    */
   readonly claim: (batch: number, leaseMs: number) => Effect.Effect<ReadonlyArray<ClaimedRow>>
   /** Records an attempt's outcome; the next attempt `delayMs` on when it is `retrying`. */
-  readonly recordAttempt: (deliveryId: string, attempt: {
+  readonly recordAttempt: (deliveryId: DeliveryId, attempt: {
     readonly attempts: number
     readonly statusCode: number | null
     readonly error: string | null
@@ -84,7 +85,7 @@ export class CallbackStore extends Context.Service<CallbackStore, {
   /** Records a delivery; false when the run already has one of that type (ON CONFLICT). */
   readonly insert: (delivery: NewDelivery) => Effect.Effect<boolean>
   /** The id of the run's delivery of that type. */
-  readonly idOfRun: (runId: string, type: string) => Effect.Effect<string | undefined>
+  readonly idOfRun: (runId: string, type: string) => Effect.Effect<DeliveryId | undefined>
   readonly list: (projectId: ProjectId, filter: {
     readonly runId?: string | undefined
     readonly monitorId?: string | undefined
@@ -92,10 +93,10 @@ export class CallbackStore extends Context.Service<CallbackStore, {
     readonly limit: number
     readonly beforeId?: string | undefined
   }) => Effect.Effect<ReadonlyArray<DeliveryRow>>
-  readonly find: (projectId: ProjectId, deliveryId: string) => Effect.Effect<DeliveryRow | undefined>
+  readonly find: (projectId: ProjectId, deliveryId: DeliveryId) => Effect.Effect<DeliveryRow | undefined>
   /** Makes a failed delivery with an HTTP target due again; undefined when it is not one. */
-  readonly retryFailed: (projectId: ProjectId, deliveryId: string) => Effect.Effect<DeliveryRow | undefined>
-  readonly state: (projectId: ProjectId, deliveryId: string) => Effect.Effect<{ readonly status: DeliveryStatus; readonly channel: DeliveryChannel } | undefined>
+  readonly retryFailed: (projectId: ProjectId, deliveryId: DeliveryId) => Effect.Effect<DeliveryRow | undefined>
+  readonly state: (projectId: ProjectId, deliveryId: DeliveryId) => Effect.Effect<{ readonly status: DeliveryStatus; readonly channel: DeliveryChannel } | undefined>
 }>()("wa/webhooks/CallbackStore") {
   static readonly layer = Layer.effect(
     CallbackStore,

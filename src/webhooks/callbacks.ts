@@ -25,6 +25,7 @@ import { checkPublicUrl, PrivateLookupError, publicLookup } from "../net/private
 import { type ClaimedRow, CallbackStore, DeliveryRow } from "./callback-store.ts"
 import { withMethodSpans } from "../observability/spans.ts"
 import type { ProjectId } from "../domain/run.ts"
+import type { DeliveryId } from "../domain/id-schemas.ts"
 
 export const signPayload = (secret: string, id: string, timestamp: number, body: string) => {
   const key = Buffer.from(secret.replace(/^whsec_/, ""), "base64")
@@ -116,7 +117,7 @@ const POLL_INTERVAL_MS = 1_000
 
 /** What one recorded attempt came to. */
 export interface AttemptOutcome {
-  readonly deliveryId: string
+  readonly deliveryId: DeliveryId
   readonly runId: string | null
   readonly monitorId: string | null
   readonly status: DeliveryStatus
@@ -130,7 +131,7 @@ export class Callbacks extends Context.Service<Callbacks, {
    * Records a signed POST of `{type, timestamp, data}` to the URL and wakes the dispatcher; returns
    * the delivery id, the existing one when the run already has a delivery of that type.
    */
-  readonly send: (input: SendInput) => Effect.Effect<string>
+  readonly send: (input: SendInput) => Effect.Effect<DeliveryId>
   /** The project's deliveries, newest first (optionally of one run, monitor or status). */
   readonly list: (projectId: ProjectId, filter: {
     readonly runId?: string | undefined
@@ -139,6 +140,7 @@ export class Callbacks extends Context.Service<Callbacks, {
     readonly limit: number
     readonly beforeId?: string | undefined
   }) => Effect.Effect<ReadonlyArray<DeliveryRow>>
+  /** `find` and `retry` take the id as text: Track's monitor routes pass theirs unbranded. */
   readonly find: (projectId: ProjectId, deliveryId: string) => Effect.Effect<DeliveryRow | undefined>
   /** Makes a failed delivery due again (attempts go on counting). */
   readonly retry: (projectId: ProjectId, deliveryId: string) => Effect.Effect<DeliveryRow | undefined, DeliveryNotRetryable>
@@ -157,7 +159,7 @@ export class Callbacks extends Context.Service<Callbacks, {
       const wake = yield* Queue.sliding<void>(1)
 
       /** One attempt: what happened, and whether another attempt may follow. */
-      const attempt = (deliveryId: string, url: string, secret: string, body: string) =>
+      const attempt = (deliveryId: DeliveryId, url: string, secret: string, body: string) =>
         Effect.gen(function*() {
           const refused = yield* checkPublicUrl(url, config.allowPrivateNetworks).pipe(
             Effect.match({ onFailure: (e) => e.message, onSuccess: () => undefined })
@@ -213,7 +215,7 @@ export class Callbacks extends Context.Service<Callbacks, {
         }),
         send: (input) =>
           Effect.gen(function*() {
-            const id = `msg_${makeId("dlv").slice(4)}`
+            const id = `msg_${makeId("dlv").slice(4)}` as DeliveryId
             const body = JSON.stringify({ type: input.type, timestamp: new Date().toISOString(), data: input.data })
             const settled = input.settled
             const status: DeliveryStatus = settled?.status ?? "pending"
@@ -241,9 +243,10 @@ export class Callbacks extends Context.Service<Callbacks, {
             return id
           }).pipe(Effect.orDie),
         list: store.list,
-        find: store.find,
-        retry: (projectId, deliveryId) =>
+        find: (projectId, deliveryId) => store.find(projectId, deliveryId as DeliveryId),
+        retry: (projectId, text) =>
           Effect.gen(function*() {
+            const deliveryId = text as DeliveryId
             const retried = yield* store.retryFailed(projectId, deliveryId)
             if (retried !== undefined) {
               yield* Queue.offer(wake, undefined)

@@ -24,7 +24,7 @@ import { Callbacks, type DeliveryChannel } from "./callbacks.ts"
 import { Inbox } from "./inbox.ts"
 import { validateTargetUrl, WebhookEndpoints } from "./webhook-endpoints.ts"
 import type { ProjectId } from "../domain/run.ts"
-import type { ScheduleId, WebhookEndpointId } from "../domain/id-schemas.ts"
+import type { DeliveryId, ScheduleId, WebhookEndpointId } from "../domain/id-schemas.ts"
 
 export interface NotifyChannel {
   readonly kind: DeliveryChannel
@@ -67,7 +67,7 @@ const invalid = (field: ReadonlyArray<string>, msg: string, type: string) =>
 
 export class NotificationChannels extends Context.Service<NotificationChannels, {
   /** Records the notification on the channel; idempotent per (tickId, type). */
-  readonly notify: (input: NotifyInput) => Effect.Effect<{ readonly deliveryId: string | null }>
+  readonly notify: (input: NotifyInput) => Effect.Effect<{ readonly deliveryId: DeliveryId | null }>
   /**
    * Checks a channel when a monitor is created or changed: the field that matches the kind is
    * given and the other is not, a callback URL passes the callback_url checks, a webhook endpoint

@@ -8,7 +8,7 @@ import { Schema } from "effect"
 import { makeId } from "../../src/domain/ids.ts"
 import { ApiKeyId, type ProjectId, type RunId, type SessionId } from "../../src/domain/run.ts"
 import type { MonitorId } from "../../src/domain/monitor.ts"
-import { ProfileId, ScheduleId, SecretId, SkillId, UserSessionId, WebhookEndpointId, WorkspaceId } from "../../src/domain/id-schemas.ts"
+import { DeliveryId, ProfileId, ScheduleId, SecretId, SkillId, UserSessionId, WebhookEndpointId, WorkspaceId } from "../../src/domain/id-schemas.ts"
 
 const takesRun = (id: RunId) => id
 const takesProject = (id: ProjectId) => id
@@ -53,6 +53,8 @@ describe("ids", () => {
     expect(Schema.decodeUnknownSync(ScheduleId)(schedule)).toBe(schedule)
     const userSession: UserSessionId = makeId("uss")
     expect(Schema.decodeUnknownSync(UserSessionId)(userSession)).toBe(userSession)
+    const delivery: DeliveryId = makeId("dlv")
+    expect(Schema.decodeUnknownSync(DeliveryId)(delivery)).toBe(delivery)
     // @ts-expect-error a console user's session is not a DoAnything session
     const notSession: SessionId = userSession
     expect(notSession).toBe(userSession)

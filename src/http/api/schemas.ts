@@ -3,7 +3,7 @@
  * src/domain/wire/ (issue 27 §1: domain owns every schema the wire uses).
  */
 import { Schema } from "effect"
-import { ProfileId, ScheduleId, SecretId, WebhookEndpointId } from "../../domain/id-schemas.ts"
+import { DeliveryId, ProfileId, ScheduleId, SecretId, WebhookEndpointId } from "../../domain/id-schemas.ts"
 import { ApiKeyId, RunId, SessionId } from "../../domain/run.ts"
 
 export { MaxString } from "../../domain/schemas.ts"
@@ -34,3 +34,5 @@ export const SecretIdParam = SecretId.check(Schema.isMaxCodePoints(64))
 export const ApiKeyIdParam = ApiKeyId.check(Schema.isMaxCodePoints(64))
 /** A DoAnything schedule id in a path (`/schedules/{schedule_id}`). */
 export const ScheduleIdParam = ScheduleId.check(Schema.isMaxCodePoints(64))
+/** A webhook delivery id in a path (`/webhook_deliveries/{delivery_id}`). */
+export const DeliveryIdParam = DeliveryId.check(Schema.isMaxCodePoints(64))

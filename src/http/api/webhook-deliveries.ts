@@ -6,10 +6,10 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { BadRequest, Conflict, NotFound } from "../../domain/api-errors.ts"
 import { DeliveryListResponse, DeliveryResponse, ListDeliveriesQuery } from "../../domain/wire/webhook-deliveries.ts"
-import { MaxString, ProjectIdParam } from "./schemas.ts"
+import { DeliveryIdParam, ProjectIdParam } from "./schemas.ts"
 import { Authentication, Idempotency, RateLimit } from "./security.ts"
 
-const DeliveryIdParam = { ...ProjectIdParam, delivery_id: MaxString(64) }
+const DeliveryParams = { ...ProjectIdParam, delivery_id: DeliveryIdParam }
 
 export class WebhookDeliveriesApi extends HttpApiGroup.make("webhook_deliveries")
   .add(
@@ -19,9 +19,9 @@ export class WebhookDeliveriesApi extends HttpApiGroup.make("webhook_deliveries"
       success: DeliveryListResponse,
       error: BadRequest
     }),
-    HttpApiEndpoint.get("get", "/:delivery_id", { params: DeliveryIdParam, success: DeliveryResponse, error: NotFound }),
+    HttpApiEndpoint.get("get", "/:delivery_id", { params: DeliveryParams, success: DeliveryResponse, error: NotFound }),
     HttpApiEndpoint.post("retry", "/:delivery_id/retry", {
-      params: DeliveryIdParam,
+      params: DeliveryParams,
       success: DeliveryResponse.annotate({ httpApiStatus: 202 }),
       error: [NotFound, Conflict]
     }).annotate(OpenApi.Description, "Makes a failed delivery due again (409 unless it failed and has an HTTP target); attempts go on counting.")
