@@ -7,7 +7,7 @@ import { SqlClient } from "effect/sql"
 import { makeId } from "../domain/ids.ts"
 import { createOnce } from "../store/keyed-create.ts"
 import { withMethodSpans } from "../observability/spans.ts"
-import { ProjectId } from "../domain/run.ts"
+import { type ApiKeyId, ProjectId } from "../domain/run.ts"
 import { decodeRows } from "../store/rows.ts"
 
 
@@ -35,7 +35,7 @@ const reportRows = decodeRows(BugReportRow)
 export interface StoredBugReport {
   readonly projectId: ProjectId
   readonly userId: string | null
-  readonly apiKeyId: string | null
+  readonly apiKeyId: ApiKeyId | null
   readonly message: string
   readonly page_path: string
   readonly input_method: InputMethod

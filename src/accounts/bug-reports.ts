@@ -9,7 +9,7 @@ import { AppConfig } from "../config/config.ts"
 import { BugReportStore, type BugReportRow, type InputMethod } from "./bug-report-store.ts"
 import { AccountInvalidField } from "./errors.ts"
 import { withMethodSpans } from "../observability/spans.ts"
-import type { ProjectId } from "../domain/run.ts"
+import type { ApiKeyId, ProjectId } from "../domain/run.ts"
 
 export type { BugReportRow, InputMethod } from "./bug-report-store.ts"
 
@@ -26,7 +26,7 @@ export interface NewBugReport {
 /** Who files or reads: a console user (their id) or an API key (its id). */
 export interface Reporter {
   readonly userId: string | null
-  readonly apiKeyId: string | null
+  readonly apiKeyId: ApiKeyId | null
 }
 
 const dataUrlPattern = /^data:image\/(png|jpeg|webp);base64,[A-Za-z0-9+/]+={0,2}$/
