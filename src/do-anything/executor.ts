@@ -183,6 +183,8 @@ const sessionHandlers = Effect.gen(function*() {
       readonly checkpoint: Checkpoint | undefined
       /** The interactive login whose page the run holds for a person (src/profiles/login-hold.ts). */
       readonly holdAt: string | undefined
+      /** A new run whose browser was restored from the session's previous run's checkpoint. */
+      readonly restored: boolean
     }
 
     /**
@@ -222,7 +224,7 @@ const sessionHandlers = Effect.gen(function*() {
         if (!resumed && holdAt === undefined && Option.isNone(fairAgentModel)) {
           return yield* new RunFailure({ code: "model_not_configured", detail: modelNotConfigured })
         }
-        return { leased: leased.success, checkpoint, holdAt } satisfies Prepared
+        return { leased: leased.success, checkpoint, holdAt, restored: !resumed && from !== undefined } satisfies Prepared
       })
 
     /**
@@ -242,7 +244,7 @@ const sessionHandlers = Effect.gen(function*() {
         const [executor, prepared] = yield* begin(prepare(run, resumed), ({ checkpoint }) => ({
           from_step: checkpoint?.step ?? 0,
           url: checkpoint?.url ?? null
-        }))
+        }), ({ restored }) => resumed ? {} : { restored })
         const work = prepared.holdAt !== undefined
           ? holdForPerson(run.id, prepared.leased, executor, prepared.holdAt)
           : runAgent(run.id, prepared.leased, settings, executor, resumed ? { checkpoint: prepared.checkpoint } : undefined)

@@ -91,11 +91,13 @@ export interface RunExecutor<Request, R> {
  * older execution can no longer move the checkpoint under it), and starts it: `pending → running`,
  * or a `run.resumed` event saying where it resumes from for a run that was under way elsewhere.
  * Gives the execution's token (its writes carry it) and what `load` read. A failure of `load`
- * ends the run before it starts (no transition to running, no `run.resumed`).
+ * ends the run before it starts (no transition to running, no `run.resumed`). `logged` adds what
+ * `load` read to the "run started" / "run resumed" log line.
  */
 export type Begin = <A, E, R>(
   load: Effect.Effect<A, E, R>,
-  resumedFrom: (loaded: A) => Omit<EventData<"run.resumed">, "run_id">
+  resumedFrom: (loaded: A) => Omit<EventData<"run.resumed">, "run_id">,
+  logged?: (loaded: A) => Readonly<Record<string, unknown>>
 ) => Effect.Effect<readonly [token: string, loaded: A], E | RunStopped, R>
 
 /** Where an entity keeps the fibers of its runs' executions, and whether it is stopping on this runner. */
@@ -130,19 +132,20 @@ export const makeRunExecution = <Request, R>(executor: RunExecutor<Request, R>, 
      * `claimed` learns the execution's token: the kernel's own writes for the execution carry it
      * too. `started` is completed once the run started (the deadline counts from there).
      */
-    const beginFor = (run: Run, claimed: (token: string) => void, started: Deferred.Deferred<void>): Begin => (load, resumedFrom) =>
+    const beginFor = (run: Run, claimed: (token: string) => void, started: Deferred.Deferred<void>): Begin => (load, resumedFrom, logged) =>
       Effect.gen(function*() {
         const token = yield* store.claimExecution(run.id)
         claimed(token)
         const loaded = yield* load
+        const said = logged === undefined ? {} : logged(loaded)
         if (run.status === "pending") {
           yield* store.transition(run.id, "running", { executor: token }).pipe(Effect.mapError(() => new RunStopped()))
           // Which runner executes which run, for operators following a run across nodes.
-          yield* Effect.logInfo("run started").pipe(Effect.annotateLogs({ ...log, run_id: run.id }))
+          yield* Effect.logInfo("run started").pipe(Effect.annotateLogs({ ...log, ...said, run_id: run.id }))
         } else {
           const from = resumedFrom(loaded)
           yield* store.appendEvent(run.id, "run.resumed", { run_id: run.id, ...from }, token)
-          yield* Effect.logInfo("run resumed").pipe(Effect.annotateLogs({ ...log, run_id: run.id, from_step: from.from_step }))
+          yield* Effect.logInfo("run resumed").pipe(Effect.annotateLogs({ ...log, ...said, run_id: run.id, from_step: from.from_step }))
         }
         yield* Deferred.succeed(started, undefined)
         return [token, loaded] as const
