@@ -44,10 +44,6 @@ export class RunStopped extends Data.TaggedError("RunStopped") {}
 /** This runner drains while the run waits (for a person): the run moves to the shard's next owner. */
 export class Handover extends Data.TaggedError("Handover") {}
 
-/** Whether an execution ended because another execution claimed its run (src/store/runs.ts). */
-export const isSuperseded = (exit: Exit.Exit<unknown, unknown>): boolean =>
-  Exit.isFailure(exit) && Cause.squash(exit.cause) instanceof SupersededExecution
-
 /**
  * An entity's `Execute` answer: handled here, or, when this runner drains, left unprocessed for
  * the runner that takes the entity's shard. Made where the entity's handlers are built (it reads
