@@ -2,15 +2,18 @@
  * The agent loop of one DoAnything run. Each step: take queued user messages, observe the page,
  * ask the model (tools only: the allowed subset), let the tools act, price the tokens. The loop
  * ends when `done` accepts an output, the run is canceled, the step budget runs out (the run is
- * marked expired), the duration limit passes, or the model or browser fails.
+ * marked expired), or the model or browser fails. The run's lifecycle around it (its start or
+ * resume, its deadline, its failure's code written once, "run ended") is the run kernel's
+ * (src/runs/kernel.ts): the Session entity (src/do-anything/executor.ts) calls this after `begin`.
  */
 import { Ajv } from "ajv"
-import { Duration, Effect, Layer, Option, Queue, Ref, Schema, Stream } from "effect"
+import { Effect, Layer, Option, Queue, Ref, Schema, Stream } from "effect"
 import { LanguageModel, Prompt, Toolkit } from "effect/ai"
 import { screenshot } from "../browser/actions.ts"
 import { snapshotFormatHelp } from "../browser/observe.ts"
 import { markedScreenshot, type MarkedScreenshot } from "../browser/marks.ts"
 import type { ContextLease } from "../browser/pool.ts"
+import { RunFailure } from "../domain/run-failure.ts"
 import { isTerminal } from "../domain/run-state.ts"
 import { RunEventBus } from "../events/run-event-bus.ts"
 import type { DoAnythingRequest, Run, RunId } from "../domain/run.ts"
@@ -88,14 +91,17 @@ export interface AgentSettings {
 }
 
 /**
- * Runs the run to a terminal state inside the session's browser context. Safe to call again for
- * the same run (at-least-once delivery): a run that is no longer pending is left as it is.
+ * Runs a started run (the kernel's `begin` made it running, or announced its resume) to a
+ * terminal state inside the session's browser context. Ends the run itself when it is done, out
+ * of steps or budget, or outside the safety boundary; fails with RunFailure when it cannot go on
+ * (model_not_configured, secret_unavailable, model_error, agent_error, browser_crashed), which
+ * the kernel writes.
  */
 export const runAgent = Effect.fn("runAgent")(function*(
   runId: RunId,
   lease: ContextLease,
   settings: AgentSettings,
-  /** The token of this execution (RunStore.claimExecution): every write is refused once superseded. */
+  /** The token of this execution (the kernel's `begin`): every write is refused once superseded. */
   executor: string,
   /** Set when another runner died during this run: go on from its last completed step. */
   resume?: { readonly checkpoint: Checkpoint | undefined }
@@ -105,25 +111,11 @@ export const runAgent = Effect.fn("runAgent")(function*(
   const bus = yield* RunEventBus
   const screenshots = yield* ScreenshotStore
   const configured = yield* AgentModel
-  const initial = yield* store.getRun(runId)
-  if (initial === undefined || initial.status !== (resume === undefined ? "pending" : "running")) return
-  if (Option.isNone(configured)) {
-    yield* store.transition(runId, "failed", {
-      errorCode: "model_not_configured",
-      errorDetail: "no language model is configured; set WA_MODEL_BASE_URL or WA_MODEL_API_KEY (and WA_MODEL)",
-      terminalReason: "failed"
-    }).pipe(Effect.ignore)
-    return
-  }
+  if (Option.isNone(configured)) return yield* new RunFailure({ code: "model_not_configured", detail: modelNotConfigured })
   const model = configured.value
-  let run = initial
-  if (resume === undefined) {
-    const running = yield* Effect.result(store.transition(runId, "running", { executor }))
-    if (running._tag === "Failure") return
-    run = running.success
-  } else {
-    yield* store.rewindSteps(runId, resume.checkpoint?.step ?? 0)
-  }
+  if (resume !== undefined) yield* store.rewindSteps(runId, resume.checkpoint?.step ?? 0)
+  const run = yield* store.getRun(runId)
+  if (run === undefined || isTerminal(run.status)) return
 
   const request = requestOf(run)
   // The secrets the run names (src/secrets/), opened for this execution only; a name the project
@@ -132,15 +124,7 @@ export const runAgent = Effect.fn("runAgent")(function*(
   let secrets: RunSecrets = noSecrets
   if ((request.secrets ?? []).length > 0) {
     const loaded = yield* Effect.result(vault.forRun(run.project_id, request.secrets ?? []))
-    if (loaded._tag === "Failure") {
-      yield* store.transition(runId, "failed", {
-        executor,
-        terminalReason: "failed",
-        errorCode: "secret_unavailable",
-        errorDetail: loaded.failure.detail
-      }).pipe(Effect.ignore)
-      return
-    }
+    if (loaded._tag === "Failure") return yield* new RunFailure({ code: "secret_unavailable", detail: loaded.failure.detail })
     secrets = loaded.success
   }
   const redact = secrets.redact
@@ -562,27 +546,20 @@ export const runAgent = Effect.fn("runAgent")(function*(
     }
   })
 
-  const remaining = run.deadline_at === null ? undefined : Math.max(0, run.deadline_at.getTime() - Date.now())
-  const bounded = remaining === undefined ? Effect.asSome(loop) : loop.pipe(Effect.timeoutOption(Duration.millis(remaining)))
-  const outcome = yield* Effect.result(bounded)
-  if (outcome._tag === "Success" && Option.isNone(outcome.success)) {
-    yield* store.transition(runId, "canceled", {
-      executor,
-      terminalReason: "duration_exceeded",
-      errorCode: "duration_exceeded",
-      errorDetail: "the run reached max_duration_minutes"
-    }).pipe(Effect.ignore)
-  } else if (outcome._tag === "Failure") {
-    const error = outcome.failure as { _tag?: string; message?: string; reason?: unknown }
+  // A step that failed ends the run with what failed: the browser, the model, or the agent's work.
+  yield* loop.pipe(Effect.catch((failure) => {
+    if (failure instanceof RunFailure) return Effect.fail(failure)
+    const error = failure as { _tag?: string; message?: string }
     const crashed = error._tag === "BrowserCrashed" || lease.crashed()
-    yield* store.transition(runId, "failed", {
-      executor,
-      terminalReason: "failed",
-      errorCode: crashed ? "browser_crashed" : error._tag === "AiError" ? "model_error" : "agent_error",
-      errorDetail: crashed ? "the browser of this session crashed; the session's next run gets a fresh browser" : redact(error.message ?? String(error))
-    }).pipe(Effect.ignore)
-  }
+    return Effect.fail(new RunFailure({
+      code: crashed ? "browser_crashed" : error._tag === "AiError" ? "model_error" : "agent_error",
+      detail: crashed ? "the browser of this session crashed; the session's next run gets a fresh browser" : redact(error.message ?? String(error))
+    }))
+  }))
 }, Effect.scoped)
+
+/** The detail of a run that needs the model when none is configured. */
+export const modelNotConfigured = "no language model is configured; set WA_MODEL_BASE_URL or WA_MODEL_API_KEY (and WA_MODEL)"
 
 const takeScreenshot = (ctx: RunContext["Service"]) => screenshot(ctx.lease)
 

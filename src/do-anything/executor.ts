@@ -1,35 +1,38 @@
 /**
  * The Session entity (Effect Cluster): owns one browser context leased from the pool of the runner
  * it lives on, and executes the session's runs one at a time inside it, so a follow-up run sees
- * the cookies, tabs and page the previous one left. `Execute` is persisted (it survives a restart
- * and is handled at least once: runAgent ignores runs that are no longer pending); `Interrupt` and
- * `Close` run beside a long `Execute`. The browser is released when a run ends with
- * keep_alive false, when the session is closed, or when the entity passivates after idling.
+ * the cookies, tabs and page the previous one left. Each run's lifecycle is the run kernel's
+ * (src/runs/kernel.ts, `makeRunExecution`): `Execute` is persisted and handled at least once (a
+ * run gone or ended is acknowledged), the run is claimed, started or resumed, bounded by its
+ * deadline, stopped by `Interrupt`, and ended once. What the kernel's `begin` loads here is the
+ * session's browser (restored from a checkpoint on another runner's resume); the work is the
+ * agent (src/agent/run-agent.ts) or the hold-the-page run of an interactive login. `Interrupt`,
+ * `Close` and take control run beside a long `Execute`. The browser is released when a run ends
+ * with keep_alive false, when the session is closed, or when the entity passivates after idling.
  *
  * A draining runner (SIGTERM, see src/cluster/lifecycle.ts) starts no run and resumes none: their
  * Execute is left unprocessed and handled by the runner that takes the shard after the handover.
  */
 import { SkillStore } from "../store/skills.ts"
 import { CacheScriptStore } from "../store/cache-scripts.ts"
-import { Clock, Effect, Exit, Fiber, FiberMap, Layer, Option, Scope, Stream } from "effect"
+import { Clock, Effect, Exit, FiberMap, Layer, Option, Scope, Stream } from "effect"
 import { Entity } from "effect/cluster"
 import { Rpc } from "effect/rpc"
-import { type AgentSettings, runAgent } from "../agent/run-agent.ts"
+import { type AgentSettings, modelNotConfigured, runAgent } from "../agent/run-agent.ts"
 import { AgentModel } from "../agent/model.ts"
-import { fairModelLayer, WorkOwner } from "../fairness/fair-queue.ts"
+import { fairModelLayer } from "../fairness/fair-queue.ts"
 import { navigate } from "../browser/actions.ts"
 import { AppConfig } from "../config/config.ts"
 import { BrowserPool, type ContextLease } from "../browser/pool.ts"
 import { makeLiveControl } from "../control/live-control.ts"
 import { TakeControl } from "../control/take-control.ts"
-import { RunnerLifecycle, runHere } from "../cluster/lifecycle.ts"
-import { isSuperseded, makeLeaveWhenRefused } from "../runs/kernel.ts"
+import { RunnerLifecycle } from "../cluster/lifecycle.ts"
+import { type Begin, makeLeaveWhenRefused, makeRunExecution, RunFailure } from "../runs/kernel.ts"
 import { isTerminal } from "../domain/run-state.ts"
-import { type ProjectId, type Run, RunId, SessionId } from "../domain/run.ts"
+import { type DoAnythingRequest, type ProjectId, type Run, SessionId } from "../domain/run.ts"
 import type { ProfileId } from "../domain/profile.ts"
 import { type Checkpoint, RunStore } from "../store/runs.ts"
 import { SessionStore } from "../store/sessions.ts"
-import { RunNotifier } from "../webhooks/run-notifier.ts"
 import { ProfileStore } from "../profiles/profile-store.ts"
 import { prepareRestore } from "../profiles/restore.ts"
 import { holdForPerson, isLoginHold } from "../profiles/login-hold.ts"
@@ -46,14 +49,14 @@ const sessionHandlers = Effect.gen(function*() {
     const pool = yield* BrowserPool
     const store = yield* RunStore
     const sessionStore = yield* SessionStore
-    const notifier = yield* RunNotifier
     const config = yield* AppConfig
     const lifecycle = yield* RunnerLifecycle
     const leaveWhenRefused = yield* makeLeaveWhenRefused
     const runs = yield* FiberMap.make<string>()
     // Set when the entity stops on this runner (its shard moved, or the runner stops), by the last
     // finalizer added below (finalizers run last-added first): an execution that sees its agent
-    // interrupted, or its browser released, then knows the run is no longer this runner's to finish.
+    // interrupted, or its browser released, then knows the run is no longer this runner's to finish
+    // (the kernel's ExecutionHost).
     let stopping = false
     const profiles = yield* ProfileStore
     const recorders = yield* RunRecorders
@@ -145,18 +148,6 @@ const sessionHandlers = Effect.gen(function*() {
     )
     yield* Effect.addFinalizer(() => Effect.sync(() => { stopping = true }))
 
-    const finishRun = (runId: RunId) =>
-      Effect.gen(function*() {
-        const run = yield* store.getRun(runId)
-        if (run === undefined) return
-        yield* notifier.terminal(runId)
-        yield* saveProfile
-        if (run.request._tag === "DoAnything" && run.request.keep_alive === false) {
-          yield* release
-          yield* sessionStore.setSessionStatus(sessionId, "closed")
-        }
-      })
-
     /** Reopens the checkpoint's tabs: the active one first (and it stays active), then the others. */
     const restoreTabs = (restored: ContextLease, checkpoint: Checkpoint) =>
       Effect.gen(function*() {
@@ -173,90 +164,6 @@ const sessionHandlers = Effect.gen(function*() {
         if (active._tag === "Some") restored.setActivePage(active.value)
       })
 
-    /** Ends a run that cannot go on here with a clear error, and tells whoever waits for it. */
-    const failRun = (runId: RunId, errorCode: string, errorDetail: string) =>
-      store.transition(runId, "failed", { terminalReason: "failed", errorCode, errorDetail }).pipe(
-        Effect.ignore,
-        Effect.andThen(finishRun(runId))
-      )
-
-    /**
-     * Runs the agent in a fiber of the map (so Interrupt, which runs beside Execute, can stop it),
-     * then finishes the run, unless another runner took the run over meanwhile: then this one
-     * only stops.
-     */
-    const execute = <E, R>(runId: RunId, leased: ContextLease, agent: Effect.Effect<void, E, R>) =>
-      Effect.gen(function*() {
-        // The run's recording (src/recordings/recorder.ts) covers the agent's whole execution here.
-        const run = yield* store.getRun(runId)
-        const request = run?.request
-        yield* recorders.start(runId, leased, recordingSettings(request?._tag === "DoAnything" ? request : undefined))
-        // The agent's model calls are its project's in the fair queue (src/fairness/fair-queue.ts).
-        const owned = agent.pipe(Effect.provideService(AgentModel, fairAgentModel), Effect.provideService(WorkOwner, run?.project_id ?? "service"))
-        // The take-control watcher (URL expiry, idle release) lives and dies with the agent.
-        const fiber = yield* FiberMap.run(runs, runId, Effect.scoped(Effect.andThen(Effect.forkScoped(live.watch(runId)), owned)))
-        const exit = yield* Fiber.await(fiber)
-        if (isSuperseded(exit)) {
-          yield* recorders.discard(runId)
-          return yield* Effect.logWarning("run taken over by another runner; this execution stopped").pipe(Effect.annotateLogs({ run_id: runId }))
-        }
-        if (stopping && Exit.hasInterrupts(exit)) {
-          // The entity's scope closed before its Execute handler was interrupted: the shard's next
-          // owner resumes the run; finishing it here would notify and save state for a run not ours.
-          yield* recorders.discard(runId)
-          return yield* Effect.logInfo("run execution stopped with its entity on this runner").pipe(Effect.annotateLogs({ run_id: runId }))
-        }
-        yield* recorders.finish(runId)
-        yield* finishRun(runId)
-      }).pipe(Effect.onInterrupt(() =>
-        recorders.discard(runId).pipe(
-          // The entity stopped here (its shard moved to another runner, or this runner is stopping).
-          Effect.andThen(Effect.logInfo("run execution stopped with its entity on this runner").pipe(Effect.annotateLogs({ run_id: runId })))
-        )
-      ))
-
-    /**
-     * What executes a run: the agent, or, for the hold-the-page run of an interactive login
-     * (src/profiles/login-hold.ts), a browser that opens the start URL and waits for a person.
-     */
-    const agentFor = (runId: RunId, leased: ContextLease, executor: string, resume?: { readonly checkpoint: Checkpoint | undefined }) =>
-      Effect.gen(function*() {
-        const run = yield* store.getRun(runId)
-        const login = run === undefined ? undefined : yield* profiles.loginOfSession(sessionId)
-        return run !== undefined && login !== undefined && isLoginHold(run, login)
-          ? holdForPerson(runId, leased, executor, login.start_url, resume !== undefined)
-          : runAgent(runId, leased, settings, executor, resume)
-      })
-
-    const resumeRun = (runId: RunId, projectId: ProjectId) =>
-      Effect.gen(function*() {
-        const checkpoint = yield* store.loadCheckpoint(runId)
-        if (checkpoint?.dirtyForm === true) {
-          // What was typed into the form lived only in the dead runner's browser.
-          yield* failRun(runId, "cannot_resume", "the runner executing this run stopped while a form held unsubmitted input, which cannot be restored; start a follow-up run")
-          return
-        }
-        const restore = yield* Effect.result(stateToRestore(projectId, checkpoint?.storageState))
-        if (restore._tag === "Failure") {
-          yield* failRun(runId, "profile_state_unreadable", `the profile's saved state could not be read: ${restore.failure.reason}`)
-          return
-        }
-        const leased = yield* Effect.result(acquire(restore.success))
-        if (leased._tag === "Failure") {
-          yield* failRun(runId, "browser_unavailable", "the run could not resume: no browser on this runner")
-          return
-        }
-        if (checkpoint !== undefined) yield* restoreTabs(leased.success, checkpoint)
-        yield* store.appendEvent(runId, "run.resumed", {
-          run_id: runId,
-          from_step: checkpoint?.step ?? 0,
-          url: checkpoint?.url ?? null
-        })
-        const executor = yield* store.claimExecution(runId)
-        yield* Effect.logInfo("run resumed").pipe(Effect.annotateLogs({ run_id: runId, session_id: sessionId, from_step: checkpoint?.step ?? 0 }))
-        yield* execute(runId, leased.success, yield* agentFor(runId, leased.success, executor, { checkpoint }))
-      })
-
     /**
      * The checkpoint of the session's previous run, when this runner holds no browser for the
      * session yet: the session moved here (its runner shut down while it idled), and its next run
@@ -269,48 +176,106 @@ const sessionHandlers = Effect.gen(function*() {
         return previous === undefined ? undefined : yield* store.loadCheckpoint(previous.id)
       })
 
-    const startRun = (run: Run) =>
+    /** What a run of this session runs in: the session's browser, and what the run resumes from. */
+    interface Prepared {
+      readonly leased: ContextLease
+      /** The run's own checkpoint (a resumed run). */
+      readonly checkpoint: Checkpoint | undefined
+      /** The interactive login whose page the run holds for a person (src/profiles/login-hold.ts). */
+      readonly holdAt: string | undefined
+      /** A new run whose browser was restored from the session's previous run's checkpoint. */
+      readonly restored: boolean
+    }
+
+    /**
+     * The kernel's `load` (after the claim, before the run starts): the session's browser, a new
+     * one restored from the session's previous run's checkpoint (the session moved here while it
+     * idled) or from the run's own (it resumes here after its runner died), or the profile's
+     * saved state. A run that cannot get one fails before it starts.
+     */
+    const prepare = (run: Run, resumed: boolean) =>
       Effect.gen(function*() {
-        const previous = yield* previousCheckpoint(run)
-        const restore = yield* Effect.result(stateToRestore(run.project_id, previous?.storageState))
+        const checkpoint = resumed ? yield* store.loadCheckpoint(run.id) : undefined
+        if (checkpoint?.dirtyForm === true) {
+          // What was typed into the form lived only in the dead runner's browser.
+          return yield* new RunFailure({
+            code: "cannot_resume",
+            detail: "the runner executing this run stopped while a form held unsubmitted input, which cannot be restored; start a follow-up run"
+          })
+        }
+        const from = resumed ? checkpoint : yield* previousCheckpoint(run)
+        const restore = yield* Effect.result(stateToRestore(run.project_id, from?.storageState))
         if (restore._tag === "Failure") {
-          yield* failRun(run.id, "profile_state_unreadable", `the profile's saved state could not be read: ${restore.failure.reason}`)
-          return
+          return yield* new RunFailure({ code: "profile_state_unreadable", detail: `the profile's saved state could not be read: ${restore.failure.reason}` })
         }
         const leased = yield* Effect.result(acquire(restore.success))
         if (leased._tag === "Failure") {
-          yield* failRun(run.id, "browser_unavailable", String((leased.failure as { message?: string }).message ?? leased.failure))
-          return
+          return yield* new RunFailure({
+            code: "browser_unavailable",
+            detail: resumed ? "the run could not resume: no browser on this runner" : String((leased.failure as { message?: string }).message ?? leased.failure)
+          })
         }
-        if (previous !== undefined) yield* restoreTabs(leased.success, previous)
-        const executor = yield* store.claimExecution(run.id)
-        // Which runner executes which run, for operators following a run across nodes.
-        yield* Effect.logInfo("run started").pipe(Effect.annotateLogs({ run_id: run.id, session_id: sessionId, restored: previous !== undefined }))
-        yield* execute(run.id, leased.success, yield* agentFor(run.id, leased.success, executor))
+        if (from !== undefined) yield* restoreTabs(leased.success, from)
+        // The run's recording (src/recordings/recorder.ts) covers its whole execution here.
+        yield* recorders.start(run.id, leased.success, recordingSettings(run.request._tag === "DoAnything" ? run.request : undefined))
+        const login = yield* profiles.loginOfSession(sessionId)
+        const holdAt = login !== undefined && isLoginHold(run, login) ? login.start_url : undefined
+        // A new run that needs the model fails before it starts when there is none.
+        if (!resumed && holdAt === undefined && Option.isNone(fairAgentModel)) {
+          return yield* new RunFailure({ code: "model_not_configured", detail: modelNotConfigured })
+        }
+        return { leased: leased.success, checkpoint, holdAt, restored: !resumed && from !== undefined } satisfies Prepared
       })
 
-    const handleExecute = (runId: RunId) =>
+    /**
+     * What executes a run: the agent, or, for the hold-the-page run of an interactive login
+     * (src/profiles/login-hold.ts), a browser that opens the start URL and waits for a person.
+     */
+    const conduct = (run: Run, _request: DoAnythingRequest, begin: Begin) =>
       Effect.gen(function*() {
-        const run = yield* store.getRun(runId)
-        if (run === undefined || run.session_id !== sessionId) return "handled" as const
-        if (run.status === "running") {
-          // Delivered again after the runner that executed it died (or was drained): resume
-          // from the last completed step in a context rebuilt from the checkpoint.
-          return yield* runHere(lifecycle, resumeRun(run.id, run.project_id))
-        }
-        if (run.status !== "pending") {
+        if (run.status !== "pending" && run.status !== "running") {
           // Waiting for a person (or paused) when its runner died: the question is lost with the
           // model call that asked it, so the run fails cleanly instead of staying non-terminal.
-          if (!isTerminal(run.status)) {
-            yield* failRun(run.id, "runner_restarted", "the runner executing this run stopped; start a follow-up run to continue")
-          }
-          return "handled" as const
+          return yield* new RunFailure({ code: "runner_restarted", detail: "the runner executing this run stopped; start a follow-up run to continue" })
         }
-        return yield* runHere(lifecycle, startRun(run))
-      }).pipe(Effect.catchCause((cause) => Effect.logError("session run failed", cause).pipe(Effect.as("handled" as const))))
+        // Delivered again after the runner that executed it died (or was drained): resume from the
+        // last completed step in a context rebuilt from the checkpoint.
+        const resumed = run.status === "running"
+        const [executor, prepared] = yield* begin(prepare(run, resumed), ({ checkpoint }) => ({
+          from_step: checkpoint?.step ?? 0,
+          url: checkpoint?.url ?? null
+        }), ({ restored }) => resumed ? {} : { restored })
+        const work = prepared.holdAt !== undefined
+          ? holdForPerson(run.id, prepared.leased, executor, prepared.holdAt)
+          : runAgent(run.id, prepared.leased, settings, executor, resumed ? { checkpoint: prepared.checkpoint } : undefined)
+        // The take-control watcher (URL expiry, idle release) lives and dies with the work; the
+        // agent's model calls are its project's in the fair queue (src/fairness/fair-queue.ts).
+        yield* Effect.scoped(Effect.andThen(Effect.forkScoped(live.watch(run.id)), work)).pipe(Effect.provideService(AgentModel, fairAgentModel))
+      })
+
+    const execution = yield* makeRunExecution({
+      kind: "do_anything",
+      requestOf: (run) => run.session_id === sessionId && run.request._tag === "DoAnything" ? run.request : undefined,
+      conduct,
+      internalErrorDetail: "the agent failed",
+      logAnnotations: { session_id: sessionId },
+      // The run's recording is stored before "run ended" is sent.
+      ending: (run) => recorders.finish(run.id).pipe(Effect.asVoid),
+      // The session's browser state goes to its profile; a run with keep_alive false closes its session.
+      ended: (run) =>
+        Effect.gen(function*() {
+          yield* saveProfile
+          if (run.request._tag === "DoAnything" && run.request.keep_alive === false) {
+            yield* release
+            yield* sessionStore.setSessionStatus(sessionId, "closed")
+          }
+        }).pipe(Effect.ignore),
+      // Another execution finishes the run: this runner keeps no recording of it.
+      left: (run) => recorders.discard(run.id)
+    }, { fibers: runs, stopping: () => stopping })
 
     return SessionEntity.of({
-      Execute: ({ payload }) => leaveWhenRefused(handleExecute(payload.runId), payload.runId).pipe(Effect.ensuring(touch)),
+      Execute: ({ payload }) => leaveWhenRefused(execution.handleExecute(payload.runId), payload.runId).pipe(Effect.ensuring(touch)),
       Interrupt: ({ payload }) => FiberMap.remove(runs, payload.runId).pipe(Rpc.fork),
       // While a person watches and steers (their control page streams frames), a run that asked
       // for capture_during_take_control: false records nothing; capture resumes when the stream ends.

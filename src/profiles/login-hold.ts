@@ -28,26 +28,20 @@ export const isLoginHold = (run: Run, login: { readonly start_url: string; reado
   login !== undefined && run.instructions === loginInstructions(login.start_url, login.site_id)
 
 /**
- * Runs the login run: pending → running (or, resumed on another runner, goes on as running),
- * opens `startUrl`, and waits for the run to end. No steps, no model, no checkpoints.
+ * Runs the login run once it started (the run kernel's `begin`, src/runs/kernel.ts, made it
+ * running or announced its resume): opens `startUrl` and waits for the run to end. No steps, no
+ * model, no checkpoints; its deadline is the kernel's.
  */
 export const holdForPerson = Effect.fn("holdForPerson")(function*(
   runId: RunId,
   lease: ContextLease,
   executor: string,
-  startUrl: string,
-  resumed: boolean
+  startUrl: string
 ) {
   const store = yield* RunStore
   const bus = yield* RunEventBus
-  const initial = yield* store.getRun(runId)
-  if (initial === undefined || initial.status !== (resumed ? "running" : "pending")) return
   // Wakeups from the start: a cancel written while the page loads is not missed.
   const wakeups = yield* bus.wakeups(runId)
-  if (!resumed) {
-    const running = yield* Effect.result(store.transition(runId, "running", { executor }))
-    if (running._tag === "Failure") return
-  }
   const opened = yield* Effect.result(navigate(lease, startUrl))
   yield* store.appendEvent(runId, "run.message", {
     role: "agent",
@@ -55,19 +49,9 @@ export const holdForPerson = Effect.fn("holdForPerson")(function*(
       ? `Opened ${startUrl}; waiting for a person to sign in through the control URL.`
       : `Could not open ${startUrl} (${String((opened.failure as { message?: string }).message ?? opened.failure)}); a person can navigate through the control URL.`
   }, executor)
-  const deadline = initial.deadline_at?.getTime()
   while (true) {
     const current = yield* store.getRun(runId)
     if (current === undefined || isTerminal(current.status)) return
-    if (deadline !== undefined && Date.now() >= deadline) {
-      yield* store.transition(runId, "canceled", {
-        executor,
-        terminalReason: "duration_exceeded",
-        errorCode: "duration_exceeded",
-        errorDetail: "the run reached max_duration_minutes"
-      }).pipe(Effect.ignore)
-      return
-    }
     yield* Queue.take(wakeups).pipe(Effect.timeoutOption("2 seconds"))
   }
 }, Effect.scoped)

@@ -7,7 +7,9 @@
  *   next owner without a write (src/cluster/lifecycle.ts);
  * - the execution runs in a fiber that `Interrupt` (after a cancel) stops, as work of the run's
  *   project in the fair queue, bounded by the run's deadline (max_duration_minutes: past it the
- *   run ends `canceled` with `duration_exceeded`);
+ *   run ends `canceled` with `duration_exceeded`) once it started: the start itself is not cut,
+ *   so a run taken up after its deadline passed (its runner was down) still says it was taken up
+ *   (`run.resumed`) before it ends;
  * - the start: this execution claims the run (an older execution elsewhere is superseded and
  *   stops at its next write), then `pending → running`, or a `run.resumed` event when the run
  *   was under way on a runner that died or drained;
@@ -16,32 +18,31 @@
  *
  * Checkpoints and charges go through the run store, each with its events in one transaction
  * (`completeStep`, `chargeRun`); the credit hold of a run is settled by the store's terminal
- * transition. DoAnything's Session entity owns a browser across its session's runs, so it uses
- * the kernel's parts (`makeLeaveWhenRefused`, `isSuperseded`) around its own start.
+ * transition. A one-run entity (DeepResearch, WebSearch) takes its handlers from
+ * `runEntityHandlers`; DoAnything's Session entity, which owns a browser across its session's runs
+ * and answers more messages, executes each of its runs through `makeRunExecution` with its own
+ * fiber map, plus hooks for what its runs leave behind (the recording, the profile, the browser).
  */
-import { Cause, Data, Duration, Effect, Exit, Fiber, FiberMap, Option } from "effect"
+import { Cause, Data, Deferred, Duration, Effect, Exit, Fiber, FiberMap, Option } from "effect"
 import { Entity, Sharding } from "effect/cluster"
 import { Rpc } from "effect/rpc"
 import { leaveForNextOwner, RunnerLifecycle, runHere } from "../cluster/lifecycle.ts"
 import type { EventData } from "../domain/events.ts"
+import { RunFailure } from "../domain/run-failure.ts"
 import { isTerminal } from "../domain/run-state.ts"
 import type { Run, RunId, RunKind } from "../domain/run.ts"
 import { WorkOwner } from "../fairness/fair-queue.ts"
 import { RunStore, SupersededExecution } from "../store/runs.ts"
 import { RunNotifier } from "../webhooks/run-notifier.ts"
 
-/** The run cannot go on; it ends `failed` with this code and detail. */
-export class RunFailure extends Data.TaggedError("RunFailure")<{ readonly code: string; readonly detail: string }> {}
+/** The run cannot go on; it ends `failed` with this code and detail (src/domain/run-failure.ts). */
+export { RunFailure }
 
 /** The run ended (canceled, or failed by someone else) while this execution worked on it: nothing to write. */
 export class RunStopped extends Data.TaggedError("RunStopped") {}
 
 /** This runner drains while the run waits (for a person): the run moves to the shard's next owner. */
 export class Handover extends Data.TaggedError("Handover") {}
-
-/** Whether an execution ended because another execution claimed its run (src/store/runs.ts). */
-export const isSuperseded = (exit: Exit.Exit<unknown, unknown>): boolean =>
-  Exit.isFailure(exit) && Cause.squash(exit.cause) instanceof SupersededExecution
 
 /**
  * An entity's `Execute` answer: handled here, or, when this runner drains, left unprocessed for
@@ -68,69 +69,98 @@ export interface RunExecutor<Request, R> {
   readonly conduct: (run: Run, request: Request, begin: Begin) => Effect.Effect<void, unknown, R>
   /** The detail of a run that failed for a reason the executor did not name (the cause is logged). */
   readonly internalErrorDetail: string
+  /** Added to the kernel's log lines about the executor's runs. */
+  readonly logAnnotations?: Readonly<Record<string, unknown>>
+  /** After the execution's end is written (its failure's code), before "run ended" is sent. */
+  readonly ending?: (run: Run) => Effect.Effect<void, never, R>
+  /** After "run ended" was sent: the execution is over on this runner. */
+  readonly ended?: (run: Run) => Effect.Effect<void, never, R>
+  /**
+   * The execution stopped without ending the run here: another execution took it over, the
+   * entity stopped on this runner, or the run was handed over; the run's next execution ends it.
+   */
+  readonly left?: (run: Run) => Effect.Effect<void, never, R>
 }
 
 /**
  * Claims the run for this execution, reads what it resumes from (`load`, after the claim, so an
  * older execution can no longer move the checkpoint under it), and starts it: `pending → running`,
  * or a `run.resumed` event saying where it resumes from for a run that was under way elsewhere.
- * Gives the execution's token (its writes carry it) and what `load` read.
+ * Gives the execution's token (its writes carry it) and what `load` read. A failure of `load`
+ * ends the run before it starts (no transition to running, no `run.resumed`). `logged` adds what
+ * `load` read to the "run started" / "run resumed" log line.
  */
 export type Begin = <A, E, R>(
   load: Effect.Effect<A, E, R>,
-  resumedFrom: (loaded: A) => Omit<EventData<"run.resumed">, "run_id">
+  resumedFrom: (loaded: A) => Omit<EventData<"run.resumed">, "run_id">,
+  logged?: (loaded: A) => Readonly<Record<string, unknown>>
 ) => Effect.Effect<readonly [token: string, loaded: A], E | RunStopped, R>
 
+/** Where an entity keeps the fibers of its runs' executions, and whether it is stopping on this runner. */
+export interface ExecutionHost {
+  /** `Interrupt` removes a run's fiber from it. */
+  readonly fibers: FiberMap.FiberMap<string>
+  /**
+   * True once the entity stops on this runner (its shard moved, or the runner stops): set by a
+   * finalizer added after the map, so it is set before the map interrupts its fibers, and an
+   * execution interrupted then leaves the run to the shard's next owner and ends nothing.
+   */
+  readonly stopping: () => boolean
+}
+
 /**
- * The handlers of a one-run entity (`Execute` persisted, `Interrupt`) for a product's executor:
- * `toLayer` them on the product's entity (src/entities/).
+ * The lifecycle of one run's execution, for an entity's `Execute` (persisted, delivered at least
+ * once): `handleExecute` reads the run (gone, of another kind or ended: acknowledged, no work),
+ * refuses while this runner drains, runs the executor's work in a fiber of the host's map bounded
+ * by the run's deadline, and ends the run once. "refused": leave the message for the next owner.
  */
-export const runEntityHandlers = <Request, R>(executor: RunExecutor<Request, R>) =>
+export const makeRunExecution = <Request, R>(executor: RunExecutor<Request, R>, host: ExecutionHost) =>
   Effect.gen(function*() {
     const store = yield* RunStore
     const notifier = yield* RunNotifier
     const lifecycle = yield* RunnerLifecycle
-    const leaveWhenRefused = yield* makeLeaveWhenRefused
-    const fibers = yield* FiberMap.make<string>()
-    // Set when the entity stops on this runner (its shard moved, or the runner stops). Added after
-    // the map, this finalizer runs before the map interrupts its fibers: an execution interrupted
-    // then leaves the run to the shard's next owner and ends nothing.
-    let stopping = false
-    yield* Effect.addFinalizer(() => Effect.sync(() => { stopping = true }))
     const context = yield* Effect.context<R>()
-    const log = { kind: executor.kind }
+    const log = { kind: executor.kind, ...executor.logAnnotations }
+    const hook = (of: ((run: Run) => Effect.Effect<void, never, R>) | undefined, run: Run) =>
+      of === undefined ? Effect.void : of(run).pipe(Effect.provideContext(context))
 
-    /** `claimed` learns the execution's token: the kernel's own writes for the execution carry it too. */
-    const beginFor = (run: Run, claimed: (token: string) => void): Begin => (load, resumedFrom) =>
+    /**
+     * `claimed` learns the execution's token: the kernel's own writes for the execution carry it
+     * too. `started` is completed once the run started (the deadline counts from there).
+     */
+    const beginFor = (run: Run, claimed: (token: string) => void, started: Deferred.Deferred<void>): Begin => (load, resumedFrom, logged) =>
       Effect.gen(function*() {
         const token = yield* store.claimExecution(run.id)
         claimed(token)
         const loaded = yield* load
+        const said = logged === undefined ? {} : logged(loaded)
         if (run.status === "pending") {
           yield* store.transition(run.id, "running", { executor: token }).pipe(Effect.mapError(() => new RunStopped()))
           // Which runner executes which run, for operators following a run across nodes.
-          yield* Effect.logInfo("run started").pipe(Effect.annotateLogs({ ...log, run_id: run.id }))
+          yield* Effect.logInfo("run started").pipe(Effect.annotateLogs({ ...log, ...said, run_id: run.id }))
         } else {
           const from = resumedFrom(loaded)
           yield* store.appendEvent(run.id, "run.resumed", { run_id: run.id, ...from }, token)
-          yield* Effect.logInfo("run resumed").pipe(Effect.annotateLogs({ ...log, run_id: run.id, from_step: from.from_step }))
+          yield* Effect.logInfo("run resumed").pipe(Effect.annotateLogs({ ...log, ...said, run_id: run.id, from_step: from.from_step }))
         }
+        yield* Deferred.succeed(started, undefined)
         return [token, loaded] as const
       })
 
     const takenOver = (runId: RunId) =>
-      Effect.logWarning("run taken over by another runner; this execution stopped").pipe(Effect.annotateLogs({ ...log, run_id: runId }))
+      Effect.logWarning("run taken over by another runner; this execution stopped").pipe(Effect.annotateLogs({ ...log, run_id: runId }), Effect.as("left" as const))
 
     /**
      * The one end of an execution: the failure's code written (unless the run ended otherwise, or
      * another execution took the run over since this one claimed it: `token`), then "run ended".
      */
-    const end = (runId: RunId, exit: Exit.Exit<void, unknown>, token: string | undefined) =>
+    const end = (run: Run, exit: Exit.Exit<void, unknown>, token: string | undefined) =>
       Effect.gen(function*() {
+        const runId = run.id
         if (Exit.isFailure(exit)) {
           const failure = Cause.squash(exit.cause)
           if (failure instanceof SupersededExecution) return yield* takenOver(runId)
-          if (failure instanceof Handover) return
+          if (failure instanceof Handover) return "left" as const
           if (!(failure instanceof RunStopped) && !Cause.hasInterruptsOnly(exit.cause)) {
             const current = yield* store.getRun(runId)
             if (current !== undefined && !isTerminal(current.status)) {
@@ -154,18 +184,30 @@ export const runEntityHandlers = <Request, R>(executor: RunExecutor<Request, R>)
             }
           }
         }
+        yield* hook(executor.ending, run)
         const ended = yield* store.getRun(runId)
         if (ended !== undefined && isTerminal(ended.status)) yield* notifier.terminal(runId)
+        return "ended" as const
       })
 
-    /** Runs the work in a fiber of the map (Interrupt stops it), bounded by the run's deadline; true when handed over. */
+    const stoppedHere = (runId: RunId) =>
+      Effect.logInfo("run execution stopped with its entity on this runner").pipe(Effect.annotateLogs({ ...log, run_id: runId }))
+
+    /**
+     * Runs the work in a fiber of the map (Interrupt stops it), bounded, once the run started, by
+     * the run's deadline; true when handed over.
+     */
     const execute = (run: Run, request: Request) =>
       Effect.gen(function*() {
         let token: string | undefined
-        const work = executor.conduct(run, request, beginFor(run, (claimed) => void (token = claimed))).pipe(Effect.provideContext(context))
-        const remaining = run.deadline_at === null ? undefined : Math.max(0, run.deadline_at.getTime() - Date.now())
-        const bounded = remaining === undefined ? work : work.pipe(
-          Effect.timeoutOption(Duration.millis(remaining)),
+        const started = yield* Deferred.make<void>()
+        const work = executor.conduct(run, request, beginFor(run, (claimed) => void (token = claimed), started)).pipe(Effect.provideContext(context))
+        const deadline = run.deadline_at
+        // Work that ends before it starts the run (it fails first) is not bounded: the race is its.
+        const reached = deadline === null ? Effect.never : Deferred.await(started).pipe(
+          Effect.andThen(Effect.suspend(() => Effect.sleep(Duration.millis(Math.max(0, deadline.getTime() - Date.now())))))
+        )
+        const bounded = deadline === null ? work : Effect.raceFirst(Effect.asSome(work), Effect.as(reached, Option.none())).pipe(
           Effect.flatMap((finished) =>
             Option.isSome(finished) ? Effect.void : store.transition(run.id, "canceled", {
               terminalReason: "duration_exceeded",
@@ -176,14 +218,20 @@ export const runEntityHandlers = <Request, R>(executor: RunExecutor<Request, R>)
           )
         )
         // The run's work (engine calls, page reads, model calls, writes) is its project's in the fair queue.
-        const fiber = yield* FiberMap.run(fibers, run.id, bounded.pipe(Effect.provideService(WorkOwner, run.project_id)))
+        const fiber = yield* FiberMap.run(host.fibers, run.id, bounded.pipe(Effect.provideService(WorkOwner, run.project_id)))
         const exit = yield* Fiber.await(fiber)
-        if (stopping && Exit.hasInterrupts(exit)) {
-          return yield* Effect.logInfo("run execution stopped with its entity on this runner").pipe(Effect.annotateLogs({ ...log, run_id: run.id }), Effect.as(false))
+        if (host.stopping() && Exit.hasInterrupts(exit)) {
+          yield* stoppedHere(run.id)
+          yield* hook(executor.left, run)
+          return false
         }
-        yield* end(run.id, exit, token)
+        const outcome = yield* end(run, exit, token)
+        yield* hook(outcome === "ended" ? executor.ended : executor.left, run)
         return Exit.isFailure(exit) && Cause.squash(exit.cause) instanceof Handover
-      })
+      }).pipe(
+        // The Execute itself interrupted: the entity stopped here (its shard moved, or this runner stops).
+        Effect.onInterrupt(() => stoppedHere(run.id).pipe(Effect.andThen(hook(executor.left, run))))
+      )
 
     const handleExecute = (runId: RunId) =>
       Effect.gen(function*() {
@@ -195,8 +243,23 @@ export const runEntityHandlers = <Request, R>(executor: RunExecutor<Request, R>)
         return handedOver ? "refused" as const : outcome
       }).pipe(Effect.catchCause((cause) => Effect.logError("run execution failed", cause).pipe(Effect.annotateLogs({ ...log, run_id: runId }), Effect.as("handled" as const))))
 
+    return { handleExecute }
+  })
+
+/**
+ * The handlers of a one-run entity (`Execute` persisted, `Interrupt`) for a product's executor:
+ * `toLayer` them on the product's entity (src/entities/).
+ */
+export const runEntityHandlers = <Request, R>(executor: RunExecutor<Request, R>) =>
+  Effect.gen(function*() {
+    const leaveWhenRefused = yield* makeLeaveWhenRefused
+    const fibers = yield* FiberMap.make<string>()
+    // Added after the map: this finalizer runs before the map interrupts its fibers (ExecutionHost).
+    let stopping = false
+    yield* Effect.addFinalizer(() => Effect.sync(() => { stopping = true }))
+    const execution = yield* makeRunExecution(executor, { fibers, stopping: () => stopping })
     return {
-      Execute: ({ payload }: { readonly payload: { readonly runId: RunId } }) => leaveWhenRefused(handleExecute(payload.runId), payload.runId),
+      Execute: ({ payload }: { readonly payload: { readonly runId: RunId } }) => leaveWhenRefused(execution.handleExecute(payload.runId), payload.runId),
       Interrupt: ({ payload }: { readonly payload: { readonly runId: RunId } }) => FiberMap.remove(fibers, payload.runId).pipe(Rpc.fork)
     }
   })
