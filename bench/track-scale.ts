@@ -350,6 +350,8 @@ const main = async () => {
       WA_ALLOW_PRIVATE_NETWORKS: "true",
       WA_SCHEDULE_MIN_INTERVAL_SECONDS: String(Math.min(60, INTERVAL_S)),
       WA_RATE_LIMIT_REQUESTS: "1000000000",
+      // The bench's one project holds all N monitors: the plan that allows the most per project.
+      WA_DEFAULT_PLAN: "scaleup",
       ...(PROFILE ? { NODE_OPTIONS: "--inspect-port=127.0.0.1:0" } : {})
     }
   })
