@@ -7,8 +7,10 @@
  * serves monitors too. A tick run is a row of `runs` of kind `track_tick` (its request
  * `{monitor_id, trigger, slot_at}`, its outcome `{n, changed, fired, snapshot_id, pages}` in
  * `output`, its costs in the run cost columns; src/store/migrations/0033_track_on_runs.ts), read
- * back in the TickRun shape of the wire by `tickColumns`. Its status is a run status: `pending`
- * until it starts, `running`, then `done`, `failed`, or `canceled` (terminal_reason `skipped`).
+ * back in the TickRun shape of the wire by `tickColumns`. Its status is a run status: `running`
+ * from its creation (as a tick's always was; its start is `started_at`, so the start's update
+ * changes no indexed column of `runs` and stays a HOT update), then `done`, `failed`, or
+ * `canceled` with terminal_reason `skipped` (the wire's `skipped`).
  *
  * A tick's outcome (snapshot, tick run, the monitor's counters and status, and its events) is
  * written in one transaction, so a tick interrupted before that point left nothing and is done
@@ -232,7 +234,7 @@ export class MonitorStore extends Context.Service<MonitorStore, {
       // A tick run (a `runs` row of kind track_tick) in the TickRun shape.
       const tickColumns = sql.literal(`id, request->>'monitor_id' AS monitor_id, project_id, (output->>'n')::int AS n,
         request->>'trigger' AS trigger, (request->>'slot_at')::timestamptz AS slot_at,
-        CASE status WHEN 'pending' THEN 'running' WHEN 'canceled' THEN 'skipped' ELSE status END AS status,
+        CASE status WHEN 'canceled' THEN 'skipped' ELSE status END AS status,
         (output->>'changed')::boolean AS changed, (output->>'fired')::boolean AS fired, output->>'snapshot_id' AS snapshot_id,
         coalesce(output->'pages', '[]'::jsonb) AS pages, error_code, error_detail,
         round(llm_cost_usd * 1000000)::int AS llm_cost_micros, round(service_cost_usd * 1000000)::int AS service_cost_micros,
@@ -380,7 +382,7 @@ export class MonitorStore extends Context.Service<MonitorStore, {
             // would): `remove` deletes the monitor's tick runs after the monitor.
             const inserted = yield* sql<Record<string, unknown>>`
               INSERT INTO runs (id, session_id, project_id, kind, status, request, output, max_steps)
-              SELECT ${makeId("tick")}, NULL, m.project_id, 'track_tick', 'pending',
+              SELECT ${makeId("tick")}, NULL, m.project_id, 'track_tick', 'running',
                 ${JSON.stringify({ monitor_id: monitor.id, trigger, slot_at: slot })}::jsonb, '{}'::jsonb, 0
               FROM monitors m WHERE m.id = ${monitor.id} FOR KEY SHARE
               ON CONFLICT ((request->>'monitor_id'), (request->>'slot_at')) WHERE kind = 'track_tick' DO NOTHING
@@ -400,7 +402,6 @@ export class MonitorStore extends Context.Service<MonitorStore, {
               WHERE id = ${tick.monitor_id} RETURNING last_tick_n, event_seq, last_snapshot_id
             ), r AS (
               UPDATE runs SET output = output || jsonb_build_object('n', coalesce((output->>'n')::int, (SELECT last_tick_n FROM m))),
-                status = CASE WHEN status = 'pending' THEN 'running' ELSE status END,
                 started_at = coalesce(started_at, now()), updated_at = now()
               WHERE id = ${tick.id} AND EXISTS (SELECT 1 FROM m)
               RETURNING ${tickColumns}

@@ -8,9 +8,9 @@
  * - `request` is what the tick was asked: `{monitor_id, trigger, slot_at}` (`slot_at` as the ISO
  *   text JavaScript writes, so one schedule slot has one tick run: unique per monitor and slot);
  * - `output` is what it found: `{n, changed, fired, snapshot_id, pages}` (`n` from its start on);
- * - its status is a run status: `pending` (made, not started), `running`, `done`, `failed`, and
- *   `canceled` with terminal_reason `skipped` for a tick that did not run; the wire's tick status
- *   is `running` for the first two and `skipped` for the last (src/track/monitor-store.ts);
+ * - its status is a run status: `running` from its creation (its start is `started_at`), `done`,
+ *   `failed`, and `canceled` with terminal_reason `skipped` for a tick that did not run (the
+ *   wire's `skipped`; src/track/monitor-store.ts);
  * - its model cost and fee are `llm_cost_usd` and `service_cost_usd`, like every run's.
  *
  * `run_events.run_id` names the log an event belongs to: a run's, or a monitor's (its id; the
@@ -27,7 +27,7 @@ export default Effect.gen(function*() {
     INSERT INTO runs (id, session_id, project_id, kind, status, terminal_reason, request, output, error_code, error_detail,
       max_steps, llm_cost_usd, service_cost_usd, created_at, updated_at, started_at, finished_at)
     SELECT id, NULL, project_id, 'track_tick',
-      CASE WHEN status = 'running' AND started_at IS NULL THEN 'pending' WHEN status = 'skipped' THEN 'canceled' ELSE status END,
+      CASE WHEN status = 'skipped' THEN 'canceled' ELSE status END,
       CASE WHEN status = 'skipped' THEN 'skipped' END,
       jsonb_build_object('monitor_id', monitor_id, 'trigger', trigger,
         'slot_at', to_char(slot_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')),
@@ -50,7 +50,7 @@ export default Effect.gen(function*() {
     CREATE VIEW monitor_runs AS
     SELECT id, request->>'monitor_id' AS monitor_id, project_id, (output->>'n')::int AS n, request->>'trigger' AS trigger,
       (request->>'slot_at')::timestamptz AS slot_at,
-      CASE status WHEN 'pending' THEN 'running' WHEN 'canceled' THEN 'skipped' ELSE status END AS status,
+      CASE status WHEN 'canceled' THEN 'skipped' ELSE status END AS status,
       (output->>'changed')::boolean AS changed, (output->>'fired')::boolean AS fired, output->>'snapshot_id' AS snapshot_id,
       coalesce(output->'pages', '[]'::jsonb) AS pages, error_code, error_detail,
       round(llm_cost_usd * 1000000)::bigint AS llm_cost_micros, round(service_cost_usd * 1000000)::bigint AS service_cost_micros,
