@@ -34,7 +34,7 @@ import { lockBalance } from "./ledger.ts"
 import type { PriceTable } from "../config/prices.ts"
 import { withMethodSpans } from "../observability/spans.ts"
 
-/** What a hold pays for: a run (runs) or a monitor tick (monitor_runs). */
+/** What a hold pays for: a run, or a monitor tick (a run of kind track_tick); both end as runs do. */
 export type HoldKind = "run" | "tick"
 
 export interface HoldRequest {
@@ -68,10 +68,8 @@ const outstandingSql = (sql: SqlClient.SqlClient, projectId: ProjectId, except: 
   sql<{ held: string }>`
     SELECT coalesce(sum(greatest(0, h.amount_micros - h.charged_micros)), 0)::text AS held
     FROM credit_holds h
-    WHERE h.project_id = ${projectId} ${except === null ? sql`` : sql`AND h.run_id <> ${except}`} AND CASE h.kind
-      WHEN 'run' THEN EXISTS (SELECT 1 FROM runs r WHERE r.id = h.run_id AND r.status NOT IN ${sql.in([...terminalStatuses])})
-      ELSE EXISTS (SELECT 1 FROM monitor_runs t WHERE t.id = h.run_id AND t.finished_at IS NULL)
-    END`
+    WHERE h.project_id = ${projectId} ${except === null ? sql`` : sql`AND h.run_id <> ${except}`}
+      AND EXISTS (SELECT 1 FROM runs r WHERE r.id = h.run_id AND r.status NOT IN ${sql.in([...terminalStatuses])})`
 
 /** The project's outstanding holds, micro-USD (what its balance is not free to spend). */
 export const outstandingHoldsMicros = (sql: SqlClient.SqlClient, projectId: ProjectId): Effect.Effect<number, SqlError> =>
@@ -108,10 +106,7 @@ export const releaseHoldInTransaction = (sql: SqlClient.SqlClient, runId: string
 export const releaseEndedHolds = (sql: SqlClient.SqlClient) =>
   sql<{ run_id: string }>`
     DELETE FROM credit_holds h
-    WHERE NOT CASE h.kind
-      WHEN 'run' THEN EXISTS (SELECT 1 FROM runs r WHERE r.id = h.run_id AND r.status NOT IN ${sql.in([...terminalStatuses])})
-      ELSE EXISTS (SELECT 1 FROM monitor_runs t WHERE t.id = h.run_id AND t.finished_at IS NULL)
-    END
+    WHERE NOT EXISTS (SELECT 1 FROM runs r WHERE r.id = h.run_id AND r.status NOT IN ${sql.in([...terminalStatuses])})
     RETURNING run_id`.pipe(Effect.map((rows) => rows.length))
 
 /** Holds as a service, for the Budget service (src/billing/budget.ts): each method its own transaction (or one read). */

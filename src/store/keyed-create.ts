@@ -103,12 +103,13 @@ const executorEntity = { do_anything: "Session", deep_research: "DeepResearch", 
  * Runs still pending `olderThanSeconds` after their insert with no Execute message ever persisted
  * to their entity: their creating request died between its commit and its dispatch. Dispatched by
  * the sweep in src/runs/undispatched.ts, so such a run does not wait for a retry that may never
- * come (a retry with its key dispatches it too; the second Execute is ignored).
+ * come (a retry with its key dispatches it too; the second Execute is ignored). A Track tick (a
+ * run of kind track_tick) is not one of these: its Monitor entity's persisted message runs it.
  */
 export const undispatchedRuns = (sql: SqlClient.SqlClient, olderThanSeconds: number) =>
   sql<{ readonly id: string; readonly kind: keyof typeof executorEntity; readonly session_id: string | null }>`
     SELECT r.id, r.kind, r.session_id FROM runs r
-    WHERE r.status = 'pending'
+    WHERE r.status = 'pending' AND r.kind IN ('do_anything', 'deep_research', 'web_search')
       AND r.created_at < now() - make_interval(secs => ${olderThanSeconds})
       AND NOT EXISTS (
         SELECT 1 FROM cluster_messages m

@@ -3,6 +3,10 @@
  * by the run store (src/store/runs.ts), the session store (src/store/sessions.ts) and the run
  * charges (src/store/run-charges.ts). A run's events are numbered one by one per run while the run
  * row is locked, and each is announced with NOTIFY at commit so SSE streams on any node wake up.
+ *
+ * `run_events` is the one event log: besides runs' logs it holds each Track monitor's, under the
+ * monitor's id (its ticks are runs; src/track/monitor-store.ts numbers those events from the
+ * monitor row). `eventsAfter` reads either.
  */
 import { Effect } from "effect"
 import type { SqlClient } from "effect/sql"
@@ -74,3 +78,12 @@ export const insertEvent = <T extends RunEventType>(sql: SqlClient.SqlClient, ru
     yield* sql`SELECT pg_notify(${EVENTS_CHANNEL}, ${`${runId}:${id}`})`
     return id
   })
+
+/** The events of a log (a run's, or a monitor's) after `afterId`, oldest first. */
+export const eventsAfter = (sql: SqlClient.SqlClient, logId: string, afterId: number, limit: number) =>
+  // Order by the bigint column: the `id::text` output alias would sort "10" before "7".
+  sql<{ id: string; type: string; data: Record<string, unknown>; created_at: Date }>`
+    SELECT id::text, type, data, created_at FROM run_events
+    WHERE run_id = ${logId} AND id > ${afterId} ORDER BY run_events.id LIMIT ${limit}`.pipe(
+    Effect.map((rows): ReadonlyArray<RunEvent> => rows.map((row) => ({ ...row, id: Number(row.id) })))
+  )

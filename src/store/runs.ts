@@ -30,7 +30,7 @@ import { releaseHoldInTransaction } from "./credit-holds.ts"
 import { AppConfig } from "../config/config.ts"
 import { admitRunInFlight, oneAdmissionAtATime, RunStartedBy } from "./run-admission.ts"
 import { type ChargeResult, makeRunCharges, MIN_BROWSER_STEP_MICROS, type RunCharge } from "./run-charges.ts"
-import { insertEvent, lockRun, lockSessionOfRun, type RunEvent, SupersededExecution } from "./run-log.ts"
+import { eventsAfter, insertEvent, lockRun, lockSessionOfRun, type RunEvent, SupersededExecution } from "./run-log.ts"
 
 export { EVENTS_CHANNEL, type RunEvent, SupersededExecution } from "./run-log.ts"
 export { type ChargeResult, costFields, type CostColumn, type RunCharge } from "./run-charges.ts"
@@ -254,7 +254,8 @@ export class RunStore extends Context.Service<RunStore, {
         })).pipe(maxRunsInFlight === undefined ? identity : oneAdmissionAtATime(projectId), Effect.catchTag("SqlError", Effect.die))
 
       const getRun: RunStore["Service"]["getRun"] = (runId) =>
-        sql<Row>`SELECT * FROM runs WHERE id = ${runId}`.pipe(Effect.orDie, Effect.map((rows) => rows[0] === undefined ? undefined : runFromRow(rows[0])))
+        // A Track tick is a run too (kind track_tick), in Track's shape (src/track/monitor-store.ts): not one of these.
+        sql<Row>`SELECT * FROM runs WHERE id = ${runId} AND kind <> 'track_tick'`.pipe(Effect.orDie, Effect.map((rows) => rows[0] === undefined ? undefined : runFromRow(rows[0])))
 
       const setPhase: RunStore["Service"]["setPhase"] = (runId, phase, executor) =>
         sql.withTransaction(Effect.gen(function*() {
@@ -287,13 +288,7 @@ export class RunStore extends Context.Service<RunStore, {
         appendEvent,
         appendEvents,
         eventsAfter: (runId, afterId, limit) =>
-          // Order by the bigint column: the `id::text` output alias would sort "10" before "7".
-          sql<{ id: string; type: string; data: Record<string, unknown>; created_at: Date }>`
-            SELECT id::text, type, data, created_at FROM run_events
-            WHERE run_id = ${runId} AND id > ${afterId} ORDER BY run_events.id LIMIT ${limit}`.pipe(
-            Effect.map((rows) => rows.map((row) => withFreshUrls({ ...row, id: Number(row.id) }))),
-            Effect.orDie
-          ),
+          eventsAfter(sql, runId, afterId, limit).pipe(Effect.map((events) => events.map(withFreshUrls)), Effect.orDie),
         queueMessage: (runId, content) =>
           sql.withTransaction(Effect.gen(function*() {
             yield* lockRun(sql, runId)

@@ -1,7 +1,16 @@
 /**
- * Monitors in PostgreSQL: the monitor rows, their event log (ids per monitor, written in the same
- * transaction as the change they report and announced on the shared events channel, so the SSE
- * machinery of runs serves monitors too), tick runs and snapshots.
+ * Monitors in PostgreSQL: the monitor rows, their event log, tick runs and snapshots.
+ *
+ * A monitor's event log is in the one event log, `run_events`, under the monitor's id: ids per
+ * monitor (taken from the monitor row's `event_seq`), written in the same transaction as the
+ * change they report and announced on the shared events channel, so the SSE machinery of runs
+ * serves monitors too. A tick run is a row of `runs` of kind `track_tick` (its request
+ * `{monitor_id, trigger, slot_at}`, its outcome `{n, changed, fired, snapshot_id, pages}` in
+ * `output`, its costs in the run cost columns; src/store/migrations/0033_track_on_runs.ts), read
+ * back in the TickRun shape of the wire by `tickColumns`. Its status is a run status: `running`
+ * from its creation (as a tick's always was; its start is `started_at`, so the start's update
+ * changes no indexed column of `runs` and stays a HOT update), then `done`, `failed`, or
+ * `canceled` with terminal_reason `skipped` (the wire's `skipped`).
  *
  * A tick's outcome (snapshot, tick run, the monitor's counters and status, and its events) is
  * written in one transaction, so a tick interrupted before that point left nothing and is done
@@ -25,7 +34,7 @@ import {
   type TickRunId
 } from "../domain/monitor.ts"
 import type { CanonicalSchedule } from "../domain/schedule-spec.ts"
-import { EVENTS_CHANNEL, type RunEvent } from "../store/runs.ts"
+import { EVENTS_CHANNEL, eventsAfter, type RunEvent } from "../store/run-log.ts"
 import { toMicros } from "../domain/money.ts"
 import type { EventData, MonitorEventType, NewMonitorEvent } from "../domain/events.ts"
 import { chargeInTransaction } from "../store/ledger.ts"
@@ -207,7 +216,7 @@ export class MonitorStore extends Context.Service<MonitorStore, {
           WITH m AS (
             UPDATE monitors SET event_seq = event_seq + ${events.length} WHERE id = ${monitorId} RETURNING event_seq
           ), e AS (
-            INSERT INTO monitor_events (monitor_id, id, type, data)
+            INSERT INTO run_events (run_id, id, type, data)
             SELECT ${monitorId}, m.event_seq - ${events.length} + ev.ord, ev.type, ev.data
             FROM m, jsonb_to_recordset(${eventsJson(events)}::jsonb) AS ev(ord int, type text, data jsonb)
             RETURNING id
@@ -222,9 +231,16 @@ export class MonitorStore extends Context.Service<MonitorStore, {
           Effect.map((rows) => rows[0] === undefined ? undefined : decodeMonitor(rows[0]))
         )
 
-      const tickColumns = sql.literal(
-        "id, monitor_id, project_id, n, trigger, slot_at, status, changed, fired, snapshot_id, pages, error_code, error_detail, llm_cost_micros::int AS llm_cost_micros, service_cost_micros::int AS service_cost_micros, created_at, started_at, finished_at"
-      )
+      // A tick run (a `runs` row of kind track_tick) in the TickRun shape.
+      const tickColumns = sql.literal(`id, request->>'monitor_id' AS monitor_id, project_id, (output->>'n')::int AS n,
+        request->>'trigger' AS trigger, (request->>'slot_at')::timestamptz AS slot_at,
+        CASE status WHEN 'canceled' THEN 'skipped' ELSE status END AS status,
+        (output->>'changed')::boolean AS changed, (output->>'fired')::boolean AS fired, output->>'snapshot_id' AS snapshot_id,
+        coalesce(output->'pages', '[]'::jsonb) AS pages, error_code, error_detail,
+        round(llm_cost_usd * 1000000)::int AS llm_cost_micros, round(service_cost_usd * 1000000)::int AS service_cost_micros,
+        created_at, started_at, finished_at`)
+      /** The tick runs of a monitor (runs_track_tick_monitor and runs_track_tick_slot serve these). */
+      const ticksOf = (monitorId: string) => sql`kind = 'track_tick' AND request->>'monitor_id' = ${monitorId}`
       const snapshotColumns = sql.literal("id, monitor_id, run_id, n, content_hash, extracted, text, pages, diff, changed, fetched_at, created_at")
 
       /** `monitor.tick.started` but its number, which the statement that starts the tick gives it (the row's `n`). */
@@ -257,34 +273,36 @@ export class MonitorStore extends Context.Service<MonitorStore, {
               const count = yield* sql<{ total: string }>`SELECT count(*)::text AS total FROM monitors WHERE project_id = ${projectId} ${status}`
               return { items: rows.map((row) => decodeMonitor(row)), total: Number(count[0]!.total) }
             }).pipe(Effect.orDie),
-          remove: (monitorId) => sql`DELETE FROM monitors WHERE id = ${monitorId}`.pipe(Effect.asVoid, Effect.orDie),
+          // The monitor's events and tick runs are in the shared tables: deleted with it.
+          remove: (monitorId) =>
+            sql.withTransaction(Effect.gen(function*() {
+              yield* sql`DELETE FROM monitors WHERE id = ${monitorId}`
+              yield* sql`DELETE FROM run_events WHERE run_id = ${monitorId}`
+              yield* sql`DELETE FROM runs WHERE ${ticksOf(monitorId)}`
+            })).pipe(Effect.orDie),
           appendEvent: <T extends MonitorEventType>(monitorId: string, type: T, data: EventData<T>) => insertEvent(monitorId, type, data).pipe(Effect.orDie),
-          eventsAfter: (monitorId, afterId, limit) =>
-            sql<{ id: string; type: string; data: Record<string, unknown>; created_at: Date }>`
-              SELECT id::text, type, data, created_at FROM monitor_events
-              WHERE monitor_id = ${monitorId} AND id > ${afterId} ORDER BY monitor_events.id LIMIT ${limit}`.pipe(
-              Effect.map((rows) => rows.map((row) => ({ ...row, id: Number(row.id) }))),
-              Effect.orDie
-            ),
+          eventsAfter: (monitorId, afterId, limit) => eventsAfter(sql, monitorId, afterId, limit).pipe(Effect.orDie),
           getTick: (tickId) =>
-            sql<Record<string, unknown>>`SELECT ${tickColumns} FROM monitor_runs WHERE id = ${tickId}`.pipe(
+            sql<Record<string, unknown>>`SELECT ${tickColumns} FROM runs WHERE id = ${tickId} AND kind = 'track_tick'`.pipe(
               Effect.map((rows) => rows[0] === undefined ? undefined : decodeTick(rows[0])),
               Effect.orDie
             ),
           findTick: (monitorId, tickId) =>
-            sql<Record<string, unknown>>`SELECT ${tickColumns} FROM monitor_runs WHERE id = ${tickId} AND monitor_id = ${monitorId}`.pipe(
+            sql<Record<string, unknown>>`SELECT ${tickColumns} FROM runs WHERE id = ${tickId} AND ${ticksOf(monitorId)}`.pipe(
               Effect.map((rows) => rows[0] === undefined ? undefined : decodeTick(rows[0])),
               Effect.orDie
             ),
           listTicks: (monitorId, limit, beforeId) =>
             sql<Record<string, unknown>>`
-              SELECT ${tickColumns} FROM monitor_runs WHERE monitor_id = ${monitorId}
+              SELECT ${tickColumns} FROM runs WHERE ${ticksOf(monitorId)}
               ${beforeId === undefined ? sql`` : sql`AND id < ${beforeId}`}
               ORDER BY id DESC LIMIT ${limit}`.pipe(Effect.map((rows) => rows.map((row) => decodeTick(row))), Effect.orDie),
           skipTick: (tick, reason) =>
             sql.withTransaction(Effect.gen(function*() {
               yield* sql`SELECT id FROM monitors WHERE id = ${tick.monitor_id} FOR UPDATE`
-              yield* sql`UPDATE monitor_runs SET status = 'skipped', error_detail = ${reason}, finished_at = now() WHERE id = ${tick.id}`
+              yield* sql`
+                UPDATE runs SET status = 'canceled', terminal_reason = 'skipped', error_detail = ${reason}, finished_at = now(), updated_at = now()
+                WHERE id = ${tick.id}`
               if (billing) yield* releaseHoldInTransaction(sql, tick.id)
               yield* insertEvent(tick.monitor_id, "monitor.tick.skipped", { run_id: tick.id, reason })
             })).pipe(Effect.orDie),
@@ -358,14 +376,20 @@ export class MonitorStore extends Context.Service<MonitorStore, {
           ),
         createTick: (monitor, trigger, slotAt) =>
           Effect.gen(function*() {
+            // The slot as JavaScript writes it: one text per instant, so the unique index holds.
+            const slot = slotAt?.toISOString() ?? null
+            // Made only while the monitor exists (its row key-share locked, as a reference to it
+            // would): `remove` deletes the monitor's tick runs after the monitor.
             const inserted = yield* sql<Record<string, unknown>>`
-              INSERT INTO monitor_runs (id, monitor_id, project_id, trigger, slot_at)
-              VALUES (${makeId("tick")}, ${monitor.id}, ${monitor.project_id}, ${trigger}, ${slotAt})
-              ON CONFLICT (monitor_id, slot_at) DO NOTHING
+              INSERT INTO runs (id, session_id, project_id, kind, status, request, output, max_steps)
+              SELECT ${makeId("tick")}, NULL, m.project_id, 'track_tick', 'running',
+                ${JSON.stringify({ monitor_id: monitor.id, trigger, slot_at: slot })}::jsonb, '{}'::jsonb, 0
+              FROM monitors m WHERE m.id = ${monitor.id} FOR KEY SHARE
+              ON CONFLICT ((request->>'monitor_id'), (request->>'slot_at')) WHERE kind = 'track_tick' DO NOTHING
               RETURNING ${tickColumns}`
             if (inserted[0] !== undefined) return decodeTick(inserted[0])
             const existing = yield* sql<Record<string, unknown>>`
-              SELECT ${tickColumns} FROM monitor_runs WHERE monitor_id = ${monitor.id} AND slot_at = ${slotAt}`
+              SELECT ${tickColumns} FROM runs WHERE ${ticksOf(monitor.id)} AND request->>'slot_at' = ${slot}`
             return decodeTick(existing[0])
           }).pipe(Effect.orDie, Effect.withSpan("MonitorStore.createTick")),
         startTick: (tick) =>
@@ -377,11 +401,12 @@ export class MonitorStore extends Context.Service<MonitorStore, {
               UPDATE monitors SET last_tick_n = last_tick_n + ${tick.n === null ? 1 : 0}, event_seq = event_seq + 1, updated_at = now()
               WHERE id = ${tick.monitor_id} RETURNING last_tick_n, event_seq, last_snapshot_id
             ), r AS (
-              UPDATE monitor_runs SET n = coalesce(n, (SELECT last_tick_n FROM m)), started_at = coalesce(started_at, now())
+              UPDATE runs SET output = output || jsonb_build_object('n', coalesce((output->>'n')::int, (SELECT last_tick_n FROM m))),
+                started_at = coalesce(started_at, now()), updated_at = now()
               WHERE id = ${tick.id} AND EXISTS (SELECT 1 FROM m)
               RETURNING ${tickColumns}
             ), e AS (
-              INSERT INTO monitor_events (monitor_id, id, type, data)
+              INSERT INTO run_events (run_id, id, type, data)
               SELECT ${tick.monitor_id}, m.event_seq, 'monitor.tick.started', ${JSON.stringify(tickStarted(tick))}::jsonb || jsonb_build_object('n', r.n)
               FROM m, r
               RETURNING id
@@ -446,12 +471,13 @@ export class MonitorStore extends Context.Service<MonitorStore, {
                   FROM m
                   RETURNING id
                 ), r AS (
-                  UPDATE monitor_runs SET status = 'done', changed = ${outcome.changed}, fired = ${outcome.fired}, snapshot_id = ${snapshotId},
-                    pages = ${JSON.stringify(outcome.pages)}::jsonb, llm_cost_micros = llm_cost_micros + ${outcome.llmCostMicros}, finished_at = now()
+                  UPDATE runs SET status = 'done',
+                    output = output || ${JSON.stringify({ changed: outcome.changed, fired: outcome.fired, snapshot_id: snapshotId, pages: outcome.pages })}::jsonb,
+                    llm_cost_usd = llm_cost_usd + ${outcome.llmCostMicros}::bigint / 1000000.0, finished_at = now(), updated_at = now()
                   WHERE id = ${tick.id} AND EXISTS (SELECT 1 FROM m)
                   RETURNING id
                 ), e AS (
-                  INSERT INTO monitor_events (monitor_id, id, type, data)
+                  INSERT INTO run_events (run_id, id, type, data)
                   SELECT ${tick.monitor_id}, m.event_seq - ${events.length} + ev.ord, ev.type, ev.data
                   FROM m, jsonb_to_recordset(${eventsJson(events)}::jsonb) AS ev(ord int, type text, data jsonb)
                   RETURNING id
@@ -470,7 +496,7 @@ export class MonitorStore extends Context.Service<MonitorStore, {
               }
               if (written !== undefined) {
                 const fee = yield* chargeTick(tick, outcome.llmCostMicros, true)
-                if (fee > 0) yield* sql`UPDATE monitor_runs SET service_cost_micros = service_cost_micros + ${fee} WHERE id = ${tick.id}`
+                if (fee > 0) yield* sql`UPDATE runs SET service_cost_usd = service_cost_usd + ${fee}::bigint / 1000000.0 WHERE id = ${tick.id}`
               }
               return written
             }))
@@ -495,8 +521,9 @@ export class MonitorStore extends Context.Service<MonitorStore, {
           sql.withTransaction(Effect.gen(function*() {
             const monitor = (yield* lock(tick.monitor_id))!
             yield* sql`
-              UPDATE monitor_runs SET status = 'failed', error_code = ${error.code}, error_detail = ${error.detail},
-                pages = ${JSON.stringify(error.pages)}::jsonb, llm_cost_micros = llm_cost_micros + ${error.llmCostMicros}, finished_at = now()
+              UPDATE runs SET status = 'failed', error_code = ${error.code}, error_detail = ${error.detail},
+                output = output || ${JSON.stringify({ pages: error.pages })}::jsonb,
+                llm_cost_usd = llm_cost_usd + ${error.llmCostMicros}::bigint / 1000000.0, finished_at = now(), updated_at = now()
               WHERE id = ${tick.id}`
             yield* chargeTick(tick, error.llmCostMicros, false)
             const failures = monitor.consecutive_failures + 1
