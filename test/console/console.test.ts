@@ -173,7 +173,8 @@ describe("the console", () => {
     expect(await page.locator(".ask-prompt").textContent()).toContain("What is the 2FA code?")
     const requestEvent = page.locator('[data-event-type="run.input_request"]')
     await requestEvent.waitFor()
-    expect(await page.getByTestId("run-status").textContent()).toContain("awaiting input")
+    // The status shown is the run re-read (GET) when run.status_changed arrives: it can lag the request event.
+    await expect.poll(() => page.getByTestId("run-status").textContent()).toContain("awaiting input")
     // The agent's screenshot shows (a signed URL of the API, allowed by the console's CSP).
     const screenshot = page.getByTestId("latest-screenshot")
     await screenshot.waitFor()
