@@ -4,18 +4,15 @@
  * listener for fixture sites.
  */
 import type { Server } from "node:http"
-import type { AddressInfo } from "node:net"
 import { expect } from "vitest"
+import { listenOnLoopback } from "../support/listen.ts"
 import type { Service } from "../support/service.ts"
 import { readSse } from "../support/sse.ts"
 
 export const terminal = ["done", "failed", "canceled"]
 
 /** Listens on a free loopback port; the port. */
-export const listen = async (server: Server) => {
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
-  return (server.address() as AddressInfo).port
-}
+export const listen = async (server: Server) => (await listenOnLoopback(server)).port
 
 export const safetyClient = (service: () => Service) => {
   const safetyPath = () => `/v1/projects/${service().projectId}/safety`

@@ -25,9 +25,9 @@
  */
 import { readdirSync, readFileSync, readlinkSync } from "node:fs"
 import { createServer, type Server, type ServerResponse } from "node:http"
-import type { AddressInfo } from "node:net"
 import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { listenOnLoopback } from "../support/listen.ts"
 import { startWebhookReceiver, verifiedDelivery, type WebhookReceiver } from "../support/webhook-receiver.ts"
 import { externalDatabase, type Service, startService, stopAndClean } from "../support/service.ts"
 import { eventually, shardsSettled } from "./nodes.ts"
@@ -91,11 +91,6 @@ describe.skipIf(databaseUrl === undefined)("scale-out: monitors whose runner die
   const aborted: Array<{ path: string; pid: number | undefined }> = []
   let pageDelayMs = 1_200
 
-  const listen = async (server: Server) => {
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
-    return `http://127.0.0.1:${(server.address() as AddressInfo).port}`
-  }
-
   beforeAll(async () => {
     pages = createServer((request, response) => {
       const path = request.url ?? "/"
@@ -112,7 +107,7 @@ describe.skipIf(databaseUrl === undefined)("scale-out: monitors whose runner die
       }
       setTimeout(() => (holding ? held.push(answer) : answer()), pageDelayMs)
     })
-    pagesUrl = await listen(pages)
+    pagesUrl = (await listenOnLoopback(pages)).url
     receiver = await startWebhookReceiver()
     database = await externalDatabase()
     db = new pg.Client({ connectionString: database!.url })
@@ -144,7 +139,6 @@ describe.skipIf(databaseUrl === undefined)("scale-out: monitors whose runner die
     await new Promise((resolve) => pages?.close(resolve))
     await receiver?.close()
   }, 60_000)
-
 
   it("every monitor keeps ticking on the survivor: no slot lost beyond one catch-up, none doubled, every tick ends, one notification per change", async () => {
     const monitors: Array<{ id: string; secret: string; path: string }> = []

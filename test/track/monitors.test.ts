@@ -5,8 +5,8 @@
  * tick at a known moment; the scheduler is exercised by short intervals.
  */
 import { createServer, type Server } from "node:http"
-import type { AddressInfo } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { listenOnLoopback } from "../support/listen.ts"
 import { type FakeEngines, startFakeEngines } from "../fixtures/engines/fake-engines.ts"
 import { promptText, type ScriptedModel, startScriptedModel } from "../fixtures/model/scripted-model.ts"
 import { type Service, startService, stopAndClean } from "../support/service.ts"
@@ -23,11 +23,6 @@ let pages: Server
 let pagesUrl: string
 let receiver: WebhookReceiver
 const content = new Map<string, { status: number; html: string }>()
-
-const listen = async (server: Server) => {
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`
-}
 
 const page = (text: string) =>
   `<!doctype html><html><head><title>Shop</title></head><body><nav>Home | Cart</nav><main><h1>Widget</h1><p>${text}</p>` +
@@ -62,7 +57,7 @@ beforeAll(async () => {
     response.writeHead(entry?.status ?? 404, { "content-type": "text/html; charset=utf-8" })
     response.end(entry?.html ?? "not found")
   })
-  pagesUrl = await listen(pages)
+  pagesUrl = (await listenOnLoopback(pages)).url
   receiver = await startWebhookReceiver()
   model = await startScriptedModel((request) => {
     const prompt = promptText(request)

@@ -14,9 +14,9 @@
  *   received exactly once.
  */
 import { createServer, type Server } from "node:http"
-import type { AddressInfo } from "node:net"
 import { rmSync } from "node:fs"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { listenOnLoopback } from "../support/listen.ts"
 import { startWebhookReceiver, verifiedDelivery, type WebhookReceiver } from "../support/webhook-receiver.ts"
 import { eventually } from "../support/runs.ts"
 import { newDataDir, type Service, startService } from "../support/service.ts"
@@ -50,11 +50,6 @@ const env = {
   WA_RATE_LIMIT_REQUESTS: "100000"
 }
 
-const listen = async (server: Server) => {
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`
-}
-
 const html = (text: string) =>
   `<!doctype html><html><head><title>Stock</title></head><body><main><h1>Widget</h1><p>${text}</p></main></body></html>`
 
@@ -73,7 +68,6 @@ const ticks = async (id: string): Promise<Array<any>> => {
 const scheduled = (all: Array<any>) =>
   all.filter((tick) => tick.trigger === "schedule").sort((x, y) => Date.parse(x.slot_at) - Date.parse(y.slot_at))
 
-
 beforeAll(async () => {
   pages = createServer((request, response) => {
     const url = request.url ?? "/"
@@ -89,7 +83,7 @@ beforeAll(async () => {
       response.end(text === undefined ? "not found" : html(text))
     }, pageDelayMs)
   })
-  pagesUrl = await listen(pages)
+  pagesUrl = (await listenOnLoopback(pages)).url
   receiver = await startWebhookReceiver()
   await start()
 })

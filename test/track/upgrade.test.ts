@@ -13,12 +13,12 @@
  * replay; and go on where it stood (the next tick's number and event ids follow the old ones).
  */
 import { createServer, type Server } from "node:http"
-import type { AddressInfo } from "node:net"
 import { rmSync } from "node:fs"
 import { Effect, Redacted } from "effect"
 import { NodeServices } from "@effect/platform-node"
 import { PgClient, PgMigrator } from "@effect/sql-pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { listenOnLoopback } from "../support/listen.ts"
 import { makeId } from "../../src/domain/ids.ts"
 import { migrations } from "../../src/store/migrations.ts"
 import { eventually } from "../support/runs.ts"
@@ -38,11 +38,6 @@ const env = {
   WA_RATE_LIMIT_REQUESTS: "100000"
 }
 
-const listen = async (server: Server) => {
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`
-}
-
 const html = (text: string) =>
   `<!doctype html><html><head><title>Stock</title></head><body><main><h1>Widget</h1><p>${text}</p></main></body></html>`
 
@@ -52,7 +47,7 @@ beforeAll(async () => {
     response.writeHead(entry?.status ?? 404, { "content-type": "text/html; charset=utf-8" })
     response.end(entry === undefined ? "not found" : html(entry.text))
   })
-  pagesUrl = await listen(pages)
+  pagesUrl = (await listenOnLoopback(pages)).url
 })
 
 afterAll(async () => {
