@@ -188,13 +188,17 @@ export const observe = (
     lease.setActivePage(page)
     // A document that is still being replaced cannot be evaluated; let it commit first.
     await page.waitForLoadState("domcontentloaded", { timeout: 5_000 }).catch(() => undefined)
-    let snapshot: PageSnapshot
-    try {
-      snapshot = await snapshotPage(page, options)
-    } catch (error) {
-      if (!/Execution context was destroyed|navigation/i.test(String(error))) throw error
-      await page.waitForLoadState("domcontentloaded", { timeout: 5_000 }).catch(() => undefined)
-      snapshot = await snapshotPage(page, options)
+    // A navigation can replace the document (or one of its frames) mid-snapshot, and a
+    // refused or redirected navigation can do so more than once in a row: retry a few times.
+    let snapshot: PageSnapshot | undefined
+    for (let tries = 1; snapshot === undefined; tries++) {
+      try {
+        snapshot = await snapshotPage(page, options)
+      } catch (error) {
+        if (tries >= 4 || !/Execution context was destroyed|navigation/i.test(String(error))) throw error
+        await new Promise((resolve) => setTimeout(resolve, 50 * tries))
+        await page.waitForLoadState("domcontentloaded", { timeout: 5_000 }).catch(() => undefined)
+      }
     }
     const [title, tabs] = await Promise.all([page.title().catch(() => ""), tabsOf(lease)])
     const url = page.url()
