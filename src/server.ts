@@ -42,6 +42,7 @@ import { callbackView } from "./http/views/callback-view.ts"
 import { AppConfig } from "./config/config.ts"
 import { HttpLive, logListening, RequestBase } from "./http/server/app.ts"
 import { logLayer } from "./observability/log-layer.ts"
+import { tracingLayer } from "./observability/tracing.ts"
 import { databaseLayer } from "./store/database.ts"
 import { AutoRechargeLive } from "./billing/auto-recharge.ts"
 import { MailInboxStore } from "./mail/inbound/inbox-store.ts"
@@ -83,7 +84,7 @@ const RunnerFoundation = ProductServices.pipe(
   Layer.provideMerge(databaseLayer("own")),
   // What request fibers start from (src/http/server/app.ts): the config and the logging below it.
   Layer.provideMerge(RequestBase.layer),
-  Layer.provideMerge(logLayer("Info")),
+  Layer.provideMerge(Layer.merge(logLayer("Info"), tracingLayer)),
   Layer.provideMerge(AppConfig.layer)
 )
 

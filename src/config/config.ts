@@ -36,6 +36,11 @@ export const AppConfigSchema = Config.all({
   anthropicApiKey: optionalRedacted("ANTHROPIC_API_KEY"),
   allowPrivateNetworks: Config.Boolean("WA_ALLOW_PRIVATE_NETWORKS").pipe(Config.withDefault(false)),
   logLevelName: Config.String("WA_LOG_LEVEL").pipe(Config.withDefault("Info")),
+  /**
+   * Where spans go (src/observability/tracing.ts): an OTLP/HTTP traces endpoint
+   * (http://collector:4318/v1/traces). Unset: no span is recorded (they would go nowhere).
+   */
+  otlpTracesUrl: optionalString("WA_OTLP_TRACES_URL"),
   /** Requests a key may make per rate-limit window (sliding window). */
   rateLimitRequests: Config.Int("WA_RATE_LIMIT_REQUESTS").pipe(Config.withDefault(600)),
   rateLimitWindowSeconds: Config.Int("WA_RATE_LIMIT_WINDOW_SECONDS").pipe(Config.withDefault(60)),
