@@ -3,13 +3,20 @@
  * call under the request or run that made it. For services whose methods are plain functions
  * returning effects (the stores); product services declare theirs with `Effect.fn` instead.
  */
-import { Effect } from "effect"
+import { Effect, References } from "effect"
 
 /**
  * A span's call-site stack trace is an Error made at every call (about a tenth of a request's CPU
  * with a dozen store calls per request); the span's name already says which method it is.
  */
 const noStackTrace = { captureStackTrace: false } as const
+
+/**
+ * With tracing off (src/observability/tracing.ts) the call runs as it is: Effect.withSpan would
+ * still make a no-op span and copy the fiber's context twice to provide it.
+ */
+const spanned = <A, E, R>(effect: Effect.Effect<A, E, R>, name: string): Effect.Effect<A, E, R> =>
+  Effect.withFiber((fiber) => fiber.getRef(References.TracerEnabled) ? Effect.withSpan(effect, name, noStackTrace) : effect)
 
 export const withMethodSpans = <S extends object>(serviceName: string, service: S): S => {
   const traced: Record<string, unknown> = {}
@@ -18,7 +25,7 @@ export const withMethodSpans = <S extends object>(serviceName: string, service: 
       ? value
       : (...args: Array<unknown>) => {
         const result = (value as (...args: Array<unknown>) => unknown)(...args)
-        return Effect.isEffect(result) ? Effect.withSpan(result, `${serviceName}.${name}`, noStackTrace) : result
+        return Effect.isEffect(result) ? spanned(result, `${serviceName}.${name}`) : result
       }
   }
   return traced as S
