@@ -10,16 +10,20 @@
  * wa_browser_contexts_warm). The same burst with bare Playwright (a context, a page and a goto
  * each, on its own browser) is printed beside it: the floor the machine sets without warm contexts.
  *
- *   npx node bench/session-start.ts [iterations=20] [burst=20] [warm=burst]
+ *   npx node bench/session-start.ts [iterations=20] [burst=20] [warm=burst] [--cpu-prof=DIR]
+ *
+ * --cpu-prof=DIR writes the service's V8 CPU profile into DIR when it stops.
  */
 import { chromium } from "playwright-core"
 import { startScriptedModel } from "../test/fixtures/model/scripted-model.ts"
 import { startService, stopAndClean } from "../test/support/service.ts"
 import { startTaggedPages } from "./tagged-pages.ts"
 
-const iterations = Number(process.argv[2] ?? 20)
-const burst = Number(process.argv[3] ?? 20)
-const warm = Number(process.argv[4] ?? burst)
+const positional = process.argv.slice(2).filter((a) => !a.startsWith("--"))
+const profileDir = process.argv.find((a) => a.startsWith("--cpu-prof="))?.slice("--cpu-prof=".length)
+const iterations = Number(positional[0] ?? 20)
+const burst = Number(positional[1] ?? 20)
+const warm = Number(positional[2] ?? burst)
 const median = (values: Array<number>) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
 const p95 = (values: Array<number>) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.ceil(values.length * 0.95) - 1)]!
 
@@ -27,11 +31,14 @@ const pages = await startTaggedPages()
 const pageUrl = pages.url
 const arrival = pages.firstArrival
 
-// The model navigates at once to the page named in the task, then finishes.
+// The model navigates at once to the page named in the task, then finishes. When each run first
+// asked it is kept, for the burst's breakdown.
+const firstAsked = new Map<string, number>()
 const model = await startScriptedModel((request) => {
   const task = JSON.stringify(request.messages)
   const tag = task.match(/tag=(\w+)/)?.[1] ?? "none"
   const navigated = task.includes("observed") // a later step of the same run
+  if (!navigated && !firstAsked.has(tag)) firstAsked.set(tag, performance.now())
   return navigated ? { tool: "done", args: { output: "ok" } } : { tool: "navigate", args: { url: `${pageUrl}?tag=${tag}` } }
 })
 
@@ -43,16 +50,28 @@ const service = await startService({
     WA_MAX_CONCURRENT_SESSIONS: "1000",
     WA_RATE_LIMIT_REQUESTS: "100000",
     WA_BROWSER_WARM_CONTEXTS: String(warm)
-  }
+  },
+  ...(profileDir === undefined ? {} : { nodeFlags: ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] })
 })
+
+/** Where a session's start went: the create's answer, its run's first model request, the navigation. */
+interface Stages {
+  readonly created: number
+  readonly modelAsked: number
+  readonly navigated: number
+}
+const stages = new Map<string, Stages>()
 
 const startSession = async (tag: string) => {
   const started = performance.now()
   const response = await service.request("POST", `/v1/projects/${service.projectId}/do_anything/sessions`, {
     body: { instructions: `Open the page with tag=${tag}`, keep_alive: false }
   })
+  const created = performance.now() - started
   if (response.status !== 201) throw new Error(`session create failed: ${response.status} ${response.text}`)
-  return (await arrival(tag)) - started
+  const navigated = (await arrival(tag)) - started
+  stages.set(tag, { created, modelAsked: (firstAsked.get(tag) ?? Number.NaN) - started, navigated })
+  return navigated
 }
 
 const browser = await chromium.launch({
@@ -99,6 +118,12 @@ await new Promise((r) => setTimeout(r, 1000))
 const bare_burst_ms = await Promise.all(Array.from({ length: burst }, (_, i) => bare(`bareburst${i}`)))
 
 const ratio = median(service_ms) / median(bare_ms)
+// The burst's sessions, stage by stage (ms from each one's POST): median and p95 of each.
+const burstStages = Array.from({ length: burst }, (_, i) => stages.get(`burst${i}`)!)
+const stage = (pick: (s: Stages) => number) => {
+  const values = burstStages.map(pick)
+  return { median: Math.round(median(values)), p95: Math.round(p95(values)) }
+}
 console.log(JSON.stringify({
   bench: "session-start",
   iterations,
@@ -114,6 +139,11 @@ console.log(JSON.stringify({
   burst_target_p95_ms: 2000,
   bare_burst_first_navigation_median_ms: Math.round(median(bare_burst_ms)),
   bare_burst_first_navigation_p95_ms: Math.round(p95(bare_burst_ms)),
+  burst_stages_ms: {
+    create_answered: stage((s) => s.created),
+    create_to_first_model_request: stage((s) => s.modelAsked - s.created),
+    first_model_request_to_navigation: stage((s) => s.navigated - s.modelAsked)
+  },
   burst_p95_ratio_to_bare: Math.round((p95(burst_ms) / p95(bare_burst_ms)) * 100) / 100,
   burst_ms: burst_ms.map((v) => Math.round(v)).sort((a, b) => a - b),
   service_ms: service_ms.map((v) => Math.round(v)),

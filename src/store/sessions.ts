@@ -20,6 +20,8 @@ import { insertEvent, lockRun } from "./run-log.ts"
 
 /** The first key of the advisory lock that serialises a project's session creates (the second is the project's hash). */
 const PROJECT_SESSIONS_LOCK = 0x7761_7332 // "was2"
+/** The same for the creates of one principal (an API key, or a console user: the second key is its id's hash). */
+const PRINCIPAL_SESSIONS_LOCK = 0x7761_7333 // "was3"
 
 type Row = Record<string, unknown> & { readonly kind: string; readonly request: unknown }
 
@@ -74,32 +76,38 @@ export class SessionStore extends Context.Service<SessionStore, {
 
   const createSession: SessionStore["Service"]["createSession"] = (input) =>
     sql.withTransaction(Effect.gen(function*() {
-      // The key's row lock serialises its creates on every node, so the count cannot go stale
-      // between the check and the insert (50 parallel creates against a cap of 5 give 5).
-      yield* sql`SELECT 1 FROM api_keys WHERE id = ${input.apiKeyId} FOR UPDATE`
-      const counted = yield* sql<{ open: number }>`
-        SELECT count(*)::int AS open FROM sessions WHERE api_key_id = ${input.apiKeyId} AND status <> 'closed'`
-      const open = counted[0]?.open ?? 0
-      if (open >= input.maxOpenSessions) return yield* new SessionCapReached({ open, limit: input.maxOpenSessions, scope: "key" })
-      if (input.maxProjectSessions !== undefined) {
-        // The project's creates (by any key) count and insert one at a time, on every node.
-        yield* sql`SELECT pg_advisory_xact_lock(${PROJECT_SESSIONS_LOCK}, hashtext(${input.projectId}))`
-        const [project] = yield* sql<{ open: number }>`
-          SELECT count(*)::int AS open FROM sessions WHERE project_id = ${input.projectId} AND status <> 'closed'`
-        if (project!.open >= input.maxProjectSessions) {
-          return yield* new SessionCapReached({ open: project!.open, limit: input.maxProjectSessions, scope: "project" })
-        }
-      }
+      // The session, its run and the run's first event are written first; the caps are counted
+      // after. The locks that make a count exact (a principal's creates, then a project's, one at
+      // a time on every node: 50 parallel creates against a cap of 5 give 5) are held from there
+      // to the commit only, so concurrent creates queue behind two counts instead of the whole
+      // transaction. The credit hold comes after the caps (a create over a cap says so, not 402);
+      // with billing on it locks the project's balance, which serialises its creates anyway.
+      // A create refused by a cap or the balance rolls back all it wrote.
       // The store mints ids: a new one is branded where it is made.
       const sessionId = makeId("sess")
       yield* sql`
         INSERT INTO sessions (id, project_id, api_key_id, status, profile_id, workspace_id)
         VALUES (${sessionId}, ${input.projectId}, ${input.apiKeyId}, 'running', ${input.profileId}, ${input.workspaceId})`
       const run = yield* insertRun(sessionId, input.projectId, input.run, input.apiKeyId)
-      yield* holdFor(run)
       const sessions = yield* sql`
         UPDATE sessions SET latest_run_id = ${run.id} WHERE id = ${sessionId} RETURNING *`
       yield* insertEvent(sql, run.id, "run.status_changed", { run_id: run.id, from: null, status: "pending" })
+      // An advisory lock on the principal's id, not its api_keys row: a console user has no such
+      // row, and a key's row is also updated by authentication (last_used_at).
+      yield* sql`SELECT pg_advisory_xact_lock(${PRINCIPAL_SESSIONS_LOCK}, hashtext(${input.apiKeyId}))`
+      // The counts see this transaction's own session: the others are one fewer.
+      const [counted] = yield* sql<{ open: number }>`
+        SELECT count(*)::int - 1 AS open FROM sessions WHERE api_key_id = ${input.apiKeyId} AND status <> 'closed'`
+      if (counted!.open >= input.maxOpenSessions) return yield* new SessionCapReached({ open: counted!.open, limit: input.maxOpenSessions, scope: "key" })
+      if (input.maxProjectSessions !== undefined) {
+        yield* sql`SELECT pg_advisory_xact_lock(${PROJECT_SESSIONS_LOCK}, hashtext(${input.projectId}))`
+        const [project] = yield* sql<{ open: number }>`
+          SELECT count(*)::int - 1 AS open FROM sessions WHERE project_id = ${input.projectId} AND status <> 'closed'`
+        if (project!.open >= input.maxProjectSessions) {
+          return yield* new SessionCapReached({ open: project!.open, limit: input.maxProjectSessions, scope: "project" })
+        }
+      }
+      yield* holdFor(run)
       return { session: sessionFromRow(sessions[0]), run }
     })).pipe(Effect.catchTag("SqlError", Effect.die))
 

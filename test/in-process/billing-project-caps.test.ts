@@ -4,6 +4,7 @@
  *
  * - open sessions per project: 30 concurrent creates by 3 keys (5 each allowed) against a
  *   project cap of 7 give 7; the refusals say scope `project` (429 too_many_concurrent_sessions);
+ * - a console user (whose id names no api_keys row) is held to its cap the same way;
  * - API keys per project: 20 concurrent creates against a cap of 5 (one key exists) give 4
  *   (403 plan_limit_reached); a revoked key frees its place;
  * - the caps come from the plan table with the env overrides (capsOf).
@@ -69,6 +70,29 @@ layer(TestLayer, { excludeTestServices: true, timeout: 120_000 })("plan caps per
       expect(exits.filter(Exit.isSuccess)).toHaveLength(7)
       const refusals = exits.filter(Exit.isFailure).map((exit) => String(exit.cause))
       for (const refusal of refusals) expect(refusal).toContain("SessionCapReached")
+    }))
+
+  it.effect("a console user's open sessions (no api_keys row): 20 concurrent creates against a cap of 5 give 5", () =>
+    Effect.gen(function*() {
+      const store = yield* SessionStore
+      const project = yield* Projects.use((projects) => projects.create("caps-console-user"))
+      const exits = yield* Effect.all(Array.from({ length: 20 }, () =>
+        Effect.exit(store.createSession({
+          projectId: project.id as ProjectId,
+          apiKeyId: "usr_console_person",
+          profileId: null,
+          workspaceId: null,
+          maxOpenSessions: 5,
+          run: {
+            instructions: "x",
+            request: { _tag: "DoAnything", instructions: "x", keep_alive: true, agentmail: true, skills: [], allowed_actions: [] } as never,
+            maxSteps: 5,
+            model: null,
+            maxDurationMs: null
+          }
+        }))), { concurrency: "unbounded" })
+      expect(exits.filter(Exit.isSuccess)).toHaveLength(5)
+      for (const exit of exits.filter(Exit.isFailure)) expect(String(exit.cause)).toContain("SessionCapReached")
     }))
 
   it.effect("API keys: 20 concurrent creates against a cap of 5 with one key give 4; a revoked key frees a place", () =>

@@ -65,6 +65,8 @@ export interface StartOptions {
   readonly dataDir?: string
   /** Key and project to use when the database was bootstrapped by an earlier start. */
   readonly credentials?: { readonly projectId: string; readonly apiKey: string }
+  /** Extra flags for the service's node (a bench's `--cpu-prof`). */
+  readonly nodeFlags?: ReadonlyArray<string>
 }
 
 const baseEnv = (dataDir: string, extra: Record<string, string> | undefined) => {
@@ -140,7 +142,7 @@ export const startService = async (options: StartOptions = {}): Promise<Service>
   const env = baseEnv(dataDir, options.env)
   // Its stdin is a pipe from this process: if the test process dies without stopping it, the pipe
   // closes and the service stops itself (WA_EXIT_WITH_PARENT, src/main.ts).
-  const child = spawn(process.execPath, [...SERVICE_NODE_FLAGS, mainScript, "serve"], {
+  const child = spawn(process.execPath, [...SERVICE_NODE_FLAGS, ...(options.nodeFlags ?? []), mainScript, "serve"], {
     cwd: root,
     env: { ...env, WA_EXIT_WITH_PARENT: "1" },
     stdio: ["pipe", "pipe", "pipe"]
