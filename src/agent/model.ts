@@ -6,11 +6,12 @@
  */
 import { Context, Effect, Layer, Option } from "effect"
 import { LanguageModel } from "effect/ai"
-import { FetchHttpClient } from "effect/http"
+import { FetchHttpClient, HttpClient } from "effect/http"
 import { costUsd, parsePricePerMtok } from "../config/prices.ts"
 import { AppConfig, modelApiKey } from "../config/config.ts"
 import { makeAnthropic } from "./providers/anthropic.ts"
 import { makeOpenAiCompatible } from "./providers/openai-compatible.ts"
+import { fairModelClient } from "../fairness/fair-queue.ts"
 
 export interface ConfiguredModel {
   readonly provider: "openai-compatible" | "anthropic"
@@ -42,6 +43,11 @@ export const visionCapable = (provider: ConfiguredModel["provider"], name: strin
     .test(model)
 }
 
+/** Fetch, each request a unit of the model lane of the fair queue (src/fairness/fair-queue.ts). */
+const FairModelHttpClient = Layer.effect(HttpClient.HttpClient, Effect.map(HttpClient.HttpClient, fairModelClient)).pipe(
+  Layer.provide(FetchHttpClient.layer)
+)
+
 /** The configured model, or none when neither a base URL nor an API key was given. */
 export class AgentModel extends Context.Service<AgentModel, Option.Option<ConfiguredModel>>()("wa/agent/AgentModel") {
   static readonly layer = Layer.effect(
@@ -58,7 +64,7 @@ export class AgentModel extends Context.Service<AgentModel, Option.Option<Config
       const layer = Layer.effect(
         LanguageModel.LanguageModel,
         provider === "anthropic" ? makeAnthropic(options) : makeOpenAiCompatible(options)
-      ).pipe(Layer.provide(FetchHttpClient.layer))
+      ).pipe(Layer.provide(FairModelHttpClient))
       const fallbackPrice = parsePricePerMtok(config.modelPricePerMtok)
       return Option.some<ConfiguredModel>({
         provider,

@@ -20,7 +20,6 @@ import { Entity } from "effect/cluster"
 import { Rpc } from "effect/rpc"
 import { type AgentSettings, modelNotConfigured, runAgent } from "../agent/run-agent.ts"
 import { AgentModel } from "../agent/model.ts"
-import { fairModelLayer } from "../fairness/fair-queue.ts"
 import { navigate } from "../browser/actions.ts"
 import { AppConfig } from "../config/config.ts"
 import { BrowserPool, type ContextLease } from "../browser/pool.ts"
@@ -61,8 +60,8 @@ const sessionHandlers = Effect.gen(function*() {
     const profiles = yield* ProfileStore
     const recorders = yield* RunRecorders
     const control = yield* TakeControl
-    // The agent's model, its calls taking fair shares of the model lane.
-    const fairAgentModel = Option.map(yield* AgentModel, (model) => ({ ...model, layer: fairModelLayer(model.layer) }))
+    // The agent's model (its requests take fair shares of the model lane: src/agent/model.ts).
+    const fairAgentModel = yield* AgentModel
     const settings: AgentSettings = {
       stepScreenshots: config.stepScreenshots,
       vision: Option.exists(fairAgentModel, (model) => model.vision)

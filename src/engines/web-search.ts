@@ -15,7 +15,7 @@
  * The final list holds at most `max_results_per_query` × number of queries results;
  * `total_unique_results` counts every distinct page found.
  */
-import { Clock, Context, Effect, identity, Layer, Option } from "effect"
+import { Clock, Context, Effect, Layer, Option } from "effect"
 import { LanguageModel } from "effect/ai"
 import { FetchHttpClient, HttpClient } from "effect/http"
 import { Reader } from "../reader/reader.ts"
@@ -174,7 +174,7 @@ export class WebSearch extends Context.Service<WebSearch, {
       })
 
       const fused = fuseRankedLists(lists, { k: settings.rrfK, weights: settings.engineWeights })
-      const ordered = request.rerank ? (yield* rerankHits(fused, focus, model).pipe(model === undefined ? identity : fairly("model_call"))).hits : fused
+      const ordered = request.rerank ? (yield* rerankHits(fused, focus, model)).hits : fused
       const limited = ordered.slice(0, maxPerQuery * queries.length)
 
       const summaries = new Map<string, string>()
@@ -184,7 +184,7 @@ export class WebSearch extends Context.Service<WebSearch, {
         yield* Effect.forEach(top, (hit) =>
           reader.read(hit.url).pipe(
             fairly("page_read"),
-            Effect.flatMap((page) => summarizePage(page, focus, model).pipe(model === undefined ? identity : fairly("model_call"))),
+            Effect.flatMap((page) => summarizePage(page, focus, model)),
             Effect.tap((summary) =>
               Effect.sync(() => {
                 if (summary.summary !== "") {

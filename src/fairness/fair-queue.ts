@@ -11,8 +11,8 @@
  * process's (`FairShares`, a reference with a default), so nothing has to be wired to use it;
  * tests provide their own.
  */
-import { Context, Effect, Layer } from "effect"
-import { LanguageModel } from "effect/ai"
+import { Context, Effect } from "effect"
+import { HttpClient } from "effect/http"
 
 /** Kinds of run work, each with its own lane and bound. */
 export type WorkKind = "engine_call" | "page_read" | "model_call" | "run_write"
@@ -156,15 +156,11 @@ export const WorkOwner = Context.Reference<string>("wa/runs/WorkOwner", { defaul
 export const fairly = (kind: WorkKind) => <A, E, R>(work: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
   FairShares.use((queue) => WorkOwner.use((owner) => queue.run(kind, owner, work)))
 
-/** `model` with its text and object calls taken as units of the model lane (streams pass as they are). */
-export const fairModel = (model: LanguageModel.LanguageModel): LanguageModel.LanguageModel => ({
-  ...model,
-  generateText: ((options: Parameters<LanguageModel.LanguageModel["generateText"]>[0]) =>
-    fairly("model_call")(model.generateText(options))) as LanguageModel.LanguageModel["generateText"],
-  generateObject: ((options: Parameters<LanguageModel.LanguageModel["generateObject"]>[0]) =>
-    fairly("model_call")(model.generateObject(options))) as LanguageModel.LanguageModel["generateObject"]
-})
-
-/** A model layer whose text and object calls take fair shares of the model lane. */
-export const fairModelLayer = (layer: Layer.Layer<LanguageModel.LanguageModel>): Layer.Layer<LanguageModel.LanguageModel> =>
-  Layer.effect(LanguageModel.LanguageModel, Effect.map(Effect.service(LanguageModel.LanguageModel), fairModel)).pipe(Layer.provide(layer))
+/**
+ * An HTTP client whose every request is a unit of the model lane: the model's own time, from the
+ * request to its response. Taken at the request, not around `generateText`, which also runs the
+ * tools the model asked for (an agent's navigation, its settle): a slot held through those kept
+ * the 17th of 20 starting sessions waiting for another session's page to load.
+ */
+export const fairModelClient = (client: HttpClient.HttpClient): HttpClient.HttpClient =>
+  HttpClient.transform(client, (response) => fairly("model_call")(response))

@@ -26,7 +26,6 @@ import { assembleReport, citationNumbers, initialState, type ResearchState, stat
 import { decodeOutlineAnswer, type Outline, type Phase } from "../domain/research.ts"
 import { canonicalUrl } from "../engines/canonical-url.ts"
 import { WebSearch } from "../engines/web-search.ts"
-import { fairModel } from "../fairness/fair-queue.ts"
 import { ArtifactStore } from "../store/artifacts.ts"
 import type { DeepResearchRequest, Run, RunId } from "../domain/run.ts"
 import { RunStore } from "../store/runs.ts"
@@ -55,8 +54,8 @@ const researchExecutor = Effect.gen(function*() {
         return yield* new RunFailure({ code: "model_not_configured", detail: "DeepResearch needs a model; set WA_MODEL_BASE_URL (and WA_MODEL_API_KEY)" })
       }
       const configured = agentModel.value
-      // Its model calls take fair shares of the model lane (src/fairness/fair-queue.ts).
-      const model = fairModel(yield* Effect.provide(Effect.service(LanguageModel.LanguageModel), configured.layer))
+      // Its model requests take fair shares of the model lane (src/agent/model.ts).
+      const model = yield* Effect.provide(Effect.service(LanguageModel.LanguageModel), configured.layer)
       const cost = configured.costUsd
 
       const [executor, checkpoint] = yield* begin(store.loadCheckpoint(runId), (saved) => ({ from_step: saved?.step ?? 0, phase: run.phase }))

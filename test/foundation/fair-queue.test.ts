@@ -3,9 +3,12 @@
  * round-robin between owners so a long line of one owner cannot starve another's unit, and a
  * unit interrupted while it waits leaves the line (or gives back a slot granted meanwhile).
  */
+import { createServer, type ServerResponse } from "node:http"
 import { Deferred, Effect, Fiber } from "effect"
-import { describe, expect, it } from "vitest"
-import { FairShares, fairly, makeFairQueue, WorkOwner } from "../../src/fairness/fair-queue.ts"
+import { FetchHttpClient, HttpClient } from "effect/http"
+import { describe, expect, it, vi } from "vitest"
+import { FairShares, fairly, fairModelClient, makeFairQueue, WorkOwner } from "../../src/fairness/fair-queue.ts"
+import { listenOnLoopback } from "../support/listen.ts"
 
 const limits = { engine_call: 2, page_read: 1, model_call: 1, run_write: 1 }
 
@@ -93,5 +96,39 @@ describe("fair queue", () => {
     )
     expect(seen).toBe(1)
     expect(queue.state("model_call").active).toBe(0)
+  })
+
+  it("a model request holds a model slot from request to response only; what its caller does next holds none", async () => {
+    // A model endpoint that answers when the test says so.
+    const held: Array<ServerResponse> = []
+    const server = createServer((_, res) => void held.push(res))
+    const { url } = await listenOnLoopback(server)
+    const queue = makeFairQueue(limits)
+    const model = queue.state.bind(queue, "model_call")
+    try {
+      await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+        const client = fairModelClient(yield* HttpClient.HttpClient)
+        const call = (owner: string) =>
+          client.get(`${url}/v1/chat/completions`).pipe(
+            Effect.flatMap((response) => response.text),
+            // The caller's next work (an agent's tool) runs after the response, outside the slot.
+            Effect.flatMap(() => Effect.sync(() => model().active)),
+            Effect.provideService(WorkOwner, owner)
+          )
+        const a = yield* call("a").pipe(Effect.forkScoped)
+        const b = yield* call("b").pipe(Effect.forkScoped)
+        yield* Effect.promise(() => vi.waitFor(() => expect(held).toHaveLength(1)))
+        // One slot: the first request is under way, the second waits for it without being sent.
+        expect(model()).toEqual({ limit: 1, active: 1, waiting: 1 })
+        held[0]!.end("{}")
+        expect(yield* Fiber.join(a)).toBe(1) // b's request took the slot as a's response came back
+        yield* Effect.promise(() => vi.waitFor(() => expect(held).toHaveLength(2)))
+        held[1]!.end("{}")
+        expect(yield* Fiber.join(b)).toBe(0)
+        expect(model()).toEqual({ limit: 1, active: 0, waiting: 0 })
+      }).pipe(Effect.provide(FetchHttpClient.layer), Effect.provideService(FairShares, queue))))
+    } finally {
+      server.close()
+    }
   })
 })
