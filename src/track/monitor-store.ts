@@ -153,7 +153,7 @@ export class MonitorStore extends Context.Service<MonitorStore, {
    * and the monitor's previous snapshot (what this tick compares with), in one statement. With
    * `executor`, only for that execution of the tick (else SupersededExecution).
    */
-  readonly startTick: (tick: TickRef, executor?: string) => Effect.Effect<{ readonly tick: TickRun; readonly previous: PreviousSnapshot | undefined }>
+  readonly startTick: (tick: TickRef, executor?: string) => Effect.Effect<{ readonly tick: TickRef; readonly previous: PreviousSnapshot | undefined }>
   /**
    * Records a successful tick: its snapshot, the tick run, the monitor's counters and status, and
    * the events, atomically. `seen` is the monitor as the tick read it; when its status changed
@@ -435,7 +435,7 @@ export class MonitorStore extends Context.Service<MonitorStore, {
             Effect.map((rows) => {
               const row = rows[0]
               // The monitor is gone (and its ticks with it): nothing was started.
-              if (row === undefined) return { tick: tick as TickRun, previous: undefined }
+              if (row === undefined) return { tick, previous: undefined }
               const { previous_n, previous_content_hash, previous_extracted, previous_text, ...columns } = row
               return {
                 tick: decodeTick(columns),

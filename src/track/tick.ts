@@ -92,7 +92,7 @@ class TickFailed extends Data.TaggedError("TickFailed")<{
 
 /** What a tick's start gives its work: the tick as numbered, and what it compares with. */
 interface StartedTick {
-  readonly tick: TickRun
+  readonly tick: TickRef
   readonly previous: PreviousSnapshot | undefined
 }
 
@@ -288,12 +288,9 @@ export class TickExecutor extends Context.Service<TickExecutor, {
         logAnnotations: { product: "track" },
         record: {
           start: (run, token) => store.startTick(tickOf(run, tickRequestOf(run)!), token),
+          // The kernel ends only a tick that has not ended (read just before).
           end: (run, end, token) =>
-            Effect.gen(function*() {
-              const tick = yield* store.getTick(run.id)
-              if (tick?.status !== "running") return
-              yield* store.failTick(tick, { code: end.code, detail: end.detail, pages: [], llmCostMicros: 0 }, config.trackMaxConsecutiveFailures, token)
-            })
+            store.failTick(tickOf(run, tickRequestOf(run)!), { code: end.code, detail: end.detail, pages: [], llmCostMicros: 0 }, config.trackMaxConsecutiveFailures, token).pipe(Effect.asVoid)
         },
         finished
       }
