@@ -6,7 +6,9 @@ import { makeLeaveWhenRefused, makeRunExecution } from "../runs/kernel.ts"
 import { MonitorStore } from "./monitor-store.ts"
 import { Monitors } from "./monitors.ts"
 import { Supervisor } from "./supervisor.ts"
-import { TickExecutor } from "./tick.ts"
+import { Budget } from "../billing/budget.ts"
+import { ProfileStore } from "../profiles/profile-store.ts"
+import { makeTickExecutor } from "./tick.ts"
 
 /**
  * The Monitor entity's behaviour: a tick run is executed by the run kernel with the tick executor
@@ -15,7 +17,7 @@ import { TickExecutor } from "./tick.ts"
  */
 const MonitorEntityLive = MonitorEntity.toLayer(
   Effect.gen(function*() {
-    const ticks = yield* TickExecutor
+    const ticks = yield* makeTickExecutor
     const supervisor = yield* Supervisor
     const leaveWhenRefused = yield* makeLeaveWhenRefused
     const fibers = yield* FiberMap.make<string>()
@@ -36,10 +38,10 @@ const MonitorEntityLive = MonitorEntity.toLayer(
   // Monitors tick every minute or less often: an idle entity is let go between ticks, so thousands
   // of monitors do not all stay resident.
   { maxIdleTime: "10 seconds" }
-)
+).pipe(Layer.provide(Layer.mergeAll(ProfileStore.layer, Budget.layer)))
 
 export const TrackLive = Monitors.layer.pipe(
   Layer.provideMerge(MonitorEntityLive),
-  Layer.provideMerge(Layer.mergeAll(TickExecutor.layer, Supervisor.layer)),
+  Layer.provideMerge(Supervisor.layer),
   Layer.provideMerge(MonitorStore.layer)
 )
