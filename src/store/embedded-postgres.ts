@@ -237,18 +237,28 @@ const initialise = async (bins: Binaries, layout: Layout, ids: { uid: number; gi
 
 /**
  * The watchdog of a server this process owns: a small shell process in its own session whose stdin
- * is a pipe from this process. Nothing is ever written to it; it closes when this process ends,
- * whatever the way (the kernel closes the descriptors of a SIGKILLed process too), and the shell
- * then stops the server: fast shutdown (SIGINT), then immediate (SIGQUIT), then SIGKILL, a few
- * seconds apart, and only while postmaster.pid still names the server it was given (after a
- * graceful stop the file is gone and it just exits). The pipe's end in this process is
- * close-on-exec, so no other child (Chromium, pg_ctl, the server) holds it open.
+ * is a pipe from this process. It closes when this process ends, whatever the way (the kernel
+ * closes the descriptors of a SIGKILLed process too), and the shell then stops the server: fast
+ * shutdown (SIGINT), then immediate (SIGQUIT), then SIGKILL, a few seconds apart, and only while
+ * postmaster.pid still names the server it was told of. The only lines written to the pipe say
+ * which server that is: its pid once it runs, or `none` once this process stopped it itself.
+ * A fresh server's watchdog starts before `pg_ctl start`, so a process killed while the server
+ * was starting leaves none behind: told of no pid, the watchdog waits (briefly) for the starting
+ * server's postmaster.pid and stops that one. The pipe's end in this process is close-on-exec,
+ * so no other child (Chromium, pg_ctl, the server) holds it open.
  */
 const WATCHDOG_NAME = "wa-postgres-watchdog"
 const WATCHDOG_SCRIPT = `
 trap '' INT HUP
-while read -r _; do :; done
 dir=$1 pid=$2
+while read -r line; do pid=$line; done
+[ "$pid" = none ] && exit 0
+if [ -z "$pid" ]; then
+  n=0
+  while [ $n -lt 100 ] && [ ! -s "$dir/postmaster.pid" ]; do sleep 0.1; n=$((n + 1)); done
+  pid=$(head -n 1 "$dir/postmaster.pid" 2>/dev/null)
+  [ -n "$pid" ] || exit 0
+fi
 owns() { [ "$(head -n 1 "$dir/postmaster.pid" 2>/dev/null)" = "$pid" ] && kill -0 "$pid" 2>/dev/null; }
 for signal in INT QUIT KILL; do
   owns || exit 0
@@ -261,8 +271,14 @@ done
 /** `<data dir>/postgres.watchdog`: "<watchdog pid> <owner pid>", so the next start can wait for it. */
 const watchdogFile = (dataDir: string) => path.join(dataDir, "postgres.watchdog")
 
-const startWatchdog = async (dataDir: string, clusterDir: string, postmasterPid: number) => {
-  const watchdog = spawn("sh", ["-c", WATCHDOG_SCRIPT, WATCHDOG_NAME, clusterDir, String(postmasterPid)], {
+/** What this process tells its watchdog: the server's pid once it runs, `none` once it stopped it. */
+interface Watchdog {
+  readonly tell: (line: string) => void
+}
+
+/** Starts the watchdog of the server `postmasterPid` names, or, without one, of the server about to start. */
+const startWatchdog = (dataDir: string, clusterDir: string, postmasterPid: number | undefined): Watchdog => {
+  const watchdog = spawn("sh", ["-c", WATCHDOG_SCRIPT, WATCHDOG_NAME, clusterDir, postmasterPid === undefined ? "" : String(postmasterPid)], {
     detached: true,
     stdio: ["pipe", "ignore", "ignore"]
   })
@@ -272,7 +288,9 @@ const startWatchdog = async (dataDir: string, clusterDir: string, postmasterPid:
   // Neither the child nor the pipe keeps this process alive.
   watchdog.unref()
   ;(watchdog.stdin as unknown as { unref?: () => void } | null)?.unref?.()
-  if (watchdog.pid !== undefined) await fs.writeFile(watchdogFile(dataDir), `${watchdog.pid} ${process.pid}\n`)
+  // Written before the server starts: a next start waits for this watchdog once this process is gone.
+  if (watchdog.pid !== undefined) fsSync.writeFileSync(watchdogFile(dataDir), `${watchdog.pid} ${process.pid}\n`)
+  return { tell: (line) => void watchdog.stdin?.write(`${line}\n`) }
 }
 
 /**
@@ -400,8 +418,11 @@ const startOnce = async (dataDir: string, options: StartOptions): Promise<Embedd
   }
   const password = fsSync.readFileSync(layout.passwordFile, "utf8").trim()
   const urlFor = (port: number) => `postgres://${DB_USER}:${encodeURIComponent(password)}@127.0.0.1:${port}/${DB_NAME}`
+  let watchdog: Watchdog | undefined
   const stop = async () => {
     await run(bins.pg_ctl, ["stop", "-D", layout.clusterDir, "-m", "fast", "-w", "-t", "30"], asUser(ids)).catch(() => undefined)
+    // Stopped here: the watchdog has nothing left to stop (and must not wait for a server).
+    watchdog?.tell("none")
     await releaseLock()
   }
 
@@ -411,7 +432,7 @@ const startOnce = async (dataDir: string, options: StartOptions): Promise<Embedd
     // A server already runs: the service's own (CLI attaches) or one left by a killed service
     // whose watchdog was killed too (adopted, and watched from now on).
     const owned = options.mode === "own"
-    if (owned) await startWatchdog(dataDir, layout.clusterDir, running.pid)
+    if (owned) watchdog = startWatchdog(dataDir, layout.clusterDir, running.pid)
     const socketPath = await existingSocket(layout.clusterDir, running.port)
     return { url: urlFor(running.port), port: running.port, socketPath, owned, adopted: true, stop: owned ? stop : async () => {} }
   }
@@ -430,6 +451,7 @@ const startOnce = async (dataDir: string, options: StartOptions): Promise<Embedd
     ], { ...asUser(ids), env: { ...process.env, LC_ALL: "C" } })
   }
   const portInUse = async () => /could not bind|Address already in use/.test(await fs.readFile(layout.logFile, "utf8").catch(() => ""))
+  watchdog = startWatchdog(dataDir, layout.clusterDir, undefined)
   const chosen = unusedPortSync()
   let port = chosen ?? await freePort()
   await pgStart(port).catch(async (error: { stderr?: string }) => {
@@ -445,7 +467,7 @@ const startOnce = async (dataDir: string, options: StartOptions): Promise<Embedd
     throw new Error(`embedded PostgreSQL did not start: ${error.stderr ?? ""} ${log.split("\n").slice(-5).join(" ")}`.trim())
   })
   const started = runningServer(layout.clusterDir)
-  if (started !== undefined) await startWatchdog(dataDir, layout.clusterDir, started.pid)
+  if (started !== undefined) watchdog.tell(String(started.pid))
   const socketPath = await existingSocket(layout.clusterDir, port)
   return { url: urlFor(port), port, socketPath, owned: true, adopted: false, stop }
 }

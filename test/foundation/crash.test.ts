@@ -4,13 +4,15 @@
  * the embedded PostgreSQL does not outlive a killed service; a closed stdout does not end the
  * service; a graceful stop stops the embedded PostgreSQL; the database is private to the machine.
  */
+import { spawn } from "node:child_process"
 import { readFileSync, statSync } from "node:fs"
 import { connect } from "node:net"
 import { networkInterfaces } from "node:os"
 import * as path from "node:path"
 import { afterEach, describe, expect, it, vi } from "vitest"
-import { embeddedDatabaseClient, type Service, startService, stopAndClean } from "../support/service.ts"
-import { childPids, clusterDirOf, isAlive, livePostmaster, liveWatchdog, waitFor } from "../support/processes.ts"
+import { SERVICE_NODE_FLAGS } from "../../src/config/node-flags.ts"
+import { embeddedDatabaseClient, seededDataDir, type Service, startService, stopAndClean } from "../support/service.ts"
+import { childPids, cleanEnv, clusterDirOf, isAlive, livePostmaster, liveWatchdog, waitFor } from "../support/processes.ts"
 
 // Every test here spawns the service or the CLI (each a full Node start, some starting PostgreSQL);
 // on a loaded CI machine that takes far longer than the default 60 s allows.
@@ -175,6 +177,28 @@ describe("the embedded PostgreSQL does not outlive the service", () => {
     const restarted = await start({ dataDir: service.dataDir, credentials: { projectId: service.projectId, apiKey: service.apiKey } })
     expect(livePostmaster(service.dataDir)).not.toBe(postmaster)
     await expectAllServed(restarted, acknowledged)
+  })
+
+  it("SIGKILL of the service while its PostgreSQL is still starting: that PostgreSQL stops by itself", async () => {
+    const dataDir = await seededDataDir()
+    const child = spawn(process.execPath, [...SERVICE_NODE_FLAGS, path.resolve(import.meta.dirname, "../../src/main.ts"), "serve"], {
+      env: cleanEnv(dataDir),
+      stdio: ["ignore", "pipe", "ignore"]
+    })
+    let listening = false
+    child.stdout.on("data", (chunk: Buffer) => void (listening ||= chunk.toString().includes("\"listening\"")))
+    let postmaster: number | undefined
+    try {
+      // Killed as soon as its server has a pid (pg_ctl is still waiting for it to accept connections).
+      await waitFor("the service's PostgreSQL to start", () => (postmaster = livePostmaster(dataDir)) !== undefined, 60_000)
+      child.kill("SIGKILL")
+      expect(listening).toBe(false)
+      await waitFor("the PostgreSQL of the service killed during its start to stop", () => !isAlive(postmaster!), 30_000)
+    } finally {
+      child.kill("SIGKILL")
+      const leftover = livePostmaster(dataDir)
+      if (leftover !== undefined) process.kill(leftover, "SIGINT")
+    }
   })
 
   it("a restart while the killed service's PostgreSQL is still going away waits for its watchdog, then starts a fresh one", async () => {
