@@ -200,15 +200,19 @@ function installSubmitGuard(key: string, rules: ClassifierRules, classify: typeo
   const operationKeys = ["type", "action", "event", "op", "operation", "operationName", "method", "cmd", "command"]
   const operationsOf = (body: unknown): Array<string> => {
     const names: Array<string> = []
-    const take = (value: unknown) => {
-      if (typeof value === "string" && value.length <= 100 && !/^(?:GET|HEAD|POST|PUT|PATCH|DELETE|OPTIONS)$/.test(value)) names.push(value)
+    // An HTTP method is not an operation: in capitals anywhere, and in any case as a `method` field
+    // ({"method": "post"} is how a request is forwarded, not a post being published).
+    const take = (value: unknown, key?: string) => {
+      if (typeof value !== "string" || value.length > 100) return
+      if (new RegExp("^(?:GET|HEAD|POST|PUT|PATCH|DELETE|OPTIONS)$", key === "method" ? "i" : "").test(value)) return
+      names.push(value)
     }
     const fromRecord = (record: unknown) => {
       if (record instanceof FormData || record instanceof URLSearchParams) {
-        for (const name of operationKeys) take(record.get(name))
+        for (const name of operationKeys) take(record.get(name), name)
       } else if (typeof record === "object" && record !== null && !Array.isArray(record)) {
         const fields = record as Record<string, unknown>
-        for (const name of operationKeys) take(fields[name])
+        for (const name of operationKeys) take(fields[name], name)
         const query = fields["query"]
         if (typeof query === "string") {
           const mutation = /^\s*mutation\b\s*(\w*)[^{]*\{\s*(\w+)/.exec(query)

@@ -27,7 +27,10 @@ import { listen, safetyClient, terminal } from "./support.ts"
 const page = (title: string, body: string) =>
   `<!doctype html><html><head><meta charset="utf-8"><title>${title}</title></head><body>${body}</body></html>`
 
-/** A chat room whose "Finish" button sends the draft over a WebSocket (hello on open, typing as one writes). */
+/**
+ * A chat room whose "Finish" button sends the draft over a WebSocket (hello on open, typing as one
+ * writes, and a relayed request naming its method, {"method": "post"}, with the message).
+ */
 const chatPage = page("Chat", `<h1>Chat room</h1>
   <label>Message <input id="draft"></label>
   <button type="button" id="finish">Finish</button>
@@ -40,6 +43,8 @@ const chatPage = page("Chat", `<h1>Chat room</h1>
     socket.onmessage = (event) => { const reply = JSON.parse(event.data); if (reply.type === "delivered") status.textContent = "Delivered: " + reply.text }
     draft.addEventListener("input", () => { socket.send(JSON.stringify({ type: "typing" })); status.textContent = "Draft: " + draft.value })
     document.getElementById("finish").addEventListener("click", () => {
+      // A relayed request names its HTTP method: not an operation, it goes through.
+      socket.send(JSON.stringify({ type: "presence", method: "post", path: "/presence" }))
       socket.send(JSON.stringify({ type: "chat.sendMessage", text: draft.value }))
       draft.value = ""
       status.textContent = "Sending"
@@ -268,6 +273,7 @@ describe("a chat message sent over a WebSocket", () => {
       // Not guarded: the socket's own traffic went through while the message is held.
       expect(site.socketTypes).toContain("hello")
       expect(site.socketTypes).toContain("typing")
+      expect(site.socketTypes).toContain("presence")
       expect(site.chatTexts).toEqual([])
     })
     expect(declined.run.status).toBe("done")
