@@ -178,16 +178,6 @@ const renderHeader = (url: string, title: string, tabs: ReadonlyArray<TabInfo>, 
   return lines.join("\n")
 }
 
-/** The observation of a blank tab, the only one of its context (what `observe` reads there). */
-export const blankObservation: Observation = {
-  url: "about:blank",
-  title: "",
-  tabs: [{ index: 0, url: "about:blank", title: "", active: true }],
-  snapshot: "",
-  refs: 0,
-  text: "url: about:blank\ntitle: \n---\n"
-}
-
 /** Observes the lease's active tab. */
 export const observe = (
   lease: ContextLease,
@@ -196,13 +186,6 @@ export const observe = (
   attempt(lease, "observe", options.timeoutMs ?? 15_000, async () => {
     const page = lease.page() ?? await lease.context.newPage()
     lease.setActivePage(page)
-    // A fresh session's only tab, still blank (no frames, nothing that could have written into
-    // it: no script runs in about:blank, and no other tab of the context opened it), shows
-    // nothing: its observation is known without the page. A run's first step saves the
-    // snapshot's round trips, which are slow when many sessions start at once.
-    if (page.url() === "about:blank" && lease.pages().length === 1 && page.mainFrame().childFrames().length === 0) {
-      return blankObservation
-    }
     // A document that is still being replaced cannot be evaluated; let it commit first.
     await page.waitForLoadState("domcontentloaded", { timeout: 5_000 }).catch(() => undefined)
     // A navigation can replace the document (or one of its frames) mid-snapshot, and a

@@ -1,28 +1,10 @@
 import { assert, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { click, navigate, type } from "../../src/browser/actions.ts"
-import { blankObservation, observe, screenshot, snapshotPage } from "../../src/browser/observe.ts"
+import { observe, screenshot } from "../../src/browser/observe.ts"
 import { leaseAndSite, refFor, TestLayer } from "./support.ts"
 
 layer(TestLayer, { excludeTestServices: true })("observation", (it) => {
-  it.effect("a fresh context's blank tab is observed without the page, as the page would show it; a second tab is read from the pages", () =>
-    Effect.gen(function*() {
-      const { lease } = yield* leaseAndSite
-      const page = lease.page() ?? (yield* Effect.promise(() => lease.context.newPage()))
-      assert.strictEqual(page.url(), "about:blank")
-      assert.deepStrictEqual(yield* observe(lease), blankObservation)
-      // What the page itself gives for it: no text, no ref, no title.
-      const read = yield* Effect.promise(() => snapshotPage(page))
-      assert.strictEqual(read.text, blankObservation.snapshot)
-      assert.strictEqual(read.refs, 0)
-      assert.strictEqual(yield* Effect.promise(() => page.title()), blankObservation.title)
-      // With two tabs the shortcut does not apply: the header lists them.
-      yield* Effect.promise(() => lease.context.newPage())
-      const two = yield* observe(lease)
-      assert.strictEqual(two.tabs.length, 2)
-      assert.include(two.text, "tabs: ")
-    }))
-
   it.effect("includes the iframe's button with a frame ref, and clicking it works", () =>
     Effect.gen(function*() {
       const { lease, site } = yield* leaseAndSite
