@@ -236,6 +236,10 @@ export const makeRunExecution = <Request, R, Started = void>(executor: RunExecut
     const end = (run: Run, exit: Exit.Exit<void, unknown>, token: string | undefined) =>
       Effect.gen(function*() {
         const runId = run.id
+        // However the work ended (it may have seen the run end and returned, or stopped), once
+        // another execution claimed the run, its end, its hooks and "run ended" are that one's:
+        // a runner that froze and thawed must not save its stale browser or announce the end.
+        if (token !== undefined && !(yield* store.holdsClaim(runId, token))) return yield* takenOver(runId)
         if (Exit.isFailure(exit)) {
           const failure = Cause.squash(exit.cause)
           if (failure instanceof SupersededExecution) return yield* takenOver(runId)

@@ -91,6 +91,8 @@ export class RunStore extends Context.Service<RunStore, {
   readonly appendEvents: (runId: RunId, events: ReadonlyArray<NewRunEvent>, executor?: string) => Effect.Effect<void>
   /** Makes a new execution the owner of the run and returns its token. */
   readonly claimExecution: (runId: RunId) => Effect.Effect<string>
+  /** Whether the execution `token` still holds the run's claim (no later execution claimed it). */
+  readonly holdsClaim: (runId: RunId, token: string) => Effect.Effect<boolean>
   /** Events after `afterId`, oldest first; screenshot URLs in them are signed at the time of reading. */
   readonly eventsAfter: (runId: RunId, afterId: number, limit: number) => Effect.Effect<ReadonlyArray<RunEvent>>
   readonly queueMessage: (runId: RunId, content: string) => Effect.Effect<void>
@@ -331,6 +333,11 @@ export class RunStore extends Context.Service<RunStore, {
           const token = makeId("evt")
           return sql`UPDATE runs SET executor = ${token} WHERE id = ${runId}`.pipe(Effect.as(token), Effect.orDie)
         },
+        holdsClaim: (runId, token) =>
+          sql<{ executor: string | null }>`SELECT executor FROM runs WHERE id = ${runId}`.pipe(
+            Effect.map((rows) => rows[0]?.executor === token),
+            Effect.orDie
+          ),
         completeStep: (runId, usd, checkpoint, executor, events = []) =>
           sql.withTransaction(Effect.gen(function*() {
             // Its charges add to the session's cost fields: the session is locked first.

@@ -493,6 +493,32 @@ layer(TestLayer, { excludeTestServices: true, timeout: 120_000 })("run kernel", 
       expect((yield* runOf(run.id)).status).toBe("done")
     }))
 
+  it.effect("superseded, then the run ended by the newer execution: the older one, returning as a run that ended, announces nothing", () =>
+    Effect.gen(function*() {
+      const store = yield* RunStore
+      const started = yield* Deferred.make<string>()
+      const proceed = yield* Deferred.make<void>()
+      const run = yield* newRun((_run, begin) =>
+        Effect.gen(function*() {
+          const [token] = yield* begin(Effect.void, () => ({ from_step: 0 }))
+          yield* Deferred.succeed(started, token)
+          yield* Deferred.await(proceed)
+          // Thawed, it sees the run has ended and returns without writing (as the agent's loop does).
+        })
+      )
+      const executing = yield* Effect.forkChild(execute(run.id))
+      yield* Deferred.await(started)
+      const newer = yield* store.claimExecution(run.id)
+      yield* finish(run.id, newer, { newer: true })
+      yield* Deferred.succeed(proceed, undefined)
+      yield* Fiber.join(executing)
+
+      expect(yield* runOf(run.id)).toMatchObject({ status: "done", output: { newer: true } })
+      // "run ended" is the newer execution's to send: the older one sent none.
+      expect(yield* deliveriesOf(run.project_id, run.id)).toEqual([])
+      expect(loggedFor(run.id, "run taken over by another runner; this execution stopped")).toHaveLength(1)
+    }))
+
   it.effect("superseded, then past the deadline: the older execution does not end the run the newer one executes", () =>
     Effect.gen(function*() {
       const store = yield* RunStore
