@@ -76,9 +76,7 @@ export interface KernelEnd {
  * default) the kernel writes through the run store: `pending → running` or a `run.resumed` event at
  * the start, a status transition (`run.status_changed`, `run.completed`, the credit hold settled)
  * at its end. A kind whose runs report to another log (a Track tick reports to its monitor's,
- * src/track/tick.ts) gives both writes here; the kernel still decides when each happens. Such a
- * kind tells its ends its own way: the kernel sends no "run ended" (callback) for it, and its
- * writes must carry the execution's token (a superseded execution is caught there).
+ * src/track/tick.ts) gives both writes here; the kernel still decides when each happens.
  */
 export interface RunRecord<Started, R> {
   /**
@@ -210,8 +208,7 @@ export const makeRunExecution = <Request, R, Started = void>(executor: RunExecut
         if (record !== undefined) {
           const begun = yield* record.start(run, token).pipe(Effect.provideContext(context))
           const resumed = run.started_at !== null
-          // Debug: such runs are many and short (a Track tick a minute per monitor); their own log says more.
-          yield* Effect.logDebug(resumed ? "run resumed" : "run started").pipe(Effect.annotateLogs({ ...log, ...said, run_id: run.id }))
+          yield* Effect.logInfo(resumed ? "run resumed" : "run started").pipe(Effect.annotateLogs({ ...log, ...said, run_id: run.id }))
           yield* Deferred.succeed(started, undefined)
           return [token, loaded, begun] as const
         }
@@ -242,9 +239,7 @@ export const makeRunExecution = <Request, R, Started = void>(executor: RunExecut
         // However the work ended (it may have seen the run end and returned, or stopped), once
         // another execution claimed the run, its end, its hooks and "run ended" are that one's:
         // a runner that froze and thawed must not save its stale browser or announce the end.
-        // (A kind with a record of its own announces nothing here, and its writes carry the
-        // token: a superseded execution of it is caught at its writes, without this read.)
-        if (record === undefined && token !== undefined && !(yield* store.holdsClaim(runId, token))) return yield* takenOver(runId)
+        if (token !== undefined && !(yield* store.holdsClaim(runId, token))) return yield* takenOver(runId)
         if (Exit.isFailure(exit)) {
           const failure = Cause.squash(exit.cause)
           if (failure instanceof SupersededExecution) return yield* takenOver(runId)
@@ -269,12 +264,8 @@ export const makeRunExecution = <Request, R, Started = void>(executor: RunExecut
           }
         }
         yield* hook(executor.ending, run)
-        // "run ended" (the run's callback) is for runs in their own log; a kind with a record of
-        // its own tells its ends its own way (a Track tick, its monitor's notifications).
-        if (record === undefined) {
-          const ended = yield* getRun(runId)
-          if (ended !== undefined && isTerminal(ended.status)) yield* notifier.terminal(runId)
-        }
+        const ended = yield* getRun(runId)
+        if (ended !== undefined && isTerminal(ended.status)) yield* notifier.terminal(runId)
         return "ended" as const
       })
 
