@@ -40,6 +40,15 @@ const TestLayer = Layer.mergeAll(RunStore.layer, SessionStore.layer, ApiKeys.lay
   Layer.provideMerge(ConfigLive)
 )
 
+/** A session's first run, as the DoAnything service makes it. */
+const newRun = {
+  instructions: "x",
+  request: { _tag: "DoAnything", instructions: "x", keep_alive: true, agentmail: true, skills: [], allowed_actions: [] } as never,
+  maxSteps: 5,
+  model: null,
+  maxDurationMs: null
+}
+
 layer(TestLayer, { excludeTestServices: true, timeout: 120_000 })("plan caps per project", (it) => {
   it.effect("open sessions: 30 concurrent creates by 3 keys against a project cap of 7 give 7", () =>
     Effect.gen(function*() {
@@ -59,13 +68,7 @@ layer(TestLayer, { excludeTestServices: true, timeout: 120_000 })("plan caps per
           workspaceId: null,
           maxOpenSessions: caps.concurrency,
           maxProjectSessions: caps.projectSessions,
-          run: {
-            instructions: "x",
-            request: { _tag: "DoAnything", instructions: "x", keep_alive: true, agentmail: true, skills: [], allowed_actions: [] } as never,
-            maxSteps: 5,
-            model: null,
-            maxDurationMs: null
-          }
+          run: newRun
         }))), { concurrency: "unbounded" })
       expect(exits.filter(Exit.isSuccess)).toHaveLength(7)
       const refusals = exits.filter(Exit.isFailure).map((exit) => String(exit.cause))
@@ -83,13 +86,7 @@ layer(TestLayer, { excludeTestServices: true, timeout: 120_000 })("plan caps per
           profileId: null,
           workspaceId: null,
           maxOpenSessions: 5,
-          run: {
-            instructions: "x",
-            request: { _tag: "DoAnything", instructions: "x", keep_alive: true, agentmail: true, skills: [], allowed_actions: [] } as never,
-            maxSteps: 5,
-            model: null,
-            maxDurationMs: null
-          }
+          run: newRun
         }))), { concurrency: "unbounded" })
       expect(exits.filter(Exit.isSuccess)).toHaveLength(5)
       for (const exit of exits.filter(Exit.isFailure)) expect(String(exit.cause)).toContain("SessionCapReached")
