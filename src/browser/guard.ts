@@ -32,9 +32,10 @@
  *   (the run ends failed with safety_boundary_violated); a refused frame is only blanked.
  */
 import { Effect, Result } from "effect"
-import type { BrowserContext, CDPSession, Frame, Page, Request, Route } from "playwright-core"
+import type { Browser, BrowserContext, Frame, Page, Request, Route } from "playwright-core"
 import { checkPublicUrl } from "../net/private-address.ts"
 import { NavigationRefused } from "./errors.ts"
+import { type HopDecision, hopChannelOf } from "./hop-channel.ts"
 
 export interface GuardOptions {
   /** When true nothing is checked (WA_ALLOW_PRIVATE_NETWORKS). */
@@ -144,65 +145,90 @@ export const installNavigationGuard = async (
   }
 
   /**
-   * Redirect hops, refused before they are followed: Playwright's routes never see a hop, so each
-   * page gets a CDP session of its own intercepting document responses (Fetch, response stage,
+   * Redirect hops, refused before they are followed: Playwright's routes never see a hop, so the
+   * document responses of the context's pages are intercepted over CDP (Fetch, response stage,
    * documents only: one pause per page load or hop, none for sub-resources). A 30x whose Location
    * the guard refuses fails right there (the browser never asks the hop's host); any other
-   * response goes on at once. Pop-ups are watched from their `page` event: a hop of their very
-   * first load may come before that, and cross-site frames living in their own process are not
-   * watched; both remain covered by the containment below (the request event).
+   * response goes on at once. The interception is set up by the browser's hop channel
+   * (hop-channel.ts) in every page of the context and every cross-site frame in its own process,
+   * before the target runs: a pop-up's very first load and an OOPIF's navigations are watched
+   * too. Without a browser (a persistent context) or when the channel cannot be opened, each page
+   * gets a CDP session of its own from its `page` event instead (pop-ups' first loads and OOPIFs
+   * are then left to the containment below).
    */
   let hopsWatched = false
-  const onPaused = async (session: CDPSession, mainFrame: () => string | undefined, event: {
-    readonly requestId: string
-    readonly frameId: string
-    readonly request: { readonly url: string }
-    readonly responseStatusCode?: number
-    readonly responseHeaders?: ReadonlyArray<{ readonly name: string; readonly value: string }>
-  }) => {
-    const go = () => session.send("Fetch.continueRequest", { requestId: event.requestId }).catch(() => undefined)
+  const decideHop: HopDecision = async (event, main) => {
     const status = event.responseStatusCode ?? 0
     const location = status >= 300 && status < 400 ? event.responseHeaders?.find((h) => h.name.toLowerCase() === "location")?.value : undefined
-    if (location === undefined) return go()
+    if (location === undefined) return false
     let next: string
     try {
       next = new URL(location, event.request.url).href
     } catch {
-      return go()
+      return false
     }
     const refused = await verdict(next).catch(() => undefined)
-    if (refused === undefined) return go()
+    if (refused === undefined) return false
     const from = event.request.url.length > 200 ? `${event.request.url.slice(0, 200)}…` : event.request.url
     record(
-      event.frameId === mainFrame(),
+      main,
       new NavigationRefused({ url: refused.url, address: refused.address, message: `${refused.message} (a redirect from ${from}; the redirect was not followed)` })
     )
-    return session.send("Fetch.failRequest", { requestId: event.requestId, errorReason: "BlockedByClient" }).catch(() => undefined)
+    return true
   }
   const watchPage = async (page: Page) => {
     try {
       const session = await context.newCDPSession(page)
       let mainFrameId: string | undefined
-      session.on("Fetch.requestPaused", (event) => void onPaused(session, () => mainFrameId, event))
+      session.on("Fetch.requestPaused", (event) => {
+        void decideHop(event, event.frameId === mainFrameId).catch(() => false).then((fail) =>
+          session.send(fail ? "Fetch.failRequest" : "Fetch.continueRequest", fail
+            ? { requestId: event.requestId, errorReason: "BlockedByClient" }
+            : { requestId: event.requestId }).catch(() => undefined)
+        )
+      })
       await session.send("Fetch.enable", { patterns: [{ urlPattern: "*", resourceType: "Document", requestStage: "Response" }] })
       mainFrameId = (await session.send("Page.getFrameTree")).frameTree.frame.id
     } catch {
       // The page closed meanwhile.
     }
   }
-  /** Pages whose watch is being set up (`ready` waits for them). */
+  /** Set-ups under way (`ready` waits for them). */
   const attaching = new Set<Promise<void>>()
-  const watch = (page: Page) => {
-    const attached = watchPage(page)
-    attaching.add(attached)
-    void attached.finally(() => attaching.delete(attached))
-    return attached
+  const track = (setUp: Promise<void>) => {
+    attaching.add(setUp)
+    void setUp.finally(() => attaching.delete(setUp))
+    return setUp
+  }
+  const watchEachPage = async () => {
+    context.on("page", (page) => void track(watchPage(page)))
+    await Promise.all(context.pages().map((page) => track(watchPage(page))))
+  }
+  /** Watches the context through the browser's hop channel; false when that is not possible. */
+  const watchThroughChannel = async (browser: Browser, page: Page): Promise<boolean> => {
+    try {
+      const session = await context.newCDPSession(page)
+      const contextId = (await session.send("Target.getTargetInfo")).targetInfo.browserContextId
+      void session.detach().catch(() => undefined)
+      if (contextId === undefined) return false
+      const stop = await (await hopChannelOf(browser)).watchContext(contextId, decideHop)
+      context.once("close", stop)
+      return true
+    } catch {
+      return false
+    }
   }
   const watchHops = async () => {
     if (hopsWatched) return
     hopsWatched = true
-    context.on("page", (page) => void watch(page))
-    await Promise.all(context.pages().map(watch))
+    const browser = context.browser()
+    if (browser === null) return watchEachPage()
+    const first = context.pages().find((page) => !page.isClosed())
+    if (first !== undefined) {
+      return track(watchThroughChannel(browser, first).then((ok) => (ok ? undefined : watchEachPage())))
+    }
+    // No page yet: the first one tells the context's id (`ready` waits for the watch).
+    context.once("page", (page) => void track(watchThroughChannel(browser, page).then((ok) => (ok ? undefined : watchEachPage()))))
   }
 
   let installed = false
