@@ -9,14 +9,20 @@
  * - Playwright does NOT call route handlers for redirect hops ("The handler will only be called
  *   for the first url if the response is a redirect", types.d.ts; its Chromium network manager
  *   continues redirected requests itself). Redirect hops are therefore refused before they are
- *   followed by a CDP session per page that intercepts document responses (`watchHops`): a 30x
- *   whose Location the guard refuses (the run's domain policy, or a private address) fails at
- *   once with ERR_BLOCKED_BY_CLIENT and the hop's host is never asked; the action fails with
- *   NavigationRefused saying the redirect was not followed. It is on whenever a domain policy is
- *   set, and for private addresses when there is no egress proxy (a remote CDP browser).
- * - Behind it, the context's `request` event (`request.redirectedFrom()`) still contains what the
- *   watch cannot see (the first load of a pop-up, a cross-site frame in its own process): a
- *   refused hop is recorded and the frame sent to about:blank, so the agent never sees it.
+ *   followed over CDP (`watchHops`): document responses are intercepted (Fetch, response stage)
+ *   and a 30x whose Location the guard refuses (the run's domain policy, or a private address)
+ *   fails at once with ERR_BLOCKED_BY_CLIENT; the hop's host is never asked. The interception is
+ *   set up by the browser's hop channel (hop-channel.ts) in every page of the context and every
+ *   cross-site frame in its own process (OOPIF) BEFORE the target runs (auto-attach with
+ *   waitForDebuggerOnStart), so a pop-up's very first load and an OOPIF's navigations are covered
+ *   like any tab. A refused main frame (a tab's or a pop-up's) fails the action with
+ *   NavigationRefused saying the redirect was not followed; a refused frame shows the error page
+ *   and is reported. It is on whenever a domain policy is set, and for private addresses when
+ *   there is no egress proxy (a remote CDP browser). Without a Browser object (a persistent
+ *   context) or a channel, each page gets a CDP session from its `page` event instead.
+ * - Behind it, the context's `request` event (`request.redirectedFrom()`) still contains what no
+ *   watch saw (the fallback above: a pop-up's first load, an OOPIF): a refused hop is recorded and
+ *   the frame sent to about:blank, so the agent never sees it.
  * - The context's egress proxy (egress-proxy.ts), whenever the browser was launched locally,
  *   refuses private targets at connection time for every request, redirect hops and
  *   sub-resources included.
@@ -72,7 +78,7 @@ export interface NavigationGuard {
   readonly takeBlockedFrames: () => ReadonlyArray<NavigationRefused>
   /** Checks a URL the agent is about to open; succeeds when allowed. */
   readonly check: (url: string) => Effect.Effect<void, NavigationRefused>
-  /** Resolves once every open page's redirect-hop watch is in place (a new tab's is set up from its page event). */
+  /** Resolves once the redirect-hop watch of every open page is in place (new tabs and pop-ups are watched from their creation, before they run). */
   readonly ready: () => Promise<void>
 }
 

@@ -193,15 +193,7 @@ const open = async (browser: Browser): Promise<HopChannel> => {
 
   return {
     watchContext: async (browserContextId, decide) => {
-      contexts.set(browserContextId, decide)
-      await toggle()
-      // Pages open before auto-attach was on for this context (it was on for another one).
-      const { targetInfos } = await send<{ targetInfos: ReadonlyArray<TargetInfo> }>(undefined, "Target.getTargets", { filter: [{ type: "page" }] })
-      await Promise.all(targetInfos
-        .filter((t) => t.browserContextId === browserContextId && !targets.has(t.targetId))
-        .map((t) => send(undefined, "Target.attachToTarget", { targetId: t.targetId, flatten: true }).catch(() => undefined)))
-      while (settingUp.size > 0) await Promise.all([...settingUp])
-      return () => {
+      const stop = () => {
         if (contexts.get(browserContextId) !== decide) return
         contexts.delete(browserContextId)
         for (const [sessionId, attached] of sessions) {
@@ -209,6 +201,20 @@ const open = async (browser: Browser): Promise<HopChannel> => {
         }
         void toggle()
       }
+      contexts.set(browserContextId, decide)
+      try {
+        await toggle()
+        // Pages open before auto-attach was on for this context (it was on for another one).
+        const { targetInfos } = await send<{ targetInfos: ReadonlyArray<TargetInfo> }>(undefined, "Target.getTargets", { filter: [{ type: "page" }] })
+        await Promise.all(targetInfos
+          .filter((t) => t.browserContextId === browserContextId && !targets.has(t.targetId))
+          .map((t) => send(undefined, "Target.attachToTarget", { targetId: t.targetId, flatten: true }).catch(() => undefined)))
+        while (settingUp.size > 0) await Promise.all([...settingUp])
+      } catch (error) {
+        stop()
+        throw error
+      }
+      return stop
     }
   }
 }
