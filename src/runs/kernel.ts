@@ -36,7 +36,7 @@ import { RunFailure } from "../domain/run-failure.ts"
 import { isTerminal } from "../domain/run-state.ts"
 import type { Run, RunId, StoredRunKind } from "../domain/run.ts"
 import { WorkOwner } from "../fairness/fair-queue.ts"
-import { RunStore, SupersededExecution } from "../store/runs.ts"
+import { newExecutionToken, RunStore, SupersededExecution } from "../store/runs.ts"
 import { RunNotifier } from "../webhooks/run-notifier.ts"
 
 /** The run cannot go on; it ends `failed` with this code and detail (src/domain/run-failure.ts). */
@@ -82,10 +82,10 @@ export interface KernelEnd {
  */
 export interface RunRecord<Started, R> {
   /**
-   * Records the start for the execution `token`, after the claim and `load`: a run whose
-   * `started_at` is set was under way before (it resumes). Gives what `begin` hands the work as
-   * `started`. Fails with RunStopped when the run ended meanwhile; dies with SupersededExecution
-   * when another execution claimed the run since.
+   * Claims the run for the execution `token` and records its start, in one write (a tick is a
+   * statement: the kernel's own claim would be one more write per tick), before `load`: a run
+   * whose `started_at` is set was under way before (it resumes). Gives what `begin` hands the work
+   * as `started`. Fails with RunStopped when the run ended meanwhile.
    */
   readonly start: (run: Run, token: string) => Effect.Effect<Started, RunStopped, R>
   /**
@@ -138,10 +138,11 @@ export interface RunExecutor<Request, R, Started = void> {
  * Claims the run for this execution, reads what it resumes from (`load`, after the claim, so an
  * older execution can no longer move the checkpoint under it), and starts it: `pending → running`,
  * or a `run.resumed` event saying where it resumes from (`resumedFrom`; absent: step 0) for a run
- * that was under way elsewhere; or, for an executor with a `record`, its record's start.
+ * that was under way elsewhere; or, for an executor with a `record`, its record's start, which
+ * is also the claim (one write), and `load` after it.
  * Gives the execution's token (its writes carry it), what `load` read, and what the record's
- * start gave (`Started`). A failure of `load` ends the run before it starts (no transition to
- * running, no `run.resumed`). `logged` adds what `load` read to the "run started" / "run resumed"
+ * start gave (`Started`). Without a record, a failure of `load` ends the run before it starts
+ * (no transition to running, no `run.resumed`). `logged` adds what `load` read to the "run started" / "run resumed"
  * log line.
  */
 export type Begin<Started = void> = <A, E, R>(
@@ -203,18 +204,23 @@ export const makeRunExecution = <Request, R, Started = void>(executor: RunExecut
      */
     const beginFor = (run: Run, claimed: (token: string) => void, started: Deferred.Deferred<void>): Begin<Started> => (load, resumedFrom, logged) =>
       Effect.gen(function*() {
-        const token = yield* store.claimExecution(run.id)
-        claimed(token)
-        const loaded = yield* load
-        const said = logged === undefined ? {} : logged(loaded)
         if (record !== undefined) {
+          // The record's start is the claim: the token is the execution's from here on.
+          const token = newExecutionToken()
           const begun = yield* record.start(run, token).pipe(Effect.provideContext(context))
+          claimed(token)
+          const loaded = yield* load
+          const said = logged === undefined ? {} : logged(loaded)
           const resumed = run.started_at !== null
           // Debug: such runs are many and short (a Track tick a minute per monitor); their own log says more.
           yield* Effect.logDebug(resumed ? "run resumed" : "run started").pipe(Effect.annotateLogs({ ...log, ...said, run_id: run.id }))
           yield* Deferred.succeed(started, undefined)
           return [token, loaded, begun] as const
         }
+        const token = yield* store.claimExecution(run.id)
+        claimed(token)
+        const loaded = yield* load
+        const said = logged === undefined ? {} : logged(loaded)
         if (run.status === "pending") {
           yield* store.transition(run.id, "running", { executor: token }).pipe(Effect.mapError(() => new RunStopped()))
           // Which runner executes which run, for operators following a run across nodes.
@@ -321,10 +327,14 @@ export const makeRunExecution = <Request, R, Started = void>(executor: RunExecut
         Effect.onInterrupt(() => stoppedHere(run.id).pipe(Effect.andThen(hook(executor.left, run))))
       )
 
-    const handleExecute = (runId: RunId) =>
+    /**
+     * `known`: the run as its caller just read or wrote it (a Track `Fire` made the tick run), and
+     * the request as the caller built it (with what it read for it), so neither is read again.
+     */
+    const handleExecute = (runId: RunId, known?: { readonly run: Run; readonly request: Request }) =>
       Effect.gen(function*() {
-        const run = yield* getRun(runId)
-        const request = run === undefined ? undefined : executor.requestOf(run)
+        const run = known?.run ?? (yield* getRun(runId))
+        const request = known?.request ?? (run === undefined ? undefined : executor.requestOf(run))
         if (run === undefined || request === undefined) return "handled" as const
         if (isTerminal(run.status)) {
           if (executor.finished !== undefined) yield* executor.finished(run, request).pipe(Effect.provideContext(context))

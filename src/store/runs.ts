@@ -62,6 +62,9 @@ export interface TransitionOptions {
   readonly executor?: string
 }
 
+/** A new execution's token, as `claimExecution` writes it (a kind with a record of its own claims in its start). */
+export const newExecutionToken = (): string => makeId("evt")
+
 export class RunStore extends Context.Service<RunStore, {
   /** A run without a session (WebSearch, DeepResearch), with its first event. */
   readonly createStandaloneRun: (projectId: ProjectId, request: RunRequest, options?: {
@@ -330,7 +333,7 @@ export class RunStore extends Context.Service<RunStore, {
             Effect.flatMap((rows) => rows[0] === undefined ? Effect.die(new SupersededExecution(runId)) : Effect.succeed(rows[0].step_count))
           ),
         claimExecution: (runId) => {
-          const token = makeId("evt")
+          const token = newExecutionToken()
           return sql`UPDATE runs SET executor = ${token} WHERE id = ${runId}`.pipe(Effect.as(token), Effect.orDie)
         },
         holdsClaim: (runId, token) =>

@@ -15,12 +15,12 @@
  * A tick's outcome (snapshot, tick run, the monitor's counters and status, and its events) is
  * written in one transaction, so a tick interrupted before that point left nothing and is done
  * again when its message is delivered again. A tick is executed by the run kernel
- * (src/track/tick.ts): the writes of its start and end take the execution's token (`executor`),
- * and one of an execution that another has claimed the tick from since dies with
- * SupersededExecution and writes nothing, as a run's writes do (src/store/run-log.ts).
+ * (src/track/tick.ts): its start claims the tick run for the execution's token, and the writes of
+ * its end carry the token: one of an execution that another has claimed the tick from since dies
+ * with SupersededExecution and writes nothing, as a run's writes do (src/store/run-log.ts).
  */
 import { Context, Effect, Layer, Option, Schema } from "effect"
-import { SqlClient } from "effect/sql"
+import { SqlClient, type Statement } from "effect/sql"
 import { MonitorNotFound } from "../domain/errors.ts"
 import { makeId } from "../domain/ids.ts"
 import {
@@ -37,14 +37,14 @@ import {
   type TickRunId
 } from "../domain/monitor.ts"
 import type { CanonicalSchedule } from "../domain/schedule-spec.ts"
-import { EVENTS_CHANNEL, eventsAfter, lockRun, type RunEvent, SupersededExecution } from "../store/run-log.ts"
+import { EVENTS_CHANNEL, eventsAfter, lockRun, type RunEvent } from "../store/run-log.ts"
 import { toMicros } from "../domain/money.ts"
 import type { EventData, MonitorEventType, NewMonitorEvent } from "../domain/events.ts"
 import { chargeInTransaction } from "../store/ledger.ts"
 import { releaseHoldInTransaction } from "../store/credit-holds.ts"
 import { AppConfig } from "../config/config.ts"
 import { withMethodSpans } from "../observability/spans.ts"
-import type { ProjectId, RunId } from "../domain/run.ts"
+import { type ProjectId, type Run, runFromRow, type RunId } from "../domain/run.ts"
 
 const decodeMonitor = Schema.decodeUnknownSync(Monitor)
 const decodeTick = Schema.decodeUnknownSync(TickRun)
@@ -145,15 +145,18 @@ export class MonitorStore extends Context.Service<MonitorStore, {
   readonly eventsAfter: (monitorId: string, afterId: number, limit: number) => Effect.Effect<ReadonlyArray<RunEvent>>
   /** The tick run of a schedule slot (made once: a second call returns the first), or a new run_now tick. */
   readonly createTick: (monitor: Monitor, trigger: "schedule" | "run_now", slotAt: Date | null) => Effect.Effect<TickRun>
+  /** `createTick` of a schedule slot, read as the run kernel reads a run (its `Fire` executes it at once). */
+  readonly createSlotRun: (monitor: Monitor, slotAt: Date) => Effect.Effect<Run>
   readonly getTick: (tickId: string) => Effect.Effect<TickRun | undefined>
   readonly findTick: (monitorId: MonitorId, tickId: string) => Effect.Effect<TickRun | undefined>
   readonly listTicks: (monitorId: MonitorId, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<TickRun>>
   /**
    * Numbers the tick (once) and records its start, with `monitor.tick.started`; returns the tick
    * and the monitor's previous snapshot (what this tick compares with), in one statement. With
-   * `executor`, only for that execution of the tick (else SupersededExecution).
+   * `claim`, the same statement makes that execution the tick run's owner (the run kernel's claim,
+   * RunStore.claimExecution, folded into the start): an older execution's later writes are refused.
    */
-  readonly startTick: (tick: TickRef, executor?: string) => Effect.Effect<{ readonly tick: TickRef; readonly previous: PreviousSnapshot | undefined }>
+  readonly startTick: (tick: TickRef, claim?: string) => Effect.Effect<{ readonly tick: TickRef; readonly previous: PreviousSnapshot | undefined }>
   /**
    * Records a successful tick: its snapshot, the tick run, the monitor's counters and status, and
    * the events, atomically. `seen` is the monitor as the tick read it; when its status changed
@@ -261,11 +264,29 @@ export class MonitorStore extends Context.Service<MonitorStore, {
       /** Whether the execution `executor` (when one is named) still owns the tick run. */
       const ownedBy = (tickId: string, executor: string | undefined) =>
         executor === undefined ? sql`` : sql`AND EXISTS (SELECT 1 FROM runs WHERE id = ${tickId} AND executor = ${executor})`
-      /** After a write that matched nothing: dies when another execution owns the tick run now. */
-      const unlessSuperseded = (tick: TickRef, executor: string | undefined) =>
-        executor === undefined ? Effect.void : sql<{ executor: string | null }>`SELECT executor FROM runs WHERE id = ${tick.id}`.pipe(
-          Effect.flatMap((rows) => rows[0] !== undefined && rows[0].executor !== executor ? Effect.die(new SupersededExecution(tick.id as string as RunId)) : Effect.void)
-        )
+
+      /**
+       * Makes the tick run of a schedule slot once (a second call reads the first), or a new run_now
+       * tick; read back as `columns`, decoded by `decode`. Made only while the monitor exists (its
+       * row key-share locked, as a reference to it would): `remove` deletes the monitor's tick runs
+       * after the monitor.
+       */
+      const insertTick = <Row extends object, A>(monitor: Monitor, trigger: "schedule" | "run_now", slotAt: Date | null, columns: Statement.Fragment, decode: (row: Row) => A) =>
+        Effect.gen(function*() {
+          // The slot as JavaScript writes it: one text per instant, so the unique index holds.
+          const slot = slotAt?.toISOString() ?? null
+          const inserted = yield* sql<Row>`
+            INSERT INTO runs (id, session_id, project_id, kind, status, request, output, max_steps)
+            SELECT ${makeId("tick")}, NULL, m.project_id, 'track_tick', 'running',
+              ${JSON.stringify({ monitor_id: monitor.id, trigger, slot_at: slot })}::jsonb, '{}'::jsonb, 0
+            FROM monitors m WHERE m.id = ${monitor.id} FOR KEY SHARE
+            ON CONFLICT ((request->>'monitor_id'), (request->>'slot_at')) WHERE kind = 'track_tick' DO NOTHING
+            RETURNING ${columns}`
+          if (inserted[0] !== undefined) return decode(inserted[0])
+          const existing = yield* sql<Row>`
+            SELECT ${columns} FROM runs WHERE ${ticksOf(monitor.id)} AND request->>'slot_at' = ${slot}`
+          return decode(existing[0]!)
+        }).pipe(Effect.orDie)
 
       const tickStatusEvent = (monitor: Monitor, to: MonitorStatus, reason: string | null) =>
         monitor.status === to ? Effect.void : insertEvent(monitor.id, "monitor.status_changed", { from: monitor.status, to, reason })
@@ -390,35 +411,20 @@ export class MonitorStore extends Context.Service<MonitorStore, {
             Effect.catchTag("SqlError", (error) => Effect.die(error)),
             Effect.withSpan("MonitorStore.update")
           ),
-        createTick: (monitor, trigger, slotAt) =>
-          Effect.gen(function*() {
-            // The slot as JavaScript writes it: one text per instant, so the unique index holds.
-            const slot = slotAt?.toISOString() ?? null
-            // Made only while the monitor exists (its row key-share locked, as a reference to it
-            // would): `remove` deletes the monitor's tick runs after the monitor.
-            const inserted = yield* sql<Record<string, unknown>>`
-              INSERT INTO runs (id, session_id, project_id, kind, status, request, output, max_steps)
-              SELECT ${makeId("tick")}, NULL, m.project_id, 'track_tick', 'running',
-                ${JSON.stringify({ monitor_id: monitor.id, trigger, slot_at: slot })}::jsonb, '{}'::jsonb, 0
-              FROM monitors m WHERE m.id = ${monitor.id} FOR KEY SHARE
-              ON CONFLICT ((request->>'monitor_id'), (request->>'slot_at')) WHERE kind = 'track_tick' DO NOTHING
-              RETURNING ${tickColumns}`
-            if (inserted[0] !== undefined) return decodeTick(inserted[0])
-            const existing = yield* sql<Record<string, unknown>>`
-              SELECT ${tickColumns} FROM runs WHERE ${ticksOf(monitor.id)} AND request->>'slot_at' = ${slot}`
-            return decodeTick(existing[0])
-          }).pipe(Effect.orDie, Effect.withSpan("MonitorStore.createTick")),
-        startTick: (tick, executor) =>
-          // One statement: the tick is numbered once (a tick started before keeps its number), its
-          // start recorded, `monitor.tick.started` appended and announced, and the previous
-          // snapshot read.
+        createTick: (monitor, trigger, slotAt) => insertTick(monitor, trigger, slotAt, tickColumns, decodeTick).pipe(Effect.withSpan("MonitorStore.createTick")),
+        createSlotRun: (monitor, slotAt) => insertTick(monitor, "schedule", slotAt, sql.literal("*"), runFromRow).pipe(Effect.withSpan("MonitorStore.createSlotRun")),
+        startTick: (tick, claim) =>
+          // One statement: the tick run claimed, the tick numbered once (a tick started before
+          // keeps its number), its start recorded, `monitor.tick.started` appended and announced,
+          // and the previous snapshot read.
           sql<Record<string, unknown>>`
             WITH m AS (
               UPDATE monitors SET last_tick_n = last_tick_n + ${tick.n === null ? 1 : 0}, event_seq = event_seq + 1, updated_at = now()
-              WHERE id = ${tick.monitor_id} ${ownedBy(tick.id, executor)} RETURNING last_tick_n, event_seq, last_snapshot_id
+              WHERE id = ${tick.monitor_id} AND EXISTS (SELECT 1 FROM runs WHERE id = ${tick.id})
+              RETURNING last_tick_n, event_seq, last_snapshot_id
             ), r AS (
               UPDATE runs SET output = output || jsonb_build_object('n', coalesce((output->>'n')::int, (SELECT last_tick_n FROM m))),
-                started_at = coalesce(started_at, now()), updated_at = now()
+                started_at = coalesce(started_at, now()), updated_at = now(), executor = coalesce(${claim ?? null}, executor)
               WHERE id = ${tick.id} AND EXISTS (SELECT 1 FROM m)
               RETURNING ${tickColumns}
             ), e AS (
@@ -431,10 +437,9 @@ export class MonitorStore extends Context.Service<MonitorStore, {
             FROM r
             LEFT JOIN monitor_snapshots p ON p.id = (SELECT last_snapshot_id FROM m),
             (SELECT pg_notify(${EVENTS_CHANNEL}, ${tick.monitor_id} || ':' || (SELECT id FROM e)::text)) AS notified`.pipe(
-            Effect.tap((rows) => rows[0] === undefined ? unlessSuperseded(tick, executor) : Effect.void),
             Effect.map((rows) => {
               const row = rows[0]
-              // The monitor is gone (and its ticks with it): nothing was started.
+              // The monitor or the tick is gone: nothing was started.
               if (row === undefined) return { tick, previous: undefined }
               const { previous_n, previous_content_hash, previous_extracted, previous_text, ...columns } = row
               return {

@@ -20,7 +20,7 @@ import { AgentModel } from "../agent/model.ts"
 import { AppConfig } from "../config/config.ts"
 import { Budget } from "../billing/budget.ts"
 import { isTerminalMonitor, type Monitor, type MonitorId, type PageResult, type Snapshot, type TickRun, type TickRunId } from "../domain/monitor.ts"
-import type { Run, RunId, TrackTickRequest } from "../domain/run.ts"
+import type { Run, TrackTickRequest } from "../domain/run.ts"
 import type { Begin, RunExecutor } from "../runs/kernel.ts"
 import { Reader } from "../reader/reader.ts"
 import { BrowserPool } from "../browser/pool.ts"
@@ -96,8 +96,17 @@ interface StartedTick {
   readonly previous: PreviousSnapshot | undefined
 }
 
+/**
+ * What the executor is asked to run: the tick's request, and its monitor when the caller read it
+ * just before (a `Fire` read it to make the slot's tick), so it is not read again.
+ */
+interface TickRequest {
+  readonly tick: TrackTickRequest
+  readonly monitor?: Monitor
+}
+
 /** A tick's request when the run is a tick (kind track_tick). */
-const tickRequestOf = (run: Run): TrackTickRequest | undefined => run.request._tag === "TrackTick" ? run.request : undefined
+const tickRequestOf = (run: Run): TickRequest | undefined => run.request._tag === "TrackTick" ? { tick: run.request } : undefined
 
 /** The tick as its start and ends write it, read from its run. */
 const tickOf = (run: Run, request: TrackTickRequest): TickRef => {
@@ -193,8 +202,8 @@ export const makeTickExecutor = Effect.gen(function*() {
    * The tick's work: a tick whose monitor is paused, aligning or ended is skipped (never
    * started); else it starts, is paid for, observes, and ends with its outcome.
    */
-  const conduct = Effect.fn("Track.tick")(function*(run: Run, request: TrackTickRequest, begin: Begin<StartedTick>) {
-    const monitor = yield* store.get(request.monitor_id)
+  const conduct = Effect.fn("Track.tick")(function*(run: Run, { tick: request, monitor: known }: TickRequest, begin: Begin<StartedTick>) {
+    const monitor = known ?? (yield* store.get(request.monitor_id))
     if (monitor === undefined) return
     // A paused, aligning or ended monitor skips scheduled ticks (run_now still runs unless it ended).
     const runs = monitor.status === "active" || monitor.status === "failing" ||
@@ -261,7 +270,7 @@ export const makeTickExecutor = Effect.gen(function*() {
   })
 
   /** A tick that ended before: makes sure its notification was recorded (idempotent per tick). */
-  const finished = (run: Run, request: TrackTickRequest) =>
+  const finished = (run: Run, { tick: request }: TickRequest) =>
     Effect.gen(function*() {
       const output = run.output as { readonly fired?: unknown; readonly snapshot_id?: unknown; readonly n?: unknown } | null
       if (run.status !== "done" || output?.fired !== true || typeof output.snapshot_id !== "string") return
@@ -270,7 +279,7 @@ export const makeTickExecutor = Effect.gen(function*() {
       if (monitor !== undefined && snapshot !== undefined) yield* notify(monitor, tickOf(run, request) as Pick<TickRun, "id" | "n">, snapshot)
     }).pipe(Effect.catchCause((cause) => Effect.logError("monitor tick notification failed", cause)))
 
-  const executor: RunExecutor<TrackTickRequest, never, StartedTick> = {
+  const executor: RunExecutor<TickRequest, never, StartedTick> = {
     kind: "track_tick",
     requestOf: tickRequestOf,
     conduct,
@@ -278,24 +287,25 @@ export const makeTickExecutor = Effect.gen(function*() {
     internalErrorDetail: "the tick failed unexpectedly",
     logAnnotations: { product: "track" },
     record: {
-      start: (run, token) => store.startTick(tickOf(run, tickRequestOf(run)!), token),
+      start: (run, token) => store.startTick(tickOf(run, tickRequestOf(run)!.tick), token),
       // The kernel ends only a tick that has not ended (read just before).
       end: (run, end, token) =>
-        store.failTick(tickOf(run, tickRequestOf(run)!), { code: end.code, detail: end.detail, pages: [], llmCostMicros: 0 }, config.trackMaxConsecutiveFailures, token).pipe(Effect.asVoid)
+        store.failTick(tickOf(run, tickRequestOf(run)!.tick), { code: end.code, detail: end.detail, pages: [], llmCostMicros: 0 }, config.trackMaxConsecutiveFailures, token).pipe(Effect.asVoid)
     },
     finished
   }
 
   /**
-   * The tick run of a schedule slot, made once per slot (a second call finds it): undefined
-   * when the monitor is gone or ended.
+   * The tick run of a schedule slot, made once per slot (a second call finds it), with its request
+   * and the monitor as read to make it, for the kernel to execute without reading either again:
+   * undefined when the monitor is gone or ended.
    */
   const slotTick = Effect.fn("Track.slotTick")(function*(monitorId: string, slot: Date) {
     const monitor = yield* store.get(monitorId)
     if (monitor === undefined || isTerminalMonitor(monitor.status)) return undefined
-    // The slot's tick run is made once (unique per monitor and slot); a second delivery finds it.
-    const tick = yield* store.createTick(monitor, "schedule", slot)
-    return tick.id as string as RunId
+    const run = yield* store.createSlotRun(monitor, slot)
+    const request = tickRequestOf(run)
+    return request === undefined ? undefined : { run, request: { ...request, monitor } }
   })
 
   return { executor, slotTick }

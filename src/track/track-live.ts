@@ -25,12 +25,14 @@ const MonitorEntityLive = MonitorEntity.toLayer(
     let stopping = false
     yield* Effect.addFinalizer(() => Effect.sync(() => { stopping = true }))
     const execution = yield* makeRunExecution(ticks.executor, { fibers, stopping: () => stopping })
-    const executeTick = (tickId: RunId) => leaveWhenRefused(execution.handleExecute(tickId), tickId)
+    type Known = Parameters<typeof execution.handleExecute>[1]
+    const executeTick = (tickId: RunId, known?: Known) => leaveWhenRefused(execution.handleExecute(tickId, known), tickId)
     return MonitorEntity.of({
       Tick: ({ payload }) => executeTick(RunId.make(payload.tickId)),
+      // The slot's tick run as made, and its monitor as read to make it, go to the kernel as they are.
       Fire: ({ payload }) =>
         ticks.slotTick(payload.monitorId, new Date(payload.slot)).pipe(
-          Effect.flatMap((tickId) => tickId === undefined ? Effect.void : executeTick(tickId))
+          Effect.flatMap((slot) => slot === undefined ? Effect.void : executeTick(slot.run.id, slot))
         ),
       Align: ({ payload }) => supervisor.step(payload.monitorId, payload.turn)
     })

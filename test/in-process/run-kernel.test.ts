@@ -22,7 +22,7 @@ import { cancelRun } from "../../src/entities/cancel.ts"
 import type { EventData } from "../../src/domain/events.ts"
 import { type DeepResearchRequest, type ProjectId, type Run, RunId, type RunRequest, type WebSearchRunRequest } from "../../src/domain/run.ts"
 import { callbackView } from "../../src/http/views/callback-view.ts"
-import { type Begin, RunFailure, runEntityHandlers } from "../../src/runs/kernel.ts"
+import { type Begin, RunFailure, runEntityHandlers, RunStopped } from "../../src/runs/kernel.ts"
 import { databaseLayer } from "../../src/store/database.ts"
 import { RunStore, SupersededExecution } from "../../src/store/runs.ts"
 import { Callbacks } from "../../src/webhooks/callbacks.ts"
@@ -102,11 +102,13 @@ const RecordTestEntityLive = RecordTestEntity.toLayer(
         }),
       internalErrorDetail: INTERNAL_ERROR_DETAIL,
       record: {
+        // The start is the claim (one write): the kernel did not claim the run before it.
         start: (run, token) =>
           Effect.gen(function*() {
             const rows = yield* sql<{ id: string }>`
-              UPDATE runs SET status = 'running', started_at = coalesce(started_at, now()) WHERE id = ${run.id} AND executor = ${token} RETURNING id`.pipe(Effect.orDie)
-            if (rows.length === 0) return yield* Effect.die(new SupersededExecution(run.id))
+              UPDATE runs SET status = 'running', started_at = coalesce(started_at, now()), executor = ${token}
+              WHERE id = ${run.id} AND status NOT IN ('done', 'failed', 'canceled') RETURNING id`.pipe(Effect.orDie)
+            if (rows.length === 0) return yield* new RunStopped()
             yield* appendSide(sql, run.id, "side.started", { token, resumed: run.started_at !== null })
             return { resumed: run.started_at !== null }
           }),

@@ -1,10 +1,11 @@
 /**
  * A Track tick's writes under the run kernel's superseded rule (src/track/monitor-store.ts), in-process
- * on a database of this file with the real RunStore and MonitorStore: a tick's start, its success and
- * its failure carry the token of the execution that claimed the tick (RunStore.claimExecution, as the
- * kernel's `begin` does); once another execution claimed it, the older one's write dies with
- * SupersededExecution and writes nothing (neither the monitor row nor its events), while the newer
- * one's goes through. A tick is read by the kernel (getRun with its kind) as a `TrackTick` run.
+ * on a database of this file with the real RunStore and MonitorStore: a tick's start claims the tick
+ * for its execution (the kernel has a record's start be the claim), and its success and failure carry
+ * that token; once another execution claimed it (by starting it, or RunStore.claimExecution), the
+ * older one's write dies with SupersededExecution and writes nothing (neither the monitor row nor its
+ * events), while the newer one's goes through. A tick is read by the kernel (getRun with its kind) as
+ * a `TrackTick` run, and a slot's tick run is made once and read as one (createSlotRun).
  */
 import { expect, layer } from "@effect/vitest"
 import { Cause, Effect, Exit, Layer, References } from "effect"
@@ -79,9 +80,14 @@ layer(TestLayer, { excludeTestServices: true, timeout: 60_000 })("a tick's write
       expect(run).toMatchObject({ kind: "track_tick", status: "running", started_at: null })
       expect(run!.request).toEqual({ _tag: "TrackTick", monitor_id: monitor.id, trigger: "schedule", slot_at: "2026-01-01T00:00:00.000Z" })
       expect(yield* runs.getRun(runId, "web_search")).toBeUndefined()
+      // The slot's tick run read as the kernel reads it, made once: a second Fire finds the first.
+      expect(yield* monitors.createSlotRun(monitor, new Date("2026-01-01T00:00:00.000Z"))).toEqual(run)
+      const next = yield* monitors.createSlotRun(monitor, new Date("2026-01-01T01:00:00.000Z"))
+      expect(next).toMatchObject({ kind: "track_tick", status: "running", request: { _tag: "TrackTick", monitor_id: monitor.id, trigger: "schedule" } })
+      expect(yield* runs.getRun(next.id, "track_tick")).toEqual(next)
     }))
 
-  it.effect("start, success and failure of an execution another has claimed the tick from write nothing; the newer one's do", () =>
+  it.effect("a tick's start claims it; success and failure of an execution another has claimed the tick from write nothing; the newer one's do", () =>
     Effect.gen(function*() {
       const runs = yield* RunStore
       const monitors = yield* MonitorStore
@@ -89,19 +95,24 @@ layer(TestLayer, { excludeTestServices: true, timeout: 60_000 })("a tick's write
       const queued = yield* monitors.createTick(monitor, "run_now", null)
       const runId = RunId.make(queued.id)
 
-      // The older execution claims the tick, then another claims it before the older one starts it.
-      const older = yield* runs.claimExecution(runId)
-      const newer = yield* runs.claimExecution(runId)
-      const eventsBefore = yield* monitors.eventsAfter(monitor.id, 0, 100)
-      expect(superseded(yield* Effect.exit(monitors.startTick(queued, older)))).toBe(true)
-      expect(yield* monitors.eventsAfter(monitor.id, 0, 100)).toEqual(eventsBefore)
-      expect((yield* monitors.get(monitor.id))!.last_tick_n).toBe(0)
+      // An older execution starts the tick (its start is its claim): numbered, `monitor.tick.started`.
+      const older = "evt_older"
+      const { tick: first } = yield* monitors.startTick(queued, older)
+      expect(first.n).toBe(1)
+      expect((yield* monitors.eventsAfter(monitor.id, 0, 100)).at(-1)).toMatchObject({ type: "monitor.tick.started", data: { run_id: queued.id, n: 1, resumed: false } })
+      expect(yield* runs.holdsClaim(runId, older)).toBe(true)
 
-      // The newer one starts it: numbered once, `monitor.tick.started`.
-      const { tick } = yield* monitors.startTick(queued, newer)
+      // A newer execution starts it again (the older one's runner froze): it keeps its number,
+      // says it resumed, and the claim is the newer one's.
+      const newer = "evt_newer"
+      const { tick } = yield* monitors.startTick(first, newer)
       expect(tick.n).toBe(1)
+      expect((yield* monitors.get(monitor.id))!.last_tick_n).toBe(1)
       const started = yield* monitors.eventsAfter(monitor.id, 0, 100)
-      expect(started.at(-1)).toMatchObject({ type: "monitor.tick.started", data: { run_id: tick.id, n: 1, resumed: false } })
+      expect(started.at(-1)).toMatchObject({ type: "monitor.tick.started", data: { run_id: tick.id, n: 1, resumed: true } })
+      expect(yield* runs.holdsClaim(runId, older)).toBe(false)
+      expect(superseded(yield* Effect.exit(monitors.completeTick(first, monitor, success(monitor), older)))).toBe(true)
+      expect(yield* monitors.eventsAfter(monitor.id, 0, 100)).toEqual(started)
 
       // Taken over again: the execution that started it can neither complete nor fail it.
       const newest = yield* runs.claimExecution(runId)
