@@ -18,8 +18,15 @@ export const RunId = Schema.String.pipe(Schema.brand("RunId"))
 export type RunId = typeof RunId.Type
 
 export const RunStatus = Schema.Literals(RunStatuses)
+/** The kinds of runs the run APIs serve (and name in their errors). */
 export const RunKind = Schema.Literals(["do_anything", "deep_research", "web_search"])
 export type RunKind = typeof RunKind.Type
+/**
+ * Every kind of run row: the run APIs' kinds and Track's ticks (`track_tick`, served as a
+ * monitor's ticks by the monitor routes, never by the run routes). What the run kernel executes.
+ */
+export const StoredRunKind = Schema.Literals([...RunKind.literals, "track_tick"])
+export type StoredRunKind = typeof StoredRunKind.Type
 
 // --- DoAnything -----------------------------------------------------------------------------
 
@@ -166,14 +173,28 @@ export const webSearchDerivedFields = {
 export const WebSearchRunRequest = Schema.TaggedStruct("WebSearch", { ...webSearchFields, ...webSearchDerivedFields })
 export type WebSearchRunRequest = typeof WebSearchRunRequest.Type
 
+// --- Track ---------------------------------------------------------------------------------
+
+/**
+ * A monitor's tick (src/track/tick.ts), stored as a run of kind `track_tick`: which monitor, why
+ * it ticks (its schedule's slot, or run_now), and the slot's instant as the tick was made (the
+ * text is the key of the slot's one tick, src/store/migrations/0033_track_on_runs.ts).
+ */
+export const TrackTickRequest = Schema.TaggedStruct("TrackTick", {
+  monitor_id: Schema.String,
+  trigger: Schema.Literals(["schedule", "run_now"]),
+  slot_at: Schema.NullOr(Schema.String)
+})
+export type TrackTickRequest = typeof TrackTickRequest.Type
+
 // --- Runs and sessions ----------------------------------------------------------------------
 
 /** What a run was asked to do, by product. The `kind` column of a run row is its tag. */
-export const RunRequest = Schema.Union([DoAnythingRequest, DeepResearchRequest, WebSearchRunRequest])
+export const RunRequest = Schema.Union([DoAnythingRequest, DeepResearchRequest, WebSearchRunRequest, TrackTickRequest])
 export type RunRequest = typeof RunRequest.Type
 
-export const tagOfKind = { do_anything: "DoAnything", deep_research: "DeepResearch", web_search: "WebSearch" } as const
-export const kindOfTag = { DoAnything: "do_anything", DeepResearch: "deep_research", WebSearch: "web_search" } as const
+export const tagOfKind = { do_anything: "DoAnything", deep_research: "DeepResearch", web_search: "WebSearch", track_tick: "TrackTick" } as const
+export const kindOfTag = { DoAnything: "do_anything", DeepResearch: "deep_research", WebSearch: "web_search", TrackTick: "track_tick" } as const
 
 /** The request as stored (the `kind` column says which product it is for). */
 export const storedRequest = (request: RunRequest): Record<string, unknown> => {
@@ -186,7 +207,7 @@ export class Run extends Schema.Class<Run>("wa/domain/Run")({
   /** Null for runs that need no browser session (WebSearch, DeepResearch). */
   session_id: Schema.NullOr(SessionId),
   project_id: ProjectId,
-  kind: RunKind,
+  kind: StoredRunKind,
   status: RunStatus,
   terminal_reason: Schema.NullOr(Schema.String),
   expired: Schema.Boolean,
@@ -241,7 +262,7 @@ const decodeSession = Schema.decodeUnknownSync(Session)
 export const runFromRow = (row: { readonly kind: string; readonly request: unknown } & Record<string, unknown>): Run =>
   decodeRun({
     ...row,
-    request: { ...(row.request as object), _tag: tagOfKind[row.kind as RunKind] }
+    request: { ...(row.request as object), _tag: tagOfKind[row.kind as StoredRunKind] }
   })
 
 export const sessionFromRow = (row: unknown): Session => decodeSession(row)

@@ -22,6 +22,10 @@
  * `runEntityHandlers`; DoAnything's Session entity, which owns a browser across its session's runs
  * and answers more messages, executes each of its runs through `makeRunExecution` with its own
  * fiber map, plus hooks for what its runs leave behind (the recording, the profile, the browser).
+ * Track's Monitor entity executes each tick (a run of kind `track_tick`) through `makeRunExecution`
+ * the same way; a tick reports to its monitor's log, not its own, so its executor records the start
+ * and the kernel's ends itself (`RunRecord`), and finishes a tick's aftermath when its message is
+ * delivered again after the tick ended (`finished`).
  */
 import { Cause, Data, Deferred, Duration, Effect, Exit, Fiber, FiberMap, Option } from "effect"
 import { Entity, Sharding } from "effect/cluster"
@@ -30,9 +34,9 @@ import { leaveForNextOwner, RunnerLifecycle, runHere } from "../cluster/lifecycl
 import type { EventData } from "../domain/events.ts"
 import { RunFailure } from "../domain/run-failure.ts"
 import { isTerminal } from "../domain/run-state.ts"
-import type { Run, RunId, RunKind } from "../domain/run.ts"
+import type { Run, RunId, StoredRunKind } from "../domain/run.ts"
 import { WorkOwner } from "../fairness/fair-queue.ts"
-import { RunStore, SupersededExecution } from "../store/runs.ts"
+import { newExecutionToken, RunStore, SupersededExecution } from "../store/runs.ts"
 import { RunNotifier } from "../webhooks/run-notifier.ts"
 
 /** The run cannot go on; it ends `failed` with this code and detail (src/domain/run-failure.ts). */
@@ -56,9 +60,48 @@ export const makeLeaveWhenRefused = Effect.gen(function*() {
     Effect.flatMap(handled, (outcome) => outcome === "handled" ? Effect.void : leaveForNextOwner(sharding, address, runId))
 })
 
-/** What a product plugs into the kernel: which runs are its own, and what one of them does. */
-export interface RunExecutor<Request, R> {
-  readonly kind: RunKind
+/**
+ * How the kernel ends a run that did not end otherwise: `failed` with the failure's code, or
+ * `canceled` (`duration_exceeded`) at the run's deadline.
+ */
+export interface KernelEnd {
+  readonly status: "failed" | "canceled"
+  readonly terminalReason: string
+  readonly code: string
+  readonly detail: string
+}
+
+/**
+ * Where the runs of a kind record their lifecycle when not in the run's own log. Without one (the
+ * default) the kernel writes through the run store: `pending → running` or a `run.resumed` event at
+ * the start, a status transition (`run.status_changed`, `run.completed`, the credit hold settled)
+ * at its end. A kind whose runs report to another log (a Track tick reports to its monitor's,
+ * src/track/tick.ts) gives both writes here; the kernel still decides when each happens. Such a
+ * kind tells its ends its own way: the kernel sends no "run ended" (callback) for it, and its
+ * writes must carry the execution's token (a superseded execution is caught there).
+ */
+export interface RunRecord<Started, R> {
+  /**
+   * Claims the run for the execution `token` and records its start, in one write (a tick is a
+   * statement: the kernel's own claim would be one more write per tick), before `load`: a run
+   * whose `started_at` is set was under way before (it resumes). Gives what `begin` hands the work
+   * as `started`. Fails with RunStopped when the run ended meanwhile.
+   */
+  readonly start: (run: Run, token: string) => Effect.Effect<Started, RunStopped, R>
+  /**
+   * Ends the run, which has not ended, as the kernel says. `token` is the execution's (undefined
+   * when the work failed before its claim); dies with SupersededExecution when another execution
+   * owns the run.
+   */
+  readonly end: (run: Run, end: KernelEnd, token: string | undefined) => Effect.Effect<void, never, R>
+}
+
+/**
+ * What a product plugs into the kernel: which runs are its own, and what one of them does.
+ * `Started` is what its `record` gives at the start (nothing for a run recorded in its own log).
+ */
+export interface RunExecutor<Request, R, Started = void> {
+  readonly kind: StoredRunKind
   /** The run's request when the run is this product's, else undefined (the message is acknowledged). */
   readonly requestOf: (run: Run) => Request | undefined
   /**
@@ -66,7 +109,9 @@ export interface RunExecutor<Request, R> {
    * (or fails with RunFailure, RunStopped or Handover), and may die with SupersededExecution at
    * any write when another execution took the run over.
    */
-  readonly conduct: (run: Run, request: Request, begin: Begin) => Effect.Effect<void, unknown, R>
+  readonly conduct: (run: Run, request: Request, begin: Begin<Started>) => Effect.Effect<void, unknown, R>
+  /** Where the runs record their start and the kernel's ends, when not in their own log (RunRecord). */
+  readonly record?: RunRecord<Started, R>
   /** The detail of a run that failed for a reason the executor did not name (the cause is logged). */
   readonly internalErrorDetail: string
   /** Added to the kernel's log lines about the executor's runs. */
@@ -80,21 +125,31 @@ export interface RunExecutor<Request, R> {
    * entity stopped on this runner, or the run was handed over; the run's next execution ends it.
    */
   readonly left?: (run: Run) => Effect.Effect<void, never, R>
+  /**
+   * An Execute for a run of this kind that already ended (delivered again because its runner
+   * stopped between the run's end and the message's answer): finishes, idempotently, what the end
+   * leaves to do after it (a Track tick's notification). Runs in the message's handler, not as the
+   * run's work: no fiber, no deadline, no drain check. Without it the message is only acknowledged.
+   */
+  readonly finished?: (run: Run, request: Request) => Effect.Effect<void, never, R>
 }
 
 /**
  * Claims the run for this execution, reads what it resumes from (`load`, after the claim, so an
  * older execution can no longer move the checkpoint under it), and starts it: `pending → running`,
- * or a `run.resumed` event saying where it resumes from for a run that was under way elsewhere.
- * Gives the execution's token (its writes carry it) and what `load` read. A failure of `load`
- * ends the run before it starts (no transition to running, no `run.resumed`). `logged` adds what
- * `load` read to the "run started" / "run resumed" log line.
+ * or a `run.resumed` event saying where it resumes from (`resumedFrom`; absent: step 0) for a run
+ * that was under way elsewhere; or, for an executor with a `record`, its record's start, which
+ * is also the claim (one write), and `load` after it.
+ * Gives the execution's token (its writes carry it), what `load` read, and what the record's
+ * start gave (`Started`). Without a record, a failure of `load` ends the run before it starts
+ * (no transition to running, no `run.resumed`). `logged` adds what `load` read to the "run started" / "run resumed"
+ * log line.
  */
-export type Begin = <A, E, R>(
+export type Begin<Started = void> = <A, E, R>(
   load: Effect.Effect<A, E, R>,
-  resumedFrom: (loaded: A) => Omit<EventData<"run.resumed">, "run_id">,
+  resumedFrom?: (loaded: A) => Omit<EventData<"run.resumed">, "run_id">,
   logged?: (loaded: A) => Readonly<Record<string, unknown>>
-) => Effect.Effect<readonly [token: string, loaded: A], E | RunStopped, R>
+) => Effect.Effect<readonly [token: string, loaded: A, started: Started], E | RunStopped, R>
 
 /** Where an entity keeps the fibers of its runs' executions, and whether it is stopping on this runner. */
 export interface ExecutionHost {
@@ -114,7 +169,7 @@ export interface ExecutionHost {
  * refuses while this runner drains, runs the executor's work in a fiber of the host's map bounded
  * by the run's deadline, and ends the run once. "refused": leave the message for the next owner.
  */
-export const makeRunExecution = <Request, R>(executor: RunExecutor<Request, R>, host: ExecutionHost) =>
+export const makeRunExecution = <Request, R, Started = void>(executor: RunExecutor<Request, R, Started>, host: ExecutionHost) =>
   Effect.gen(function*() {
     const store = yield* RunStore
     const notifier = yield* RunNotifier
@@ -123,13 +178,45 @@ export const makeRunExecution = <Request, R>(executor: RunExecutor<Request, R>, 
     const log = { kind: executor.kind, ...executor.logAnnotations }
     const hook = (of: ((run: Run) => Effect.Effect<void, never, R>) | undefined, run: Run) =>
       of === undefined ? Effect.void : of(run).pipe(Effect.provideContext(context))
+    const record = executor.record
+    const getRun = (runId: RunId) => store.getRun(runId, executor.kind)
+
+    /**
+     * Writes the kernel's end of a run that has not ended (in its record, or as a transition);
+     * true when another execution owns the run now (nothing was written).
+     */
+    const writeEnd = (run: Run, kernelEnd: KernelEnd, token: string | undefined) =>
+      (record === undefined
+        ? store.transition(run.id, kernelEnd.status, {
+          terminalReason: kernelEnd.terminalReason,
+          errorCode: kernelEnd.code,
+          errorDetail: kernelEnd.detail,
+          ...(token === undefined ? {} : { executor: token })
+        }).pipe(Effect.ignore)
+        : record.end(run, kernelEnd, token).pipe(Effect.provideContext(context))).pipe(
+          Effect.as(false),
+          Effect.catchDefect((defect) => defect instanceof SupersededExecution ? Effect.succeed(true) : Effect.die(defect))
+        )
 
     /**
      * `claimed` learns the execution's token: the kernel's own writes for the execution carry it
      * too. `started` is completed once the run started (the deadline counts from there).
      */
-    const beginFor = (run: Run, claimed: (token: string) => void, started: Deferred.Deferred<void>): Begin => (load, resumedFrom, logged) =>
+    const beginFor = (run: Run, claimed: (token: string) => void, started: Deferred.Deferred<void>): Begin<Started> => (load, resumedFrom, logged) =>
       Effect.gen(function*() {
+        if (record !== undefined) {
+          // The record's start is the claim: the token is the execution's from here on.
+          const token = newExecutionToken()
+          const begun = yield* record.start(run, token).pipe(Effect.provideContext(context))
+          claimed(token)
+          const loaded = yield* load
+          const said = logged === undefined ? {} : logged(loaded)
+          const resumed = run.started_at !== null
+          // Debug: such runs are many and short (a Track tick a minute per monitor); their own log says more.
+          yield* Effect.logDebug(resumed ? "run resumed" : "run started").pipe(Effect.annotateLogs({ ...log, ...said, run_id: run.id }))
+          yield* Deferred.succeed(started, undefined)
+          return [token, loaded, begun] as const
+        }
         const token = yield* store.claimExecution(run.id)
         claimed(token)
         const loaded = yield* load
@@ -139,12 +226,13 @@ export const makeRunExecution = <Request, R>(executor: RunExecutor<Request, R>, 
           // Which runner executes which run, for operators following a run across nodes.
           yield* Effect.logInfo("run started").pipe(Effect.annotateLogs({ ...log, ...said, run_id: run.id }))
         } else {
-          const from = resumedFrom(loaded)
+          const from = resumedFrom === undefined ? { from_step: 0 } : resumedFrom(loaded)
           yield* store.appendEvent(run.id, "run.resumed", { run_id: run.id, ...from }, token)
           yield* Effect.logInfo("run resumed").pipe(Effect.annotateLogs({ ...log, ...said, run_id: run.id, from_step: from.from_step }))
         }
         yield* Deferred.succeed(started, undefined)
-        return [token, loaded] as const
+        // Without a record, nothing is started but the run itself.
+        return [token, loaded, undefined as Started] as const
       })
 
     const takenOver = (runId: RunId) =>
@@ -160,37 +248,39 @@ export const makeRunExecution = <Request, R>(executor: RunExecutor<Request, R>, 
         // However the work ended (it may have seen the run end and returned, or stopped), once
         // another execution claimed the run, its end, its hooks and "run ended" are that one's:
         // a runner that froze and thawed must not save its stale browser or announce the end.
-        if (token !== undefined && !(yield* store.holdsClaim(runId, token))) return yield* takenOver(runId)
+        // (A kind with a record of its own announces nothing here, and its writes carry the
+        // token: a superseded execution of it is caught at its writes, without this read.)
+        if (record === undefined && token !== undefined && !(yield* store.holdsClaim(runId, token))) return yield* takenOver(runId)
         if (Exit.isFailure(exit)) {
           const failure = Cause.squash(exit.cause)
           if (failure instanceof SupersededExecution) return yield* takenOver(runId)
           if (failure instanceof Handover) return "left" as const
           if (!(failure instanceof RunStopped) && !Cause.hasInterruptsOnly(exit.cause)) {
-            const current = yield* store.getRun(runId)
+            const current = yield* getRun(runId)
             if (current !== undefined && !isTerminal(current.status)) {
               const modelError = (failure as { _tag?: string })._tag === "AiError"
               if (!(failure instanceof RunFailure)) yield* Effect.logError("run failed", exit.cause).pipe(Effect.annotateLogs({ ...log, run_id: runId }))
-              const superseded = yield* store.transition(runId, "failed", {
+              const superseded = yield* writeEnd(current, {
+                status: "failed",
                 terminalReason: "failed",
-                errorCode: failure instanceof RunFailure ? failure.code : modelError ? "model_error" : "internal_error",
-                errorDetail: failure instanceof RunFailure
+                code: failure instanceof RunFailure ? failure.code : modelError ? "model_error" : "internal_error",
+                detail: failure instanceof RunFailure
                   ? failure.detail
                   : modelError
                   ? `the model failed: ${(failure as Error).message}`
-                  : executor.internalErrorDetail,
-                ...(token === undefined ? {} : { executor: token })
-              }).pipe(
-                Effect.ignore,
-                Effect.as(false),
-                Effect.catchDefect((defect) => defect instanceof SupersededExecution ? Effect.succeed(true) : Effect.die(defect))
-              )
+                  : executor.internalErrorDetail
+              }, token)
               if (superseded) return yield* takenOver(runId)
             }
           }
         }
         yield* hook(executor.ending, run)
-        const ended = yield* store.getRun(runId)
-        if (ended !== undefined && isTerminal(ended.status)) yield* notifier.terminal(runId)
+        // "run ended" (the run's callback) is for runs in their own log; a kind with a record of
+        // its own tells its ends its own way (a Track tick, its monitor's notifications).
+        if (record === undefined) {
+          const ended = yield* getRun(runId)
+          if (ended !== undefined && isTerminal(ended.status)) yield* notifier.terminal(runId)
+        }
         return "ended" as const
       })
 
@@ -213,12 +303,12 @@ export const makeRunExecution = <Request, R>(executor: RunExecutor<Request, R>, 
         )
         const bounded = deadline === null ? work : Effect.raceFirst(Effect.asSome(work), Effect.as(reached, Option.none())).pipe(
           Effect.flatMap((finished) =>
-            Option.isSome(finished) ? Effect.void : store.transition(run.id, "canceled", {
+            Option.isSome(finished) ? Effect.void : writeEnd(run, {
+              status: "canceled",
               terminalReason: "duration_exceeded",
-              errorCode: "duration_exceeded",
-              errorDetail: "the run reached max_duration_minutes",
-              ...(token === undefined ? {} : { executor: token })
-            }).pipe(Effect.ignore)
+              code: "duration_exceeded",
+              detail: "the run reached max_duration_minutes"
+            }, token).pipe(Effect.flatMap((superseded) => superseded ? Effect.die(new SupersededExecution(run.id)) : Effect.void))
           )
         )
         // The run's work (engine calls, page reads, model calls, writes) is its project's in the fair queue.
@@ -237,11 +327,19 @@ export const makeRunExecution = <Request, R>(executor: RunExecutor<Request, R>, 
         Effect.onInterrupt(() => stoppedHere(run.id).pipe(Effect.andThen(hook(executor.left, run))))
       )
 
-    const handleExecute = (runId: RunId) =>
+    /**
+     * `known`: the run as its caller just read or wrote it (a Track `Fire` made the tick run), and
+     * the request as the caller built it (with what it read for it), so neither is read again.
+     */
+    const handleExecute = (runId: RunId, known?: { readonly run: Run; readonly request: Request }) =>
       Effect.gen(function*() {
-        const run = yield* store.getRun(runId)
-        const request = run === undefined ? undefined : executor.requestOf(run)
-        if (run === undefined || request === undefined || isTerminal(run.status)) return "handled" as const
+        const run = known?.run ?? (yield* getRun(runId))
+        const request = known?.request ?? (run === undefined ? undefined : executor.requestOf(run))
+        if (run === undefined || request === undefined) return "handled" as const
+        if (isTerminal(run.status)) {
+          if (executor.finished !== undefined) yield* executor.finished(run, request).pipe(Effect.provideContext(context))
+          return "handled" as const
+        }
         let handedOver = false
         const outcome = yield* runHere(lifecycle, execute(run, request).pipe(Effect.map((moved) => void (handedOver = moved))))
         return handedOver ? "refused" as const : outcome
@@ -254,7 +352,7 @@ export const makeRunExecution = <Request, R>(executor: RunExecutor<Request, R>, 
  * The handlers of a one-run entity (`Execute` persisted, `Interrupt`) for a product's executor:
  * `toLayer` them on the product's entity (src/entities/).
  */
-export const runEntityHandlers = <Request, R>(executor: RunExecutor<Request, R>) =>
+export const runEntityHandlers = <Request, R, Started = void>(executor: RunExecutor<Request, R, Started>) =>
   Effect.gen(function*() {
     const leaveWhenRefused = yield* makeLeaveWhenRefused
     const fibers = yield* FiberMap.make<string>()

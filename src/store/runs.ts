@@ -21,7 +21,7 @@ import {
   RunCapReached
 } from "../domain/errors.ts"
 import { makeId } from "../domain/ids.ts"
-import { kindOfTag, type Run, runFromRow, type RunId, type RunKind, type RunRequest, type ProjectId, type SessionId, storedRequest } from "../domain/run.ts"
+import { kindOfTag, type Run, runFromRow, type RunId, type RunKind, type RunRequest, type ProjectId, type SessionId, type StoredRunKind, storedRequest } from "../domain/run.ts"
 import { canTransition, isTerminal, type RunStatus } from "../domain/run-state.ts"
 import { toMicros } from "../domain/money.ts"
 import type { EventData, NewRunEvent, RunEventType, StatusChangeExtra } from "../domain/events.ts"
@@ -62,6 +62,9 @@ export interface TransitionOptions {
   readonly executor?: string
 }
 
+/** A new execution's token, as `claimExecution` writes it (a kind with a record of its own claims in its start). */
+export const newExecutionToken = (): string => makeId("evt")
+
 export class RunStore extends Context.Service<RunStore, {
   /** A run without a session (WebSearch, DeepResearch), with its first event. */
   readonly createStandaloneRun: (projectId: ProjectId, request: RunRequest, options?: {
@@ -78,8 +81,10 @@ export class RunStore extends Context.Service<RunStore, {
   /**
    * getRun, transition, appendEvent and eventsAfter still take a plain string: the SSE stream, the
    * event bus, the SSE bench and the in-process test helpers call them with one (a RunId is one).
+   * getRun without a kind reads the runs of the run APIs' kinds; with one (the run kernel's
+   * executor's), only a run of that kind: a Track tick (kind track_tick) is read only that way.
    */
-  readonly getRun: (runId: RunId) => Effect.Effect<Run | undefined>
+  readonly getRun: (runId: RunId, kind?: StoredRunKind) => Effect.Effect<Run | undefined>
   /** The run of that kind in the project (and in that session, when one is named), or RunNotFound. */
   readonly findRun: (projectId: ProjectId, runId: RunId, kind: RunKind, sessionId?: SessionId) => Effect.Effect<Run, RunNotFound>
   readonly transition: (runId: RunId, to: RunStatus, options?: TransitionOptions) => Effect.Effect<Run, RunNotFound | InvalidTransition>
@@ -255,9 +260,13 @@ export class RunStore extends Context.Service<RunStore, {
           return run
         })).pipe(maxRunsInFlight === undefined ? identity : oneAdmissionAtATime(projectId), Effect.catchTag("SqlError", Effect.die))
 
-      const getRun: RunStore["Service"]["getRun"] = (runId) =>
-        // A Track tick is a run too (kind track_tick), in Track's shape (src/track/monitor-store.ts): not one of these.
-        sql<Row>`SELECT * FROM runs WHERE id = ${runId} AND kind <> 'track_tick'`.pipe(Effect.orDie, Effect.map((rows) => rows[0] === undefined ? undefined : runFromRow(rows[0])))
+      const getRun: RunStore["Service"]["getRun"] = (runId, kind) =>
+        // A Track tick is a run too (kind track_tick), in Track's shape (src/track/monitor-store.ts):
+        // not one of the runs the run APIs read, only the run kernel's for its tick executor.
+        sql<Row>`SELECT * FROM runs WHERE id = ${runId} AND ${kind === undefined ? sql`kind <> 'track_tick'` : sql`kind = ${kind}`}`.pipe(
+          Effect.orDie,
+          Effect.map((rows) => rows[0] === undefined ? undefined : runFromRow(rows[0]))
+        )
 
       const setPhase: RunStore["Service"]["setPhase"] = (runId, phase, executor) =>
         sql.withTransaction(Effect.gen(function*() {
@@ -324,7 +333,7 @@ export class RunStore extends Context.Service<RunStore, {
             Effect.flatMap((rows) => rows[0] === undefined ? Effect.die(new SupersededExecution(runId)) : Effect.succeed(rows[0].step_count))
           ),
         claimExecution: (runId) => {
-          const token = makeId("evt")
+          const token = newExecutionToken()
           return sql`UPDATE runs SET executor = ${token} WHERE id = ${runId}`.pipe(Effect.as(token), Effect.orDie)
         },
         holdsClaim: (runId, token) =>

@@ -14,10 +14,13 @@
  *
  * A tick's outcome (snapshot, tick run, the monitor's counters and status, and its events) is
  * written in one transaction, so a tick interrupted before that point left nothing and is done
- * again when its message is delivered again.
+ * again when its message is delivered again. A tick is executed by the run kernel
+ * (src/track/tick.ts): its start claims the tick run for the execution's token, and the writes of
+ * its end carry the token: one of an execution that another has claimed the tick from since dies
+ * with SupersededExecution and writes nothing, as a run's writes do (src/store/run-log.ts).
  */
 import { Context, Effect, Layer, Option, Schema } from "effect"
-import { SqlClient } from "effect/sql"
+import { SqlClient, type Statement } from "effect/sql"
 import { MonitorNotFound } from "../domain/errors.ts"
 import { makeId } from "../domain/ids.ts"
 import {
@@ -34,14 +37,14 @@ import {
   type TickRunId
 } from "../domain/monitor.ts"
 import type { CanonicalSchedule } from "../domain/schedule-spec.ts"
-import { EVENTS_CHANNEL, eventsAfter, type RunEvent } from "../store/run-log.ts"
+import { EVENTS_CHANNEL, eventsAfter, lockRun, type RunEvent } from "../store/run-log.ts"
 import { toMicros } from "../domain/money.ts"
 import type { EventData, MonitorEventType, NewMonitorEvent } from "../domain/events.ts"
 import { chargeInTransaction } from "../store/ledger.ts"
 import { releaseHoldInTransaction } from "../store/credit-holds.ts"
 import { AppConfig } from "../config/config.ts"
 import { withMethodSpans } from "../observability/spans.ts"
-import type { ProjectId } from "../domain/run.ts"
+import { type ProjectId, type Run, runFromRow, type RunId } from "../domain/run.ts"
 
 const decodeMonitor = Schema.decodeUnknownSync(Monitor)
 const decodeTick = Schema.decodeUnknownSync(TickRun)
@@ -81,6 +84,9 @@ export interface MonitorSettings {
   readonly stop_condition_dsl?: Record<string, unknown> | null
   readonly profile_id?: string | null
 }
+
+/** What the writes of a tick's start, end and skip read of it (a tick run, or the run the kernel executes). */
+export type TickRef = Pick<TickRun, "id" | "monitor_id" | "project_id" | "n" | "trigger" | "slot_at" | "started_at">
 
 /** What a tick compares with: the monitor's newest snapshot before it. */
 export interface PreviousSnapshot {
@@ -139,34 +145,38 @@ export class MonitorStore extends Context.Service<MonitorStore, {
   readonly eventsAfter: (monitorId: string, afterId: number, limit: number) => Effect.Effect<ReadonlyArray<RunEvent>>
   /** The tick run of a schedule slot (made once: a second call returns the first), or a new run_now tick. */
   readonly createTick: (monitor: Monitor, trigger: "schedule" | "run_now", slotAt: Date | null) => Effect.Effect<TickRun>
+  /** `createTick` of a schedule slot, read as the run kernel reads a run (its `Fire` executes it at once). */
+  readonly createSlotRun: (monitor: Monitor, slotAt: Date) => Effect.Effect<Run>
   readonly getTick: (tickId: string) => Effect.Effect<TickRun | undefined>
   readonly findTick: (monitorId: MonitorId, tickId: string) => Effect.Effect<TickRun | undefined>
   readonly listTicks: (monitorId: MonitorId, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<TickRun>>
   /**
    * Numbers the tick (once) and records its start, with `monitor.tick.started`; returns the tick
-   * and the monitor's previous snapshot (what this tick compares with), in one statement.
+   * and the monitor's previous snapshot (what this tick compares with), in one statement. With
+   * `claim`, the same statement makes that execution the tick run's owner (the run kernel's claim,
+   * RunStore.claimExecution, folded into the start): an older execution's later writes are refused.
    */
-  readonly startTick: (tick: TickRun) => Effect.Effect<{ readonly tick: TickRun; readonly previous: PreviousSnapshot | undefined }>
+  readonly startTick: (tick: TickRef, claim?: string) => Effect.Effect<{ readonly tick: TickRef; readonly previous: PreviousSnapshot | undefined }>
   /**
    * Records a successful tick: its snapshot, the tick run, the monitor's counters and status, and
    * the events, atomically. `seen` is the monitor as the tick read it; when its status changed
    * meanwhile (paused, canceled) the outcome is applied under the row lock instead.
    */
-  readonly completeTick: (tick: TickRun, seen: Monitor, outcome: TickSuccess) => Effect.Effect<{ readonly status: MonitorStatus; readonly snapshot: Snapshot }>
+  readonly completeTick: (tick: TickRef, seen: Monitor, outcome: TickSuccess, executor?: string) => Effect.Effect<{ readonly status: MonitorStatus; readonly snapshot: Snapshot }>
   /**
    * Records a failed tick: the monitor's consecutive failures go up and, at `failLimit`, an
    * active monitor becomes `failing`.
    */
-  readonly failTick: (tick: TickRun, error: {
+  readonly failTick: (tick: TickRef, error: {
     readonly code: string
     readonly detail: string
     readonly pages: ReadonlyArray<PageResult>
     readonly llmCostMicros: number
     /** The monitor's status_reason when this failure makes it `failing` (default: the failure count and detail). */
     readonly statusReason?: string
-  }, failLimit: number) => Effect.Effect<Monitor>
+  }, failLimit: number, executor?: string) => Effect.Effect<Monitor>
   /** Ends a tick that did not run (its monitor was paused or ended meanwhile); not a failure. */
-  readonly skipTick: (tick: TickRun, reason: string) => Effect.Effect<void>
+  readonly skipTick: (tick: Pick<TickRun, "id" | "monitor_id">, reason: string) => Effect.Effect<void>
   readonly snapshot: (snapshotId: string) => Effect.Effect<Snapshot | undefined>
   readonly findSnapshot: (monitorId: MonitorId, snapshotId: string) => Effect.Effect<Snapshot | undefined>
   readonly listSnapshots: (monitorId: MonitorId, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<Snapshot>>
@@ -186,7 +196,7 @@ export class MonitorStore extends Context.Service<MonitorStore, {
        * work is done, so the charges are recorded even past zero; the next tick is refused instead.
        * Returns the fee the tick run's service_cost_micros takes.
        */
-      const chargeTick = (tick: TickRun, llmMicros: number, succeeded: boolean) =>
+      const chargeTick = (tick: TickRef, llmMicros: number, succeeded: boolean) =>
         Effect.gen(function*() {
           const fee = succeeded ? tickFeeMicros : 0
           if (!billing) return fee
@@ -244,12 +254,39 @@ export class MonitorStore extends Context.Service<MonitorStore, {
       const snapshotColumns = sql.literal("id, monitor_id, run_id, n, content_hash, extracted, text, pages, diff, changed, fetched_at, created_at")
 
       /** `monitor.tick.started` but its number, which the statement that starts the tick gives it (the row's `n`). */
-      const tickStarted = (tick: TickRun): Omit<EventData<"monitor.tick.started">, "n"> => ({
+      const tickStarted = (tick: TickRef): Omit<EventData<"monitor.tick.started">, "n"> => ({
         run_id: tick.id,
         trigger: tick.trigger,
         slot_at: tick.slot_at?.toISOString() ?? null,
         resumed: tick.started_at !== null
       })
+
+      /** Whether the execution `executor` (when one is named) still owns the tick run. */
+      const ownedBy = (tickId: string, executor: string | undefined) =>
+        executor === undefined ? sql`` : sql`AND EXISTS (SELECT 1 FROM runs WHERE id = ${tickId} AND executor = ${executor})`
+
+      /**
+       * Makes the tick run of a schedule slot once (a second call reads the first), or a new run_now
+       * tick; read back as `columns`, decoded by `decode`. Made only while the monitor exists (its
+       * row key-share locked, as a reference to it would): `remove` deletes the monitor's tick runs
+       * after the monitor.
+       */
+      const insertTick = <Row extends object, A>(monitor: Monitor, trigger: "schedule" | "run_now", slotAt: Date | null, columns: Statement.Fragment, decode: (row: Row) => A) =>
+        Effect.gen(function*() {
+          // The slot as JavaScript writes it: one text per instant, so the unique index holds.
+          const slot = slotAt?.toISOString() ?? null
+          const inserted = yield* sql<Row>`
+            INSERT INTO runs (id, session_id, project_id, kind, status, request, output, max_steps)
+            SELECT ${makeId("tick")}, NULL, m.project_id, 'track_tick', 'running',
+              ${JSON.stringify({ monitor_id: monitor.id, trigger, slot_at: slot })}::jsonb, '{}'::jsonb, 0
+            FROM monitors m WHERE m.id = ${monitor.id} FOR KEY SHARE
+            ON CONFLICT ((request->>'monitor_id'), (request->>'slot_at')) WHERE kind = 'track_tick' DO NOTHING
+            RETURNING ${columns}`
+          if (inserted[0] !== undefined) return decode(inserted[0])
+          const existing = yield* sql<Row>`
+            SELECT ${columns} FROM runs WHERE ${ticksOf(monitor.id)} AND request->>'slot_at' = ${slot}`
+          return decode(existing[0]!)
+        }).pipe(Effect.orDie)
 
       const tickStatusEvent = (monitor: Monitor, to: MonitorStatus, reason: string | null) =>
         monitor.status === to ? Effect.void : insertEvent(monitor.id, "monitor.status_changed", { from: monitor.status, to, reason })
@@ -374,35 +411,20 @@ export class MonitorStore extends Context.Service<MonitorStore, {
             Effect.catchTag("SqlError", (error) => Effect.die(error)),
             Effect.withSpan("MonitorStore.update")
           ),
-        createTick: (monitor, trigger, slotAt) =>
-          Effect.gen(function*() {
-            // The slot as JavaScript writes it: one text per instant, so the unique index holds.
-            const slot = slotAt?.toISOString() ?? null
-            // Made only while the monitor exists (its row key-share locked, as a reference to it
-            // would): `remove` deletes the monitor's tick runs after the monitor.
-            const inserted = yield* sql<Record<string, unknown>>`
-              INSERT INTO runs (id, session_id, project_id, kind, status, request, output, max_steps)
-              SELECT ${makeId("tick")}, NULL, m.project_id, 'track_tick', 'running',
-                ${JSON.stringify({ monitor_id: monitor.id, trigger, slot_at: slot })}::jsonb, '{}'::jsonb, 0
-              FROM monitors m WHERE m.id = ${monitor.id} FOR KEY SHARE
-              ON CONFLICT ((request->>'monitor_id'), (request->>'slot_at')) WHERE kind = 'track_tick' DO NOTHING
-              RETURNING ${tickColumns}`
-            if (inserted[0] !== undefined) return decodeTick(inserted[0])
-            const existing = yield* sql<Record<string, unknown>>`
-              SELECT ${tickColumns} FROM runs WHERE ${ticksOf(monitor.id)} AND request->>'slot_at' = ${slot}`
-            return decodeTick(existing[0])
-          }).pipe(Effect.orDie, Effect.withSpan("MonitorStore.createTick")),
-        startTick: (tick) =>
-          // One statement: the tick is numbered once (a tick started before keeps its number), its
-          // start recorded, `monitor.tick.started` appended and announced, and the previous
-          // snapshot read.
+        createTick: (monitor, trigger, slotAt) => insertTick(monitor, trigger, slotAt, tickColumns, decodeTick).pipe(Effect.withSpan("MonitorStore.createTick")),
+        createSlotRun: (monitor, slotAt) => insertTick(monitor, "schedule", slotAt, sql.literal("*"), runFromRow).pipe(Effect.withSpan("MonitorStore.createSlotRun")),
+        startTick: (tick, claim) =>
+          // One statement: the tick run claimed, the tick numbered once (a tick started before
+          // keeps its number), its start recorded, `monitor.tick.started` appended and announced,
+          // and the previous snapshot read.
           sql<Record<string, unknown>>`
             WITH m AS (
               UPDATE monitors SET last_tick_n = last_tick_n + ${tick.n === null ? 1 : 0}, event_seq = event_seq + 1, updated_at = now()
-              WHERE id = ${tick.monitor_id} RETURNING last_tick_n, event_seq, last_snapshot_id
+              WHERE id = ${tick.monitor_id} AND EXISTS (SELECT 1 FROM runs WHERE id = ${tick.id})
+              RETURNING last_tick_n, event_seq, last_snapshot_id
             ), r AS (
               UPDATE runs SET output = output || jsonb_build_object('n', coalesce((output->>'n')::int, (SELECT last_tick_n FROM m))),
-                started_at = coalesce(started_at, now()), updated_at = now()
+                started_at = coalesce(started_at, now()), updated_at = now(), executor = coalesce(${claim ?? null}, executor)
               WHERE id = ${tick.id} AND EXISTS (SELECT 1 FROM m)
               RETURNING ${tickColumns}
             ), e AS (
@@ -417,6 +439,7 @@ export class MonitorStore extends Context.Service<MonitorStore, {
             (SELECT pg_notify(${EVENTS_CHANNEL}, ${tick.monitor_id} || ':' || (SELECT id FROM e)::text)) AS notified`.pipe(
             Effect.map((rows) => {
               const row = rows[0]
+              // The monitor or the tick is gone: nothing was started.
               if (row === undefined) return { tick, previous: undefined }
               const { previous_n, previous_content_hash, previous_extracted, previous_text, ...columns } = row
               return {
@@ -432,7 +455,7 @@ export class MonitorStore extends Context.Service<MonitorStore, {
             Effect.orDie,
             Effect.withSpan("MonitorStore.startTick")
           ),
-        completeTick: (tick, seen, outcome) =>
+        completeTick: (tick, seen, outcome, executor) =>
           Effect.gen(function*() {
             const snapshotId = makeId("snap")
             const n = tick.n ?? seen.last_tick_n
@@ -462,7 +485,7 @@ export class MonitorStore extends Context.Service<MonitorStore, {
                     baseline_extracted = CASE WHEN baseline_extracted_at IS NULL THEN ${json(outcome.extracted)}::jsonb ELSE baseline_extracted END,
                     baseline_extracted_at = coalesce(baseline_extracted_at, now()),
                     status = ${to}, status_reason = ${reason}, event_seq = event_seq + ${events.length}, updated_at = now()
-                  WHERE id = ${tick.monitor_id} ${statusGuard}
+                  WHERE id = ${tick.monitor_id} ${statusGuard} ${ownedBy(tick.id, executor)}
                   RETURNING event_seq
                 ), s AS (
                   INSERT INTO monitor_snapshots (id, monitor_id, run_id, n, content_hash, extracted, text, pages, diff, changed, fetched_at)
@@ -492,6 +515,8 @@ export class MonitorStore extends Context.Service<MonitorStore, {
               let written = yield* write(seen, "seen")
               if (written === undefined) {
                 const current = yield* lock(tick.monitor_id)
+                // Under the monitor's lock (the order every tick write takes: monitor, then run).
+                if (current !== undefined) yield* lockRun(sql, tick.id as string as RunId, executor)
                 written = current === undefined ? undefined : yield* write(current, "locked")
               }
               if (written !== undefined) {
@@ -517,9 +542,10 @@ export class MonitorStore extends Context.Service<MonitorStore, {
             // The monitor was deleted under the tick: nothing was written.
             return { status: status ?? "canceled", snapshot }
           }).pipe(Effect.orDie, Effect.withSpan("MonitorStore.completeTick")),
-        failTick: (tick, error, failLimit) =>
+        failTick: (tick, error, failLimit, executor) =>
           sql.withTransaction(Effect.gen(function*() {
             const monitor = (yield* lock(tick.monitor_id))!
+            if (executor !== undefined) yield* lockRun(sql, tick.id as string as RunId, executor)
             yield* sql`
               UPDATE runs SET status = 'failed', error_code = ${error.code}, error_detail = ${error.detail},
                 output = output || ${JSON.stringify({ pages: error.pages })}::jsonb,

@@ -14,12 +14,14 @@
  * - Notification is idempotent per (tick, type): a tick that ended but whose notification was not
  *   recorded (the runner died in between) records it when its message is delivered again.
  */
-import { Cause, Context, Data, Effect, Layer, Option, Result } from "effect"
+import { Data, Effect, Layer, Option, Result } from "effect"
 import { createHash } from "node:crypto"
 import { AgentModel } from "../agent/model.ts"
 import { AppConfig } from "../config/config.ts"
 import { Budget } from "../billing/budget.ts"
-import { isTerminalMonitor, type Monitor, type PageResult, type Snapshot, type TickRun } from "../domain/monitor.ts"
+import { isTerminalMonitor, type Monitor, type MonitorId, type PageResult, type Snapshot, type TickRun, type TickRunId } from "../domain/monitor.ts"
+import type { Run, TrackTickRequest } from "../domain/run.ts"
+import type { Begin, RunExecutor } from "../runs/kernel.ts"
 import { Reader } from "../reader/reader.ts"
 import { BrowserPool } from "../browser/pool.ts"
 import { readPagesAsProfile } from "../profiles/profile-pages.ts"
@@ -31,11 +33,10 @@ import { NotificationChannels } from "../webhooks/notification-channels.ts"
 import { diffJson, diffText, textChangeSummary } from "./diff.ts"
 import { ExtractionFailed, extractStructured } from "./extraction.ts"
 import { normalizeText } from "./fingerprint.ts"
-import { MonitorStore } from "./monitor-store.ts"
+import { MonitorStore, type PreviousSnapshot, type TickRef } from "./monitor-store.ts"
 import { DEFAULT_TRIGGER, parseStopCondition, parseTrigger, type Rule } from "../domain/track-rules.ts"
 import { evaluate } from "./rules.ts"
 import type { EventData } from "../domain/events.ts"
-import { withMethodSpans } from "../observability/spans.ts"
 
 /** Text kept in a snapshot (and diffed), at most. */
 const MAX_SNAPSHOT_TEXT = 200_000
@@ -89,191 +90,223 @@ class TickFailed extends Data.TaggedError("TickFailed")<{
   readonly costUsd: number
 }> {}
 
-export class TickExecutor extends Context.Service<TickExecutor, {
-  /** Runs a tick run made before (run_now) to its end, or finishes what an earlier execution left. */
-  readonly execute: (tickId: string) => Effect.Effect<void>
-  /** The tick of a schedule slot: its run is made once per slot, then executed like the others. */
-  readonly fire: (monitorId: string, slot: Date) => Effect.Effect<void>
-}>()("wa/track/TickExecutor") {
-  static readonly layer = Layer.effect(
-    TickExecutor,
-    Effect.gen(function*() {
-      const store = yield* MonitorStore
-      const reader = yield* Reader
-      const webSearch = yield* WebSearch
-      const model = yield* AgentModel
-      const channels = yield* NotificationChannels
-      const schedules = yield* Schedules
-      const config = yield* AppConfig
-      const budget = yield* Budget
-      // A monitor with a profile reads its pages in a browser carrying the profile (profile-pages.ts).
-      const asProfile = Layer.mergeAll(Layer.succeed(ProfileStore, yield* ProfileStore), Layer.succeed(BrowserPool, yield* BrowserPool))
-
-      const readPages = (urls: ReadonlyArray<string>) =>
-        Effect.forEach(urls, (url) => Effect.result(reader.readFresh(url)), { concurrency: PAGE_CONCURRENCY })
-
-      const observe = Effect.fn("Track.observe")(function*(monitor: Monitor) {
-        const urls = monitor.target_urls ?? []
-        if (urls.length === 0) {
-          // Search-only: the result set is the snapshot.
-          const request = yield* decodeWebSearchRequest({ queries: [monitor.intent_text.replace(/\s+/g, " ").trim().slice(0, 500)], summarize: false, wait: false }).pipe(Effect.orDie)
-          const outcome = yield* Effect.result(webSearch.run(request))
-          if (Result.isFailure(outcome)) return yield* Effect.fail(new TickFailed({ code: "search_failed", detail: outcome.failure.message, pages: [], costUsd: 0 }))
-          const results = outcome.success.results.map((item) => ({ title: item.title, url: item.canonical_url }))
-          return {
-            text: results.map((item) => `${item.title} ${item.url}`).join("\n"),
-            extracted: { results },
-            pages: [],
-            costUsd: 0
-          } satisfies Observation
-        }
-        const reads: ReadonlyArray<Result.Result<{ readonly finalUrl: string; readonly method: "http" | "browser"; readonly text: string }, { readonly message: string }>> =
-          monitor.profile_id === null
-            ? yield* readPages(urls)
-            : yield* readPagesAsProfile(monitor.project_id, monitor.profile_id, urls, config.allowPrivateNetworks).pipe(Effect.provide(asProfile))
-        const pages: Array<PageResult> = reads.map((read, index) =>
-          Result.isSuccess(read)
-            ? { url: urls[index]!, final_url: read.success.finalUrl, ok: true, method: read.success.method, content_hash: sha256(normalizeText(read.success.text, { ignoreDates: true })), error: null }
-            : { url: urls[index]!, final_url: null, ok: false, method: null, content_hash: null, error: read.failure.message.slice(0, 500) }
-        )
-        const failed = pages.filter((page) => !page.ok)
-        if (failed.length > 0) {
-          return yield* Effect.fail(new TickFailed({ code: "fetch_failed", detail: `${failed.length} of ${pages.length} page(s) could not be read: ${failed.map((page) => `${page.url}: ${page.error}`).join("; ")}`.slice(0, 1000), pages, costUsd: 0 }))
-        }
-        const texts = reads.map((read) => Result.isSuccess(read) ? read.success.text : "")
-        const text = texts.length === 1 ? texts[0]! : texts.map((body, index) => `## ${urls[index]}\n${body}`).join("\n\n")
-        if (monitor.extraction_schema === null) return { text, extracted: null, pages, costUsd: 0 } satisfies Observation
-        if (Option.isNone(model)) return yield* Effect.fail(new TickFailed({ code: "model_not_configured", detail: "the monitor has an extraction_schema and no model is configured", pages, costUsd: 0 }))
-        const extracted = yield* extractStructured(model.value, { intent: monitor.intent_text, schema: monitor.extraction_schema, text }).pipe(
-          Effect.mapError((error: ExtractionFailed) => new TickFailed({ code: "extraction_failed", detail: error.detail, pages, costUsd: error.costUsd }))
-        )
-        return { text, extracted: extracted.value, pages, costUsd: extracted.costUsd } satisfies Observation
-      })
-
-      const notify = (monitor: Monitor, tick: Pick<TickRun, "id" | "n">, snapshot: Snapshot) =>
-        channels.notify({
-          projectId: monitor.project_id,
-          monitorId: monitor.id,
-          tickId: tick.id,
-          channel: monitor.notify_channel,
-          secret: monitor.notify_secret,
-          type: "monitor.triggered",
-          data: notificationData(monitor, tick, snapshot)
-        }).pipe(
-          Effect.tap(({ deliveryId }) => store.appendEvent(monitor.id, "monitor.notification.queued", { run_id: tick.id, delivery_id: deliveryId, channel: monitor.notify_channel.kind })),
-          Effect.withSpan("Track.notify")
-        )
-
-      const run = Effect.fn("Track.tick")(function*(monitor: Monitor, queued: TickRun) {
-        const { tick, previous } = yield* store.startTick(queued)
-        // A tick the project cannot pay for is not run: it fails budget_exceeded (charged nothing)
-        // and the monitor goes `failing` at once; its next paid tick makes it active again.
-        // Its fee is held from the balance until it ends, so concurrent ticks cannot overdraw it.
-        const unpaid = yield* budget.holdTick(monitor.project_id, tick.id)
-        if (unpaid !== null) {
-          const detail = unpaid === "credits" ? "the project's credits ran out" : "the project's monthly budget cap was reached"
-          yield* store.failTick(tick, {
-            code: "budget_exceeded",
-            detail: `${detail}; the tick was not run`,
-            pages: [],
-            llmCostMicros: 0,
-            statusReason: `budget_exceeded: ${detail}; ticks resume when the project can pay (add credits or raise the cap)`
-          }, 1)
-          return
-        }
-        const observed = yield* Effect.result(observe(monitor))
-        if (Result.isFailure(observed)) {
-          const failure = observed.failure
-          yield* store.failTick(tick, { code: failure.code, detail: failure.detail, pages: failure.pages, llmCostMicros: Math.round(failure.costUsd * 1e6) }, config.trackMaxConsecutiveFailures)
-          yield* Effect.logWarning("monitor tick failed").pipe(Effect.annotateLogs({ monitor_id: monitor.id, run_id: tick.id, code: failure.code }))
-          return
-        }
-        const { extracted, pages, costUsd } = observed.success
-        const text = normalizeText(observed.success.text, { ignoreDates: true }).slice(0, MAX_SNAPSHOT_TEXT)
-        const contentHash = sha256(extracted === null ? text : stableJson(extracted))
-        const first = previous === undefined
-        const changed = !first && previous.content_hash !== contentHash
-        const diff: EventData<"monitor.change_detected">["diff"] = first
-          ? null
-          : extracted !== null
-          ? { kind: "json", changes: diffJson(previous.extracted, extracted) }
-          : { kind: "text", ...textChangeSummary(previous.text, text), unified: diffText(previous.text, text, { fromLabel: `snapshot ${previous.n}`, toLabel: `snapshot ${tick.n}` }).slice(0, MAX_SNAPSHOT_TEXT) }
-        const now = new Date()
-        const facts = { first, changed, extracted, previousExtracted: previous?.extracted ?? null, text, tickN: tick.n ?? 1, now }
-        const trigger = ruleOf(monitor.trigger_dsl, parseTrigger, DEFAULT_TRIGGER)!
-        const fired = evaluate(trigger, facts)
-        const stop = ruleOf(monitor.stop_condition_dsl, parseStopCondition, null)
-        const stopped = stop !== null && evaluate(stop, facts)
-        const { status, snapshot } = yield* store.completeTick(tick, monitor, {
-          contentHash,
-          extracted,
-          text,
-          pages,
-          diff,
-          changed,
-          fired,
-          fetchedAt: now,
-          llmCostMicros: Math.round(costUsd * 1e6),
-          status: stopped ? "completed" : monitor.status,
-          statusReason: stopped ? "stop_condition_met" : null,
-          events: changed ? [{ type: "monitor.change_detected", data: { run_id: tick.id, n: tick.n, diff } }] : []
-        })
-        if (fired) yield* notify(monitor, tick, snapshot)
-        if (status === "completed") yield* schedules.remove({ kind: MONITOR_OWNER, id: monitor.id })
-      })
-
-      /** Runs the tick to its end (or finishes what a previous execution left: its notification). */
-      const executeTick = (monitor: Monitor, tick: TickRun) =>
-        Effect.gen(function*() {
-          if (tick.status === "done") {
-            // Ended before: make sure its notification was recorded (idempotent per tick).
-            if (tick.fired === true && tick.snapshot_id !== null) {
-              const snapshot = yield* store.snapshot(tick.snapshot_id)
-              if (snapshot !== undefined) yield* notify(monitor, tick, snapshot)
-            }
-            return
-          }
-          if (tick.status === "failed" || tick.status === "skipped") return
-          // A paused, aligning or ended monitor skips scheduled ticks (run_now still runs unless it ended).
-          const runs = monitor.status === "active" || monitor.status === "failing" ||
-            (tick.trigger === "run_now" && (monitor.status === "paused" || monitor.status === "pending_clarification"))
-          if (!runs) {
-            yield* store.skipTick(tick, `the monitor is ${monitor.status}`)
-            return
-          }
-          yield* run(monitor, tick).pipe(
-            // A defect ends the tick as failed (an interruption leaves it to the next delivery).
-            Effect.catchDefect((defect) =>
-              Effect.logError("monitor tick crashed", defect).pipe(
-                Effect.andThen(store.getTick(tick.id)),
-                Effect.flatMap((current) =>
-                  current?.status === "running"
-                    ? store.failTick(current, { code: "internal_error", detail: "the tick failed unexpectedly", pages: [], llmCostMicros: 0 }, config.trackMaxConsecutiveFailures)
-                    : Effect.void
-                )
-              )
-            )
-          )
-        }).pipe(Effect.catchCause((cause) => Cause.hasInterruptsOnly(cause) ? Effect.failCause(cause) : Effect.logError("monitor tick crashed", cause)))
-
-      return TickExecutor.of(withMethodSpans("TickExecutor", {
-        execute: (tickId) =>
-          Effect.gen(function*() {
-            const tick = yield* store.getTick(tickId)
-            if (tick === undefined) return
-            const monitor = yield* store.get(tick.monitor_id)
-            if (monitor === undefined) return
-            yield* executeTick(monitor, tick)
-          }),
-        fire: (monitorId, slot) =>
-          Effect.gen(function*() {
-            const monitor = yield* store.get(monitorId)
-            if (monitor === undefined || isTerminalMonitor(monitor.status)) return
-            // The slot's tick run is made once (unique per monitor and slot); a second delivery finds it.
-            const tick = yield* store.createTick(monitor, "schedule", slot)
-            yield* executeTick(monitor, tick)
-          })
-      }))
-    })
-  ).pipe(Layer.provide(Layer.mergeAll(ProfileStore.layer, Budget.layer)))
+/** What a tick's start gives its work: the tick as numbered, and what it compares with. */
+interface StartedTick {
+  readonly tick: TickRef
+  readonly previous: PreviousSnapshot | undefined
 }
+
+/**
+ * What the executor is asked to run: the tick's request, and its monitor when the caller read it
+ * just before (a `Fire` read it to make the slot's tick), so it is not read again.
+ */
+interface TickRequest {
+  readonly tick: TrackTickRequest
+  readonly monitor?: Monitor
+}
+
+/** A tick's request when the run is a tick (kind track_tick). */
+const tickRequestOf = (run: Run): TickRequest | undefined => run.request._tag === "TrackTick" ? { tick: run.request } : undefined
+
+/** The tick as its start and ends write it, read from its run. */
+const tickOf = (run: Run, request: TrackTickRequest): TickRef => {
+  const n = (run.output as { readonly n?: unknown } | null)?.n
+  return {
+    id: run.id as string as TickRunId,
+    monitor_id: request.monitor_id as MonitorId,
+    project_id: run.project_id,
+    n: typeof n === "number" ? n : null,
+    trigger: request.trigger,
+    slot_at: request.slot_at === null ? null : new Date(request.slot_at),
+    started_at: run.started_at
+  }
+}
+
+/**
+ * Track's tick as a run executor (src/runs/kernel.ts): the Monitor entity executes each tick run
+ * through the run kernel's one lifecycle (claim, start, the fiber, the one end, the superseded
+ * rule), as the other products' entities execute their runs. A tick reports to its monitor's log,
+ * not its own, so the executor records its start (`startTick`: numbered, `monitor.tick.started`)
+ * and the kernel's end of it (a failure: `failTick`, code internal_error) itself (`record`); the
+ * tick's own ends (done, failed with what its pages said, skipped) are its work's. Gives the
+ * executor and `slotTick`, which makes a schedule slot's tick run for a `Fire`.
+ */
+export const makeTickExecutor = Effect.gen(function*() {
+  const store = yield* MonitorStore
+  const reader = yield* Reader
+  const webSearch = yield* WebSearch
+  const model = yield* AgentModel
+  const channels = yield* NotificationChannels
+  const schedules = yield* Schedules
+  const config = yield* AppConfig
+  const budget = yield* Budget
+  // A monitor with a profile reads its pages in a browser carrying the profile (profile-pages.ts).
+  const asProfile = Layer.mergeAll(Layer.succeed(ProfileStore, yield* ProfileStore), Layer.succeed(BrowserPool, yield* BrowserPool))
+
+  const readPages = (urls: ReadonlyArray<string>) =>
+    Effect.forEach(urls, (url) => Effect.result(reader.readFresh(url)), { concurrency: PAGE_CONCURRENCY })
+
+  const observe = Effect.fn("Track.observe")(function*(monitor: Monitor) {
+    const urls = monitor.target_urls ?? []
+    if (urls.length === 0) {
+      // Search-only: the result set is the snapshot.
+      const request = yield* decodeWebSearchRequest({ queries: [monitor.intent_text.replace(/\s+/g, " ").trim().slice(0, 500)], summarize: false, wait: false }).pipe(Effect.orDie)
+      const outcome = yield* Effect.result(webSearch.run(request))
+      if (Result.isFailure(outcome)) return yield* Effect.fail(new TickFailed({ code: "search_failed", detail: outcome.failure.message, pages: [], costUsd: 0 }))
+      const results = outcome.success.results.map((item) => ({ title: item.title, url: item.canonical_url }))
+      return {
+        text: results.map((item) => `${item.title} ${item.url}`).join("\n"),
+        extracted: { results },
+        pages: [],
+        costUsd: 0
+      } satisfies Observation
+    }
+    const reads: ReadonlyArray<Result.Result<{ readonly finalUrl: string; readonly method: "http" | "browser"; readonly text: string }, { readonly message: string }>> =
+      monitor.profile_id === null
+        ? yield* readPages(urls)
+        : yield* readPagesAsProfile(monitor.project_id, monitor.profile_id, urls, config.allowPrivateNetworks).pipe(Effect.provide(asProfile))
+    const pages: Array<PageResult> = reads.map((read, index) =>
+      Result.isSuccess(read)
+        ? { url: urls[index]!, final_url: read.success.finalUrl, ok: true, method: read.success.method, content_hash: sha256(normalizeText(read.success.text, { ignoreDates: true })), error: null }
+        : { url: urls[index]!, final_url: null, ok: false, method: null, content_hash: null, error: read.failure.message.slice(0, 500) }
+    )
+    const failed = pages.filter((page) => !page.ok)
+    if (failed.length > 0) {
+      return yield* Effect.fail(new TickFailed({ code: "fetch_failed", detail: `${failed.length} of ${pages.length} page(s) could not be read: ${failed.map((page) => `${page.url}: ${page.error}`).join("; ")}`.slice(0, 1000), pages, costUsd: 0 }))
+    }
+    const texts = reads.map((read) => Result.isSuccess(read) ? read.success.text : "")
+    const text = texts.length === 1 ? texts[0]! : texts.map((body, index) => `## ${urls[index]}\n${body}`).join("\n\n")
+    if (monitor.extraction_schema === null) return { text, extracted: null, pages, costUsd: 0 } satisfies Observation
+    if (Option.isNone(model)) return yield* Effect.fail(new TickFailed({ code: "model_not_configured", detail: "the monitor has an extraction_schema and no model is configured", pages, costUsd: 0 }))
+    const extracted = yield* extractStructured(model.value, { intent: monitor.intent_text, schema: monitor.extraction_schema, text }).pipe(
+      Effect.mapError((error: ExtractionFailed) => new TickFailed({ code: "extraction_failed", detail: error.detail, pages, costUsd: error.costUsd }))
+    )
+    return { text, extracted: extracted.value, pages, costUsd: extracted.costUsd } satisfies Observation
+  })
+
+  const notify = (monitor: Monitor, tick: Pick<TickRun, "id" | "n">, snapshot: Snapshot) =>
+    channels.notify({
+      projectId: monitor.project_id,
+      monitorId: monitor.id,
+      tickId: tick.id,
+      channel: monitor.notify_channel,
+      secret: monitor.notify_secret,
+      type: "monitor.triggered",
+      data: notificationData(monitor, tick, snapshot)
+    }).pipe(
+      Effect.tap(({ deliveryId }) => store.appendEvent(monitor.id, "monitor.notification.queued", { run_id: tick.id, delivery_id: deliveryId, channel: monitor.notify_channel.kind })),
+      Effect.withSpan("Track.notify")
+    )
+
+  /**
+   * The tick's work: a tick whose monitor is paused, aligning or ended is skipped (never
+   * started); else it starts, is paid for, observes, and ends with its outcome.
+   */
+  const conduct = Effect.fn("Track.tick")(function*(run: Run, { tick: request, monitor: known }: TickRequest, begin: Begin<StartedTick>) {
+    const monitor = known ?? (yield* store.get(request.monitor_id))
+    if (monitor === undefined) return
+    // A paused, aligning or ended monitor skips scheduled ticks (run_now still runs unless it ended).
+    const runs = monitor.status === "active" || monitor.status === "failing" ||
+      (request.trigger === "run_now" && (monitor.status === "paused" || monitor.status === "pending_clarification"))
+    if (!runs) {
+      yield* store.skipTick({ id: run.id as string as TickRunId, monitor_id: monitor.id }, `the monitor is ${monitor.status}`)
+      return
+    }
+    const [token, , { tick, previous }] = yield* begin(Effect.void)
+    // A tick the project cannot pay for is not run: it fails budget_exceeded (charged nothing)
+    // and the monitor goes `failing` at once; its next paid tick makes it active again.
+    // Its fee is held from the balance until it ends, so concurrent ticks cannot overdraw it.
+    const unpaid = yield* budget.holdTick(monitor.project_id, tick.id)
+    if (unpaid !== null) {
+      const detail = unpaid === "credits" ? "the project's credits ran out" : "the project's monthly budget cap was reached"
+      yield* store.failTick(tick, {
+        code: "budget_exceeded",
+        detail: `${detail}; the tick was not run`,
+        pages: [],
+        llmCostMicros: 0,
+        statusReason: `budget_exceeded: ${detail}; ticks resume when the project can pay (add credits or raise the cap)`
+      }, 1, token)
+      return
+    }
+    const observed = yield* Effect.result(observe(monitor))
+    if (Result.isFailure(observed)) {
+      const failure = observed.failure
+      yield* store.failTick(tick, { code: failure.code, detail: failure.detail, pages: failure.pages, llmCostMicros: Math.round(failure.costUsd * 1e6) }, config.trackMaxConsecutiveFailures, token)
+      yield* Effect.logWarning("monitor tick failed").pipe(Effect.annotateLogs({ monitor_id: monitor.id, run_id: tick.id, code: failure.code }))
+      return
+    }
+    const { extracted, pages, costUsd } = observed.success
+    const text = normalizeText(observed.success.text, { ignoreDates: true }).slice(0, MAX_SNAPSHOT_TEXT)
+    const contentHash = sha256(extracted === null ? text : stableJson(extracted))
+    const first = previous === undefined
+    const changed = !first && previous.content_hash !== contentHash
+    const diff: EventData<"monitor.change_detected">["diff"] = first
+      ? null
+      : extracted !== null
+      ? { kind: "json", changes: diffJson(previous.extracted, extracted) }
+      : { kind: "text", ...textChangeSummary(previous.text, text), unified: diffText(previous.text, text, { fromLabel: `snapshot ${previous.n}`, toLabel: `snapshot ${tick.n}` }).slice(0, MAX_SNAPSHOT_TEXT) }
+    const now = new Date()
+    const facts = { first, changed, extracted, previousExtracted: previous?.extracted ?? null, text, tickN: tick.n ?? 1, now }
+    const trigger = ruleOf(monitor.trigger_dsl, parseTrigger, DEFAULT_TRIGGER)!
+    const fired = evaluate(trigger, facts)
+    const stop = ruleOf(monitor.stop_condition_dsl, parseStopCondition, null)
+    const stopped = stop !== null && evaluate(stop, facts)
+    const { status, snapshot } = yield* store.completeTick(tick, monitor, {
+      contentHash,
+      extracted,
+      text,
+      pages,
+      diff,
+      changed,
+      fired,
+      fetchedAt: now,
+      llmCostMicros: Math.round(costUsd * 1e6),
+      status: stopped ? "completed" : monitor.status,
+      statusReason: stopped ? "stop_condition_met" : null,
+      events: changed ? [{ type: "monitor.change_detected", data: { run_id: tick.id, n: tick.n, diff } }] : []
+    }, token)
+    if (fired) yield* notify(monitor, tick, snapshot)
+    if (status === "completed") yield* schedules.remove({ kind: MONITOR_OWNER, id: monitor.id })
+  })
+
+  /** A tick that ended before: makes sure its notification was recorded (idempotent per tick). */
+  const finished = (run: Run, { tick: request }: TickRequest) =>
+    Effect.gen(function*() {
+      const output = run.output as { readonly fired?: unknown; readonly snapshot_id?: unknown; readonly n?: unknown } | null
+      if (run.status !== "done" || output?.fired !== true || typeof output.snapshot_id !== "string") return
+      const monitor = yield* store.get(request.monitor_id)
+      const snapshot = yield* store.snapshot(output.snapshot_id)
+      if (monitor !== undefined && snapshot !== undefined) yield* notify(monitor, tickOf(run, request) as Pick<TickRun, "id" | "n">, snapshot)
+    }).pipe(Effect.catchCause((cause) => Effect.logError("monitor tick notification failed", cause)))
+
+  const executor: RunExecutor<TickRequest, never, StartedTick> = {
+    kind: "track_tick",
+    requestOf: tickRequestOf,
+    conduct,
+    // Ticks have no deadline (deadline_at is null): the kernel ends one only failed, when its work failed unexpectedly.
+    internalErrorDetail: "the tick failed unexpectedly",
+    logAnnotations: { product: "track" },
+    record: {
+      start: (run, token) => store.startTick(tickOf(run, tickRequestOf(run)!.tick), token),
+      // The kernel ends only a tick that has not ended (read just before).
+      end: (run, end, token) =>
+        store.failTick(tickOf(run, tickRequestOf(run)!.tick), { code: end.code, detail: end.detail, pages: [], llmCostMicros: 0 }, config.trackMaxConsecutiveFailures, token).pipe(Effect.asVoid)
+    },
+    finished
+  }
+
+  /**
+   * The tick run of a schedule slot, made once per slot (a second call finds it), with its request
+   * and the monitor as read to make it, for the kernel to execute without reading either again:
+   * undefined when the monitor is gone or ended.
+   */
+  const slotTick = Effect.fn("Track.slotTick")(function*(monitorId: string, slot: Date) {
+    const monitor = yield* store.get(monitorId)
+    if (monitor === undefined || isTerminalMonitor(monitor.status)) return undefined
+    const run = yield* store.createSlotRun(monitor, slot)
+    const request = tickRequestOf(run)
+    return request === undefined ? undefined : { run, request: { ...request, monitor } }
+  })
+
+  return { executor, slotTick }
+})

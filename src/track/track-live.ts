@@ -1,29 +1,49 @@
 /** Everything Track adds to a runner: the Monitors service, the Monitor entity and what they use. */
-import { Effect, Layer } from "effect"
+import { Effect, FiberMap, Layer } from "effect"
+import { RunId } from "../domain/run.ts"
 import { MonitorEntity } from "../entities/monitor.ts"
+import { makeLeaveWhenRefused, makeRunExecution } from "../runs/kernel.ts"
 import { MonitorStore } from "./monitor-store.ts"
 import { Monitors } from "./monitors.ts"
 import { Supervisor } from "./supervisor.ts"
-import { TickExecutor } from "./tick.ts"
+import { Budget } from "../billing/budget.ts"
+import { ProfileStore } from "../profiles/profile-store.ts"
+import { makeTickExecutor } from "./tick.ts"
 
-/** The Monitor entity's behaviour: ticks go to the tick executor, alignment turns to the supervisor. */
+/**
+ * The Monitor entity's behaviour: a tick run is executed by the run kernel with the tick executor
+ * (a `Fire` first makes its slot's tick run), as the Session entity executes each of its runs;
+ * alignment turns go to the supervisor.
+ */
 const MonitorEntityLive = MonitorEntity.toLayer(
   Effect.gen(function*() {
-    const ticks = yield* TickExecutor
+    const ticks = yield* makeTickExecutor
     const supervisor = yield* Supervisor
+    const leaveWhenRefused = yield* makeLeaveWhenRefused
+    const fibers = yield* FiberMap.make<string>()
+    // Added after the map: this finalizer runs before the map interrupts its fibers (ExecutionHost).
+    let stopping = false
+    yield* Effect.addFinalizer(() => Effect.sync(() => { stopping = true }))
+    const execution = yield* makeRunExecution(ticks.executor, { fibers, stopping: () => stopping })
+    type Known = Parameters<typeof execution.handleExecute>[1]
+    const executeTick = (tickId: RunId, known?: Known) => leaveWhenRefused(execution.handleExecute(tickId, known), tickId)
     return MonitorEntity.of({
-      Tick: ({ payload }) => ticks.execute(payload.tickId),
-      Fire: ({ payload }) => ticks.fire(payload.monitorId, new Date(payload.slot)),
+      Tick: ({ payload }) => executeTick(RunId.make(payload.tickId)),
+      // The slot's tick run as made, and its monitor as read to make it, go to the kernel as they are.
+      Fire: ({ payload }) =>
+        ticks.slotTick(payload.monitorId, new Date(payload.slot)).pipe(
+          Effect.flatMap((slot) => slot === undefined ? Effect.void : executeTick(slot.run.id, slot))
+        ),
       Align: ({ payload }) => supervisor.step(payload.monitorId, payload.turn)
     })
   }),
   // Monitors tick every minute or less often: an idle entity is let go between ticks, so thousands
   // of monitors do not all stay resident.
   { maxIdleTime: "10 seconds" }
-)
+).pipe(Layer.provide(Layer.mergeAll(ProfileStore.layer, Budget.layer)))
 
 export const TrackLive = Monitors.layer.pipe(
   Layer.provideMerge(MonitorEntityLive),
-  Layer.provideMerge(Layer.mergeAll(TickExecutor.layer, Supervisor.layer)),
+  Layer.provideMerge(Supervisor.layer),
   Layer.provideMerge(MonitorStore.layer)
 )

@@ -19,8 +19,9 @@ export class RunNotifier extends Context.Service<RunNotifier, {
       const callbacks = yield* Callbacks
       return RunNotifier.of({
         terminal: Effect.fn("RunNotifier.terminal")(function*(runId: RunId) {
+          // A Track tick (kind track_tick) has no callback: its monitor's channel is told what it found.
           const run = yield* store.getRun(runId)
-          if (run === undefined || run.request._tag === "WebSearch") return
+          if (run === undefined || run.request._tag === "WebSearch" || run.request._tag === "TrackTick") return
           const url = run.request.callback_url
           if (url === undefined || url === null) return
           yield* callbacks.send({ projectId: run.project_id, runId, url, type: "run.completed", data: render(run) })

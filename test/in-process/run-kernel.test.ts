@@ -20,11 +20,11 @@ import { RunnerLifecycle } from "../../src/cluster/lifecycle.ts"
 import { AppConfig } from "../../src/config/config.ts"
 import { cancelRun } from "../../src/entities/cancel.ts"
 import type { EventData } from "../../src/domain/events.ts"
-import { type DeepResearchRequest, type ProjectId, type Run, RunId, type RunRequest } from "../../src/domain/run.ts"
+import { type DeepResearchRequest, type ProjectId, type Run, RunId, type RunRequest, type WebSearchRunRequest } from "../../src/domain/run.ts"
 import { callbackView } from "../../src/http/views/callback-view.ts"
-import { type Begin, RunFailure, runEntityHandlers } from "../../src/runs/kernel.ts"
+import { type Begin, RunFailure, runEntityHandlers, RunStopped } from "../../src/runs/kernel.ts"
 import { databaseLayer } from "../../src/store/database.ts"
-import { RunStore } from "../../src/store/runs.ts"
+import { RunStore, SupersededExecution } from "../../src/store/runs.ts"
 import { Callbacks } from "../../src/webhooks/callbacks.ts"
 import { RunNotifier } from "../../src/webhooks/run-notifier.ts"
 import { startWebhookReceiver, type WebhookReceiver } from "../support/webhook-receiver.ts"
@@ -63,6 +63,71 @@ const KernelTestEntityLive = KernelTestEntity.toLayer(
   )
 )
 
+// --- An executor with a record of its own (RunRecord) and a `finished` hook ----------------
+
+/**
+ * Runs that report to another log, as a Track tick reports to its monitor's: the WebSearch runs,
+ * with a record writing their start and the kernel's ends to the log `side_<run id>` (in
+ * run_events, as a monitor's log is) and the run row, and a `finished` hook noting the Executes of
+ * runs that already ended.
+ */
+const sideLog = (runId: RunId) => `side_${runId}`
+/** What the record's start gives the work: whether the run was under way before. */
+interface SideStart {
+  readonly resumed: boolean
+}
+type RecordedPlan = (run: Run, begin: Begin<SideStart>) => Effect.Effect<void, unknown, RunStore | SqlClient.SqlClient>
+const recordedPlans = new Map<string, RecordedPlan>()
+const finishedCalls = new Map<string, number>()
+
+const appendSide = (sql: SqlClient.SqlClient, runId: RunId, type: string, data: Record<string, unknown>) =>
+  sql`INSERT INTO run_events (run_id, id, type, data)
+    SELECT ${sideLog(runId)}, coalesce(max(id), 0) + 1, ${type}, ${JSON.stringify(data)}::jsonb FROM run_events WHERE run_id = ${sideLog(runId)}`.pipe(Effect.orDie)
+
+const RecordExecute = Rpc.make("Execute", { payload: { runId: RunId } }).annotate(ClusterSchema.Persisted, true)
+const RecordInterrupt = Rpc.make("Interrupt", { payload: { runId: RunId } })
+const RecordTestEntity = Entity.make("KernelRecordTest", [RecordExecute, RecordInterrupt])
+
+const RecordTestEntityLive = RecordTestEntity.toLayer(
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const handlers = yield* runEntityHandlers<WebSearchRunRequest, RunStore | SqlClient.SqlClient, SideStart>({
+      kind: "web_search",
+      requestOf: (run) => run.request._tag === "WebSearch" ? run.request : undefined,
+      conduct: (run, _request, begin) =>
+        Effect.suspend(() => {
+          conducted.set(run.id, conductedFor(run.id) + 1)
+          const plan = recordedPlans.get(run.id)
+          return plan === undefined ? Effect.die(new Error(`no plan for ${run.id}`)) : plan(run, begin)
+        }),
+      internalErrorDetail: INTERNAL_ERROR_DETAIL,
+      record: {
+        // The start is the claim (one write): the kernel did not claim the run before it.
+        start: (run, token) =>
+          Effect.gen(function*() {
+            const rows = yield* sql<{ id: string }>`
+              UPDATE runs SET status = 'running', started_at = coalesce(started_at, now()), executor = ${token}
+              WHERE id = ${run.id} AND status NOT IN ('done', 'failed', 'canceled') RETURNING id`.pipe(Effect.orDie)
+            if (rows.length === 0) return yield* new RunStopped()
+            yield* appendSide(sql, run.id, "side.started", { token, resumed: run.started_at !== null })
+            return { resumed: run.started_at !== null }
+          }),
+        end: (run, end, token) =>
+          Effect.gen(function*() {
+            const rows = yield* sql<{ id: string }>`
+              UPDATE runs SET status = ${end.status}, terminal_reason = ${end.terminalReason}, error_code = ${end.code},
+                error_detail = ${end.detail}, finished_at = now()
+              WHERE id = ${run.id} ${token === undefined ? sql`` : sql`AND executor = ${token}`} RETURNING id`.pipe(Effect.orDie)
+            if (rows.length === 0) return yield* Effect.die(new SupersededExecution(run.id))
+            yield* appendSide(sql, run.id, "side.ended", { ...end, token: token ?? null })
+          })
+      },
+      finished: (run) => Effect.sync(() => void finishedCalls.set(run.id, (finishedCalls.get(run.id) ?? 0) + 1))
+    })
+    return RecordTestEntity.of(handlers)
+  })
+)
+
 // --- The layer ------------------------------------------------------------------------------
 
 /** The loopback receiver the runs' callbacks go to. */
@@ -87,7 +152,7 @@ const ConfigLive = Layer.unwrap(Effect.gen(function*() {
   return AppConfig.layerFrom({ DATABASE_URL: url, WA_DATA_DIR: dataDir, WA_LOG_LEVEL: "Warn", WA_ALLOW_PRIVATE_NETWORKS: "true" })
 }))
 
-const TestLayer = Layer.mergeAll(KernelTestEntityLive, ReceiverLive).pipe(
+const TestLayer = Layer.mergeAll(KernelTestEntityLive, RecordTestEntityLive, ReceiverLive).pipe(
   Layer.provideMerge(RunNotifier.layer(callbackView)),
   Layer.provideMerge(Layer.mergeAll(RunStore.layer, Callbacks.layer, Projects.layer)),
   Layer.provideMerge(TestRunner.layer),
@@ -499,6 +564,92 @@ layer(TestLayer, { excludeTestServices: true, timeout: 120_000 })("run kernel", 
       expect((yield* typesOf(run.id)).filter((type) => type === "run.completed")).toHaveLength(1)
       expect(yield* deliveriesOf(run.project_id, run.id)).toHaveLength(1)
       expect(loggedFor(run.id, "run failed")).toEqual([])
+    }))
+
+  it.effect("a record of its own: the start and the kernel's ends are the record's writes, not the run log's; an ended run's Execute calls finished", () =>
+    Effect.gen(function*() {
+      const store = yield* RunStore
+      const sql = yield* SqlClient.SqlClient
+      const projectId = yield* newProject
+      const search: RunRequest = { _tag: "WebSearch", queries: ["kernel record"], max_results_per_query: 5, rerank: false, summarize: false, wait: false }
+      const clientFor = yield* RecordTestEntity.client
+      const executeRecorded = (runId: RunId) => clientFor(runId).Execute({ runId }).pipe(Effect.orDie)
+      const sideOf = (runId: RunId) => store.eventsAfter(RunId.make(sideLog(runId)), 0, 100)
+
+      // A fresh run: the record starts it and gives the work what it said; the work ends it itself.
+      const fresh = yield* store.createStandaloneRun(projectId, search).pipe(Effect.orDie)
+      const ownEvents = yield* eventsOf(fresh.id)
+      const seen: Array<{ token: string; loaded: unknown; started: SideStart }> = []
+      recordedPlans.set(fresh.id, (run, begin) =>
+        Effect.gen(function*() {
+          const [token, loaded, started] = yield* begin(Effect.succeed("loaded"))
+          seen.push({ token, loaded, started })
+          yield* sql`UPDATE runs SET status = 'done', finished_at = now() WHERE id = ${run.id} AND executor = ${token}`.pipe(Effect.orDie)
+        }))
+      yield* executeRecorded(fresh.id)
+      expect(seen).toHaveLength(1)
+      expect(seen[0]!.loaded).toBe("loaded")
+      expect(seen[0]!.started).toEqual({ resumed: false })
+      expect((yield* sideOf(fresh.id)).map((event) => [event.type, event.data["token"]])).toEqual([["side.started", seen[0]!.token]])
+      // Nothing in the run's own log: no pending→running, no run.resumed, no run.completed.
+      expect(yield* eventsOf(fresh.id)).toEqual(ownEvents)
+      expect(yield* store.getRun(fresh.id)).toMatchObject({ status: "done" })
+      // Its start is logged at Debug (many short runs, their own log says more); no Info line.
+      expect(loggedFor(fresh.id, "run started")).toHaveLength(0)
+
+      // Delivered again once it ended: `finished`, not the work.
+      yield* executeRecorded(fresh.id)
+      expect(conductedFor(fresh.id)).toBe(1)
+      expect(finishedCalls.get(fresh.id)).toBe(1)
+
+      // A run under way before (started_at set) that crashes: its record says it resumed, and the
+      // kernel's end (internal_error) is the record's, for this execution.
+      const crashed = yield* store.createStandaloneRun(projectId, search).pipe(Effect.orDie)
+      yield* sql`UPDATE runs SET status = 'running', started_at = now() WHERE id = ${crashed.id}`.pipe(Effect.orDie)
+      const crashedEvents = yield* eventsOf(crashed.id)
+      let crashedToken = ""
+      recordedPlans.set(crashed.id, (_run, begin) =>
+        Effect.gen(function*() {
+          const [token, , started] = yield* begin(Effect.void)
+          crashedToken = token
+          expect(started).toEqual({ resumed: true })
+          return yield* Effect.die(new Error("disk on fire"))
+        }))
+      yield* executeRecorded(crashed.id)
+      expect(yield* store.getRun(crashed.id)).toMatchObject({ status: "failed", terminal_reason: "failed", error_code: "internal_error", error_detail: INTERNAL_ERROR_DETAIL })
+      const side = yield* sideOf(crashed.id)
+      expect(side.map((event) => event.type)).toEqual(["side.started", "side.ended"])
+      expect(side[1]!.data).toEqual({ status: "failed", terminalReason: "failed", code: "internal_error", detail: INTERNAL_ERROR_DETAIL, token: crashedToken })
+      expect(yield* eventsOf(crashed.id)).toEqual(crashedEvents)
+      expect(loggedFor(crashed.id, "run resumed")).toHaveLength(0)
+      expect(loggedFor(crashed.id, "run failed")[0]?.cause).toContain("disk on fire")
+
+      // A RunFailure: its code, through the record.
+      const refused = yield* store.createStandaloneRun(projectId, search).pipe(Effect.orDie)
+      recordedPlans.set(refused.id, (_run, begin) =>
+        begin(Effect.void).pipe(Effect.andThen(Effect.fail(new RunFailure({ code: "validation_error", detail: "no such engine" })))))
+      yield* executeRecorded(refused.id)
+      expect(yield* store.getRun(refused.id)).toMatchObject({ status: "failed", error_code: "validation_error", error_detail: "no such engine" })
+
+      // Superseded before the kernel's end: the record's end refuses, nothing is written, the take-over is logged.
+      const started = yield* Deferred.make<void>()
+      const proceed = yield* Deferred.make<void>()
+      const stale = yield* store.createStandaloneRun(projectId, search).pipe(Effect.orDie)
+      recordedPlans.set(stale.id, (_run, begin) =>
+        Effect.gen(function*() {
+          yield* begin(Effect.void)
+          yield* Deferred.succeed(started, undefined)
+          yield* Deferred.await(proceed)
+          return yield* Effect.die(new Error("stale crash"))
+        }))
+      const executing = yield* Effect.forkChild(executeRecorded(stale.id))
+      yield* Deferred.await(started)
+      yield* store.claimExecution(stale.id)
+      yield* Deferred.succeed(proceed, undefined)
+      yield* Fiber.join(executing)
+      expect(yield* store.getRun(stale.id)).toMatchObject({ status: "running", error_code: null })
+      expect((yield* sideOf(stale.id)).map((event) => event.type)).toEqual(["side.started"])
+      expect(loggedFor(stale.id, "run taken over by another runner; this execution stopped")).toHaveLength(1)
     }))
 
   // Last: the runner drains from here on (the layer's RunnerLifecycle stays draining).
