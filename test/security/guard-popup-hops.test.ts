@@ -36,6 +36,12 @@ const sites = Effect.gen(function*() {
   })
   // A connection counts as asking, even one closed before its request was written.
   hop.server.on("connection", () => asked.push("connection"))
+  // Another one, for the context without a policy of the last test.
+  const freeAsked: Array<string> = []
+  const freeHop = yield* listen((req, res) => {
+    freeAsked.push(`${req.headers.host} ${req.url}`)
+    res.writeHead(200, { "content-type": "text/html" }).end("<h1>Hop landing</h1>")
+  })
   const target = `http://localhost:${hop.port}/landing`
   const redirect = `/redirect?to=${encodeURIComponent(target)}`
   let crossSite = ""
@@ -51,16 +57,23 @@ const sites = Effect.gen(function*() {
           `<a href="${redirect}" target="_blank">Partner in a new tab</a>` +
             `<button onclick="window.open('${redirect}')">Partner in a popup</button>`
         )
+      case "/opener-free":
+        return html(`<button onclick="window.open('/redirect?to=${encodeURIComponent(`http://localhost:${freeHop.port}/landing`)}')">Partner in a popup</button>`)
       case "/frame-host":
         return html(`<h1>Host</h1><iframe src="${crossSite}/inner" width="400" height="200"></iframe>`)
       case "/inner":
         return html(`<a href="${redirect}">Partner in the frame</a>`)
+      case "/frame-host-nested":
+        return html(`<h1>Host</h1><iframe src="${crossSite}/inner-nested" width="400" height="200"></iframe>`)
+      case "/inner-nested":
+        // A frame inside the cross-site frame whose first load redirects: the OOPIF's own request.
+        return html(`<p>Inner</p><iframe src="${redirect}"></iframe>`)
       default:
         return html(`<p>${url.pathname}</p>`)
     }
   })
   crossSite = `http://[::ffff:127.0.0.1]:${site.port}`
-  return { asked, hopHost: `localhost:${hop.port}`, site: `http://127.0.0.1:${site.port}` }
+  return { asked, freeAsked, hopHost: `localhost:${hop.port}`, site: `http://127.0.0.1:${site.port}` }
 })
 
 const denyLocalhost = runSafety({ allowed_domains: [], denied_domains: ["localhost"], confirm_actions: [] }).navigation
@@ -137,10 +150,49 @@ describe("redirect hops of pop-ups and cross-site frames under a domain policy",
       assert.include(reported[0]!.message, hopHost)
       assert.deepStrictEqual(asked, [], "the refused host was asked")
 
+      // A frame inside the cross-site frame, whose first load redirects there: refused before it is followed too.
+      const nested = yield* navigate(lease, `${site}/frame-host-nested`)
+      assert.include(nested.message, hopHost, nested.message)
+      assert.deepStrictEqual(asked, [], "the refused host was asked by the nested frame")
+
       // Without the policy the same frame follows the hop (the test can fail).
       yield* Effect.promise(() => lease.guard.setPolicy(undefined))
       yield* navigate(lease, `${site}/frame-host`)
       yield* click(lease, refFor((yield* observe(lease)).snapshot, /link "Partner in the frame"/))
       assert.isTrue(asked.some((line) => line === `${hopHost} /landing`), JSON.stringify(asked))
+    }).pipe(Effect.scoped, Effect.provide(poolLayer)), 120_000)
+
+  it.live("contexts of one browser: each watched context is watched on its own, the others are let go", () =>
+    Effect.gen(function*() {
+      const { asked, freeAsked, hopHost, site } = yield* sites
+      const pool = yield* BrowserPool
+      // A watched context released before the others are used: its end must not unwatch them.
+      yield* Effect.gen(function*() {
+        const first = yield* pool.acquireContext()
+        yield* Effect.promise(() => first.guard.setPolicy(denyLocalhost))
+        yield* navigate(first, `${site}/opener`)
+      }).pipe(Effect.scoped)
+      const watched = yield* pool.acquireContext()
+      const free = yield* pool.acquireContext()
+      yield* Effect.promise(() => watched.guard.setPolicy(denyLocalhost))
+
+      // A context without a policy opens pop-ups as before (its targets are let go at once).
+      yield* navigate(free, `${site}/opener-free`)
+      yield* click(free, refFor((yield* observe(free)).snapshot, /button "Partner in a popup"/))
+      for (let i = 0; i < 100 && !freeAsked.some((line) => line.endsWith(" /landing")); i++) {
+        yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 50)))
+      }
+      assert.isTrue(freeAsked.some((line) => line.endsWith(" /landing")), JSON.stringify(freeAsked))
+
+      yield* navigate(watched, `${site}/opener`)
+      const clicked = yield* Effect.result(click(watched, refFor((yield* observe(watched)).snapshot, /button "Partner in a popup"/)))
+      let refusal = Result.isFailure(clicked) ? clicked.failure : undefined
+      for (let i = 0; i < 100 && refusal === undefined; i++) {
+        yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 50)))
+        refusal = watched.guard.takeRefusals().at(-1)
+      }
+      assert.deepStrictEqual(asked, [], "the refused host was asked")
+      assert.include(refusal?.message, "the redirect was not followed", refusal?.message)
+      assert.include(refusal?.message, hopHost)
     }).pipe(Effect.scoped, Effect.provide(poolLayer)), 120_000)
 })
