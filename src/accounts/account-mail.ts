@@ -23,6 +23,7 @@ import { hashPassword } from "./passwords.ts"
 import { AccountTokenStore, type TokenPurpose as Purpose } from "./account-token-store.ts"
 import { generateInvitationToken as generateMailToken } from "./session-tokens.ts"
 import { normalizeEmail, Users } from "./users.ts"
+import type { UserId } from "../domain/id-schemas.ts"
 
 export const VERIFY_EMAIL_TTL_HOURS = 24
 export const RESET_PASSWORD_TTL_MINUTES = 30
@@ -36,9 +37,9 @@ export interface VerificationRequested {
 
 export class AccountMail extends Context.Service<AccountMail, {
   /** Mails the signed-in user a verification link; `baseUrl` is the service's public base URL. */
-  readonly requestVerification: (userId: string, address: string, baseUrl: string) => Effect.Effect<VerificationRequested, LoginThrottled>
+  readonly requestVerification: (userId: UserId, address: string, baseUrl: string) => Effect.Effect<VerificationRequested, LoginThrottled>
   /** Verifies the user's address with the token of the mail (it must be this user's token). */
-  readonly verifyEmail: (userId: string, token: string) => Effect.Effect<void, AccountResourceNotFound | AccountConflict>
+  readonly verifyEmail: (userId: UserId, token: string) => Effect.Effect<void, AccountResourceNotFound | AccountConflict>
   /** Mails a reset link when an account has this email; succeeds the same way when none has. */
   readonly requestPasswordReset: (email: string, address: string, baseUrl: string) => Effect.Effect<void, LoginThrottled>
   /** Sets the new password with a reset token: verifies the address and ends every session. */
@@ -52,7 +53,7 @@ export class AccountMail extends Context.Service<AccountMail, {
       const throttle = yield* LoginThrottle
       const mail = yield* OutgoingMail
 
-      const issue = (userId: string, email: string, purpose: Purpose, ttl: string) =>
+      const issue = (userId: UserId, email: string, purpose: Purpose, ttl: string) =>
         Effect.gen(function*() {
           const token = generateMailToken()
           // Tokens of the user that ended a day ago go as a new one is made.
@@ -65,7 +66,7 @@ export class AccountMail extends Context.Service<AccountMail, {
         mail.send({ to, subject, text }).pipe(Effect.as(true), Effect.catchTag("MailNotSent", () => Effect.succeed(false)))
 
       /** Why a token is refused: unknown (or another user's), used, or expired. */
-      const refusal = (token: string, purpose: Purpose, userId: string | undefined) =>
+      const refusal = (token: string, purpose: Purpose, userId: UserId | undefined) =>
         Effect.gen(function*() {
           const row = yield* store.state(token, purpose)
           if (row === undefined || (userId !== undefined && row.user_id !== userId)) return new AccountResourceNotFound({ what: "token", id: "(token)" })
@@ -75,7 +76,7 @@ export class AccountMail extends Context.Service<AccountMail, {
             : new AccountConflict({ code: "token_expired", detail: `this ${link} has expired; ask for a new one` })
         })
 
-      const requestVerification = Effect.fn("AccountMail.requestVerification")(function*(userId: string, address: string, baseUrl: string) {
+      const requestVerification = Effect.fn("AccountMail.requestVerification")(function*(userId: UserId, address: string, baseUrl: string) {
         const user = yield* users.get(userId)
         if (user === undefined) return { email: "", emailVerified: false, mailSent: false }
         if (user.email_verified) return { email: user.email, emailVerified: true, mailSent: false }
@@ -99,7 +100,7 @@ export class AccountMail extends Context.Service<AccountMail, {
         return { email: user.email, emailVerified: false, mailSent }
       })
 
-      const verifyEmail = Effect.fn("AccountMail.verifyEmail")(function*(userId: string, token: string) {
+      const verifyEmail = Effect.fn("AccountMail.verifyEmail")(function*(userId: UserId, token: string) {
         // The token counts only for the address it was mailed to, and only for its own account.
         const verified = yield* store.verifyEmail(userId, token)
         if (!verified) return yield* (yield* refusal(token, "verify_email", userId))

@@ -8,28 +8,29 @@ import { SqlClient } from "effect/sql"
 import { hashToken } from "./session-tokens.ts"
 import { withMethodSpans } from "../observability/spans.ts"
 import { decodeRows } from "../store/rows.ts"
+import { UserId } from "../domain/id-schemas.ts"
 
 
 export type TokenPurpose = "verify_email" | "reset_password"
 
-const TokenStateRow = Schema.Struct({ user_id: Schema.String, used: Schema.Boolean, expired: Schema.Boolean })
+const TokenStateRow = Schema.Struct({ user_id: UserId, used: Schema.Boolean, expired: Schema.Boolean })
 export type TokenState = typeof TokenStateRow.Type
-const ClaimedResetRow = Schema.Struct({ user_id: Schema.String, email: Schema.String })
+const ClaimedResetRow = Schema.Struct({ user_id: UserId, email: Schema.String })
 
 export class AccountTokenStore extends Context.Service<AccountTokenStore, {
   /** Stores a new token of the user for `ttl` (an interval); the user's tokens that ended a day ago go. */
-  readonly issue: (token: string, userId: string, email: string, purpose: TokenPurpose, ttl: string) => Effect.Effect<void>
+  readonly issue: (token: string, userId: UserId, email: string, purpose: TokenPurpose, ttl: string) => Effect.Effect<void>
   /** Whose the token is, whether it was used and whether it expired; undefined when unknown. */
   readonly state: (token: string, purpose: TokenPurpose) => Effect.Effect<TokenState | undefined>
   /**
    * Uses the user's verification token and marks the address verified, in one transaction; only
    * for the address it was mailed to. False when no live token of the user matched.
    */
-  readonly verifyEmail: (userId: string, token: string) => Effect.Effect<boolean>
+  readonly verifyEmail: (userId: UserId, token: string) => Effect.Effect<boolean>
   /** Whether the reset token is live (unused and not expired). */
   readonly resetIsLive: (token: string) => Effect.Effect<boolean>
   /** Uses a live reset token: its user and address, or undefined. */
-  readonly claimReset: (token: string) => Effect.Effect<{ readonly user_id: string; readonly email: string } | undefined>
+  readonly claimReset: (token: string) => Effect.Effect<{ readonly user_id: UserId; readonly email: string } | undefined>
   /** Runs `effect` in one transaction (the statements of other stores in it join it). */
   readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
 }>()("wa/accounts/AccountTokenStore") {

@@ -9,15 +9,16 @@ import { createOnce } from "../store/keyed-create.ts"
 import { withMethodSpans } from "../observability/spans.ts"
 import { type ApiKeyId, ProjectId } from "../domain/run.ts"
 import { decodeRows } from "../store/rows.ts"
+import { BugReportId, UserId } from "../domain/id-schemas.ts"
 
 
 export const InputMethod = Schema.Literals(["text", "voice", "mixed"])
 export type InputMethod = typeof InputMethod.Type
 
 export const BugReportRow = Schema.Struct({
-  id: Schema.String,
+  id: BugReportId,
   project_id: ProjectId,
-  user_id: Schema.NullOr(Schema.String),
+  user_id: Schema.NullOr(UserId),
   message: Schema.String,
   page_path: Schema.String,
   screenshot_data_url: Schema.NullOr(Schema.String),
@@ -34,7 +35,7 @@ const reportRows = decodeRows(BugReportRow)
 /** What is stored of a new report, and who filed it (a console user, or an API key). */
 export interface StoredBugReport {
   readonly projectId: ProjectId
-  readonly userId: string | null
+  readonly userId: UserId | null
   readonly apiKeyId: ApiKeyId | null
   readonly message: string
   readonly page_path: string
@@ -52,7 +53,7 @@ export class BugReportStore extends Context.Service<BugReportStore, {
    */
   readonly insertOnce: (report: StoredBugReport) => Effect.Effect<BugReportRow>
   /** A page newest first (`onlyUserId`: that user's reports only), and the total it is a page of. */
-  readonly page: (projectId: ProjectId, onlyUserId: string | null, limit: number, beforeId: string | undefined) => Effect.Effect<{
+  readonly page: (projectId: ProjectId, onlyUserId: UserId | null, limit: number, beforeId: string | undefined) => Effect.Effect<{
     readonly rows: ReadonlyArray<BugReportRow>
     readonly total: number
   }>

@@ -10,6 +10,7 @@ import { BugReportStore, type BugReportRow, type InputMethod } from "./bug-repor
 import { AccountInvalidField } from "./errors.ts"
 import { withMethodSpans } from "../observability/spans.ts"
 import type { ApiKeyId, ProjectId } from "../domain/run.ts"
+import type { UserId } from "../domain/id-schemas.ts"
 
 export type { BugReportRow, InputMethod } from "./bug-report-store.ts"
 
@@ -25,7 +26,7 @@ export interface NewBugReport {
 
 /** Who files or reads: a console user (their id) or an API key (its id). */
 export interface Reporter {
-  readonly userId: string | null
+  readonly userId: UserId | null
   readonly apiKeyId: ApiKeyId | null
 }
 
@@ -34,7 +35,7 @@ const dataUrlPattern = /^data:image\/(png|jpeg|webp);base64,[A-Za-z0-9+/]+={0,2}
 export class BugReports extends Context.Service<BugReports, {
   readonly create: (projectId: ProjectId, reporter: Reporter, report: NewBugReport) => Effect.Effect<BugReportRow, AccountInvalidField>
   /** Newest first; `onlyUserId` limits the list to one user's reports (a tenant member's view). */
-  readonly list: (projectId: ProjectId, onlyUserId: string | null, limit: number, beforeId: string | undefined) => Effect.Effect<{
+  readonly list: (projectId: ProjectId, onlyUserId: UserId | null, limit: number, beforeId: string | undefined) => Effect.Effect<{
     readonly rows: ReadonlyArray<BugReportRow>
     readonly total: number
   }>

@@ -13,6 +13,7 @@ import { normalizeEmail } from "./user-store.ts"
 import { withMethodSpans } from "../observability/spans.ts"
 import type { ProjectId } from "../domain/run.ts"
 import { decodeRows } from "../store/rows.ts"
+import { AuthIdentityId, InvitationId, TenantId, UserId } from "../domain/id-schemas.ts"
 
 
 export const Role = Schema.Literals(["admin", "member"])
@@ -22,31 +23,31 @@ export type MemberStatus = typeof MemberStatus.Type
 export const InvitationStatus = Schema.Literals(["pending", "accepted", "revoked", "expired"])
 export type InvitationStatus = typeof InvitationStatus.Type
 
-export const TenantRow = Schema.Struct({ id: Schema.String, name: Schema.String, created_at: Schema.Date })
+export const TenantRow = Schema.Struct({ id: TenantId, name: Schema.String, created_at: Schema.Date })
 export type TenantRow = typeof TenantRow.Type
 
 export const MembershipRow = Schema.Struct({ ...TenantRow.fields, role: Role, status: MemberStatus })
 export type MembershipRow = typeof MembershipRow.Type
 
 export const MemberRow = Schema.Struct({
-  user_id: Schema.String,
-  auth_identity_id: Schema.NullOr(Schema.String),
+  user_id: UserId,
+  auth_identity_id: Schema.NullOr(AuthIdentityId),
   role: Role,
   status: MemberStatus,
   display_name: Schema.NullOr(Schema.String),
   email: Schema.String,
-  invited_by_user_id: Schema.NullOr(Schema.String),
+  invited_by_user_id: Schema.NullOr(UserId),
   created_at: Schema.Date
 })
 export type MemberRow = typeof MemberRow.Type
 
 export const InvitationRow = Schema.Struct({
-  id: Schema.String,
-  tenant_id: Schema.String,
+  id: InvitationId,
+  tenant_id: TenantId,
   email: Schema.String,
   role: Role,
   status: InvitationStatus,
-  invited_by: Schema.NullOr(Schema.String),
+  invited_by: Schema.NullOr(UserId),
   expires_at: Schema.Date,
   accepted_at: Schema.NullOr(Schema.Date),
   revoked_at: Schema.NullOr(Schema.Date),
@@ -76,51 +77,51 @@ export class TenantStore extends Context.Service<TenantStore, {
   readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
   /** Records `id` on the request's Idempotency-Key claim, inside the transaction that creates it (src/store/keyed-create.ts). */
   readonly recordCreate: (id: string) => Effect.Effect<void>
-  readonly exists: (tenantId: string) => Effect.Effect<boolean>
+  readonly exists: (tenantId: TenantId) => Effect.Effect<boolean>
   /** Locks the tenant's row (to the end of the transaction): the checks of its members and caps run one at a time. */
-  readonly lockTenant: (tenantId: string) => Effect.Effect<void>
+  readonly lockTenant: (tenantId: TenantId) => Effect.Effect<void>
   /** Locks the user's row: the tenants one user creates are counted one at a time. */
-  readonly lockCreator: (userId: string) => Effect.Effect<void>
-  readonly countCreatedBy: (userId: string) => Effect.Effect<number>
+  readonly lockCreator: (userId: UserId) => Effect.Effect<void>
+  readonly countCreatedBy: (userId: UserId) => Effect.Effect<number>
   /** A new tenant. */
-  readonly insert: (name: string, createdByUserId: string) => Effect.Effect<TenantRow>
-  readonly createdBy: (tenantId: string, userId: string) => Effect.Effect<TenantRow | undefined>
-  readonly membership: (tenantId: string, userId: string) => Effect.Effect<MembershipRow | undefined>
+  readonly insert: (name: string, createdByUserId: UserId) => Effect.Effect<TenantRow>
+  readonly createdBy: (tenantId: TenantId, userId: UserId) => Effect.Effect<TenantRow | undefined>
+  readonly membership: (tenantId: TenantId, userId: UserId) => Effect.Effect<MembershipRow | undefined>
   /** The user's tenants by id; with `page`, at most `limit` of them after the id `after`. */
-  readonly listForUser: (userId: string, page?: { readonly limit: number; readonly after: string | undefined }) => Effect.Effect<ReadonlyArray<MembershipRow>>
-  readonly members: (tenantId: string, limit: number, afterUserId: string | undefined) => Effect.Effect<ReadonlyArray<MemberRow>>
-  readonly member: (tenantId: string, userId: string) => Effect.Effect<MemberRow | undefined>
-  readonly memberRole: (tenantId: string, userId: string) => Effect.Effect<{ readonly role: Role; readonly status: MemberStatus } | undefined>
+  readonly listForUser: (userId: UserId, page?: { readonly limit: number; readonly after: string | undefined }) => Effect.Effect<ReadonlyArray<MembershipRow>>
+  readonly members: (tenantId: TenantId, limit: number, afterUserId: string | undefined) => Effect.Effect<ReadonlyArray<MemberRow>>
+  readonly member: (tenantId: TenantId, userId: UserId) => Effect.Effect<MemberRow | undefined>
+  readonly memberRole: (tenantId: TenantId, userId: UserId) => Effect.Effect<{ readonly role: Role; readonly status: MemberStatus } | undefined>
   /** The tenant's active admins but `exceptUserId`. */
-  readonly countOtherActiveAdmins: (tenantId: string, exceptUserId: string) => Effect.Effect<number>
-  readonly setMember: (tenantId: string, userId: string, role: Role, status: MemberStatus) => Effect.Effect<void>
+  readonly countOtherActiveAdmins: (tenantId: TenantId, exceptUserId: string) => Effect.Effect<number>
+  readonly setMember: (tenantId: TenantId, userId: UserId, role: Role, status: MemberStatus) => Effect.Effect<void>
   /** Adds a member; false when the user is a member already. */
-  readonly insertMember: (member: { readonly tenantId: string; readonly userId: string; readonly identityId: string | null; readonly role: Role; readonly invitedBy?: string | null }) => Effect.Effect<boolean>
+  readonly insertMember: (member: { readonly tenantId: TenantId; readonly userId: UserId; readonly identityId: string | null; readonly role: Role; readonly invitedBy?: string | null }) => Effect.Effect<boolean>
   /** Whether a member of the tenant has this email (compared lower-cased). */
-  readonly hasMemberEmail: (tenantId: string, email: string) => Effect.Effect<boolean>
+  readonly hasMemberEmail: (tenantId: TenantId, email: string) => Effect.Effect<boolean>
   /** The emails of the tenant's live pending invitations. */
-  readonly pendingInvitationEmails: (tenantId: string) => Effect.Effect<ReadonlyArray<string>>
-  readonly insertInvitation: (invitation: { readonly tenantId: string; readonly email: string; readonly role: Role; readonly token: string; readonly invitedBy: string; readonly ttlHours: number }) => Effect.Effect<InvitationRow>
+  readonly pendingInvitationEmails: (tenantId: TenantId) => Effect.Effect<ReadonlyArray<string>>
+  readonly insertInvitation: (invitation: { readonly tenantId: TenantId; readonly email: string; readonly role: Role; readonly token: string; readonly invitedBy: UserId; readonly ttlHours: number }) => Effect.Effect<InvitationRow>
   /** Gives a pending invitation of the tenant a new token; undefined when it is not pending. */
-  readonly retokenInvitation: (tenantId: string, invitationId: string, token: string) => Effect.Effect<InvitationRow | undefined>
-  readonly invitations: (tenantId: string, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<InvitationRow>>
-  readonly invitation: (tenantId: string, invitationId: string) => Effect.Effect<InvitationRow | undefined>
+  readonly retokenInvitation: (tenantId: TenantId, invitationId: InvitationId, token: string) => Effect.Effect<InvitationRow | undefined>
+  readonly invitations: (tenantId: TenantId, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<InvitationRow>>
+  readonly invitation: (tenantId: TenantId, invitationId: InvitationId) => Effect.Effect<InvitationRow | undefined>
   /** Revokes a live pending invitation; undefined when it is not one. */
-  readonly revokeInvitation: (tenantId: string, invitationId: string) => Effect.Effect<InvitationRow | undefined>
+  readonly revokeInvitation: (tenantId: TenantId, invitationId: InvitationId) => Effect.Effect<InvitationRow | undefined>
   readonly invitationByToken: (token: string) => Effect.Effect<InvitationRow | undefined>
   /** invitationByToken with the row locked. */
   readonly lockInvitationByToken: (token: string) => Effect.Effect<InvitationRow | undefined>
-  readonly markAccepted: (invitationId: string, userId: string) => Effect.Effect<void>
-  readonly projects: (tenantId: string, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<TenantProjectRow>>
-  readonly project: (tenantId: string, projectId: ProjectId) => Effect.Effect<TenantProjectRow | undefined>
-  readonly insertProject: (tenantId: string, name: string) => Effect.Effect<TenantProjectRow>
+  readonly markAccepted: (invitationId: InvitationId, userId: UserId) => Effect.Effect<void>
+  readonly projects: (tenantId: TenantId, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<TenantProjectRow>>
+  readonly project: (tenantId: TenantId, projectId: ProjectId) => Effect.Effect<TenantProjectRow | undefined>
+  readonly insertProject: (tenantId: TenantId, name: string) => Effect.Effect<TenantProjectRow>
 }>()("wa/accounts/TenantStore") {
   static readonly layer = Layer.effect(
     TenantStore,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       const invitationSelect = sql.literal(invitationColumns)
-      const memberSelect = (tenantId: string) => sql`
+      const memberSelect = (tenantId: TenantId) => sql`
         SELECT m.user_id, m.auth_identity_id, m.role, m.status, u.display_name, u.email, m.invited_by_user_id, m.created_at
         FROM tenant_members m JOIN users u ON u.id = m.user_id
         WHERE m.tenant_id = ${tenantId}`

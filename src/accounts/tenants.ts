@@ -37,6 +37,7 @@ import {
 import { normalizeEmail, UserStore } from "./user-store.ts"
 import { withMethodSpans } from "../observability/spans.ts"
 import type { ProjectId } from "../domain/run.ts"
+import { InvitationId, TenantId, type UserId } from "../domain/id-schemas.ts"
 
 export type {
   InvitationRow,
@@ -50,26 +51,26 @@ export type {
 } from "./tenant-store.ts"
 
 type AcceptAs =
-  | { readonly _tag: "SignedIn"; readonly userId: string; readonly email: string }
+  | { readonly _tag: "SignedIn"; readonly userId: UserId; readonly email: string }
   | { readonly _tag: "NewAccount"; readonly password: string | null; readonly displayName: string | null }
 
 export class Tenants extends Context.Service<Tenants, {
-  readonly create: (userId: string, name: string) => Effect.Effect<TenantRow, AccountLimitReached>
+  readonly create: (userId: UserId, name: string) => Effect.Effect<TenantRow, AccountLimitReached>
   /** The user's tenants by id; with `page`, at most `limit` of them after the id `after`. */
-  readonly listForUser: (userId: string, page?: { readonly limit: number; readonly after: string | undefined }) => Effect.Effect<ReadonlyArray<MembershipRow>>
+  readonly listForUser: (userId: UserId, page?: { readonly limit: number; readonly after: string | undefined }) => Effect.Effect<ReadonlyArray<MembershipRow>>
   /** The caller's membership, failing unless it is active and has at least `role`. */
-  readonly require: (tenantId: string, userId: string, role: Role) => Effect.Effect<MembershipRow, AccountResourceNotFound | RoleForbidden>
-  readonly members: (tenantId: string, userId: string, limit: number, afterUserId: string | undefined) => Effect.Effect<ReadonlyArray<MemberRow>, AccountResourceNotFound | RoleForbidden>
-  readonly updateMember: (tenantId: string, actorId: string, targetUserId: string, change: { readonly role?: Role | undefined; readonly status?: MemberStatus | undefined }) => Effect.Effect<MemberRow, AccountResourceNotFound | RoleForbidden | AccountConflict>
-  readonly invite: (tenantId: string, actorId: string, email: string, role: Role) => Effect.Effect<{ readonly invitation: InvitationRow; readonly token: string }, AccountResourceNotFound | RoleForbidden | AccountConflict | AccountLimitReached>
-  readonly invitations: (tenantId: string, actorId: string, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<InvitationRow>, AccountResourceNotFound | RoleForbidden>
-  readonly revokeInvitation: (tenantId: string, actorId: string, invitationId: string) => Effect.Effect<InvitationRow, AccountResourceNotFound | RoleForbidden | AccountConflict>
-  readonly accept: (token: string, as: AcceptAs) => Effect.Effect<{ readonly tenantId: string; readonly userId: string; readonly role: Role }, AccountResourceNotFound | RoleForbidden | AccountConflict | AccountInvalidField>
-  readonly projects: (tenantId: string, userId: string, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<TenantProjectRow>, AccountResourceNotFound | RoleForbidden>
-  readonly createProject: (tenantId: string, userId: string, name: string) => Effect.Effect<TenantProjectRow, AccountResourceNotFound | RoleForbidden>
-  readonly exists: (tenantId: string) => Effect.Effect<boolean>
+  readonly require: (tenantId: TenantId, userId: UserId, role: Role) => Effect.Effect<MembershipRow, AccountResourceNotFound | RoleForbidden>
+  readonly members: (tenantId: TenantId, userId: UserId, limit: number, afterUserId: string | undefined) => Effect.Effect<ReadonlyArray<MemberRow>, AccountResourceNotFound | RoleForbidden>
+  readonly updateMember: (tenantId: TenantId, actorId: UserId, targetUserId: UserId, change: { readonly role?: Role | undefined; readonly status?: MemberStatus | undefined }) => Effect.Effect<MemberRow, AccountResourceNotFound | RoleForbidden | AccountConflict>
+  readonly invite: (tenantId: TenantId, actorId: UserId, email: string, role: Role) => Effect.Effect<{ readonly invitation: InvitationRow; readonly token: string }, AccountResourceNotFound | RoleForbidden | AccountConflict | AccountLimitReached>
+  readonly invitations: (tenantId: TenantId, actorId: UserId, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<InvitationRow>, AccountResourceNotFound | RoleForbidden>
+  readonly revokeInvitation: (tenantId: TenantId, actorId: UserId, invitationId: InvitationId) => Effect.Effect<InvitationRow, AccountResourceNotFound | RoleForbidden | AccountConflict>
+  readonly accept: (token: string, as: AcceptAs) => Effect.Effect<{ readonly tenantId: TenantId; readonly userId: UserId; readonly role: Role }, AccountResourceNotFound | RoleForbidden | AccountConflict | AccountInvalidField>
+  readonly projects: (tenantId: TenantId, userId: UserId, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<TenantProjectRow>, AccountResourceNotFound | RoleForbidden>
+  readonly createProject: (tenantId: TenantId, userId: UserId, name: string) => Effect.Effect<TenantProjectRow, AccountResourceNotFound | RoleForbidden>
+  readonly exists: (tenantId: TenantId) => Effect.Effect<boolean>
   /** Adds a user to a tenant (the CLI's `users create --tenant`). */
-  readonly addMember: (tenantId: string, userId: string, role: Role, identityId: string | null) => Effect.Effect<void, AccountResourceNotFound | AccountConflict>
+  readonly addMember: (tenantId: TenantId, userId: UserId, role: Role, identityId: string | null) => Effect.Effect<void, AccountResourceNotFound | AccountConflict>
 }>()("wa/accounts/Tenants") {
   static readonly layer = Layer.effect(
     Tenants,
@@ -78,7 +79,7 @@ export class Tenants extends Context.Service<Tenants, {
       const users = yield* UserStore
       const config = yield* AppConfig
 
-      const require = (tenantId: string, userId: string, role: Role) =>
+      const require = (tenantId: TenantId, userId: UserId, role: Role) =>
         Effect.gen(function*() {
           const row = yield* store.membership(tenantId, userId)
           if (row === undefined) return yield* new AccountResourceNotFound({ what: "tenant", id: tenantId })
@@ -91,9 +92,10 @@ export class Tenants extends Context.Service<Tenants, {
           return row
         })
 
-      const create = Effect.fn("Tenants.create")(function*(userId: string, name: string) {
+      const create = Effect.fn("Tenants.create")(function*(userId: UserId, name: string) {
         // The retry of a keyed create whose first attempt committed before its process died gets that tenant.
-        const earlier = yield* earlierCreate((id) => store.createdBy(id, userId))
+        // The claim recorded the id of the tenant this create made (below).
+        const earlier = yield* earlierCreate((id) => store.createdBy(TenantId.make(id), userId))
         if (earlier !== undefined) return earlier
         return yield* store.transaction(Effect.gen(function*() {
           // The user's row is the lock: concurrent creations by one user count one after another.
@@ -111,16 +113,16 @@ export class Tenants extends Context.Service<Tenants, {
 
       const listForUser = store.listForUser
 
-      const members = (tenantId: string, userId: string, limit: number, afterUserId: string | undefined) =>
+      const members = (tenantId: TenantId, userId: UserId, limit: number, afterUserId: string | undefined) =>
         Effect.gen(function*() {
           yield* require(tenantId, userId, "member")
           return yield* store.members(tenantId, limit, afterUserId)
         })
 
       const updateMember = Effect.fn("Tenants.updateMember")(function*(
-        tenantId: string,
-        actorId: string,
-        targetUserId: string,
+        tenantId: TenantId,
+        actorId: UserId,
+        targetUserId: UserId,
         change: { readonly role?: Role | undefined; readonly status?: MemberStatus | undefined }
       ) {
         yield* require(tenantId, actorId, "admin")
@@ -144,14 +146,15 @@ export class Tenants extends Context.Service<Tenants, {
         }))
       })
 
-      const invite = Effect.fn("Tenants.invite")(function*(tenantId: string, actorId: string, email: string, role: Role) {
+      const invite = Effect.fn("Tenants.invite")(function*(tenantId: TenantId, actorId: UserId, email: string, role: Role) {
         yield* require(tenantId, actorId, "admin")
         const token = generateInvitationToken()
         const address = email.trim()
         // The retry of a keyed invite whose first attempt committed before its process died gets that
         // invitation, with a new token: the first answer was never kept, so never sent, and only the
         // token's hash is stored, so nobody holds the old one.
-        const earlier = yield* earlierCreate((id) => store.retokenInvitation(tenantId, id, token))
+        // The claim recorded the id of the invitation this create made (below).
+        const earlier = yield* earlierCreate((id) => store.retokenInvitation(tenantId, InvitationId.make(id), token))
         if (earlier !== undefined) return { invitation: earlier, token }
         const invitation = yield* store.transaction(Effect.gen(function*() {
           yield* store.lockTenant(tenantId)
@@ -173,13 +176,13 @@ export class Tenants extends Context.Service<Tenants, {
         return { invitation, token }
       })
 
-      const invitations = (tenantId: string, actorId: string, limit: number, beforeId: string | undefined) =>
+      const invitations = (tenantId: TenantId, actorId: UserId, limit: number, beforeId: string | undefined) =>
         Effect.gen(function*() {
           yield* require(tenantId, actorId, "admin")
           return yield* store.invitations(tenantId, limit, beforeId)
         })
 
-      const revokeInvitation = Effect.fn("Tenants.revokeInvitation")(function*(tenantId: string, actorId: string, invitationId: string) {
+      const revokeInvitation = Effect.fn("Tenants.revokeInvitation")(function*(tenantId: TenantId, actorId: UserId, invitationId: InvitationId) {
         yield* require(tenantId, actorId, "admin")
         const revoked = yield* store.revokeInvitation(tenantId, invitationId)
         if (revoked !== undefined) return revoked
@@ -205,7 +208,7 @@ export class Tenants extends Context.Service<Tenants, {
           const invitation = yield* store.lockInvitationByToken(token)
           const gone = notPending(invitation)
           if (gone !== undefined || invitation === undefined) return yield* (gone ?? new AccountResourceNotFound({ what: "invitation", id: "(token)" }))
-          let userId: string
+          let userId: UserId
           let identityId: string | null
           if (as._tag === "SignedIn") {
             if (normalizeEmail(as.email) !== normalizeEmail(invitation.email)) {
@@ -231,13 +234,13 @@ export class Tenants extends Context.Service<Tenants, {
         }))
       })
 
-      const projects = (tenantId: string, userId: string, limit: number, beforeId: string | undefined) =>
+      const projects = (tenantId: TenantId, userId: UserId, limit: number, beforeId: string | undefined) =>
         Effect.gen(function*() {
           yield* require(tenantId, userId, "member")
           return yield* store.projects(tenantId, limit, beforeId)
         })
 
-      const createProject = (tenantId: string, userId: string, name: string) =>
+      const createProject = (tenantId: TenantId, userId: UserId, name: string) =>
         Effect.gen(function*() {
           yield* require(tenantId, userId, "admin")
           // The retry of a keyed create whose first attempt committed before its process died gets that project.
@@ -251,7 +254,7 @@ export class Tenants extends Context.Service<Tenants, {
           }))
         })
 
-      const addMember = (tenantId: string, userId: string, role: Role, identityId: string | null) =>
+      const addMember = (tenantId: TenantId, userId: UserId, role: Role, identityId: string | null) =>
         Effect.gen(function*() {
           if (!(yield* store.exists(tenantId))) return yield* new AccountResourceNotFound({ what: "tenant", id: tenantId })
           const added = yield* store.insertMember({ tenantId, userId, identityId, role })

@@ -11,7 +11,7 @@ import { makeId } from "../domain/ids.ts"
 import { hashToken } from "./session-tokens.ts"
 import { withMethodSpans } from "../observability/spans.ts"
 import type { ProjectId } from "../domain/run.ts"
-import { UserSessionId } from "../domain/id-schemas.ts"
+import { AuthIdentityId, UserId, UserSessionId } from "../domain/id-schemas.ts"
 import { decodeRows } from "../store/rows.ts"
 
 
@@ -19,7 +19,7 @@ import { decodeRows } from "../store/rows.ts"
 export const normalizeEmail = (email: string) => email.trim().toLowerCase()
 
 export const UserRow = Schema.Struct({
-  id: Schema.String,
+  id: UserId,
   email: Schema.String,
   display_name: Schema.NullOr(Schema.String),
   /** Whether the account's owner proved the address (a mailed link, SSO, or the operator made it). */
@@ -37,7 +37,7 @@ export type SsoCandidate = typeof SsoCandidate.Type
 const SessionKindSchema = Schema.Literals(["cookie", "bearer"])
 export const SessionRow = Schema.Struct({
   id: UserSessionId,
-  user_id: Schema.String,
+  user_id: UserId,
   email: Schema.String,
   kind: SessionKindSchema,
   expires_at: Schema.Date,
@@ -49,7 +49,7 @@ const MemberStatus = Schema.NullOr(Schema.Literals(["active", "disabled"]))
 const SessionOnProjectRow = Schema.Struct({ ...SessionRow.fields, role: MemberRole, status: MemberStatus })
 export type SessionOnProjectRow = typeof SessionOnProjectRow.Type
 
-const IdRow = Schema.Struct({ id: Schema.String })
+const IdRow = Schema.Struct({ id: AuthIdentityId })
 const ExpiresRow = Schema.Struct({ expires_at: Schema.Date })
 const HashRow = Schema.Struct({ password_hash: Schema.NullOr(Schema.String) })
 const EmailRow = Schema.Struct({ email: Schema.String })
@@ -65,35 +65,35 @@ export class UserStore extends Context.Service<UserStore, {
     readonly passwordHash: string
     /** Whether the address counts as proven (the operator made the account), or not yet (an invitation accepted). */
     readonly emailVerified: boolean
-  }) => Effect.Effect<(UserRow & { readonly identity_id: string }) | undefined>
+  }) => Effect.Effect<(UserRow & { readonly identity_id: AuthIdentityId }) | undefined>
   /** The user's first sign-in identity (by id), if any. */
-  readonly firstIdentityId: (userId: string) => Effect.Effect<string | null>
+  readonly firstIdentityId: (userId: UserId) => Effect.Effect<AuthIdentityId | null>
   readonly findByEmail: (email: string) => Effect.Effect<UserRow | undefined>
-  readonly get: (userId: string) => Effect.Effect<UserRow | undefined>
-  readonly passwordIdentityId: (userId: string) => Effect.Effect<string | null>
+  readonly get: (userId: UserId) => Effect.Effect<UserRow | undefined>
+  readonly passwordIdentityId: (userId: UserId) => Effect.Effect<AuthIdentityId | null>
   /** The user of the email with the password hash (null without a password). */
   readonly credentials: (email: string) => Effect.Effect<(UserRow & { readonly password_hash: string | null }) | undefined>
-  readonly passwordHash: (userId: string) => Effect.Effect<string | null | undefined>
+  readonly passwordHash: (userId: UserId) => Effect.Effect<string | null | undefined>
   /** Stores a new hash of the same password (a stronger derivation). */
-  readonly rehash: (userId: string, passwordHash: string) => Effect.Effect<void>
+  readonly rehash: (userId: UserId, passwordHash: string) => Effect.Effect<void>
   /**
    * A new session of the token for `sessionMs`; when it expires. The user's sessions that ended
    * more than a day ago go as it starts (rows stay a day so a replayed token still meets "ended"
    * rather than "unknown" in the logs).
    */
-  readonly insertSession: (input: { readonly sessionId: UserSessionId; readonly userId: string; readonly token: string; readonly kind: SessionKind; readonly sessionMs: number }) => Effect.Effect<Date>
+  readonly insertSession: (input: { readonly sessionId: UserSessionId; readonly userId: UserId; readonly token: string; readonly kind: SessionKind; readonly sessionMs: number }) => Effect.Effect<Date>
   readonly sessionByToken: (token: string) => Effect.Effect<SessionRow | undefined>
   /** sessionByToken and, in the same statement, the user's membership of the project's tenant. */
   readonly sessionOnProject: (token: string, projectId: ProjectId) => Effect.Effect<SessionOnProjectRow | undefined>
   readonly endSession: (sessionId: UserSessionId) => Effect.Effect<void>
   /** The new hash and the end of every other session of the user, in one transaction. */
-  readonly changePassword: (userId: string, keepSessionId: UserSessionId, passwordHash: string) => Effect.Effect<void>
+  readonly changePassword: (userId: UserId, keepSessionId: UserSessionId, passwordHash: string) => Effect.Effect<void>
   /**
    * The new hash (the address counted verified), a password identity when the account had none,
    * the end of every session and of every unused reset link; in one transaction (the caller's
    * when there is one).
    */
-  readonly setPasswordAfterProof: (userId: string, passwordHash: string) => Effect.Effect<void>
+  readonly setPasswordAfterProof: (userId: UserId, passwordHash: string) => Effect.Effect<void>
   /** Runs `effect` in one transaction (the statements of other stores in it join it). */
   readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
   /** The user linked to the identity (provider, subject), its row locked. */
@@ -103,10 +103,10 @@ export class UserStore extends Context.Service<UserStore, {
   /** A new user without a password (address verified); undefined when the email has an account. */
   readonly insertWithoutPassword: (email: string) => Effect.Effect<UserRow | undefined>
   /** Adds an identity of the user (a new account's first). */
-  readonly addIdentity: (userId: string, provider: string, subject: string) => Effect.Effect<void>
+  readonly addIdentity: (userId: UserId, provider: string, subject: string) => Effect.Effect<void>
   /** Links an identity to the user; nothing when it is linked already. */
-  readonly linkIdentity: (userId: string, provider: string, subject: string) => Effect.Effect<void>
-  readonly markVerified: (userId: string) => Effect.Effect<void>
+  readonly linkIdentity: (userId: UserId, provider: string, subject: string) => Effect.Effect<void>
+  readonly markVerified: (userId: UserId) => Effect.Effect<void>
 }>()("wa/accounts/UserStore") {
   static readonly layer = Layer.effect(
     UserStore,

@@ -19,7 +19,7 @@ import { generateSessionToken, isWellFormedSessionToken } from "./session-tokens
 import { normalizeEmail, type SessionRow, UserStore, type UserRow } from "./user-store.ts"
 import { withMethodSpans } from "../observability/spans.ts"
 import type { ProjectId } from "../domain/run.ts"
-import type { UserSessionId } from "../domain/id-schemas.ts"
+import type { AuthIdentityId, UserId, UserSessionId } from "../domain/id-schemas.ts"
 
 export type { ConsoleSession, SessionKind } from "../domain/console-session.ts"
 export { normalizeEmail, type UserRow } from "./user-store.ts"
@@ -37,7 +37,7 @@ export type ProjectAccess = { readonly role: "admin" | "member" } | "none" | "di
 
 export class Users extends Context.Service<Users, {
   /** A new user with a password identity (CLI, invitation acceptance). 409 when the email has an account. */
-  readonly create: (input: { readonly email: string; readonly password: string; readonly displayName: string | null }) => Effect.Effect<UserRow & { readonly identity_id: string }, AccountConflict>
+  readonly create: (input: { readonly email: string; readonly password: string; readonly displayName: string | null }) => Effect.Effect<UserRow & { readonly identity_id: AuthIdentityId }, AccountConflict>
   readonly findByEmail: (email: string) => Effect.Effect<UserRow | undefined>
   readonly login: (input: {
     readonly email: string
@@ -59,8 +59,8 @@ export class Users extends Context.Service<Users, {
    * the operator's `wa users reset-password`): the address counts as verified, and every session
    * of the user ends. Runs inside the caller's transaction when there is one.
    */
-  readonly setPasswordAfterProof: (userId: string, passwordHash: string) => Effect.Effect<void>
-  readonly get: (userId: string) => Effect.Effect<UserRow | undefined>
+  readonly setPasswordAfterProof: (userId: UserId, passwordHash: string) => Effect.Effect<void>
+  readonly get: (userId: UserId) => Effect.Effect<UserRow | undefined>
   /** A new session for a user who proved who they are some other way (SSO). */
   readonly startSession: (user: UserRow, kind: SessionKind) => Effect.Effect<SignedIn>
   /**
@@ -72,7 +72,7 @@ export class Users extends Context.Service<Users, {
    * signed-in verification).
    */
   readonly resolveSsoIdentity: (providerId: string, subject: string, email: string) => Effect.Effect<UserRow, AccountConflict>
-  readonly passwordIdentityId: (userId: string) => Effect.Effect<string | null>
+  readonly passwordIdentityId: (userId: UserId) => Effect.Effect<AuthIdentityId | null>
 }>()("wa/accounts/Users") {
   static readonly layer = Layer.effect(
     Users,
@@ -91,7 +91,7 @@ export class Users extends Context.Service<Users, {
         return created
       })
 
-      const startSession = (userId: string, email: string, kind: SessionKind) =>
+      const startSession = (userId: UserId, email: string, kind: SessionKind) =>
         Effect.gen(function*() {
           const token = generateSessionToken()
           const sessionId = makeId("uss")

@@ -25,6 +25,7 @@ import { hashPassword } from "../accounts/passwords.ts"
 import { parseProviders } from "../accounts/sso.ts"
 import { operatorUsage as usage } from "./usage.ts"
 import type { ProjectId } from "../domain/run.ts"
+import { TenantId } from "../domain/id-schemas.ts"
 
 class UsageError extends Error {}
 
@@ -102,7 +103,9 @@ const commands: Record<string, (args: ReadonlyArray<string>) => Effect.Effect<vo
   "users create": (args) => {
     const email = flag(args, "email")
     const name = flag(args, "name") ?? null
-    const tenant = flag(args, "tenant")
+    // The tenant id enters from the command line (an unknown one is refused below).
+    const tenantFlag = flag(args, "tenant")
+    const tenant = tenantFlag === undefined ? undefined : TenantId.make(tenantFlag)
     const role = flag(args, "role") ?? "admin"
     if (email === undefined || email.length < 3 || email.length > 255 || !/^[^\s@]+@[^\s@]+$/.test(email)) {
       throw new UsageError(`users create needs --email (an address, 3 to 255 characters)\n${usage}`)

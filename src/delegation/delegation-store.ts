@@ -10,6 +10,7 @@ import { SqlClient } from "effect/sql"
 import { hashToken } from "../accounts/session-tokens.ts"
 import { makeId } from "../domain/ids.ts"
 import { ProjectId } from "../domain/run.ts"
+import { AccessKeyId, AuditId, DelegationGrantId, TenantId, UserId } from "../domain/id-schemas.ts"
 import { recordCreate } from "../store/keyed-create.ts"
 import { withMethodSpans } from "../observability/spans.ts"
 import { decodeRows } from "../store/rows.ts"
@@ -18,11 +19,11 @@ import { decodeRows } from "../store/rows.ts"
 const Strings = Schema.Array(Schema.String)
 
 export const AccessKeyRow = Schema.Struct({
-  id: Schema.String,
-  tenant_id: Schema.String,
+  id: AccessKeyId,
+  tenant_id: TenantId,
   name: Schema.NullOr(Schema.String),
   redirect_uris: Strings,
-  created_by_user_id: Schema.NullOr(Schema.String),
+  created_by_user_id: Schema.NullOr(UserId),
   created_at: Schema.Date,
   revoked_at: Schema.NullOr(Schema.Date),
   last_used_at: Schema.NullOr(Schema.Date)
@@ -32,16 +33,16 @@ export type AccessKeyRow = typeof AccessKeyRow.Type
 /** An access key's secret as stored: sealed (AES-256-GCM) under the service key `secret_key_id`. */
 const SealedSecret = { secret_sealed: Schema.Uint8Array, secret_key_id: Schema.String }
 const AccessKeyWithSecret = Schema.Struct({ ...AccessKeyRow.fields, ...SealedSecret })
-const SigningKeyRow = Schema.Struct({ tenant_id: Schema.String, redirect_uris: Strings, ...SealedSecret })
+const SigningKeyRow = Schema.Struct({ tenant_id: TenantId, redirect_uris: Strings, ...SealedSecret })
 export type SigningKeyRow = typeof SigningKeyRow.Type
 
 export const GrantStatus = Schema.Literals(["pending", "approved", "denied", "active", "revoked"])
 export type GrantStatus = typeof GrantStatus.Type
 
 export const GrantRow = Schema.Struct({
-  id: Schema.String,
-  access_key_id: Schema.String,
-  tenant_id: Schema.String,
+  id: DelegationGrantId,
+  access_key_id: AccessKeyId,
+  tenant_id: TenantId,
   agent: Schema.String,
   scopes: Strings,
   redirect_uri: Schema.String,
@@ -50,9 +51,9 @@ export const GrantRow = Schema.Struct({
   expires_in: Schema.Number,
   requested_project_id: Schema.NullOr(ProjectId),
   project_id: Schema.NullOr(ProjectId),
-  user_id: Schema.NullOr(Schema.String),
+  user_id: Schema.NullOr(UserId),
   status: GrantStatus,
-  audit_id: Schema.String,
+  audit_id: AuditId,
   consent_expires_at: Schema.Date,
   token_expires_at: Schema.NullOr(Schema.Date),
   created_at: Schema.Date,
@@ -66,9 +67,9 @@ export type GrantWithCode = typeof GrantWithCode.Type
 
 /** A delegation token's grant as a request authenticates with it. */
 const TokenGrantRow = Schema.Struct({
-  id: Schema.String,
-  audit_id: Schema.String,
-  user_id: Schema.String,
+  id: DelegationGrantId,
+  audit_id: AuditId,
+  user_id: UserId,
   project_id: ProjectId,
   scopes: Strings,
   status: GrantStatus,
@@ -81,7 +82,7 @@ const accessKeyRows = decodeRows(AccessKeyRow)
 const grantRows = decodeRows(GrantRow)
 const CountRow = Schema.Struct({ n: Schema.Number })
 const NameRow = Schema.Struct({ name: Schema.String })
-const ProjectRow = Schema.Struct({ id: Schema.String, name: Schema.String })
+const ProjectRow = Schema.Struct({ id: ProjectId, name: Schema.String })
 
 const grantColumns = `id, access_key_id, tenant_id, agent, scopes, redirect_uri, state, external_user_id, expires_in,
   requested_project_id, project_id, user_id, status, audit_id, consent_expires_at, token_expires_at, created_at,
@@ -90,15 +91,15 @@ const grantColumns = `id, access_key_id, tenant_id, agent, scopes, redirect_uri,
 const accessKeyColumns = "id, tenant_id, name, redirect_uris, created_by_user_id, created_at, revoked_at, last_used_at"
 
 export interface NewGrant {
-  readonly accessKeyId: string
-  readonly tenantId: string
+  readonly accessKeyId: AccessKeyId
+  readonly tenantId: TenantId
   readonly agent: string
   readonly scopes: ReadonlyArray<string>
   readonly redirectUri: string
   readonly state: string
   readonly externalUserId: string
   readonly expiresIn: number
-  readonly requestedProjectId: string | null
+  readonly requestedProjectId: ProjectId | null
   readonly consentTtlSeconds: number
 }
 
@@ -108,54 +109,54 @@ export class DelegationStore extends Context.Service<DelegationStore, {
   /** Records `id` on the request's Idempotency-Key claim, inside the transaction that creates it (src/store/keyed-create.ts). */
   readonly recordCreate: (id: string) => Effect.Effect<void>
   /** Locks the tenant's row: its access key creates count one after another. */
-  readonly lockTenant: (tenantId: string) => Effect.Effect<void>
-  readonly countLiveAccessKeys: (tenantId: string) => Effect.Effect<number>
+  readonly lockTenant: (tenantId: TenantId) => Effect.Effect<void>
+  readonly countLiveAccessKeys: (tenantId: TenantId) => Effect.Effect<number>
   readonly insertAccessKey: (key: {
-    readonly id: string
-    readonly tenantId: string
+    readonly id: AccessKeyId
+    readonly tenantId: TenantId
     readonly name: string | null
     readonly sealed: { readonly bytes: Uint8Array; readonly keyId: string }
     readonly redirectUris: ReadonlyArray<string>
-    readonly createdByUserId: string
+    readonly createdByUserId: UserId
   }) => Effect.Effect<AccessKeyRow>
   /** A live access key of the tenant with its sealed secret. */
-  readonly liveAccessKeyWithSecret: (tenantId: string, accessKeyId: string) => Effect.Effect<(AccessKeyRow & { readonly secret_sealed: Uint8Array; readonly secret_key_id: string }) | undefined>
-  readonly accessKeys: (tenantId: string, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<AccessKeyRow>>
+  readonly liveAccessKeyWithSecret: (tenantId: TenantId, accessKeyId: AccessKeyId) => Effect.Effect<(AccessKeyRow & { readonly secret_sealed: Uint8Array; readonly secret_key_id: string }) | undefined>
+  readonly accessKeys: (tenantId: TenantId, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<AccessKeyRow>>
   /** Revokes (revoking twice keeps the first time); undefined when the tenant has no such key. */
-  readonly revokeAccessKey: (tenantId: string, accessKeyId: string) => Effect.Effect<AccessKeyRow | undefined>
+  readonly revokeAccessKey: (tenantId: TenantId, accessKeyId: AccessKeyId) => Effect.Effect<AccessKeyRow | undefined>
   /** What verifying a signature with a live access key needs. */
-  readonly signingKey: (accessKeyId: string) => Effect.Effect<SigningKeyRow | undefined>
+  readonly signingKey: (accessKeyId: AccessKeyId) => Effect.Effect<SigningKeyRow | undefined>
   /**
    * Spends a signed request's nonce (kept until `expiresAtEpochSeconds`) and, in the same statement
    * and only when it was new, marks the key used (at most once a minute). False when it was spent.
    */
-  readonly spendNonce: (accessKeyId: string, nonce: string, expiresAtEpochSeconds: number) => Effect.Effect<boolean>
+  readonly spendNonce: (accessKeyId: AccessKeyId, nonce: string, expiresAtEpochSeconds: number) => Effect.Effect<boolean>
   /** Deletes expired nonces. */
   readonly sweepNonces: Effect.Effect<void>
-  readonly projectInTenant: (projectId: ProjectId, tenantId: string) => Effect.Effect<boolean>
+  readonly projectInTenant: (projectId: ProjectId, tenantId: TenantId) => Effect.Effect<boolean>
   readonly insertGrant: (grant: NewGrant) => Effect.Effect<GrantRow>
-  readonly grant: (grantId: string) => Effect.Effect<GrantRow | undefined>
+  readonly grant: (grantId: DelegationGrantId) => Effect.Effect<GrantRow | undefined>
   /** The grant with its row locked. */
-  readonly lockGrant: (grantId: string) => Effect.Effect<GrantRow | undefined>
+  readonly lockGrant: (grantId: DelegationGrantId) => Effect.Effect<GrantRow | undefined>
   /** The grant with its row locked, its code's hash and whether the code expired. */
-  readonly lockGrantWithCode: (grantId: string) => Effect.Effect<GrantWithCode | undefined>
-  readonly isActiveMember: (tenantId: string, userId: string) => Effect.Effect<boolean>
-  readonly isActiveAdmin: (tenantId: string, userId: string) => Effect.Effect<boolean>
-  readonly tenantName: (tenantId: string) => Effect.Effect<string | undefined>
+  readonly lockGrantWithCode: (grantId: DelegationGrantId) => Effect.Effect<GrantWithCode | undefined>
+  readonly isActiveMember: (tenantId: TenantId, userId: UserId) => Effect.Effect<boolean>
+  readonly isActiveAdmin: (tenantId: TenantId, userId: UserId) => Effect.Effect<boolean>
+  readonly tenantName: (tenantId: TenantId) => Effect.Effect<string | undefined>
   /** The tenant's projects a consent may pick from (newest 100), or only `projectId` when one was requested. */
-  readonly consentProjects: (tenantId: string, projectId: ProjectId | null) => Effect.Effect<ReadonlyArray<{ readonly id: string; readonly name: string }>>
-  readonly deny: (grantId: string, userId: string) => Effect.Effect<void>
+  readonly consentProjects: (tenantId: TenantId, projectId: ProjectId | null) => Effect.Effect<ReadonlyArray<{ readonly id: ProjectId; readonly name: string }>>
+  readonly deny: (grantId: DelegationGrantId, userId: UserId) => Effect.Effect<void>
   /** Approves with a one-time code valid `codeTtlSeconds`. */
-  readonly approve: (grantId: string, userId: string, projectId: ProjectId, code: string, codeTtlSeconds: number) => Effect.Effect<void>
+  readonly approve: (grantId: DelegationGrantId, userId: UserId, projectId: ProjectId, code: string, codeTtlSeconds: number) => Effect.Effect<void>
   /** Turns an approved grant active with the token, valid the grant's `expires_in`. */
-  readonly activate: (grantId: string, token: string, expiresIn: number) => Effect.Effect<GrantRow>
+  readonly activate: (grantId: DelegationGrantId, token: string, expiresIn: number) => Effect.Effect<GrantRow>
   /** Revokes the grant's token (a code presented twice). */
-  readonly revokeToken: (grantId: string) => Effect.Effect<void>
+  readonly revokeToken: (grantId: DelegationGrantId) => Effect.Effect<void>
   readonly grantOfToken: (token: string) => Effect.Effect<TokenGrantRow | undefined>
   /** The grants the user approved or whose tenant the user administers, newest first. */
-  readonly grantsOf: (userId: string, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<GrantRow>>
+  readonly grantsOf: (userId: UserId, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<GrantRow>>
   /** Revokes a grant that is pending, approved or active; undefined otherwise. */
-  readonly revokeGrant: (grantId: string, userId: string) => Effect.Effect<GrantRow | undefined>
+  readonly revokeGrant: (grantId: DelegationGrantId, userId: UserId) => Effect.Effect<GrantRow | undefined>
 }>()("wa/delegation/DelegationStore") {
   static readonly layer = Layer.effect(
     DelegationStore,

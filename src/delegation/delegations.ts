@@ -14,6 +14,7 @@
  */
 import type { SignedCaller } from "../domain/delegation.ts"
 import type { ProjectId } from "../domain/run.ts"
+import { AccessKeyId, type AuditId, type DelegationGrantId, type TenantId, type UserId } from "../domain/id-schemas.ts"
 import { Context, Effect, Layer } from "effect"
 import { AccountResourceNotFound, RoleForbidden } from "../accounts/errors.ts"
 import { hashToken } from "../accounts/session-tokens.ts"
@@ -56,9 +57,9 @@ export type { SignedCaller } from "../domain/delegation.ts"
 
 /** What a delegation token acts as on a request. */
 export interface DelegatedIdentity {
-  readonly grantId: string
-  readonly auditId: string
-  readonly userId: string
+  readonly grantId: DelegationGrantId
+  readonly auditId: AuditId
+  readonly userId: UserId
   readonly projectId: ProjectId
   readonly scopes: ReadonlyArray<string>
 }
@@ -68,7 +69,7 @@ export type TokenFailure = "malformed" | "unknown" | "expired" | "revoked" | "me
 export interface ConsentView {
   readonly grant: GrantRow
   readonly tenantName: string
-  readonly projects: ReadonlyArray<{ readonly id: string; readonly name: string }>
+  readonly projects: ReadonlyArray<{ readonly id: ProjectId; readonly name: string }>
 }
 
 const loopbackHosts = new Set(["localhost", "127.0.0.1", "[::1]"])
@@ -101,20 +102,20 @@ export const consentRedirect = (redirectUri: string, params: Record<string, stri
 }
 
 export class Delegations extends Context.Service<Delegations, {
-  readonly createAccessKey: (tenantId: string, userId: string, name: string | null, redirectUris: ReadonlyArray<string>) => Effect.Effect<{ readonly row: AccessKeyRow; readonly secret: string }, AccountResourceNotFound | RoleForbidden | DelegationConflict | DelegationInvalid>
-  readonly listAccessKeys: (tenantId: string, userId: string, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<AccessKeyRow>, AccountResourceNotFound | RoleForbidden>
-  readonly revokeAccessKey: (tenantId: string, userId: string, accessKeyId: string) => Effect.Effect<AccessKeyRow, AccountResourceNotFound | RoleForbidden | DelegationNotFound>
+  readonly createAccessKey: (tenantId: TenantId, userId: UserId, name: string | null, redirectUris: ReadonlyArray<string>) => Effect.Effect<{ readonly row: AccessKeyRow; readonly secret: string }, AccountResourceNotFound | RoleForbidden | DelegationConflict | DelegationInvalid>
+  readonly listAccessKeys: (tenantId: TenantId, userId: UserId, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<AccessKeyRow>, AccountResourceNotFound | RoleForbidden>
+  readonly revokeAccessKey: (tenantId: TenantId, userId: UserId, accessKeyId: AccessKeyId) => Effect.Effect<AccessKeyRow, AccountResourceNotFound | RoleForbidden | DelegationNotFound>
   /** Verifies a signed request; records its nonce. */
   readonly verifySigned: (input: { readonly authorization: string; readonly method: string; readonly pathWithQuery: string; readonly bodySha256: string }) => Effect.Effect<SignedCaller, SignatureRejected>
   readonly request: (caller: SignedCaller, input: DelegationRequest) => Effect.Effect<GrantRow, DelegationInvalid>
   /** The grant as the consent page shows it to a signed-in user (who must be an active member of its tenant). */
-  readonly consentView: (grantId: string, userId: string) => Effect.Effect<ConsentView, DelegationNotFound | DelegationConflict | DelegationForbidden>
+  readonly consentView: (grantId: DelegationGrantId, userId: UserId) => Effect.Effect<ConsentView, DelegationNotFound | DelegationConflict | DelegationForbidden>
   /** Approves or denies; the URL to send the browser to. */
-  readonly decide: (grantId: string, userId: string, decision: "approve" | "deny", projectId: ProjectId | undefined) => Effect.Effect<string, DelegationNotFound | DelegationConflict | DelegationForbidden | DelegationInvalid>
-  readonly complete: (caller: SignedCaller, grantId: string, code: string, state: string) => Effect.Effect<{ readonly grant: GrantRow; readonly token: string }, DelegationNotFound | DelegationConflict | DelegationInvalid>
+  readonly decide: (grantId: DelegationGrantId, userId: UserId, decision: "approve" | "deny", projectId: ProjectId | undefined) => Effect.Effect<string, DelegationNotFound | DelegationConflict | DelegationForbidden | DelegationInvalid>
+  readonly complete: (caller: SignedCaller, grantId: DelegationGrantId, code: string, state: string) => Effect.Effect<{ readonly grant: GrantRow; readonly token: string }, DelegationNotFound | DelegationConflict | DelegationInvalid>
   readonly authenticateToken: (token: string) => Effect.Effect<DelegatedIdentity | TokenFailure>
-  readonly listGrants: (userId: string, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<GrantRow>>
-  readonly revokeGrant: (grantId: string, userId: string) => Effect.Effect<GrantRow, DelegationNotFound | DelegationForbidden | DelegationConflict>
+  readonly listGrants: (userId: UserId, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<GrantRow>>
+  readonly revokeGrant: (grantId: DelegationGrantId, userId: UserId) => Effect.Effect<GrantRow, DelegationNotFound | DelegationForbidden | DelegationConflict>
 }>()("wa/delegation/Delegations") {
   static readonly layer = Layer.effect(
     Delegations,
@@ -123,7 +124,7 @@ export class Delegations extends Context.Service<Delegations, {
       const tenants = yield* Tenants
       const cipher = yield* StateCipher
 
-      const createAccessKey = Effect.fn("Delegations.createAccessKey")(function*(tenantId: string, userId: string, name: string | null, redirectUris: ReadonlyArray<string>) {
+      const createAccessKey = Effect.fn("Delegations.createAccessKey")(function*(tenantId: TenantId, userId: UserId, name: string | null, redirectUris: ReadonlyArray<string>) {
         yield* tenants.require(tenantId, userId, "admin")
         for (const [index, uri] of redirectUris.entries()) {
           const problem = redirectUriProblem(uri, [])
@@ -131,8 +132,10 @@ export class Delegations extends Context.Service<Delegations, {
         }
         // The retry of a keyed create whose first attempt committed before its process died gets that
         // access key, with its secret (kept sealed, so it can be shown once, now).
-        const earlier = yield* earlierCreate((earlierId) =>
+        const earlier = yield* earlierCreate((recorded) =>
           Effect.gen(function*() {
+            // The claim recorded the id of the access key this create made (below).
+            const earlierId = AccessKeyId.make(recorded)
             const row = yield* store.liveAccessKeyWithSecret(tenantId, earlierId)
             if (row === undefined) return undefined
             const { secret_sealed, secret_key_id, ...view } = row
@@ -159,13 +162,13 @@ export class Delegations extends Context.Service<Delegations, {
         }))
       })
 
-      const listAccessKeys = (tenantId: string, userId: string, limit: number, beforeId: string | undefined) =>
+      const listAccessKeys = (tenantId: TenantId, userId: UserId, limit: number, beforeId: string | undefined) =>
         Effect.gen(function*() {
           yield* tenants.require(tenantId, userId, "admin")
           return yield* store.accessKeys(tenantId, limit, beforeId)
         })
 
-      const revokeAccessKey = (tenantId: string, userId: string, accessKeyId: string) =>
+      const revokeAccessKey = (tenantId: TenantId, userId: UserId, accessKeyId: AccessKeyId) =>
         Effect.gen(function*() {
           yield* tenants.require(tenantId, userId, "admin")
           const row = yield* store.revokeAccessKey(tenantId, accessKeyId)
@@ -235,7 +238,7 @@ export class Delegations extends Context.Service<Delegations, {
           ? new DelegationConflict({ code: "grant_expired", detail: "this delegation request expired; the application must start a new one" })
           : undefined
 
-      const consentView = Effect.fn("Delegations.consentView")(function*(grantId: string, userId: string) {
+      const consentView = Effect.fn("Delegations.consentView")(function*(grantId: DelegationGrantId, userId: UserId) {
         const grant = yield* store.grant(grantId)
         if (grant === undefined) return yield* new DelegationNotFound({ what: "grant", id: grantId })
         if (!(yield* store.isActiveMember(grant.tenant_id, userId))) {
@@ -248,7 +251,7 @@ export class Delegations extends Context.Service<Delegations, {
         return { grant, tenantName: tenantName ?? grant.tenant_id, projects }
       })
 
-      const decide = Effect.fn("Delegations.decide")(function*(grantId: string, userId: string, decision: "approve" | "deny", projectId: ProjectId | undefined) {
+      const decide = Effect.fn("Delegations.decide")(function*(grantId: DelegationGrantId, userId: UserId, decision: "approve" | "deny", projectId: ProjectId | undefined) {
         return yield* store.transaction(Effect.gen(function*() {
           const grant = yield* store.lockGrant(grantId)
           if (grant === undefined) return yield* new DelegationNotFound({ what: "grant", id: grantId })
@@ -272,7 +275,7 @@ export class Delegations extends Context.Service<Delegations, {
         }))
       })
 
-      const complete = Effect.fn("Delegations.complete")(function*(caller: SignedCaller, grantId: string, code: string, state: string) {
+      const complete = Effect.fn("Delegations.complete")(function*(caller: SignedCaller, grantId: DelegationGrantId, code: string, state: string) {
         return yield* store.transaction(Effect.gen(function*() {
           const grant = yield* store.lockGrantWithCode(grantId)
           // Another access key's grant is as unknown as a missing one (nothing about it is confirmed).
@@ -318,7 +321,7 @@ export class Delegations extends Context.Service<Delegations, {
 
       const listGrants = store.grantsOf
 
-      const revokeGrant = Effect.fn("Delegations.revokeGrant")(function*(grantId: string, userId: string) {
+      const revokeGrant = Effect.fn("Delegations.revokeGrant")(function*(grantId: DelegationGrantId, userId: UserId) {
         const grant = yield* store.grant(grantId)
         if (grant === undefined) return yield* new DelegationNotFound({ what: "grant", id: grantId })
         const admin = yield* store.isActiveAdmin(grant.tenant_id, userId)

@@ -18,13 +18,15 @@
  * clock and a nonce is accepted once per access key (remembered in PostgreSQL past the window).
  */
 import { createHash, createHmac, randomBytes, timingSafeEqual } from "node:crypto"
+import { AccessKeyId } from "../domain/id-schemas.ts"
 
 export const SIGNING_ALGORITHM = "WA-HMAC-SHA256"
 export const SIGNATURE_WINDOW_SECONDS = 300
 export const ACCESS_KEY_SECRET_PREFIX = "wask_"
 
 export interface SignedHeader {
-  readonly credential: string
+  /** The access key id the request names (well formed; whether it exists is the store's). */
+  readonly credential: AccessKeyId
   readonly timestamp: number
   readonly nonce: string
   readonly signature: string
@@ -52,11 +54,12 @@ export const parseSignedHeader = (header: string): SignedHeader | string => {
   if (!/^\d{1,12}$/.test(timestamp)) return "Timestamp must be the Unix time in seconds"
   if (!noncePattern.test(nonce)) return "Nonce must be 16 to 64 characters of [A-Za-z0-9_-], new for every request"
   if (!/^[0-9a-f]{64}$/.test(signature)) return "Signature must be 64 lowercase hex characters (HMAC-SHA256)"
-  return { credential, timestamp: Number(timestamp), nonce, signature }
+  return { credential: AccessKeyId.make(credential), timestamp: Number(timestamp), nonce, signature }
 }
 
 export const bodyHash = (body: Uint8Array | string): string => createHash("sha256").update(body).digest("hex")
 
+/** What a signer and the verifier both compute; a client's access key id is its own text here (no brand). */
 export const canonicalString = (input: {
   readonly accessKeyId: string
   readonly timestamp: number

@@ -1,12 +1,12 @@
 /** A signed-in console user's session (cookie from the console, bearer from the CLI). */
 
-import type { UserSessionId } from "./id-schemas.ts"
+import type { UserId, UserSessionId } from "./id-schemas.ts"
 
 export type SessionKind = "cookie" | "bearer"
 
 export interface ConsoleSession {
   readonly sessionId: UserSessionId
-  readonly userId: string
+  readonly userId: UserId
   readonly email: string
   readonly kind: SessionKind
   readonly expiresAt: Date

@@ -42,3 +42,59 @@ export type UserSessionId = typeof UserSessionId.Type
  */
 export const DeliveryId = Schema.String.pipe(Schema.brand("DeliveryId"))
 export type DeliveryId = typeof DeliveryId.Type
+
+/** `usr_`: a console user (src/accounts/users.ts). */
+export const UserId = Schema.String.pipe(Schema.brand("UserId"))
+export type UserId = typeof UserId.Type
+
+/** `ten_`: a tenant, the console's organisation that owns projects (src/accounts/tenants.ts). */
+export const TenantId = Schema.String.pipe(Schema.brand("TenantId"))
+export type TenantId = typeof TenantId.Type
+
+/** `inv_`: an invitation to a tenant (src/accounts/tenant-store.ts). */
+export const InvitationId = Schema.String.pipe(Schema.brand("InvitationId"))
+export type InvitationId = typeof InvitationId.Type
+
+/** `dgr_`: a delegation grant (src/delegation/). */
+export const DelegationGrantId = Schema.String.pipe(Schema.brand("DelegationGrantId"))
+export type DelegationGrantId = typeof DelegationGrantId.Type
+
+/** `wak_`: a tenant's delegation access key (src/delegation/delegation-store.ts), the Credential of a signed request. */
+export const AccessKeyId = Schema.String.pipe(Schema.brand("AccessKeyId"))
+export type AccessKeyId = typeof AccessKeyId.Type
+
+/** `art_`: a stored artifact (src/store/artifacts.ts). */
+export const ArtifactId = Schema.String.pipe(Schema.brand("ArtifactId"))
+export type ArtifactId = typeof ArtifactId.Type
+
+/** `ntf_`: a notification in a project's inbox (src/webhooks/inbox-store.ts). */
+export const NotificationId = Schema.String.pipe(Schema.brand("NotificationId"))
+export type NotificationId = typeof NotificationId.Type
+
+/** `ctl_`: a take-control grant (src/control/). */
+export const ControlGrantId = Schema.String.pipe(Schema.brand("ControlGrantId"))
+export type ControlGrantId = typeof ControlGrantId.Type
+
+/** `eml_`: an inbound email (src/mail/inbound/). */
+export const EmailId = Schema.String.pipe(Schema.brand("EmailId"))
+export type EmailId = typeof EmailId.Type
+
+/** `cs_`: a cache script (src/store/cache-scripts.ts). */
+export const CacheScriptId = Schema.String.pipe(Schema.brand("CacheScriptId"))
+export type CacheScriptId = typeof CacheScriptId.Type
+
+/** `aud_`: the audit id of a delegation grant (src/delegation/delegation-store.ts). */
+export const AuditId = Schema.String.pipe(Schema.brand("AuditId"))
+export type AuditId = typeof AuditId.Type
+
+/** `aid_`: a console user's sign-in identity (password or SSO; src/accounts/user-store.ts). */
+export const AuthIdentityId = Schema.String.pipe(Schema.brand("AuthIdentityId"))
+export type AuthIdentityId = typeof AuthIdentityId.Type
+
+/** `bug_`: a bug report (src/accounts/bug-reports.ts). */
+export const BugReportId = Schema.String.pipe(Schema.brand("BugReportId"))
+export type BugReportId = typeof BugReportId.Type
+
+/** `ir_`: an input request of a run (a question to a human). */
+export const InputRequestId = Schema.String.pipe(Schema.brand("InputRequestId"))
+export type InputRequestId = typeof InputRequestId.Type

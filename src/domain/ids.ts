@@ -29,8 +29,8 @@ const brandOfPrefix = {
   proj: "ProjectId", key: "ApiKeyId", sess: "SessionId", run: "RunId", prof: "ProfileId", ir: "InputRequestId",
   ws: "WorkspaceId", evt: "ExecutionToken", dlv: "DeliveryId", mon: "MonitorId", art: "ArtifactId", tick: "TickRunId",
   snap: "SnapshotId", wh: "WebhookEndpointId", ntf: "NotificationId", ctl: "ControlGrantId", sched: "ScheduleId",
-  usr: "UserId", aid: "AccessKeyId", uss: "UserSessionId", ten: "TenantId", inv: "InvitationId", bug: "BugReportId",
-  wak: "WakeId", dgr: "DelegationGrantId", aud: "AuditId", sec: "SecretId", eml: "EmailId", cs: "CacheScriptId", sk: "SkillId"
+  usr: "UserId", aid: "AuthIdentityId", uss: "UserSessionId", ten: "TenantId", inv: "InvitationId", bug: "BugReportId",
+  wak: "AccessKeyId", dgr: "DelegationGrantId", aud: "AuditId", sec: "SecretId", eml: "EmailId", cs: "CacheScriptId", sk: "SkillId"
 } as const
 
 export type IdPrefix = keyof typeof brandOfPrefix

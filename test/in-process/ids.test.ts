@@ -8,7 +8,11 @@ import { Schema } from "effect"
 import { makeId } from "../../src/domain/ids.ts"
 import { ApiKeyId, type ProjectId, type RunId, type SessionId } from "../../src/domain/run.ts"
 import type { MonitorId } from "../../src/domain/monitor.ts"
-import { DeliveryId, ProfileId, ScheduleId, SecretId, SkillId, UserSessionId, WebhookEndpointId, WorkspaceId } from "../../src/domain/id-schemas.ts"
+import {
+  AccessKeyId, ArtifactId, AuditId, AuthIdentityId, BugReportId, CacheScriptId, ControlGrantId, DelegationGrantId, DeliveryId, EmailId,
+  InputRequestId, InvitationId, NotificationId, ProfileId, ScheduleId, SecretId, SkillId, TenantId, UserId, UserSessionId, WebhookEndpointId,
+  WorkspaceId
+} from "../../src/domain/id-schemas.ts"
 
 const takesRun = (id: RunId) => id
 const takesProject = (id: ProjectId) => id
@@ -58,6 +62,40 @@ describe("ids", () => {
     // @ts-expect-error a console user's session is not a DoAnything session
     const notSession: SessionId = userSession
     expect(notSession).toBe(userSession)
+  })
+
+  it("the account, delegation, mail, control and store ids are their prefix's brands too", () => {
+    const user: UserId = makeId("usr")
+    expect(Schema.decodeUnknownSync(UserId)(user)).toBe(user)
+    const tenant: TenantId = makeId("ten")
+    expect(Schema.decodeUnknownSync(TenantId)(tenant)).toBe(tenant)
+    const invitation: InvitationId = makeId("inv")
+    expect(Schema.decodeUnknownSync(InvitationId)(invitation)).toBe(invitation)
+    const grant: DelegationGrantId = makeId("dgr")
+    expect(Schema.decodeUnknownSync(DelegationGrantId)(grant)).toBe(grant)
+    // A delegation access key is `wak_`; a sign-in identity is `aid_`.
+    const accessKey: AccessKeyId = makeId("wak")
+    expect(Schema.decodeUnknownSync(AccessKeyId)(accessKey)).toBe(accessKey)
+    const identity: AuthIdentityId = makeId("aid")
+    expect(Schema.decodeUnknownSync(AuthIdentityId)(identity)).toBe(identity)
+    const audit: AuditId = makeId("aud")
+    const artifact: ArtifactId = makeId("art")
+    const notification: NotificationId = makeId("ntf")
+    const control: ControlGrantId = makeId("ctl")
+    const email: EmailId = makeId("eml")
+    const script: CacheScriptId = makeId("cs")
+    const bug: BugReportId = makeId("bug")
+    const inputRequest: InputRequestId = makeId("ir")
+    for (const id of [audit, artifact, notification, control, email, script, bug, inputRequest]) expect(id).toMatch(/^[a-z]+_[0-9a-z]{26}$/)
+    // @ts-expect-error a user id is not a tenant id
+    const notTenant: TenantId = user
+    expect(notTenant).toBe(user)
+    // @ts-expect-error an access key id is not a sign-in identity id
+    const notIdentity: AuthIdentityId = accessKey
+    expect(notIdentity).toBe(accessKey)
+    // @ts-expect-error a plain string is not a user id
+    const notUser: UserId = "usr_x"
+    expect(notUser).toBe("usr_x")
   })
 
   it("sort by creation time", () => {

@@ -6,6 +6,7 @@ import { Schema } from "effect"
 import { delegationScopes } from "../delegation.ts"
 import { Timestamp } from "../schemas.ts"
 import { ProjectId } from "../run.ts"
+import { DelegationGrantId } from "../id-schemas.ts"
 import { secretField } from "./common.ts"
 
 const Bounded = (min: number, max: number) => Schema.String.check(Schema.isMinCodePoints(min), Schema.isMaxCodePoints(max))
@@ -32,7 +33,7 @@ export const CreateDelegationResponse = Schema.Struct({
 })
 
 export const CompleteDelegationRequest = Schema.Struct({
-  grantId: Bounded(1, 64),
+  grantId: DelegationGrantId.check(Schema.isMinCodePoints(1), Schema.isMaxCodePoints(64)),
   code: Bounded(1, 128),
   state: Bounded(1, 512)
 })

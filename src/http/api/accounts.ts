@@ -44,7 +44,7 @@ import {
   VerifyEmailResponse
 } from "../../domain/wire/accounts.ts"
 import { ConsoleAuth } from "./accounts-security.ts"
-import { ProjectIdParam } from "./schemas.ts"
+import { InvitationIdParam, ProjectIdParam, TenantIdParam, UserIdParam } from "./schemas.ts"
 import { Authentication, Idempotency, RateLimit } from "./security.ts"
 
 const strict = { errors: "all", onExcessProperty: "error" } as const
@@ -183,7 +183,7 @@ export class AccountApi extends HttpApiGroup.make("account")
 
 // ---- tenants ---------------------------------------------------------------------------------
 
-const TenantParam = { tid: IdParam }
+const TenantParam = { tid: TenantIdParam }
 const tenantErrors = [NotFound, Forbidden, BadRequest]
 
 export class TenantsApi extends HttpApiGroup.make("tenants")
@@ -202,7 +202,7 @@ export class TenantsApi extends HttpApiGroup.make("tenants")
       error: tenantErrors
     }),
     HttpApiEndpoint.patch("updateMember", "/:tid/members/:user_id", {
-      params: { ...TenantParam, user_id: IdParam },
+      params: { ...TenantParam, user_id: UserIdParam },
       payload: UpdateMemberRequest,
       success: MemberResponse,
       error: [...tenantErrors, Conflict, ValidationError]
@@ -223,7 +223,7 @@ export class TenantsApi extends HttpApiGroup.make("tenants")
       error: tenantErrors
     }),
     HttpApiEndpoint.delete("revokeInvitation", "/:tid/invitations/:invitation_id", {
-      params: { ...TenantParam, invitation_id: IdParam },
+      params: { ...TenantParam, invitation_id: InvitationIdParam },
       success: InvitationResponse,
       error: [...tenantErrors, Conflict]
     }),

@@ -11,7 +11,7 @@
  * (src/http/server/delegation.ts). The delegation service's fields are camelCase as the spec
  * writes them; the console endpoints are snake_case like their siblings.
  */
-import { Context, Schema } from "effect"
+import { Context } from "effect"
 import type { SignedCaller } from "../../domain/delegation.ts"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSecurity, OpenApi } from "effect/http-api"
 import { BadRequest, Conflict, Forbidden, NotFound, TooManyRequests, Unauthorized, ValidationError } from "../../domain/api-errors.ts"
@@ -30,9 +30,9 @@ import {
 } from "../../domain/wire/delegation.ts"
 import { ConsoleAuth } from "./accounts-security.ts"
 import { type CurrentCaller, Idempotency, RateLimit } from "./security.ts"
+import { AccessKeyIdParam, DelegationGrantIdParam, TenantIdParam } from "./schemas.ts"
 
 const strict = { errors: "all", onExcessProperty: "error" } as const
-const IdParam = Schema.String.check(Schema.isMaxCodePoints(64))
 
 /** The access key of a signed request. */
 export class CurrentAccessKey extends Context.Service<CurrentAccessKey, SignedCaller>()("wa/http/CurrentAccessKey") {}
@@ -85,19 +85,19 @@ const tenantErrors = [NotFound, Forbidden, BadRequest]
 export class AccessKeysApi extends HttpApiGroup.make("access_keys")
   .add(
     HttpApiEndpoint.post("create", "/", {
-      params: { tid: IdParam },
+      params: { tid: TenantIdParam },
       payload: CreateAccessKeyRequest,
       success: AccessKeyCreatedResponse.annotate({ httpApiStatus: 201 }),
       error: [...tenantErrors, Conflict, ValidationError]
     }).annotate(HttpApi.PayloadParseOptions, strict).annotate(OpenApi.Description, "Admins only. At most 10 live access keys per tenant (409 limit_exceeded)."),
     HttpApiEndpoint.get("list", "/", {
-      params: { tid: IdParam },
+      params: { tid: TenantIdParam },
       query: PageQuery,
       success: AccessKeyListResponse,
       error: tenantErrors
     }).annotate(OpenApi.Description, "Newest first, revoked ones included (revoked_at set); never the secret."),
     HttpApiEndpoint.delete("revoke", "/:access_key_id", {
-      params: { tid: IdParam, access_key_id: IdParam },
+      params: { tid: TenantIdParam, access_key_id: AccessKeyIdParam },
       success: AccessKeyResponse,
       error: tenantErrors
     }).annotate(OpenApi.Description, "Revokes at once: its signed requests are refused; tokens it obtained stay valid until they expire or are revoked.")
@@ -120,7 +120,7 @@ export class DelegationsApi extends HttpApiGroup.make("delegations")
       "The delegations you decided, and every delegation of the tenants you administer, newest first."
     ),
     HttpApiEndpoint.delete("revoke", "/:grant_id", {
-      params: { grant_id: IdParam },
+      params: { grant_id: DelegationGrantIdParam },
       success: DelegationResponse,
       error: [NotFound, Forbidden, Conflict]
     }).annotate(OpenApi.Description, "By the user who approved it or an admin of its tenant; the token is refused (401) from the next request on, on every node.")

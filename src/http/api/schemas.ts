@@ -3,7 +3,10 @@
  * src/domain/wire/ (issue 27 §1: domain owns every schema the wire uses).
  */
 import { Schema } from "effect"
-import { DeliveryId, ProfileId, ScheduleId, SecretId, WebhookEndpointId } from "../../domain/id-schemas.ts"
+import {
+  AccessKeyId, ArtifactId, CacheScriptId, DelegationGrantId, DeliveryId, InvitationId, NotificationId, ProfileId, ScheduleId, SecretId,
+  TenantId, UserId, WebhookEndpointId
+} from "../../domain/id-schemas.ts"
 import { ApiKeyId, RunId, SessionId } from "../../domain/run.ts"
 
 export { MaxString } from "../../domain/schemas.ts"
@@ -36,3 +39,19 @@ export const ApiKeyIdParam = ApiKeyId.check(Schema.isMaxCodePoints(64))
 export const ScheduleIdParam = ScheduleId.check(Schema.isMaxCodePoints(64))
 /** A webhook delivery id in a path (`/webhook_deliveries/{delivery_id}`). */
 export const DeliveryIdParam = DeliveryId.check(Schema.isMaxCodePoints(64))
+/** A tenant id in a path (`/tenants/{tid}`). */
+export const TenantIdParam = TenantId.check(Schema.isMaxCodePoints(64))
+/** A console user id in a path (`/members/{user_id}`). */
+export const UserIdParam = UserId.check(Schema.isMaxCodePoints(64))
+/** An invitation id in a path (`/invitations/{invitation_id}`). */
+export const InvitationIdParam = InvitationId.check(Schema.isMaxCodePoints(64))
+/** A delegation access key id in a path (`/access_keys/{access_key_id}`). */
+export const AccessKeyIdParam = AccessKeyId.check(Schema.isMaxCodePoints(64))
+/** A delegation grant id in a path (`/delegations/{grant_id}`). */
+export const DelegationGrantIdParam = DelegationGrantId.check(Schema.isMaxCodePoints(64))
+/** An artifact id in a path (`/artifacts/{artifact_id}`). */
+export const ArtifactIdParam = ArtifactId.check(Schema.isMaxCodePoints(64))
+/** An inbox notification id in a path (`/inbox/{notification_id}`). */
+export const NotificationIdParam = NotificationId.check(Schema.isMaxCodePoints(64))
+/** A cache script id in a path (`/cache_scripts/{script_id}`). */
+export const CacheScriptIdParam = CacheScriptId.check(Schema.isMaxCodePoints(64))

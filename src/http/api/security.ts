@@ -6,6 +6,7 @@ import { Context, Effect } from "effect"
 import { HttpApiMiddleware, HttpApiSecurity } from "effect/http-api"
 import type { ApiKeyScope } from "../../domain/api-key-scope.ts"
 import type { ProjectId } from "../../domain/run.ts"
+import type { UserId } from "../../domain/id-schemas.ts"
 import { RunStartedBy } from "../../domain/run-started-by.ts"
 import { Conflict, Forbidden, TooManyRequests, Unauthorized, ValidationError } from "../../domain/api-errors.ts"
 
@@ -23,7 +24,7 @@ export class CurrentKey extends Context.Service<CurrentKey, {
    * is the user's id (rate limits, idempotency and session caps count per user) and `scope` comes
    * from the user's role in the project's tenant (admin: `admin`, member: `run`).
    */
-  readonly userId?: string | undefined
+  readonly userId?: UserId | undefined
 }>()("wa/http/CurrentKey") {}
 
 /**

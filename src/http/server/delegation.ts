@@ -35,7 +35,8 @@ import { publicBaseUrl } from "./do-anything.ts"
 import { escapeHtml } from "../views/control-page.ts"
 import { cspNonce, type PagePolicy, pageSecurityHeaders } from "../page-security.ts"
 import { cookieOptions, withSessionCookies } from "./accounts.ts"
-import type { ProjectId } from "../../domain/run.ts"
+import { ProjectId } from "../../domain/run.ts"
+import { DelegationGrantId } from "../../domain/id-schemas.ts"
 
 export const SignedRequestLive = Layer.effect(
   SignedRequest,
@@ -309,7 +310,8 @@ export const ConsentRoutes = HttpRouter.use((router) =>
         }
         return signInPage(grantId, sso.providers)
       }
-      const view = yield* Effect.result(delegations.consentView(grantId, session.userId))
+      // The grant id enters from the consent URL's query (an unknown one is the store's 404).
+      const view = yield* Effect.result(delegations.consentView(DelegationGrantId.make(grantId), session.userId))
       if (view._tag === "Failure") return errorPage(view.failure)
       const { grant, tenantName, projects } = view.success
       const projectField = grant.requested_project_id !== null
@@ -351,9 +353,11 @@ export const ConsentRoutes = HttpRouter.use((router) =>
       if (decision !== "approve" && decision !== "deny") {
         return jsonResponse(422, envelopeBody("validation_error", "decision must be approve or deny", { errors: [{ loc: ["body", "decision"], msg: "approve or deny", type: "enum" }] }), pageHeaders)
       }
-      // The project id enters from the consent form (decide checks it is one of the tenant's).
-      const projectId = (form.get("project_id") ?? undefined) as ProjectId | undefined
-      const result = yield* Effect.result(delegations.decide(grantId, session.userId, decision, projectId === "" ? undefined : projectId))
+      // The grant and project ids enter from the consent form (decide checks the project is one of the tenant's).
+      const projectId = form.get("project_id") ?? ""
+      const result = yield* Effect.result(
+        delegations.decide(DelegationGrantId.make(grantId), session.userId, decision, projectId === "" ? undefined : ProjectId.make(projectId))
+      )
       if (result._tag === "Failure") return errorPage(result.failure)
       return HttpServerResponse.redirect(result.success, { status: 303, headers: { "cache-control": "no-store", "referrer-policy": "no-referrer" } })
     }))
