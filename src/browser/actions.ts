@@ -78,7 +78,7 @@ const watch = (lease: ContextLease, page: Page) => {
    * has not changed for 50 ms; the quiet phase is capped at 1 s (beyond it only for the action's
    * own late timers, up to `capMs`).
    */
-  const settle = async (capMs: number, dom?: { readonly startedAt: number }): Promise<void> => {
+  const settlePage = async (capMs: number, dom?: { readonly startedAt: number }): Promise<void> => {
     const settleStartedAt = Date.now()
     const deadline = settleStartedAt + capMs
     const left = () => Math.max(0, deadline - Date.now())
@@ -119,6 +119,20 @@ const watch = (lease: ContextLease, page: Page) => {
       if (quiet() && (state === undefined || !state.tracked || (state.pending === 0 && state.quietMs >= 50))) return
       if (beyond && (state === undefined || state.pendingFromAction === 0)) return
       await sleep(15)
+    }
+  }
+
+  /**
+   * The tab settles as above; then a tab the action opened has its first load committed (its
+   * document, or the navigation guard's refusal of it, a redirect hop included), capped at 1.5 s
+   * within the settle's cap: the outcome names the tab as loaded, and a refusal is this action's.
+   */
+  const settle = async (capMs: number, dom?: { readonly startedAt: number }): Promise<void> => {
+    const deadline = Date.now() + capMs
+    await settlePage(capMs, dom)
+    const timeout = Math.min(Math.max(0, deadline - Date.now()), 1_500)
+    if (newPages.length > 0 && timeout > 0) {
+      await Promise.all(newPages.map((p) => p.waitForLoadState("domcontentloaded", { timeout }).catch(() => undefined)))
     }
   }
 

@@ -133,6 +133,18 @@ layer(TestLayer, { excludeTestServices: true })("actions", (it) => {
       assert.strictEqual(bad._tag, "ActionFailed")
     }))
 
+  it.effect("a click that opens a tab returns once the tab's first page is there (a slow one too)", () =>
+    Effect.gen(function*() {
+      const { lease, site } = yield* leaseAndSite
+      yield* navigate(lease, `${site.url}/page/1`)
+      yield* Effect.promise(() => lease.page()!.setContent(`<a href="${site.url}/slow?delay=700" target="_blank">Slow report</a>`))
+      const opened = yield* click(lease, refFor((yield* observe(lease)).snapshot, /link "Slow report"/))
+      assert.deepStrictEqual(opened.newTabs, [1])
+      // Its document, not the blank one a new tab shows until its first load commits.
+      const text = yield* Effect.promise(() => lease.pages()[1]!.evaluate(() => document.body?.innerText ?? ""))
+      assert.include(text, "Slow page loaded")
+    }))
+
   it.effect("accepts JavaScript dialogs and reports them", () =>
     Effect.gen(function*() {
       const { lease, site } = yield* leaseAndSite
