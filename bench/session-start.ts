@@ -10,9 +10,14 @@
  * wa_browser_contexts_warm). The same burst with bare Playwright (a context, a page and a goto
  * each, on its own browser) is printed beside it: the floor the machine sets without warm contexts.
  *
- *   npx node bench/session-start.ts [iterations=20] [burst=20] [warm=burst] [--cpu-prof=DIR]
+ * The service's browser runs with its CPU weight (WA_BROWSER_CPU_WEIGHT, default 25 against the
+ * service's 100, through a cgroup where the machine allows; src/browser/cpu-weight.ts): the
+ * output's `browser_cpu_weight` says what was applied.
+ *
+ *   npx node bench/session-start.ts [iterations=20] [burst=20] [warm=burst] [--cpu-prof=DIR] [--cpu-weight=N|off]
  *
  * --cpu-prof=DIR writes the service's V8 CPU profile into DIR when it stops.
+ * --cpu-weight=N sets WA_BROWSER_CPU_WEIGHT for the service (`off` compares without it).
  */
 import { chromium } from "playwright-core"
 import { startScriptedModel } from "../test/fixtures/model/scripted-model.ts"
@@ -21,6 +26,7 @@ import { startTaggedPages } from "./tagged-pages.ts"
 
 const positional = process.argv.slice(2).filter((a) => !a.startsWith("--"))
 const profileDir = process.argv.find((a) => a.startsWith("--cpu-prof="))?.slice("--cpu-prof=".length)
+const cpuWeight = process.argv.find((a) => a.startsWith("--cpu-weight="))?.slice("--cpu-weight=".length)
 const iterations = Number(positional[0] ?? 20)
 const burst = Number(positional[1] ?? 20)
 const warm = Number(positional[2] ?? burst)
@@ -49,7 +55,8 @@ const service = await startService({
     WA_ALLOW_PRIVATE_NETWORKS: "true",
     WA_MAX_CONCURRENT_SESSIONS: "1000",
     WA_RATE_LIMIT_REQUESTS: "100000",
-    WA_BROWSER_WARM_CONTEXTS: String(warm)
+    WA_BROWSER_WARM_CONTEXTS: String(warm),
+    ...(cpuWeight === undefined ? {} : { WA_BROWSER_CPU_WEIGHT: cpuWeight })
   },
   ...(profileDir === undefined ? {} : { nodeFlags: ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] })
 })
@@ -144,6 +151,10 @@ console.log(JSON.stringify({
     create_to_first_model_request: stage((s) => s.modelAsked - s.created),
     first_model_request_to_navigation: stage((s) => s.navigated - s.modelAsked)
   },
+  browser_cpu_weight: (() => {
+    const line = service.logs.find((l) => /^browser CPU weight/.test(String(l.message)))
+    return line === undefined ? null : { applied: line.message === "browser CPU weight applied", ...line.annotations }
+  })(),
   burst_p95_ratio_to_bare: Math.round((p95(burst_ms) / p95(bare_burst_ms)) * 100) / 100,
   burst_ms: burst_ms.map((v) => Math.round(v)).sort((a, b) => a - b),
   service_ms: service_ms.map((v) => Math.round(v)),

@@ -178,6 +178,16 @@ const renderHeader = (url: string, title: string, tabs: ReadonlyArray<TabInfo>, 
   return lines.join("\n")
 }
 
+/** What `observe` reads in a blank tab, the only one of its context. */
+export const blankObservation: Observation = {
+  url: "about:blank",
+  title: "",
+  tabs: [{ index: 0, url: "about:blank", title: "", active: true }],
+  snapshot: "",
+  refs: 0,
+  text: "url: about:blank\ntitle: \n---\n"
+}
+
 /** Observes the lease's active tab. */
 export const observe = (
   lease: ContextLease,
@@ -186,6 +196,14 @@ export const observe = (
   attempt(lease, "observe", options.timeoutMs ?? 15_000, async () => {
     const page = lease.page() ?? await lease.context.newPage()
     lease.setActivePage(page)
+    // The blank tab the pool just opened, that nothing has touched yet (the pool's flag, cleared
+    // by any operation through the lease and any navigation, load or frame in the tab; a blank
+    // URL alone says nothing: page.setContent and an opener write into blank tabs) shows
+    // nothing: a run's first step saves the snapshot's round trips, slow when many sessions
+    // start at once.
+    if (lease.untouchedBlankTab(page) && page.url() === "about:blank" && lease.pages().length === 1 && page.mainFrame().childFrames().length === 0) {
+      return blankObservation
+    }
     // A document that is still being replaced cannot be evaluated; let it commit first.
     await page.waitForLoadState("domcontentloaded", { timeout: 5_000 }).catch(() => undefined)
     // A navigation can replace the document (or one of its frames) mid-snapshot, and a
@@ -215,7 +233,7 @@ export const observe = (
       refs: snapshot.refs,
       text: `${renderHeader(url, title, tabs, snapshot)}\n---\n${text}`
     }
-  })
+  }, false)
 
 /** JPEG of the active tab's viewport (modest quality keeps it around 50-150 KB). */
 export const screenshot = (

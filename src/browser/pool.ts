@@ -12,11 +12,12 @@ import { access, constants } from "node:fs/promises"
 import type { Browser, BrowserContext, BrowserContextOptions, Page } from "playwright-core"
 import { isPlaywrightTimeout, playwright } from "./playwright.ts"
 import { ActionFailed, ActionTimeout, BrowserCrashed, type BrowserError, BrowserUnavailable, NavigationRefused } from "./errors.ts"
-import { AppConfig } from "../config/config.ts"
+import { AppConfig, defaultBrowserCpuWeight, parseBrowserCpuWeight } from "../config/config.ts"
 import { browserChoices, type LocalChromium, selectChromium } from "./chromium-executable.ts"
 import { type EgressProxy, startEgressProxy } from "./egress-proxy.ts"
 import { installSettleTracker } from "./page-script.ts"
 import { installNavigationGuard, type NavigationGuard } from "./guard.ts"
+import { type BrowserCgroup, makeBrowserCgroup, removeStaleBrowserCgroups } from "./cpu-weight.ts"
 import { withMethodSpans } from "../observability/spans.ts"
 
 /** Flags that let Chromium run headless as root in a Debian container and stay quiet on the network. */
@@ -68,6 +69,12 @@ export interface BrowserPoolConfig {
    * lets each of them start without opening a renderer, at 20–40 MB of memory per context kept.
    */
   readonly warmContexts?: number | undefined
+  /**
+   * CPU weight of the local browser's process tree against the service (WA_BROWSER_CPU_WEIGHT,
+   * cgroup v2 units: the service has 100; default 25; 0 = off), through a cgroup of its own when
+   * the machine lets the service make one (cpu-weight.ts). Never with `cdpUrl`.
+   */
+  readonly cpuWeight?: number | undefined
 }
 
 export interface LeaseOptions {
@@ -102,6 +109,15 @@ export interface ContextLease {
   readonly crashed: () => boolean
   /** Completes when the browser behind this lease disconnects (interruptible waits, no leak per action). */
   readonly crashSignal: Deferred.Deferred<void>
+  /**
+   * True while `page` is the blank tab the pool opened for this lease and nothing has happened to
+   * it yet: no operation through the lease but observations (`attempt` calls `touch`), no
+   * navigation, load (page.setContent fires one) or new frame in it, no popup, no other tab in the
+   * context. Its observation is known without asking the page (observe.ts).
+   */
+  readonly untouchedBlankTab: (page: Page) => boolean
+  /** Ends `untouchedBlankTab` for good (any operation on the lease's pages). */
+  readonly touch: () => void
 }
 
 interface OpenedContext {
@@ -158,7 +174,8 @@ export class BrowserPool extends Context.Service<BrowserPool, {
         cdpUrl,
         allowPrivateNetworks: app.allowPrivateNetworks,
         warmContext: app.browserWarmContext,
-        warmContexts: app.browserWarmContexts
+        warmContexts: app.browserWarmContexts,
+        cpuWeight: app.browserCpuWeight
       })
     })
   )
@@ -175,6 +192,7 @@ export const browserPoolConfig = Effect.gen(function*() {
   const choice = yield* Config.Literals(browserChoices, "WA_BROWSER").pipe(Config.withDefault("auto" as const))
   const dataDir = yield* Config.NonEmptyString("WA_DATA_DIR").pipe(Config.withDefault("./data"))
   const allowPrivateNetworks = yield* Config.Boolean("WA_ALLOW_PRIVATE_NETWORKS").pipe(Config.withDefault(false))
+  const rawCpuWeight = yield* Config.String("WA_BROWSER_CPU_WEIGHT").pipe(Config.withDefault(String(defaultBrowserCpuWeight)))
   const cdpUrl = Option.isSome(rawCdpUrl) && rawCdpUrl.value !== "" ? rawCdpUrl.value : undefined
   const selected = cdpUrl !== undefined ? undefined : yield* Effect.promise(() =>
     selectChromium({ explicitPath: Option.getOrUndefined(explicitPath), choice, dataDir })
@@ -183,7 +201,8 @@ export const browserPoolConfig = Effect.gen(function*() {
     executablePath: selected?.executablePath ?? "",
     chromium: selected,
     cdpUrl,
-    allowPrivateNetworks
+    allowPrivateNetworks,
+    cpuWeight: parseBrowserCpuWeight(rawCpuWeight) ?? defaultBrowserCpuWeight
   }
   return config
 })
@@ -216,8 +235,47 @@ export const makeBrowserPool = Effect.fnUntraced(function*(config: BrowserPoolCo
     contextsLeased: 0,
     contextsOpen: 0,
     browserLaunches: 0,
-    browserRestarts: 0
+    browserRestarts: 0,
+    /** The local browser's cgroup (cpu-weight.ts), made at its first launch; undefined when there is none. */
+    cgroup: undefined as BrowserCgroup | undefined,
+    cpuWeightTried: false
   }
+  const cpuWeight = config.cpuWeight ?? defaultBrowserCpuWeight
+
+  // What a service killed before it could clean up left behind (its browser's cgroup and whatever
+  // still runs in it, its launcher); our own cgroup is removed after the browser closed (the
+  // finalizers run in reverse: spares, browser, then this).
+  const stale = yield* Effect.promise(() => removeStaleBrowserCgroups())
+  if (stale.length > 0) yield* Effect.logInfo("removed what a stopped service's browser left").pipe(Effect.annotateLogs({ removed: stale.join(", ") }))
+  yield* Effect.addFinalizer(() =>
+    Effect.suspend(() => {
+      const cgroup = state.cgroup
+      state.cgroup = undefined
+      return cgroup === undefined ? Effect.void : Effect.tryPromise(() => cgroup.remove()).pipe(
+        Effect.catch((error) => Effect.logWarning("could not remove the browser's cgroup").pipe(Effect.annotateLogs({ cgroup: cgroup.path, error: String(error) })))
+      )
+    })
+  )
+
+  /**
+   * The local browser's cgroup at its first launch, and the one line saying what the browser's
+   * CPU weight is (a cgroup, or why none).
+   */
+  const browserCgroup = Effect.gen(function*() {
+    if (state.cpuWeightTried) return state.cgroup
+    state.cpuWeightTried = true
+    if (config.cdpUrl !== undefined) {
+      yield* Effect.logInfo("browser CPU weight not applied").pipe(Effect.annotateLogs({ reason: "a remote browser (WA_BROWSER_CDP_URL)" }))
+      return undefined
+    }
+    const placement = yield* Effect.promise(() => makeBrowserCgroup(cpuWeight))
+    if (placement._tag === "None") {
+      yield* Effect.logInfo("browser CPU weight not applied").pipe(Effect.annotateLogs({ reason: placement.reason }))
+      return undefined
+    }
+    state.cgroup = placement.cgroup
+    return placement.cgroup
+  })
 
   const configured: LocalChromium = {
     source: "configured",
@@ -256,13 +314,25 @@ export const makeBrowserPool = Effect.fnUntraced(function*(config: BrowserPoolCo
     const prepared = config.cdpUrl === undefined ? yield* prepareLocal : undefined
     const local = config.cdpUrl === undefined ? yield* localChromium : configured
     const executablePath = prepared?.executablePath ?? config.executablePath
+    // Started through its cgroup's launcher, the browser's whole process tree is in the cgroup.
+    let cgroup = yield* browserCgroup
+    let launchPath = executablePath
+    if (cgroup !== undefined) {
+      const launcher = yield* Effect.promise(() => cgroup!.launcher(executablePath).then((path) => ({ path }), (error: unknown) => ({ error: String(error) })))
+      if ("path" in launcher) launchPath = launcher.path
+      else {
+        yield* Effect.promise(() => cgroup!.remove().catch(() => undefined))
+        state.cgroup = cgroup = undefined
+        yield* Effect.logInfo("browser CPU weight not applied").pipe(Effect.annotateLogs({ reason: `its launcher cannot run: ${launcher.error}` }))
+      }
+    }
     const browser = yield* Effect.tryPromise({
       try: async () => {
         const { chromium } = await playwright()
         return config.cdpUrl !== undefined
           ? chromium.connectOverCDP(config.cdpUrl, { timeout: launchTimeoutMs })
           : chromium.launch({
-            executablePath,
+            executablePath: launchPath,
             ...(prepared !== undefined && Object.keys(prepared.env).length > 0 ? { env: { ...process.env, ...prepared.env } } : {}),
             headless: true,
             // The pool's own flags for every binary, the bundled one included: @sparticuz/chromium's
@@ -298,6 +368,16 @@ export const makeBrowserPool = Effect.fnUntraced(function*(config: BrowserPoolCo
           }
       )
     )
+    if (cgroup !== undefined && state.browserLaunches === 0) {
+      const pids = yield* Effect.promise(() => cgroup!.pids())
+      yield* Effect.logInfo("browser CPU weight applied").pipe(Effect.annotateLogs({
+        cgroup: cgroup.path,
+        cgroup_version: cgroup.version,
+        cpu_weight: cgroup.weight,
+        setting: cgroup.setting,
+        browser_processes: pids.length
+      }))
+    }
     if (state.browserLaunches > 0) {
       state.browserRestarts++
       yield* Metric.update(browserMetrics.restarts, 1)
@@ -472,6 +552,22 @@ export const makeBrowserPool = Effect.fnUntraced(function*(config: BrowserPoolCo
       })
     acceptDialogs(created.page)
     context.on("page", acceptDialogs)
+    // The blank first tab, until anything happens to it or in its context (ContextLease.untouchedBlankTab).
+    let blankTab: Page | undefined = created.page
+    const blankTabEvents = ["framenavigated", "frameattached", "domcontentloaded", "load", "popup", "close"] as const
+    const touch = () => {
+      const page = blankTab
+      if (page === undefined) return
+      blankTab = undefined
+      for (const event of blankTabEvents) page.off(event as "load", touch)
+      context.off("page", touch)
+    }
+    if (created.page.url() === "about:blank" && created.page.mainFrame().childFrames().length === 0 && context.pages().length === 1) {
+      for (const event of blankTabEvents) created.page.on(event as "load", touch)
+      context.on("page", touch)
+    } else {
+      blankTab = undefined
+    }
     const lease: ContextLease = {
       id: state.nextLeaseId++,
       context,
@@ -490,7 +586,9 @@ export const makeBrowserPool = Effect.fnUntraced(function*(config: BrowserPoolCo
       takeDialogs: () => dialogs.splice(0, dialogs.length),
       takeBlockedConnections: () => [...guard.takeBlockedFrames(), ...blocked.splice(0, blocked.length)],
       crashed: () => crashed,
-      crashSignal: crash
+      crashSignal: crash,
+      untouchedBlankTab: (page) => page === blankTab && !crashed,
+      touch
     }
     state.contextsLeased++
     state.contextsOpen++
@@ -553,12 +651,15 @@ export const attempt = <A>(
   lease: ContextLease,
   action: string,
   timeoutMs: number,
-  f: () => Promise<A>
+  f: () => Promise<A>,
+  /** Whether the operation may change the page (all but observations): ends the lease's untouched blank tab. */
+  touches = true
 ): Effect.Effect<A, BrowserCrashed | ActionTimeout | ActionFailed> => {
   const crashedError = () =>
     new BrowserCrashed({ message: `the browser crashed during ${action}; the session's browser state is lost` })
   const timedOut = () => new ActionTimeout({ action, timeoutMs, message: `${action} did not finish within ${timeoutMs} ms` })
   return Effect.suspend(() => {
+    if (touches) lease.touch()
     if (lease.crashed()) return Effect.fail(crashedError())
     const operation = Effect.tryPromise({ try: f, catch: (cause) => cause }).pipe(
       Effect.catch((cause): Effect.Effect<never, BrowserCrashed | ActionTimeout | ActionFailed> => {

@@ -17,6 +17,18 @@ const parseLogLevel = (raw: string): LogLevel.LogLevel | undefined => {
   return LogLevel.values.find((value) => value.toLowerCase() === wanted)
 }
 
+/** WA_BROWSER_CPU_WEIGHT's default, in cgroup v2 units (the service's own cgroup has 100). */
+export const defaultBrowserCpuWeight = 25
+
+/** WA_BROWSER_CPU_WEIGHT: 1..10000 (cgroup v2 units), 0 or `off` to disable; undefined when invalid. */
+export const parseBrowserCpuWeight = (raw: string): number | undefined => {
+  const text = raw.trim().toLowerCase()
+  if (text === "off" || text === "false" || text === "none") return 0
+  if (!/^\d+$/.test(text)) return undefined
+  const value = Number(text)
+  return value <= 10_000 ? value : undefined
+}
+
 export const AppConfigSchema = Config.all({
   // 0 asks the OS for a free port (tests); the bound address is logged as "listening".
   port: Config.schema(Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 65535 })), "WA_PORT").pipe(Config.withDefault(8080)),
@@ -130,6 +142,15 @@ export const AppConfigSchema = Config.all({
   browserWarmContext: Config.Boolean("WA_BROWSER_WARM_CONTEXT").pipe(Config.withDefault(true)),
   /** How many contexts are kept opened ahead when WA_BROWSER_WARM_CONTEXT is on (0..64): the sessions a burst starts at once. */
   browserWarmContexts: Config.Int("WA_BROWSER_WARM_CONTEXTS").pipe(Config.withDefault(1)),
+  /**
+   * The local browser's CPU weight against the service's 100 (cgroup v2 units, 1..10000; 0 or
+   * `off`: none), through a cgroup of its own where the machine allows (src/browser/cpu-weight.ts):
+   * under load the browser's renderers yield to the service's control plane. NaN when invalid.
+   */
+  browserCpuWeight: Config.String("WA_BROWSER_CPU_WEIGHT").pipe(
+    Config.withDefault(String(defaultBrowserCpuWeight)),
+    Config.map((raw) => parseBrowserCpuWeight(raw) ?? Number.NaN)
+  ),
   /** Largest file a workspace holds (uploads over it get 413; page downloads over it are not kept). */
   workspaceMaxFileBytes: Config.Int("WA_WORKSPACE_MAX_FILE_BYTES").pipe(Config.withDefault(100 * 1024 * 1024)),
   /** Largest recording of one run, compressed (a recording stops taking events before it would pass this). */
@@ -277,6 +298,9 @@ export const loadAppConfig = (env?: Record<string, string | undefined>) =>
     if (parsed.drainSeconds < 0) return yield* Effect.die(new InvalidConfig("invalid configuration: WA_DRAIN_SECONDS must be at least 0"))
     if (!(parsed.browserWarmContexts >= 0 && parsed.browserWarmContexts <= 64)) {
       return yield* Effect.die(new InvalidConfig("invalid configuration: WA_BROWSER_WARM_CONTEXTS must be 0 to 64"))
+    }
+    if (Number.isNaN(parsed.browserCpuWeight)) {
+      return yield* Effect.die(new InvalidConfig("invalid configuration: WA_BROWSER_CPU_WEIGHT must be 1 to 10000 (the service has 100), or 0 / off"))
     }
     const plansProblem = planTableProblem(Option.getOrUndefined(parsed.plansFile), Option.getOrUndefined(parsed.defaultPlan))
     if (plansProblem !== undefined) return yield* Effect.die(new InvalidConfig(`invalid configuration: ${plansProblem}`))
