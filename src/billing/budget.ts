@@ -20,6 +20,7 @@ import { Ledger } from "./ledger.ts"
 import type { Exhausted } from "../domain/billing.ts"
 import { withMethodSpans } from "../observability/spans.ts"
 import type { ProjectId } from "../domain/run.ts"
+import type { TickRunId } from "../domain/monitor.ts"
 
 export interface BudgetStatus {
   /** The monthly cap in micro-USD; null: no cap. */
@@ -51,7 +52,7 @@ export class Budget extends Context.Service<Budget, {
    * balance until the tick ends (src/store/credit-holds.ts): "budget" or "credits" when it cannot be
    * paid (billing off: null, nothing held). Its own transaction; the tick's end settles it.
    */
-  readonly holdTick: (projectId: ProjectId, tickId: string) => Effect.Effect<Exhausted | null>
+  readonly holdTick: (projectId: ProjectId, tickId: TickRunId) => Effect.Effect<Exhausted | null>
   /** Whether a new run (or tick) may start: BudgetExceeded or InsufficientCredits, else nothing. */
   readonly admit: (projectId: ProjectId) => Effect.Effect<void, BudgetExceeded | InsufficientCredits>
   /**
@@ -99,7 +100,7 @@ export class Budget extends Context.Service<Budget, {
           if (balance.totalMicros <= 0) return "credits" as const
           return null
         }),
-        holdTick: Effect.fn("Budget.holdTick")(function*(projectId: ProjectId, tickId: string) {
+        holdTick: Effect.fn("Budget.holdTick")(function*(projectId: ProjectId, tickId: TickRunId) {
           if (!ledger.enabled) return null
           // At least one micro-dollar must be free: a tick never runs on an empty balance.
           return yield* holds.hold({ projectId, runId: tickId, kind: "tick", micros: tickFeeMicros, minimumMicros: 1 }).pipe(
