@@ -104,7 +104,12 @@ export const runAgent = Effect.fn("runAgent")(function*(
   /** The token of this execution (the kernel's `begin`): every write is refused once superseded. */
   executor: string,
   /** Set when another runner died during this run: go on from its last completed step. */
-  resume?: { readonly checkpoint: Checkpoint | undefined }
+  resume?: { readonly checkpoint: Checkpoint | undefined },
+  /**
+   * Runs just before the agent ends the run (done, or failed by the agent's own rules): what must
+   * be there once a client sees the run ended, the run's recording (src/recordings/), is stored.
+   */
+  beforeEnd: Effect.Effect<void> = Effect.void
 ) {
   const store = yield* RunStore
   const sessionStore = yield* SessionStore
@@ -136,6 +141,7 @@ export const runAgent = Effect.fn("runAgent")(function*(
   const endedOnBoundary = Effect.gen(function*() {
     const violation = lease.guard.violation()
     if (violation === undefined) return false
+    yield* beforeEnd
     yield* store.transition(runId, "failed", {
       executor,
       terminalReason: "failed",
@@ -518,10 +524,12 @@ export const runAgent = Effect.fn("runAgent")(function*(
             yield* store.appendEvent(runId, "run.next_run_scheduled", { run_id: runId, proposed_at: proposed.toISOString(), next_run_at: next.toISOString() }, executor)
           }
         }
+        yield* beforeEnd
         yield* store.transition(runId, "done", { output: output.value, terminalReason: "done", executor }).pipe(Effect.ignore)
         return
       }
       if (exhausted !== null) {
+        yield* beforeEnd
         yield* store.transition(runId, "failed", {
           executor,
           terminalReason: "budget_exceeded",
@@ -531,6 +539,7 @@ export const runAgent = Effect.fn("runAgent")(function*(
         return
       }
       if (current.step_count >= current.max_steps) {
+        yield* beforeEnd
         yield* store.transition(runId, "failed", {
           executor,
           expired: true,

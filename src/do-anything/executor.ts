@@ -246,7 +246,7 @@ const sessionHandlers = Effect.gen(function*() {
         }), ({ restored }) => resumed ? {} : { restored })
         const work = prepared.holdAt !== undefined
           ? holdForPerson(run.id, prepared.leased, executor, prepared.holdAt)
-          : runAgent(run.id, prepared.leased, settings, executor, resumed ? { checkpoint: prepared.checkpoint } : undefined)
+          : runAgent(run.id, prepared.leased, settings, executor, resumed ? { checkpoint: prepared.checkpoint } : undefined, recorders.finish(run.id).pipe(Effect.asVoid))
         // The take-control watcher (URL expiry, idle release) lives and dies with the work; the
         // agent's model calls are its project's in the fair queue (src/fairness/fair-queue.ts).
         yield* Effect.scoped(Effect.andThen(Effect.forkScoped(live.watch(run.id)), work)).pipe(Effect.provideService(AgentModel, fairAgentModel))
@@ -258,7 +258,9 @@ const sessionHandlers = Effect.gen(function*() {
       conduct,
       internalErrorDetail: "the agent failed",
       logAnnotations: { session_id: sessionId },
-      // The run's recording is stored before "run ended" is sent.
+      // The run's recording is stored before the agent ends the run (runAgent's beforeEnd), so a
+      // client that sees it ended finds it; a run ended otherwise (canceled, failed by the kernel)
+      // has it stored here, before "run ended" is sent. A second finish stores nothing.
       ending: (run) => recorders.finish(run.id).pipe(Effect.asVoid),
       // The session's browser state goes to its profile; a run with keep_alive false closes its session.
       ended: (run) =>

@@ -62,17 +62,13 @@ const runPath = (sid: string, rid: string) => `${base()}/sessions/${sid}/runs/${
 const settledRun = async (sid: string, rid: string, sessionStatus: "closed" | "idle") => {
   const run = await waitForRunStatus(service, runPath(sid, rid), terminal)
   expect(run.status, JSON.stringify(run.error)).toBe("done")
-  // The recording is stored after the run ends, before the session closes (keep_alive false);
-  // a kept-alive session is idle as the run ends, so its run's view says when it is stored
-  // (artifact_id null until then).
+  // The recording is stored before the run ends: the first view that says done names it.
+  expect(run.recording === null || run.recording.artifact_id !== null, JSON.stringify(run.recording)).toBe(true)
   await eventually(`session ${sessionStatus}`, async () => {
     const session = await service.request("GET", `${base()}/sessions/${sid}`)
     return session.json.status === sessionStatus ? true : undefined
   })
-  return await eventually(`the recording of ${rid} stored`, async () => {
-    const view = (await service.request("GET", runPath(sid, rid))).json
-    return view.recording === null || view.recording.artifact_id !== null ? view : undefined
-  })
+  return run
 }
 
 const recordingOf = (events: ReadonlyArray<{ type: number; data: unknown }>) => JSON.stringify(events.filter((e) => e.type === 2))
