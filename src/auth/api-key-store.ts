@@ -11,6 +11,7 @@ import { createOnce } from "../store/keyed-create.ts"
 import { displayPrefix, hashApiKey } from "./api-key-format.ts"
 import { withMethodSpans } from "../observability/spans.ts"
 import { ApiKeyId, ProjectId } from "../domain/run.ts"
+import { UserId } from "../domain/id-schemas.ts"
 import { decodeRows } from "../store/rows.ts"
 
 /** The first key of the advisory lock that serialises a project's key creates (the second is the project's hash). */
@@ -19,7 +20,7 @@ const PROJECT_KEYS_LOCK = 0x7761_6b31 // "wak1"
 export const ApiKeyRow = Schema.Struct({
   id: ApiKeyId,
   project_id: ProjectId,
-  user_id: Schema.NullOr(Schema.String),
+  user_id: Schema.NullOr(UserId),
   prefix: Schema.String,
   name: Schema.NullOr(Schema.String),
   created_at: Schema.Date,
@@ -42,7 +43,7 @@ export interface NewApiKey {
   readonly secret: string
   readonly scope: typeof ApiKeyRow.Type["scope"]
   readonly createdByKeyId: string | null
-  readonly userId: string | null
+  readonly userId: UserId | null
 }
 
 const columnList = "id, project_id, user_id, prefix, name, created_at, disabled_at, grace_until, last_used_at, scope, created_by_key_id"

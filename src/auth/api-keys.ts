@@ -16,6 +16,7 @@ import { generateApiKey, isWellFormedApiKey } from "./api-key-format.ts"
 import { ApiKeyStore, type ApiKeyRow } from "./api-key-store.ts"
 import { withMethodSpans } from "../observability/spans.ts"
 import type { ApiKeyId, ProjectId } from "../domain/run.ts"
+import type { UserId } from "../domain/id-schemas.ts"
 
 /** last_used_at is refreshed at most this often, so reads do not each cost a write. */
 const LAST_USED_RESOLUTION_MS = 60 * 1000
@@ -37,7 +38,7 @@ export interface CreateApiKeyOptions {
   /** The key that asked for this one over the API; null for the bootstrap and CLI keys. */
   readonly createdByKeyId: string | null
   /** The console user who asked for this key (through a console session); null otherwise. */
-  readonly userId?: string | null
+  readonly userId?: UserId | null
 }
 
 export type AuthenticationFailure = "malformed" | "unknown" | "revoked"

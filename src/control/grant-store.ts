@@ -8,6 +8,7 @@ import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { RunStatuses, type RunStatus } from "../domain/run-state.ts"
 import { RunId, SessionId } from "../domain/run.ts"
+import { ControlGrantId } from "../domain/id-schemas.ts"
 import { EVENTS_CHANNEL } from "../store/runs.ts"
 import { withMethodSpans } from "../observability/spans.ts"
 
@@ -15,7 +16,7 @@ export const GrantStatus = Schema.Literals(["pending", "active", "released", "ex
 export type GrantStatus = typeof GrantStatus.Type
 
 export interface Grant {
-  readonly id: string
+  readonly id: ControlGrantId
   readonly runId: RunId
   readonly sessionId: SessionId
   readonly reason: string | null
@@ -27,7 +28,7 @@ export interface Grant {
 }
 
 const GrantRow = Schema.Struct({
-  id: Schema.String,
+  id: ControlGrantId,
   run_id: RunId,
   session_id: SessionId,
   reason: Schema.NullOr(Schema.String),
@@ -52,7 +53,7 @@ const decodeGrant = (row: unknown): Grant => {
 }
 const decodeRunStatus = Schema.decodeUnknownSync(Schema.Struct({ status: Schema.Literals(RunStatuses) }))
 const decodeController = Schema.decodeUnknownSync(Schema.Struct({ controller: Schema.String }))
-const decodeId = Schema.decodeUnknownSync(Schema.Struct({ id: Schema.String }))
+const decodeId = Schema.decodeUnknownSync(Schema.Struct({ id: ControlGrantId }))
 
 export class GrantStore extends Context.Service<GrantStore, {
   /** Runs `effect` in one transaction (an SqlError is a defect). */
@@ -60,23 +61,23 @@ export class GrantStore extends Context.Service<GrantStore, {
   /** Locks the run's row (inside a transaction); its status, undefined when it is gone. */
   readonly lockRun: (runId: RunId) => Effect.Effect<RunStatus | undefined>
   readonly runStatus: (runId: RunId) => Effect.Effect<RunStatus | undefined>
-  readonly grant: (grantId: string, forUpdate?: boolean) => Effect.Effect<Grant | undefined>
+  readonly grant: (grantId: ControlGrantId, forUpdate?: boolean) => Effect.Effect<Grant | undefined>
   /** The run's latest grant. */
   readonly latest: (runId: RunId) => Effect.Effect<Grant | undefined>
   /** The run's pending grants past their deadline, locked. */
   readonly due: (runId: RunId) => Effect.Effect<ReadonlyArray<Grant>>
   /** The run's pending and active grants. */
   readonly open: (runId: RunId) => Effect.Effect<ReadonlyArray<Grant>>
-  readonly setStatus: (grantId: string, status: GrantStatus) => Effect.Effect<void>
+  readonly setStatus: (grantId: ControlGrantId, status: GrantStatus) => Effect.Effect<void>
   /** Supersedes the run's pending grants. */
   readonly supersedePending: (runId: RunId) => Effect.Effect<void>
-  readonly insert: (grant: { readonly id: string; readonly runId: RunId; readonly sessionId: SessionId | null; readonly reason: string | null; readonly expiresAt: Date }) => Effect.Effect<void>
+  readonly insert: (grant: { readonly id: ControlGrantId; readonly runId: RunId; readonly sessionId: SessionId | null; readonly reason: string | null; readonly expiresAt: Date }) => Effect.Effect<void>
   /** Releases the run's active grant. */
   readonly releaseActive: (runId: RunId) => Effect.Effect<void>
   /** Ends the grant if it is pending or active. */
-  readonly endIfOpen: (grantId: string) => Effect.Effect<void>
+  readonly endIfOpen: (grantId: ControlGrantId) => Effect.Effect<void>
   /** Stamps a connect (the clock of the database, to the microsecond); returns the new controller token. */
-  readonly stamp: (grantId: string) => Effect.Effect<string>
+  readonly stamp: (grantId: ControlGrantId) => Effect.Effect<string>
   /** Wakes the run's listeners on every node (delivered at commit): a page taken over notices. */
   readonly wakeRun: (runId: RunId) => Effect.Effect<void>
   /** Withdraws the run's pending input requests; their ids. */

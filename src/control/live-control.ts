@@ -13,6 +13,7 @@ import type { CDPSession, Page } from "playwright-core"
 import { dispatchInput, type LiveFrame, type LiveInput, screencast } from "../browser/live-view.ts"
 import { AppConfig } from "../config/config.ts"
 import type { RunId, SessionId } from "../domain/run.ts"
+import type { ControlGrantId } from "../domain/id-schemas.ts"
 import { RunEventBus } from "../events/run-event-bus.ts"
 import { TakeControl } from "./take-control.ts"
 
@@ -35,7 +36,7 @@ export const makeLiveControl = (sessionId: SessionId, currentPage: () => Page | 
     const checked = new Map<string, number>()
     const inputSessions = new WeakMap<Page, Promise<CDPSession>>()
 
-    const activeGrant = (grantId: string) =>
+    const activeGrant = (grantId: ControlGrantId) =>
       Effect.gen(function*() {
         const now = Date.now()
         if ((checked.get(grantId) ?? 0) > now - GRANT_CHECK_MS) return
@@ -64,7 +65,7 @@ export const makeLiveControl = (sessionId: SessionId, currentPage: () => Page | 
       return session
     }
 
-    const frames = (grantId: string): Stream.Stream<LiveFrame, LiveViewUnavailable> =>
+    const frames = (grantId: ControlGrantId): Stream.Stream<LiveFrame, LiveViewUnavailable> =>
       Stream.unwrap(Effect.gen(function*() {
         checked.delete(grantId)
         yield* activeGrant(grantId)
@@ -75,7 +76,7 @@ export const makeLiveControl = (sessionId: SessionId, currentPage: () => Page | 
         )
       }))
 
-    const input = (grantId: string, inputs: ReadonlyArray<LiveInput>) =>
+    const input = (grantId: ControlGrantId, inputs: ReadonlyArray<LiveInput>) =>
       Effect.gen(function*() {
         yield* activeGrant(grantId)
         const target = yield* page

@@ -35,6 +35,7 @@ import { ControlNotAvailable } from "../domain/errors.ts"
 import { makeId } from "../domain/ids.ts"
 import { isTerminal, type RunStatus } from "../domain/run-state.ts"
 import type { Run, RunId } from "../domain/run.ts"
+import type { ControlGrantId } from "../domain/id-schemas.ts"
 import { RunStore } from "../store/runs.ts"
 import { loadUrlSigner } from "../store/url-signer.ts"
 import { type Grant, GrantStore, type GrantStatus } from "./grant-store.ts"
@@ -59,11 +60,11 @@ export type ConnectOutcome =
   | { readonly _tag: "expired" | "ended" | "unavailable" }
 
 /** The path and query of a control page (the WebSocket is the same path plus `/ws`, same query). */
-export const controlPath = (grantId: string, exp: number, signature: string) => `/v1/control/${grantId}?exp=${exp}&sig=${signature}`
+export const controlPath = (grantId: ControlGrantId, exp: number, signature: string) => `/v1/control/${grantId}?exp=${exp}&sig=${signature}`
 
 /** The signed parts of a control URL as received (any of them may be missing or forged). */
 export interface ControlCredentials {
-  readonly grantId: string
+  readonly grantId: ControlGrantId
   readonly exp: string | undefined
   readonly sig: string | undefined
 }
@@ -81,10 +82,10 @@ export class TakeControl extends Context.Service<TakeControl, {
    * A control page connected: a pending grant becomes active and the run paused; on an active
    * grant the page takes over from the one connected before (which is woken to notice).
    */
-  readonly connect: (grantId: string) => Effect.Effect<ConnectOutcome>
+  readonly connect: (grantId: ControlGrantId) => Effect.Effect<ConnectOutcome>
   /** Expires the run's pending grants whose deadline passed (emits run.take_control_expired). */
   readonly expireDue: (runId: RunId) => Effect.Effect<void>
-  readonly grant: (grantId: string) => Effect.Effect<Grant | undefined>
+  readonly grant: (grantId: ControlGrantId) => Effect.Effect<Grant | undefined>
   /** The run's pending and active grants. */
   readonly openGrants: (runId: RunId) => Effect.Effect<ReadonlyArray<Grant>>
 }>()("wa/control/TakeControl") {
@@ -95,8 +96,8 @@ export class TakeControl extends Context.Service<TakeControl, {
       const store = yield* RunStore
       const config = yield* AppConfig
       const signer = yield* loadUrlSigner
-      const message = (grantId: string, runId: RunId, exp: number) => `control:${grantId}:${runId}:${exp}`
-      const sign = (grantId: string, runId: RunId, exp: number) => signer.sign(message(grantId, runId, exp))
+      const message = (grantId: ControlGrantId, runId: RunId, exp: number) => `control:${grantId}:${runId}:${exp}`
+      const sign = (grantId: ControlGrantId, runId: RunId, exp: number) => signer.sign(message(grantId, runId, exp))
 
       const lockRun = grants.lockRun
       const grantById = grants.grant

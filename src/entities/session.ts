@@ -9,6 +9,7 @@ import { Rpc } from "effect/rpc"
 import { LiveFrame, LiveInput } from "../browser/live-view.ts"
 import { LiveViewUnavailable } from "../control/live-control.ts"
 import { RunId } from "../domain/run.ts"
+import { ControlGrantId } from "../domain/id-schemas.ts"
 
 export const Execute = Rpc.make("Execute", { payload: { runId: RunId } })
   .annotate(ClusterSchema.Persisted, true)
@@ -17,14 +18,14 @@ export const Close = Rpc.make("Close")
 
 /** Take control: the live frames of the session's page, for a control page holding an active grant. */
 export const ControlFrames = Rpc.make("ControlFrames", {
-  payload: { grantId: Schema.String },
+  payload: { grantId: ControlGrantId },
   success: LiveFrame,
   error: LiveViewUnavailable,
   stream: true
 })
 /** Take control: the person's input, in order, for the session's page. */
 export const ControlInput = Rpc.make("ControlInput", {
-  payload: { grantId: Schema.String, inputs: Schema.Array(LiveInput) },
+  payload: { grantId: ControlGrantId, inputs: Schema.Array(LiveInput) },
   error: LiveViewUnavailable
 })
 

@@ -53,7 +53,7 @@ export class ProfileStore extends Context.Service<ProfileStore, {
    * Saves a state, encrypted. `bySessionId`: the session saving it; refused (false) when another
    * open session holds the profile now, so a late save never overwrites a newer holder's state.
    */
-  readonly saveState: (profileId: ProfileId, state: unknown, bySessionId: string | null) => Effect.Effect<boolean>
+  readonly saveState: (profileId: ProfileId, state: unknown, bySessionId: SessionId | null) => Effect.Effect<boolean>
   readonly setState: (profileId: ProfileId, state: ProfileState) => Effect.Effect<void>
   readonly recordProbe: (profileId: ProfileId, siteId: string, result: "logged_in" | "logged_out" | "unknown", outcome: ProbeOutcome, displayLabel: string | null | undefined) => Effect.Effect<Profile>
   readonly startLogin: (login: Omit<ProfileLogin, "probe_result" | "probed_at">) => Effect.Effect<void>

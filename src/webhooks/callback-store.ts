@@ -9,13 +9,14 @@ import { SqlClient } from "effect/sql"
 import { DeliveryChannel, DeliveryStatus } from "../domain/delivery.ts"
 import { withMethodSpans } from "../observability/spans.ts"
 import { ProjectId } from "../domain/run.ts"
+import { MonitorId } from "../domain/monitor.ts"
 import { DeliveryId } from "../domain/id-schemas.ts"
 
 export const DeliveryRow = Schema.Struct({
   id: DeliveryId,
   project_id: ProjectId,
   run_id: Schema.NullOr(Schema.String),
-  monitor_id: Schema.NullOr(Schema.String),
+  monitor_id: Schema.NullOr(MonitorId),
   channel: DeliveryChannel,
   url: Schema.String,
   event_type: Schema.String,
@@ -36,7 +37,7 @@ const decodeRow = Schema.decodeUnknownSync(DeliveryRow)
 export const ClaimedRow = Schema.Struct({
   id: DeliveryId,
   run_id: Schema.NullOr(Schema.String),
-  monitor_id: Schema.NullOr(Schema.String),
+  monitor_id: Schema.NullOr(MonitorId),
   url: Schema.String,
   payload: Schema.Unknown,
   attempts: Schema.Number,
@@ -55,7 +56,7 @@ export interface NewDelivery {
   readonly id: DeliveryId
   readonly projectId: ProjectId
   readonly runId: string | null
-  readonly monitorId: string | null
+  readonly monitorId: MonitorId | null
   readonly channel: DeliveryChannel
   readonly secret: string | null
   readonly url: string

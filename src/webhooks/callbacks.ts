@@ -26,6 +26,7 @@ import { type ClaimedRow, CallbackStore, DeliveryRow } from "./callback-store.ts
 import { withMethodSpans } from "../observability/spans.ts"
 import type { ProjectId } from "../domain/run.ts"
 import type { DeliveryId } from "../domain/id-schemas.ts"
+import type { MonitorId } from "../domain/monitor.ts"
 
 export const signPayload = (secret: string, id: string, timestamp: number, body: string) => {
   const key = Buffer.from(secret.replace(/^whsec_/, ""), "base64")
@@ -98,7 +99,7 @@ export interface SendInput {
   readonly url: string
   readonly type: string
   readonly data: unknown
-  readonly monitorId?: string | null | undefined
+  readonly monitorId?: MonitorId | null | undefined
   /** Default `callback_url`. */
   readonly channel?: DeliveryChannel | undefined
   /** The `whsec_` secret that signs it; absent or null: the project's webhook secret. */
@@ -119,7 +120,7 @@ const POLL_INTERVAL_MS = 1_000
 export interface AttemptOutcome {
   readonly deliveryId: DeliveryId
   readonly runId: string | null
-  readonly monitorId: string | null
+  readonly monitorId: MonitorId | null
   readonly status: DeliveryStatus
   readonly attempts: number
   readonly statusCode: number | null

@@ -8,12 +8,14 @@ import { SqlClient } from "effect/sql"
 import { makeId } from "../domain/ids.ts"
 import { withMethodSpans } from "../observability/spans.ts"
 import { ProjectId } from "../domain/run.ts"
+import { MonitorId, TickRunId } from "../domain/monitor.ts"
+import { NotificationId } from "../domain/id-schemas.ts"
 
 export const InboxNotificationRow = Schema.Struct({
-  id: Schema.String,
+  id: NotificationId,
   project_id: ProjectId,
-  monitor_id: Schema.String,
-  tick_id: Schema.String,
+  monitor_id: MonitorId,
+  tick_id: TickRunId,
   type: Schema.String,
   title: Schema.String,
   data: Schema.Unknown,
@@ -26,8 +28,8 @@ const decodeCount = Schema.decodeUnknownSync(Schema.Struct({ n: Schema.Number })
 
 export interface InboxAddInput {
   readonly projectId: ProjectId
-  readonly monitorId: string
-  readonly tickId: string
+  readonly monitorId: MonitorId
+  readonly tickId: TickRunId
   readonly type: string
   readonly title: string
   readonly data: unknown
@@ -38,7 +40,7 @@ const columns = "id, project_id, monitor_id, tick_id, type, title, data, read_at
 export class InboxStore extends Context.Service<InboxStore, {
   /** Inserts the notification; undefined when the tick already has one of that type. */
   readonly insert: (input: InboxAddInput) => Effect.Effect<InboxNotificationRow | undefined>
-  readonly byTick: (tickId: string, type: string) => Effect.Effect<InboxNotificationRow | undefined>
+  readonly byTick: (tickId: TickRunId, type: string) => Effect.Effect<InboxNotificationRow | undefined>
   readonly list: (projectId: ProjectId, filter: {
     readonly unread?: boolean | undefined
     readonly limit: number

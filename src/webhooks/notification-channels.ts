@@ -25,6 +25,7 @@ import { Inbox } from "./inbox.ts"
 import { validateTargetUrl, WebhookEndpoints } from "./webhook-endpoints.ts"
 import type { ProjectId } from "../domain/run.ts"
 import type { DeliveryId, ScheduleId, WebhookEndpointId } from "../domain/id-schemas.ts"
+import type { MonitorId, TickRunId } from "../domain/monitor.ts"
 
 export interface NotifyChannel {
   readonly kind: DeliveryChannel
@@ -35,9 +36,9 @@ export interface NotifyChannel {
 
 export interface NotifyInput {
   readonly projectId: ProjectId
-  readonly monitorId: string
+  readonly monitorId: MonitorId
   /** The fired tick: one notification per (tickId, type). */
-  readonly tickId: string
+  readonly tickId: TickRunId
   readonly channel: NotifyChannel
   /** The monitor's notify_secret (whsec_ + base64), which signs `callback_url` deliveries. */
   readonly secret: string

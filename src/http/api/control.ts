@@ -7,12 +7,12 @@ import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { Forbidden } from "../../domain/api-errors.ts"
 import { ControlPageQuery } from "../../domain/wire/control.ts"
-import { MaxString } from "./schemas.ts"
+import { ControlGrantIdParam } from "./schemas.ts"
 
 export class ControlApi extends HttpApiGroup.make("control")
   .add(
     HttpApiEndpoint.get("controlPage", "/v1/control/:grant", {
-      params: { grant: MaxString(64) },
+      params: { grant: ControlGrantIdParam },
       query: ControlPageQuery,
       success: Schema.String.pipe(HttpApiSchema.asText({ contentType: "text/html" })),
       error: Forbidden

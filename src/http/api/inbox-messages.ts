@@ -7,7 +7,7 @@ import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { BadRequest, NotFound } from "../../domain/api-errors.ts"
 import { PageQuery } from "../../domain/pagination.ts"
 import { InboxMessageListResponse, InboxMessageResponse } from "../../domain/wire/inbox-messages.ts"
-import { MaxString, ProjectIdParam, SessionIdParam } from "./schemas.ts"
+import { EmailIdParam, ProjectIdParam, SessionIdParam } from "./schemas.ts"
 import { Authentication, Idempotency, RateLimit } from "./security.ts"
 
 const sessionParams = { ...ProjectIdParam, sid: SessionIdParam }
@@ -21,7 +21,7 @@ export class InboxMessagesApi extends HttpApiGroup.make("session_inbox")
       error: [BadRequest, NotFound]
     }),
     HttpApiEndpoint.get("get", "/sessions/:sid/inbox/:message_id", {
-      params: { ...sessionParams, message_id: MaxString(64) },
+      params: { ...sessionParams, message_id: EmailIdParam },
       success: InboxMessageResponse,
       error: NotFound
     })

@@ -37,6 +37,7 @@ import { envelopeBody, Forbidden, jsonResponse } from "../errors.ts"
 import { controlPageHtml, controlPagePolicy } from "../views/control-page.ts"
 import { publicBaseUrl } from "./do-anything.ts"
 import { cspNonce, pageSecurityHeaders } from "../page-security.ts"
+import { ControlGrantId } from "../../domain/id-schemas.ts"
 
 const refused = (check: Exclude<TokenCheck, { _tag: "Valid" }>) =>
   check._tag === "Invalid"
@@ -185,7 +186,8 @@ export const ControlSocketRoute = HttpRouter.use((router) =>
       }
       const { grant } = yield* HttpRouter.params
       const query = new URL(request.url, "http://control").searchParams
-      const check = yield* take.verify({ grantId: grant ?? "", exp: query.get("exp") ?? undefined, sig: query.get("sig") ?? undefined })
+      // The socket's route is not an HttpApi endpoint: its grant id is branded here (verify checks it).
+      const check = yield* take.verify({ grantId: ControlGrantId.make(grant ?? ""), exp: query.get("exp") ?? undefined, sig: query.get("sig") ?? undefined })
       if (check._tag !== "Valid") return jsonResponse(403, envelopeBody(refused(check).code, refused(check).detail))
       const outcome = yield* take.connect(check.grant.id)
       if (outcome._tag === "unavailable") {

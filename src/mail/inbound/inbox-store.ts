@@ -13,7 +13,7 @@ import { AppConfig, type AppConfigShape } from "../../config/config.ts"
 import { makeId } from "../../domain/ids.ts"
 import { withMethodSpans } from "../../observability/spans.ts"
 import type { ProjectId, RunId, SessionId } from "../../domain/run.ts"
-import type { WorkspaceId } from "../../domain/id-schemas.ts"
+import type { EmailId, WorkspaceId } from "../../domain/id-schemas.ts"
 
 export const DEFAULT_MAIL_DOMAIN = "agents.localhost"
 
@@ -26,7 +26,7 @@ export const mailDomainOf = (config: Pick<AppConfigShape, "mailDomain" | "smtpLi
     : null
 
 /** `<session id>@<domain>` when the session asked for an inbox (agentmail, default true) and there is a domain. */
-export const inboxAddressOf = (sessionId: string, agentmail: boolean | undefined, domain: string | null): string | null =>
+export const inboxAddressOf = (sessionId: SessionId, agentmail: boolean | undefined, domain: string | null): string | null =>
   domain === null || agentmail === false ? null : `${sessionId}@${domain}`
 
 export interface StoredAttachment {
@@ -38,10 +38,10 @@ export interface StoredAttachment {
 }
 
 export interface InboxMessageRow {
-  readonly id: string
-  readonly session_id: string
+  readonly id: EmailId
+  readonly session_id: SessionId
   readonly project_id: ProjectId
-  readonly run_id: string | null
+  readonly run_id: RunId | null
   readonly from_address: string
   readonly to_address: string
   readonly subject: string
@@ -70,12 +70,12 @@ export class MailInboxStore extends Context.Service<MailInboxStore, {
   /** The session `address` names, if it exists, is not closed and has an inbox. */
   readonly recipient: (address: string) => Effect.Effect<Recipient | undefined>
   /** Whether the session asked for an inbox (its first run's agentmail, default true). */
-  readonly agentmail: (sessionId: string) => Effect.Effect<boolean>
+  readonly agentmail: (sessionId: SessionId) => Effect.Effect<boolean>
   readonly insert: (message: Omit<InboxMessageRow, "id" | "received_at">) => Effect.Effect<InboxMessageRow>
   /** Newest first, before the id `beforeId` when given. */
-  readonly list: (sessionId: string, limit: number, beforeId?: string) => Effect.Effect<ReadonlyArray<InboxMessageRow>>
-  readonly oldestFirst: (sessionId: string, limit: number) => Effect.Effect<ReadonlyArray<InboxMessageRow>>
-  readonly get: (sessionId: string, messageId: string) => Effect.Effect<InboxMessageRow | undefined>
+  readonly list: (sessionId: SessionId, limit: number, beforeId?: string) => Effect.Effect<ReadonlyArray<InboxMessageRow>>
+  readonly oldestFirst: (sessionId: SessionId, limit: number) => Effect.Effect<ReadonlyArray<InboxMessageRow>>
+  readonly get: (sessionId: SessionId, messageId: EmailId) => Effect.Effect<InboxMessageRow | undefined>
 }>()("wa/mail/inbound/MailInboxStore") {
   static readonly layer = Layer.effect(
     MailInboxStore,
@@ -84,7 +84,7 @@ export class MailInboxStore extends Context.Service<MailInboxStore, {
       const domain = mailDomainOf(yield* AppConfig)
       const columns = sql`id, session_id, project_id, run_id, from_address, to_address, subject, message_id, text_body, html_body,
         links, codes, attachments, size_bytes, received_at`
-      const agentmail = (sessionId: string) =>
+      const agentmail = (sessionId: SessionId) =>
         sql<{ agentmail: boolean }>`
           SELECT (request->>'agentmail') IS DISTINCT FROM 'false' AS agentmail
           FROM runs WHERE session_id = ${sessionId} ORDER BY id LIMIT 1`.pipe(
