@@ -7,10 +7,11 @@ import { SqlClient } from "effect/sql"
 import { makeId } from "../domain/ids.ts"
 import { withMethodSpans } from "../observability/spans.ts"
 import type { RunId } from "../domain/run.ts"
+import type { ArtifactId } from "../domain/id-schemas.ts"
 
 export interface ArtifactRow {
-  readonly id: string
-  readonly run_id: string
+  readonly id: ArtifactId
+  readonly run_id: RunId
   readonly name: string
   readonly content_type: string
   /** Bytes stored: the text's UTF-8 length, or the binary data's length (compressed, when encoded). */

@@ -11,6 +11,7 @@ import { CacheScriptNotFound } from "../domain/errors.ts"
 import { makeId } from "../domain/ids.ts"
 import { withMethodSpans } from "../observability/spans.ts"
 import { ProjectId } from "../domain/run.ts"
+import { CacheScriptId } from "../domain/id-schemas.ts"
 
 /** Instructions as the key reads them: case, spacing and trailing punctuation do not make another task. */
 export const normalizeInstructions = (instructions: string): string =>
@@ -30,7 +31,7 @@ export interface CacheScriptVersion {
 }
 
 export interface CacheScript {
-  readonly id: string
+  readonly id: CacheScriptId
   readonly project_id: ProjectId
   readonly instructions: string
   readonly start_origin: string | null
@@ -50,7 +51,7 @@ export interface CacheScriptDetail extends CacheScript {
 }
 
 const ScriptRow = Schema.Struct({
-  id: Schema.String,
+  id: CacheScriptId,
   project_id: ProjectId,
   instructions: Schema.String,
   start_origin: Schema.NullOr(Schema.String),
@@ -93,9 +94,9 @@ export class CacheScriptStore extends Context.Service<CacheScriptStore, {
   /** The script of a task key, with its current steps. */
   readonly find: (projectId: ProjectId, cacheKey: string) => Effect.Effect<CacheScript | undefined>
   /** Saves steps as the key's script (a new script, or its next version); returns the script and version. */
-  readonly save: (input: SaveInput) => Effect.Effect<{ readonly id: string; readonly version: number }>
+  readonly save: (input: SaveInput) => Effect.Effect<{ readonly id: CacheScriptId; readonly version: number }>
   /** A replay used the script (healed: some of its steps were taken again by the model). */
-  readonly recordUse: (scriptId: string, healed: boolean) => Effect.Effect<void>
+  readonly recordUse: (scriptId: CacheScriptId, healed: boolean) => Effect.Effect<void>
   readonly list: (projectId: ProjectId, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<CacheScript>>
   readonly get: (projectId: ProjectId, scriptId: string) => Effect.Effect<CacheScriptDetail, CacheScriptNotFound>
   readonly remove: (projectId: ProjectId, scriptId: string) => Effect.Effect<void, CacheScriptNotFound>
@@ -119,7 +120,7 @@ export class CacheScriptStore extends Context.Service<CacheScriptStore, {
         sql.withTransaction(Effect.gen(function*() {
           const key = cacheKeyOf(input.instructions, input.startOrigin, input.outputSchema)
           // One row per key: concurrent saves of one task serialise on it, each adding a version.
-          const [row] = yield* sql<{ id: string; version: number }>`
+          const [row] = yield* sql<{ id: CacheScriptId; version: number }>`
             INSERT INTO cache_scripts (id, project_id, cache_key, instructions, start_origin, output_schema, version)
             VALUES (${makeId("cs")}, ${input.projectId}, ${key}, ${normalizeInstructions(input.instructions)}, ${input.startOrigin},
               ${input.outputSchema === undefined || input.outputSchema === null ? null : JSON.stringify(input.outputSchema)}::jsonb, 1)
@@ -131,7 +132,7 @@ export class CacheScriptStore extends Context.Service<CacheScriptStore, {
           return { id: row!.id, version: row!.version }
         })).pipe(Effect.orDie)
 
-      const recordUse = (scriptId: string, healed: boolean) =>
+      const recordUse = (scriptId: CacheScriptId, healed: boolean) =>
         sql`UPDATE cache_scripts SET hit_count = hit_count + 1, heal_count = heal_count + ${healed ? 1 : 0}, last_used_at = now()
           WHERE id = ${scriptId}`.pipe(Effect.asVoid, Effect.orDie)
 
