@@ -93,10 +93,10 @@ export class TenantStore extends Context.Service<TenantStore, {
   readonly member: (tenantId: TenantId, userId: UserId) => Effect.Effect<MemberRow | undefined>
   readonly memberRole: (tenantId: TenantId, userId: UserId) => Effect.Effect<{ readonly role: Role; readonly status: MemberStatus } | undefined>
   /** The tenant's active admins but `exceptUserId`. */
-  readonly countOtherActiveAdmins: (tenantId: TenantId, exceptUserId: string) => Effect.Effect<number>
+  readonly countOtherActiveAdmins: (tenantId: TenantId, exceptUserId: UserId) => Effect.Effect<number>
   readonly setMember: (tenantId: TenantId, userId: UserId, role: Role, status: MemberStatus) => Effect.Effect<void>
   /** Adds a member; false when the user is a member already. */
-  readonly insertMember: (member: { readonly tenantId: TenantId; readonly userId: UserId; readonly identityId: string | null; readonly role: Role; readonly invitedBy?: string | null }) => Effect.Effect<boolean>
+  readonly insertMember: (member: { readonly tenantId: TenantId; readonly userId: UserId; readonly identityId: AuthIdentityId | null; readonly role: Role; readonly invitedBy?: string | null }) => Effect.Effect<boolean>
   /** Whether a member of the tenant has this email (compared lower-cased). */
   readonly hasMemberEmail: (tenantId: TenantId, email: string) => Effect.Effect<boolean>
   /** The emails of the tenant's live pending invitations. */

@@ -37,7 +37,7 @@ import {
 import { normalizeEmail, UserStore } from "./user-store.ts"
 import { withMethodSpans } from "../observability/spans.ts"
 import type { ProjectId } from "../domain/run.ts"
-import { InvitationId, TenantId, type UserId } from "../domain/id-schemas.ts"
+import { type AuthIdentityId, InvitationId, TenantId, type UserId } from "../domain/id-schemas.ts"
 
 export type {
   InvitationRow,
@@ -70,7 +70,7 @@ export class Tenants extends Context.Service<Tenants, {
   readonly createProject: (tenantId: TenantId, userId: UserId, name: string) => Effect.Effect<TenantProjectRow, AccountResourceNotFound | RoleForbidden>
   readonly exists: (tenantId: TenantId) => Effect.Effect<boolean>
   /** Adds a user to a tenant (the CLI's `users create --tenant`). */
-  readonly addMember: (tenantId: TenantId, userId: UserId, role: Role, identityId: string | null) => Effect.Effect<void, AccountResourceNotFound | AccountConflict>
+  readonly addMember: (tenantId: TenantId, userId: UserId, role: Role, identityId: AuthIdentityId | null) => Effect.Effect<void, AccountResourceNotFound | AccountConflict>
 }>()("wa/accounts/Tenants") {
   static readonly layer = Layer.effect(
     Tenants,
@@ -209,7 +209,7 @@ export class Tenants extends Context.Service<Tenants, {
           const gone = notPending(invitation)
           if (gone !== undefined || invitation === undefined) return yield* (gone ?? new AccountResourceNotFound({ what: "invitation", id: "(token)" }))
           let userId: UserId
-          let identityId: string | null
+          let identityId: AuthIdentityId | null
           if (as._tag === "SignedIn") {
             if (normalizeEmail(as.email) !== normalizeEmail(invitation.email)) {
               return yield* new RoleForbidden({ detail: "this invitation is for another email address; sign in with that account" })
@@ -254,7 +254,7 @@ export class Tenants extends Context.Service<Tenants, {
           }))
         })
 
-      const addMember = (tenantId: TenantId, userId: UserId, role: Role, identityId: string | null) =>
+      const addMember = (tenantId: TenantId, userId: UserId, role: Role, identityId: AuthIdentityId | null) =>
         Effect.gen(function*() {
           if (!(yield* store.exists(tenantId))) return yield* new AccountResourceNotFound({ what: "tenant", id: tenantId })
           const added = yield* store.insertMember({ tenantId, userId, identityId, role })
