@@ -75,7 +75,7 @@ export const SessionScheduleRow = Schema.Struct({
   id: ScheduleId,
   project_id: ProjectId,
   session_id: SessionId,
-  source_run_id: Schema.NullOr(Schema.String),
+  source_run_id: Schema.NullOr(RunId),
   spec: StoredSchedule,
   instructions: Schema.String,
   /** The stored request template (src/domain/run.ts storedRequest). */
@@ -91,7 +91,7 @@ export type SessionScheduleRow = typeof SessionScheduleRow.Type
 const decodeSchedule = Schema.decodeUnknownSync(SessionScheduleRow)
 
 const decodeCount = Schema.decodeUnknownSync(Schema.Struct({ n: Schema.Number }))
-const decodeTriggerLock = Schema.decodeUnknownSync(Schema.Struct({ id: Schema.String, paused: Schema.NullOr(Schema.Boolean) }))
+const decodeTriggerLock = Schema.decodeUnknownSync(Schema.Struct({ id: ScheduleId, paused: Schema.NullOr(Schema.Boolean) }))
 const decodeLatestSlot = Schema.decodeUnknownSync(Schema.Struct({ slot_at: Schema.NullOr(Schema.Date) }))
 const decodeId = Schema.decodeUnknownSync(Schema.Struct({ id: ScheduleId }))
 const decodeSession = Schema.decodeUnknownSync(Schema.Struct({ status: Schema.String, latest_run_id: Schema.NullOr(RunId) }))
@@ -199,7 +199,7 @@ export class SessionScheduleStore extends Context.Service<SessionScheduleStore, 
     readonly id: ScheduleId
     readonly projectId: ProjectId
     readonly sessionId: SessionId
-    readonly sourceRunId: string
+    readonly sourceRunId: RunId
     readonly spec: StoredSchedule
     readonly instructions: string
     readonly request: unknown
