@@ -10,7 +10,7 @@ import { CachedSteps, type CachedStep } from "../domain/cache-script.ts"
 import { CacheScriptNotFound } from "../domain/errors.ts"
 import { makeId } from "../domain/ids.ts"
 import { withMethodSpans } from "../observability/spans.ts"
-import { ProjectId } from "../domain/run.ts"
+import { ProjectId, RunId } from "../domain/run.ts"
 import { CacheScriptId } from "../domain/id-schemas.ts"
 
 /** Instructions as the key reads them: case, spacing and trailing punctuation do not make another task. */
@@ -25,7 +25,7 @@ export const cacheKeyOf = (instructions: string, startOrigin: string | null, out
 
 export interface CacheScriptVersion {
   readonly version: number
-  readonly source_run_id: string | null
+  readonly source_run_id: RunId | null
   readonly healed_steps: number
   readonly created_at: Date
 }
@@ -68,7 +68,7 @@ const decodeScript = Schema.decodeUnknownSync(ScriptRow)
 
 const VersionRow = Schema.Struct({
   version: Schema.Number,
-  source_run_id: Schema.NullOr(Schema.String),
+  source_run_id: Schema.NullOr(RunId),
   healed_steps: Schema.Number,
   created_at: Schema.Date
 })
@@ -85,7 +85,7 @@ export interface SaveInput {
   readonly startOrigin: string | null
   readonly outputSchema: unknown
   readonly steps: ReadonlyArray<CachedStep>
-  readonly sourceRunId: string
+  readonly sourceRunId: RunId
   /** Steps the model took again in the replay that made these steps (0: a first recording). */
   readonly healedSteps: number
 }
