@@ -47,9 +47,9 @@ export class InboxStore extends Context.Service<InboxStore, {
     readonly beforeId?: string | undefined
   }) => Effect.Effect<ReadonlyArray<InboxNotificationRow>>
   readonly unreadCount: (projectId: ProjectId) => Effect.Effect<number>
-  readonly find: (projectId: ProjectId, id: string) => Effect.Effect<InboxNotificationRow | undefined>
+  readonly find: (projectId: ProjectId, id: NotificationId) => Effect.Effect<InboxNotificationRow | undefined>
   /** Marks it read (keeping the first read time) or unread; undefined when there is none. */
-  readonly setRead: (projectId: ProjectId, id: string, read: boolean) => Effect.Effect<InboxNotificationRow | undefined>
+  readonly setRead: (projectId: ProjectId, id: NotificationId, read: boolean) => Effect.Effect<InboxNotificationRow | undefined>
 }>()("wa/webhooks/InboxStore") {
   static readonly layer = Layer.effect(
     InboxStore,

@@ -6,6 +6,7 @@ import { Context, Effect, Layer } from "effect"
 import { type InboxAddInput, type InboxNotificationRow, InboxStore } from "./inbox-store.ts"
 import { withMethodSpans } from "../observability/spans.ts"
 import type { ProjectId } from "../domain/run.ts"
+import type { NotificationId } from "../domain/id-schemas.ts"
 
 export type { InboxAddInput, InboxNotificationRow }
 
@@ -19,9 +20,9 @@ export class Inbox extends Context.Service<Inbox, {
     readonly beforeId?: string | undefined
   }) => Effect.Effect<ReadonlyArray<InboxNotificationRow>>
   readonly unreadCount: (projectId: ProjectId) => Effect.Effect<number>
-  readonly find: (projectId: ProjectId, id: string) => Effect.Effect<InboxNotificationRow | undefined>
+  readonly find: (projectId: ProjectId, id: NotificationId) => Effect.Effect<InboxNotificationRow | undefined>
   /** Marks it read (keeping the first read time) or unread; undefined when there is none. */
-  readonly setRead: (projectId: ProjectId, id: string, read: boolean) => Effect.Effect<InboxNotificationRow | undefined>
+  readonly setRead: (projectId: ProjectId, id: NotificationId, read: boolean) => Effect.Effect<InboxNotificationRow | undefined>
 }>()("wa/webhooks/Inbox") {
   static readonly layer = Layer.effect(
     Inbox,

@@ -5,11 +5,11 @@
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { BadRequest, NotFound } from "../../domain/api-errors.ts"
 import { InboxListQuery, InboxListResponse, InboxNotificationResponse, UpdateInboxNotificationRequest } from "../../domain/wire/inbox.ts"
-import { MaxString, ProjectIdParam } from "./schemas.ts"
+import { NotificationIdParam, ProjectIdParam } from "./schemas.ts"
 import { Authentication, Idempotency, RateLimit } from "./security.ts"
 
 const strict = { errors: "all", onExcessProperty: "error" } as const
-const NotificationIdParam = { ...ProjectIdParam, notification_id: MaxString(64) }
+const NotificationParams = { ...ProjectIdParam, notification_id: NotificationIdParam }
 
 export class InboxApi extends HttpApiGroup.make("inbox")
   .add(
@@ -19,9 +19,9 @@ export class InboxApi extends HttpApiGroup.make("inbox")
       success: InboxListResponse,
       error: BadRequest
     }),
-    HttpApiEndpoint.get("get", "/:notification_id", { params: NotificationIdParam, success: InboxNotificationResponse, error: NotFound }),
+    HttpApiEndpoint.get("get", "/:notification_id", { params: NotificationParams, success: InboxNotificationResponse, error: NotFound }),
     HttpApiEndpoint.patch("update", "/:notification_id", {
-      params: NotificationIdParam,
+      params: NotificationParams,
       payload: UpdateInboxNotificationRequest,
       success: InboxNotificationResponse,
       error: NotFound
