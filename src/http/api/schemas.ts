@@ -4,7 +4,7 @@
  */
 import { Schema } from "effect"
 import {
-  AccessKeyId, ArtifactId, CacheScriptId, ControlGrantId, DelegationGrantId, EmailId, DeliveryId, InvitationId, NotificationId, ProfileId, ScheduleId, SecretId,
+  AccessKeyId, ControlGrantId, DelegationGrantId, EmailId, DeliveryId, InvitationId, NotificationId, ProfileId, ScheduleId, SecretId,
   TenantId, UserId, WebhookEndpointId
 } from "../../domain/id-schemas.ts"
 import { ApiKeyId, RunId, SessionId } from "../../domain/run.ts"
@@ -49,13 +49,9 @@ export const InvitationIdParam = InvitationId.check(Schema.isMaxCodePoints(64))
 export const AccessKeyIdParam = AccessKeyId.check(Schema.isMaxCodePoints(64))
 /** A delegation grant id in a path (`/delegations/{grant_id}`). */
 export const DelegationGrantIdParam = DelegationGrantId.check(Schema.isMaxCodePoints(64))
-/** An artifact id in a path (`/artifacts/{artifact_id}`). */
-export const ArtifactIdParam = ArtifactId.check(Schema.isMaxCodePoints(64))
 /** An inbox notification id in a path (`/inbox/{notification_id}`). */
 export const NotificationIdParam = NotificationId.check(Schema.isMaxCodePoints(64))
 /** A take-control grant id in a control URL (`/v1/control/{grant}`). */
 export const ControlGrantIdParam = ControlGrantId.check(Schema.isMaxCodePoints(64))
 /** An inbound email id in a path (`/inbox/{message_id}`). */
 export const EmailIdParam = EmailId.check(Schema.isMaxCodePoints(64))
-/** A cache script id in a path (`/cache_scripts/{script_id}`). */
-export const CacheScriptIdParam = CacheScriptId.check(Schema.isMaxCodePoints(64))
