@@ -170,6 +170,14 @@ export interface ExecutionHost {
  * by the run's deadline, and ends the run once. "refused": leave the message for the next owner.
  */
 export const makeRunExecution = <Request, R, Started = void>(executor: RunExecutor<Request, R, Started>, host: ExecutionHost) =>
+  Effect.map(makeRunExecutions(executor), (forHost) => forHost(host))
+
+/**
+ * `makeRunExecution` in two steps: what does not depend on the entity (the services, the
+ * executor's context) once, then one execution per host. An entity that lives for one message at
+ * a time (a Monitor between its ticks) builds the first step with its layer, not per instance.
+ */
+export const makeRunExecutions = <Request, R, Started = void>(executor: RunExecutor<Request, R, Started>) =>
   Effect.gen(function*() {
     const store = yield* RunStore
     const notifier = yield* RunNotifier
@@ -284,68 +292,71 @@ export const makeRunExecution = <Request, R, Started = void>(executor: RunExecut
         return "ended" as const
       })
 
-    const stoppedHere = (runId: RunId) =>
-      Effect.logInfo("run execution stopped with its entity on this runner").pipe(Effect.annotateLogs({ ...log, run_id: runId }))
+    /** The execution of the runs of one host (an entity instance): its fiber map and its stopping flag. */
+    return (host: ExecutionHost) => {
+      const stoppedHere = (runId: RunId) =>
+        Effect.logInfo("run execution stopped with its entity on this runner").pipe(Effect.annotateLogs({ ...log, run_id: runId }))
 
-    /**
-     * Runs the work in a fiber of the map (Interrupt stops it), bounded, once the run started, by
-     * the run's deadline; true when handed over.
-     */
-    const execute = (run: Run, request: Request) =>
-      Effect.gen(function*() {
-        let token: string | undefined
-        const started = yield* Deferred.make<void>()
-        const work = executor.conduct(run, request, beginFor(run, (claimed) => void (token = claimed), started)).pipe(Effect.provideContext(context))
-        const deadline = run.deadline_at
-        // Work that ends before it starts the run (it fails first) is not bounded: the race is its.
-        const reached = deadline === null ? Effect.never : Deferred.await(started).pipe(
-          Effect.andThen(Effect.suspend(() => Effect.sleep(Duration.millis(Math.max(0, deadline.getTime() - Date.now())))))
-        )
-        const bounded = deadline === null ? work : Effect.raceFirst(Effect.asSome(work), Effect.as(reached, Option.none())).pipe(
-          Effect.flatMap((finished) =>
-            Option.isSome(finished) ? Effect.void : writeEnd(run, {
-              status: "canceled",
-              terminalReason: "duration_exceeded",
-              code: "duration_exceeded",
-              detail: "the run reached max_duration_minutes"
-            }, token).pipe(Effect.flatMap((superseded) => superseded ? Effect.die(new SupersededExecution(run.id)) : Effect.void))
+      /**
+       * Runs the work in a fiber of the map (Interrupt stops it), bounded, once the run started, by
+       * the run's deadline; true when handed over.
+       */
+      const execute = (run: Run, request: Request) =>
+        Effect.gen(function*() {
+          let token: string | undefined
+          const started = yield* Deferred.make<void>()
+          const work = executor.conduct(run, request, beginFor(run, (claimed) => void (token = claimed), started)).pipe(Effect.provideContext(context))
+          const deadline = run.deadline_at
+          // Work that ends before it starts the run (it fails first) is not bounded: the race is its.
+          const reached = deadline === null ? Effect.never : Deferred.await(started).pipe(
+            Effect.andThen(Effect.suspend(() => Effect.sleep(Duration.millis(Math.max(0, deadline.getTime() - Date.now())))))
           )
+          const bounded = deadline === null ? work : Effect.raceFirst(Effect.asSome(work), Effect.as(reached, Option.none())).pipe(
+            Effect.flatMap((finished) =>
+              Option.isSome(finished) ? Effect.void : writeEnd(run, {
+                status: "canceled",
+                terminalReason: "duration_exceeded",
+                code: "duration_exceeded",
+                detail: "the run reached max_duration_minutes"
+              }, token).pipe(Effect.flatMap((superseded) => superseded ? Effect.die(new SupersededExecution(run.id)) : Effect.void))
+            )
+          )
+          // The run's work (engine calls, page reads, model calls, writes) is its project's in the fair queue.
+          const fiber = yield* FiberMap.run(host.fibers, run.id, bounded.pipe(Effect.provideService(WorkOwner, run.project_id)))
+          const exit = yield* Fiber.await(fiber)
+          if (host.stopping() && Exit.hasInterrupts(exit)) {
+            yield* stoppedHere(run.id)
+            yield* hook(executor.left, run)
+            return false
+          }
+          const outcome = yield* end(run, exit, token)
+          yield* hook(outcome === "ended" ? executor.ended : executor.left, run)
+          return Exit.isFailure(exit) && Cause.squash(exit.cause) instanceof Handover
+        }).pipe(
+          // The Execute itself interrupted: the entity stopped here (its shard moved, or this runner stops).
+          Effect.onInterrupt(() => stoppedHere(run.id).pipe(Effect.andThen(hook(executor.left, run))))
         )
-        // The run's work (engine calls, page reads, model calls, writes) is its project's in the fair queue.
-        const fiber = yield* FiberMap.run(host.fibers, run.id, bounded.pipe(Effect.provideService(WorkOwner, run.project_id)))
-        const exit = yield* Fiber.await(fiber)
-        if (host.stopping() && Exit.hasInterrupts(exit)) {
-          yield* stoppedHere(run.id)
-          yield* hook(executor.left, run)
-          return false
-        }
-        const outcome = yield* end(run, exit, token)
-        yield* hook(outcome === "ended" ? executor.ended : executor.left, run)
-        return Exit.isFailure(exit) && Cause.squash(exit.cause) instanceof Handover
-      }).pipe(
-        // The Execute itself interrupted: the entity stopped here (its shard moved, or this runner stops).
-        Effect.onInterrupt(() => stoppedHere(run.id).pipe(Effect.andThen(hook(executor.left, run))))
-      )
 
-    /**
-     * `known`: the run as its caller just read or wrote it (a Track `Fire` made the tick run), and
-     * the request as the caller built it (with what it read for it), so neither is read again.
-     */
-    const handleExecute = (runId: RunId, known?: { readonly run: Run; readonly request: Request }) =>
-      Effect.gen(function*() {
-        const run = known?.run ?? (yield* getRun(runId))
-        const request = known?.request ?? (run === undefined ? undefined : executor.requestOf(run))
-        if (run === undefined || request === undefined) return "handled" as const
-        if (isTerminal(run.status)) {
-          if (executor.finished !== undefined) yield* executor.finished(run, request).pipe(Effect.provideContext(context))
-          return "handled" as const
-        }
-        let handedOver = false
-        const outcome = yield* runHere(lifecycle, execute(run, request).pipe(Effect.map((moved) => void (handedOver = moved))))
-        return handedOver ? "refused" as const : outcome
-      }).pipe(Effect.catchCause((cause) => Effect.logError("run execution failed", cause).pipe(Effect.annotateLogs({ ...log, run_id: runId }), Effect.as("handled" as const))))
+      /**
+       * `known`: the run as its caller just read or wrote it (a Track `Fire` made the tick run), and
+       * the request as the caller built it (with what it read for it), so neither is read again.
+       */
+      const handleExecute = (runId: RunId, known?: { readonly run: Run; readonly request: Request }) =>
+        Effect.gen(function*() {
+          const run = known?.run ?? (yield* getRun(runId))
+          const request = known?.request ?? (run === undefined ? undefined : executor.requestOf(run))
+          if (run === undefined || request === undefined) return "handled" as const
+          if (isTerminal(run.status)) {
+            if (executor.finished !== undefined) yield* executor.finished(run, request).pipe(Effect.provideContext(context))
+            return "handled" as const
+          }
+          let handedOver = false
+          const outcome = yield* runHere(lifecycle, execute(run, request).pipe(Effect.map((moved) => void (handedOver = moved))))
+          return handedOver ? "refused" as const : outcome
+        }).pipe(Effect.catchCause((cause) => Effect.logError("run execution failed", cause).pipe(Effect.annotateLogs({ ...log, run_id: runId }), Effect.as("handled" as const))))
 
-    return { handleExecute }
+      return { handleExecute }
+    }
   })
 
 /**

@@ -14,12 +14,12 @@
  * - Notification is idempotent per (tick, type): a tick that ended but whose notification was not
  *   recorded (the runner died in between) records it when its message is delivered again.
  */
-import { Data, Effect, Layer, Option, Result } from "effect"
+import { Data, Effect, Layer, Option, Result, Schema } from "effect"
 import { createHash } from "node:crypto"
 import { AgentModel } from "../agent/model.ts"
 import { AppConfig } from "../config/config.ts"
 import { Budget } from "../billing/budget.ts"
-import { isTerminalMonitor, type Monitor, type MonitorId, type PageResult, type Snapshot, type TickRun, type TickRunId } from "../domain/monitor.ts"
+import { isTerminalMonitor, type Monitor, MonitorId, type PageResult, type Snapshot, type TickRun, TickRunId } from "../domain/monitor.ts"
 import type { Run, TrackTickRequest } from "../domain/run.ts"
 import type { Begin, RunExecutor } from "../runs/kernel.ts"
 import { Reader } from "../reader/reader.ts"
@@ -108,14 +108,24 @@ interface TickRequest {
 /** A tick's request when the run is a tick (kind track_tick). */
 const tickRequestOf = (run: Run): TickRequest | undefined => run.request._tag === "TrackTick" ? { tick: run.request } : undefined
 
+/** What a tick run's `output` holds of what its executor reads (startTick and completeTick write it). */
+const TickOutput = Schema.Struct({
+  n: Schema.optional(Schema.Int),
+  fired: Schema.optional(Schema.Boolean),
+  snapshot_id: Schema.optional(Schema.String)
+})
+const decodeTickOutput = Schema.decodeUnknownOption(TickOutput)
+/** The tick run's output, decoded; empty when it holds nothing of that (a tick not yet started). */
+const tickOutput = (run: Run): typeof TickOutput.Type => Option.getOrElse(decodeTickOutput(run.output ?? {}), () => ({}))
+
 /** The tick as its start and ends write it, read from its run. */
 const tickOf = (run: Run, request: TrackTickRequest): TickRef => {
-  const n = (run.output as { readonly n?: unknown } | null)?.n
+  const { n } = tickOutput(run)
   return {
-    id: run.id as string as TickRunId,
-    monitor_id: request.monitor_id as MonitorId,
+    id: TickRunId.make(run.id),
+    monitor_id: MonitorId.make(request.monitor_id),
     project_id: run.project_id,
-    n: typeof n === "number" ? n : null,
+    n: n ?? null,
     trigger: request.trigger,
     slot_at: request.slot_at === null ? null : new Date(request.slot_at),
     started_at: run.started_at
@@ -209,7 +219,7 @@ export const makeTickExecutor = Effect.gen(function*() {
     const runs = monitor.status === "active" || monitor.status === "failing" ||
       (request.trigger === "run_now" && (monitor.status === "paused" || monitor.status === "pending_clarification"))
     if (!runs) {
-      yield* store.skipTick({ id: run.id as string as TickRunId, monitor_id: monitor.id }, `the monitor is ${monitor.status}`)
+      yield* store.skipTick({ id: TickRunId.make(run.id), monitor_id: monitor.id }, `the monitor is ${monitor.status}`)
       return
     }
     const [token, , { tick, previous }] = yield* begin(Effect.void)
@@ -272,11 +282,11 @@ export const makeTickExecutor = Effect.gen(function*() {
   /** A tick that ended before: makes sure its notification was recorded (idempotent per tick). */
   const finished = (run: Run, { tick: request }: TickRequest) =>
     Effect.gen(function*() {
-      const output = run.output as { readonly fired?: unknown; readonly snapshot_id?: unknown; readonly n?: unknown } | null
-      if (run.status !== "done" || output?.fired !== true || typeof output.snapshot_id !== "string") return
+      const output = tickOutput(run)
+      if (run.status !== "done" || output.fired !== true || output.snapshot_id === undefined) return
       const monitor = yield* store.get(request.monitor_id)
       const snapshot = yield* store.snapshot(output.snapshot_id)
-      if (monitor !== undefined && snapshot !== undefined) yield* notify(monitor, tickOf(run, request) as Pick<TickRun, "id" | "n">, snapshot)
+      if (monitor !== undefined && snapshot !== undefined) yield* notify(monitor, tickOf(run, request), snapshot)
     }).pipe(Effect.catchCause((cause) => Effect.logError("monitor tick notification failed", cause)))
 
   const executor: RunExecutor<TickRequest, never, StartedTick> = {
