@@ -71,7 +71,7 @@ export interface BrowserPoolConfig {
   readonly warmContexts?: number | undefined
   /**
    * CPU weight of the local browser's process tree against the service (WA_BROWSER_CPU_WEIGHT,
-   * cgroup v2 units: the service has 100; default 50; 0 = off), through a cgroup of its own when
+   * cgroup v2 units: the service has 100; default 25; 0 = off), through a cgroup of its own when
    * the machine lets the service make one (cpu-weight.ts). Never with `cdpUrl`.
    */
   readonly cpuWeight?: number | undefined

@@ -18,7 +18,7 @@ const parseLogLevel = (raw: string): LogLevel.LogLevel | undefined => {
 }
 
 /** WA_BROWSER_CPU_WEIGHT's default, in cgroup v2 units (the service's own cgroup has 100). */
-export const defaultBrowserCpuWeight = 50
+export const defaultBrowserCpuWeight = 25
 
 /** WA_BROWSER_CPU_WEIGHT: 1..10000 (cgroup v2 units), 0 or `off` to disable; undefined when invalid. */
 export const parseBrowserCpuWeight = (raw: string): number | undefined => {

@@ -171,7 +171,7 @@ describe("browser CPU weight", () => {
         Effect.exit(Effect.gen(function*() {
           return (yield* AppConfig).browserCpuWeight
         }).pipe(Effect.provide(AppConfig.layerFrom({ WA_BROWSER_CPU_WEIGHT: value }))))
-      for (const [value, expected] of [[undefined, 50], ["off", 0], ["0", 0], ["100", 100], ["10000", 10000]] as const) {
+      for (const [value, expected] of [[undefined, 25], ["off", 0], ["0", 0], ["100", 100], ["10000", 10000]] as const) {
         const exit = yield* read(value)
         assert.deepStrictEqual(exit._tag === "Success" ? exit.value : exit.cause, expected, String(value))
       }
