@@ -83,6 +83,8 @@ beforeAll(async () => {
       WA_MODEL: "scripted",
       WA_ALLOW_PRIVATE_NETWORKS: "true",
       WA_MAX_CONCURRENT_SESSIONS: "100",
+      // The suite polls runs and sessions; its budget must not depend on how slow the machine is.
+      WA_RATE_LIMIT_REQUESTS: "100000",
       WA_STEP_SCREENSHOTS: "false"
     }
   })
