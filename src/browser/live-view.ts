@@ -115,6 +115,9 @@ export const dispatchInput = (cdp: CDPSession, input: LiveInput): Promise<unknow
 /** A CDP session on the page (Playwright attaches it to the page's target). */
 export const cdpSessionOf = (page: Page) => Effect.tryPromise(() => page.context().newCDPSession(page))
 
+/** How long the view waits for the screencast's first frame before a screenshot stands in for it. */
+const FIRST_FRAME_WAIT = "400 millis"
+
 export interface ScreencastOptions {
   readonly quality: number
   readonly maxWidth: number
@@ -138,7 +141,9 @@ export const screencast = (page: Page, options: ScreencastOptions): Stream.Strea
           await session.detach().catch(() => undefined)
         })
     )
+    let framed = false
     cdp.on("Page.screencastFrame", (frame) => {
+      framed = true
       cdp.send("Page.screencastFrameAck", { sessionId: frame.sessionId }).catch(() => undefined)
       Queue.offerUnsafe(queue, { data: frame.data, width: frame.metadata.deviceWidth, height: frame.metadata.deviceHeight })
     })
@@ -151,5 +156,15 @@ export const screencast = (page: Page, options: ScreencastOptions): Stream.Strea
         everyNthFrame: 1
       })
     )
+    // Chromium sends a screencast frame when the page paints. A page that is idle when the view
+    // opens (a login form waiting for a person, on a busy machine) may not paint for a long time,
+    // so when no frame has come soon, one screenshot stands in as the first frame.
+    yield* Effect.forkScoped(Effect.gen(function*() {
+      yield* Effect.sleep(FIRST_FRAME_WAIT)
+      if (framed) return
+      const viewport = page.viewportSize()
+      const shot = yield* Effect.tryPromise(() => cdp.send("Page.captureScreenshot", { format: "jpeg", quality: options.quality }))
+      if (!framed && viewport !== null) Queue.offerUnsafe(queue, { data: shot.data, width: viewport.width, height: viewport.height })
+    }).pipe(Effect.ignore))
     return Stream.fromQueue(queue)
   }))
