@@ -3,7 +3,7 @@
  * them), `migrate`, and one-shot administration commands that print one JSON document on stdout and
  * work whether or not the service runs on the same data dir (attaching to its database).
  */
-import { NodeRuntime } from "@effect/platform-node"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Cause, Effect, Exit, Layer, Option } from "effect"
 import { ApiKeys, apiKeyScopes, type ApiKeyScope } from "../auth/api-keys.ts"
 import { Projects } from "../auth/projects.ts"

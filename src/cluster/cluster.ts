@@ -11,7 +11,9 @@
  * The socket runner's ShardingConfig is built from AppConfig only: Effect's `layerFromEnv` would
  * read HOST / PORT (ours is WA_PORT) and tuning knobs from unrelated variables.
  */
-import { NodeClusterSocket, NodeCrypto, NodeSocketServer } from "@effect/platform-node"
+import * as NodeClusterSocket from "@effect/platform-node/NodeClusterSocket"
+import * as NodeCrypto from "@effect/platform-node/NodeCrypto"
+import * as NodeSocketServer from "@effect/platform-node/NodeSocketServer"
 import { Cause, Duration, Effect, Layer, Option } from "effect"
 import { MessageStorage, RunnerAddress, RunnerHealth, Runners, Sharding, ShardingConfig, SingleRunner, SocketRunner, SqlMessageStorage, SqlRunnerStorage } from "effect/cluster"
 import type { SqlClient } from "effect/sql"

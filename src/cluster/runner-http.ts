@@ -3,7 +3,7 @@
  * WA_HOST:WA_PORT, for probes and scrapers. Ready means: the database answers and is migrated,
  * and the runner is neither draining nor shut down (it then takes and keeps shards).
  */
-import { NodeHttpServer } from "@effect/platform-node"
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { Effect, Layer } from "effect"
 import { Sharding } from "effect/cluster"
 import { HttpRouter, HttpServerResponse } from "effect/http"

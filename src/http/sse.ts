@@ -9,7 +9,7 @@
  * altogether (its send buffer stays full for WA_SSE_STALL_SECONDS) is disconnected, so it holds no
  * connection, fiber or subscription forever.
  */
-import { NodeHttpServerRequest } from "@effect/platform-node"
+import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
 import { Effect } from "effect"
 import { Readable } from "node:stream"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"

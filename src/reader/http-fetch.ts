@@ -7,7 +7,7 @@
  * the request is refused). The body is read up to a byte cap and decoded with the charset the
  * server or the document declares.
  */
-import { NodeHttpClient } from "@effect/platform-node"
+import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import { Effect, Schema, Stream } from "effect"
 import { HttpClient, HttpClientRequest } from "effect/http"
 import { checkPublicUrl, PrivateLookupError, publicLookup } from "../net/private-address.ts"

@@ -2,7 +2,7 @@
  * The database of the service: the external PostgreSQL of `DATABASE_URL`, or else the embedded
  * one in the data dir. Migrations run when the layer is built.
  */
-import { NodeServices } from "@effect/platform-node"
+import * as NodeServices from "@effect/platform-node/NodeServices"
 import { PgClient, PgMigrator } from "@effect/sql-pg"
 import { Context, Effect, Layer, Option, Redacted } from "effect"
 import { SqlClient } from "effect/sql"

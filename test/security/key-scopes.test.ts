@@ -3,7 +3,7 @@
  * webhook secret, `run` keys use the products only, and a revoked key in its grace window keeps
  * what a run key may do but manages nothing, so revoking a leaked key contains it.
  */
-import { NodeServices } from "@effect/platform-node"
+import * as NodeServices from "@effect/platform-node/NodeServices"
 import { PgClient, PgMigrator } from "@effect/sql-pg"
 import { Effect, Redacted } from "effect"
 import pg from "pg"

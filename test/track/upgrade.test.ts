@@ -15,7 +15,7 @@
 import { createServer, type Server } from "node:http"
 import { rmSync } from "node:fs"
 import { Effect, Redacted } from "effect"
-import { NodeServices } from "@effect/platform-node"
+import * as NodeServices from "@effect/platform-node/NodeServices"
 import { PgClient, PgMigrator } from "@effect/sql-pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { listenOnLoopback } from "../support/listen.ts"

@@ -2,7 +2,7 @@
  * The HTTP application: the contract's routes with their handlers and middlewares, the OpenAPI
  * document, the bundled reference UI, and the request-context middleware around everything.
  */
-import { NodeHttpServer } from "@effect/platform-node"
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { Context, Effect, Layer, Scope } from "effect"
 import { HttpRouter, HttpServer, type HttpServerRequest, type HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
