@@ -12,12 +12,13 @@
  * changes no indexed column of `runs` and stays a HOT update), then `done`, `failed`, or
  * `canceled` with terminal_reason `skipped` (the wire's `skipped`).
  *
- * A tick's outcome (snapshot, tick run, the monitor's counters and status, and its events) is
- * written in one transaction, so a tick interrupted before that point left nothing and is done
- * again when its message is delivered again. A tick is executed by the run kernel
- * (src/track/tick.ts): its start claims the tick run for the execution's token, and the writes of
- * its end carry the token: one of an execution that another has claimed the tick from since dies
- * with SupersededExecution and writes nothing, as a run's writes do (src/store/run-log.ts).
+ * A tick's outcome (snapshot, tick run, the monitor's counters and status, its events, and the
+ * notification of a tick whose trigger fired) is written in one transaction, so a tick interrupted
+ * before that point left nothing and is done again when its message is delivered again. A tick is
+ * executed by the run kernel (src/track/tick.ts): its start claims the tick run for the
+ * execution's token, and the writes of its end carry the token: one of an execution that another
+ * has claimed the tick from since dies with SupersededExecution and writes nothing, as a run's
+ * writes do (src/store/run-log.ts).
  */
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient, type Statement } from "effect/sql"
@@ -111,6 +112,13 @@ export interface TickSuccess {
   readonly status: MonitorStatus
   readonly statusReason: string | null
   readonly events: ReadonlyArray<NewMonitorEvent>
+  /**
+   * Present when the trigger fired: queues the tick's notification on the monitor's channel and
+   * gives its delivery id. It runs inside the transaction that records the outcome, once the
+   * outcome is written (not when the monitor is gone), so the notification is recorded with the
+   * tick or not at all, and its `monitor.notification.queued` event precedes the status change.
+   */
+  readonly notify?: ((snapshot: Snapshot) => Effect.Effect<string | null>) | undefined
 }
 
 const monitorColumns = `id, project_id, created_by_key_id, status, status_reason, intent_text, notify_channel, notify_secret,
@@ -140,7 +148,10 @@ export class MonitorStore extends Context.Service<MonitorStore, {
     readonly events?: ReadonlyArray<NewMonitorEvent>
   }) => Effect.Effect<{ readonly monitor: Monitor; readonly changed: boolean }, MonitorNotFound>
   readonly remove: (monitorId: MonitorId) => Effect.Effect<void>
-  /** Appends an event; returns its id, or undefined when the monitor is gone. */
+  /**
+   * Appends an event; returns its id, or undefined when the monitor is gone or has ended
+   * (completed or canceled): a monitor's stream ends at that change, so nothing follows it.
+   */
   readonly appendEvent: <T extends MonitorEventType>(monitorId: string, type: T, data: EventData<T>) => Effect.Effect<number | undefined>
   readonly eventsAfter: (monitorId: string, afterId: number, limit: number) => Effect.Effect<ReadonlyArray<RunEvent>>
   /** The tick run of a schedule slot (made once: a second call returns the first), or a new run_now tick. */
@@ -158,9 +169,12 @@ export class MonitorStore extends Context.Service<MonitorStore, {
    */
   readonly startTick: (tick: TickRef, claim?: string) => Effect.Effect<{ readonly tick: TickRef; readonly previous: PreviousSnapshot | undefined }>
   /**
-   * Records a successful tick: its snapshot, the tick run, the monitor's counters and status, and
-   * the events, atomically. `seen` is the monitor as the tick read it; when its status changed
-   * meanwhile (paused, canceled) the outcome is applied under the row lock instead.
+   * Records a successful tick: its snapshot, the tick run, the monitor's counters and status, the
+   * events and the notification (`outcome.notify`, its delivery id kept in the tick run's output),
+   * atomically. The events are in this order: the outcome's, `monitor.tick.completed`,
+   * `monitor.notification.queued`, then the status change (a stream ends at a change to
+   * completed). `seen` is the monitor as the tick read it; when its status changed meanwhile
+   * (paused, canceled) the outcome is applied under the row lock instead.
    */
   readonly completeTick: (tick: TickRef, seen: Monitor, outcome: TickSuccess, executor?: string) => Effect.Effect<{ readonly status: MonitorStatus; readonly snapshot: Snapshot }>
   /**
@@ -219,12 +233,16 @@ export class MonitorStore extends Context.Service<MonitorStore, {
 
       /**
        * Appends events in one statement: they take the next ids of the monitor's `event_seq` (the
-       * row update serializes concurrent writers) and one NOTIFY announces the newest.
+       * row update serializes concurrent writers) and one NOTIFY announces the newest. With
+       * `whileOpen`, nothing is appended to a monitor that has ended (completed or canceled): its
+       * stream ended at that change, so nothing may follow it in its log.
        */
-      const insertEvents = (monitorId: string, events: ReadonlyArray<StoredMonitorEvent>) =>
+      const insertEvents = (monitorId: string, events: ReadonlyArray<StoredMonitorEvent>, options?: { readonly whileOpen: boolean }) =>
         sql<{ id: string | null }>`
           WITH m AS (
-            UPDATE monitors SET event_seq = event_seq + ${events.length} WHERE id = ${monitorId} RETURNING event_seq
+            UPDATE monitors SET event_seq = event_seq + ${events.length}
+            WHERE id = ${monitorId} ${options?.whileOpen === true ? sql`AND status NOT IN ('completed', 'canceled')` : sql``}
+            RETURNING event_seq
           ), e AS (
             INSERT INTO run_events (run_id, id, type, data)
             SELECT ${monitorId}, m.event_seq - ${events.length} + ev.ord, ev.type, ev.data
@@ -234,7 +252,8 @@ export class MonitorStore extends Context.Service<MonitorStore, {
           SELECT max(id)::text AS id, pg_notify(${EVENTS_CHANNEL}, ${monitorId} || ':' || max(id)::text) FROM e`.pipe(
           Effect.map((rows) => rows[0]?.id == null ? undefined : Number(rows[0].id))
         )
-      const insertEvent = <T extends MonitorEventType>(monitorId: string, type: T, data: EventData<T>) => insertEvents(monitorId, [{ type, data }])
+      const insertEvent = <T extends MonitorEventType>(monitorId: string, type: T, data: EventData<T>, options?: { readonly whileOpen: boolean }) =>
+        insertEvents(monitorId, [{ type, data }], options)
 
       const selectMonitor = (monitorId: string) =>
         sql<Record<string, unknown>>`SELECT ${columns} FROM monitors WHERE id = ${monitorId}`.pipe(
@@ -317,7 +336,8 @@ export class MonitorStore extends Context.Service<MonitorStore, {
               yield* sql`DELETE FROM run_events WHERE run_id = ${monitorId}`
               yield* sql`DELETE FROM runs WHERE ${ticksOf(monitorId)}`
             })).pipe(Effect.orDie),
-          appendEvent: <T extends MonitorEventType>(monitorId: string, type: T, data: EventData<T>) => insertEvent(monitorId, type, data).pipe(Effect.orDie),
+          appendEvent: <T extends MonitorEventType>(monitorId: string, type: T, data: EventData<T>) =>
+            insertEvent(monitorId, type, data, { whileOpen: true }).pipe(Effect.orDie),
           eventsAfter: (monitorId, afterId, limit) => eventsAfter(sql, monitorId, afterId, limit).pipe(Effect.orDie),
           getTick: (tickId) =>
             sql<Record<string, unknown>>`SELECT ${tickColumns} FROM runs WHERE id = ${tickId} AND kind = 'track_tick'`.pipe(
@@ -341,7 +361,8 @@ export class MonitorStore extends Context.Service<MonitorStore, {
                 UPDATE runs SET status = 'canceled', terminal_reason = 'skipped', error_detail = ${reason}, finished_at = now(), updated_at = now()
                 WHERE id = ${tick.id}`
               if (billing) yield* releaseHoldInTransaction(sql, tick.id)
-              yield* insertEvent(tick.monitor_id, "monitor.tick.skipped", { run_id: tick.id, reason })
+              // A monitor that ended skips its ticks without a word: its log ended with it.
+              yield* insertEvent(tick.monitor_id, "monitor.tick.skipped", { run_id: tick.id, reason }, { whileOpen: true })
             })).pipe(Effect.orDie),
           snapshot: (snapshotId) =>
             sql<Record<string, unknown>>`SELECT ${snapshotColumns} FROM monitor_snapshots WHERE id = ${snapshotId}`.pipe(
@@ -459,22 +480,42 @@ export class MonitorStore extends Context.Service<MonitorStore, {
           Effect.gen(function*() {
             const snapshotId = makeId("snap")
             const n = tick.n ?? seen.last_tick_n
+            const snapshot = new Snapshot({
+              id: SnapshotId.make(snapshotId),
+              monitor_id: tick.monitor_id,
+              run_id: tick.id,
+              n,
+              content_hash: outcome.contentHash,
+              extracted: outcome.extracted,
+              text: outcome.text,
+              pages: outcome.pages,
+              diff: outcome.diff,
+              changed: outcome.changed,
+              fetched_at: outcome.fetchedAt,
+              created_at: outcome.fetchedAt
+            })
             // A good tick heals a failing monitor; a monitor paused or canceled meanwhile keeps that status.
             const settle = (current: Monitor) => {
               const healed: MonitorStatus = current.status === "failing" ? "active" : current.status
               const to: MonitorStatus = outcome.status === "completed" && (healed === "active" || healed === "paused") ? "completed" : healed
-              const events: ReadonlyArray<NewMonitorEvent> = [
+              const tickEvents: ReadonlyArray<NewMonitorEvent> = [
                 ...outcome.events,
                 {
                   type: "monitor.tick.completed",
                   data: { run_id: tick.id, n, snapshot_id: snapshotId, changed: outcome.changed, fired: outcome.fired, baseline: current.baseline_extracted_at === null }
-                },
-                ...(to === current.status ? [] : [{ type: "monitor.status_changed" as const, data: { from: current.status, to, reason: outcome.statusReason } }])
+                }
               ]
-              return { to, reason: to !== current.status ? outcome.statusReason : current.status_reason, events }
+              const statusEvents: ReadonlyArray<NewMonitorEvent> = to === current.status
+                ? []
+                : [{ type: "monitor.status_changed", data: { from: current.status, to, reason: outcome.statusReason } }]
+              return { to, reason: to !== current.status ? outcome.statusReason : current.status_reason, tickEvents, statusEvents }
             }
             const write = (current: Monitor, guard: "seen" | "locked") => {
-              const { to, reason, events } = settle(current)
+              const settled = settle(current)
+              const { to, reason } = settled
+              // Without a notification every event goes in this statement; with one, the status
+              // change follows the notification's event (appended once the delivery is queued).
+              const events = outcome.notify === undefined ? [...settled.tickEvents, ...settled.statusEvents] : settled.tickEvents
               const statusGuard = guard === "seen" ? sql`AND status = ${current.status}` : sql``
               // One statement (atomic without a transaction): the monitor row first, so nothing
               // else is written when its status is no longer the one the tick saw.
@@ -507,10 +548,10 @@ export class MonitorStore extends Context.Service<MonitorStore, {
                 )
                 SELECT (SELECT count(*) FROM m)::text AS matched,
                   (SELECT pg_notify(${EVENTS_CHANNEL}, ${tick.monitor_id} || ':' || max(id)::text) FROM e) AS notified`.pipe(
-                Effect.map((rows) => rows[0]?.matched === "1" ? to : undefined)
+                Effect.map((rows) => rows[0]?.matched === "1" ? settled : undefined)
               )
             }
-            // The outcome and the tick's charges commit together.
+            // The outcome, the notification and the tick's charges commit together.
             const status = yield* sql.withTransaction(Effect.gen(function*() {
               let written = yield* write(seen, "seen")
               if (written === undefined) {
@@ -519,26 +560,22 @@ export class MonitorStore extends Context.Service<MonitorStore, {
                 if (current !== undefined) yield* lockRun(sql, RunId.make(tick.id), executor)
                 written = current === undefined ? undefined : yield* write(current, "locked")
               }
-              if (written !== undefined) {
-                const fee = yield* chargeTick(tick, outcome.llmCostMicros, true)
-                if (fee > 0) yield* sql`UPDATE runs SET service_cost_usd = service_cost_usd + ${fee}::bigint / 1000000.0 WHERE id = ${tick.id}`
+              // The monitor was deleted under the tick: nothing is written, nothing notified.
+              if (written === undefined) return undefined
+              if (outcome.notify !== undefined) {
+                // Queued with the outcome (the monitor row is locked by its update), so it is
+                // queued once per tick, and its event comes before the change that may end the stream.
+                const deliveryId = yield* outcome.notify(snapshot)
+                yield* sql`UPDATE runs SET output = output || ${JSON.stringify({ delivery_id: deliveryId })}::jsonb WHERE id = ${tick.id}`
+                yield* insertEvents(tick.monitor_id, [
+                  { type: "monitor.notification.queued", data: { run_id: tick.id, delivery_id: deliveryId, channel: seen.notify_channel.kind } },
+                  ...written.statusEvents
+                ])
               }
-              return written
+              const fee = yield* chargeTick(tick, outcome.llmCostMicros, true)
+              if (fee > 0) yield* sql`UPDATE runs SET service_cost_usd = service_cost_usd + ${fee}::bigint / 1000000.0 WHERE id = ${tick.id}`
+              return written.to
             }))
-            const snapshot = new Snapshot({
-              id: SnapshotId.make(snapshotId),
-              monitor_id: tick.monitor_id,
-              run_id: tick.id,
-              n,
-              content_hash: outcome.contentHash,
-              extracted: outcome.extracted,
-              text: outcome.text,
-              pages: outcome.pages,
-              diff: outcome.diff,
-              changed: outcome.changed,
-              fetched_at: outcome.fetchedAt,
-              created_at: outcome.fetchedAt
-            })
             // The monitor was deleted under the tick: nothing was written.
             return { status: status ?? "canceled", snapshot }
           }).pipe(Effect.orDie, Effect.withSpan("MonitorStore.completeTick")),

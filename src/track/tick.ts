@@ -11,8 +11,12 @@
  *   ago"), so a page's clock is not a change. With extraction, the hash is of the extracted JSON.
  * - Search-only ticks (no target_urls) search the intent; the snapshot is the result set (title
  *   and URL per result), extracted as `{results: [{title, url}]}`, so rules can look at it.
- * - Notification is idempotent per (tick, type): a tick that ended but whose notification was not
- *   recorded (the runner died in between) records it when its message is delivered again.
+ * - A fired tick's notification is queued in the transaction that records the tick's outcome
+ *   (MonitorStore.completeTick), its `monitor.notification.queued` event before the change to
+ *   `completed` of a tick that meets the stop condition: a client following the monitor's events
+ *   sees it before its stream ends. Notification is idempotent per (tick, type): a tick recorded
+ *   without its notification (by a version that queued it after the outcome, when the runner died
+ *   in between) records it when its message is delivered again.
  */
 import { Data, Effect, Layer, Option, Result, Schema } from "effect"
 import { createHash } from "node:crypto"
@@ -112,7 +116,9 @@ const tickRequestOf = (run: Run): TickRequest | undefined => run.request._tag ==
 const TickOutput = Schema.Struct({
   n: Schema.optional(Schema.Int),
   fired: Schema.optional(Schema.Boolean),
-  snapshot_id: Schema.optional(Schema.String)
+  snapshot_id: Schema.optional(Schema.String),
+  /** The notification's delivery, when it was queued with the tick's outcome. */
+  delivery_id: Schema.optional(Schema.NullOr(Schema.String))
 })
 const decodeTickOutput = Schema.decodeUnknownOption(TickOutput)
 /** The tick run's output, decoded; empty when it holds nothing of that (a tick not yet started). */
@@ -194,6 +200,7 @@ export const makeTickExecutor = Effect.gen(function*() {
     return { text, extracted: extracted.value, pages, costUsd: extracted.costUsd } satisfies Observation
   })
 
+  /** Queues the tick's notification on the monitor's channel (once per tick); gives its delivery id. */
   const notify = (monitor: Monitor, tick: Pick<TickRun, "id" | "n">, snapshot: Snapshot) =>
     channels.notify({
       projectId: monitor.project_id,
@@ -204,7 +211,7 @@ export const makeTickExecutor = Effect.gen(function*() {
       type: "monitor.triggered",
       data: notificationData(monitor, tick, snapshot)
     }).pipe(
-      Effect.tap(({ deliveryId }) => store.appendEvent(monitor.id, "monitor.notification.queued", { run_id: tick.id, delivery_id: deliveryId, channel: monitor.notify_channel.kind })),
+      Effect.map(({ deliveryId }): string | null => deliveryId),
       Effect.withSpan("Track.notify")
     )
 
@@ -261,7 +268,7 @@ export const makeTickExecutor = Effect.gen(function*() {
     const fired = evaluate(trigger, facts)
     const stop = ruleOf(monitor.stop_condition_dsl, parseStopCondition, null)
     const stopped = stop !== null && evaluate(stop, facts)
-    const { status, snapshot } = yield* store.completeTick(tick, monitor, {
+    const { status } = yield* store.completeTick(tick, monitor, {
       contentHash,
       extracted,
       text,
@@ -273,20 +280,30 @@ export const makeTickExecutor = Effect.gen(function*() {
       llmCostMicros: Math.round(costUsd * 1e6),
       status: stopped ? "completed" : monitor.status,
       statusReason: stopped ? "stop_condition_met" : null,
-      events: changed ? [{ type: "monitor.change_detected", data: { run_id: tick.id, n: tick.n, diff } }] : []
+      events: changed ? [{ type: "monitor.change_detected", data: { run_id: tick.id, n: tick.n, diff } }] : [],
+      notify: fired ? (snapshot) => notify(monitor, tick, snapshot) : undefined
     }, token)
-    if (fired) yield* notify(monitor, tick, snapshot)
+    // A schedule channel's firing was queued inside that transaction, so the scheduler woken then
+    // may have looked before it committed: it looks again now.
+    if (fired && monitor.notify_channel.kind === "schedule") yield* schedules.wake
     if (status === "completed") yield* schedules.remove({ kind: MONITOR_OWNER, id: monitor.id })
   })
 
-  /** A tick that ended before: makes sure its notification was recorded (idempotent per tick). */
+  /**
+   * A tick that ended before: makes sure its notification was recorded (idempotent per tick). One
+   * queued with the tick's outcome (its delivery id in the output) was; one recorded without it (by
+   * a version that queued it after the outcome) is queued now.
+   */
   const finished = (run: Run, { tick: request }: TickRequest) =>
     Effect.gen(function*() {
       const output = tickOutput(run)
-      if (run.status !== "done" || output.fired !== true || output.snapshot_id === undefined) return
+      if (run.status !== "done" || output.fired !== true || output.snapshot_id === undefined || output.delivery_id !== undefined) return
       const monitor = yield* store.get(request.monitor_id)
       const snapshot = yield* store.snapshot(output.snapshot_id)
-      if (monitor !== undefined && snapshot !== undefined) yield* notify(monitor, tickOf(run, request), snapshot)
+      if (monitor === undefined || snapshot === undefined) return
+      const tick = tickOf(run, request)
+      const deliveryId = yield* notify(monitor, tick, snapshot)
+      yield* store.appendEvent(monitor.id, "monitor.notification.queued", { run_id: tick.id, delivery_id: deliveryId, channel: monitor.notify_channel.kind })
     }).pipe(Effect.catchCause((cause) => Effect.logError("monitor tick notification failed", cause)))
 
   const executor: RunExecutor<TickRequest, never, StartedTick> = {

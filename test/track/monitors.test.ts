@@ -240,6 +240,47 @@ describe("direct mode", () => {
     expect(replay.events.map((event) => event.id)).toEqual([stream.events.at(-1)!.id])
   })
 
+  it("queues the notification of the tick that meets its stop condition before it completes, so a stream client sees it", async () => {
+    setPage("/last", "Price: 10 dollars.")
+    const created = await create({
+      intent: "watch the price until the second tick",
+      notify_channel: { kind: "callback_url", url: `${receiver.url}/last` },
+      schedule: { kind: "interval", interval_seconds: 3600 },
+      target_urls: [`${pagesUrl}/last`],
+      stop_condition_dsl: { max_ticks: 2 }
+    })
+    const id = created.json.id
+    const secret = created.json.notify_secret
+    await finishedTicks(id, 1)
+    // A client follows the monitor's events from the start, while the last tick runs, to the stream's end.
+    const following = readSse(`${service.url}${monitorPath(id)}/events`, { authorization: `Bearer ${service.apiKey}` }, { timeoutMs: 30_000 })
+    setPage("/last", "Price: 8 dollars.")
+    const last = await runNow(id)
+    expect(last).toMatchObject({ n: 2, status: "done", changed: true, fired: true })
+    const stream = await following
+    expect(stream.ended).toBe(true)
+    const events = stream.events.filter((event) => event.event !== "stream.heartbeat")
+    const types = events.map((event) => event.event)
+    // The last tick's events: its change, its end, its notification, and the completion last.
+    expect(types.slice(-4)).toEqual(["monitor.change_detected", "monitor.tick.completed", "monitor.notification.queued", "monitor.status_changed"])
+    expect(events.at(-1)).toMatchObject({ data: { data: { to: "completed", reason: "stop_condition_met" } } })
+    const queued = events.at(-2)!.data.data
+    expect(queued).toMatchObject({ run_id: last.id, channel: "callback_url" })
+    // The one notification of the monitor is the one the event names, delivered once.
+    const delivery = await eventually("the delivery", async () => {
+      const items = (await service.request("GET", `${monitorPath(id)}/deliveries`)).json.items
+      return items[0]?.status === "delivered" ? items : undefined
+    }, { timeoutMs: 20_000 })
+    expect(delivery.map((item: any) => item.id)).toEqual([queued.delivery_id])
+    const mine = receiver.received.filter((entry) => entry.body.includes(id))
+    expect(mine.map((entry) => entry.headers["webhook-id"])).toEqual([queued.delivery_id])
+    expect(verifiedDelivery(secret, mine[0]!).data).toMatchObject({ monitor_id: id, run_id: last.id, changed: true })
+    // A stream read after the end replays the same events, and ends at the same place.
+    const replay = await readSse(`${service.url}${monitorPath(id)}/events`, { authorization: `Bearer ${service.apiKey}` }, { timeoutMs: 10_000 })
+    expect(replay.ended).toBe(true)
+    expect(replay.events.filter((event) => event.id !== undefined).map((event) => event.id)).toEqual(events.map((event) => event.id))
+  })
+
   it("becomes failing after consecutive failed ticks, and heals on a good one", async () => {
     setPage("/flaky", "Down.", 500)
     const created = await create({
