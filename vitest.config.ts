@@ -28,7 +28,7 @@ export default defineConfig({
           include: ["test/**/*.test.ts"],
           exclude: ["test/in-process/**"],
           // One initialised and migrated data dir per run, copied for each fresh service (service.ts).
-          globalSetup: ["test/support/seed-data-dir.ts"]
+          globalSetup: ["test/support/build-server.ts", "test/support/seed-data-dir.ts"]
         }
       },
       {

@@ -5,6 +5,7 @@ import { expect } from "vitest"
 import type { Browser, Cookie } from "playwright-core"
 import type { ApiResponse, Service } from "../support/service.ts"
 import { watchBrowser } from "../support/contract-browser.ts"
+import { waEntry } from "../support/entry.ts"
 
 const root = path.resolve(import.meta.dirname, "../..")
 
@@ -20,7 +21,7 @@ export const cliUsers = (service: Service, verb: string, args: ReadonlyArray<str
     }
     env["WA_DATA_DIR"] = service.dataDir
     env["WA_LOG_LEVEL"] = "Warn"
-    const child = spawn(process.execPath, [path.join(root, "src/main.ts"), "users", verb, ...args], { cwd: root, env })
+    const child = spawn(process.execPath, [waEntry, "users", verb, ...args], { cwd: root, env })
     let stdout = ""
     let stderr = ""
     child.stdout.on("data", (c) => (stdout += c))

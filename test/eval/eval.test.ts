@@ -13,6 +13,7 @@ import { evalTasks } from "../../src/eval/tasks.ts"
 import { type PlanModel, startPlanModel } from "../../src/eval/scripted-model.ts"
 import { type Service, scriptedAgentEnv, startService, stopAndClean } from "../support/service.ts"
 import { type ContractProxy, startContractProxy } from "../support/contract-proxy.ts"
+import { waEntry } from "../support/entry.ts"
 
 const root = path.resolve(import.meta.dirname, "../..")
 
@@ -39,7 +40,7 @@ afterAll(async () => {
 
 /** `wa eval` as the user runs it: its own process, the service found through WA_URL / WA_API_KEY / WA_PROJECT. */
 const waEval = (...args: Array<string>) =>
-  promisify(execFile)(process.execPath, [path.join(root, "src/main.ts"), "eval", ...args], {
+  promisify(execFile)(process.execPath, [waEntry, "eval", ...args], {
     cwd: root,
     env: { ...process.env, WA_URL: proxy.url, WA_API_KEY: service.apiKey, WA_PROJECT: service.projectId },
     maxBuffer: 16 * 1024 * 1024

@@ -56,11 +56,11 @@ describe("warm browser contexts", () => {
 })
 
 describe("Node flags", () => {
-  it("npm start runs the service with the flags the tests and benches start it with", async () => {
+  it("npm start runs the service (bin/serve.js: the bundle the tests run, else the sources) with the flags the tests and benches start it with", async () => {
     const { readFile } = await import("node:fs/promises")
     const { SERVICE_NODE_FLAGS } = await import("../../src/config/node-flags.ts")
     const manifest = JSON.parse(await readFile(new URL("../../package.json", import.meta.url), "utf8")) as { scripts: Record<string, string> }
-    expect(manifest.scripts["start"]).toBe(`node ${SERVICE_NODE_FLAGS.join(" ")} src/main.ts serve`)
+    expect(manifest.scripts["start"]).toBe(`node ${SERVICE_NODE_FLAGS.join(" ")} bin/serve.js serve`)
   })
 })
 

@@ -13,6 +13,7 @@ import { afterEach, describe, expect, it, vi } from "vitest"
 import { SERVICE_NODE_FLAGS } from "../../src/config/node-flags.ts"
 import { embeddedDatabaseClient, seededDataDir, type Service, startService, stopAndClean } from "../support/service.ts"
 import { childPids, cleanEnv, clusterDirOf, isAlive, livePostmaster, liveWatchdog, waitFor } from "../support/processes.ts"
+import { waEntry } from "../support/entry.ts"
 
 // Every test here spawns the service or the CLI (each a full Node start, some starting PostgreSQL);
 // on a loaded CI machine that takes far longer than the default 60 s allows.
@@ -181,7 +182,7 @@ describe("the embedded PostgreSQL does not outlive the service", () => {
 
   it("SIGKILL of the service while its PostgreSQL is still starting: that PostgreSQL stops by itself", async () => {
     const dataDir = await seededDataDir()
-    const child = spawn(process.execPath, [...SERVICE_NODE_FLAGS, path.resolve(import.meta.dirname, "../../src/main.ts"), "serve"], {
+    const child = spawn(process.execPath, [...SERVICE_NODE_FLAGS, waEntry, "serve"], {
       env: cleanEnv(dataDir),
       stdio: ["ignore", "pipe", "ignore"]
     })

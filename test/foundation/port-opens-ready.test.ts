@@ -13,6 +13,7 @@ import { SERVICE_NODE_FLAGS } from "../../src/config/node-flags.ts"
 import { freePort } from "../../src/net/free-port.ts"
 import { seededDataDir } from "../support/service.ts"
 import { checkExchange } from "../support/contract-hook.ts"
+import { waEntry } from "../support/entry.ts"
 
 const root = path.resolve(import.meta.dirname, "../..")
 
@@ -45,7 +46,7 @@ describe("start-up", () => {
     for (const [name, value] of Object.entries(process.env)) {
       if (value !== undefined && !name.startsWith("WA_") && name !== "DATABASE_URL" && name !== "REDIS_URL") env[name] = value
     }
-    const child = spawn(process.execPath, [...SERVICE_NODE_FLAGS, path.join(root, "src/main.ts"), "serve"], {
+    const child = spawn(process.execPath, [...SERVICE_NODE_FLAGS, waEntry, "serve"], {
       cwd: root,
       env: { ...env, WA_PORT: String(port), WA_HOST: "127.0.0.1", WA_DATA_DIR: dataDir, WA_EXIT_WITH_PARENT: "1" },
       stdio: ["pipe", "ignore", "ignore"]

@@ -13,6 +13,7 @@ import { externalDatabase, type LogLine, newDataDir } from "../support/service.t
 import { contractFetch } from "../support/contract-hook.ts"
 import { onJsonLines } from "../support/json-lines.ts"
 import { eventually as shared, type PollOptions } from "../support/runs.ts"
+import { waEntry } from "../support/entry.ts"
 
 const root = path.resolve(import.meta.dirname, "../..")
 
@@ -33,7 +34,7 @@ export const sharedDatabase = async (name: string): Promise<{ readonly url: stri
     }
   }
 }
-const mainScript = path.join(root, "src/main.ts")
+const mainScript = waEntry
 
 export interface RunnerNode {
   readonly url: string

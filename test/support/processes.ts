@@ -8,9 +8,10 @@ import { readFileSync } from "node:fs"
 import * as path from "node:path"
 import { createClient } from "redis"
 import { eventually } from "./runs.ts"
+import { waEntry } from "./entry.ts"
 
 const root = path.resolve(import.meta.dirname, "../..")
-const mainScript = path.join(root, "src/main.ts")
+const mainScript = waEntry
 
 /** The same clean environment the service harness gives the service (nothing from the shell's WA_*). */
 export const cleanEnv = (dataDir: string, extra: Record<string, string> = {}): Record<string, string> => {

@@ -12,9 +12,10 @@ import { onJsonLines } from "./json-lines.ts"
 import { checkExchange, contractFetch } from "./contract-hook.ts"
 import { promisify } from "node:util"
 import { SERVICE_NODE_FLAGS } from "../../src/config/node-flags.ts"
+import { waEntry } from "./entry.ts"
 
 const root = path.resolve(import.meta.dirname, "../..")
-const mainScript = path.join(root, "src/main.ts")
+const mainScript = waEntry
 
 export interface LogLine {
   readonly message: string

@@ -12,11 +12,12 @@ import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { readFile, stat } from "node:fs/promises"
 import * as path from "node:path"
 import { gzipSync } from "node:zlib"
+import { projectRoot } from "../../config/project-root.ts"
 import { envelopeBody, jsonResponse } from "../errors.ts"
 import { pageSecurityHeaders } from "../page-security.ts"
 
 /** Where `node console/build.ts` writes the console (not committed; built by `npm install` and `npm start`). */
-export const consoleDistDir = path.resolve(import.meta.dirname, "../../../console/dist")
+export const consoleDistDir = path.join(projectRoot, "console", "dist")
 
 const contentTypes: Record<string, string> = {
   ".html": "text/html; charset=utf-8",

@@ -1,0 +1,73 @@
+/**
+ * The server as `npm start` runs it: src/main.ts and the modules it loads bundled by Rolldown into
+ * dist/server/ (ES modules, split at each dynamic import), with effect and @effect/* inside.
+ * Loading ~1,000 separate modules (resolving each, reading its package scope, compiling it) was most
+ * of a cold start; a few large chunks load in a fraction of that. Every other package stays an
+ * import of node_modules, as from the sources (native parts, files read from their packages,
+ * optional dependencies, and modules loaded only when used, such as playwright-core and redis).
+ *
+ * The migrations are entries of their own, dist/server/migrations/<number>_<name>.js, so that the
+ * bundled migrator reads them from a folder next to it exactly as the sources' does
+ * (src/store/migrations.ts), sharing the bundle's effect.
+ *
+ * `prepare` (npm install) builds it and `prestart` rebuilds it when a source is newer; the test
+ * harness does the same before the process-level suites (test/support/global-setup.ts).
+ * Without Rolldown (an install with --omit=dev) it says so and exits 0: bin/serve.js then runs
+ * the sources.
+ *
+ *   node build/server.ts              build now
+ *   node build/server.ts --if-stale   build only when dist/server is missing or older than a source
+ */
+import { existsSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs"
+import * as path from "node:path"
+
+const root = path.resolve(import.meta.dirname, "..")
+export const serverDist = path.join(root, "dist", "server")
+/** Written last: its presence says the build finished, its time says when. */
+const stamp = path.join(serverDist, "built")
+
+/** Newest modification time of what the bundle is made of: our sources and the installed packages. */
+const newestSource = (): number => {
+  let newest = 0
+  const visit = (entry: string) => {
+    const info = statSync(entry)
+    if (info.isDirectory()) for (const name of readdirSync(entry)) visit(path.join(entry, name))
+    else newest = Math.max(newest, info.mtimeMs)
+  }
+  for (const name of ["src", "build/server.ts", "package-lock.json"]) visit(path.join(root, name))
+  return newest
+}
+
+export const isStale = (): boolean => !existsSync(stamp) || statSync(stamp).mtimeMs < newestSource()
+
+/** A bare import the bundle leaves to node_modules: all but effect's own packages. */
+const external = (id: string): boolean =>
+  id.startsWith("node:") || (!id.startsWith(".") && !path.isAbsolute(id) && !/^(effect|@effect\/[^/]+)(\/|$)/.test(id))
+
+export const buildServer = async (): Promise<void> => {
+  const rolldown = await import("rolldown").catch(() => undefined)
+  if (rolldown === undefined) {
+    console.warn("server: rolldown is not installed (dev dependencies omitted); npm start runs the sources")
+    return
+  }
+  const started = Date.now()
+  const migrationsDir = path.join(root, "src", "store", "migrations")
+  const migrations = Object.fromEntries(
+    readdirSync(migrationsDir).filter((file) => file.endsWith(".ts")).map((file) => [`migrations/${file.replace(/\.ts$/, "")}`, path.join(migrationsDir, file)])
+  )
+  rmSync(serverDist, { recursive: true, force: true })
+  const bundle = await rolldown.rolldown({
+    input: { main: path.join(root, "src", "main.ts"), ...migrations },
+    platform: "node",
+    external,
+    logLevel: "warn"
+  })
+  await bundle.write({ dir: serverDist, format: "esm", entryFileNames: "[name].js", chunkFileNames: "[name]-[hash].js", sourcemap: true })
+  await bundle.close()
+  writeFileSync(stamp, `${new Date().toISOString()}\n`)
+  console.log(`server: bundled into ${path.relative(process.cwd(), serverDist) || "."} in ${Date.now() - started} ms`)
+}
+
+if (import.meta.main) {
+  if (!process.argv.includes("--if-stale") || isStale()) await buildServer()
+}
