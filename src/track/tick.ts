@@ -283,9 +283,9 @@ export const makeTickExecutor = Effect.gen(function*() {
       events: changed ? [{ type: "monitor.change_detected", data: { run_id: tick.id, n: tick.n, diff } }] : [],
       notify: fired ? (snapshot) => notify(monitor, tick, snapshot) : undefined
     }, token)
-    // A schedule channel's firing was queued inside that transaction, so the scheduler woken then
-    // may have looked before it committed: it looks again now.
-    if (fired && monitor.notify_channel.kind === "schedule") yield* schedules.wake
+    // The notification was queued inside that transaction, so the dispatcher (or the scheduler)
+    // woken then may have looked before it committed: they look again now.
+    if (fired) yield* channels.wake
     if (status === "completed") yield* schedules.remove({ kind: MONITOR_OWNER, id: monitor.id })
   })
 

@@ -150,6 +150,11 @@ export class Callbacks extends Context.Service<Callbacks, {
    * monitors' deliveries on their event streams this way). A failing listener is logged only.
    */
   readonly onAttempt: (listener: (attempt: AttemptOutcome) => Effect.Effect<void>) => Effect.Effect<void>
+  /**
+   * Wakes this node's dispatcher. `send` wakes it too, but a send inside a transaction wakes it
+   * before the delivery is committed (and visible): the caller wakes it again after the commit.
+   */
+  readonly wake: Effect.Effect<void>
 }>()("wa/webhooks/Callbacks") {
   static readonly layer = Layer.effect(
     Callbacks,
@@ -243,6 +248,7 @@ export class Callbacks extends Context.Service<Callbacks, {
             if (settled === undefined) yield* Queue.offer(wake, undefined)
             return id
           }).pipe(Effect.orDie),
+        wake: Queue.offer(wake, undefined).pipe(Effect.asVoid),
         list: store.list,
         find: (projectId, deliveryId) => store.find(projectId, deliveryId as DeliveryId),
         retry: (projectId, text) =>

@@ -75,6 +75,11 @@ export class NotificationChannels extends Context.Service<NotificationChannels, 
    * exists in the project. Fails with InvalidField on `notify_channel.<field>` (a 422).
    */
   readonly validateChannel: (projectId: ProjectId, channel: NotifyChannel) => Effect.Effect<void, InvalidField>
+  /**
+   * Wakes the channels' dispatchers (callback deliveries, schedule firings). `notify` wakes them
+   * itself; a `notify` inside a transaction did so before its commit, so its caller calls this after.
+   */
+  readonly wake: Effect.Effect<void>
 }>()("wa/webhooks/NotificationChannels") {
   static readonly layer = Layer.effect(
     NotificationChannels,
@@ -197,7 +202,7 @@ export class NotificationChannels extends Context.Service<NotificationChannels, 
         }
       })
 
-      return NotificationChannels.of({ notify, validateChannel })
+      return NotificationChannels.of({ notify, validateChannel, wake: Effect.andThen(callbacks.wake, schedules.wake) })
     })
   )
 }
