@@ -11,8 +11,10 @@
  * concurrency, warm-up then a fixed measured duration, loopback only, stops by itself).
  *
  *   node bench/http-overhead.ts [--concurrency=32] [--warmup=2] [--duration=10] [--rounds=3] [--no-breakdown]
- *                               [--only=service] [--cpu-prof=DIR] [--alloc]
+ *                               [--only=service] [--cpu-prof=DIR] [--alloc] [--source]
  *
+ * The service runs as `npm start` runs it (the bundle, bin/serve.js); --source runs the sources
+ * (use it with --cpu-prof: the bundle's profile names its chunks, not our modules).
  * --only=service loads the service alone (no ratio); --cpu-prof=DIR writes the service's V8 CPU
  * profile into DIR when it stops (open it in Chrome DevTools) and prints its busy samples by
  * module, to see where a request's time goes; --alloc prints the bytes the service allocated per
@@ -32,6 +34,7 @@ import { tmpdir } from "node:os"
 import * as path from "node:path"
 import { onJsonLines } from "../test/support/json-lines.ts"
 import { SERVICE_NODE_FLAGS } from "../src/config/node-flags.ts"
+import { buildServer, isStale } from "../build/server.ts"
 
 const root = path.resolve(import.meta.dirname, "..")
 const self = import.meta.filename
@@ -336,10 +339,12 @@ const driver = async () => {
     // rounds spread whatever else the machine does evenly over (a) and (b).
     const bare = serviceOnly ? undefined : await spawnServer([self, "--bare-server"], cleanEnv({}))
     if (bare !== undefined) children.push(bare.child)
-    // Started as `npm start` starts it, with the service's Node flags.
+    // Started as `npm start` starts it (bin/serve.js: the bundle, rebuilt first when stale), with
+    // the service's Node flags; --source runs src/main.ts instead.
+    if (!args.includes("--source") && isStale()) await buildServer()
     const profileFlags = profileDir === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${path.resolve(profileDir)}`]
     const samplerFlags = allocations ? ["--import", path.join(root, "bench/support/allocation-sampler.ts")] : []
-    const service = await spawnServer([...SERVICE_NODE_FLAGS, ...profileFlags, ...samplerFlags, path.join(root, "src/main.ts"), "serve"], cleanEnv({
+    const service = await spawnServer([...SERVICE_NODE_FLAGS, ...profileFlags, ...samplerFlags, path.join(root, args.includes("--source") ? "src/main.ts" : "bin/serve.js"), "serve"], cleanEnv({
       ...(allocations ? { WA_BENCH_ALLOC_PROFILE: allocationFile } : {}),
       WA_PORT: "0",
       WA_HOST: "127.0.0.1",
