@@ -202,7 +202,8 @@ export class NotificationChannels extends Context.Service<NotificationChannels, 
         }
       })
 
-      return NotificationChannels.of({ notify, validateChannel, wake: Effect.andThen(callbacks.wake, schedules.wake) })
+      const wake = Effect.andThen(callbacks.wake, schedules.wake).pipe(Effect.withSpan("NotificationChannels.wake"))
+      return NotificationChannels.of({ notify, validateChannel, wake })
     })
   )
 }
