@@ -10,7 +10,7 @@
  * wa_browser_contexts_warm). The same burst with bare Playwright (a context, a page and a goto
  * each, on its own browser) is printed beside it: the floor the machine sets without warm contexts.
  *
- * The service's browser runs with its CPU weight (WA_BROWSER_CPU_WEIGHT, default 50 against the
+ * The service's browser runs with its CPU weight (WA_BROWSER_CPU_WEIGHT, default 25 against the
  * service's 100, through a cgroup where the machine allows; src/browser/cpu-weight.ts): the
  * output's `browser_cpu_weight` says what was applied.
  *
