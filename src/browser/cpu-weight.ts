@@ -24,6 +24,10 @@
  * Nothing outlives the service: the pool removes its cgroup (and the launcher) when it stops, and a
  * cgroup or launcher left by a service that was killed (its pid is gone) is removed at the next
  * start, after killing what is still in it (the dead service's orphaned browser).
+ *
+ * Where the machine's cgroups are read from (CgroupSources) can be given: the real files by
+ * default; test/browser/cpu-weight-v2.test.ts passes a fixture's, since the test machine has no
+ * cgroup v2 cpu controller.
  */
 import { randomBytes } from "node:crypto"
 import { existsSync } from "node:fs"
@@ -51,6 +55,22 @@ export type BrowserCpuPlacement =
   | { readonly _tag: "Cgroup"; readonly cgroup: BrowserCgroup }
   | { readonly _tag: "None"; readonly reason: string }
 
+/** Where this module learns about the machine's cgroups, and where it puts launchers. */
+export interface CgroupSources {
+  /** The service's memberships, one `id:controllers:path` line per hierarchy: /proc/self/cgroup. */
+  readonly cgroupFile: string
+  /** The mount table (mountinfo format: where each hierarchy is mounted, from which root): /proc/self/mountinfo. */
+  readonly mountinfo: string
+  /** Where launchers are written (and stale ones looked for): the temporary directory. */
+  readonly launcherDir: string
+}
+
+const sourcesWith = (given: Partial<CgroupSources>): CgroupSources => ({
+  cgroupFile: given.cgroupFile ?? "/proc/self/cgroup",
+  mountinfo: given.mountinfo ?? "/proc/self/mountinfo",
+  launcherDir: given.launcherDir ?? tmpdir()
+})
+
 interface Hierarchy {
   readonly version: 1 | 2
   /** The service's own cgroup directory in this hierarchy. */
@@ -64,8 +84,8 @@ const pidAlive = (pid: number): boolean => existsSync(`/proc/${pid}`)
 const namePattern = /^wa-(browser|service)-(\d+)(?:-[0-9a-f]+)?(?:\.sh)?$/
 
 /** The service's cpu cgroup: v2 when its cpu controller is there, else v1's cpu hierarchy. */
-const findHierarchies = async (): Promise<ReadonlyArray<Hierarchy>> => {
-  const [cgroupFile, mountinfo] = await Promise.all([readText("/proc/self/cgroup"), readText("/proc/self/mountinfo")])
+const findHierarchies = async (sources: CgroupSources): Promise<ReadonlyArray<Hierarchy>> => {
+  const [cgroupFile, mountinfo] = await Promise.all([readText(sources.cgroupFile), readText(sources.mountinfo)])
   if (cgroupFile === undefined || mountinfo === undefined) return []
   const memberships = cgroupFile.trim().split("\n").map((line) => {
     const [, , controllers = "", path = "/"] = /^(\d+):([^:]*):(.*)$/.exec(line) ?? []
@@ -103,10 +123,17 @@ const listPids = async (dir: string): Promise<Array<number>> =>
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
-/** rmdir, waiting up to `graceMs` for the processes in it to exit, then (`kill`) killing what is left. */
+/** How long killed processes get to exit (and so leave their cgroup): long enough on a loaded machine. */
+const killedExitMs = 5_000
+
+/**
+ * rmdir, waiting up to `graceMs` for the processes in it to exit, then (`kill`) killing what is
+ * left, again every round (a process forked meanwhile too) until the cgroup is empty or
+ * `killedExitMs` have passed.
+ */
 const removeCgroupDir = async (dir: string, graceMs: number, kill = true): Promise<void> => {
   const deadline = Date.now() + graceMs
-  for (let killed = false; ;) {
+  for (;;) {
     try {
       await rmdir(dir)
       return
@@ -116,8 +143,7 @@ const removeCgroupDir = async (dir: string, graceMs: number, kill = true): Promi
       if (code !== "EBUSY" && code !== "ENOTEMPTY") throw error
     }
     if (Date.now() >= deadline) {
-      if (killed || !kill) throw new Error(`${dir} still holds processes`)
-      killed = true
+      if (!kill || Date.now() >= deadline + killedExitMs) throw new Error(`${dir} still holds processes`)
       for (const pid of await listPids(dir)) {
         try {
           process.kill(pid, "SIGKILL")
@@ -134,13 +160,14 @@ const removeCgroupDir = async (dir: string, graceMs: number, kill = true): Promi
  * Removes what services that are gone left: `wa-browser-<pid>-*` cgroups (and, for v2,
  * `wa-service-<pid>` leaves) and launchers of pids that no longer run.
  */
-export const removeStaleBrowserCgroups = async (): Promise<ReadonlyArray<string>> => {
+export const removeStaleBrowserCgroups = async (given: Partial<CgroupSources> = {}): Promise<ReadonlyArray<string>> => {
+  const sources = sourcesWith(given)
   const removed: Array<string> = []
   const stale = (name: string) => {
     const match = namePattern.exec(name)
     return match !== null && Number(match[2]) !== process.pid && !pidAlive(Number(match[2]))
   }
-  for (const hierarchy of await findHierarchies().catch(() => [])) {
+  for (const hierarchy of await findHierarchies(sources).catch(() => [])) {
     const parent = hierarchy.version === 2 && /\/wa-service-\d+$/.test(hierarchy.own) ? join(hierarchy.own, "..") : hierarchy.own
     const names = await readdir(parent).catch(() => [])
     for (const name of names.filter(stale)) {
@@ -149,9 +176,10 @@ export const removeStaleBrowserCgroups = async (): Promise<ReadonlyArray<string>
       if (ok) removed.push(join(parent, name))
     }
   }
-  for (const name of await readdir(tmpdir()).catch(() => [])) {
+  for (const name of await readdir(sources.launcherDir).catch(() => [])) {
     if (name.endsWith(".sh") && stale(name)) {
-      if (await unlink(join(tmpdir(), name)).then(() => true, () => false)) removed.push(join(tmpdir(), name))
+      const path = join(sources.launcherDir, name)
+      if (await unlink(path).then(() => true, () => false)) removed.push(path)
     }
   }
   return removed
@@ -177,11 +205,15 @@ let serviceLeaf: { readonly own: string; readonly leaf: string; users: number } 
 
 const enableCpu = (dir: string) => writeFile(join(dir, "cgroup.subtree_control"), "+cpu")
 
-/** Makes `own` able to hold a browser cgroup with a cpu weight; returns the parent to make it in. */
+/**
+ * Makes `own` able to hold a browser cgroup with a cpu weight; returns the parent to make it in.
+ * Once the service has moved into its leaf, /proc/self/cgroup names the leaf: a second browser
+ * cgroup (another pool of the process) goes beside the first, not into the leaf.
+ */
 const joinV2 = async (own: string): Promise<string> => {
-  if (serviceLeaf !== undefined && serviceLeaf.own === own) {
+  if (serviceLeaf !== undefined && (serviceLeaf.own === own || serviceLeaf.leaf === own)) {
     serviceLeaf.users++
-    return own
+    return serviceLeaf.own
   }
   // The root cgroup may hold processes and enable controllers for its children at once.
   const subtree = (await readText(join(own, "cgroup.subtree_control"))) ?? ""
@@ -230,12 +262,13 @@ const shellQuote = (text: string) => `'${text.replace(/'/g, `'\\''`)}'`
 
 /**
  * Makes the browser's cgroup with `weight` (1..10000, cgroup v2 units). Never throws: when no
- * cgroup can be made, says why.
+ * cgroup can be made, says why. `given`: where to read the machine's cgroups (the real files by default).
  */
-export const makeBrowserCgroup = async (weight: number): Promise<BrowserCpuPlacement> => {
+export const makeBrowserCgroup = async (weight: number, given: Partial<CgroupSources> = {}): Promise<BrowserCpuPlacement> => {
+  const sources = sourcesWith(given)
   if (!(weight >= 1 && weight <= 10_000)) return { _tag: "None", reason: "off (WA_BROWSER_CPU_WEIGHT=0)" }
   if (process.platform !== "linux") return { _tag: "None", reason: `no cgroups on ${process.platform}` }
-  const hierarchies = await findHierarchies().catch(() => [])
+  const hierarchies = await findHierarchies(sources).catch(() => [])
   if (hierarchies.length === 0) return { _tag: "None", reason: "no cgroup hierarchy with the cpu controller" }
   const reasons: Array<string> = []
   for (const hierarchy of hierarchies) {
@@ -245,6 +278,7 @@ export const makeBrowserCgroup = async (weight: number): Promise<BrowserCpuPlace
     let dir: string | undefined
     try {
       parent = hierarchy.version === 2 ? await joinV2(hierarchy.own) : hierarchy.own
+      const cgroupParent = parent
       dir = join(parent, name)
       await mkdir(dir)
       const setting = hierarchy.version === 2
@@ -253,7 +287,7 @@ export const makeBrowserCgroup = async (weight: number): Promise<BrowserCpuPlace
       const [file, value] = setting.split("=") as [string, string]
       await writeFile(join(dir, file), value)
       const cgroupDir = dir
-      const launcherPath = join(tmpdir(), `${name}.sh`)
+      const launcherPath = join(sources.launcherDir, `${name}.sh`)
       let launcherWritten = false
       const cgroup: BrowserCgroup = {
         version: hierarchy.version,
@@ -284,14 +318,14 @@ export const makeBrowserCgroup = async (weight: number): Promise<BrowserCpuPlace
           try {
             await removeCgroupDir(cgroupDir, 3_000)
           } finally {
-            if (hierarchy.version === 2) await leaveV2(hierarchy.own).catch(() => undefined)
+            if (hierarchy.version === 2) await leaveV2(cgroupParent).catch(() => undefined)
           }
         }
       }
       return { _tag: "Cgroup", cgroup }
     } catch (error) {
       if (dir !== undefined) await rmdir(dir).catch(() => undefined)
-      if (hierarchy.version === 2 && parent !== undefined) await leaveV2(hierarchy.own).catch(() => undefined)
+      if (hierarchy.version === 2 && parent !== undefined) await leaveV2(parent).catch(() => undefined)
       reasons.push(`cgroup v${hierarchy.version} at ${hierarchy.own}: ${(error as Error).message}`)
     }
   }
