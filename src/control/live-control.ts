@@ -72,7 +72,12 @@ export const makeLiveControl = (sessionId: SessionId, currentPage: () => Page | 
         const target = yield* page
         lastInput.set(grantId, Date.now())
         return screencast(target, { quality: 70, maxWidth: 1600, maxHeight: 1200 }).pipe(
-          Stream.catchCause(() => Stream.fail(new LiveViewUnavailable({ reason: "the page's screencast stopped" })))
+          Stream.catchCause((cause) =>
+            Stream.fromEffect(Effect.andThen(
+              Effect.logWarning("the page's screencast stopped", cause),
+              Effect.fail(new LiveViewUnavailable({ reason: "the page's screencast stopped" }))
+            ))
+          )
         )
       }))
 

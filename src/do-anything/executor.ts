@@ -28,7 +28,7 @@ import { TakeControl } from "../control/take-control.ts"
 import { RunnerLifecycle } from "../cluster/lifecycle.ts"
 import { type Begin, makeLeaveWhenRefused, makeRunExecution, RunFailure } from "../runs/kernel.ts"
 import { isTerminal } from "../domain/run-state.ts"
-import { type DoAnythingRequest, type ProjectId, type Run, SessionId } from "../domain/run.ts"
+import { type DoAnythingRequest, type ProjectId, type Run, type RunId, SessionId } from "../domain/run.ts"
 import type { ProfileId } from "../domain/profile.ts"
 import { type Checkpoint, RunStore } from "../store/runs.ts"
 import { SessionStore } from "../store/sessions.ts"
@@ -120,6 +120,15 @@ const sessionHandlers = Effect.gen(function*() {
         Effect.annotateLogs({ session_id: sessionId, profile_id: id })
       )
     })
+
+    /** What is stored before a run ends (once per run: runAgent's beforeEnd, else the kernel's `ending`). */
+    let storedBeforeEnd: RunId | undefined
+    const beforeEnd = (runId: RunId) =>
+      Effect.suspend(() => {
+        if (storedBeforeEnd === runId) return Effect.void
+        storedBeforeEnd = runId
+        return Effect.andThen(recorders.finish(runId), saveProfile)
+      })
 
     // When the entity last finished handling a message: the idle window counts from there.
     let lastActive = yield* Clock.currentTimeMillis
@@ -246,7 +255,7 @@ const sessionHandlers = Effect.gen(function*() {
         }), ({ restored }) => resumed ? {} : { restored })
         const work = prepared.holdAt !== undefined
           ? holdForPerson(run.id, prepared.leased, executor, prepared.holdAt)
-          : runAgent(run.id, prepared.leased, settings, executor, resumed ? { checkpoint: prepared.checkpoint } : undefined, recorders.finish(run.id).pipe(Effect.asVoid))
+          : runAgent(run.id, prepared.leased, settings, executor, resumed ? { checkpoint: prepared.checkpoint } : undefined, beforeEnd(run.id))
         // The take-control watcher (URL expiry, idle release) lives and dies with the work; the
         // agent's model calls are its project's in the fair queue (src/fairness/fair-queue.ts).
         yield* Effect.scoped(Effect.andThen(Effect.forkScoped(live.watch(run.id)), work)).pipe(Effect.provideService(AgentModel, fairAgentModel))
@@ -258,14 +267,14 @@ const sessionHandlers = Effect.gen(function*() {
       conduct,
       internalErrorDetail: "the agent failed",
       logAnnotations: { session_id: sessionId },
-      // The run's recording is stored before the agent ends the run (runAgent's beforeEnd), so a
-      // client that sees it ended finds it; a run ended otherwise (canceled, failed by the kernel)
-      // has it stored here, before "run ended" is sent. A second finish stores nothing.
-      ending: (run) => recorders.finish(run.id).pipe(Effect.asVoid),
-      // The session's browser state goes to its profile; a run with keep_alive false closes its session.
+      // The run's recording and its profile's browser state are stored before the agent ends the
+      // run (runAgent's beforeEnd), so a client that sees it ended finds the recording, and a
+      // session or monitor started with the profile right then starts logged in; a run ended
+      // otherwise (canceled, failed by the kernel) has them stored here, before "run ended" is sent.
+      ending: (run) => beforeEnd(run.id),
+      // A run with keep_alive false closes its session.
       ended: (run) =>
         Effect.gen(function*() {
-          yield* saveProfile
           if (run.request._tag === "DoAnything" && run.request.keep_alive === false) {
             yield* release
             yield* sessionStore.setSessionStatus(sessionId, "closed")
