@@ -18,27 +18,19 @@
  *   node build/server.ts              build now
  *   node build/server.ts --if-stale   build only when dist/server is missing or older than a source
  */
-import { existsSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs"
+import { existsSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs"
 import * as path from "node:path"
+import { newestModification } from "./newest.ts"
 
 const root = path.resolve(import.meta.dirname, "..")
 export const serverDist = path.join(root, "dist", "server")
 /** Written last: its presence says the build finished, its time says when. */
 const stamp = path.join(serverDist, "built")
 
-/** Newest modification time of what the bundle is made of: our sources and the installed packages. */
-const newestSource = (): number => {
-  let newest = 0
-  const visit = (entry: string) => {
-    const info = statSync(entry)
-    if (info.isDirectory()) for (const name of readdirSync(entry)) visit(path.join(entry, name))
-    else newest = Math.max(newest, info.mtimeMs)
-  }
-  for (const name of ["src", "build/server.ts", "package-lock.json"]) visit(path.join(root, name))
-  return newest
-}
+/** What the bundle is made of: our sources, this build, and the installed packages. */
+const sources = ["src", "build/server.ts", "build/newest.ts", "package-lock.json"]
 
-export const isStale = (): boolean => !existsSync(stamp) || statSync(stamp).mtimeMs < newestSource()
+export const isStale = (): boolean => !existsSync(stamp) || statSync(stamp).mtimeMs < newestModification(root, sources)
 
 /** A bare import the bundle leaves to node_modules: all but effect's own packages. */
 const external = (id: string): boolean =>
@@ -55,16 +47,23 @@ export const buildServer = async (): Promise<void> => {
   const migrations = Object.fromEntries(
     readdirSync(migrationsDir).filter((file) => file.endsWith(".ts")).map((file) => [`migrations/${file.replace(/\.ts$/, "")}`, path.join(migrationsDir, file)])
   )
-  rmSync(serverDist, { recursive: true, force: true })
+  // Written beside it, then swapped in: a server starting meanwhile (another test run, a second
+  // `npm start`) finds the old build or the new one, never a half-written one.
+  const next = `${serverDist}.next-${process.pid}`
+  const old = `${serverDist}.old-${process.pid}`
+  rmSync(next, { recursive: true, force: true })
   const bundle = await rolldown.rolldown({
     input: { main: path.join(root, "src", "main.ts"), ...migrations },
     platform: "node",
     external,
     logLevel: "warn"
   })
-  await bundle.write({ dir: serverDist, format: "esm", entryFileNames: "[name].js", chunkFileNames: "[name]-[hash].js", sourcemap: true })
+  await bundle.write({ dir: next, format: "esm", entryFileNames: "[name].js", chunkFileNames: "[name]-[hash].js", sourcemap: true })
   await bundle.close()
-  writeFileSync(stamp, `${new Date().toISOString()}\n`)
+  writeFileSync(path.join(next, "built"), `${new Date().toISOString()}\n`)
+  if (existsSync(serverDist)) renameSync(serverDist, old)
+  renameSync(next, serverDist)
+  rmSync(old, { recursive: true, force: true })
   console.log(`server: bundled into ${path.relative(process.cwd(), serverDist) || "."} in ${Date.now() - started} ms`)
 }
 

@@ -9,25 +9,14 @@
  * Without Vite (an install with --omit=dev) it says so and exits 0: the API still works, and
  * /console answers 503 with how to build it.
  */
-import { existsSync, readdirSync, statSync } from "node:fs"
+import { existsSync, statSync } from "node:fs"
 import * as path from "node:path"
+import { newestModification } from "../build/newest.ts"
 
 const root = import.meta.dirname
 const stamp = path.join(root, "dist", "index.html")
 
-/** Newest modification time of the console's sources (and of its build configuration). */
-const newestSource = (): number => {
-  let newest = 0
-  const visit = (entry: string) => {
-    const info = statSync(entry)
-    if (info.isDirectory()) for (const name of readdirSync(entry)) visit(path.join(entry, name))
-    else newest = Math.max(newest, info.mtimeMs)
-  }
-  for (const name of ["src", "index.html", "vite.config.ts", "build.ts"]) visit(path.join(root, name))
-  return newest
-}
-
-export const isStale = (): boolean => !existsSync(stamp) || statSync(stamp).mtimeMs < newestSource()
+export const isStale = (): boolean => !existsSync(stamp) || statSync(stamp).mtimeMs < newestModification(root, ["src", "index.html", "vite.config.ts", "build.ts"])
 
 export const buildConsole = async (): Promise<void> => {
   const vite = await import("vite").catch(() => undefined)
