@@ -4,7 +4,7 @@
  * `Input.dispatchMouseEvent` / `Input.dispatchKeyEvent` / `Input.insertText`. Coordinates are CSS
  * pixels of the page's viewport; the control page maps its canvas onto them.
  */
-import { Effect, Queue, Schema, Stream } from "effect"
+import { Effect, Queue, Schedule, Schema, Stream } from "effect"
 import type { CDPSession, Page } from "playwright-core"
 
 /** One screencast frame: the JPEG (base64, as CDP gives it) and the viewport it shows, in CSS px. */
@@ -112,11 +112,11 @@ export const dispatchInput = (cdp: CDPSession, input: LiveInput): Promise<unknow
   }
 }
 
-/** A CDP session on the page (Playwright attaches it to the page's target). */
-export const cdpSessionOf = (page: Page) => Effect.tryPromise(() => page.context().newCDPSession(page))
-
 /** How long the view waits for the screencast's first frame before a screenshot stands in for it. */
 const FIRST_FRAME_WAIT = "400 millis"
+/** Tries to start the screencast (each on a fresh CDP session), this far apart. */
+const START_TRIES = 15
+const START_RETRY_SPACING = "200 millis"
 
 export interface ScreencastOptions {
   readonly quality: number
@@ -133,28 +133,37 @@ export interface ScreencastOptions {
 export const screencast = (page: Page, options: ScreencastOptions): Stream.Stream<LiveFrame, unknown> =>
   Stream.unwrap(Effect.gen(function*() {
     const queue = yield* Queue.sliding<LiveFrame>(2)
+    let framed = false
+    // A session on a page in the middle of a cross-process navigation (a redirect at the moment a
+    // person opens the view) is refused ("Not attached to an active page"): the session and the
+    // start are tried again, a fresh session each time, for up to about three seconds.
     const cdp = yield* Effect.acquireRelease(
-      cdpSessionOf(page),
+      Effect.tryPromise(async () => {
+        const session = await page.context().newCDPSession(page)
+        session.on("Page.screencastFrame", (frame) => {
+          framed = true
+          session.send("Page.screencastFrameAck", { sessionId: frame.sessionId }).catch(() => undefined)
+          Queue.offerUnsafe(queue, { data: frame.data, width: frame.metadata.deviceWidth, height: frame.metadata.deviceHeight })
+        })
+        try {
+          await session.send("Page.startScreencast", {
+            format: "jpeg",
+            quality: options.quality,
+            maxWidth: options.maxWidth,
+            maxHeight: options.maxHeight,
+            everyNthFrame: 1
+          })
+          return session
+        } catch (error) {
+          await session.detach().catch(() => undefined)
+          throw error
+        }
+      }).pipe(Effect.retry({ times: START_TRIES - 1, schedule: Schedule.spaced(START_RETRY_SPACING), while: () => !page.isClosed() })),
       (session) =>
         Effect.promise(async () => {
           await session.send("Page.stopScreencast").catch(() => undefined)
           await session.detach().catch(() => undefined)
         })
-    )
-    let framed = false
-    cdp.on("Page.screencastFrame", (frame) => {
-      framed = true
-      cdp.send("Page.screencastFrameAck", { sessionId: frame.sessionId }).catch(() => undefined)
-      Queue.offerUnsafe(queue, { data: frame.data, width: frame.metadata.deviceWidth, height: frame.metadata.deviceHeight })
-    })
-    yield* Effect.tryPromise(() =>
-      cdp.send("Page.startScreencast", {
-        format: "jpeg",
-        quality: options.quality,
-        maxWidth: options.maxWidth,
-        maxHeight: options.maxHeight,
-        everyNthFrame: 1
-      })
     )
     // Chromium sends a screencast frame when the page paints. A page that is idle when the view
     // opens (a login form waiting for a person, on a busy machine) may not paint for a long time,
