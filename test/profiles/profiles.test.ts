@@ -469,6 +469,9 @@ describe("monitors with a profile", () => {
   it("a tick reads the pages as the profile: the members page, not the login form", async () => {
     const profile = await createProfile({ name: "henry" })
     await runSession({ instructions: "log in as henry", profile_id: profile.id, keep_alive: false })
+    // The profile's state is saved before the run is reported done, so a monitor created the
+    // moment the run ends reads the pages logged in.
+    expect((await getProfile(profile.id)).has_saved_state).toBe(true)
     const withProfile = await createMonitor({ profile_id: profile.id })
     expect(withProfile.status, withProfile.text).toBe(201)
     const snapshot = await firstSnapshot(withProfile.json.id)
