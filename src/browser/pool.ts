@@ -72,7 +72,8 @@ export interface BrowserPoolConfig {
   /**
    * CPU weight of the local browser's process tree against the service (WA_BROWSER_CPU_WEIGHT,
    * cgroup v2 units: the service has 100; default 25; 0 = off), through a cgroup of its own when
-   * the machine lets the service make one (cpu-weight.ts). Never with `cdpUrl`.
+   * the machine lets the service make one (cpu-weight.ts). Never with `cdpUrl`. Undefined: none
+   * (the pool the service builds from AppConfig always passes the configured value).
    */
   readonly cpuWeight?: number | undefined
 }
@@ -240,7 +241,7 @@ export const makeBrowserPool = Effect.fnUntraced(function*(config: BrowserPoolCo
     cgroup: undefined as BrowserCgroup | undefined,
     cpuWeightTried: false
   }
-  const cpuWeight = config.cpuWeight ?? defaultBrowserCpuWeight
+  const cpuWeight = config.cpuWeight ?? 0
 
   // What a service killed before it could clean up left behind (its browser's cgroup and whatever
   // still runs in it, its launcher); our own cgroup is removed after the browser closed (the

@@ -97,6 +97,8 @@ const configLayer = (env: Record<string, string | undefined>) =>
       WA_MODEL_BASE_URL: fixtures.model.baseUrl,
       WA_MODEL: "scripted",
       WA_ALLOW_PRIVATE_NETWORKS: "true",
+      // No CPU weight for the browser in tests: see testCpuWeight in test/support/service.ts.
+      WA_BROWSER_CPU_WEIGHT: "off",
       WA_MAX_CONCURRENT_SESSIONS: "100",
       CHROMIUM_PATH: process.env["CHROMIUM_PATH"] ?? "/usr/bin/chromium",
       WA_BROWSER: "system",

@@ -76,8 +76,17 @@ const baseEnv = (dataDir: string, extra: Record<string, string> | undefined) => 
     // The test decides the service's configuration; nothing leaks in from the developer's shell.
     if (value !== undefined && !name.startsWith("WA_") && name !== "DATABASE_URL" && name !== "REDIS_URL") env[name] = value
   }
-  return { ...env, WA_PORT: "0", WA_HOST: "127.0.0.1", WA_DATA_DIR: dataDir, WA_LOG_LEVEL: "Info", ...extra }
+  return { ...env, WA_PORT: "0", WA_HOST: "127.0.0.1", WA_DATA_DIR: dataDir, WA_LOG_LEVEL: "Info", ...testCpuWeight, ...extra }
 }
+
+/**
+ * Under vitest the service's browser gets no CPU weight (WA_BROWSER_CPU_WEIGHT=off; a test may set
+ * it): on a machine running many suites at once, a cgroup v1 weight ranks each suite's browser
+ * below every other suite's processes (each counts 1024 at the root), which no deployment has, and
+ * starved browsers miss the timings the widget and live-view tests rely on. The weight's own tests
+ * (test/browser/cpu-weight*.test.ts) and the benches (not under vitest) run with it.
+ */
+const testCpuWeight: Record<string, string> = process.env["VITEST"] === undefined ? {} : { WA_BROWSER_CPU_WEIGHT: "off" }
 
 export const newDataDir = () => mkdtempSync(path.join(tmpdir(), "wa-test-"))
 
