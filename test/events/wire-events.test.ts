@@ -24,6 +24,9 @@ let pagesUrl: string
 /** The agent's first model call waits until the test has sent its message. */
 let messageSent: () => void = () => {}
 let sent = new Promise<void>((resolve) => (messageSent = resolve))
+/** The test sends its message only once that first call has been made, so the message cannot be in its prompt. */
+let modelAsked: () => void = () => {}
+let asked = new Promise<void>((resolve) => (modelAsked = resolve))
 
 beforeAll(async () => {
   pages = createServer((_request, response) => {
@@ -36,6 +39,7 @@ beforeAll(async () => {
     if (promptText(request).includes("You set up a web monitor")) return { text: JSON.stringify({ ask: "Which page should I watch?" }) }
     const heard = lastUserText(request).match(/Message from the user: (.*)/)?.[1]
     if (heard !== undefined) return { tool: "done", args: { output: { heard } } }
+    modelAsked()
     await sent
     // Text and no tool call: the agent's run.message; the next step hears the user's message.
     return { text: "Let me think about this first." }
@@ -56,6 +60,7 @@ const auth = () => ({ authorization: `Bearer ${service.apiKey}` })
 describe("run.message on the wire", () => {
   it("carries the agent's text and the user's message, in both conventions", async () => {
     sent = new Promise<void>((resolve) => (messageSent = resolve))
+    asked = new Promise<void>((resolve) => (modelAsked = resolve))
     const base = `/v1/projects/${service.projectId}/do_anything`
     const created = await service.request("POST", `${base}/sessions`, { body: { instructions: "Listen, then answer", keep_alive: false } })
     expect(created.status, created.text).toBe(201)
@@ -63,6 +68,7 @@ describe("run.message on the wire", () => {
     const rid = created.json.latest_run_id as string
     const runPath = `${base}/sessions/${sid}/runs/${rid}`
     await waitForRunStatus(service, runPath, ["running"])
+    await asked
     const queued = await service.request("POST", `${runPath}/messages`, { body: { content: "use the blue one" } })
     expect(queued.status).toBe(202)
     messageSent()
