@@ -18,7 +18,7 @@
  *   node build/server.ts              build now
  *   node build/server.ts --if-stale   build only when dist/server is missing or older than a source
  */
-import { existsSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs"
+import { existsSync, linkSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs"
 import * as path from "node:path"
 import { newestModification } from "./newest.ts"
 
@@ -26,6 +26,36 @@ const root = path.resolve(import.meta.dirname, "..")
 export const serverDist = path.join(root, "dist", "server")
 /** Written last: its presence says the build finished, its time says when. */
 const stamp = path.join(serverDist, "built")
+
+/** The chunk files a build made itself (JSON list), as opposed to those it carries from the build before. */
+const ownChunksFile = "chunks.json"
+
+/**
+ * Chunks are named by their hash and loaded when first used (a dynamic import), so a service
+ * started from the previous build may still import one of its chunks after a rebuild swapped the
+ * folder. The new build keeps the previous build's own chunks that it did not make itself (hard
+ * links; same name means same content). Only the previous build's: a service two rebuilds old is
+ * not provided for, and the folder does not grow without bound.
+ */
+export const carryPreviousChunks = (previousDir: string, nextDir: string): number => {
+  const own = readdirSync(nextDir).filter((file) => file !== "built" && file !== ownChunksFile)
+  writeFileSync(path.join(nextDir, ownChunksFile), JSON.stringify(own))
+  let previousOwn: Array<string> = []
+  try {
+    previousOwn = JSON.parse(readFileSync(path.join(previousDir, ownChunksFile), "utf8")) as Array<string>
+  } catch {
+    return 0 // no previous build, or one made before this list existed
+  }
+  const present = new Set(own)
+  let carried = 0
+  for (const file of previousOwn) {
+    // Entries (main.js, migrations/) are read at start only; a rebuilt one replaces its old self.
+    if (present.has(file) || !existsSync(path.join(previousDir, file)) || statSync(path.join(previousDir, file)).isDirectory()) continue
+    linkSync(path.join(previousDir, file), path.join(nextDir, file))
+    carried++
+  }
+  return carried
+}
 
 /** What the bundle is made of: our sources, this build, and the installed packages. */
 const sources = ["src", "build/server.ts", "build/newest.ts", "package-lock.json"]
@@ -60,6 +90,7 @@ export const buildServer = async (): Promise<void> => {
   })
   await bundle.write({ dir: next, format: "esm", entryFileNames: "[name].js", chunkFileNames: "[name]-[hash].js", sourcemap: true })
   await bundle.close()
+  carryPreviousChunks(serverDist, next)
   writeFileSync(path.join(next, "built"), `${new Date().toISOString()}\n`)
   if (existsSync(serverDist)) renameSync(serverDist, old)
   renameSync(next, serverDist)
