@@ -180,11 +180,14 @@ export const eventStream = (
       lastSent = Date.now()
       wanted = body.push(chunk)
     }
-    const deliver = (events: ReadonlyArray<RunEvent>, shared: boolean) => {
+    const deliver = (batch: ReadonlyArray<RunEvent>, shared: boolean) => {
+      // The stream ends with its last event, even when a batch read holds more after it.
+      const lastAt = batch.findIndex(source.isLast)
+      const events = lastAt === -1 || lastAt === batch.length - 1 ? batch : batch.slice(0, lastAt + 1)
       last = events[events.length - 1]!.id
       // Frames of the shared buffer are encoded once for every stream; others here.
       send(shared ? encodeFrames(events, convention) : encoder.encode(events.map((event) => frame(event, convention)).join("")))
-      if (events.some(source.isLast)) {
+      if (lastAt !== -1) {
         finished = true
         body.push(null)
       }

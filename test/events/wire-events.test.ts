@@ -13,7 +13,7 @@ import type { AddressInfo } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { lastUserText, promptText, type ScriptedModel, startScriptedModel } from "../fixtures/model/scripted-model.ts"
 import { waitForRunStatus, eventually } from "../support/runs.ts"
-import { type Service, scriptedAgentEnv, startService, stopAndClean } from "../support/service.ts"
+import { embeddedDatabaseClient, type Service, scriptedAgentEnv, startService, stopAndClean } from "../support/service.ts"
 import { readSse } from "../support/sse.ts"
 
 let service: Service
@@ -86,6 +86,22 @@ describe("run.message on the wire", () => {
       ]))
       expect(stream.events.at(-1)!.event).toBe("run.completed")
     }
+
+    // An event stored after run.completed (none of ours is, but a stream must not rely on that) is
+    // not sent: the replay reads the run's events in one batch, and the stream ends at run.completed.
+    const db = await embeddedDatabaseClient(service.dataDir)
+    try {
+      await db.query(
+        `INSERT INTO run_events (run_id, id, type, data) SELECT $1, max(id) + 1, 'run.message', '{"role":"agent","content":"after the end"}' FROM run_events WHERE run_id = $1`,
+        [rid]
+      )
+    } finally {
+      await db.end()
+    }
+    const replay = await readSse(`${service.url}${runPath}/events`, auth(), { timeoutMs: 15_000 })
+    expect(replay.ended).toBe(true)
+    expect(replay.events.at(-1)!.event).toBe("run.completed")
+    expect(replay.events.map((event) => event.data.data)).not.toContainEqual({ role: "agent", content: "after the end" })
   })
 })
 
