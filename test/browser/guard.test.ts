@@ -14,16 +14,21 @@ import { BrowserPool } from "../../src/browser/pool.ts"
 import { FixtureSite, refFor, TestLayer } from "./support.ts"
 
 layer(TestLayer, { excludeTestServices: true })("navigation guard", (it) => {
-  it.effect("refuses loopback, private and metadata targets when private networks are not allowed", () =>
+  it.effect("refuses loopback targets in any spelling, and non-http schemes, when private networks are not allowed", () =>
     Effect.gen(function*() {
       const pool = yield* BrowserPool
       const site = yield* FixtureSite
       const lease = yield* pool.acquireContext({ allowPrivateNetworks: false })
-      for (const url of [`${site.url}/page/1`, site.url.replace("127.0.0.1", "localhost"), "http://169.254.169.254/latest/meta-data/", "http://10.1.2.3/", "file:///etc/passwd"]) {
+      // Only the fixture's own listener, spelled as 127.0.0.1, localhost, IPv4-mapped IPv6 and a
+      // hexadecimal integer (no origin is exempt here): the guard judges the address, not the spelling.
+      const port = new URL(site.url).port
+      for (const url of [`${site.url}/page/1`, site.url.replace("127.0.0.1", "localhost"), `http://[::ffff:7f00:1]:${port}/page/1`, `http://0x7f000001:${port}/page/1`, "file:///etc/passwd"]) {
         const error = yield* Effect.flip(navigate(lease, url))
         assert.strictEqual(error._tag, "NavigationRefused", url)
       }
-      assert.notInclude((yield* observe(lease)).url, "127.0.0.1")
+      const after = (yield* observe(lease)).url
+      assert.notInclude(after, "127.0.0.1")
+      assert.notInclude(after, `:${port}`)
     }))
 
   it.effect("refuses private navigations started by the page itself (link click)", () =>
