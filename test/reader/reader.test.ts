@@ -44,8 +44,10 @@ const startSite = async (): Promise<Site> => {
       // A public-looking page that redirects into the private network.
       res.writeHead(302, { location: `http://localhost:${new URL(origin).port}/secret` }).end()
     },
-    "/to-metadata": (_, res) => {
-      res.writeHead(307, { location: "http://169.254.169.254/latest/meta-data/" }).end()
+    "/to-mapped": (_, res) => {
+      // The same loopback listener spelled as an IPv4-mapped IPv6 address (a distinct origin from
+      // the trusted 127.0.0.1 one even after URL canonicalisation, which gives [::ffff:7f00:1]).
+      res.writeHead(307, { location: `http://[::ffff:127.0.0.1]:${new URL(origin).port}/secret` }).end()
     },
     "/secret": (_, res) => {
       res.writeHead(200, { "content-type": "text/html" }).end(`<html><body><p>TOP SECRET internal data</p></body></html>`)
@@ -171,8 +173,11 @@ layer(Layer.merge(SiteService.layer, ReaderBrowser.layer))("Reader", (it) => {
         const error = yield* Effect.flip(reader.read(`${site.origin}/article`))
         assert.strictEqual(error.reason, "private_address")
         assert.strictEqual(site.hits.get("/article") ?? 0, before)
-        const metadata = yield* Effect.flip(reader.read("http://169.254.169.254/latest/meta-data/"))
-        assert.strictEqual(metadata.reason, "private_address")
+        const secretBefore = site.hits.get("/secret") ?? 0
+        const mapped = yield* Effect.flip(reader.read(`http://[::ffff:7f00:1]:${new URL(site.origin).port}/secret`))
+        assert.strictEqual(mapped.reason, "private_address")
+        assert.include(mapped.message, "embedding 127.0.0.1, loopback")
+        assert.strictEqual(site.hits.get("/secret") ?? 0, secretBefore)
         const scheme = yield* Effect.flip(reader.read("file:///etc/passwd"))
         assert.strictEqual(scheme.reason, "invalid_url")
       })))
@@ -185,9 +190,11 @@ layer(Layer.merge(SiteService.layer, ReaderBrowser.layer))("Reader", (it) => {
         assert.strictEqual(error.reason, "private_address")
         assert.include(error.message, "localhost")
         assert.strictEqual(site.hits.get("/secret") ?? 0, before)
-        const metadata = yield* Effect.flip(reader.read(`${site.origin}/to-metadata`))
-        assert.strictEqual(metadata.reason, "private_address")
-        assert.include(metadata.message, "169.254.169.254")
+        const mapped = yield* Effect.flip(reader.read(`${site.origin}/to-mapped`))
+        assert.strictEqual(mapped.reason, "private_address")
+        assert.include(mapped.message, "::ffff:7f00:1")
+        assert.include(mapped.message, "embedding 127.0.0.1, loopback")
+        assert.strictEqual(site.hits.get("/secret") ?? 0, before)
       })))
 
   it.effect("with private networks allowed the same redirect is followed", () =>
