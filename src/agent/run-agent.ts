@@ -313,6 +313,9 @@ export const runAgent = Effect.fn("runAgent")(function*(
     if (yield* endedOnBoundary) return
     const stepNumber = yield* store.recordStep(runId, executor)
     const messages = yield* store.takeMessages(runId)
+    // What the guard refused while no action ran (a pop-up a page's late timer opened, a page's own
+    // redirect): an action reports its own refusals, and the next one would drop these unsaid.
+    const refusedMeanwhile = refusedMessages([...lease.guard.takeRefusals(), ...lease.takeBlockedConnections()]).map(redact)
     const observed = yield* observeForModel.pipe(Effect.provideService(RunContext, ctx))
     const observation = { ...observed, url: redact(observed.url), title: redact(observed.title), text: redact(observed.text) }
     recorder?.observed(observation.text)
@@ -336,6 +339,9 @@ export const runAgent = Effect.fn("runAgent")(function*(
       ...(personHadControl
         ? ["A person took control of the browser and has handed it back; the page may have changed. Look at the current page below before acting."]
         : []),
+      ...(refusedMeanwhile.length === 0
+        ? []
+        : [`Since your last action the browser refused what the page tried to open: ${refusedMeanwhile.join("; ")}`]),
       ...(cacheNote === undefined ? [] : [cacheNote]),
       `Step ${stepNumber}. Current page:\n${observation.text}`,
       ...(imageNote === "" ? [] : [imageNote])

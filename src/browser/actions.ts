@@ -156,6 +156,10 @@ const activePage = (lease: ContextLease) =>
     return page
   })
 
+/** The distinct messages of refusals, at most five (what the agent is told). */
+export const refusedMessages = (refusals: ReadonlyArray<NavigationRefused>): ReadonlyArray<string> =>
+  [...new Set(refusals.map((refusal) => refusal.message))].slice(0, 5)
+
 /** The guard's refusal recorded during an action wins over the browser's generic error. */
 const refusalOr = <A>(lease: ContextLease, effect: Effect.Effect<A, ActionError>): Effect.Effect<A, ActionError> =>
   effect.pipe(
@@ -185,9 +189,10 @@ const act = (
   refusalOr(
     lease,
     Effect.flatMap(activePage(lease), (page) => {
-      lease.guard.takeRefusals()
+      // Refused while no action ran (a pop-up a late timer opened while the model was thinking):
+      // not this action's failure, but said in its outcome rather than dropped.
+      const earlier = refusedMessages([...lease.guard.takeRefusals(), ...lease.takeBlockedConnections()])
       lease.takeDialogs()
-      lease.takeBlockedConnections()
       const watcher = watch(lease, page)
       // Playwright's own timeout (timeoutMs) is the one to report, with its reason in plain words.
       let playwrightTimeout: string | undefined
@@ -218,7 +223,8 @@ const act = (
             (watcher.navigated() ? `; now at ${page.url()}` : "") +
             (newTabs.length > 0 ? `; opened tab ${newTabs.join(", ")} (use switch_tab)` : "") +
             (dialogs.length > 0 ? `; the page showed and we accepted: ${dialogs.join(", ")}` : "") +
-            (blockedHosts.length > 0 ? `; blocked the page's requests to private addresses: ${blockedHosts.slice(0, 5).join(", ")}` : "")
+            (blockedHosts.length > 0 ? `; blocked the page's requests to private addresses: ${blockedHosts.slice(0, 5).join(", ")}` : "") +
+            (earlier.length > 0 ? `; before this action the browser refused what the page tried to open: ${earlier.join("; ")}` : "")
         }
       }).pipe(
         Effect.mapError((error) =>
