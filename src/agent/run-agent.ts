@@ -9,7 +9,7 @@
 import { Ajv } from "ajv"
 import { Effect, Layer, Option, Queue, Ref, Schema, Stream } from "effect"
 import { LanguageModel, Prompt, Toolkit } from "effect/ai"
-import { screenshot } from "../browser/actions.ts"
+import { refusedMessages, screenshot } from "../browser/actions.ts"
 import { snapshotFormatHelp } from "../browser/observe.ts"
 import { markedScreenshot, type MarkedScreenshot } from "../browser/marks.ts"
 import type { ContextLease } from "../browser/pool.ts"
