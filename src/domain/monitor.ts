@@ -13,7 +13,9 @@ import { CanonicalSchedule, ScheduleSpec } from "./schedule-spec.ts"
 import { StopConditionDsl, TriggerDsl } from "./track-rules.ts"
 import { MaxString, OptionalNullable } from "./schemas.ts"
 import { ProjectId } from "./run.ts"
+import { InputRequestId, ProfileId } from "./id-schemas.ts"
 
+/** `mon_`, `tick_`, `snap_`: the ids of Track (src/domain/ids.ts makes them branded the same way). */
 export const MonitorId = Schema.String.pipe(Schema.brand("MonitorId"))
 export type MonitorId = typeof MonitorId.Type
 export const TickRunId = Schema.String.pipe(Schema.brand("TickRunId"))
@@ -148,7 +150,8 @@ export const AlignmentTurn = Schema.Struct({
 })
 export type AlignmentTurn = typeof AlignmentTurn.Type
 
-export const PendingQuestion = Schema.Struct({ request_id: Schema.String, question: Schema.String })
+/** The supervisor's open question; its id was made as an `ir_` id (alignment turns keep the text the user echoed). */
+export const PendingQuestion = Schema.Struct({ request_id: InputRequestId, question: Schema.String })
 export type PendingQuestion = typeof PendingQuestion.Type
 
 const Nullable = <S extends Schema.Top>(schema: S) => Schema.NullOr(schema)
@@ -156,6 +159,7 @@ const Nullable = <S extends Schema.Top>(schema: S) => Schema.NullOr(schema)
 export class Monitor extends Schema.Class<Monitor>("wa/domain/Monitor")({
   id: MonitorId,
   project_id: ProjectId,
+  /** The API key or the console user (its id) that created the monitor: a principal, not one kind of id. */
   created_by_key_id: Nullable(Schema.String),
   status: MonitorStatus,
   status_reason: Nullable(Schema.String),
@@ -167,13 +171,13 @@ export class Monitor extends Schema.Class<Monitor>("wa/domain/Monitor")({
   extraction_schema: Nullable(JsonObject),
   trigger_dsl: Nullable(JsonObject),
   stop_condition_dsl: Nullable(JsonObject),
-  profile_id: Nullable(Schema.String),
+  profile_id: Nullable(ProfileId),
   baseline_extracted: Nullable(Schema.Unknown),
   baseline_extracted_at: Nullable(Schema.Date),
   last_tick_at: Nullable(Schema.Date),
   last_tick_n: Schema.Int,
   consecutive_failures: Schema.Int,
-  last_snapshot_id: Nullable(Schema.String),
+  last_snapshot_id: Nullable(SnapshotId),
   alignment: Schema.Array(AlignmentTurn),
   pending_question: Nullable(PendingQuestion),
   created_at: Schema.Date,
@@ -206,7 +210,7 @@ export class TickRun extends Schema.Class<TickRun>("wa/domain/TickRun")({
   status: TickStatus,
   changed: Nullable(Schema.Boolean),
   fired: Nullable(Schema.Boolean),
-  snapshot_id: Nullable(Schema.String),
+  snapshot_id: Nullable(SnapshotId),
   pages: Schema.Array(PageResult),
   error_code: Nullable(Schema.String),
   error_detail: Nullable(Schema.String),

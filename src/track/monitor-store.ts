@@ -24,6 +24,7 @@ import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient, type Statement } from "effect/sql"
 import { MonitorNotFound } from "../domain/errors.ts"
 import { makeId } from "../domain/ids.ts"
+import type { DeliveryId } from "../domain/id-schemas.ts"
 import {
   type AlignmentTurn,
   Monitor,
@@ -33,7 +34,7 @@ import {
   type PageResult,
   type PendingQuestion,
   Snapshot,
-  SnapshotId,
+  type SnapshotId,
   TickRun,
   type TickRunId
 } from "../domain/monitor.ts"
@@ -50,6 +51,9 @@ import { type ProjectId, type Run, runFromRow, RunId } from "../domain/run.ts"
 const decodeMonitor = Schema.decodeUnknownSync(Monitor)
 const decodeTick = Schema.decodeUnknownSync(TickRun)
 const decodeSnapshot = Schema.decodeUnknownSync(Snapshot)
+
+/** The first key of the advisory lock that serialises a project's monitor creates (the second is the project's hash). */
+const PROJECT_MONITORS_LOCK = 0x7761_6d31 // "wam1"
 
 const json = (value: unknown) => value === null || value === undefined ? null : JSON.stringify(value)
 
@@ -118,7 +122,7 @@ export interface TickSuccess {
    * outcome is written (not when the monitor is gone), so the notification is recorded with the
    * tick or not at all, and its `monitor.notification.queued` event precedes the status change.
    */
-  readonly notify?: ((snapshot: Snapshot) => Effect.Effect<string | null>) | undefined
+  readonly notify?: ((snapshot: Snapshot) => Effect.Effect<DeliveryId | null>) | undefined
 }
 
 const monitorColumns = `id, project_id, created_by_key_id, status, status_reason, intent_text, notify_channel, notify_secret,
@@ -129,9 +133,16 @@ const monitorColumns = `id, project_id, created_by_key_id, status, status_reason
 export class MonitorStore extends Context.Service<MonitorStore, {
   readonly create: (input: NewMonitor) => Effect.Effect<Monitor>
   /** The monitor of the project, or MonitorNotFound. */
-  readonly find: (projectId: ProjectId, monitorId: string) => Effect.Effect<Monitor, MonitorNotFound>
-  readonly get: (monitorId: string) => Effect.Effect<Monitor | undefined>
+  readonly find: (projectId: ProjectId, monitorId: MonitorId) => Effect.Effect<Monitor, MonitorNotFound>
+  readonly get: (monitorId: MonitorId) => Effect.Effect<Monitor | undefined>
   readonly list: (projectId: ProjectId, options: { readonly offset: number; readonly limit: number; readonly status?: MonitorStatus | undefined }) => Effect.Effect<{ readonly items: ReadonlyArray<Monitor>; readonly total: number }>
+  /**
+   * Inside the caller's transaction: takes the lock that serialises the project's monitor creates
+   * (a transaction-scoped advisory lock, so on every node) and counts the project's monitors not
+   * ended (the plan's cap counts those). The create that follows in that transaction is counted by
+   * the next one.
+   */
+  readonly countOpenForCreate: (projectId: ProjectId) => Effect.Effect<number>
   /**
    * Changes the status (and the settings given) if the current status is one of `from`; with its
    * `monitor.status_changed` event when the status changes. Returns the monitor after, or the
@@ -152,14 +163,14 @@ export class MonitorStore extends Context.Service<MonitorStore, {
    * Appends an event; returns its id, or undefined when the monitor is gone or has ended
    * (completed or canceled): a monitor's stream ends at that change, so nothing follows it.
    */
-  readonly appendEvent: <T extends MonitorEventType>(monitorId: string, type: T, data: EventData<T>) => Effect.Effect<number | undefined>
-  readonly eventsAfter: (monitorId: string, afterId: number, limit: number) => Effect.Effect<ReadonlyArray<RunEvent>>
+  readonly appendEvent: <T extends MonitorEventType>(monitorId: MonitorId, type: T, data: EventData<T>) => Effect.Effect<number | undefined>
+  readonly eventsAfter: (monitorId: MonitorId, afterId: number, limit: number) => Effect.Effect<ReadonlyArray<RunEvent>>
   /** The tick run of a schedule slot (made once: a second call returns the first), or a new run_now tick. */
   readonly createTick: (monitor: Monitor, trigger: "schedule" | "run_now", slotAt: Date | null) => Effect.Effect<TickRun>
   /** `createTick` of a schedule slot, read as the run kernel reads a run (its `Fire` executes it at once). */
   readonly createSlotRun: (monitor: Monitor, slotAt: Date) => Effect.Effect<Run>
-  readonly getTick: (tickId: string) => Effect.Effect<TickRun | undefined>
-  readonly findTick: (monitorId: MonitorId, tickId: string) => Effect.Effect<TickRun | undefined>
+  readonly getTick: (tickId: TickRunId) => Effect.Effect<TickRun | undefined>
+  readonly findTick: (monitorId: MonitorId, tickId: TickRunId) => Effect.Effect<TickRun | undefined>
   readonly listTicks: (monitorId: MonitorId, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<TickRun>>
   /**
    * Numbers the tick (once) and records its start, with `monitor.tick.started`; returns the tick
@@ -191,8 +202,8 @@ export class MonitorStore extends Context.Service<MonitorStore, {
   }, failLimit: number, executor?: string) => Effect.Effect<Monitor>
   /** Ends a tick that did not run (its monitor was paused or ended meanwhile); not a failure. */
   readonly skipTick: (tick: Pick<TickRun, "id" | "monitor_id">, reason: string) => Effect.Effect<void>
-  readonly snapshot: (snapshotId: string) => Effect.Effect<Snapshot | undefined>
-  readonly findSnapshot: (monitorId: MonitorId, snapshotId: string) => Effect.Effect<Snapshot | undefined>
+  readonly snapshot: (snapshotId: SnapshotId) => Effect.Effect<Snapshot | undefined>
+  readonly findSnapshot: (monitorId: MonitorId, snapshotId: SnapshotId) => Effect.Effect<Snapshot | undefined>
   readonly listSnapshots: (monitorId: MonitorId, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<Snapshot>>
 }>()("wa/track/MonitorStore") {
   static readonly layer = Layer.effect(
@@ -226,7 +237,7 @@ export class MonitorStore extends Context.Service<MonitorStore, {
         })
       const columns = sql.literal(monitorColumns)
 
-      const lock = (monitorId: string) =>
+      const lock = (monitorId: MonitorId) =>
         sql<Record<string, unknown>>`SELECT ${columns} FROM monitors WHERE id = ${monitorId} FOR UPDATE`.pipe(
           Effect.map((rows) => rows[0] === undefined ? undefined : decodeMonitor(rows[0]))
         )
@@ -237,7 +248,7 @@ export class MonitorStore extends Context.Service<MonitorStore, {
        * `whileOpen`, nothing is appended to a monitor that has ended (completed or canceled): its
        * stream ended at that change, so nothing may follow it in its log.
        */
-      const insertEvents = (monitorId: string, events: ReadonlyArray<StoredMonitorEvent>, options?: { readonly whileOpen: boolean }) =>
+      const insertEvents = (monitorId: MonitorId, events: ReadonlyArray<StoredMonitorEvent>, options?: { readonly whileOpen: boolean }) =>
         sql<{ id: string | null }>`
           WITH m AS (
             UPDATE monitors SET event_seq = event_seq + ${events.length}
@@ -252,10 +263,10 @@ export class MonitorStore extends Context.Service<MonitorStore, {
           SELECT max(id)::text AS id, pg_notify(${EVENTS_CHANNEL}, ${monitorId} || ':' || max(id)::text) FROM e`.pipe(
           Effect.map((rows) => rows[0]?.id == null ? undefined : Number(rows[0].id))
         )
-      const insertEvent = <T extends MonitorEventType>(monitorId: string, type: T, data: EventData<T>, options?: { readonly whileOpen: boolean }) =>
+      const insertEvent = <T extends MonitorEventType>(monitorId: MonitorId, type: T, data: EventData<T>, options?: { readonly whileOpen: boolean }) =>
         insertEvents(monitorId, [{ type, data }], options)
 
-      const selectMonitor = (monitorId: string) =>
+      const selectMonitor = (monitorId: MonitorId) =>
         sql<Record<string, unknown>>`SELECT ${columns} FROM monitors WHERE id = ${monitorId}`.pipe(
           Effect.map((rows) => rows[0] === undefined ? undefined : decodeMonitor(rows[0]))
         )
@@ -269,7 +280,7 @@ export class MonitorStore extends Context.Service<MonitorStore, {
         round(llm_cost_usd * 1000000)::int AS llm_cost_micros, round(service_cost_usd * 1000000)::int AS service_cost_micros,
         created_at, started_at, finished_at`)
       /** The tick runs of a monitor (runs_track_tick_monitor and runs_track_tick_slot serve these). */
-      const ticksOf = (monitorId: string) => sql`kind = 'track_tick' AND request->>'monitor_id' = ${monitorId}`
+      const ticksOf = (monitorId: MonitorId) => sql`kind = 'track_tick' AND request->>'monitor_id' = ${monitorId}`
       const snapshotColumns = sql.literal("id, monitor_id, run_id, n, content_hash, extracted, text, pages, diff, changed, fetched_at, created_at")
 
       /** `monitor.tick.started` but its number, which the statement that starts the tick gives it (the row's `n`). */
@@ -281,7 +292,7 @@ export class MonitorStore extends Context.Service<MonitorStore, {
       })
 
       /** Whether the execution `executor` (when one is named) still owns the tick run. */
-      const ownedBy = (tickId: string, executor: string | undefined) =>
+      const ownedBy = (tickId: TickRunId, executor: string | undefined) =>
         executor === undefined ? sql`` : sql`AND EXISTS (SELECT 1 FROM runs WHERE id = ${tickId} AND executor = ${executor})`
 
       /**
@@ -310,76 +321,81 @@ export class MonitorStore extends Context.Service<MonitorStore, {
       const tickStatusEvent = (monitor: Monitor, to: MonitorStatus, reason: string | null) =>
         monitor.status === to ? Effect.void : insertEvent(monitor.id, "monitor.status_changed", { from: monitor.status, to, reason })
 
-      return MonitorStore.of({
-        ...withMethodSpans<Pick<MonitorStore["Service"], "find" | "get" | "list" | "remove" | "appendEvent" | "eventsAfter" | "getTick" | "findTick" | "listTicks" | "skipTick" | "snapshot" | "findSnapshot" | "listSnapshots">>("MonitorStore", {
-          find: (projectId, monitorId) =>
-            selectMonitor(monitorId).pipe(
-              Effect.orDie,
-              Effect.flatMap((monitor) =>
-                monitor === undefined || monitor.project_id !== projectId ? Effect.fail(new MonitorNotFound({ monitorId })) : Effect.succeed(monitor)
-              )
-            ),
-          get: (monitorId) => selectMonitor(monitorId).pipe(Effect.orDie),
-          list: (projectId, options) =>
-            Effect.gen(function*() {
-              const status = options.status === undefined ? sql`` : sql`AND status = ${options.status}`
-              const rows = yield* sql<Record<string, unknown>>`
-                SELECT ${columns} FROM monitors WHERE project_id = ${projectId} ${status}
-                ORDER BY id DESC LIMIT ${options.limit} OFFSET ${options.offset}`
-              const count = yield* sql<{ total: string }>`SELECT count(*)::text AS total FROM monitors WHERE project_id = ${projectId} ${status}`
-              return { items: rows.map((row) => decodeMonitor(row)), total: Number(count[0]!.total) }
-            }).pipe(Effect.orDie),
-          // The monitor's events and tick runs are in the shared tables: deleted with it.
-          remove: (monitorId) =>
-            sql.withTransaction(Effect.gen(function*() {
-              yield* sql`DELETE FROM monitors WHERE id = ${monitorId}`
-              yield* sql`DELETE FROM run_events WHERE run_id = ${monitorId}`
-              yield* sql`DELETE FROM runs WHERE ${ticksOf(monitorId)}`
-            })).pipe(Effect.orDie),
-          appendEvent: <T extends MonitorEventType>(monitorId: string, type: T, data: EventData<T>) =>
-            insertEvent(monitorId, type, data, { whileOpen: true }).pipe(Effect.orDie),
-          eventsAfter: (monitorId, afterId, limit) => eventsAfter(sql, monitorId, afterId, limit).pipe(Effect.orDie),
-          getTick: (tickId) =>
-            sql<Record<string, unknown>>`SELECT ${tickColumns} FROM runs WHERE id = ${tickId} AND kind = 'track_tick'`.pipe(
-              Effect.map((rows) => rows[0] === undefined ? undefined : decodeTick(rows[0])),
-              Effect.orDie
-            ),
-          findTick: (monitorId, tickId) =>
-            sql<Record<string, unknown>>`SELECT ${tickColumns} FROM runs WHERE id = ${tickId} AND ${ticksOf(monitorId)}`.pipe(
-              Effect.map((rows) => rows[0] === undefined ? undefined : decodeTick(rows[0])),
-              Effect.orDie
-            ),
-          listTicks: (monitorId, limit, beforeId) =>
-            sql<Record<string, unknown>>`
-              SELECT ${tickColumns} FROM runs WHERE ${ticksOf(monitorId)}
-              ${beforeId === undefined ? sql`` : sql`AND id < ${beforeId}`}
-              ORDER BY id DESC LIMIT ${limit}`.pipe(Effect.map((rows) => rows.map((row) => decodeTick(row))), Effect.orDie),
-          skipTick: (tick, reason) =>
-            sql.withTransaction(Effect.gen(function*() {
-              yield* sql`SELECT id FROM monitors WHERE id = ${tick.monitor_id} FOR UPDATE`
-              yield* sql`
-                UPDATE runs SET status = 'canceled', terminal_reason = 'skipped', error_detail = ${reason}, finished_at = now(), updated_at = now()
-                WHERE id = ${tick.id}`
-              if (billing) yield* releaseHoldInTransaction(sql, tick.id)
-              // A monitor that ended skips its ticks without a word: its log ended with it.
-              yield* insertEvent(tick.monitor_id, "monitor.tick.skipped", { run_id: tick.id, reason }, { whileOpen: true })
-            })).pipe(Effect.orDie),
-          snapshot: (snapshotId) =>
-            sql<Record<string, unknown>>`SELECT ${snapshotColumns} FROM monitor_snapshots WHERE id = ${snapshotId}`.pipe(
-              Effect.map((rows) => rows[0] === undefined ? undefined : decodeSnapshot(rows[0])),
-              Effect.orDie
-            ),
-          findSnapshot: (monitorId, snapshotId) =>
-            sql<Record<string, unknown>>`SELECT ${snapshotColumns} FROM monitor_snapshots WHERE id = ${snapshotId} AND monitor_id = ${monitorId}`.pipe(
-              Effect.map((rows) => rows[0] === undefined ? undefined : decodeSnapshot(rows[0])),
-              Effect.orDie
-            ),
-          listSnapshots: (monitorId, limit, beforeId) =>
-            sql<Record<string, unknown>>`
-              SELECT ${snapshotColumns} FROM monitor_snapshots WHERE monitor_id = ${monitorId}
-              ${beforeId === undefined ? sql`` : sql`AND id < ${beforeId}`}
-              ORDER BY id DESC LIMIT ${limit}`.pipe(Effect.map((rows) => rows.map((row) => decodeSnapshot(row))), Effect.orDie)
-        }),
+      return MonitorStore.of(withMethodSpans<MonitorStore["Service"]>("MonitorStore", {
+        find: (projectId, monitorId) =>
+          selectMonitor(monitorId).pipe(
+            Effect.orDie,
+            Effect.flatMap((monitor) =>
+              monitor === undefined || monitor.project_id !== projectId ? Effect.fail(new MonitorNotFound({ monitorId })) : Effect.succeed(monitor)
+            )
+          ),
+        get: (monitorId) => selectMonitor(monitorId).pipe(Effect.orDie),
+        list: (projectId, options) =>
+          Effect.gen(function*() {
+            const status = options.status === undefined ? sql`` : sql`AND status = ${options.status}`
+            const rows = yield* sql<Record<string, unknown>>`
+              SELECT ${columns} FROM monitors WHERE project_id = ${projectId} ${status}
+              ORDER BY id DESC LIMIT ${options.limit} OFFSET ${options.offset}`
+            const count = yield* sql<{ total: string }>`SELECT count(*)::text AS total FROM monitors WHERE project_id = ${projectId} ${status}`
+            return { items: rows.map((row) => decodeMonitor(row)), total: Number(count[0]!.total) }
+          }).pipe(Effect.orDie),
+        // The monitor's events and tick runs are in the shared tables: deleted with it.
+        remove: (monitorId) =>
+          sql.withTransaction(Effect.gen(function*() {
+            yield* sql`DELETE FROM monitors WHERE id = ${monitorId}`
+            yield* sql`DELETE FROM run_events WHERE run_id = ${monitorId}`
+            yield* sql`DELETE FROM runs WHERE ${ticksOf(monitorId)}`
+          })).pipe(Effect.orDie),
+        appendEvent: <T extends MonitorEventType>(monitorId: MonitorId, type: T, data: EventData<T>) =>
+          insertEvent(monitorId, type, data, { whileOpen: true }).pipe(Effect.orDie),
+        eventsAfter: (monitorId, afterId, limit) => eventsAfter(sql, monitorId, afterId, limit).pipe(Effect.orDie),
+        getTick: (tickId) =>
+          sql<Record<string, unknown>>`SELECT ${tickColumns} FROM runs WHERE id = ${tickId} AND kind = 'track_tick'`.pipe(
+            Effect.map((rows) => rows[0] === undefined ? undefined : decodeTick(rows[0])),
+            Effect.orDie
+          ),
+        findTick: (monitorId, tickId) =>
+          sql<Record<string, unknown>>`SELECT ${tickColumns} FROM runs WHERE id = ${tickId} AND ${ticksOf(monitorId)}`.pipe(
+            Effect.map((rows) => rows[0] === undefined ? undefined : decodeTick(rows[0])),
+            Effect.orDie
+          ),
+        listTicks: (monitorId, limit, beforeId) =>
+          sql<Record<string, unknown>>`
+            SELECT ${tickColumns} FROM runs WHERE ${ticksOf(monitorId)}
+            ${beforeId === undefined ? sql`` : sql`AND id < ${beforeId}`}
+            ORDER BY id DESC LIMIT ${limit}`.pipe(Effect.map((rows) => rows.map((row) => decodeTick(row))), Effect.orDie),
+        skipTick: (tick, reason) =>
+          sql.withTransaction(Effect.gen(function*() {
+            yield* sql`SELECT id FROM monitors WHERE id = ${tick.monitor_id} FOR UPDATE`
+            yield* sql`
+              UPDATE runs SET status = 'canceled', terminal_reason = 'skipped', error_detail = ${reason}, finished_at = now(), updated_at = now()
+              WHERE id = ${tick.id}`
+            if (billing) yield* releaseHoldInTransaction(sql, tick.id)
+            // A monitor that ended skips its ticks without a word: its log ended with it.
+            yield* insertEvent(tick.monitor_id, "monitor.tick.skipped", { run_id: tick.id, reason }, { whileOpen: true })
+          })).pipe(Effect.orDie),
+        snapshot: (snapshotId) =>
+          sql<Record<string, unknown>>`SELECT ${snapshotColumns} FROM monitor_snapshots WHERE id = ${snapshotId}`.pipe(
+            Effect.map((rows) => rows[0] === undefined ? undefined : decodeSnapshot(rows[0])),
+            Effect.orDie
+          ),
+        findSnapshot: (monitorId, snapshotId) =>
+          sql<Record<string, unknown>>`SELECT ${snapshotColumns} FROM monitor_snapshots WHERE id = ${snapshotId} AND monitor_id = ${monitorId}`.pipe(
+            Effect.map((rows) => rows[0] === undefined ? undefined : decodeSnapshot(rows[0])),
+            Effect.orDie
+          ),
+        listSnapshots: (monitorId, limit, beforeId) =>
+          sql<Record<string, unknown>>`
+            SELECT ${snapshotColumns} FROM monitor_snapshots WHERE monitor_id = ${monitorId}
+            ${beforeId === undefined ? sql`` : sql`AND id < ${beforeId}`}
+            ORDER BY id DESC LIMIT ${limit}`.pipe(Effect.map((rows) => rows.map((row) => decodeSnapshot(row))), Effect.orDie),
+        countOpenForCreate: (projectId) =>
+          Effect.gen(function*() {
+            yield* sql`SELECT pg_advisory_xact_lock(${PROJECT_MONITORS_LOCK}, hashtext(${projectId}))`
+            const [counted] = yield* sql<{ n: number }>`
+              SELECT count(*)::int AS n FROM monitors WHERE project_id = ${projectId} AND status NOT IN ('canceled', 'completed')`
+            return counted!.n
+          }).pipe(Effect.orDie),
         create: (input) =>
           sql.withTransaction(Effect.gen(function*() {
             const id = makeId("mon")
@@ -392,7 +408,7 @@ export class MonitorStore extends Context.Service<MonitorStore, {
               RETURNING ${columns}`
             yield* insertEvent(id, "monitor.created", { monitor_id: id, status: input.status, mode: input.schedule === null ? "alignment" : "direct" })
             return decodeMonitor(rows[0])
-          })).pipe(Effect.orDie, Effect.withSpan("MonitorStore.create")),
+          })).pipe(Effect.orDie),
         update: (monitorId, input) =>
           sql.withTransaction(Effect.gen(function*() {
             const current = yield* lock(monitorId)
@@ -428,12 +444,9 @@ export class MonitorStore extends Context.Service<MonitorStore, {
             for (const event of input.events ?? []) yield* insertEvent(monitorId, event.type, event.data)
             if (to !== current.status) yield* insertEvent(monitorId, "monitor.status_changed", { from: current.status, to, reason: input.reason ?? null })
             return { monitor: decodeMonitor(rows[0]), changed: true }
-          })).pipe(
-            Effect.catchTag("SqlError", (error) => Effect.die(error)),
-            Effect.withSpan("MonitorStore.update")
-          ),
-        createTick: (monitor, trigger, slotAt) => insertTick(monitor, trigger, slotAt, tickColumns, decodeTick).pipe(Effect.withSpan("MonitorStore.createTick")),
-        createSlotRun: (monitor, slotAt) => insertTick(monitor, "schedule", slotAt, sql.literal("*"), runFromRow).pipe(Effect.withSpan("MonitorStore.createSlotRun")),
+          })).pipe(Effect.catchTag("SqlError", (error) => Effect.die(error))),
+        createTick: (monitor, trigger, slotAt) => insertTick(monitor, trigger, slotAt, tickColumns, decodeTick),
+        createSlotRun: (monitor, slotAt) => insertTick(monitor, "schedule", slotAt, sql.literal("*"), runFromRow),
         startTick: (tick, claim) =>
           // One statement: the tick run claimed, the tick numbered once (a tick started before
           // keeps its number), its start recorded, `monitor.tick.started` appended and announced,
@@ -473,15 +486,14 @@ export class MonitorStore extends Context.Service<MonitorStore, {
                 }
               }
             }),
-            Effect.orDie,
-            Effect.withSpan("MonitorStore.startTick")
+            Effect.orDie
           ),
         completeTick: (tick, seen, outcome, executor) =>
           Effect.gen(function*() {
             const snapshotId = makeId("snap")
             const n = tick.n ?? seen.last_tick_n
             const snapshot = new Snapshot({
-              id: SnapshotId.make(snapshotId),
+              id: snapshotId,
               monitor_id: tick.monitor_id,
               run_id: tick.id,
               n,
@@ -578,7 +590,7 @@ export class MonitorStore extends Context.Service<MonitorStore, {
             }))
             // The monitor was deleted under the tick: nothing was written.
             return { status: status ?? "canceled", snapshot }
-          }).pipe(Effect.orDie, Effect.withSpan("MonitorStore.completeTick")),
+          }).pipe(Effect.orDie),
         failTick: (tick, error, failLimit, executor) =>
           sql.withTransaction(Effect.gen(function*() {
             const monitor = (yield* lock(tick.monitor_id))!
@@ -605,8 +617,8 @@ export class MonitorStore extends Context.Service<MonitorStore, {
             })
             yield* tickStatusEvent(monitor, to, reason)
             return decodeMonitor(rows[0])
-          })).pipe(Effect.orDie, Effect.withSpan("MonitorStore.failTick"))
-      })
+          })).pipe(Effect.orDie)
+      }))
     })
   )
 }

@@ -19,13 +19,17 @@ import {
   type CreateMonitorRequest,
   isTerminalMonitor,
   type Monitor,
-  type MonitorId,
+  MonitorId,
   type MonitorPatch,
   type MonitorStatus,
   type NotifyChannel,
   type Snapshot,
-  type TickRun
+  type SnapshotId,
+  type TickRun,
+  type TickRunId
 } from "../domain/monitor.ts"
+import type { DeliveryId } from "../domain/id-schemas.ts"
+import type { RunEvent } from "../store/run-log.ts"
 import { MonitorEntity } from "../entities/monitor.ts"
 import { Schedules } from "../schedules/schedules.ts"
 import { Callbacks, type DeliveryNotRetryable, type DeliveryRow } from "../webhooks/callbacks.ts"
@@ -37,8 +41,6 @@ import { ProfileStore } from "../profiles/profile-store.ts"
 import { earlierCreate, messageSent, recordCreate } from "../store/keyed-create.ts"
 import { withMethodSpans } from "../observability/spans.ts"
 import type { ProjectId } from "../domain/run.ts"
-/** The first key of the advisory lock that serialises a project's monitor creates (the second is the project's hash). */
-const PROJECT_MONITORS_LOCK = 0x7761_6d31 // "wam1"
 
 const channelOf = (spec: {
   readonly kind: NotifyChannel["kind"]
@@ -55,12 +57,12 @@ const channelOf = (spec: {
 /** A Standard Webhooks secret: `whsec_` and 32 random bytes in base64. */
 const newSecret = () => `whsec_${randomBytes(32).toString("base64")}`
 
-const owner = (monitorId: string) => ({ kind: MONITOR_OWNER, id: monitorId })
+const owner = (monitorId: MonitorId) => ({ kind: MONITOR_OWNER, id: monitorId })
 
 export class Monitors extends Context.Service<Monitors, {
   readonly create: (projectId: ProjectId, keyId: string | null, request: CreateMonitorRequest) => Effect.Effect<Monitor, InvalidField | AlignmentNeedsModel | InsufficientCredits | BudgetExceeded | PlanLimitReached>
   readonly list: (projectId: ProjectId, options: { readonly page: number; readonly pageSize: number; readonly status?: MonitorStatus | undefined }) => Effect.Effect<{ readonly items: ReadonlyArray<Monitor>; readonly total: number }>
-  readonly find: (projectId: ProjectId, monitorId: string) => Effect.Effect<Monitor, MonitorNotFound>
+  readonly find: (projectId: ProjectId, monitorId: MonitorId) => Effect.Effect<Monitor, MonitorNotFound>
   readonly pause: (monitor: Monitor, reason: string | null) => Effect.Effect<Monitor, MonitorActionRefused>
   readonly resume: (monitor: Monitor, reason: string | null) => Effect.Effect<Monitor, MonitorActionRefused>
   readonly cancel: (monitor: Monitor, reason: string | null) => Effect.Effect<Monitor, MonitorActionRefused>
@@ -71,13 +73,17 @@ export class Monitors extends Context.Service<Monitors, {
   /** A tick now, outside the schedule (a paused monitor too; not an ended one). */
   readonly runNow: (monitor: Monitor) => Effect.Effect<TickRun, MonitorActionRefused | InsufficientCredits | BudgetExceeded>
   readonly ticks: (monitor: Monitor, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<TickRun>>
-  readonly tick: (monitor: Monitor, tickId: string) => Effect.Effect<TickRun, MonitorPartNotFound>
+  readonly tick: (monitor: Monitor, tickId: TickRunId) => Effect.Effect<TickRun, MonitorPartNotFound>
   readonly snapshots: (monitor: Monitor, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<Snapshot>>
-  readonly snapshot: (monitor: Monitor, snapshotId: string) => Effect.Effect<Snapshot, MonitorPartNotFound>
+  readonly snapshot: (monitor: Monitor, snapshotId: SnapshotId) => Effect.Effect<Snapshot, MonitorPartNotFound>
   readonly deliveries: (monitor: Monitor, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<DeliveryRow>>
-  readonly retryDelivery: (monitor: Monitor, deliveryId: string) => Effect.Effect<DeliveryRow, MonitorPartNotFound | DeliveryNotRetryable>
+  readonly retryDelivery: (monitor: Monitor, deliveryId: DeliveryId) => Effect.Effect<DeliveryRow, MonitorPartNotFound | DeliveryNotRetryable>
+  /** The monitor's events after `afterId` (its event stream reads these). */
+  readonly eventsAfter: (monitor: Monitor, afterId: number, limit: number) => Effect.Effect<ReadonlyArray<RunEvent>>
+  /** Whether the monitor's event stream has ended: the monitor is gone, completed or canceled (read now, not as `monitor` was). */
+  readonly streamEnded: (monitor: Monitor) => Effect.Effect<boolean>
   /** Dispatches a tick of a schedule slot to the monitor's entity (the scheduler's handler). */
-  readonly fire: (monitorId: string, slot: Date) => Effect.Effect<void>
+  readonly fire: (monitorId: MonitorId, slot: Date) => Effect.Effect<void>
 }>()("wa/track/Monitors") {
   static readonly layer = Layer.effect(
     Monitors,
@@ -100,9 +106,10 @@ export class Monitors extends Context.Service<Monitors, {
 
       // The scheduler's handler only hands the slot to the monitor's entity (one persisted message,
       // once per slot by its key); the entity makes the tick run and executes it.
-      const fire = (monitorId: string, slot: Date) =>
+      const fire = (monitorId: MonitorId, slot: Date) =>
         clientFor(monitorId).Fire({ monitorId, slot: slot.toISOString() }, { discard: true }).pipe(Effect.orDie)
-      yield* schedules.register(MONITOR_OWNER, fire)
+      // The scheduler keys its owners by text: the owner id of a monitor schedule is the monitor's id.
+      yield* schedules.register(MONITOR_OWNER, (ownerId, slot) => fire(MonitorId.make(ownerId), slot))
       // Every attempt at a monitor's notification shows on the monitor's event stream.
       yield* callbacks.onAttempt((attempt) =>
         attempt.monitorId === null ? Effect.void : store.appendEvent(attempt.monitorId, attempt.status === "delivered" ? "monitor.delivery.succeeded" : "monitor.delivery.failed", {
@@ -144,7 +151,7 @@ export class Monitors extends Context.Service<Monitors, {
         )
 
       return Monitors.of({
-        ...withMethodSpans<Pick<Monitors["Service"], "list" | "find" | "ticks" | "tick" | "snapshots" | "snapshot" | "deliveries" | "fire">>("Monitors", {
+        ...withMethodSpans<Pick<Monitors["Service"], "list" | "find" | "ticks" | "tick" | "snapshots" | "snapshot" | "deliveries" | "eventsAfter" | "streamEnded" | "fire">>("Monitors", {
           list: (projectId, options) => store.list(projectId, { offset: (options.page - 1) * options.pageSize, limit: options.pageSize, status: options.status }),
           find: (projectId, monitorId) => store.find(projectId, monitorId),
           ticks: (monitor, limit, beforeId) => store.listTicks(monitor.id, limit, beforeId),
@@ -160,6 +167,8 @@ export class Monitors extends Context.Service<Monitors, {
               )
             ),
           deliveries: (monitor, limit, beforeId) => callbacks.list(monitor.project_id, { monitorId: monitor.id, limit, beforeId }),
+          eventsAfter: (monitor, afterId, limit) => store.eventsAfter(monitor.id, afterId, limit),
+          streamEnded: (monitor) => Effect.map(store.get(monitor.id), (row) => row === undefined || isTerminalMonitor(row.status)),
           fire
         }),
         create: Effect.fn("Monitors.create")(function*(projectId: ProjectId, keyId: string | null, request: CreateMonitorRequest) {
@@ -169,7 +178,7 @@ export class Monitors extends Context.Service<Monitors, {
           if (!direct && Option.isNone(model)) return yield* new AlignmentNeedsModel()
           // The retry of a keyed create whose first attempt committed before its process died gets
           // that monitor (its schedule was set in the same transaction; alignment started if it never was).
-          const earlier = yield* earlierCreate((id) => store.find(projectId, id).pipe(Effect.catchTag("MonitorNotFound", () => Effect.succeed(undefined))))
+          const earlier = yield* earlierCreate((id) => store.find(projectId, MonitorId.make(id)).pipe(Effect.catchTag("MonitorNotFound", () => Effect.succeed(undefined))))
           if (earlier !== undefined) {
             if (!direct && !(yield* messageSent(sql, "Monitor", earlier.id, "Align"))) yield* align(earlier)
             return earlier
@@ -179,10 +188,8 @@ export class Monitors extends Context.Service<Monitors, {
           const limit = (yield* plans.capsFor(projectId)).projectMonitors
           const monitor = yield* sql.withTransaction(Effect.gen(function*() {
             // The plan's cap on monitors not ended: the project's creates count and insert one at a time, on every node.
-            yield* sql`SELECT pg_advisory_xact_lock(${PROJECT_MONITORS_LOCK}, hashtext(${projectId}))`
-            const [counted] = yield* sql<{ n: number }>`
-              SELECT count(*)::int AS n FROM monitors WHERE project_id = ${projectId} AND status NOT IN ('canceled', 'completed')`
-            if (counted!.n >= limit) return yield* new PlanLimitReached({ resource: "monitors", count: counted!.n, limit })
+            const open = yield* store.countOpenForCreate(projectId)
+            if (open >= limit) return yield* new PlanLimitReached({ resource: "monitors", count: open, limit })
             const created = yield* store.create({
               projectId,
               createdByKeyId: keyId,
@@ -309,7 +316,7 @@ export class Monitors extends Context.Service<Monitors, {
           yield* dispatchTick(tick)
           return tick
         }),
-        retryDelivery: Effect.fn("Monitors.retryDelivery")(function*(monitor: Monitor, deliveryId: string) {
+        retryDelivery: Effect.fn("Monitors.retryDelivery")(function*(monitor: Monitor, deliveryId: DeliveryId) {
           const row = yield* callbacks.find(monitor.project_id, deliveryId)
           if (row === undefined || row.monitor_id !== monitor.id) return yield* new MonitorPartNotFound({ what: "delivery", id: deliveryId, monitorId: monitor.id })
           const retried = yield* callbacks.retry(monitor.project_id, deliveryId)

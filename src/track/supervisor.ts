@@ -8,7 +8,7 @@ import { SqlClient } from "effect/sql"
 import { AgentModel } from "../agent/model.ts"
 import { AppConfig } from "../config/config.ts"
 import { makeId } from "../domain/ids.ts"
-import { type AlignmentTurn, MonitorPatch } from "../domain/monitor.ts"
+import { type AlignmentTurn, type MonitorId, MonitorPatch } from "../domain/monitor.ts"
 import { Schedules } from "../schedules/schedules.ts"
 import { supervisorStep } from "./alignment.ts"
 import { Ledger } from "../billing/ledger.ts"
@@ -23,7 +23,7 @@ const decodeSettings = Schema.decodeUnknownEffect(MonitorPatch)
 const CONFIGURE_ATTEMPTS = 3
 
 export class Supervisor extends Context.Service<Supervisor, {
-  readonly step: (monitorId: string, turn: number) => Effect.Effect<void>
+  readonly step: (monitorId: MonitorId, turn: number) => Effect.Effect<void>
 }>()("wa/track/Supervisor") {
   static readonly layer = Layer.effect(
     Supervisor,
@@ -35,7 +35,7 @@ export class Supervisor extends Context.Service<Supervisor, {
       const sql = yield* SqlClient.SqlClient
       const ledger = yield* Ledger
 
-      const step = Effect.fn("Supervisor.step")(function*(monitorId: string, turn: number) {
+      const step = Effect.fn("Supervisor.step")(function*(monitorId: MonitorId, turn: number) {
         const monitor = yield* store.get(monitorId)
         // Ended, aligned, or a newer turn exists (its own message runs the supervisor): nothing to do.
         if (monitor === undefined || monitor.status !== "pending_clarification" || monitor.alignment.length !== turn) return

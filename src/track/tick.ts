@@ -23,7 +23,8 @@ import { createHash } from "node:crypto"
 import { AgentModel } from "../agent/model.ts"
 import { AppConfig } from "../config/config.ts"
 import { Budget } from "../billing/budget.ts"
-import { isTerminalMonitor, type Monitor, MonitorId, type PageResult, type Snapshot, type TickRun, TickRunId } from "../domain/monitor.ts"
+import { isTerminalMonitor, type Monitor, MonitorId, type PageResult, type Snapshot, SnapshotId, type TickRun, TickRunId } from "../domain/monitor.ts"
+import { DeliveryId } from "../domain/id-schemas.ts"
 import type { Run, TrackTickRequest } from "../domain/run.ts"
 import type { Begin, RunExecutor } from "../runs/kernel.ts"
 import { Reader } from "../reader/reader.ts"
@@ -116,9 +117,9 @@ const tickRequestOf = (run: Run): TickRequest | undefined => run.request._tag ==
 const TickOutput = Schema.Struct({
   n: Schema.optional(Schema.Int),
   fired: Schema.optional(Schema.Boolean),
-  snapshot_id: Schema.optional(Schema.String),
+  snapshot_id: Schema.optional(SnapshotId),
   /** The notification's delivery, when it was queued with the tick's outcome. */
-  delivery_id: Schema.optional(Schema.NullOr(Schema.String))
+  delivery_id: Schema.optional(Schema.NullOr(DeliveryId))
 })
 const decodeTickOutput = Schema.decodeUnknownOption(TickOutput)
 /** The tick run's output, decoded; empty when it holds nothing of that (a tick not yet started). */
@@ -201,8 +202,8 @@ export const makeTickExecutor = Effect.gen(function*() {
   })
 
   /** Queues the tick's notification on the monitor's channel (once per tick); gives its delivery id. */
-  const notify = (monitor: Monitor, tick: Pick<TickRun, "id" | "n">, snapshot: Snapshot) =>
-    channels.notify({
+  const notify = Effect.fn("Track.notify")(function*(monitor: Monitor, tick: Pick<TickRun, "id" | "n">, snapshot: Snapshot) {
+    const { deliveryId } = yield* channels.notify({
       projectId: monitor.project_id,
       monitorId: monitor.id,
       tickId: tick.id,
@@ -210,17 +211,16 @@ export const makeTickExecutor = Effect.gen(function*() {
       secret: monitor.notify_secret,
       type: "monitor.triggered",
       data: notificationData(monitor, tick, snapshot)
-    }).pipe(
-      Effect.map(({ deliveryId }): string | null => deliveryId),
-      Effect.withSpan("Track.notify")
-    )
+    })
+    return deliveryId
+  })
 
   /**
    * The tick's work: a tick whose monitor is paused, aligning or ended is skipped (never
    * started); else it starts, is paid for, observes, and ends with its outcome.
    */
   const conduct = Effect.fn("Track.tick")(function*(run: Run, { tick: request, monitor: known }: TickRequest, begin: Begin<StartedTick>) {
-    const monitor = known ?? (yield* store.get(request.monitor_id))
+    const monitor = known ?? (yield* store.get(MonitorId.make(request.monitor_id)))
     if (monitor === undefined) return
     // A paused, aligning or ended monitor skips scheduled ticks (run_now still runs unless it ended).
     const runs = monitor.status === "active" || monitor.status === "failing" ||
@@ -298,7 +298,7 @@ export const makeTickExecutor = Effect.gen(function*() {
     Effect.gen(function*() {
       const output = tickOutput(run)
       if (run.status !== "done" || output.fired !== true || output.snapshot_id === undefined || output.delivery_id !== undefined) return
-      const monitor = yield* store.get(request.monitor_id)
+      const monitor = yield* store.get(MonitorId.make(request.monitor_id))
       const snapshot = yield* store.snapshot(output.snapshot_id)
       if (monitor === undefined || snapshot === undefined) return
       const tick = tickOf(run, request)
@@ -327,7 +327,7 @@ export const makeTickExecutor = Effect.gen(function*() {
    * and the monitor as read to make it, for the kernel to execute without reading either again:
    * undefined when the monitor is gone or ended.
    */
-  const slotTick = Effect.fn("Track.slotTick")(function*(monitorId: string, slot: Date) {
+  const slotTick = Effect.fn("Track.slotTick")(function*(monitorId: MonitorId, slot: Date) {
     const monitor = yield* store.get(monitorId)
     if (monitor === undefined || isTerminalMonitor(monitor.status)) return undefined
     const run = yield* store.createSlotRun(monitor, slot)

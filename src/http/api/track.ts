@@ -7,7 +7,15 @@
  */
 import { Schema } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
-import { CreateMonitorRequest, MessageMonitorRequest, MonitorInterveneRequest, PatchMonitorRequest } from "../../domain/monitor.ts"
+import {
+  CreateMonitorRequest,
+  MessageMonitorRequest,
+  MonitorId,
+  MonitorInterveneRequest,
+  PatchMonitorRequest,
+  SnapshotId,
+  TickRunId
+} from "../../domain/monitor.ts"
 import { RULES_DOCUMENTATION } from "../../domain/track-rules.ts"
 import { BadRequest, Conflict, Forbidden, NotFound, PaymentRequired, ValidationError } from "../../domain/api-errors.ts"
 import { PageQuery } from "../../domain/pagination.ts"
@@ -22,12 +30,19 @@ import {
   TickRunResponse
 } from "../../domain/wire/track.ts"
 import { DeliveryListResponse, DeliveryResponse } from "../../domain/wire/webhook-deliveries.ts"
-import { MaxString, ProjectIdParam } from "./schemas.ts"
+import { DeliveryIdParam, ProjectIdParam } from "./schemas.ts"
 import { Authentication, Idempotency, RateLimit } from "./security.ts"
 
 const EventStream = Schema.String.pipe(HttpApiSchema.asText({ contentType: "text/event-stream" }))
 const strict = { errors: "all", onExcessProperty: "error" } as const
-const MonitorParams = { ...ProjectIdParam, mid: MaxString(64) }
+/**
+ * Track's ids in a path, decoded as the model's branded ids (the brand is type-level: on the wire
+ * and in the OpenAPI document the same strings, at most 64 characters).
+ */
+const MonitorIdParam = MonitorId.check(Schema.isMaxCodePoints(64))
+const TickRunIdParam = TickRunId.check(Schema.isMaxCodePoints(64))
+const SnapshotIdParam = SnapshotId.check(Schema.isMaxCodePoints(64))
+const MonitorParams = { ...ProjectIdParam, mid: MonitorIdParam }
 
 const createEndpoint = (path: "/monitors" | "/tracks") =>
   HttpApiEndpoint.post("createMonitor", path, {
@@ -111,7 +126,7 @@ export class TrackApi extends HttpApiGroup.make("track")
       error: [BadRequest, NotFound]
     }),
     HttpApiEndpoint.get("getRun", "/monitors/:mid/runs/:run_id", {
-      params: { ...MonitorParams, run_id: MaxString(64) },
+      params: { ...MonitorParams, run_id: TickRunIdParam },
       success: TickRunResponse,
       error: NotFound
     }),
@@ -122,7 +137,7 @@ export class TrackApi extends HttpApiGroup.make("track")
       error: [BadRequest, NotFound]
     }).annotate(OpenApi.Description, "Newest first; items leave out the text (get one snapshot for it)."),
     HttpApiEndpoint.get("getSnapshot", "/monitors/:mid/snapshots/:snapshot_id", {
-      params: { ...MonitorParams, snapshot_id: MaxString(64) },
+      params: { ...MonitorParams, snapshot_id: SnapshotIdParam },
       success: SnapshotResponse,
       error: NotFound
     }),
@@ -133,7 +148,7 @@ export class TrackApi extends HttpApiGroup.make("track")
       error: [BadRequest, NotFound]
     }),
     HttpApiEndpoint.post("retryDelivery", "/monitors/:mid/deliveries/:delivery_id/retry", {
-      params: { ...MonitorParams, delivery_id: MaxString(64) },
+      params: { ...MonitorParams, delivery_id: DeliveryIdParam },
       success: DeliveryResponse.annotate({ httpApiStatus: 202 }),
       error: [NotFound, Conflict]
     })

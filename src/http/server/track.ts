@@ -3,9 +3,8 @@ import { Effect } from "effect"
 import { HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { AppConfig } from "../../config/config.ts"
-import { isTerminalMonitor } from "../../domain/monitor.ts"
+import type { MonitorId } from "../../domain/monitor.ts"
 import { RunEventBus } from "../../events/run-event-bus.ts"
-import { MonitorStore } from "../../track/monitor-store.ts"
 import { Monitors } from "../../track/monitors.ts"
 import { WebAgentApi } from "../api/api.ts"
 import { CurrentKey } from "../api/security.ts"
@@ -17,22 +16,21 @@ import { deliveryView } from "./webhook-deliveries.ts"
 
 const common = Effect.gen(function*() {
   const monitors = yield* Monitors
-  const store = yield* MonitorStore
   const config = yield* AppConfig
   const context = yield* Effect.context<RunEventBus>()
-  const find = (monitorId: string) => CurrentKey.use(({ projectId }) => httpErrors(monitors.find(projectId, monitorId)))
+  const find = (monitorId: MonitorId) => CurrentKey.use(({ projectId }) => httpErrors(monitors.find(projectId, monitorId)))
   const create = (payload: Parameters<typeof monitors.create>[2]) =>
     Effect.gen(function*() {
       const { projectId, keyId } = yield* CurrentKey
       const monitor = yield* httpErrors(monitors.create(projectId, keyId, payload))
       return HttpServerResponse.jsonUnsafe(createdMonitorView(monitor), { status: 201 })
     })
-  const events = (monitorId: string, lastEventId: string | undefined) =>
+  const events = (monitorId: MonitorId, lastEventId: string | undefined) =>
     find(monitorId).pipe(Effect.flatMap((monitor) =>
       eventStream({
         key: monitor.id,
-        read: store.eventsAfter,
-        ended: Effect.map(store.get(monitor.id), (row) => row === undefined || isTerminalMonitor(row.status)),
+        read: (_key, afterId, limit) => monitors.eventsAfter(monitor, afterId, limit),
+        ended: monitors.streamEnded(monitor),
         isLast: (event) => event.type === "monitor.status_changed" && (event.data.to === "completed" || event.data.to === "canceled")
       }, parseLastEventId(lastEventId), config).pipe(Effect.provide(context))
     ))
