@@ -5,7 +5,7 @@
  * quiet - each with a short cap) so the next observation sees the result.
  */
 import { Effect } from "effect"
-import type { ElementHandle, Page, Request } from "playwright-core"
+import type { ElementHandle, Frame, Page, Request } from "playwright-core"
 import { isPlaywrightTimeout } from "./playwright.ts"
 import { type ActionError, ActionFailed, ActionTimeout, BrowserCrashed, ElementNotFound, NavigationRefused } from "./errors.ts"
 import { elementAt, locateRef, type RefLocation, resolveRefHandle, screenshot as takeScreenshot } from "./observe.ts"
@@ -322,29 +322,54 @@ interface Cover {
  * open a new tab, and, when another element is on top, what covers it (with refs for the
  * cover's controls, given now if the last snapshot did not have them, so the agent can close
  * it). Self-contained: it reads and extends the ref table page-script.ts keeps.
+ *
+ * Given an iframe element and a point in that frame's viewport instead, it tells the same of
+ * the point in this (the parent) document: whether the iframe is on top there, or what covers
+ * it. A frame's own probe cannot see an overlay of the page around the frame.
  */
-function probeClick(id: number): { ready: boolean; opensTab: boolean; cover?: Cover; x?: number; y?: number } {
+function probeClick(arg: number | { readonly frameElement: Element; readonly x: number; readonly y: number }): {
+  ready: boolean
+  opensTab: boolean
+  cover?: Cover
+  x?: number
+  y?: number
+} {
   const table = (window as unknown as Record<symbol, { next: number; ids: WeakMap<Element, number>; els: Map<number, WeakRef<Element>> } | undefined>)[
     Symbol.for("web-agent-service.refs")
   ]
-  const el = table?.els.get(id)?.deref()
-  if (table === undefined || el === undefined || !el.isConnected) return { ready: false, opensTab: false }
-  const link = el.closest("a[href], area[href]")
-  const form = (el as HTMLButtonElement).form ?? null
-  const target = (link?.getAttribute("target") ?? form?.getAttribute("target") ?? "").toLowerCase()
-  const opensTab = target !== "" && target !== "_self" && target !== "_parent" && target !== "_top"
-  if ((el as HTMLButtonElement).disabled === true || el.getAttribute("aria-disabled") === "true") {
-    return { ready: false, opensTab }
+  if (table === undefined) return { ready: false, opensTab: false }
+  let el: Element
+  let opensTab = false
+  let x: number
+  let y: number
+  if (typeof arg === "number") {
+    const found = table.els.get(arg)?.deref()
+    if (found === undefined || !found.isConnected) return { ready: false, opensTab: false }
+    el = found
+    const link = el.closest("a[href], area[href]")
+    const form = (el as HTMLButtonElement).form ?? null
+    const target = (link?.getAttribute("target") ?? form?.getAttribute("target") ?? "").toLowerCase()
+    opensTab = target !== "" && target !== "_self" && target !== "_parent" && target !== "_top"
+    if ((el as HTMLButtonElement).disabled === true || el.getAttribute("aria-disabled") === "true") {
+      return { ready: false, opensTab }
+    }
+    if (!el.checkVisibility({ visibilityProperty: true, opacityProperty: true })) return { ready: false, opensTab }
+    let r = el.getBoundingClientRect()
+    if (r.bottom < 0 || r.right < 0 || r.top > window.innerHeight || r.left > window.innerWidth) {
+      el.scrollIntoView({ block: "center", inline: "center", behavior: "instant" })
+      r = el.getBoundingClientRect()
+    }
+    if (r.width < 1 || r.height < 1) return { ready: false, opensTab }
+    x = r.left + r.width / 2
+    y = r.top + r.height / 2
+  } else {
+    // The frame's content box starts inside its border and padding.
+    el = arg.frameElement
+    const r = el.getBoundingClientRect()
+    const style = getComputedStyle(el)
+    x = r.left + el.clientLeft + parseFloat(style.paddingLeft) + arg.x
+    y = r.top + el.clientTop + parseFloat(style.paddingTop) + arg.y
   }
-  if (!el.checkVisibility({ visibilityProperty: true, opacityProperty: true })) return { ready: false, opensTab }
-  let r = el.getBoundingClientRect()
-  if (r.bottom < 0 || r.right < 0 || r.top > window.innerHeight || r.left > window.innerWidth) {
-    el.scrollIntoView({ block: "center", inline: "center", behavior: "instant" })
-    r = el.getBoundingClientRect()
-  }
-  if (r.width < 1 || r.height < 1) return { ready: false, opensTab }
-  const x = r.left + r.width / 2
-  const y = r.top + r.height / 2
   let hit: Element | null = document.elementFromPoint(x, y)
   while (hit?.shadowRoot) {
     const inner: Element | null = hit.shadowRoot.elementFromPoint(x, y)
@@ -354,6 +379,11 @@ function probeClick(id: number): { ready: boolean; opensTab: boolean; cover?: Co
   const parentOf = (n: Element): Element | null => n.parentElement ?? ((n.getRootNode() as ShadowRoot).host ?? null)
   for (let n: Element | null = hit; n !== null; n = parentOf(n)) {
     if (n === el) return { ready: true, opensTab, x, y }
+  }
+  // A control's own label on top of it (a tile, a styled radio) takes the click for it.
+  const labels = (el as HTMLInputElement).labels
+  if (hit !== null && labels !== undefined && labels !== null) {
+    for (const label of Array.from(labels)) if (label.contains(hit)) return { ready: true, opensTab, x, y }
   }
   if (hit === null || hit.contains(el)) return { ready: false, opensTab }
   // The cover: the outermost ancestor of the hit element that does not hold the target.
@@ -381,25 +411,61 @@ function probeClick(id: number): { ready: boolean; opensTab: boolean; cover?: Co
     opensTab,
     cover: {
       element: `<${cover.tagName.toLowerCase()}${cover.id ? `#${cover.id}` : ""}${classes}> "${short(text(cover), 60)}"`,
-      id: table.ids.get(cover) ?? null,
+      // A cover with no control of its own (a backdrop beside its dialog) gets a ref: clicking
+      // a backdrop closes many dialogs.
+      id: controls.length === 0 ? refOf(cover) : table.ids.get(cover) ?? null,
       controls
     }
   }
 }
 
+/** A cover and the ref prefix of the frame it is in. */
+interface FoundCover {
+  readonly cover: Cover
+  readonly prefix: string
+}
+
+/**
+ * For an element in a frame that its own frame sees on top at (x, y), in that frame's viewport:
+ * whether the page around the frame covers that point, in any frame up to the top document.
+ * Undefined when nothing does (or it cannot tell).
+ */
+const coverAroundFrame = async (frame: Frame, prefix: string, x: number, y: number): Promise<FoundCover | undefined> => {
+  for (let child = frame, parent = frame.parentFrame(); parent !== null; child = parent, parent = parent.parentFrame()) {
+    const frameElement = (await child.frameElement()) as ElementHandle<Element>
+    prefix = prefix.replace(/f\d+$/, "")
+    const probe = await parent.evaluate(probeClick, { frameElement, x, y }).finally(() => void frameElement.dispose().catch(() => undefined))
+    if (probe.cover !== undefined) return { cover: probe.cover, prefix }
+    if (!probe.ready || probe.x === undefined || probe.y === undefined) return undefined
+    x = probe.x
+    y = probe.y
+  }
+  return undefined
+}
+
 /** How long a covered element may stay covered before the click fails (a fading toast clears sooner). */
-const coveredGraceMs = 800
+const coveredGraceMs = 500
 
 export const click = (lease: ContextLease, ref: string, timeouts: ActionTimeouts = defaultTimeouts) =>
   withElement<ReturnType<typeof probeClick>>(lease, ref, "click", timeouts, async (element, page, expectTab, first, location) => {
     let probe = first
+    const ownPrefix = ref.replace(/e\d+$/, "")
+    // Covered in its own frame, or (in an iframe) by the page around the frame.
+    const coverOf = async (p: typeof probe): Promise<FoundCover | undefined> =>
+      p?.cover !== undefined
+        ? { cover: p.cover, prefix: ownPrefix }
+        : p?.ready === true && p.x !== undefined && p.y !== undefined && location.frame !== page.mainFrame()
+        ? await coverAroundFrame(location.frame, ownPrefix, p.x, p.y).catch(() => undefined)
+        : undefined
     // A covered element fails fast, naming the cover, rather than waiting the whole timeout.
     const coveredUntil = Date.now() + coveredGraceMs
-    while (probe?.cover !== undefined && Date.now() < coveredUntil) {
+    let covered = await coverOf(probe)
+    while (covered !== undefined && Date.now() < coveredUntil) {
       await sleep(50)
       probe = await location.frame.evaluate(probeClick, location.id).catch(() => undefined)
+      covered = await coverOf(probe)
     }
-    if (probe?.cover !== undefined) throw new Error(coveredMessage(ref, probe.cover))
+    if (covered !== undefined) throw new Error(coveredMessage(ref, covered))
     if (probe?.opensTab === true) expectTab()
     // Playwright waits for a navigation the click scheduled to commit (it knows from the
     // browser, no timing guess); settle then waits for load. When the probe saw the element
@@ -417,13 +483,14 @@ export const click = (lease: ContextLease, ref: string, timeouts: ActionTimeouts
     return `clicked ${ref}`
   }, (location) => location.frame.evaluate(probeClick, location.id))
 
-const coveredMessage = (ref: string, cover: Cover): string => {
-  const prefix = ref.replace(/e\d+$/, "")
+const coveredMessage = (ref: string, { cover, prefix }: FoundCover): string => {
   const own = cover.id === null ? "" : ` [${prefix}e${cover.id}]`
   const controls = cover.controls.map((c) => `${JSON.stringify(c.name)} [${prefix}e${c.id}]`).join(", ")
   return `${ref} is covered by ${cover.element}${own}` +
     (controls !== "" ? `, which holds ${controls}` : "") +
-    `; close or dismiss that first (or act on it), then click ${ref} again`
+    (controls !== ""
+      ? `; close or dismiss that first (or act on it), then click ${ref} again`
+      : `; close or dismiss that first (click it, or press Escape), then click ${ref} again`)
 }
 
 export interface TypeOptions {
