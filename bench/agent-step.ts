@@ -9,10 +9,11 @@
  *
  *   node bench/agent-step.ts [iterations]
  */
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
 import { click, navigate, type } from "../src/browser/actions.ts"
 import { observe } from "../src/browser/observe.ts"
 import { BrowserPool } from "../src/browser/pool.ts"
+import { AppConfig } from "../src/config/config.ts"
 import { startFixtureSites } from "../test/fixtures/sites/server.ts"
 import { quantile } from "./stats.ts"
 
@@ -78,5 +79,5 @@ const program = Effect.scoped(Effect.gen(function*() {
   }
 }))
 
-await Effect.runPromise(program.pipe(Effect.provide(BrowserPool.layer)))
+await Effect.runPromise(program.pipe(Effect.provide(BrowserPool.layerFromAppConfig.pipe(Layer.provide(AppConfig.layer)))))
 await site.close()

@@ -110,7 +110,7 @@ const program = Effect.gen(function*() {
     })
   }
   return rows
-}).pipe(Effect.scoped, Effect.provide(ReaderBrowser.layerWith({ extractionPages: 1 })))
+}).pipe(Effect.scoped, Effect.provide(ReaderBrowser.layerWith({ executablePath: process.env["CHROMIUM_PATH"], extractionPages: 1 })))
 
 const rows = await Effect.runPromise(program)
 const ourMedian = median(rows.map((r) => r.ourMs))

@@ -9,11 +9,12 @@
  *
  *   node bench/vision-step.ts [iterations]
  */
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
 import { navigate, screenshot } from "../src/browser/actions.ts"
 import { markedScreenshot } from "../src/browser/marks.ts"
 import { observe } from "../src/browser/observe.ts"
 import { BrowserPool } from "../src/browser/pool.ts"
+import { AppConfig } from "../src/config/config.ts"
 import { imageTokens } from "../src/agent/providers/usage.ts"
 import { startCanvasSite } from "../test/fixtures/sites/canvas-button.ts"
 import { startFixtureSites } from "../test/fixtures/sites/server.ts"
@@ -79,6 +80,6 @@ const program = Effect.scoped(Effect.gen(function*() {
   for (const row of rows) console.log(row)
 }))
 
-await Effect.runPromise(program.pipe(Effect.provide(BrowserPool.layer)))
+await Effect.runPromise(program.pipe(Effect.provide(BrowserPool.layerFromAppConfig.pipe(Layer.provide(AppConfig.layer)))))
 await site.close()
 await canvas.close()

@@ -52,7 +52,7 @@ const program = Effect.gen(function*() {
 }).pipe(
   Effect.provide(
     WebSearch.layerWith(settingsFor(fake.url, engines)).pipe(
-      Layer.provide([FetchHttpClient.layer, Reader.layerWith().pipe(Layer.provide(ReaderBrowser.layer))])
+      Layer.provide([FetchHttpClient.layer, Reader.layerWith().pipe(Layer.provide(ReaderBrowser.layerWith({ executablePath: process.env["CHROMIUM_PATH"] })))])
     )
   )
 )

@@ -38,6 +38,7 @@ if (argv[0] === "--help" || argv[0] === "help") {
   // up while the server's modules load (see prestartEmbeddedPostgres); its failure is reported by
   // the start. A first start (initdb) waits for the configuration to be validated instead, so a
   // bad setting never creates a database.
+  // Env read before any layer exists (AppConfig later reads and validates WA_DATA_DIR and DATABASE_URL).
   const dataDir = process.env["WA_DATA_DIR"] || "./data"
   if ((argv[0] ?? "serve") === "serve" && !process.env["DATABASE_URL"] && existsSync(join(dataDir, "postgres.password"))) {
     const { prestartEmbeddedPostgres } = await import("./store/embedded-postgres.ts")
@@ -46,6 +47,7 @@ if (argv[0] === "--help" || argv[0] === "help") {
   // WA_EXIT_WITH_PARENT=1 (test harnesses, supervisors that hold the server's stdin): when the
   // parent dies, however it ends, its end of the pipe closes and the server stops as on SIGTERM,
   // so no server outlives the process that started it.
+  // Env read before any layer exists: the stdin watch must be in place while the server's modules load.
   if (process.env["WA_EXIT_WITH_PARENT"] === "1" && ["serve", "runner"].includes(argv[0] ?? "serve")) {
     process.stdin.on("end", () => process.kill(process.pid, "SIGTERM")).on("error", () => {}).resume()
     ;(process.stdin as unknown as { unref?: () => void }).unref?.()

@@ -7,13 +7,13 @@
  *   and later operation of the lease fails with BrowserCrashed instead of hanging.
  * - All mutable state (current browser, counters) lives in the service instance.
  */
-import { Config, Context, Deferred, Effect, Layer, Metric, Option, type Scope, Semaphore } from "effect"
+import { Context, Deferred, Effect, Layer, Metric, Option, type Scope, Semaphore } from "effect"
 import { access, constants } from "node:fs/promises"
 import type { Browser, BrowserContext, BrowserContextOptions, Page } from "playwright-core"
 import { isPlaywrightTimeout, playwright } from "./playwright.ts"
 import { ActionFailed, ActionTimeout, BrowserCrashed, type BrowserError, BrowserUnavailable, NavigationRefused } from "./errors.ts"
-import { AppConfig, defaultBrowserCpuWeight, parseBrowserCpuWeight } from "../config/config.ts"
-import { browserChoices, type LocalChromium, selectChromium } from "./chromium-executable.ts"
+import { AppConfig } from "../config/config.ts"
+import { type LocalChromium, selectChromium } from "./chromium-executable.ts"
 import { type EgressProxy, startEgressProxy } from "./egress-proxy.ts"
 import { installSettleTracker } from "./page-script.ts"
 import { installNavigationGuard, type NavigationGuard } from "./guard.ts"
@@ -154,16 +154,11 @@ export class BrowserPool extends Context.Service<BrowserPool, {
   /** The live browser, if one is running (diagnostics). */
   readonly currentBrowser: Effect.Effect<Option.Option<Browser>>
 }>()("web-agent-service/browser/BrowserPool") {
-  /** Pool configured from the environment (CHROMIUM_PATH, WA_BROWSER, WA_BROWSER_CDP_URL, WA_DATA_DIR, WA_ALLOW_PRIVATE_NETWORKS). */
-  static readonly layer = Layer.effect(
-    BrowserPool,
-    Effect.gen(function*() {
-      const config = yield* browserPoolConfig
-      return yield* makeBrowserPool(config)
-    })
-  )
-
-  /** Pool configured from the application's AppConfig (same variables, validated at start). */
+  /**
+   * Pool configured from the application's AppConfig (CHROMIUM_PATH, WA_BROWSER, WA_BROWSER_CDP_URL,
+   * WA_DATA_DIR, WA_ALLOW_PRIVATE_NETWORKS, WA_BROWSER_WARM_CONTEXT(S), WA_BROWSER_CPU_WEIGHT; validated
+   * at start). Benchmarks and tools without a service provide `AppConfig.layer` to it.
+   */
   static readonly layerFromAppConfig = Layer.effect(
     BrowserPool,
     Effect.gen(function*() {
@@ -185,28 +180,6 @@ export class BrowserPool extends Context.Service<BrowserPool, {
 }
 
 const fileExists = (path: string): Promise<boolean> => access(path, constants.X_OK).then(() => true, () => false)
-
-/** The same settings as AppConfig, read directly (benchmarks and tools without an AppConfig). */
-export const browserPoolConfig = Effect.gen(function*() {
-  const explicitPath = yield* Config.option(Config.String("CHROMIUM_PATH"))
-  const rawCdpUrl = yield* Config.option(Config.String("WA_BROWSER_CDP_URL"))
-  const choice = yield* Config.Literals(browserChoices, "WA_BROWSER").pipe(Config.withDefault("auto" as const))
-  const dataDir = yield* Config.NonEmptyString("WA_DATA_DIR").pipe(Config.withDefault("./data"))
-  const allowPrivateNetworks = yield* Config.Boolean("WA_ALLOW_PRIVATE_NETWORKS").pipe(Config.withDefault(false))
-  const rawCpuWeight = yield* Config.String("WA_BROWSER_CPU_WEIGHT").pipe(Config.withDefault(String(defaultBrowserCpuWeight)))
-  const cdpUrl = Option.isSome(rawCdpUrl) && rawCdpUrl.value !== "" ? rawCdpUrl.value : undefined
-  const selected = cdpUrl !== undefined ? undefined : yield* Effect.promise(() =>
-    selectChromium({ explicitPath: Option.getOrUndefined(explicitPath), choice, dataDir })
-  )
-  const config: BrowserPoolConfig = {
-    executablePath: selected?.executablePath ?? "",
-    chromium: selected,
-    cdpUrl,
-    allowPrivateNetworks,
-    cpuWeight: parseBrowserCpuWeight(rawCpuWeight) ?? defaultBrowserCpuWeight
-  }
-  return config
-})
 
 /** Where a remote browser is, without credentials a CDP URL may carry in its path or query. */
 const cdpEndpointForLog = (cdpUrl: string): string => {

@@ -29,6 +29,41 @@ export const parseBrowserCpuWeight = (raw: string): number | undefined => {
   return value <= 10_000 ? value : undefined
 }
 
+/**
+ * Defaults of the search-engine settings (WebSearch, DeepResearch, Track): src/engines/search-config.ts
+ * builds its SearchSettings from AppConfig with these.
+ */
+export const searchEngineDefaults = {
+  braveBaseUrl: "https://api.search.brave.com",
+  googleBaseUrl: "https://www.googleapis.com",
+  tavilyBaseUrl: "https://api.tavily.com",
+  exaBaseUrl: "https://api.exa.ai",
+  duckduckgoBaseUrl: "https://html.duckduckgo.com",
+  engineTimeoutMs: 8_000,
+  breakerFailures: 3,
+  breakerCooldownMs: 30_000,
+  summarizeTop: 5,
+  concurrency: 64
+} as const
+
+/** Defaults of the Reader's settings: src/reader/reader.ts builds its ReaderSettings from AppConfig with these. */
+export const readerDefaults = {
+  timeoutMs: 20_000,
+  cacheSize: 256,
+  cacheTtlSeconds: 15 * 60,
+  maxBytes: 5_000_000
+} as const
+
+/** An unset or blank variable is None, else the trimmed value (a blank key in a .env file means "not configured"). */
+const optionalTrimmed = (name: string) =>
+  Config.option(Config.String(name)).pipe(
+    Config.map(Option.flatMap((value) => value.trim() === "" ? Option.none() : Option.some(value.trim())))
+  )
+const optionalTrimmedRedacted = (name: string) => optionalTrimmed(name).pipe(Config.map(Option.map((value) => Redacted.make(value))))
+/** An integer (a malformed one stops start-up naming the variable); below 1 means the default. */
+const intOrDefaultBelowOne = (name: string, fallback: number) =>
+  Config.Int(name).pipe(Config.withDefault(fallback), Config.map((value) => value < 1 ? fallback : value))
+
 export const AppConfigSchema = Config.all({
   // 0 asks the OS for a free port (tests); the bound address is logged as "listening".
   port: Config.schema(Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 65535 })), "WA_PORT").pipe(Config.withDefault(8080)),
@@ -221,7 +256,38 @@ export const AppConfigSchema = Config.all({
   mailDomain: optionalString("WA_MAIL_DOMAIN"),
   /** Largest inbound message accepted (552 past it). */
   inboundMailMaxBytes: Config.Int("WA_INBOUND_MAIL_MAX_BYTES").pipe(Config.withDefault(1024 * 1024)),
-  bugReportScreenshotMaxBytes: Config.Int("WA_BUG_REPORT_SCREENSHOT_MAX_BYTES").pipe(Config.withDefault(512 * 1024))
+  bugReportScreenshotMaxBytes: Config.Int("WA_BUG_REPORT_SCREENSHOT_MAX_BYTES").pipe(Config.withDefault(512 * 1024)),
+  // Search engines (src/engines/search-config.ts turns these into SearchSettings). An engine is
+  // configured by its key (Google: key and engine id); base URLs point an engine at a proxy or a test server.
+  searxngUrl: optionalTrimmed("WA_SEARXNG_URL"),
+  braveApiKey: optionalTrimmedRedacted("WA_BRAVE_API_KEY"),
+  braveBaseUrl: Config.NonEmptyString("WA_BRAVE_BASE_URL").pipe(Config.withDefault(searchEngineDefaults.braveBaseUrl)),
+  googleApiKey: optionalTrimmedRedacted("WA_GOOGLE_API_KEY"),
+  googleCx: optionalTrimmed("WA_GOOGLE_CX"),
+  googleBaseUrl: Config.NonEmptyString("WA_GOOGLE_BASE_URL").pipe(Config.withDefault(searchEngineDefaults.googleBaseUrl)),
+  tavilyApiKey: optionalTrimmedRedacted("WA_TAVILY_API_KEY"),
+  tavilyBaseUrl: Config.NonEmptyString("WA_TAVILY_BASE_URL").pipe(Config.withDefault(searchEngineDefaults.tavilyBaseUrl)),
+  exaApiKey: optionalTrimmedRedacted("WA_EXA_API_KEY"),
+  exaBaseUrl: Config.NonEmptyString("WA_EXA_BASE_URL").pipe(Config.withDefault(searchEngineDefaults.exaBaseUrl)),
+  duckduckgoBaseUrl: Config.NonEmptyString("WA_DUCKDUCKGO_BASE_URL").pipe(Config.withDefault(searchEngineDefaults.duckduckgoBaseUrl)),
+  /** Time of one engine call. */
+  searchEngineTimeoutMs: intOrDefaultBelowOne("WA_SEARCH_ENGINE_TIMEOUT_MS", searchEngineDefaults.engineTimeoutMs),
+  /** Consecutive failures that open an engine's circuit, and how long it stays open before a trial call. */
+  searchBreakerFailures: intOrDefaultBelowOne("WA_SEARCH_BREAKER_FAILURES", searchEngineDefaults.breakerFailures),
+  searchBreakerCooldownMs: intOrDefaultBelowOne("WA_SEARCH_BREAKER_COOLDOWN_MS", searchEngineDefaults.breakerCooldownMs),
+  /** Fusion weights, `brave=1.5,exa=0.8` (default 1 each; malformed entries are skipped). */
+  searchEngineWeights: Config.String("WA_SEARCH_ENGINE_WEIGHTS").pipe(Config.withDefault("")),
+  /** Results read and summarized when a search asks for summaries. */
+  searchSummarizeTop: intOrDefaultBelowOne("WA_SEARCH_SUMMARIZE_TOP", searchEngineDefaults.summarizeTop),
+  /** Engine calls in flight per run. */
+  searchConcurrency: intOrDefaultBelowOne("WA_SEARCH_CONCURRENCY", searchEngineDefaults.concurrency),
+  // The Reader (src/reader/reader.ts): URL in, main content out. WA_ALLOW_PRIVATE_NETWORKS above applies to it too.
+  readerTimeoutMs: intOrDefaultBelowOne("WA_READER_TIMEOUT_MS", readerDefaults.timeoutMs),
+  /** Pages kept in the Reader's cache, and for how long. */
+  readerCacheSize: intOrDefaultBelowOne("WA_READER_CACHE_SIZE", readerDefaults.cacheSize),
+  readerCacheTtlSeconds: intOrDefaultBelowOne("WA_READER_CACHE_TTL_SECONDS", readerDefaults.cacheTtlSeconds),
+  /** Largest document the Reader fetches. */
+  readerMaxBytes: intOrDefaultBelowOne("WA_READER_MAX_BYTES", readerDefaults.maxBytes)
 })
 
 export type AppConfigShape = Omit<Config.Success<typeof AppConfigSchema>, "logLevelName"> & {

@@ -1,6 +1,7 @@
 /**
- * Search engine settings, read from the environment with effect `Config`. `SearchConfig` is
- * exported so the application's central config can include it and fail at start on a bad value.
+ * Search engine settings. They are read once at start with every other setting, by AppConfig
+ * (src/config/config.ts, which validates them); `searchSettingsFromConfig` turns those fields into the
+ * SearchSettings the engines take. Tests and benches build SearchSettings directly.
  *
  * Environment (all optional):
  * - `WA_SEARXNG_URL`                               SearXNG instance (JSON format enabled)
@@ -17,7 +18,8 @@
  * - `WA_SEARCH_SUMMARIZE_TOP` (5)                  results read and summarized when `summarize` is true
  * - `WA_SEARCH_CONCURRENCY` (64)                   engine calls in flight per run
  */
-import { Config, Option, Redacted } from "effect"
+import { Option, type Redacted } from "effect"
+import { type AppConfigShape, searchEngineDefaults } from "../config/config.ts"
 
 export const ENGINE_NAMES = ["searxng", "brave", "google", "tavily", "exa", "duckduckgo"] as const
 export type EngineName = typeof ENGINE_NAMES[number]
@@ -40,22 +42,22 @@ export interface SearchSettings {
 }
 
 export const DEFAULT_BASE_URLS = {
-  brave: "https://api.search.brave.com",
-  google: "https://www.googleapis.com",
-  tavily: "https://api.tavily.com",
-  exa: "https://api.exa.ai",
-  duckduckgo: "https://html.duckduckgo.com"
+  brave: searchEngineDefaults.braveBaseUrl,
+  google: searchEngineDefaults.googleBaseUrl,
+  tavily: searchEngineDefaults.tavilyBaseUrl,
+  exa: searchEngineDefaults.exaBaseUrl,
+  duckduckgo: searchEngineDefaults.duckduckgoBaseUrl
 } as const
 
 /** Settings with every engine unconfigured except DuckDuckGo, and the documented defaults. */
 export const defaultSearchSettings: SearchSettings = {
   duckduckgo: { baseUrl: DEFAULT_BASE_URLS.duckduckgo },
-  engineTimeoutMs: 8_000,
-  breakerFailures: 3,
-  breakerCooldownMs: 30_000,
+  engineTimeoutMs: searchEngineDefaults.engineTimeoutMs,
+  breakerFailures: searchEngineDefaults.breakerFailures,
+  breakerCooldownMs: searchEngineDefaults.breakerCooldownMs,
   engineWeights: {},
-  summarizeTop: 5,
-  concurrency: 64,
+  summarizeTop: searchEngineDefaults.summarizeTop,
+  concurrency: searchEngineDefaults.concurrency,
   rrfK: 60
 }
 
@@ -72,40 +74,32 @@ export const parseEngineWeights = (text: string): Record<string, number> => {
   return weights
 }
 
-/** An unset or blank variable is None (a blank key in a .env file means "not configured"). */
-const optionalString = (name: string) =>
-  Config.option(Config.String(name)).pipe(
-    Config.map(Option.flatMap((value) => value.trim() === "" ? Option.none() : Option.some(value.trim())))
-  )
-const optionalSecret = (name: string) => optionalString(name).pipe(Config.map(Option.map((value) => Redacted.make(value))))
 const stripSlash = (url: string) => url.replace(/\/+$/, "")
-const positiveInt = (name: string, fallback: number) =>
-  Config.Int(name).pipe(
-    Config.withDefault(fallback),
-    Config.map((value) => value < 1 ? fallback : value)
-  )
 
-export const SearchConfig: Config.Config<SearchSettings> = Config.all({
-  searxngUrl: optionalString("WA_SEARXNG_URL"),
-  braveApiKey: optionalSecret("WA_BRAVE_API_KEY"),
-  braveBaseUrl: Config.NonEmptyString("WA_BRAVE_BASE_URL").pipe(Config.withDefault(DEFAULT_BASE_URLS.brave)),
-  googleApiKey: optionalSecret("WA_GOOGLE_API_KEY"),
-  googleCx: optionalString("WA_GOOGLE_CX"),
-  googleBaseUrl: Config.NonEmptyString("WA_GOOGLE_BASE_URL").pipe(Config.withDefault(DEFAULT_BASE_URLS.google)),
-  tavilyApiKey: optionalSecret("WA_TAVILY_API_KEY"),
-  tavilyBaseUrl: Config.NonEmptyString("WA_TAVILY_BASE_URL").pipe(Config.withDefault(DEFAULT_BASE_URLS.tavily)),
-  exaApiKey: optionalSecret("WA_EXA_API_KEY"),
-  exaBaseUrl: Config.NonEmptyString("WA_EXA_BASE_URL").pipe(Config.withDefault(DEFAULT_BASE_URLS.exa)),
-  duckduckgoBaseUrl: Config.NonEmptyString("WA_DUCKDUCKGO_BASE_URL").pipe(
-    Config.withDefault(DEFAULT_BASE_URLS.duckduckgo)
-  ),
-  engineTimeoutMs: positiveInt("WA_SEARCH_ENGINE_TIMEOUT_MS", defaultSearchSettings.engineTimeoutMs),
-  breakerFailures: positiveInt("WA_SEARCH_BREAKER_FAILURES", defaultSearchSettings.breakerFailures),
-  breakerCooldownMs: positiveInt("WA_SEARCH_BREAKER_COOLDOWN_MS", defaultSearchSettings.breakerCooldownMs),
-  engineWeights: Config.String("WA_SEARCH_ENGINE_WEIGHTS").pipe(Config.withDefault("")),
-  summarizeTop: positiveInt("WA_SEARCH_SUMMARIZE_TOP", defaultSearchSettings.summarizeTop),
-  concurrency: positiveInt("WA_SEARCH_CONCURRENCY", defaultSearchSettings.concurrency)
-}).pipe(Config.map((c): SearchSettings => ({
+/** The AppConfig fields the search settings come from. */
+export type SearchConfigFields = Pick<
+  AppConfigShape,
+  | "searxngUrl"
+  | "braveApiKey"
+  | "braveBaseUrl"
+  | "googleApiKey"
+  | "googleCx"
+  | "googleBaseUrl"
+  | "tavilyApiKey"
+  | "tavilyBaseUrl"
+  | "exaApiKey"
+  | "exaBaseUrl"
+  | "duckduckgoBaseUrl"
+  | "searchEngineTimeoutMs"
+  | "searchBreakerFailures"
+  | "searchBreakerCooldownMs"
+  | "searchEngineWeights"
+  | "searchSummarizeTop"
+  | "searchConcurrency"
+>
+
+/** The search settings of the application's config (AppConfig has read and validated them at start). */
+export const searchSettingsFromConfig = (c: SearchConfigFields): SearchSettings => ({
   searxng: Option.match(c.searxngUrl, { onNone: () => undefined, onSome: (url) => ({ baseUrl: stripSlash(url) }) }),
   brave: Option.match(c.braveApiKey, {
     onNone: () => undefined,
@@ -120,14 +114,14 @@ export const SearchConfig: Config.Config<SearchSettings> = Config.all({
   }),
   exa: Option.match(c.exaApiKey, { onNone: () => undefined, onSome: (apiKey) => ({ apiKey, baseUrl: stripSlash(c.exaBaseUrl) }) }),
   duckduckgo: { baseUrl: stripSlash(c.duckduckgoBaseUrl) },
-  engineTimeoutMs: c.engineTimeoutMs,
-  breakerFailures: c.breakerFailures,
-  breakerCooldownMs: c.breakerCooldownMs,
-  engineWeights: parseEngineWeights(c.engineWeights),
-  summarizeTop: c.summarizeTop,
-  concurrency: c.concurrency,
+  engineTimeoutMs: c.searchEngineTimeoutMs,
+  breakerFailures: c.searchBreakerFailures,
+  breakerCooldownMs: c.searchBreakerCooldownMs,
+  engineWeights: parseEngineWeights(c.searchEngineWeights),
+  summarizeTop: c.searchSummarizeTop,
+  concurrency: c.searchConcurrency,
   rrfK: defaultSearchSettings.rrfK
-})))
+})
 
 /** Names of the engines these settings configure (DuckDuckGo needs no key and is always available). */
 export const configuredEngineNames = (settings: SearchSettings): ReadonlyArray<EngineName> =>

@@ -39,9 +39,10 @@ import {
   defaultEngineNames,
   defaultSearchSettings,
   type EngineName,
-  SearchConfig,
-  type SearchSettings
+  type SearchSettings,
+  searchSettingsFromConfig
 } from "./search-config.ts"
+import { AppConfig } from "../config/config.ts"
 import { summarizePage } from "./summarize.ts"
 
 export interface RunOptions {
@@ -233,9 +234,14 @@ export class WebSearch extends Context.Service<WebSearch, {
   static readonly layerWith = (settings: Partial<SearchSettings> = {}) =>
     Layer.effect(WebSearch, WebSearch.make({ ...defaultSearchSettings, ...settings }))
 
-  /** Settings from the environment (search-config.ts); needs an HttpClient and a Reader. */
-  static readonly layer = Layer.unwrap(Effect.map(SearchConfig, (settings: SearchSettings) => WebSearch.layerWith(settings)))
+  /** Settings from the application's AppConfig (WA_SEARXNG_URL, WA_BRAVE_*, WA_SEARCH_*, ...); needs an HttpClient and a Reader. */
+  static readonly layer = Layer.effect(
+    WebSearch,
+    Effect.gen(function*() {
+      return yield* WebSearch.make(searchSettingsFromConfig(yield* AppConfig))
+    })
+  )
 
-  /** Settings from the environment, with the fetch HttpClient; needs a Reader. */
+  /** Settings from AppConfig, with the fetch HttpClient; needs a Reader. */
   static readonly layerFetch = WebSearch.layer.pipe(Layer.provide(FetchHttpClient.layer))
 }

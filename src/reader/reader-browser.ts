@@ -17,6 +17,7 @@ import { Context, Effect, Exit, Layer, Schema, Scope, Semaphore } from "effect"
 import type { Browser, Page } from "playwright-core"
 import { playwright } from "../browser/playwright.ts"
 import { chromiumArgs } from "../browser/pool.ts"
+import { defaultSystemChromium } from "../browser/chromium-executable.ts"
 import { BrowserCrashed, BrowserUnavailable } from "../browser/errors.ts"
 import { BrowserPool } from "../browser/pool.ts"
 import { withMethodSpans } from "../observability/spans.ts"
@@ -26,7 +27,11 @@ export class BrowserError extends Schema.TaggedError<BrowserError>()("BrowserErr
 }) {}
 
 export interface ReaderBrowserOptions {
-  /** Chromium binary; default CHROMIUM_PATH, else /usr/bin/chromium. */
+  /**
+   * Chromium binary; default /usr/bin/chromium. Not read from the environment: the service's
+   * Reader runs on its BrowserPool (`layerFromPool`, which takes CHROMIUM_PATH from AppConfig);
+   * tests and benches that want CHROMIUM_PATH pass it here.
+   */
   readonly executablePath?: string | undefined
   /** Warm extraction pages (parallel extractions). Default 2. */
   readonly extractionPages?: number | undefined
@@ -90,7 +95,7 @@ const makeExtractionPages = (
 export class ReaderBrowser extends Context.Service<ReaderBrowser, ReaderBrowserService>()("wa/reader/ReaderBrowser") {
   /** Standalone: launches its own Chromium on first use and closes it with the layer's scope. */
   static readonly make = Effect.fnUntraced(function*(options: ReaderBrowserOptions = {}) {
-    const executablePath = options.executablePath ?? process.env.CHROMIUM_PATH ?? "/usr/bin/chromium"
+    const executablePath = options.executablePath ?? defaultSystemChromium
     const layerScope = yield* Effect.scope
 
     let browser: Browser | undefined
@@ -202,7 +207,7 @@ export class ReaderBrowser extends Context.Service<ReaderBrowser, ReaderBrowserS
   /** Standalone Chromium with explicit options. */
   static readonly layerWith = (options: ReaderBrowserOptions = {}) => Layer.effect(ReaderBrowser, ReaderBrowser.make(options))
 
-  /** Standalone Chromium (CHROMIUM_PATH, else /usr/bin/chromium). */
+  /** Standalone Chromium at /usr/bin/chromium (tests and benches; `layerWith` names another binary). */
   static readonly layer = ReaderBrowser.layerWith()
 
   /** On the application's BrowserPool. */

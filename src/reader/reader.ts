@@ -10,11 +10,12 @@
  *    refuses plain HTTP clients (403/429/503), the page is loaded in a real browser page with
  *    JavaScript on; every request the page makes is checked the same way.
  *
- * Environment: `WA_ALLOW_PRIVATE_NETWORKS` (false), `WA_READER_TIMEOUT_MS` (20000),
- * `WA_READER_CACHE_SIZE` (256 pages), `WA_READER_CACHE_TTL_SECONDS` (900),
- * `WA_READER_MAX_BYTES` (5000000).
+ * Settings, read at start by AppConfig (src/config/config.ts) and taken from it by `Reader.layer`:
+ * `WA_ALLOW_PRIVATE_NETWORKS` (false), `WA_READER_TIMEOUT_MS` (20000), `WA_READER_CACHE_SIZE`
+ * (256 pages), `WA_READER_CACHE_TTL_SECONDS` (900), `WA_READER_MAX_BYTES` (5000000).
  */
-import { Cache, Clock, Config, Context, Duration, Effect, Exit, Layer } from "effect"
+import { Cache, Clock, Context, Duration, Effect, Exit, Layer } from "effect"
+import { type AppConfigShape, AppConfig, readerDefaults } from "../config/config.ts"
 import type { Page } from "playwright-core"
 import { type Extracted, extractFromHtml, extractFromPage } from "./extract-in-page.ts"
 import { fetchPage, type FetchOptions, guardUrl, ReaderError } from "./http-fetch.ts"
@@ -63,34 +64,27 @@ export interface ReaderSettings {
 export const defaultReaderSettings: ReaderSettings = {
   allowPrivate: false,
   trustedOrigins: [],
-  timeoutMs: 20_000,
+  timeoutMs: readerDefaults.timeoutMs,
   browserTimeoutMs: 30_000,
-  maxBytes: 5_000_000,
+  maxBytes: readerDefaults.maxBytes,
   maxRedirects: 10,
-  cacheCapacity: 256,
-  cacheTtlMs: 15 * 60_000,
+  cacheCapacity: readerDefaults.cacheSize,
+  cacheTtlMs: readerDefaults.cacheTtlSeconds * 1000,
   minTextChars: 250,
   userAgent: "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36"
 }
 
-const positiveInt = (name: string, fallback: number) =>
-  Config.Int(name).pipe(Config.withDefault(fallback), Config.map((value) => value < 1 ? fallback : value))
-
-/** Reader settings from the environment, for the application's central config. */
-export const ReaderConfig: Config.Config<ReaderSettings> = Config.all({
-  allowPrivate: Config.Boolean("WA_ALLOW_PRIVATE_NETWORKS").pipe(Config.withDefault(false)),
-  timeoutMs: positiveInt("WA_READER_TIMEOUT_MS", defaultReaderSettings.timeoutMs),
-  cacheCapacity: positiveInt("WA_READER_CACHE_SIZE", defaultReaderSettings.cacheCapacity),
-  cacheTtlSeconds: positiveInt("WA_READER_CACHE_TTL_SECONDS", defaultReaderSettings.cacheTtlMs / 1000),
-  maxBytes: positiveInt("WA_READER_MAX_BYTES", defaultReaderSettings.maxBytes)
-}).pipe(Config.map((c): ReaderSettings => ({
+/** The Reader settings of the application's config (AppConfig has read and validated them at start). */
+export const readerSettingsFromConfig = (
+  config: Pick<AppConfigShape, "allowPrivateNetworks" | "readerTimeoutMs" | "readerCacheSize" | "readerCacheTtlSeconds" | "readerMaxBytes">
+): ReaderSettings => ({
   ...defaultReaderSettings,
-  allowPrivate: c.allowPrivate,
-  timeoutMs: c.timeoutMs,
-  cacheCapacity: c.cacheCapacity,
-  cacheTtlMs: c.cacheTtlSeconds * 1000,
-  maxBytes: c.maxBytes
-})))
+  allowPrivate: config.allowPrivateNetworks,
+  timeoutMs: config.readerTimeoutMs,
+  cacheCapacity: config.readerCacheSize,
+  cacheTtlMs: config.readerCacheTtlSeconds * 1000,
+  maxBytes: config.readerMaxBytes
+})
 
 const htmlTypes = new Set(["text/html", "application/xhtml+xml", ""])
 const textTypes = new Set(["text/plain", "text/markdown", "text/x-markdown"])
@@ -342,9 +336,11 @@ export class Reader extends Context.Service<Reader, {
   /** With explicit settings (tests, embedding); needs a ReaderBrowser. */
   static readonly layerWith = (settings: Partial<ReaderSettings> = {}) => Layer.effect(Reader, Reader.make(settings))
 
-  /** Settings from the environment; needs a ReaderBrowser. */
-  static readonly layer = Layer.unwrap(Effect.map(ReaderConfig, (settings: ReaderSettings) => Reader.layerWith(settings)))
-
-  /** Settings from the environment and its own Chromium. */
-  static readonly layerLive = Reader.layer.pipe(Layer.provide(ReaderBrowser.layer))
+  /** Settings from the application's AppConfig; needs a ReaderBrowser. */
+  static readonly layer = Layer.effect(
+    Reader,
+    Effect.gen(function*() {
+      return yield* Reader.make(readerSettingsFromConfig(yield* AppConfig))
+    })
+  )
 }

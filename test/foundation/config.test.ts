@@ -2,6 +2,7 @@
 import { Effect, Exit } from "effect"
 import { describe, expect, it } from "vitest"
 import { loadAppConfig } from "../../src/config/config.ts"
+import { readerSettingsFromConfig } from "../../src/reader/reader.ts"
 
 const load = (env: Record<string, string>) => Effect.runPromise(Effect.exit(loadAppConfig(env)))
 
@@ -51,6 +52,27 @@ describe("warm browser contexts", () => {
     for (const bad of ["-1", "65"]) {
       const refused = await load({ WA_BROWSER_WARM_CONTEXTS: bad })
       expect(Exit.isFailure(refused) && String(refused.cause)).toContain("WA_BROWSER_WARM_CONTEXTS must be 0 to 64")
+    }
+  })
+})
+
+describe("Reader settings", () => {
+  it("WA_READER_* and WA_ALLOW_PRIVATE_NETWORKS are read once by AppConfig: defaults, values, below 1 the default, malformed stops start-up naming the variable", async () => {
+    const unset = await load({})
+    expect(Exit.isSuccess(unset) && readerSettingsFromConfig(unset.value)).toMatchObject({
+      allowPrivate: false, timeoutMs: 20_000, cacheCapacity: 256, cacheTtlMs: 900_000, maxBytes: 5_000_000
+    })
+    const set = await load({
+      WA_ALLOW_PRIVATE_NETWORKS: "true", WA_READER_TIMEOUT_MS: "1500", WA_READER_CACHE_SIZE: "0",
+      WA_READER_CACHE_TTL_SECONDS: "60", WA_READER_MAX_BYTES: "1000"
+    })
+    expect(Exit.isSuccess(set) && readerSettingsFromConfig(set.value)).toMatchObject({
+      allowPrivate: true, timeoutMs: 1500, cacheCapacity: 256, cacheTtlMs: 60_000, maxBytes: 1000
+    })
+    for (const name of ["WA_READER_TIMEOUT_MS", "WA_READER_CACHE_SIZE", "WA_READER_CACHE_TTL_SECONDS", "WA_READER_MAX_BYTES"]) {
+      const refused = await load({ [name]: "lots" })
+      expect(Exit.isFailure(refused) && String(refused.cause)).toContain("invalid configuration")
+      expect(Exit.isFailure(refused) && String(refused.cause)).toContain(name)
     }
   })
 })

@@ -23,7 +23,7 @@ const cases = [
   { name: "lemonde-1", title: "Le projet de loi sur le renseignement massivement approuvé à l'Assemblée", phrase: "renseignement", byline: null }
 ] as const
 
-layer(ReaderBrowser.layer)("in-page extraction on corpus pages", (it) => {
+layer(ReaderBrowser.layerWith({ executablePath: process.env["CHROMIUM_PATH"] }))("in-page extraction on corpus pages", (it) => {
   for (const c of cases) {
     it.effect(`${c.name}: title and main content from fetched HTML`, () =>
       Effect.gen(function*() {

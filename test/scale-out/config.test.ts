@@ -23,3 +23,11 @@ describe("cluster configuration", () => {
   it("`wa runner` with WA_CLUSTER=single is refused", () =>
     expectOneLine(["runner"], { WA_CLUSTER: "single", DATABASE_URL: "postgres://127.0.0.1:1/none" }, "socket runners"))
 })
+
+describe("search engine and Reader settings", () => {
+  // Read by AppConfig with every other setting: a bad value stops start-up before any layer is built.
+  it("a malformed WA_SEARCH_* number stops start-up naming it", () =>
+    expectOneLine(["serve"], { WA_SEARCH_ENGINE_TIMEOUT_MS: "soon" }, "WA_SEARCH_ENGINE_TIMEOUT_MS"))
+  it("a malformed WA_READER_* number stops start-up naming it", () =>
+    expectOneLine(["serve"], { WA_READER_MAX_BYTES: "lots" }, "WA_READER_MAX_BYTES"))
+})

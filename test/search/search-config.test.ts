@@ -1,10 +1,12 @@
+/** The search settings: read with every other setting by AppConfig, turned into SearchSettings. */
 import { assert, describe, it } from "@effect/vitest"
-import { ConfigProvider, Effect, Redacted } from "effect"
-import { configuredEngineNames, defaultEngineNames, SearchConfig } from "../../src/engines/search-config.ts"
+import { Cause, Effect, Exit, Redacted } from "effect"
+import { loadAppConfig } from "../../src/config/config.ts"
+import { configuredEngineNames, defaultEngineNames, searchSettingsFromConfig } from "../../src/engines/search-config.ts"
 
-const load = (env: Record<string, string>) => SearchConfig.parse(ConfigProvider.fromEnv({ env }))
+const load = (env: Record<string, string>) => Effect.map(loadAppConfig(env), searchSettingsFromConfig)
 
-describe("SearchConfig", () => {
+describe("search settings", () => {
   it.effect("with nothing set: DuckDuckGo alone and the documented defaults", () =>
     Effect.gen(function*() {
       const settings = yield* load({})
@@ -12,6 +14,11 @@ describe("SearchConfig", () => {
       assert.deepStrictEqual(defaultEngineNames(settings), ["duckduckgo"])
       assert.strictEqual(settings.duckduckgo.baseUrl, "https://html.duckduckgo.com")
       assert.strictEqual(settings.engineTimeoutMs, 8_000)
+      assert.strictEqual(settings.breakerFailures, 3)
+      assert.strictEqual(settings.breakerCooldownMs, 30_000)
+      assert.strictEqual(settings.summarizeTop, 5)
+      assert.strictEqual(settings.concurrency, 64)
+      assert.deepStrictEqual(settings.engineWeights, {})
       assert.strictEqual(settings.rrfK, 60)
     }))
 
@@ -46,9 +53,23 @@ describe("SearchConfig", () => {
       assert.isUndefined(settings.google)
     }))
 
-  it.effect("a malformed number is a config error naming the variable", () =>
+  it.effect("a number below 1 is the default", () =>
     Effect.gen(function*() {
-      const error = yield* Effect.flip(load({ WA_SEARCH_ENGINE_TIMEOUT_MS: "soon" }))
-      assert.include(String(error), "WA_SEARCH_ENGINE_TIMEOUT_MS")
+      const settings = yield* load({ WA_SEARCH_CONCURRENCY: "0", WA_SEARCH_SUMMARIZE_TOP: "-2" })
+      assert.strictEqual(settings.concurrency, 64)
+      assert.strictEqual(settings.summarizeTop, 5)
+    }))
+
+  it.effect("a malformed number stops start-up with a line naming the variable", () =>
+    Effect.gen(function*() {
+      for (const name of ["WA_SEARCH_ENGINE_TIMEOUT_MS", "WA_SEARCH_BREAKER_FAILURES", "WA_SEARCH_CONCURRENCY"]) {
+        const exit = yield* Effect.exit(load({ [name]: "soon" }))
+        assert.isTrue(Exit.isFailure(exit))
+        if (Exit.isFailure(exit)) {
+          const message = String(Cause.squash(exit.cause))
+          assert.include(message, "invalid configuration")
+          assert.include(message, name)
+        }
+      }
     }))
 })

@@ -63,7 +63,7 @@ const site = Effect.acquireRelease(
   ({ server }) => Effect.promise(() => new Promise<void>((resolve) => server.close(() => resolve())))
 )
 
-const readerLayer = Reader.layerWith({ allowPrivate: true }).pipe(Layer.provide(ReaderBrowser.layer))
+const readerLayer = Reader.layerWith({ allowPrivate: true }).pipe(Layer.provide(ReaderBrowser.layerWith({ executablePath: process.env["CHROMIUM_PATH"] })))
 
 const modelLayer = (baseUrl: string) =>
   Layer.effect(LanguageModel.LanguageModel, makeOpenAiCompatible({ baseUrl, apiKey: undefined, model: "fake-model" })).pipe(

@@ -14,7 +14,7 @@ import { type FakeEngineName, type FakeEngines, fakeEngines, type FakeHit } from
 import { settingsFor } from "../fixtures/engines/settings.ts"
 
 // The Reader is only used by summaries; its Chromium starts lazily, so these tests never launch it.
-const readerLayer = Reader.layerWith({ allowPrivate: true }).pipe(Layer.provide(ReaderBrowser.layer))
+const readerLayer = Reader.layerWith({ allowPrivate: true }).pipe(Layer.provide(ReaderBrowser.layerWith({ executablePath: process.env["CHROMIUM_PATH"] })))
 
 const searchLayer = (fake: FakeEngines, engines: ReadonlyArray<FakeEngineName>, overrides: Partial<SearchSettings> = {}) =>
   WebSearch.layerWith(settingsFor(fake.url, engines, overrides)).pipe(Layer.provide([FetchHttpClient.layer, readerLayer]))
