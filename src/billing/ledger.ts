@@ -44,18 +44,18 @@ export class Ledger extends Context.Service<Ledger, {
       const config = yield* AppConfig
 
       return Ledger.of({
-        ...withMethodSpans("Ledger", { balance: store.balance, rederive: store.rederive, usage: store.usage }),
+        ...withMethodSpans("Ledger", { charge: store.charge, balance: store.balance, rederive: store.rederive, usage: store.usage }),
         enabled: config.billing === "on",
         minBalanceMicros: toMicros(config.billingMinBalanceUsd),
-        charge: (input) => store.charge(input).pipe(Effect.withSpan("Ledger.charge")),
-        grant: (projectId, micros, bucket, idempotencyKey) =>
-          store.credit({
+        grant: Effect.fn("Ledger.grant")(function*(projectId: ProjectId, micros: number, bucket: Bucket, idempotencyKey?: string) {
+          return yield* store.credit({
             projectId,
             micros,
             bucket,
             kind: bucket === "monthly" ? "grant_monthly" : "topup",
             idempotencyKey: idempotencyKey ?? `grant:${crypto.randomUUID()}`
-          }).pipe(Effect.withSpan("Ledger.grant")),
+          })
+        }),
         account: Effect.fn("Ledger.account")(function*(projectId: ProjectId) {
           const current = yield* store.balance(projectId)
           const sums = yield* store.periodSums(projectId, current.periodStart)

@@ -20,14 +20,14 @@
  *   run is still pending, which the Session entity handles once: it runs one message at a time and
  *   ignores runs that are no longer pending).
  */
-import { Clock, Context, Effect, Layer, Schema } from "effect"
+import { Clock, Context, Effect, Layer, Schema, Struct } from "effect"
 import { earlierCreate } from "../store/keyed-create.ts"
 import { Budget } from "../billing/budget.ts"
 import { Plans } from "../billing/plans.ts"
 import { AppConfig } from "../config/config.ts"
 import { ScheduleNotFound, SchedulePaused } from "../domain/errors.ts"
 import { makeId } from "../domain/ids.ts"
-import type { ScheduleId } from "../domain/id-schemas.ts"
+import { ScheduleId } from "../domain/id-schemas.ts"
 import { DoAnythingRequest, type ProjectId, type Run, type RunId, type SessionId, storedRequest } from "../domain/run.ts"
 import { SessionEntity } from "../entities/session.ts"
 import { RunStore } from "../store/runs.ts"
@@ -68,7 +68,8 @@ export interface ScheduleListFilter {
   readonly event?: string | undefined
 }
 
-const decodeRequest = Schema.decodeUnknownSync(DoAnythingRequest)
+/** The request template as session_schedules stores it: DoAnythingRequest's fields without its tag (storedRequest). */
+const decodeStoredRequest = Schema.decodeUnknownSync(DoAnythingRequest.mapFields(Struct.omit(["_tag"])))
 
 type ScheduleRow = SessionScheduleRow
 
@@ -170,7 +171,7 @@ export class SessionSchedules extends Context.Service<SessionSchedules, {
           sourceRunId: run.id,
           spec: stored,
           instructions: request.instructions ?? "",
-          request: storedRequest(template as DoAnythingRequest),
+          request: storedRequest(template),
           at
         })
         // The first run (the one carrying the schedule) runs now; timed slots start after it.
@@ -207,7 +208,7 @@ export class SessionSchedules extends Context.Service<SessionSchedules, {
           if (session.status === "closed") {
             yield* scheduleStore.reopenSession(schedule.session_id)
           }
-          const request = decodeRequest({ ...(schedule.request as object), _tag: "DoAnything" })
+          const request: DoAnythingRequest = { ...decodeStoredRequest(schedule.request), _tag: "DoAnything" }
           const instructions = firingInstructions(schedule.instructions, schedule.spec, firing)
           const added = yield* Effect.result(sessionStore.addRun(schedule.session_id, {
             instructions,
@@ -227,34 +228,34 @@ export class SessionSchedules extends Context.Service<SessionSchedules, {
           return { outcome: "run_created" as const, reason: null, run: added.success }
         })
 
-      const fire = (scheduleId: ScheduleId, slot: Date) =>
-        Effect.gen(function*() {
-          const toExecute = yield* scheduleStore.transaction(Effect.gen(function*() {
-            const schedule = yield* scheduleStore.lock(scheduleId)
-            if (schedule === undefined) return undefined // deleted since it fired
-            const at = yield* now
-            const firing = yield* scheduleStore.lockFiring({ projectId: schedule.project_id, scheduleId, slot, at })
-            if (firing.outcome !== "pending") {
-              // Decided by an earlier delivery: only make sure its run was handed over.
-              return firing.run_id === null ? undefined : { sessionId: schedule.session_id, runId: firing.run_id, recheck: true }
-            }
-            const decided = yield* decide(schedule, firing)
-            yield* scheduleStore.decideFiring(scheduleId, slot, { outcome: decided.outcome, reason: decided.reason, runId: decided.run?.id ?? null, at })
-            if (decided.outcome === "skipped") {
-              yield* Effect.logInfo("schedule firing skipped").pipe(Effect.annotateLogs({ schedule_id: scheduleId, slot: slot.toISOString(), reason: decided.reason }))
-            }
-            return decided.run === undefined ? undefined : { sessionId: schedule.session_id, runId: decided.run.id, recheck: false }
-          }))
-          if (toExecute === undefined) return
-          if (toExecute.recheck) {
-            const run = yield* store.getRun(toExecute.runId)
-            if (run?.status !== "pending") return
+      const fire = Effect.fn("SessionSchedules.fire")(function*(scheduleId: ScheduleId, slot: Date) {
+        yield* Effect.annotateCurrentSpan({ "schedule.id": scheduleId, "schedule.slot": slot.toISOString() })
+        const toExecute = yield* scheduleStore.transaction(Effect.gen(function*() {
+          const schedule = yield* scheduleStore.lock(scheduleId)
+          if (schedule === undefined) return undefined // deleted since it fired
+          const at = yield* now
+          const firing = yield* scheduleStore.lockFiring({ projectId: schedule.project_id, scheduleId, slot, at })
+          if (firing.outcome !== "pending") {
+            // Decided by an earlier delivery: only make sure its run was handed over.
+            return firing.run_id === null ? undefined : { sessionId: schedule.session_id, runId: firing.run_id, recheck: true }
           }
-          yield* execute(toExecute.sessionId, toExecute.runId)
-        }).pipe(Effect.withSpan("SessionSchedules.fire", { attributes: { "schedule.id": scheduleId, "schedule.slot": slot.toISOString() } }))
+          const decided = yield* decide(schedule, firing)
+          yield* scheduleStore.decideFiring(scheduleId, slot, { outcome: decided.outcome, reason: decided.reason, runId: decided.run?.id ?? null, at })
+          if (decided.outcome === "skipped") {
+            yield* Effect.logInfo("schedule firing skipped").pipe(Effect.annotateLogs({ schedule_id: scheduleId, slot: slot.toISOString(), reason: decided.reason }))
+          }
+          return decided.run === undefined ? undefined : { sessionId: schedule.session_id, runId: decided.run.id, recheck: false }
+        }))
+        if (toExecute === undefined) return
+        if (toExecute.recheck) {
+          const run = yield* store.getRun(toExecute.runId)
+          if (run?.status !== "pending") return
+        }
+        yield* execute(toExecute.sessionId, toExecute.runId)
+      })
 
       // The scheduler keys its owners by text; this kind's owners are session schedules.
-      yield* schedules.register(SESSION_SCHEDULE_OWNER, (ownerId, slot) => fire(ownerId as ScheduleId, slot))
+      yield* schedules.register(SESSION_SCHEDULE_OWNER, (ownerId, slot) => fire(ScheduleId.make(ownerId), slot))
 
       // The firing history is kept FIRING_RETENTION_DAYS, pruned a bounded batch at a time.
       yield* Effect.gen(function*() {

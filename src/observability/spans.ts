@@ -18,6 +18,19 @@ const noStackTrace = { captureStackTrace: false } as const
 const spanned = <A, E, R>(effect: Effect.Effect<A, E, R>, name: string): Effect.Effect<A, E, R> =>
   Effect.withFiber((fiber) => fiber.getRef(References.TracerEnabled) ? Effect.withSpan(effect, name, noStackTrace) : effect)
 
+/**
+ * A span around an inner operation that is not a service method (a method's span is Effect.fn or
+ * withMethodSpans), e.g. one dispatch of the scheduler with its attributes. Pipeable like
+ * Effect.withSpan; with tracing off the effect runs as it is and `attributes` is not called.
+ */
+export const withSpanIfTracing = (name: string, attributes?: () => Record<string, unknown>) =>
+<A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.withFiber((fiber) =>
+    !fiber.getRef(References.TracerEnabled)
+      ? effect
+      : Effect.withSpan(effect, name, attributes === undefined ? noStackTrace : { ...noStackTrace, attributes: attributes() })
+  )
+
 export const withMethodSpans = <S extends object>(serviceName: string, service: S): S => {
   const traced: Record<string, unknown> = {}
   for (const [name, value] of Object.entries(service)) {

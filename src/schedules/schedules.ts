@@ -22,7 +22,7 @@ import { Clock, Context, Duration, Effect, Exit, FiberSet, Layer, Metric, Queue,
 import { AppConfig } from "../config/config.ts"
 import { canonicalSchedule, nextFireAt, type ScheduleSpec, type StoredSchedule, validateSchedule } from "../domain/schedule-spec.ts"
 import { type FiringRow, recordQueuedFiring, ScheduleStore, type ScheduleOwner } from "./schedule-store.ts"
-import { withMethodSpans } from "../observability/spans.ts"
+import { withMethodSpans, withSpanIfTracing } from "../observability/spans.ts"
 
 export type { ScheduleOwner }
 
@@ -195,9 +195,12 @@ const makeSchedules = Effect.fnUntraced(function*(options: SchedulerOptions) {
           })
       ),
       Effect.catchCause((cause) => Effect.as(Effect.logWarning("recording a schedule firing's failure failed", cause), false)),
-      Effect.withSpan("Schedules.fire", {
-        attributes: { "schedule.owner_kind": firing.owner_kind, "schedule.owner_id": firing.owner_id, "schedule.slot": firing.slot_at.toISOString() }
-      })
+      // Not a method: the span of one dispatch, the root of the firing's trace (the loop is no request).
+      withSpanIfTracing("Schedules.fire", () => ({
+        "schedule.owner_kind": firing.owner_kind,
+        "schedule.owner_id": firing.owner_id,
+        "schedule.slot": firing.slot_at.toISOString()
+      }))
     )
   }
 

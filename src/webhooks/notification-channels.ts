@@ -24,7 +24,7 @@ import { Callbacks, type DeliveryChannel } from "./callbacks.ts"
 import { Inbox } from "./inbox.ts"
 import { validateTargetUrl, WebhookEndpoints } from "./webhook-endpoints.ts"
 import type { ProjectId } from "../domain/run.ts"
-import type { DeliveryId, ScheduleId, WebhookEndpointId } from "../domain/id-schemas.ts"
+import { type DeliveryId, ScheduleId, WebhookEndpointId } from "../domain/id-schemas.ts"
 import type { MonitorId, TickRunId } from "../domain/monitor.ts"
 
 export interface NotifyChannel {
@@ -116,8 +116,8 @@ export class NotificationChannels extends Context.Service<NotificationChannels, 
           }
           case "global_webhook": {
             // A monitor's channel (Track) names the endpoint as text.
-            const webhookId = (channel.webhook_id ?? "") as WebhookEndpointId
-            const endpoint = webhookId === "" ? undefined : yield* endpoints.findWithSecret(input.projectId, webhookId)
+            const webhookId = channel.webhook_id ?? ""
+            const endpoint = webhookId === "" ? undefined : yield* endpoints.findWithSecret(input.projectId, WebhookEndpointId.make(webhookId))
             if (endpoint === undefined) {
               const deliveryId = yield* callbacks.send({
                 ...base,
@@ -147,7 +147,7 @@ export class NotificationChannels extends Context.Service<NotificationChannels, 
           }
           case "schedule": {
             // A monitor's channel (Track) names the schedule as text.
-            const scheduleId = (channel.schedule_id ?? "") as ScheduleId
+            const scheduleId = ScheduleId.make(channel.schedule_id ?? "")
             const full = { type: input.type, monitor_id: input.monitorId, tick_id: input.tickId, data: input.data }
             // The run gets the notification; one too large for a trigger keeps its identity only.
             const payload = Buffer.byteLength(JSON.stringify(full)) <= MAX_TRIGGER_PAYLOAD_BYTES
@@ -180,7 +180,7 @@ export class NotificationChannels extends Context.Service<NotificationChannels, 
           case "global_webhook": {
             if (channel.url !== null) return yield* invalid(["url"], "url is for kind callback_url; kind global_webhook takes webhook_id", "value_error.extra")
             if (channel.webhook_id === null) return yield* invalid(["webhook_id"], "webhook_id is required when kind is global_webhook", "missing")
-            const endpoint = yield* endpoints.find(projectId, channel.webhook_id as WebhookEndpointId)
+            const endpoint = yield* endpoints.find(projectId, WebhookEndpointId.make(channel.webhook_id))
             if (endpoint === undefined) {
               return yield* invalid(["webhook_id"], `no webhook endpoint ${channel.webhook_id} in this project; create one with POST /v1/projects/{pid}/webhooks`, "value_error.webhook_not_found")
             }
@@ -192,8 +192,10 @@ export class NotificationChannels extends Context.Service<NotificationChannels, 
             return
           }
           case "schedule": {
-            const scheduleId = (channel.schedule_id ?? null) as ScheduleId | null
-            if (scheduleId === null) return yield* invalid(["schedule_id"], "schedule_id is required when kind is schedule", "missing")
+            if (channel.schedule_id === undefined || channel.schedule_id === null) {
+              return yield* invalid(["schedule_id"], "schedule_id is required when kind is schedule", "missing")
+            }
+            const scheduleId = ScheduleId.make(channel.schedule_id)
             if (!(yield* scheduleExists(projectId, scheduleId).pipe(Effect.provideService(SqlClient.SqlClient, sql)))) {
               return yield* invalid(["schedule_id"], `no schedule ${scheduleId} in this project; a DoAnything session request with schedule {kind: "event"} makes one`, "value_error.schedule_not_found")
             }
@@ -202,7 +204,8 @@ export class NotificationChannels extends Context.Service<NotificationChannels, 
         }
       })
 
-      const wake = Effect.andThen(callbacks.wake, schedules.wake).pipe(Effect.withSpan("NotificationChannels.wake"))
+      // An Effect value (two queue offers), not a method: no span, as Callbacks.wake and Schedules.wake.
+      const wake = Effect.andThen(callbacks.wake, schedules.wake)
       return NotificationChannels.of({ notify, validateChannel, wake })
     })
   )

@@ -4,21 +4,24 @@
  * - Structural: scans src/ for `Context.Service<` declarations and, for each, the `X.of(...)` that
  *   builds it (in its own module or a module importing it). The implementation passes if it is
  *   `X.of(withMethodSpans("X", ...))`, or if every field of its object literal is covered: declared
- *   with `Effect.fn("X.field")` (inline or through a local const), spanned inline with
- *   `Effect.withSpan("X.field"`, or spread from `...withMethodSpans("X", {...})`. The services that
- *   are not ours-with-methods, and fields that are not Effect-returning methods, are allow-listed
- *   below with their reason. The analysis is also run on a copy of a wrapped store with its wrapper
- *   removed, to show it fails.
+ *   with `Effect.fn("X.field")` (inline or through a local const; an Effect-valued field may be
+ *   such a function called once, `field: field()`), spanned inline with `Effect.withSpan("X.field"`
+ *   (the third style, which issue 26 removes; still accepted while its last users move), or spread
+ *   from `...withMethodSpans("X", {...})`. The services that are not ours-with-methods, and fields
+ *   that are not Effect-returning methods, are allow-listed below with their reason. The analysis
+ *   is also run on copies of src/ with a wrapper removed and an Effect.fn unnamed, to show it fails.
  * - Runtime: a few real layers on a database of this file, under a tracer recording span names;
  *   calling a method yields its `Service.method` span (a removed wrapper fails this too).
  */
 import { expect, it, layer } from "@effect/vitest"
-import { Effect, Layer, References, Tracer } from "effect"
+import { Effect, Layer, Option, References, Tracer } from "effect"
 import { readdirSync, readFileSync, statSync } from "node:fs"
 import * as path from "node:path"
 import ts from "typescript"
 import { Projects } from "../../src/auth/projects.ts"
+import { Ledger } from "../../src/billing/ledger.ts"
 import { AppConfig } from "../../src/config/config.ts"
+import { withSpanIfTracing } from "../../src/observability/spans.ts"
 import { SafetyPolicies } from "../../src/safety/service.ts"
 import { databaseLayer } from "../../src/store/database.ts"
 import { SkillStore } from "../../src/store/skills.ts"
@@ -62,7 +65,8 @@ const NOT_METHODS = new Set([
   "Plans.table", // the plan table
   "Plans.capsOf", // a pure function of a plan
   "Schedules.wake", // Effect values (the wake loop, one due pass)
-  "Schedules.runDue"
+  "Schedules.runDue",
+  "NotificationChannels.wake" // an Effect value (the two wake-ups above), as Callbacks.wake
 ])
 
 const walk = (dir: string): Array<string> =>
@@ -122,8 +126,13 @@ export const spanProblems = (modules: ReadonlyArray<{ readonly file: string; rea
           problems.push(`${at}: ${service.name}.of(...) is neither withMethodSpans nor an object literal`)
           continue
         }
-        const covered = (field: string, init: ts.Expression | undefined) => {
-          if (init === undefined) return false
+        const covered = (field: string, init: ts.Expression | undefined, depth = 0): boolean => {
+          if (init === undefined || depth > 3) return false
+          // A local const: `field: make` (or shorthand), or an Effect-valued field `field: make()`.
+          if (ts.isIdentifier(init)) return covered(field, consts.get(init.text), depth + 1)
+          if (ts.isCallExpression(init) && init.arguments.length === 0 && ts.isIdentifier(init.expression)) {
+            return covered(field, consts.get(init.expression.text), depth + 1)
+          }
           if (ts.isCallExpression(init) && ts.isCallExpression(init.expression) && init.expression.expression.getText() === "Effect.fn") {
             const name = init.expression.arguments[0]
             return name !== undefined && ts.isStringLiteral(name) && name.text === `${service.name}.${field}`
@@ -139,7 +148,7 @@ export const spanProblems = (modules: ReadonlyArray<{ readonly file: string; rea
           }
           const field = p.name?.getText() ?? "?"
           if (NOT_METHODS.has(`${service.name}.${field}`)) continue
-          const init = ts.isShorthandPropertyAssignment(p) ? consts.get(field) : ts.isPropertyAssignment(p) ? p.initializer : undefined
+          const init = ts.isShorthandPropertyAssignment(p) ? p.name : ts.isPropertyAssignment(p) ? p.initializer : undefined
           if (!covered(field, init)) problems.push(`${at}.${field} has no span named ${service.name}.${field} (Effect.fn, or withMethodSpans)`)
         }
       }
@@ -191,7 +200,7 @@ const ConfigLive = Layer.unwrap(Effect.gen(function*() {
   return AppConfig.layerFrom({ DATABASE_URL: url, WA_DATA_DIR: dataDir, WA_LOG_LEVEL: "Error" })
 }))
 
-const TestLayer = Layer.mergeAll(SkillStore.layer, Projects.layer, SafetyPolicies.layer).pipe(
+const TestLayer = Layer.mergeAll(SkillStore.layer, Projects.layer, SafetyPolicies.layer, Ledger.layer).pipe(
   Layer.provideMerge(databaseLayer("own")),
   Layer.provideMerge(Layer.succeed(References.MinimumLogLevel, "Error")),
   Layer.provideMerge(ConfigLive)
@@ -224,4 +233,34 @@ layer(TestLayer, { excludeTestServices: true, timeout: 120_000 })("service metho
       const names = yield* spansOf(policies.forRun(spansProject))
       expect(names).toEqual(expect.arrayContaining(["SafetyPolicies.forRun", "SafetyPolicyStore.get"]))
     }))
+
+  it.effect("a store method spread into an Effect.fn service, and an Effect.fn method over its store", () =>
+    Effect.gen(function*() {
+      const ledger = yield* Ledger
+      // The outcome does not matter (no such project): the spans are made when the calls start.
+      const charged = yield* spansOf(Effect.exit(ledger.charge({ projectId: spansProject, kind: "charge_search", micros: 1, idempotencyKey: "spans:charge" })))
+      expect(charged).toEqual(expect.arrayContaining(["Ledger.charge", "LedgerStore.charge"]))
+      const granted = yield* spansOf(Effect.exit(ledger.grant(spansProject, 1, "additional", "spans:grant")))
+      expect(granted).toEqual(expect.arrayContaining(["Ledger.grant", "LedgerStore.credit"]))
+    }))
 })
+
+// An inner operation's span (the scheduler's one dispatch): made with tracing on, with its attributes;
+// with tracing off the effect runs as it is and the attributes are not computed.
+it.effect("withSpanIfTracing: a span with its attributes with tracing on, none and no attributes computed with it off", () =>
+  Effect.gen(function*() {
+    let computed = 0
+    const traced = Effect.option(Effect.currentSpan).pipe(
+      withSpanIfTracing("Schedules.fire", () => {
+        computed++
+        return { "schedule.owner_id": "sched_1" }
+      })
+    )
+    const off = yield* traced.pipe(Effect.provideService(References.TracerEnabled, false))
+    expect(off).toEqual(Option.none())
+    expect(computed).toBe(0)
+    const on = yield* traced
+    expect(Option.map(on, (span) => span.name)).toEqual(Option.some("Schedules.fire"))
+    expect(Option.map(on, (span) => span.attributes.get("schedule.owner_id"))).toEqual(Option.some("sched_1"))
+    expect(computed).toBe(1)
+  }))
