@@ -22,6 +22,8 @@ import { Context, Effect, Layer, Schedule } from "effect"
 import { AppConfig } from "../config/config.ts"
 import { type AutoRechargeInput, type AutoRechargeSettings, type LeasedRecharge, type Recharge, RechargeStore } from "./recharge-store.ts"
 import { StripeBilling } from "./stripe.ts"
+import type { AutoRechargeId } from "../domain/id-schemas.ts"
+import { makeId } from "../domain/ids.ts"
 import type { ProjectId } from "../domain/run.ts"
 
 export type { AutoRechargeInput, AutoRechargeSettings, Recharge }
@@ -42,7 +44,7 @@ export class AutoRecharge extends Context.Service<AutoRecharge, {
   readonly view: (projectId: ProjectId) => Effect.Effect<AutoRechargeView>
   readonly update: (projectId: ProjectId, input: AutoRechargeInput) => Effect.Effect<AutoRechargeView>
   /** Re-arms and queues recharges (step 1); returns the ids queued. */
-  readonly queue: Effect.Effect<ReadonlyArray<string>>
+  readonly queue: Effect.Effect<ReadonlyArray<AutoRechargeId>>
   /** Sends due pending recharges (step 2); returns how many were sent. */
   readonly send: Effect.Effect<number>
 }>()("wa/billing/AutoRecharge") {
@@ -71,22 +73,22 @@ export class AutoRecharge extends Context.Service<AutoRecharge, {
         }
       })
 
-      const queue = Effect.gen(function*() {
+      const queue = Effect.fn("AutoRecharge.queue")(function*() {
         yield* store.rearm
         return yield* store.transaction(Effect.gen(function*() {
           const due = yield* store.lockDue(100)
-          const queued: Array<string> = []
+          const queued: Array<AutoRechargeId> = []
           for (const row of due) {
             const month = yield* store.monthTotal(row.projectId)
             // Over the cap: nothing queued, the settings stay armed (next month's cap may allow it).
             if (month + row.amountMicros > row.monthlyCapMicros) continue
-            const id = `arc_${crypto.randomUUID().replaceAll("-", "")}`
+            const id = makeId("arc")
             yield* store.queue(id, row.projectId, row.amountMicros)
             queued.push(id)
           }
           return queued
         }))
-      }).pipe(Effect.withSpan("AutoRecharge.queue"))
+      })
 
       const sendOne = (recharge: LeasedRecharge) =>
         Effect.gen(function*() {
@@ -118,12 +120,12 @@ export class AutoRecharge extends Context.Service<AutoRecharge, {
             : store.retryLater(recharge.id, message.slice(0, 1000), Math.min(2 ** recharge.attempts, 300)))
         })
 
-      const send = Effect.gen(function*() {
+      const send = Effect.fn("AutoRecharge.send")(function*() {
         // The lease: a process that dies mid-call leaves the row due again a minute later.
         const leased = yield* store.lease(20, LEASE_SECONDS)
         yield* Effect.forEach(leased, sendOne, { concurrency: 4, discard: true })
         return leased.length
-      }).pipe(Effect.withSpan("AutoRecharge.send"))
+      })
 
       return AutoRecharge.of({
         view,
@@ -134,8 +136,8 @@ export class AutoRecharge extends Context.Service<AutoRecharge, {
           if (!input.enabled) yield* store.dropUnsent(projectId, "auto-recharge was disabled before it was sent")
           return yield* view(projectId)
         }),
-        queue,
-        send
+        queue: queue(),
+        send: send()
       })
     })
   ).pipe(Layer.provide(Layer.mergeAll(StripeBilling.layer, RechargeStore.layer)))

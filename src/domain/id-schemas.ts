@@ -98,3 +98,18 @@ export type BugReportId = typeof BugReportId.Type
 /** `ir_`: an input request of a run (a question to a human). */
 export const InputRequestId = Schema.String.pipe(Schema.brand("InputRequestId"))
 export type InputRequestId = typeof InputRequestId.Type
+
+/**
+ * `evt_`: the token of one execution of a run (src/store/runs.ts `claimExecution`): a later
+ * execution's claim supersedes it, and its writes are refused after that.
+ */
+export const ExecutionToken = Schema.String.pipe(Schema.brand("ExecutionToken"))
+export type ExecutionToken = typeof ExecutionToken.Type
+
+/** `shot_`: a run's screenshot (src/store/screenshots.ts); older ones are `evt_` ids. */
+export const ScreenshotId = Schema.String.pipe(Schema.brand("ScreenshotId"))
+export type ScreenshotId = typeof ScreenshotId.Type
+
+/** `arc_`: an auto-recharge (src/billing/auto-recharge.ts); older ones end in 32 hex digits. */
+export const AutoRechargeId = Schema.String.pipe(Schema.brand("AutoRechargeId"))
+export type AutoRechargeId = typeof AutoRechargeId.Type

@@ -24,13 +24,20 @@ const encodeRandom = (): string => {
   return out
 }
 
-/** The brand of each prefix's ids: an id of one kind cannot be passed where another is expected. */
+/**
+ * The brand of each prefix's ids: an id of one kind cannot be passed where another is expected.
+ * Screenshots had `evt_` ids (the execution token's prefix) before `shot_`; nothing reads the
+ * prefix of a stored id (ids are text columns; a screenshot URL matches any `[A-Za-z0-9_]{1,64}`),
+ * so those rows still load. Auto-recharges made before `arc` was here are `arc_` then 32 hex digits
+ * (a UUID): same prefix, another tail, read the same way.
+ */
 const brandOfPrefix = {
   proj: "ProjectId", key: "ApiKeyId", sess: "SessionId", run: "RunId", prof: "ProfileId", ir: "InputRequestId",
   ws: "WorkspaceId", evt: "ExecutionToken", dlv: "DeliveryId", mon: "MonitorId", art: "ArtifactId", tick: "TickRunId",
   snap: "SnapshotId", wh: "WebhookEndpointId", ntf: "NotificationId", ctl: "ControlGrantId", sched: "ScheduleId",
   usr: "UserId", aid: "AuthIdentityId", uss: "UserSessionId", ten: "TenantId", inv: "InvitationId", bug: "BugReportId",
-  wak: "AccessKeyId", dgr: "DelegationGrantId", aud: "AuditId", sec: "SecretId", eml: "EmailId", cs: "CacheScriptId", sk: "SkillId"
+  wak: "AccessKeyId", dgr: "DelegationGrantId", aud: "AuditId", sec: "SecretId", eml: "EmailId", cs: "CacheScriptId", sk: "SkillId",
+  shot: "ScreenshotId", arc: "AutoRechargeId"
 } as const
 
 export type IdPrefix = keyof typeof brandOfPrefix

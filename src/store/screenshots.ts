@@ -37,7 +37,7 @@ export class ScreenshotStore extends Context.Service<ScreenshotStore, {
       return ScreenshotStore.of(withMethodSpans("ScreenshotStore", {
         save: (runId, jpeg) =>
           Effect.gen(function*() {
-            const id = makeId("evt")
+            const id = makeId("shot")
             yield* sql`INSERT INTO screenshots (id, run_id, data) VALUES (${id}, ${runId}, ${Buffer.from(jpeg)})`
             return signedUrl(id)
           }).pipe(Effect.orDie),
