@@ -15,13 +15,15 @@ import { Context, Effect, Schema } from "effect"
 import { Toolkit } from "effect/ai"
 import { tool, type ToolFailure } from "./tool-def.ts"
 import type { EventData, RunEventType } from "../domain/events.ts"
+import { EmailId } from "../domain/id-schemas.ts"
+import { SessionId } from "../domain/run.ts"
 
 /** wait_for_email waits at most this long. */
 export const MAX_WAIT_SECONDS = 120
 const DEFAULT_WAIT_SECONDS = 60
 
 export interface InboxMessageSummary {
-  readonly id: string
+  readonly id: EmailId
   readonly from: string
   readonly subject: string
   readonly received_at: string
@@ -45,12 +47,12 @@ export interface InboxMessage extends InboxMessageSummary {
 /** Session inboxes as the agent sees them (src/mail/inbound/agent-inbox.ts). */
 export class AgentInbox extends Context.Service<AgentInbox, {
   /** The session's inbox address; null when it has none (agentmail false, or no mail domain configured). */
-  readonly addressOf: (sessionId: string) => Effect.Effect<string | null>
+  readonly addressOf: (sessionId: SessionId) => Effect.Effect<string | null>
   /** Newest first. */
-  readonly list: (sessionId: string, limit: number) => Effect.Effect<ReadonlyArray<InboxMessageSummary>>
-  readonly get: (sessionId: string, messageId: string) => Effect.Effect<InboxMessage | undefined>
+  readonly list: (sessionId: SessionId, limit: number) => Effect.Effect<ReadonlyArray<InboxMessageSummary>>
+  readonly get: (sessionId: SessionId, messageId: EmailId) => Effect.Effect<InboxMessage | undefined>
   /** Oldest first, every message of the session (bounded by `limit`). */
-  readonly oldestFirst: (sessionId: string, limit: number) => Effect.Effect<ReadonlyArray<InboxMessage>>
+  readonly oldestFirst: (sessionId: SessionId, limit: number) => Effect.Effect<ReadonlyArray<InboxMessage>>
 }>()("wa/agent/AgentInbox") {}
 
 /** No inboxes (the service is not given one): no session has an address. */
@@ -65,7 +67,7 @@ export const ReadInbox = tool("read_inbox", "List the emails received by your in
 export const ReadEmail = tool(
   "read_email",
   "Read one email of your inbox: its body as text, the links in it and the one-time codes found in it.",
-  { id: Schema.String.annotate({ description: "the email's id from read_inbox" }) }
+  { id: EmailId.annotate({ description: "the email's id from read_inbox" }) }
 )
 export const WaitForEmail = tool(
   "wait_for_email",
@@ -131,8 +133,10 @@ const contains = (haystack: string, needle: string | undefined) =>
 /** Handlers bound to one run: built per run with its MailToolContext. */
 export const MailToolkitHandlers = MailToolkit.toLayer(Effect.gen(function*() {
   const ctx = yield* MailToolContext
+  // The run's session, as its MailToolContext names it (text: a run without a session has "" and no inbox).
+  const sessionId = SessionId.make(ctx.sessionId)
   // Messages handed to the agent in this run (read_email, wait_for_email): wait_for_email waits for another.
-  const seen = new Set<string>()
+  const seen = new Set<EmailId>()
   const inbox = Effect.suspend(() =>
     ctx.address === null
       ? Effect.fail<ToolFailure>({ code: "NoInbox", error: "this session has no inbox (its run was created with agentmail: false, or the service has no mail domain)" })
@@ -142,13 +146,13 @@ export const MailToolkitHandlers = MailToolkit.toLayer(Effect.gen(function*() {
     read_inbox: (params) =>
       instrumented(ctx, "read_inbox", params, Effect.gen(function*() {
         const address = yield* inbox
-        const messages = yield* ctx.inbox.list(ctx.sessionId, 50)
+        const messages = yield* ctx.inbox.list(sessionId, 50)
         return { address, messages }
       })),
     read_email: (params) =>
       instrumented(ctx, "read_email", params, Effect.gen(function*() {
         yield* inbox
-        const message = yield* ctx.inbox.get(ctx.sessionId, params.id)
+        const message = yield* ctx.inbox.get(sessionId, params.id)
         if (message === undefined) return yield* Effect.fail<ToolFailure>({ code: "EmailNotFound", error: `no email ${JSON.stringify(params.id)} in the inbox; call read_inbox` })
         seen.add(message.id)
         return message
@@ -159,7 +163,7 @@ export const MailToolkitHandlers = MailToolkit.toLayer(Effect.gen(function*() {
         const seconds = Math.max(1, Math.min(params.timeout_seconds ?? DEFAULT_WAIT_SECONDS, MAX_WAIT_SECONDS))
         const deadline = Date.now() + seconds * 1000
         while (true) {
-          const messages = yield* ctx.inbox.oldestFirst(ctx.sessionId, 500)
+          const messages = yield* ctx.inbox.oldestFirst(sessionId, 500)
           const found = messages.find((m) => !seen.has(m.id) && contains(m.subject, params.subject) && contains(m.from, params.from))
           if (found !== undefined) {
             seen.add(found.id)

@@ -26,9 +26,9 @@ const WebhookSecretRow = Schema.Struct({ webhook_secret: Schema.String })
 
 export class ProjectStore extends Context.Service<ProjectStore, {
   readonly insert: (name: string) => Effect.Effect<ProjectRow>
-  readonly find: (id: string) => Effect.Effect<ProjectRow | undefined>
+  readonly find: (id: ProjectId) => Effect.Effect<ProjectRow | undefined>
   readonly count: Effect.Effect<number>
-  readonly webhookSecret: (id: string) => Effect.Effect<string | undefined>
+  readonly webhookSecret: (id: ProjectId) => Effect.Effect<string | undefined>
   /** Runs `effect` in a transaction that holds the first start's lock (the statements of other stores in it join it). */
   readonly withBootstrapLock: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
 }>()("wa/auth/ProjectStore") {

@@ -1,16 +1,17 @@
 /** Projects: the unit an API key is scoped to. Their SQL is the store's (src/auth/project-store.ts). */
 import { Context, Effect, Layer } from "effect"
 import { ProjectStore, type ProjectRow } from "./project-store.ts"
+import type { ProjectId } from "../domain/run.ts"
 import { withMethodSpans } from "../observability/spans.ts"
 
 export type { ProjectRow } from "./project-store.ts"
 
 export class Projects extends Context.Service<Projects, {
   readonly create: (name: string) => Effect.Effect<ProjectRow>
-  readonly find: (id: string) => Effect.Effect<ProjectRow | undefined>
+  readonly find: (id: ProjectId) => Effect.Effect<ProjectRow | undefined>
   readonly count: Effect.Effect<number>
   /** The secret that signs the project's callbacks (GET /v1/projects/{pid}/webhook_secret, admin keys). */
-  readonly webhookSecret: (id: string) => Effect.Effect<string | undefined>
+  readonly webhookSecret: (id: ProjectId) => Effect.Effect<string | undefined>
   /**
    * `make` on a database with no project yet, else undefined: under the first start's lock, in one
    * transaction, so of several nodes starting at once exactly one makes it.

@@ -244,7 +244,7 @@ export class WebAgentClient {
       run(this.api.deep_research.cancel({ params: { ...this.pid, rid: asId(runId) }, payload: reason === undefined ? {} : { reason } })),
     /** An artifact's content (final.md, citations.json, confidence.json) by artifact id. */
     artifact: (runId: string, artifactId: string): Promise<string> =>
-      run(this.api.deep_research.getArtifact({ params: { ...this.pid, rid: asId(runId), aid: artifactId } })),
+      run(this.api.deep_research.getArtifact({ params: { ...this.pid, rid: asId(runId), aid: asId(artifactId) } })),
     /** Follows the run until it ends, deciding outline approval with `onOutline`; returns the run. */
     wait: async (runId: string, wait: ResearchWaitOptions = {}): Promise<ResearchRun> => {
       for await (const event of this.research.events(runId, { ...wait.stream, ...(wait.signal ? { signal: wait.signal } : {}) })) {

@@ -7,6 +7,7 @@
 import { Context, Effect, Layer } from "effect"
 import type { CacheScriptNotFound } from "../domain/errors.ts"
 import { type CacheScript, type CacheScriptDetail, CacheScriptStore } from "../store/cache-scripts.ts"
+import type { CacheScriptId } from "../domain/id-schemas.ts"
 import type { ProjectId } from "../domain/run.ts"
 
 export type { CacheScript, CacheScriptDetail }
@@ -15,9 +16,9 @@ export class CacheScripts extends Context.Service<CacheScripts, {
   /** The project's scripts, newest first, before `beforeId` (a cursor page loads `limit + 1`). */
   readonly list: (projectId: ProjectId, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<CacheScript>>
   /** A script with its current steps and every version, newest first. */
-  readonly get: (projectId: ProjectId, scriptId: string) => Effect.Effect<CacheScriptDetail, CacheScriptNotFound>
+  readonly get: (projectId: ProjectId, scriptId: CacheScriptId) => Effect.Effect<CacheScriptDetail, CacheScriptNotFound>
   /** Deletes a script and its versions: the next run of its task records a new one. */
-  readonly remove: (projectId: ProjectId, scriptId: string) => Effect.Effect<void, CacheScriptNotFound>
+  readonly remove: (projectId: ProjectId, scriptId: CacheScriptId) => Effect.Effect<void, CacheScriptNotFound>
 }>()("wa/do-anything/CacheScripts") {
   static readonly layer = Layer.effect(
     CacheScripts,

@@ -15,7 +15,7 @@
  */
 import { SkillStore } from "../store/skills.ts"
 import { CacheScriptStore } from "../store/cache-scripts.ts"
-import { Clock, Effect, Exit, FiberMap, Layer, Option, Scope, Stream } from "effect"
+import { Clock, Effect, Exit, FiberMap, Layer, Option, Schema, Scope, Stream } from "effect"
 import { Entity } from "effect/cluster"
 import { Rpc } from "effect/rpc"
 import { type AgentSettings, modelNotConfigured, runAgent } from "../agent/run-agent.ts"
@@ -40,6 +40,32 @@ import { recordingSettings } from "../recordings/settings.ts"
 import { SecretVaultLive } from "../secrets/service.ts"
 import { SafetyPolicies } from "../safety/service.ts"
 import { SessionEntity } from "../entities/session.ts"
+
+/**
+ * The storage state a context starts from (BrowserContextOptions["storageState"]), as prepareRestore
+ * leaves it of a checkpoint's or profile's stored state: cookies, and the origins that have IndexedDB.
+ */
+const ContextStorageState = Schema.Struct({
+  cookies: Schema.mutable(Schema.Array(Schema.Struct({
+    name: Schema.String,
+    value: Schema.String,
+    domain: Schema.String,
+    path: Schema.String,
+    expires: Schema.Number,
+    httpOnly: Schema.Boolean,
+    secure: Schema.Boolean,
+    sameSite: Schema.Literals(["Strict", "Lax", "None"]),
+    partitionKey: Schema.optional(Schema.String)
+  }))),
+  origins: Schema.mutable(Schema.Array(Schema.Struct({
+    origin: Schema.String,
+    localStorage: Schema.mutable(Schema.Array(Schema.Struct({ name: Schema.String, value: Schema.String }))).pipe(
+      Schema.withDecodingDefaultKey(Effect.succeed([]))
+    ),
+    indexedDB: Schema.optional(Schema.mutable(Schema.Array(Schema.Unknown)))
+  })))
+})
+const decodeContextStorageState = Schema.decodeUnknownOption(ContextStorageState)
 
 const sessionHandlers = Effect.gen(function*() {
     const address = yield* Entity.CurrentAddress
@@ -81,9 +107,16 @@ const sessionHandlers = Effect.gen(function*() {
       const scope = yield* Scope.make()
       // Cookies (and IndexedDB) through Playwright, local storage by an init script (profiles/restore.ts).
       const restore = prepareRestore(storageState)
-      const options = restore.storageState === undefined
-        ? { allowPrivateNetworks: config.allowPrivateNetworks }
-        : { allowPrivateNetworks: config.allowPrivateNetworks, storageState: restore.storageState as never }
+      const restored = restore.storageState === undefined ? Option.none() : decodeContextStorageState(restore.storageState)
+      if (restore.storageState !== undefined && Option.isNone(restored)) {
+        yield* Effect.logWarning("a stored browser state is not a storage state; the context starts without its cookies").pipe(
+          Effect.annotateLogs({ session_id: sessionId })
+        )
+      }
+      const options = Option.match(restored, {
+        onNone: () => ({ allowPrivateNetworks: config.allowPrivateNetworks }),
+        onSome: (state) => ({ allowPrivateNetworks: config.allowPrivateNetworks, storageState: state })
+      })
       const acquired = yield* pool.acquireContext(options).pipe(
         Effect.tap((opened) => Effect.promise(() => restore.apply(opened.context).catch(() => undefined))),
         Scope.provide(scope),

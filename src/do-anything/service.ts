@@ -22,7 +22,8 @@ import {
   UnknownNames
 } from "../domain/errors.ts"
 import { isTerminal } from "../domain/run-state.ts"
-import type { DoAnythingRequest, ProjectId, Run, RunId, Session, SessionId } from "../domain/run.ts"
+import { type DoAnythingRequest, type ProjectId, type Run, RunId, type Session, SessionId } from "../domain/run.ts"
+import type { InputRequestId } from "../domain/id-schemas.ts"
 import type { ProfileId } from "../domain/profile.ts"
 import { RunStore } from "../store/runs.ts"
 import { type NewRun, SessionStore } from "../store/sessions.ts"
@@ -84,7 +85,7 @@ export class Sessions extends Context.Service<Sessions, {
     RunNotExpired | SessionNotFound | UnknownNames | MissingFields | InvalidField | InsufficientCredits | BudgetExceeded | import("../domain/errors.ts").SessionClosed | import("../domain/errors.ts").PreviousRunActive
   >
   readonly message: (run: Run, content: string) => Effect.Effect<void, RunEnded>
-  readonly answer: (run: Run, inputRequestId: string, response: unknown) => Effect.Effect<
+  readonly answer: (run: Run, inputRequestId: InputRequestId, response: unknown) => Effect.Effect<
     Run,
     import("../domain/errors.ts").InputRequestNotFound | import("../domain/errors.ts").InputRequestAnswered | import("../domain/errors.ts").RunNotAwaitingInput
   >
@@ -235,7 +236,7 @@ export class Sessions extends Context.Service<Sessions, {
 
       const addRunTo = Effect.fn("Sessions.addRunTo")(function*(session: Session, request: DoAnythingRequest, parentRunId: RunId | null = null) {
         // The retry of a keyed add whose first attempt committed before its process died gets that run.
-        const earlier = yield* earlierCreate((id) => recoveredRun(session, id as RunId))
+        const earlier = yield* earlierCreate((id) => recoveredRun(session, RunId.make(id)))
         if (earlier !== undefined) return earlier
         yield* check(request, session.project_id)
         // 402 (billing on) comes from the store: the run is admitted against a credit hold in its insert's transaction.
@@ -256,7 +257,7 @@ export class Sessions extends Context.Service<Sessions, {
           readonly beforeExecute?: (created: { readonly session: Session; readonly run: Run }) => Effect.Effect<void>
         }) {
           // The retry of a keyed create whose first attempt committed before its process died gets that session.
-          const earlier = yield* earlierCreate((id) => recoveredSession(key.projectId, id as SessionId, options?.beforeExecute))
+          const earlier = yield* earlierCreate((id) => recoveredSession(key.projectId, SessionId.make(id), options?.beforeExecute))
           if (earlier !== undefined) return earlier
           yield* check(request, key.projectId)
           // The session's workspace must be one of the project's: 404 workspace_not_found, nothing created.
@@ -325,7 +326,7 @@ export class Sessions extends Context.Service<Sessions, {
           if (isTerminal(run.status)) return yield* new RunEnded({ runId: run.id, status: run.status, operation: "message" })
           yield* store.queueMessage(run.id, content)
         }),
-        answer: Effect.fn("Sessions.answer")(function*(run: Run, inputRequestId: string, response: unknown) {
+        answer: Effect.fn("Sessions.answer")(function*(run: Run, inputRequestId: InputRequestId, response: unknown) {
           yield* store.answerInputRequest(run.id, inputRequestId, response)
           return (yield* store.getRun(run.id)) ?? run
         }),

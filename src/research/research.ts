@@ -13,25 +13,32 @@ import type { BudgetExceeded, InsufficientCredits, RunCapReached } from "../doma
 import { AppConfig } from "../config/config.ts"
 import { ArtifactNotFound, InputRequestNotFound, InvalidField, ParentRunNotReady, RunNotAwaitingInput, RunNotEnded, UnknownSections } from "../domain/errors.ts"
 import { isTerminal } from "../domain/run-state.ts"
-import type { DeepResearchRequest, ProjectId, Run, RunId } from "../domain/run.ts"
+import { type DeepResearchRequest, type ProjectId, type Run, RunId } from "../domain/run.ts"
+import type { ArtifactId, InputRequestId } from "../domain/id-schemas.ts"
 import { cancelRun } from "../entities/cancel.ts"
 import { ResearchEntity } from "../entities/research.ts"
-import { ArtifactStore } from "../store/artifacts.ts"
+import { ArtifactStore, type ArtifactRow } from "../store/artifacts.ts"
 import { earlierCreate, messageSent, recordCreate } from "../store/keyed-create.ts"
 import { RunStore } from "../store/runs.ts"
 import { RunNotifier } from "../webhooks/run-notifier.ts"
 import { applyOutlineEdits, depthBudgets } from "./pipeline.ts"
 import { initialState, PRIOR_REPORT_CHARS, type ResearchState, stateOfCheckpoint } from "./report.ts"
-import { decodeOutlineAnswer, type Outline, type OutlineEdit, ResearchResult } from "../domain/research.ts"
+import { decodeOutlineAnswer, Outline, type OutlineEdit, ResearchResult } from "../domain/research.ts"
 import { withMethodSpans } from "../observability/spans.ts"
 
 const decodeResult = Schema.decodeUnknownOption(ResearchResult)
 
-/** What the run view needs of the run's state: not its sources, which can be hundreds of KB. */
+/**
+ * What the run view needs of the run's state (ResearchState's `outline` and `approved`): not its
+ * sources, which can be hundreds of KB. A checkpoint that has neither yet reads as neither.
+ */
+const GateState = Schema.Struct({ outline: Schema.optional(Schema.NullOr(Outline)), approved: Schema.optional(Schema.Boolean) })
+type GateState = typeof GateState.Type
 const gateFields = ["outline", "approved"]
+const decodeGateState = Schema.decodeUnknownEffect(GateState)
 
 /** The outline kept in a run's checkpoint state, if it has one yet. */
-const outlineOf = (history: Partial<ResearchState> | undefined): Outline | null => history?.outline ?? null
+const outlineOf = (history: GateState | undefined): Outline | null => history?.outline ?? null
 
 const editsOf = (answer: typeof decodeOutlineAnswer extends (u: unknown) => Effect.Effect<infer A, any, any> ? A : never): ReadonlyArray<OutlineEdit> | undefined =>
   typeof answer === "object" && "edits" in answer ? answer.edits : undefined
@@ -41,7 +48,7 @@ export interface ResearchRun {
   readonly run: Run
   readonly request: DeepResearchRequest
   readonly outline: Outline | null
-  readonly pendingRequestId: string | null
+  readonly pendingRequestId: InputRequestId | null
 }
 
 const requestOf = (run: Run): DeepResearchRequest => {
@@ -55,15 +62,15 @@ export class Research extends Context.Service<Research, {
   readonly list: (projectId: ProjectId, status: string | undefined, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<Run>>
   /** The run with its outline; an answer the run has not taken in yet is shown applied. */
   readonly details: (run: Run) => Effect.Effect<ResearchRun>
-  readonly answer: (run: Run, requestId: string, response: unknown) => Effect.Effect<
+  readonly answer: (run: Run, requestId: InputRequestId, response: unknown) => Effect.Effect<
     ResearchRun,
     RunNotAwaitingInput | InputRequestNotFound | InvalidField | UnknownSections | import("../domain/errors.ts").InputRequestAnswered
   >
   readonly cancel: (run: Run, reason: string | null) => Effect.Effect<ResearchRun, import("../domain/errors.ts").RunEnded | import("../domain/errors.ts").RunNotFound | import("../domain/errors.ts").InvalidTransition>
   readonly feedback: (run: Run, feedback: unknown) => Effect.Effect<ResearchRun, RunNotEnded>
   /** The run's artifacts, newest first; with `page`, at most `limit` before the id `before`. */
-  readonly artifacts: (run: Run, page?: { readonly limit: number; readonly before: string | undefined }) => Effect.Effect<ReadonlyArray<{ readonly id: string; readonly run_id: string; readonly name: string; readonly content_type: string; readonly size_bytes: number; readonly created_at: Date }>>
-  readonly artifact: (run: Run, artifactId: string) => Effect.Effect<{ readonly contentType: string; readonly content: string }, ArtifactNotFound>
+  readonly artifacts: (run: Run, page?: { readonly limit: number; readonly before: string | undefined }) => Effect.Effect<ReadonlyArray<ArtifactRow>>
+  readonly artifact: (run: Run, artifactId: ArtifactId) => Effect.Effect<{ readonly contentType: string; readonly content: string }, ArtifactNotFound>
   /**
    * A follow-up question on a finished report: a new run whose topic is the question, with the
    * parent's settings, and the parent's report given to the brief, the planner and the writer so
@@ -92,7 +99,9 @@ export class Research extends Context.Service<Research, {
       const cancel = cancelRun(store, notifier, (run) => clientFor(run.id).Interrupt({ runId: run.id }, { discard: true }))
 
       const gateState = (runId: RunId) =>
-        store.checkpointFields(runId, gateFields).pipe(Effect.map((fields) => fields as Partial<ResearchState> | undefined))
+        store.checkpointFields(runId, gateFields).pipe(
+          Effect.flatMap((fields) => fields === undefined ? Effect.succeed(undefined) : Effect.orDie(decodeGateState(fields)))
+        )
 
       const details = Effect.fn("Research.details")(function*(run: Run) {
         const request = requestOf(run)
@@ -126,7 +135,7 @@ export class Research extends Context.Service<Research, {
       ) {
         // The retry of a keyed create whose first attempt committed before its process died gets that
         // run, dispatched when that attempt never did (a derived run's seed is saved with the run then).
-        const earlier = yield* earlierCreate((id) => store.getRun(id as RunId).pipe(Effect.map((run) => run?.project_id === projectId ? run : undefined)))
+        const earlier = yield* earlierCreate((id) => store.getRun(RunId.make(id)).pipe(Effect.map((run) => run?.project_id === projectId ? run : undefined)))
         if (earlier !== undefined) {
           if (earlier.status === "pending" && !(yield* messageSent(sql, "DeepResearch", earlier.id, "Execute"))) {
             yield* clientFor(earlier.id).Execute({ runId: earlier.id }, { discard: true }).pipe(Effect.orDie)
@@ -190,7 +199,7 @@ export class Research extends Context.Service<Research, {
           return yield* store.findRun(projectId, runId, "deep_research")
         }),
         details,
-        answer: Effect.fn("Research.answer")(function*(run: Run, requestId: string, response: unknown) {
+        answer: Effect.fn("Research.answer")(function*(run: Run, requestId: InputRequestId, response: unknown) {
           if (run.status !== "awaiting_input") return yield* new RunNotAwaitingInput({ runId: run.id, status: run.status })
           const pending = yield* store.latestInputRequest(run.id)
           if (pending === undefined || pending.id !== requestId || pending.status !== "pending") {
@@ -228,7 +237,7 @@ export class Research extends Context.Service<Research, {
           yield* store.setFeedback(run.id, feedback)
           return yield* reread(run)
         }),
-        artifact: Effect.fn("Research.artifact")(function*(run: Run, artifactId: string) {
+        artifact: Effect.fn("Research.artifact")(function*(run: Run, artifactId: ArtifactId) {
           const artifact = yield* artifactStore.content(run.id, artifactId)
           if (artifact === undefined) return yield* new ArtifactNotFound({ runId: run.id, artifactId })
           return artifact

@@ -14,7 +14,7 @@ import { AppConfig } from "../config/config.ts"
 import type { BudgetExceeded, InsufficientCredits, RunCapReached } from "../domain/errors.ts"
 import { type InvalidTransition, ParentRunNotReady, type RunEnded, type RunNotFound, UnknownNames } from "../domain/errors.ts"
 import { isTerminal } from "../domain/run-state.ts"
-import { MAX_QUERY_LENGTH, type ProjectId, type Run, type RunId, type WebSearchRunRequest } from "../domain/run.ts"
+import { MAX_QUERY_LENGTH, type ProjectId, type Run, RunId, type WebSearchRunRequest } from "../domain/run.ts"
 import { cancelRun } from "../entities/cancel.ts"
 import { WebSearchEntity } from "../entities/web-search.ts"
 import { RunEventBus } from "../events/run-event-bus.ts"
@@ -109,7 +109,7 @@ export class Search extends Context.Service<Search, {
         const unknown = (request.engines ?? []).filter((name) => !engines.includes(name))
         if (unknown.length > 0) return yield* new UnknownNames({ field: "engines", what: "engine", unknown, allowed: [...search.engines] })
         // The retry of a keyed create whose first attempt committed before its process died gets that run.
-        const earlier = yield* earlierCreate((id) => store.getRun(id as RunId).pipe(Effect.map((run) => run?.project_id === projectId ? run : undefined)))
+        const earlier = yield* earlierCreate((id) => store.getRun(RunId.make(id)).pipe(Effect.map((run) => run?.project_id === projectId ? run : undefined)))
         // 402 before anything is created (budget cap reached, or credits below the minimum).
         if (earlier === undefined) yield* budget.admit(projectId)
         const created = earlier ?? (yield* sql.withTransaction(

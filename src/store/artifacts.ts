@@ -2,24 +2,32 @@
  * Files a run produces, one per name: DeepResearch's final.md, citations.json and confidence.json
  * (text, in `content`), and a DoAnything run's recording (bytes, in `data`, gzip-compressed).
  */
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { makeId } from "../domain/ids.ts"
 import { withMethodSpans } from "../observability/spans.ts"
-import type { RunId } from "../domain/run.ts"
-import type { ArtifactId } from "../domain/id-schemas.ts"
+import { RunId } from "../domain/run.ts"
+import { ArtifactId } from "../domain/id-schemas.ts"
+import { decodeRows } from "./rows.ts"
 
-export interface ArtifactRow {
-  readonly id: ArtifactId
-  readonly run_id: RunId
-  readonly name: string
-  readonly content_type: string
+/** An artifact's metadata as the store reads it (its body is read apart: `content`, `body`). */
+export const ArtifactRow = Schema.Struct({
+  id: ArtifactId,
+  run_id: RunId,
+  name: Schema.String,
+  content_type: Schema.String,
   /** Bytes stored: the text's UTF-8 length, or the binary data's length (compressed, when encoded). */
-  readonly size_bytes: number
+  size_bytes: Schema.Number,
   /** `gzip` when the stored bytes are compressed (the content type describes them uncompressed). */
-  readonly content_encoding: string | null
-  readonly created_at: Date
-}
+  content_encoding: Schema.NullOr(Schema.String),
+  created_at: Schema.Date
+})
+export type ArtifactRow = typeof ArtifactRow.Type
+
+const artifactRows = decodeRows(ArtifactRow)
+const contentRows = decodeRows(Schema.Struct({ content_type: Schema.String, content: Schema.String }))
+/** A row with its stored body: text in `content`, or bytes in `data` (null for a text artifact). */
+const bodyRows = decodeRows(Schema.Struct({ ...ArtifactRow.fields, content: Schema.String, data: Schema.NullOr(Schema.Uint8Array) }))
 
 export interface NewArtifact {
   readonly name: string
@@ -47,11 +55,11 @@ export class ArtifactStore extends Context.Service<ArtifactStore, {
   readonly putBinary: (runId: RunId, artifact: NewBinaryArtifact) => Effect.Effect<ArtifactRow>
   /** The run's artifacts, newest first; with `page`, at most `limit` of them before the id `before`. */
   readonly list: (runId: RunId, page?: { readonly limit: number; readonly before: string | undefined }) => Effect.Effect<ReadonlyArray<ArtifactRow>>
-  readonly content: (runId: RunId, artifactId: string) => Effect.Effect<{ readonly contentType: string; readonly content: string } | undefined>
+  readonly content: (runId: RunId, artifactId: ArtifactId) => Effect.Effect<{ readonly contentType: string; readonly content: string } | undefined>
   /** The artifact of that name of the run (metadata only). */
   readonly findByName: (runId: RunId, name: string) => Effect.Effect<ArtifactRow | undefined>
   /** An artifact and its stored body; `runId` undefined looks the artifact up by id alone (signed URLs). */
-  readonly body: (artifactId: string, runId?: string) => Effect.Effect<ArtifactBody | undefined>
+  readonly body: (artifactId: ArtifactId, runId?: RunId) => Effect.Effect<ArtifactBody | undefined>
 }>()("wa/store/ArtifactStore") {
   static readonly layer = Layer.effect(
     ArtifactStore,
@@ -61,45 +69,42 @@ export class ArtifactStore extends Context.Service<ArtifactStore, {
       return ArtifactStore.of(withMethodSpans("ArtifactStore", {
         putAll: (runId, artifacts) =>
           sql.withTransaction(Effect.forEach(artifacts, (artifact) =>
-            sql<ArtifactRow>`
+            artifactRows(sql`
               INSERT INTO run_artifacts (id, run_id, name, content_type, content)
               VALUES (${makeId("art")}, ${runId}, ${artifact.name}, ${artifact.contentType}, ${artifact.content})
               ON CONFLICT (run_id, name) DO UPDATE SET content = excluded.content, content_type = excluded.content_type,
                 data = NULL, content_encoding = NULL
-              RETURNING ${columns}`.pipe(Effect.map((rows) => rows[0]!)))).pipe(Effect.orDie),
+              RETURNING ${columns}`).pipe(Effect.map((rows) => rows[0]!)))).pipe(Effect.orDie),
         putBinary: (runId, artifact) =>
-          sql<ArtifactRow>`
+          artifactRows(sql`
             INSERT INTO run_artifacts (id, run_id, name, content_type, content, data, content_encoding)
             VALUES (${makeId("art")}, ${runId}, ${artifact.name}, ${artifact.contentType}, '', ${Buffer.from(artifact.data)}, ${artifact.contentEncoding})
             ON CONFLICT (run_id, name) DO UPDATE SET content = '', data = excluded.data, content_type = excluded.content_type,
               content_encoding = excluded.content_encoding
-            RETURNING ${columns}`.pipe(Effect.map((rows) => rows[0]!), Effect.orDie),
+            RETURNING ${columns}`).pipe(Effect.map((rows) => rows[0]!)),
         list: (runId, page) =>
-          sql<ArtifactRow>`SELECT ${columns} FROM run_artifacts WHERE run_id = ${runId}
+          artifactRows(sql`SELECT ${columns} FROM run_artifacts WHERE run_id = ${runId}
             ${page?.before === undefined ? sql`` : sql`AND id < ${page.before}`}
-            ORDER BY id DESC ${page === undefined ? sql`` : sql`LIMIT ${page.limit}`}`.pipe(Effect.orDie),
+            ORDER BY id DESC ${page === undefined ? sql`` : sql`LIMIT ${page.limit}`}`),
         content: (runId, artifactId) =>
-          sql<{ content_type: string; content: string }>`
-            SELECT content_type, content FROM run_artifacts WHERE run_id = ${runId} AND id = ${artifactId}`.pipe(
-            Effect.map((rows) => rows[0] === undefined ? undefined : { contentType: rows[0].content_type, content: rows[0].content }),
-            Effect.orDie
+          contentRows(sql`
+            SELECT content_type, content FROM run_artifacts WHERE run_id = ${runId} AND id = ${artifactId}`).pipe(
+            Effect.map((rows) => rows[0] === undefined ? undefined : { contentType: rows[0].content_type, content: rows[0].content })
           ),
         findByName: (runId, name) =>
-          sql<ArtifactRow>`SELECT ${columns} FROM run_artifacts WHERE run_id = ${runId} AND name = ${name}`.pipe(
-            Effect.map((rows) => rows[0]),
-            Effect.orDie
+          artifactRows(sql`SELECT ${columns} FROM run_artifacts WHERE run_id = ${runId} AND name = ${name}`).pipe(
+            Effect.map((rows) => rows[0])
           ),
         body: (artifactId, runId) =>
-          sql<ArtifactRow & { content: string; data: Buffer | null }>`
+          bodyRows(sql`
             SELECT ${columns}, content, data FROM run_artifacts
-            WHERE id = ${artifactId} ${runId === undefined ? sql`` : sql`AND run_id = ${runId}`}`.pipe(
+            WHERE id = ${artifactId} ${runId === undefined ? sql`` : sql`AND run_id = ${runId}`}`).pipe(
             Effect.map((rows) => {
               const found = rows[0]
               if (found === undefined) return undefined
               const { content, data, ...row } = found
               return { row, body: data === null ? content : new Uint8Array(data) }
-            }),
-            Effect.orDie
+            })
           )
       }))
     })

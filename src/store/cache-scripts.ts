@@ -74,6 +74,8 @@ const VersionRow = Schema.Struct({
 })
 const decodeVersion = Schema.decodeUnknownSync(VersionRow)
 
+const decodeSaved = Schema.decodeUnknownSync(Schema.Struct({ id: CacheScriptId, version: Schema.Number }))
+
 const toScript = (row: unknown): CacheScript => {
   const decoded = decodeScript(row)
   return { ...decoded, output_schema: decoded.output_schema ?? null }
@@ -98,8 +100,8 @@ export class CacheScriptStore extends Context.Service<CacheScriptStore, {
   /** A replay used the script (healed: some of its steps were taken again by the model). */
   readonly recordUse: (scriptId: CacheScriptId, healed: boolean) => Effect.Effect<void>
   readonly list: (projectId: ProjectId, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<CacheScript>>
-  readonly get: (projectId: ProjectId, scriptId: string) => Effect.Effect<CacheScriptDetail, CacheScriptNotFound>
-  readonly remove: (projectId: ProjectId, scriptId: string) => Effect.Effect<void, CacheScriptNotFound>
+  readonly get: (projectId: ProjectId, scriptId: CacheScriptId) => Effect.Effect<CacheScriptDetail, CacheScriptNotFound>
+  readonly remove: (projectId: ProjectId, scriptId: CacheScriptId) => Effect.Effect<void, CacheScriptNotFound>
 }>()("wa/store/CacheScriptStore") {
   static readonly layer = Layer.effect(
     CacheScriptStore,
@@ -120,16 +122,17 @@ export class CacheScriptStore extends Context.Service<CacheScriptStore, {
         sql.withTransaction(Effect.gen(function*() {
           const key = cacheKeyOf(input.instructions, input.startOrigin, input.outputSchema)
           // One row per key: concurrent saves of one task serialise on it, each adding a version.
-          const [row] = yield* sql<{ id: CacheScriptId; version: number }>`
+          const rows = yield* sql`
             INSERT INTO cache_scripts (id, project_id, cache_key, instructions, start_origin, output_schema, version)
             VALUES (${makeId("cs")}, ${input.projectId}, ${key}, ${normalizeInstructions(input.instructions)}, ${input.startOrigin},
               ${input.outputSchema === undefined || input.outputSchema === null ? null : JSON.stringify(input.outputSchema)}::jsonb, 1)
             ON CONFLICT (project_id, cache_key) DO UPDATE SET version = cache_scripts.version + 1, updated_at = now()
             RETURNING id, version`
+          const row = decodeSaved(rows[0])
           yield* sql`
             INSERT INTO cache_script_versions (script_id, version, steps, source_run_id, healed_steps)
-            VALUES (${row!.id}, ${row!.version}, ${JSON.stringify(input.steps)}::jsonb, ${input.sourceRunId}, ${input.healedSteps})`
-          return { id: row!.id, version: row!.version }
+            VALUES (${row.id}, ${row.version}, ${JSON.stringify(input.steps)}::jsonb, ${input.sourceRunId}, ${input.healedSteps})`
+          return row
         })).pipe(Effect.orDie)
 
       const recordUse = (scriptId: CacheScriptId, healed: boolean) =>
@@ -140,7 +143,7 @@ export class CacheScriptStore extends Context.Service<CacheScriptStore, {
         sql`${selectScript} WHERE s.project_id = ${projectId} ${beforeId === undefined ? sql`` : sql`AND s.id < ${beforeId}`}
           ORDER BY s.id DESC LIMIT ${limit}`.pipe(Effect.map((rows) => rows.map(toScript)), Effect.orDie)
 
-      const get = (projectId: ProjectId, scriptId: string) =>
+      const get = (projectId: ProjectId, scriptId: CacheScriptId) =>
         Effect.gen(function*() {
           const rows = yield* sql`${selectScript} WHERE s.project_id = ${projectId} AND s.id = ${scriptId}`.pipe(Effect.orDie)
           if (rows.length === 0) return yield* new CacheScriptNotFound({ scriptId })
@@ -150,7 +153,7 @@ export class CacheScriptStore extends Context.Service<CacheScriptStore, {
           return { ...toScript(rows[0]), versions: versions.map((row) => decodeVersion(row)) }
         })
 
-      const remove = (projectId: ProjectId, scriptId: string) =>
+      const remove = (projectId: ProjectId, scriptId: CacheScriptId) =>
         Effect.gen(function*() {
           const deleted = yield* sql`DELETE FROM cache_scripts WHERE project_id = ${projectId} AND id = ${scriptId} RETURNING id`.pipe(Effect.orDie)
           if (deleted.length === 0) return yield* new CacheScriptNotFound({ scriptId })

@@ -5,7 +5,7 @@
  * streams on any node wake up. A step's checkpoint, its events and its charges
  * (src/store/run-charges.ts) commit together. Sessions are src/store/sessions.ts.
  */
-import { Context, Effect, identity, Layer, Option } from "effect"
+import { Context, Effect, identity, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { withMethodSpans } from "../observability/spans.ts"
 import { StateCipher } from "../security/state-cipher.ts"
@@ -21,6 +21,8 @@ import {
   RunCapReached
 } from "../domain/errors.ts"
 import { makeId } from "../domain/ids.ts"
+import { ExecutionToken, InputRequestId } from "../domain/id-schemas.ts"
+import { decodeRows } from "./rows.ts"
 import { kindOfTag, type Run, runFromRow, type RunId, type RunKind, type RunRequest, type ProjectId, type SessionId, type StoredRunKind, storedRequest } from "../domain/run.ts"
 import { canTransition, isTerminal, type RunStatus } from "../domain/run-state.ts"
 import { toMicros } from "../domain/money.ts"
@@ -63,7 +65,23 @@ export interface TransitionOptions {
 }
 
 /** A new execution's token, as `claimExecution` writes it (a kind with a record of its own claims in its start). */
-export const newExecutionToken = (): string => makeId("evt")
+export const newExecutionToken = (): ExecutionToken => makeId("evt")
+
+/** A checkpoint's browser state as sealed (src/security/state-cipher.ts): the key's id and the sealed bytes in base64. */
+const SealedState = Schema.Struct({ wa_sealed: Schema.Number, key_id: Schema.String, data: Schema.String })
+const decodeSealedState = Schema.decodeUnknownOption(SealedState)
+
+const InputRequestStatusRow = Schema.Struct({ status: Schema.String })
+const InputRequestRow = Schema.Struct({ status: Schema.String, response: Schema.Unknown })
+const LatestInputRequestRow = Schema.Struct({ id: InputRequestId, status: Schema.String, response: Schema.Unknown })
+const CheckpointRow = Schema.Struct({
+  step: Schema.Number,
+  history: Schema.Unknown,
+  url: Schema.NullOr(Schema.String),
+  tabs: Schema.Array(Schema.String),
+  dirty_form: Schema.Boolean,
+  storage_state: Schema.Unknown
+})
 
 export class RunStore extends Context.Service<RunStore, {
   /** A run without a session (WebSearch, DeepResearch), with its first event. */
@@ -93,18 +111,18 @@ export class RunStore extends Context.Service<RunStore, {
   /** Appends events in order in one transaction (a batch of a run's progress). */
   readonly appendEvents: (runId: RunId, events: ReadonlyArray<NewRunEvent>, executor?: string) => Effect.Effect<void>
   /** Makes a new execution the owner of the run and returns its token. */
-  readonly claimExecution: (runId: RunId) => Effect.Effect<string>
+  readonly claimExecution: (runId: RunId) => Effect.Effect<ExecutionToken>
   /** Whether the execution `token` still holds the run's claim (no later execution claimed it). */
   readonly holdsClaim: (runId: RunId, token: string) => Effect.Effect<boolean>
   /** Events after `afterId`, oldest first; screenshot URLs in them are signed at the time of reading. */
   readonly eventsAfter: (runId: RunId, afterId: number, limit: number) => Effect.Effect<ReadonlyArray<RunEvent>>
   readonly queueMessage: (runId: RunId, content: string) => Effect.Effect<void>
   readonly takeMessages: (runId: RunId) => Effect.Effect<ReadonlyArray<string>>
-  readonly createInputRequest: (runId: RunId, prompt: string, schema: unknown, executor?: string) => Effect.Effect<string, InvalidTransition>
-  readonly answerInputRequest: (runId: RunId, requestId: string, response: unknown) => Effect.Effect<void, InputRequestNotFound | InputRequestAnswered | RunNotAwaitingInput>
-  readonly inputRequest: (requestId: string) => Effect.Effect<{ readonly status: string; readonly response: unknown } | undefined>
+  readonly createInputRequest: (runId: RunId, prompt: string, schema: unknown, executor?: string) => Effect.Effect<InputRequestId, InvalidTransition>
+  readonly answerInputRequest: (runId: RunId, requestId: InputRequestId, response: unknown) => Effect.Effect<void, InputRequestNotFound | InputRequestAnswered | RunNotAwaitingInput>
+  readonly inputRequest: (requestId: InputRequestId) => Effect.Effect<{ readonly status: string; readonly response: unknown } | undefined>
   /** The run's newest input request, if it has any. */
-  readonly latestInputRequest: (runId: RunId) => Effect.Effect<{ readonly id: string; readonly status: string; readonly response: unknown } | undefined>
+  readonly latestInputRequest: (runId: RunId) => Effect.Effect<{ readonly id: InputRequestId; readonly status: string; readonly response: unknown } | undefined>
   readonly recordStep: (runId: RunId, executor?: string) => Effect.Effect<number>
   /**
    * Ends a step: its model cost is charged and the checkpoint saved in one transaction, so a step
@@ -147,12 +165,14 @@ export class RunStore extends Context.Service<RunStore, {
         Effect.gen(function*() {
           if (stored === null || stored === undefined) return undefined
           if (typeof stored !== "object" || !("wa_sealed" in stored)) return stored
-          const { key_id, data } = stored as unknown as { readonly key_id: string; readonly data: string }
-          const opened = yield* Effect.result(cipher.open({ bytes: Buffer.from(data, "base64"), keyId: key_id }, runId))
-          if (opened._tag === "Success") return JSON.parse(opened.success.toString("utf8")) as unknown
+          const sealed = decodeSealedState(stored)
+          const opened = Option.isNone(sealed)
+            ? undefined
+            : yield* Effect.result(cipher.open({ bytes: Buffer.from(sealed.value.data, "base64"), keyId: sealed.value.key_id }, runId))
+          if (opened?._tag === "Success") return JSON.parse(opened.success.toString("utf8")) as unknown
           // The run resumes without the checkpoint's cookies (its tabs are still reopened).
           yield* Effect.logWarning("a run checkpoint's browser state could not be decrypted; resuming without it").pipe(
-            Effect.annotateLogs({ run_id: runId, reason: opened.failure.reason })
+            Effect.annotateLogs({ run_id: runId, reason: opened === undefined ? "not {wa_sealed, key_id, data}" : opened.failure.reason })
           )
           return undefined
         })
@@ -231,7 +251,9 @@ export class RunStore extends Context.Service<RunStore, {
       const answerInputRequest: RunStore["Service"]["answerInputRequest"] = (runId, requestId, response) =>
         sql.withTransaction(Effect.gen(function*() {
           const run = yield* lockRun(sql, runId)
-          const requests = yield* sql<{ status: string }>`SELECT status FROM input_requests WHERE id = ${requestId} AND run_id = ${runId} FOR UPDATE`
+          const requests = yield* decodeRows(InputRequestStatusRow)(
+            sql`SELECT status FROM input_requests WHERE id = ${requestId} AND run_id = ${runId} FOR UPDATE`
+          )
           if (requests[0] === undefined) return yield* new InputRequestNotFound({ inputRequestId: requestId, field: "input_request_id" })
           if (requests[0].status !== "pending") return yield* new InputRequestAnswered({ inputRequestId: requestId })
           if (run === undefined || run.status !== "awaiting_input") return yield* new RunNotAwaitingInput({ runId, status: run?.status ?? "pending" })
@@ -314,15 +336,13 @@ export class RunStore extends Context.Service<RunStore, {
         createInputRequest,
         answerInputRequest,
         inputRequest: (requestId) =>
-          sql<{ status: string; response: unknown }>`SELECT status, response FROM input_requests WHERE id = ${requestId}`.pipe(
-            Effect.map((rows) => rows[0]),
-            Effect.orDie
+          decodeRows(InputRequestRow)(sql`SELECT status, response FROM input_requests WHERE id = ${requestId}`).pipe(
+            Effect.map((rows) => rows[0])
           ),
         latestInputRequest: (runId) =>
-          sql<{ id: string; status: string; response: unknown }>`
-            SELECT id, status, response FROM input_requests WHERE run_id = ${runId} ORDER BY id DESC LIMIT 1`.pipe(
-            Effect.map((rows) => rows[0]),
-            Effect.orDie
+          decodeRows(LatestInputRequestRow)(sql`
+            SELECT id, status, response FROM input_requests WHERE run_id = ${runId} ORDER BY id DESC LIMIT 1`).pipe(
+            Effect.map((rows) => rows[0])
           ),
         recordStep: (runId, executor) =>
           sql<{ step_count: number }>`
@@ -378,9 +398,8 @@ export class RunStore extends Context.Service<RunStore, {
             return yield* applyCharges(run, charges)
           })).pipe(Effect.orDie),
         loadCheckpoint: (runId) =>
-          sql<{ step: number; history: unknown; url: string | null; tabs: Array<string>; dirty_form: boolean; storage_state: unknown }>`
-            SELECT step, history, url, tabs, dirty_form, storage_state FROM run_checkpoints WHERE run_id = ${runId}`.pipe(
-            Effect.orDie,
+          decodeRows(CheckpointRow)(sql`
+            SELECT step, history, url, tabs, dirty_form, storage_state FROM run_checkpoints WHERE run_id = ${runId}`).pipe(
             Effect.flatMap((rows) => {
               const row = rows[0]
               if (row === undefined) return Effect.succeed(undefined)

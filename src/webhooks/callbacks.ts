@@ -25,7 +25,7 @@ import { checkPublicUrl, PrivateLookupError, publicLookup } from "../net/private
 import { type ClaimedRow, CallbackStore, DeliveryRow } from "./callback-store.ts"
 import { withMethodSpans } from "../observability/spans.ts"
 import type { ProjectId } from "../domain/run.ts"
-import type { DeliveryId } from "../domain/id-schemas.ts"
+import { DeliveryId } from "../domain/id-schemas.ts"
 import type { MonitorId } from "../domain/monitor.ts"
 
 export const signPayload = (secret: string, id: string, timestamp: number, body: string) => {
@@ -141,10 +141,9 @@ export class Callbacks extends Context.Service<Callbacks, {
     readonly limit: number
     readonly beforeId?: string | undefined
   }) => Effect.Effect<ReadonlyArray<DeliveryRow>>
-  /** `find` and `retry` take the id as text: Track's monitor routes pass theirs unbranded. */
-  readonly find: (projectId: ProjectId, deliveryId: string) => Effect.Effect<DeliveryRow | undefined>
+  readonly find: (projectId: ProjectId, deliveryId: DeliveryId) => Effect.Effect<DeliveryRow | undefined>
   /** Makes a failed delivery due again (attempts go on counting). */
-  readonly retry: (projectId: ProjectId, deliveryId: string) => Effect.Effect<DeliveryRow | undefined, DeliveryNotRetryable>
+  readonly retry: (projectId: ProjectId, deliveryId: DeliveryId) => Effect.Effect<DeliveryRow | undefined, DeliveryNotRetryable>
   /**
    * Calls `listener` after every attempt this node's dispatcher records (Track reports its
    * monitors' deliveries on their event streams this way). A failing listener is logged only.
@@ -221,7 +220,7 @@ export class Callbacks extends Context.Service<Callbacks, {
         }),
         send: (input) =>
           Effect.gen(function*() {
-            const id = `msg_${makeId("dlv").slice(4)}` as DeliveryId
+            const id = DeliveryId.make(`msg_${makeId("dlv").slice(4)}`)
             const body = JSON.stringify({ type: input.type, timestamp: new Date().toISOString(), data: input.data })
             const settled = input.settled
             const status: DeliveryStatus = settled?.status ?? "pending"
@@ -250,10 +249,9 @@ export class Callbacks extends Context.Service<Callbacks, {
           }).pipe(Effect.orDie),
         wake: Queue.offer(wake, undefined).pipe(Effect.asVoid),
         list: store.list,
-        find: (projectId, deliveryId) => store.find(projectId, deliveryId as DeliveryId),
-        retry: (projectId, text) =>
+        find: (projectId, deliveryId) => store.find(projectId, deliveryId),
+        retry: (projectId, deliveryId) =>
           Effect.gen(function*() {
-            const deliveryId = text as DeliveryId
             const retried = yield* store.retryFailed(projectId, deliveryId)
             if (retried !== undefined) {
               yield* Queue.offer(wake, undefined)

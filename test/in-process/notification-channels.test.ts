@@ -23,6 +23,7 @@ import { Projects } from "../../src/auth/projects.ts"
 import { AppConfig } from "../../src/config/config.ts"
 import { makeId } from "../../src/domain/ids.ts"
 import type { ProjectId } from "../../src/domain/run.ts"
+import type { DeliveryId } from "../../src/domain/id-schemas.ts"
 import { databaseLayer } from "../../src/store/database.ts"
 import { Schedules } from "../../src/schedules/schedules.ts"
 import { SESSION_SCHEDULE_OWNER } from "../../src/do-anything/schedules.ts"
@@ -107,7 +108,7 @@ const TestLayer = EnvLive.pipe(
 )
 
 /** The delivery, once `done` holds for it (the dispatcher works on its own; re-read until then). */
-const awaitDelivery = (projectId: ProjectId, id: string, done: (row: DeliveryRow) => boolean) =>
+const awaitDelivery = (projectId: ProjectId, id: DeliveryId, done: (row: DeliveryRow) => boolean) =>
   Effect.gen(function*() {
     const callbacks = yield* Callbacks
     while (true) {

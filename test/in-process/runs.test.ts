@@ -10,6 +10,7 @@
 import { assert, expect, layer } from "@effect/vitest"
 import { Effect, Exit } from "effect"
 import { Sessions } from "../../src/do-anything/service.ts"
+import { InputRequestId } from "../../src/domain/id-schemas.ts"
 import { RunStore } from "../../src/store/runs.ts"
 import { lastUserText, refOf, toolResults } from "../fixtures/model/scripted-model.ts"
 import { createSession, doAnything } from "./do-anything.ts"
@@ -181,10 +182,10 @@ layer(inProcess(), { excludeTestServices: true })("DoAnything in-process", (it) 
       const waiting = yield* awaitStatus(run.id, ["awaiting_input"])
       const asked = yield* awaitEvent(run.id, "run.input_request")
       expect(asked.data).toMatchObject({ prompt: "What is the 2FA code?", schema: { type: "string" } })
-      const requestId = String(asked.data["input_request_id"])
+      const requestId = InputRequestId.make(String(asked.data["input_request_id"]))
       expect(requestId).toMatch(/^ir_/)
 
-      const unknown = yield* Effect.flip(sessions.answer(waiting, "ir_unknown", "1"))
+      const unknown = yield* Effect.flip(sessions.answer(waiting, InputRequestId.make("ir_unknown"), "1"))
       expect(unknown._tag).toBe("InputRequestNotFound")
       yield* sessions.answer(waiting, requestId, "424242")
       const done = yield* awaitStatus(run.id, TERMINAL)

@@ -4,14 +4,17 @@
  * without the model. Listed, read (steps, versions, use counts) and deleted; any key of the
  * project may do each, as it may read and start the runs that make and use them.
  */
+import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { BadRequest, NotFound } from "../../domain/api-errors.ts"
+import { CacheScriptId } from "../../domain/id-schemas.ts"
 import { PageQuery } from "../../domain/pagination.ts"
 import { CacheScriptListResponse, CacheScriptResponse } from "../../domain/wire/cache-scripts.ts"
-import { MaxString, ProjectIdParam } from "./schemas.ts"
+import { ProjectIdParam } from "./schemas.ts"
 import { Authentication, Idempotency, RateLimit } from "./security.ts"
 
-const ScriptIdParam = { ...ProjectIdParam, script_id: MaxString(64) }
+/** The script id in a path, decoded as the branded CacheScriptId (on the wire the same string, at most 64 characters). */
+const ScriptIdParam = { ...ProjectIdParam, script_id: CacheScriptId.check(Schema.isMaxCodePoints(64)) }
 
 export class CacheScriptsApi extends HttpApiGroup.make("cacheScripts")
   .add(

@@ -23,10 +23,13 @@ import {
   ResearchRunResponse
 } from "../../domain/wire/deep-research.ts"
 import { CancelRunRequest, FeedbackRequest } from "../../domain/wire/do-anything.ts"
-import { MaxString, ProjectIdParam, RunIdParam } from "./schemas.ts"
+import { ArtifactId } from "../../domain/id-schemas.ts"
+import { ProjectIdParam, RunIdParam } from "./schemas.ts"
 import { Authentication, Idempotency, RateLimit } from "./security.ts"
 
 const strict = { errors: "all", onExcessProperty: "error" } as const
+/** An artifact id in a path, decoded as the branded ArtifactId (on the wire the same string, at most 64 characters). */
+const ArtifactIdParam = ArtifactId.check(Schema.isMaxCodePoints(64))
 const EventStream = Schema.String.pipe(HttpApiSchema.asText({ contentType: "text/event-stream" }))
 const ArtifactContent = Schema.String.pipe(HttpApiSchema.asText({ contentType: "text/markdown" }))
 /**
@@ -126,7 +129,7 @@ const endpoints = <
     ),
     HttpApiEndpoint.get("listArtifacts", `${base}/:rid/artifacts`, { params: run, query: PageQuery, success: ArtifactList, error: [BadRequest, NotFound] }),
     HttpApiEndpoint.get("getArtifact", `${base}/:rid/artifacts/:aid`, {
-      params: { ...run, aid: MaxString(64) },
+      params: { ...run, aid: ArtifactIdParam },
       success: ArtifactContent,
       error: NotFound
     }).annotate(OpenApi.Transform, jsonArtifacts)

@@ -5,6 +5,7 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { BadRequest, Forbidden, NotFound } from "../../domain/api-errors.ts"
+import { ArtifactId } from "../../domain/id-schemas.ts"
 import { PageQuery } from "../../domain/pagination.ts"
 import { replayAssetNames } from "../../domain/recording.ts"
 import { DoAnythingArtifactList } from "../../domain/wire/recordings.ts"
@@ -14,7 +15,8 @@ import { Authentication, Idempotency, RateLimit } from "./security.ts"
 
 const ArtifactContent = Schema.Uint8Array.pipe(HttpApiSchema.asUint8Array({ contentType: "application/json" }))
 const Html = Schema.String.pipe(HttpApiSchema.asText({ contentType: "text/html" }))
-const ArtifactIdParam = MaxString(64)
+/** An artifact id in a path, decoded as the branded ArtifactId (on the wire the same string, at most 64 characters). */
+const ArtifactIdParam = ArtifactId.check(Schema.isMaxCodePoints(64))
 
 const contentDescription = "The artifact's content. A recording is JSON `{format: \"rrweb/2\", run_id, events: [rrweb events], " +
   "event_count, truncated}`, stored gzip-compressed: sent with `Content-Encoding: gzip` to clients that accept it, " +

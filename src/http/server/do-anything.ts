@@ -23,6 +23,7 @@ import { withRecording } from "../views/recording-view.ts"
 import { RecordingLinks } from "../../recordings/replay-links.ts"
 import { ArtifactStore } from "../../store/artifacts.ts"
 import type { RunId, SessionId } from "../../domain/run.ts"
+import { InputRequestId } from "../../domain/id-schemas.ts"
 import type { Convention } from "../../domain/run-state.ts"
 import { SafetyPolicies } from "../../safety/service.ts"
 import { checkCreateSafety } from "./safety.ts"
@@ -129,7 +130,7 @@ export const DoAnythingHandlers = HttpApiBuilder.group(
           if (missing.length > 0) {
             return yield* validationError(`${missing.join(" and ")} required`, missing.map((field) => ({ loc: ["body", field], msg: "required", type: "missing" })))
           }
-          return runView(yield* httpErrors(sessions.answer(found, payload.input_request_id!, payload.response)))
+          return runView(yield* httpErrors(sessions.answer(found, InputRequestId.make(payload.input_request_id!), payload.response)))
         }))
       .handle("cancel", ({ params, payload }) =>
         run(params.sid, params.rid).pipe(

@@ -10,6 +10,7 @@ import { HttpApiBuilder } from "effect/http-api"
 import { gunzipSync } from "node:zlib"
 import { Sessions } from "../../do-anything/service.ts"
 import type { RunId, SessionId } from "../../domain/run.ts"
+import type { ArtifactId } from "../../domain/id-schemas.ts"
 import { RECORDING_ARTIFACT_NAME } from "../../recordings/recorder.ts"
 import { RecordingLinks } from "../../recordings/replay-links.ts"
 import { REPLAY_PAGE_DIRECTIVES, replayAsset, replayHtml } from "../../recordings/replay-page.ts"
@@ -62,7 +63,7 @@ export const DoAnythingArtifactsHandlers = HttpApiBuilder.group(
         const page = toPage(yield* artifacts.list(run.id, { limit: limit + 1, before }), limit)
         return { items: yield* Effect.forEach(page.items, view), next_cursor: page.next_cursor }
       })
-    const get = (request: HttpServerRequest.HttpServerRequest, aid: string, rid: RunId, sid?: SessionId) =>
+    const get = (request: HttpServerRequest.HttpServerRequest, aid: ArtifactId, rid: RunId, sid?: SessionId) =>
       Effect.gen(function*() {
         const run = yield* findRun(rid, sid)
         const artifact = yield* artifacts.body(aid, run.id)
@@ -84,7 +85,7 @@ export const RecordingReplayHandlers = HttpApiBuilder.group(
     const artifacts = yield* ArtifactStore
     const links = yield* RecordingLinks
     /** The recording a signed URL names (403 when the signature is wrong or expired). */
-    const signedRecording = (aid: string, expires: number, signature: string) =>
+    const signedRecording = (aid: ArtifactId, expires: number, signature: string) =>
       Effect.gen(function*() {
         const verdict = yield* links.verify(aid, expires, signature)
         if (verdict === "invalid") return yield* new Forbidden({ code: "invalid_signature", detail: "the signature does not match this URL", extra: {} })
