@@ -20,8 +20,9 @@ import { createOnce } from "./keyed-create.ts"
 import { loadUrlSigner } from "./url-signer.ts"
 import { type WireBody, WorkspaceFileNotFound, WorkspaceNotFound } from "../domain/errors.ts"
 import { withMethodSpans } from "../observability/spans.ts"
-import type { ProjectId } from "../domain/run.ts"
-import type { WorkspaceId } from "../domain/id-schemas.ts"
+import { ProjectId } from "../domain/run.ts"
+import { WorkspaceId } from "../domain/id-schemas.ts"
+import { decodeRows } from "./rows.ts"
 
 /** Bytes per stored chunk: bytea values stay small and a download streams chunk by chunk. */
 export const CHUNK_BYTES = 1024 * 1024
@@ -53,28 +54,40 @@ export class InvalidFileName extends Schema.TaggedError<InvalidFileName>()("Inva
   }
 }
 
-export interface WorkspaceRow {
-  readonly id: WorkspaceId
-  readonly project_id: ProjectId
-  readonly name: string | null
-  readonly file_count: number
-  readonly size_bytes: number
-  readonly created_at: Date
-  readonly updated_at: Date
-}
+export const WorkspaceRow = Schema.Struct({
+  id: WorkspaceId,
+  project_id: ProjectId,
+  name: Schema.NullOr(Schema.String),
+  file_count: Schema.Number,
+  size_bytes: Schema.Number,
+  created_at: Schema.Date,
+  updated_at: Schema.Date
+})
+export type WorkspaceRow = typeof WorkspaceRow.Type
 
 /** Where a file came from. */
-export type FileSource = "upload" | "download" | "agent"
+export const FileSource = Schema.Literals(["upload", "download", "agent"])
+export type FileSource = typeof FileSource.Type
 
-export interface WorkspaceFileRow {
-  readonly workspace_id: WorkspaceId
-  readonly name: string
-  readonly size_bytes: number
-  readonly content_type: string
-  readonly source: FileSource
-  readonly created_at: Date
-  readonly updated_at: Date
-}
+export const WorkspaceFileRow = Schema.Struct({
+  workspace_id: WorkspaceId,
+  name: Schema.String,
+  size_bytes: Schema.Number,
+  content_type: Schema.String,
+  source: FileSource,
+  created_at: Schema.Date,
+  updated_at: Schema.Date
+})
+export type WorkspaceFileRow = typeof WorkspaceFileRow.Type
+
+const workspaceRows = decodeRows(WorkspaceRow)
+const fileRows = decodeRows(WorkspaceFileRow)
+/** A file row with the blob that holds its bytes (the store's own; callers get WorkspaceFileRow). */
+const storedFileRows = decodeRows(Schema.Struct({ ...WorkspaceFileRow.fields, blob_id: Schema.String }))
+const blobIdRows = decodeRows(Schema.Struct({ blob_id: Schema.String }))
+const seqRows = decodeRows(Schema.Struct({ seq: Schema.Number }))
+const chunkRows = decodeRows(Schema.Struct({ data: Schema.Uint8Array }))
+const totalRows = decodeRows(Schema.Struct({ total: Schema.Number }))
 
 export interface SignedUrl {
   /** Path and query, relative to the service's base URL. */
@@ -193,15 +206,13 @@ export class WorkspaceStore extends Context.Service<WorkspaceStore, {
       const fileColumns = sql`workspace_id, name, size_bytes::float8 AS size_bytes, content_type, source, created_at, updated_at`
 
       const find = (projectId: ProjectId, workspaceId: WorkspaceId) =>
-        sql<WorkspaceRow>`SELECT ${workspaceColumns} FROM workspaces w WHERE w.id = ${workspaceId} AND w.project_id = ${projectId}`.pipe(
-          Effect.orDie,
+        workspaceRows(sql`SELECT ${workspaceColumns} FROM workspaces w WHERE w.id = ${workspaceId} AND w.project_id = ${projectId}`).pipe(
           Effect.flatMap((rows) => rows[0] === undefined ? Effect.fail(new WorkspaceNotFound({ workspaceId })) : Effect.succeed(rows[0]))
         )
 
       const findFile = (workspaceId: WorkspaceId, name: string) =>
-        sql<WorkspaceFileRow & { blob_id: string }>`
-          SELECT ${fileColumns}, blob_id FROM workspace_files WHERE workspace_id = ${workspaceId} AND name = ${canonicalFileName(name)}`.pipe(
-          Effect.orDie,
+        storedFileRows(sql`
+          SELECT ${fileColumns}, blob_id FROM workspace_files WHERE workspace_id = ${workspaceId} AND name = ${canonicalFileName(name)}`).pipe(
           Effect.flatMap((rows) => rows[0] === undefined ? Effect.fail(new WorkspaceFileNotFound({ workspaceId, name })) : Effect.succeed(rows[0]))
         )
 
@@ -240,26 +251,26 @@ export class WorkspaceStore extends Context.Service<WorkspaceStore, {
           const touched = yield* sql`UPDATE workspaces SET updated_at = now() WHERE id = ${workspaceId} RETURNING id`
           if (touched.length === 0) return yield* new WorkspaceNotFound({ workspaceId })
           if (options.onConflict === "replace") {
-            const previous = yield* sql<{ blob_id: string }>`
-              SELECT blob_id FROM workspace_files WHERE workspace_id = ${workspaceId} AND name = ${requested} FOR UPDATE`
-            const rows = yield* sql<WorkspaceFileRow>`
+            const previous = yield* blobIdRows(sql`
+              SELECT blob_id FROM workspace_files WHERE workspace_id = ${workspaceId} AND name = ${requested} FOR UPDATE`)
+            const rows = yield* fileRows(sql`
               INSERT INTO workspace_files (workspace_id, name, blob_id, size_bytes, content_type, source)
               VALUES (${workspaceId}, ${requested}, ${blobId}, ${size}, ${options.contentType}, ${options.source})
               ON CONFLICT (workspace_id, name) DO UPDATE SET
                 blob_id = excluded.blob_id, size_bytes = excluded.size_bytes, content_type = excluded.content_type,
                 source = excluded.source, updated_at = now()
-              RETURNING ${fileColumns}`
+              RETURNING ${fileColumns}`)
             if (previous[0] !== undefined && previous[0].blob_id !== blobId) yield* sql`DELETE FROM workspace_blobs WHERE id = ${previous[0].blob_id}`
             return rows[0]!
           }
           // The workspace row is locked by the UPDATE above, so two renames cannot pick one name.
           for (let n = 0; ; n++) {
             const candidate = n === 0 ? requested : numbered(requested, n)
-            const rows = yield* sql<WorkspaceFileRow>`
+            const rows = yield* fileRows(sql`
               INSERT INTO workspace_files (workspace_id, name, blob_id, size_bytes, content_type, source)
               VALUES (${workspaceId}, ${candidate}, ${blobId}, ${size}, ${options.contentType}, ${options.source})
               ON CONFLICT (workspace_id, name) DO NOTHING
-              RETURNING ${fileColumns}`
+              RETURNING ${fileColumns}`)
             if (rows[0] !== undefined) return rows[0]
           }
         })).pipe(Effect.catchTag("SqlError", Effect.die))
@@ -286,13 +297,11 @@ export class WorkspaceStore extends Context.Service<WorkspaceStore, {
         })
 
       const chunkSeqs = (blobId: string) =>
-        sql<{ seq: number }>`SELECT seq FROM workspace_blob_chunks WHERE blob_id = ${blobId} ORDER BY seq`.pipe(
-          Effect.orDie,
+        seqRows(sql`SELECT seq FROM workspace_blob_chunks WHERE blob_id = ${blobId} ORDER BY seq`).pipe(
           Effect.map((rows) => rows.map((row) => row.seq))
         )
       const chunk = (blobId: string, seq: number) =>
-        sql<{ data: Buffer }>`SELECT data FROM workspace_blob_chunks WHERE blob_id = ${blobId} AND seq = ${seq}`.pipe(
-          Effect.orDie,
+        chunkRows(sql`SELECT data FROM workspace_blob_chunks WHERE blob_id = ${blobId} AND seq = ${seq}`).pipe(
           Effect.flatMap((rows) => rows[0] === undefined
             ? Effect.die(new Error("the file was replaced or deleted while it was read"))
             : Effect.succeed(new Uint8Array(rows[0].data.buffer, rows[0].data.byteOffset, rows[0].data.byteLength)))
@@ -306,22 +315,22 @@ export class WorkspaceStore extends Context.Service<WorkspaceStore, {
         create: (projectId, name) =>
           createOnce(
             sql,
-            sql<WorkspaceRow>`
+            workspaceRows(sql`
               INSERT INTO workspaces (id, project_id, name) VALUES (${makeId("ws")}, ${projectId}, ${name})
-              RETURNING id, project_id, name, created_at, updated_at, 0 AS file_count, 0 AS size_bytes`.pipe(Effect.map((rows) => rows[0]!)),
+              RETURNING id, project_id, name, created_at, updated_at, 0 AS file_count, 0 AS size_bytes`).pipe(Effect.map((rows) => rows[0]!)),
             (row) => row.id,
-            (id) => find(projectId, id as WorkspaceId).pipe(Effect.catchTag("WorkspaceNotFound", () => Effect.succeed(undefined)))
+            (id) => find(projectId, WorkspaceId.make(id)).pipe(Effect.catchTag("WorkspaceNotFound", () => Effect.succeed(undefined)))
           ).pipe(Effect.orDie),
         list: (projectId, limit, beforeId) =>
           Effect.all({
-            rows: sql<WorkspaceRow>`
+            rows: workspaceRows(sql`
               SELECT ${workspaceColumns} FROM workspaces w
               WHERE w.project_id = ${projectId} ${beforeId === undefined ? sql`` : sql`AND w.id < ${beforeId}`}
-              ORDER BY w.id DESC LIMIT ${limit}`,
-            total: sql<{ total: number }>`SELECT count(*)::int AS total FROM workspaces WHERE project_id = ${projectId}`.pipe(
+              ORDER BY w.id DESC LIMIT ${limit}`),
+            total: totalRows(sql`SELECT count(*)::int AS total FROM workspaces WHERE project_id = ${projectId}`).pipe(
               Effect.map((rows) => rows[0]?.total ?? 0)
             )
-          }).pipe(Effect.orDie),
+          }),
         find,
         remove: (projectId, workspaceId) =>
           Effect.gen(function*() {
@@ -330,9 +339,9 @@ export class WorkspaceStore extends Context.Service<WorkspaceStore, {
             return row
           }),
         listFiles: (workspaceId, page) =>
-          sql<WorkspaceFileRow>`SELECT ${fileColumns} FROM workspace_files WHERE workspace_id = ${workspaceId}
+          fileRows(sql`SELECT ${fileColumns} FROM workspace_files WHERE workspace_id = ${workspaceId}
             ${page?.after === undefined ? sql`` : sql`AND name > ${page.after}`}
-            ORDER BY name ${page === undefined ? sql`` : sql`LIMIT ${page.limit}`}`.pipe(Effect.orDie),
+            ORDER BY name ${page === undefined ? sql`` : sql`LIMIT ${page.limit}`}`),
         findFile: (workspaceId, name) => Effect.map(findFile(workspaceId, name), publicFile),
         putFile,
         readFile: (workspaceId, name, limit) =>
@@ -358,8 +367,8 @@ export class WorkspaceStore extends Context.Service<WorkspaceStore, {
           }),
         deleteFile: (workspaceId, name) =>
           sql.withTransaction(Effect.gen(function*() {
-            const rows = yield* sql<WorkspaceFileRow & { blob_id: string }>`
-              DELETE FROM workspace_files WHERE workspace_id = ${workspaceId} AND name = ${canonicalFileName(name)} RETURNING ${fileColumns}, blob_id`
+            const rows = yield* storedFileRows(sql`
+              DELETE FROM workspace_files WHERE workspace_id = ${workspaceId} AND name = ${canonicalFileName(name)} RETURNING ${fileColumns}, blob_id`)
             if (rows[0] === undefined) return yield* new WorkspaceFileNotFound({ workspaceId, name })
             yield* sql`DELETE FROM workspace_blobs WHERE id = ${rows[0].blob_id}`
             yield* sql`UPDATE workspaces SET updated_at = now() WHERE id = ${workspaceId}`

@@ -7,13 +7,14 @@
  * (`inbox_address` is null and the mail tools are not offered). The address is
  * `<session id>@<domain>`; a closed session's address refuses mail.
  */
-import { Context, Effect, Layer, Option } from "effect"
+import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { AppConfig, type AppConfigShape } from "../../config/config.ts"
 import { makeId } from "../../domain/ids.ts"
 import { withMethodSpans } from "../../observability/spans.ts"
-import type { ProjectId, RunId, SessionId } from "../../domain/run.ts"
-import type { EmailId, WorkspaceId } from "../../domain/id-schemas.ts"
+import { ProjectId, RunId, SessionId } from "../../domain/run.ts"
+import { EmailId, WorkspaceId } from "../../domain/id-schemas.ts"
+import { decodeRows } from "../../store/rows.ts"
 
 export const DEFAULT_MAIL_DOMAIN = "agents.localhost"
 
@@ -29,31 +30,45 @@ export const mailDomainOf = (config: Pick<AppConfigShape, "mailDomain" | "smtpLi
 export const inboxAddressOf = (sessionId: SessionId, agentmail: boolean | undefined, domain: string | null): string | null =>
   domain === null || agentmail === false ? null : `${sessionId}@${domain}`
 
-export interface StoredAttachment {
-  readonly filename: string
-  readonly content_type: string
-  readonly size_bytes: number
-  readonly saved_as: string | null
-  readonly note: string | null
-}
+/** An attachment as the `attachments` jsonb column keeps it. */
+export const StoredAttachment = Schema.Struct({
+  filename: Schema.String,
+  content_type: Schema.String,
+  size_bytes: Schema.Number,
+  saved_as: Schema.NullOr(Schema.String),
+  note: Schema.NullOr(Schema.String)
+})
+export type StoredAttachment = typeof StoredAttachment.Type
 
-export interface InboxMessageRow {
-  readonly id: EmailId
-  readonly session_id: SessionId
-  readonly project_id: ProjectId
-  readonly run_id: RunId | null
-  readonly from_address: string
-  readonly to_address: string
-  readonly subject: string
-  readonly message_id: string | null
-  readonly text_body: string
-  readonly html_body: string | null
-  readonly links: ReadonlyArray<string>
-  readonly codes: ReadonlyArray<string>
-  readonly attachments: ReadonlyArray<StoredAttachment>
-  readonly size_bytes: number
-  readonly received_at: Date
-}
+/** A stored message; `links`, `codes` and `attachments` are jsonb columns, decoded here. */
+export const InboxMessageRow = Schema.Struct({
+  id: EmailId,
+  session_id: SessionId,
+  project_id: ProjectId,
+  run_id: Schema.NullOr(RunId),
+  from_address: Schema.String,
+  to_address: Schema.String,
+  subject: Schema.String,
+  message_id: Schema.NullOr(Schema.String),
+  text_body: Schema.String,
+  html_body: Schema.NullOr(Schema.String),
+  links: Schema.Array(Schema.String),
+  codes: Schema.Array(Schema.String),
+  attachments: Schema.Array(StoredAttachment),
+  size_bytes: Schema.Number,
+  received_at: Schema.Date
+})
+export type InboxMessageRow = typeof InboxMessageRow.Type
+
+const messageRows = decodeRows(InboxMessageRow)
+const agentmailRows = decodeRows(Schema.Struct({ agentmail: Schema.Boolean }))
+const recipientRows = decodeRows(Schema.Struct({
+  id: SessionId,
+  project_id: ProjectId,
+  workspace_id: Schema.NullOr(WorkspaceId),
+  status: Schema.String,
+  current_run_id: Schema.NullOr(RunId)
+}))
 
 /** The session an address names, when it may receive mail. */
 export interface Recipient {
@@ -85,11 +100,10 @@ export class MailInboxStore extends Context.Service<MailInboxStore, {
       const columns = sql`id, session_id, project_id, run_id, from_address, to_address, subject, message_id, text_body, html_body,
         links, codes, attachments, size_bytes, received_at`
       const agentmail = (sessionId: SessionId) =>
-        sql<{ agentmail: boolean }>`
+        agentmailRows(sql`
           SELECT (request->>'agentmail') IS DISTINCT FROM 'false' AS agentmail
-          FROM runs WHERE session_id = ${sessionId} ORDER BY id LIMIT 1`.pipe(
-          Effect.map((rows) => rows[0]?.agentmail ?? false),
-          Effect.orDie
+          FROM runs WHERE session_id = ${sessionId} ORDER BY id LIMIT 1`).pipe(
+          Effect.map((rows) => rows[0]?.agentmail ?? false)
         )
       return MailInboxStore.of(withMethodSpans("MailInboxStore", {
         domain,
@@ -101,10 +115,10 @@ export class MailInboxStore extends Context.Service<MailInboxStore, {
             if (at < 1) return undefined
             const local = address.slice(0, at).toLowerCase()
             if (address.slice(at + 1).toLowerCase() !== domain || !/^sess_[0-9a-z]{26}$/.test(local)) return undefined
-            const rows = yield* sql<{ id: SessionId; project_id: ProjectId; workspace_id: WorkspaceId | null; status: string; current_run_id: RunId | null }>`
+            const rows = yield* recipientRows(sql`
               SELECT s.id, s.project_id, s.workspace_id, s.status,
                 (SELECT r.id FROM runs r WHERE r.id = s.latest_run_id AND r.status NOT IN ('done', 'failed', 'canceled')) AS current_run_id
-              FROM sessions s WHERE s.id = ${local}`.pipe(Effect.orDie)
+              FROM sessions s WHERE s.id = ${local}`)
             const session = rows[0]
             if (session === undefined || session.status === "closed") return undefined
             if (!(yield* agentmail(session.id))) return undefined
@@ -113,26 +127,24 @@ export class MailInboxStore extends Context.Service<MailInboxStore, {
         insert: (message) =>
           Effect.gen(function*() {
             const id = makeId("eml")
-            const rows = yield* sql<InboxMessageRow>`
+            const rows = yield* messageRows(sql`
               INSERT INTO session_inbox_messages (id, session_id, project_id, run_id, from_address, to_address, subject, message_id,
                 text_body, html_body, links, codes, attachments, size_bytes)
               VALUES (${id}, ${message.session_id}, ${message.project_id}, ${message.run_id}, ${message.from_address}, ${message.to_address},
                 ${message.subject}, ${message.message_id}, ${message.text_body}, ${message.html_body}, ${JSON.stringify(message.links)}::jsonb,
                 ${JSON.stringify(message.codes)}::jsonb, ${JSON.stringify(message.attachments)}::jsonb, ${message.size_bytes})
-              RETURNING ${columns}`.pipe(Effect.orDie)
+              RETURNING ${columns}`)
             return rows[0]!
           }),
         list: (sessionId, limit, beforeId) =>
-          (beforeId === undefined
-            ? sql<InboxMessageRow>`SELECT ${columns} FROM session_inbox_messages WHERE session_id = ${sessionId} ORDER BY id DESC LIMIT ${limit}`
-            : sql<InboxMessageRow>`SELECT ${columns} FROM session_inbox_messages WHERE session_id = ${sessionId} AND id < ${beforeId} ORDER BY id DESC LIMIT ${limit}`
-          ).pipe(Effect.orDie),
+          messageRows(beforeId === undefined
+            ? sql`SELECT ${columns} FROM session_inbox_messages WHERE session_id = ${sessionId} ORDER BY id DESC LIMIT ${limit}`
+            : sql`SELECT ${columns} FROM session_inbox_messages WHERE session_id = ${sessionId} AND id < ${beforeId} ORDER BY id DESC LIMIT ${limit}`),
         oldestFirst: (sessionId, limit) =>
-          sql<InboxMessageRow>`SELECT ${columns} FROM session_inbox_messages WHERE session_id = ${sessionId} ORDER BY id LIMIT ${limit}`.pipe(Effect.orDie),
+          messageRows(sql`SELECT ${columns} FROM session_inbox_messages WHERE session_id = ${sessionId} ORDER BY id LIMIT ${limit}`),
         get: (sessionId, messageId) =>
-          sql<InboxMessageRow>`SELECT ${columns} FROM session_inbox_messages WHERE session_id = ${sessionId} AND id = ${messageId}`.pipe(
-            Effect.map((rows) => rows[0]),
-            Effect.orDie
+          messageRows(sql`SELECT ${columns} FROM session_inbox_messages WHERE session_id = ${sessionId} AND id = ${messageId}`).pipe(
+            Effect.map((rows) => rows[0])
           )
       }))
     })
