@@ -291,17 +291,17 @@ export class WebAgentClient {
       run(Effect.flatMap(decodePayload(CreateMonitorSchema, body), (payload) => this.api.track.createMonitor({ params: this.pid, payload }))),
     list: (query: { page?: number; page_size?: number; status?: string } = {}) =>
       run(this.api.track.listMonitors({ params: this.pid, query: query as never })),
-    get: (monitorId: string): Promise<Monitor> => run(this.api.track.getMonitor({ params: { ...this.pid, mid: monitorId } })),
+    get: (monitorId: string): Promise<Monitor> => run(this.api.track.getMonitor({ params: { ...this.pid, mid: asId(monitorId) } })),
     patch: (monitorId: string, body: { action: "pause" | "resume" | "refine" | "cancel"; patch?: Record<string, unknown>; reason?: string }) =>
-      run(Effect.flatMap(decodePayload(PatchMonitorSchema, body), (payload) => this.api.track.patchMonitor({ params: { ...this.pid, mid: monitorId }, payload }))),
-    delete: (monitorId: string) => run(this.api.track.deleteMonitor({ params: { ...this.pid, mid: monitorId } })),
-    runNow: (monitorId: string) => run(this.api.track.runNow({ params: { ...this.pid, mid: monitorId } })),
+      run(Effect.flatMap(decodePayload(PatchMonitorSchema, body), (payload) => this.api.track.patchMonitor({ params: { ...this.pid, mid: asId(monitorId) }, payload }))),
+    delete: (monitorId: string) => run(this.api.track.deleteMonitor({ params: { ...this.pid, mid: asId(monitorId) } })),
+    runNow: (monitorId: string) => run(this.api.track.runNow({ params: { ...this.pid, mid: asId(monitorId) } })),
     snapshots: (monitorId: string, query: { limit?: number; cursor?: string } = {}) =>
-      run(this.api.track.listSnapshots({ params: { ...this.pid, mid: monitorId }, query: query as never })),
+      run(this.api.track.listSnapshots({ params: { ...this.pid, mid: asId(monitorId) }, query: query as never })),
     deliveries: (monitorId: string, query: { limit?: number; cursor?: string } = {}) =>
-      run(this.api.track.listDeliveries({ params: { ...this.pid, mid: monitorId }, query: query as never })),
+      run(this.api.track.listDeliveries({ params: { ...this.pid, mid: asId(monitorId) }, query: query as never })),
     answer: (monitorId: string, requestId: string, response: string, kind: "answer" | "skip" | "abandon" = "answer") =>
-      run(this.api.track.interveneMonitor({ params: { ...this.pid, mid: monitorId }, payload: { request_id: requestId, kind, response } })),
+      run(this.api.track.interveneMonitor({ params: { ...this.pid, mid: asId(monitorId) }, payload: { request_id: requestId, kind, response } })),
     events: (monitorId: string, stream: StreamOptions<MonitorEvent> = {}) =>
       this.events<MonitorEvent>(`/v1/projects/${this.projectId}/track/monitors/${monitorId}/events`, { isLast: monitorEnded, ...stream })
   }

@@ -28,6 +28,7 @@ import {
 import type { RunStore } from "../../src/store/runs.ts"
 import type { MonitorStore } from "../../src/track/monitor-store.ts"
 import type { RunId } from "../../src/domain/run.ts"
+import { MonitorId } from "../../src/domain/monitor.ts"
 
 type Json = any
 const doc: Json = OpenApi.fromApi(WebAgentApi)
@@ -158,9 +159,9 @@ describe("event schemas in the OpenAPI document", () => {
       append(runId, "run.exploded", {})
     ]
     const monitors = (append: MonitorStore["Service"]["appendEvent"]) => [
-      append("mon_1", "monitor.tick.skipped", { run_id: "tick_1", reason: "overlap" }),
+      append(MonitorId.make("mon_1"), "monitor.tick.skipped", { run_id: "tick_1", reason: "overlap" }),
       // @ts-expect-error a run event on a monitor's stream
-      append("mon_1", "run.message", { role: "agent", content: "no" })
+      append(MonitorId.make("mon_1"), "run.message", { role: "agent", content: "no" })
     ]
     expect(typeof runs).toBe("function")
     expect(typeof monitors).toBe("function")
