@@ -379,13 +379,14 @@ export const AgentToolkitHandlers = AgentToolkit.toLayer(Effect.gen(function*() 
       confirmed(confirmClick(ctx.safety, targetAt(lease, params.x, params.y), ctx.askHuman), actions.clickAt(lease, params.x, params.y)))),
   type_at: (params) =>
     acting("type_at", params, withLease((lease) =>
-      hasPlaceholder(params.text)
+      // Enter after typing submits the form of the field at the point: as `type`, its default button's category asks first.
+      confirmed(params.submit === true ? confirmClick(ctx.safety, submitTargetOf(lease, { x: params.x, y: params.y }), ctx.askHuman) : Effect.succeed({}), hasPlaceholder(params.text)
         ? Effect.gen(function*() {
           const origin = yield* actions.pageOrigin(lease)
           const text = yield* revealFor(ctx.secrets, params.text, origin)
           return yield* actions.typeAt(lease, params.x, params.y, text, { submit: params.submit ?? false, secret: { shown: params.text, origin } })
         })
-        : actions.typeAt(lease, params.x, params.y, params.text, { submit: params.submit ?? false }))),
+        : actions.typeAt(lease, params.x, params.y, params.text, { submit: params.submit ?? false })))),
   go_back: (params) => acting("go_back", params, withLease((lease) => actions.goBack(lease))),
   wait_for: (params) =>
     acting("wait_for", params, withLease((lease) =>

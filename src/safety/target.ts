@@ -93,24 +93,32 @@ function defaultButtonOf(field: Element | null): Element | null {
 }
 
 /**
- * The control a submission presses: for `type ... submit` (Enter in the field of a ref) or
- * `press_key Enter` (the focused field, ref undefined), its form's default button.
+ * The control a submission presses: for `type ... submit` (Enter in the field of a ref),
+ * `type_at ... submit` (Enter in the field at a point of the viewport) or `press_key Enter` (the
+ * focused field: field undefined), its form's default button.
  */
-export const submitTargetOf = (lease: ContextLease, ref: string | undefined): Effect.Effect<ActionTarget | undefined> => {
+export const submitTargetOf = (
+  lease: ContextLease,
+  field: string | { readonly x: number; readonly y: number } | undefined
+): Effect.Effect<ActionTarget | undefined> => {
   const page = lease.page()
   if (page === undefined) return Effect.succeed(undefined)
   return attempt(lease, "read the form", 5_000, async () => {
-    const field = ref === undefined ? undefined : await locateRef(page, ref).then((location) => location === undefined ? undefined : elementAt(location))
-    if (ref !== undefined && field === undefined) return undefined
-    const handle = field === undefined
+    const element = field === undefined
+      ? undefined
+      : typeof field === "string"
+      ? await locateRef(page, field).then((location) => location === undefined ? undefined : elementAt(location))
+      : await page.mainFrame().evaluateHandle(({ x, y }) => document.elementFromPoint(x, y), field).then((handle) => handle.asElement() ?? undefined)
+    if (field !== undefined && element === undefined) return undefined
+    const handle = element === undefined
       ? await page.mainFrame().evaluateHandle(defaultButtonOf, null)
-      : await field.evaluateHandle(defaultButtonOf)
+      : await element.evaluateHandle(defaultButtonOf)
     const button = handle.asElement()
     try {
       return button === null ? undefined : (await button.evaluate(describeTarget)) ?? undefined
     } finally {
       void handle.dispose().catch(() => undefined)
-      if (field !== undefined) void field.dispose().catch(() => undefined)
+      if (element !== undefined) void element.dispose().catch(() => undefined)
     }
   }).pipe(Effect.orElseSucceed(() => undefined))
 }

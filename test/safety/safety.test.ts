@@ -52,6 +52,12 @@ beforeAll(async () => {
       if (!page.includes("Contact us")) return { tool: "navigate", args: { url: `${shop.url}/contact` } }
       return { tool: "type", args: { ref: refOf(page, "Message"), text: "Hello", submit: true } }
     }
+    if (task.startsWith("send by point")) {
+      if (last?.code === "UserDeclined") return { tool: "done", args: { output: { declined: last.error } } }
+      if (page.includes("Message sent")) return { tool: "done", args: { output: { sent: true } } }
+      if (!page.includes("Contact us")) return { tool: "navigate", args: { url: `${shop.url}/contact-at` } }
+      return { tool: "type_at", args: { x: 250, y: 215, text: "Hello", submit: true } }
+    }
     return { tool: "done", args: { output: "unknown task" } }
   }
   model = await startScriptedModel(originalScript)
@@ -245,5 +251,17 @@ describe("confirmation of a payment click", () => {
     expect(declined.run.status).toBe("done")
     expect(declined.run.output.declined).toContain("the user declined")
     expect(shop.messages()).toBe(sentBefore)
+  })
+
+  it("asks before a form is submitted with Enter at a point (type_at ... submit)", async () => {
+    await putPolicy({ confirm_actions: ["send_message"] })
+    const sentBefore = shop.messages()
+    const declined = await answerWith("no", "send by point", "The agent wants to click \"Send\" (send message). Allow? yes/no")
+    expect(declined.run.status).toBe("done")
+    expect(declined.run.output.declined).toContain("the user declined")
+    expect(shop.messages()).toBe(sentBefore)
+    const allowed = await answerWith("yes", "send by point", "The agent wants to click \"Send\" (send message). Allow? yes/no")
+    expect(allowed.run.output).toEqual({ sent: true })
+    expect(shop.messages()).toBe(sentBefore + 1)
   })
 })
