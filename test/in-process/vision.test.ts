@@ -3,15 +3,19 @@
  * observation goes to the model with a set-of-marks JPEG of the viewport, in the provider's own
  * form (Chat Completions `image_url` data URL, Anthropic `image` block), only on the newest
  * observation; off (or auto for an unknown model) sends none. A button drawn on a <canvas> is
- * found by the scripted model in the image it got and pressed with click_at.
+ * found by the scripted model in the image it got and pressed with click_at. A server that reports
+ * no usage (either provider) is charged an estimate that counts the image's tokens.
  *
  * Images are decoded by a Chromium of the test's own (createImageBitmap), not by our code.
  */
 import { afterAll, beforeAll, expect, layer } from "@effect/vitest"
+import { createServer, type IncomingMessage } from "node:http"
+import type { AddressInfo } from "node:net"
 import { Effect } from "effect"
 import { type Browser, chromium, type Page } from "playwright-core"
+import { ScreenshotId } from "../../src/domain/id-schemas.ts"
 import { ScreenshotStore } from "../../src/store/screenshots.ts"
-import { type ChatRequest, imageParts, lastUserText } from "../fixtures/model/scripted-model.ts"
+import { type ChatRequest, imageParts, lastUserText, startScriptedModel } from "../fixtures/model/scripted-model.ts"
 import { imageBlocks, startScriptedAnthropic } from "../fixtures/model/scripted-anthropic.ts"
 import { type CanvasSite, helpBox, revealBox, startCanvasSite } from "../fixtures/sites/canvas-button.ts"
 import { createSession } from "./do-anything.ts"
@@ -19,6 +23,35 @@ import { Fixtures, inProcess } from "./harness.ts"
 import { awaitStatus, eventsOf, TERMINAL } from "./waits.ts"
 
 const anthropic = await startScriptedAnthropic()
+
+/**
+ * An OpenAI-compatible server that reports no usage (some vLLM, llama.cpp and proxy setups): a
+ * loopback proxy in front of a scripted model that drops `usage` from its answers.
+ */
+const startNoUsageProxy = async (target: string) => {
+  const readBody = (request: IncomingMessage) =>
+    new Promise<string>((resolve, reject) => {
+      let body = ""
+      request.on("data", (chunk) => (body += chunk))
+      request.on("end", () => resolve(body))
+      request.on("error", reject)
+    })
+  const origin = new URL(target).origin
+  const server = createServer(async (req, res) => {
+    const upstream = await fetch(`${origin}${req.url}`, { method: req.method ?? "POST", headers: { "content-type": "application/json" }, body: await readBody(req) })
+    const json = await upstream.json() as Record<string, unknown>
+    delete json["usage"]
+    res.writeHead(upstream.status, { "content-type": "application/json" }).end(JSON.stringify(json))
+  })
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+  const { port } = server.address() as AddressInfo
+  return {
+    baseUrl: `http://127.0.0.1:${port}${new URL(target).pathname}`,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve()))
+  }
+}
+const quietModel = await startScriptedModel(() => ({ tool: "done", args: { output: "no script" } }))
+const noUsage = await startNoUsageProxy(quietModel.baseUrl)
 let site: CanvasSite
 let viewer: Browser
 let decoder: Page
@@ -31,6 +64,8 @@ afterAll(async () => {
   await viewer?.close()
   await site?.close()
   await anthropic.close()
+  await noUsage.close()
+  await quietModel.close()
 })
 
 interface Decoded {
@@ -131,7 +166,7 @@ layer(inProcess({ WA_MODEL_VISION: "on" }), { excludeTestServices: true })("visi
       const screenshots = yield* ScreenshotStore
       const shot = (yield* eventsOf(run.id)).find((event) => event.type === "run.screenshot")
       const url = new URL(String(shot!.data["url"]), "http://x")
-      const plain = yield* screenshots.read(url.pathname.split("/").at(-1)!, Number(url.searchParams.get("expires")), url.searchParams.get("signature")!)
+      const plain = yield* screenshots.read(ScreenshotId.make(url.pathname.split("/").at(-1)!), Number(url.searchParams.get("expires")), url.searchParams.get("signature")!)
       expect(plain).toBeInstanceOf(Uint8Array)
       const plainDecoded = yield* Effect.promise(() => decode(`data:image/jpeg;base64,${Buffer.from(plain as Uint8Array).toString("base64")}`, [helpEdge]))
       expect(whitish(plainDecoded.probes[0]!)).toBe(true)
@@ -187,6 +222,44 @@ layer(inProcess({ WA_MODEL_PROVIDER: "anthropic", WA_MODEL_BASE_URL: anthropic.b
         const imageEstimate = Math.min(1600, Math.ceil((decoded.width * decoded.height) / 750))
         expect(usage[1]!.input_tokens - usage[0]!.input_tokens).toBeGreaterThanOrEqual(imageEstimate)
         expect(Number(done.llm_cost_usd)).toBeGreaterThan(0)
+      }))
+  }
+)
+
+layer(inProcess({ WA_MODEL_VISION: "on", WA_MODEL_BASE_URL: noUsage.baseUrl }), { excludeTestServices: true })(
+  "vision on, OpenAI-compatible server that reports no usage",
+  (it) => {
+    it.effect("the image step is charged an estimate that counts the image part (ceil(w*h/750) tokens)", () =>
+      Effect.gen(function*() {
+        quietModel.setScript((_request, turn) =>
+          turn === 0 ? { tool: "navigate", args: { url: `${site.url}/canvas` } } : { tool: "done", args: { output: { ok: true } } })
+        const before = quietModel.requests.length
+        const { run } = yield* createSession({ instructions: "Look at the canvas page" })
+        const done = yield* awaitStatus(run.id, TERMINAL)
+        expect(done.error_code).toBeNull()
+        expect(done.output).toEqual({ ok: true })
+        const [first, second] = quietModel.requests.slice(before)
+        expect(imageParts(first!)).toEqual([])
+        const images = imageParts(second!)
+        expect(images.length).toBe(1)
+        const decoded = yield* Effect.promise(() => decode(images[0]!.url))
+        expect(decoded.width).toBeGreaterThan(0)
+
+        // The server said nothing about tokens (it would have said 20 000 in): the estimate
+        // counts the step's text and the image.
+        const usage = (yield* eventsOf(run.id)).filter((event) => event.type === "run.usage")
+          .map((event) => event.data as { step: number; input_tokens: number; output_tokens: number })
+        expect(usage.map((u) => u.step)).toEqual([1, 2])
+        for (const u of usage) expect(u.input_tokens).not.toBe(20_000)
+        const imageEstimate = Math.min(1600, Math.ceil((decoded.width * decoded.height) / 750))
+        expect(usage[1]!.input_tokens - usage[0]!.input_tokens).toBeGreaterThanOrEqual(imageEstimate)
+        // More than all the text of the request could give (the image's share is not text).
+        const textChars = JSON.stringify(second!.messages).length - images[0]!.url.length
+        expect(usage[1]!.input_tokens).toBeGreaterThan(Math.ceil(textChars / 4))
+        // Charged at the fallback price of a model not in the table (WA_MODEL_PRICE_PER_MTOK, 1,3).
+        const expected = usage.reduce((sum, u) => sum + (u.input_tokens * 1 + u.output_tokens * 3) / 1e6, 0)
+        expect(Number(done.llm_cost_usd)).toBeGreaterThan(0)
+        expect(Number(done.llm_cost_usd)).toBeCloseTo(expected, 5)
       }))
   }
 )

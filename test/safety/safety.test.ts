@@ -2,8 +2,10 @@
  * The safety boundary end to end (issue 28 §2): the real service, real Chromium, the scripted
  * model and a local shop (test/fixtures/sites/safety-shop.ts) reachable as 127.0.0.1 and as
  * localhost, two hosts to the browser. Policy CRUD (admin only, bad input in the envelope), 403
- * at create, runs that leave the boundary (navigate, a link, a redirect) ending failed with the
- * code and reason and the refused step not charged, and a payment click that waits for a person's yes.
+ * at create (a new session, a follow-up run, continue), runs that leave the boundary (navigate, a
+ * link, a redirect; by denied_domains and by allowed_domains) ending failed with the code and
+ * reason and the refused step not charged, and payment, message and account deletion clicks that
+ * wait for a person's yes.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { lastUserText, refOf, type ScriptedModel, startScriptedModel, taskOf, toolResults } from "../fixtures/model/scripted-model.ts"
@@ -26,6 +28,14 @@ beforeAll(async () => {
     const last = results.at(-1)
     const onShop = page.includes("Cart: 1 book")
     if (task.startsWith("nothing")) return { tool: "done", args: { output: "ok" } }
+    // Never done: the run uses its step budget (WA_MAX_STEPS) and ends expired.
+    if (task.startsWith("keep visiting the shop")) return { tool: "navigate", args: { url: `${shop.url}/shop` } }
+    if (task.startsWith("delete my account")) {
+      if (last?.code === "UserDeclined") return { tool: "done", args: { output: { declined: last.error } } }
+      if (page.includes("Account deleted")) return { tool: "done", args: { output: { deleted: true } } }
+      if (!page.includes("Your account")) return { tool: "navigate", args: { url: `${shop.url}/account` } }
+      return { tool: "click", args: { ref: refOf(page, "Delete my account") } }
+    }
     if (task.startsWith("open the partner page directly")) {
       if (!onShop) return { tool: "navigate", args: { url: `${shop.url}/shop` } }
       return { tool: "navigate", args: { url: `${shop.otherHostUrl}/partner` } }
@@ -61,7 +71,9 @@ beforeAll(async () => {
     return { tool: "done", args: { output: "unknown task" } }
   }
   model = await startScriptedModel(originalScript)
-  service = await startService({ env: scriptedAgentEnv(model.baseUrl) })
+  // A small step budget, so that a run can use it up quickly (continue is for expired runs); the
+  // other tasks take at most five steps.
+  service = await startService({ env: scriptedAgentEnv(model.baseUrl, { WA_MAX_STEPS: "6" }) })
 }, 120_000)
 afterAll(async () => {
   await stopAndClean(service)
@@ -146,6 +158,109 @@ describe("safety boundary at create", () => {
     expect(run.step_count).toBe(1)
     stepCost = Number(run.llm_cost_usd)
     expect(stepCost).toBeGreaterThan(0)
+  })
+})
+
+describe("safety boundary by allowed_domains", () => {
+  it("refuses a create whose URLs name a host outside allowed_domains with 403 safety_boundary_violated, creating nothing", async () => {
+    await putPolicy({ allowed_domains: ["127.0.0.1"] })
+    const before = await service.request("GET", sessionsPath())
+    for (const [path, body] of [
+      [sessionsPath(), { instructions: `open ${shop.otherHostUrl}/partner and read it` }],
+      [`/api/v1/projects/${service.projectId}/do_anything/runs`, { instructions: `see ${shop.otherHostUrl}/partner.` }]
+    ] as const) {
+      const refused = await service.request("POST", path, { body })
+      expect(refused.status, refused.text).toBe(403)
+      expect(refused.json.code).toBe("safety_boundary_violated")
+      expect(refused.json.extra.reason).toContain("localhost is not on the project's allowed_domains (127.0.0.1)")
+      expect(refused.json.extra).toMatchObject({ field: "instructions", domain: "localhost", rule: "allowed_domains", url: `${shop.otherHostUrl}/partner` })
+    }
+    const after = await service.request("GET", sessionsPath())
+    expect(after.json.items.map((s: any) => s.id)).toEqual(before.json.items.map((s: any) => s.id))
+
+    // The allowed host goes ahead (the test can fail).
+    const { runPath } = await startRun(`nothing to do at ${shop.url}/shop`)
+    const run = await waitForRunStatus(service, runPath, terminal, { timeoutMs: 60_000, everyMs: 200 })
+    expect(run.status).toBe("done")
+    await putPolicy({})
+  })
+
+  it("a run that navigates to a host outside allowed_domains ends failed with safety_boundary_violated; the other host is never asked", async () => {
+    await putPolicy({ allowed_domains: ["127.0.0.1"] })
+    const seenBefore = shop.requests.length
+    const task = "open the partner page directly"
+    const requestsBefore = model.requests.length
+    const { runPath } = await startRun(task)
+    const run = await waitForRunStatus(service, runPath, terminal, { timeoutMs: 90_000, everyMs: 200 })
+    expect(run.status).toBe("failed")
+    expect(run.error.code).toBe("safety_boundary_violated")
+    expect(run.error.extra.reason).toContain("localhost is not on the project's allowed_domains (127.0.0.1)")
+    // Two steps: the shop (charged), then the one that left the boundary (not charged).
+    expect(run.step_count).toBe(2)
+    expect(Number(run.llm_cost_usd)).toBeCloseTo(stepCost, 6)
+    const completed = (await eventsOf(runPath)).find((e) => e.event === "run.completed")!.data.data
+    expect(completed.error.code).toBe("safety_boundary_violated")
+    // The shop was reached on its allowed host; its other host was never asked for anything.
+    const seen = shop.requests.slice(seenBefore)
+    expect(seen.some((r) => r.host.startsWith("127.0.0.1") && r.path === "/shop")).toBe(true)
+    expect(seen.filter((r) => r.host.startsWith("localhost"))).toEqual([])
+    expect(JSON.stringify(model.requests.slice(requestsBefore))).not.toContain("Partner page")
+    await putPolicy({})
+  })
+})
+
+describe("safety boundary at a follow-up run and at continue", () => {
+  it("refuses a follow-up run and a continue whose text names a denied URL with 403, adding no run to the session", async () => {
+    await putPolicy({})
+    // A session kept alive whose run used its step budget (expired: continue applies to it).
+    const created = await service.request("POST", sessionsPath(), { body: { keep_alive: true, instructions: "keep visiting the shop" } })
+    expect(created.status, created.text).toBe(201)
+    const sid = created.json.id as string
+    const rid = created.json.latest_run_id as string
+    const sessionPath = `${sessionsPath()}/${sid}`
+    const expired = await waitForRunStatus(service, `${sessionPath}/runs/${rid}`, terminal, { timeoutMs: 90_000, everyMs: 200 })
+    expect(expired.status).toBe("failed")
+    expect(expired.expired).toBe(true)
+    expect(expired.error.code).toBe("max_steps_exceeded")
+    const runsOf = async () => {
+      const session = await service.request("GET", sessionPath)
+      expect(session.status, session.text).toBe(200)
+      return { ids: (session.json.runs as Array<{ id: string }>).map((r) => r.id), latest: session.json.latest_run_id as string }
+    }
+    const before = await runsOf()
+    expect(before).toEqual({ ids: [rid], latest: rid })
+
+    await putPolicy({ denied_domains: ["localhost"] })
+    const partner = `${shop.otherHostUrl}/partner`
+    for (const [path, body, field] of [
+      [`${sessionPath}/runs`, { instructions: `now open ${partner} and read it` }, "instructions"],
+      // The same follow-up through the create routes with session_id.
+      [sessionsPath(), { session_id: sid, instructions: `now open ${partner} and read it` }, "instructions"],
+      [`/api/v1/projects/${service.projectId}/do_anything/runs`, { session_id: sid, instructions: `now open ${partner}` }, "instructions"],
+      [`${sessionPath}/runs/${rid}/continue`, { content: `carry on at ${partner}` }, "content"]
+    ] as const) {
+      const refused = await service.request("POST", path, { body })
+      expect(refused.status, `${path}: ${refused.text}`).toBe(403)
+      expect(refused.json.code).toBe("safety_boundary_violated")
+      expect(refused.json.extra.reason).toContain("localhost is on the project's denied_domains")
+      expect(refused.json.extra).toMatchObject({ field, domain: "localhost", rule: "denied_domains", url: partner })
+    }
+    expect(await runsOf()).toEqual(before)
+
+    // The same routes without the URL create a run (the test can fail): continue, then a follow-up.
+    const continued = await service.request("POST", `${sessionPath}/runs/${rid}/continue`, { body: { content: `nothing more, the shop ${shop.url}/shop is fine` } })
+    expect(continued.status, continued.text).toBe(201)
+    expect(continued.json.parent_run_id).toBe(rid)
+    const next = await waitForRunStatus(service, `${sessionPath}/runs/${continued.json.id}`, terminal, { timeoutMs: 60_000, everyMs: 200 })
+    expect(next.status).toBe("done")
+    const followUp = await service.request("POST", `${sessionPath}/runs`, { body: { instructions: `nothing to do at ${shop.url}/shop` } })
+    expect(followUp.status, followUp.text).toBe(201)
+    const last = await waitForRunStatus(service, `${sessionPath}/runs/${followUp.json.id}`, terminal, { timeoutMs: 60_000, everyMs: 200 })
+    expect(last.status).toBe("done")
+    expect((await runsOf()).ids).toEqual(expect.arrayContaining([rid, continued.json.id, followUp.json.id]))
+    expect((await runsOf()).ids).toHaveLength(3)
+    await putPolicy({})
+    await service.request("POST", `${sessionPath}/close`)
   })
 })
 
@@ -263,5 +378,53 @@ describe("confirmation of a payment click", () => {
     const allowed = await answerWith("yes", "send by point", "The agent wants to click \"Send\" (send message). Allow? yes/no")
     expect(allowed.run.output).toEqual({ sent: true })
     expect(shop.messages()).toBe(sentBefore + 1)
+  })
+})
+
+describe("confirmation of an account deletion", () => {
+  const prompt = "The agent wants to click \"Delete my account\" (account deletion). Allow? yes/no"
+  const answerWith = async (answer: string) => {
+    const { runPath } = await startRun("delete my account")
+    await waitForRunStatus(service, runPath, ["awaiting_input"], { timeoutMs: 90_000, everyMs: 200 })
+    const asked = (await eventsOf(runPath, "run.input_request")).filter((e) => e.event === "run.input_request")
+    expect(asked).toHaveLength(1)
+    const request = asked[0]!.data.data
+    expect(request.prompt).toBe(prompt)
+    // Nothing is deleted while the question is open.
+    const deletionsBefore = shop.deletions()
+    const answered = await service.request("POST", `${runPath}/intervene`, {
+      body: { kind: "answer_input_request", input_request_id: request.input_request_id, response: answer }
+    })
+    expect(answered.status, answered.text).toBe(200)
+    const run = await waitForRunStatus(service, runPath, terminal, { timeoutMs: 90_000, everyMs: 200 })
+    return { run, deletionsBefore }
+  }
+
+  it("asks a person before clicking Delete my account; no leaves the account and tells the agent (UserDeclined), yes deletes it", async () => {
+    await putPolicy({ confirm_actions: ["account_deletion"] })
+    const start = shop.deletions()
+    const declined = await answerWith("no")
+    expect(declined.deletionsBefore).toBe(start)
+    expect(declined.run.status).toBe("done")
+    // The script answers with the tool's error only when the result's code is UserDeclined.
+    expect(declined.run.output.declined).toContain("the user declined")
+    expect(shop.deletions()).toBe(start)
+
+    const allowed = await answerWith("yes")
+    expect(allowed.run.status).toBe("done")
+    expect(allowed.run.output).toEqual({ deleted: true })
+    expect(shop.deletions()).toBe(start + 1)
+  })
+
+  it("without account_deletion in confirm_actions the click asks nobody (the test can fail)", async () => {
+    await putPolicy({ confirm_actions: ["payment"] })
+    const start = shop.deletions()
+    const { runPath } = await startRun("delete my account")
+    const run = await waitForRunStatus(service, runPath, terminal, { timeoutMs: 90_000, everyMs: 200 })
+    expect(run.status).toBe("done")
+    expect(run.output).toEqual({ deleted: true })
+    expect(shop.deletions()).toBe(start + 1)
+    expect((await eventsOf(runPath)).some((e) => e.event === "run.input_request")).toBe(false)
+    await putPolicy({})
   })
 })
