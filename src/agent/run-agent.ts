@@ -10,6 +10,7 @@ import { Ajv } from "ajv"
 import { Effect, Layer, Option, Queue, Ref, Schema, Stream } from "effect"
 import { LanguageModel, Prompt, Toolkit } from "effect/ai"
 import { refusedMessages, screenshot } from "../browser/actions.ts"
+import { awaitInputAnswer } from "../events/input-answer.ts"
 import { snapshotFormatHelp } from "../browser/observe.ts"
 import { markedScreenshot, type MarkedScreenshot } from "../browser/marks.ts"
 import type { ContextLease } from "../browser/pool.ts"
@@ -183,23 +184,23 @@ export const runAgent = Effect.fn("runAgent")(function*(
         return url
       }),
     askHuman: (prompt, schema) =>
-      Effect.scoped(Effect.gen(function*() {
-        const wakeups = yield* bus.wakeups(runId)
+      Effect.gen(function*() {
         yield* waitWhilePaused
         const requestId = yield* store.createInputRequest(runId, prompt, schema, executor).pipe(Effect.orDie)
-        while (true) {
-          const answer = yield* store.inputRequest(requestId)
-          if (answer?.status === "answered") return answer.response
-          if (answer?.status === "withdrawn") {
+        // No hand-over on a draining runner: the person may be solving a captcha in this browser;
+        // the run moves when the runner stops (src/do-anything/executor.ts).
+        const answer = yield* awaitInputAnswer({ store, bus }, runId, requestId)
+        switch (answer._tag) {
+          case "Answered":
+            return answer.response
+          case "Withdrawn":
             // A person took control instead of answering (src/control/take-control.ts).
             yield* waitWhilePaused
             return "No answer: a person took control of the browser to handle this themselves and has handed it back. Look at the page again before going on."
-          }
-          const current = yield* store.getRun(runId)
-          if (current === undefined || isTerminal(current.status)) return yield* Effect.interrupt
-          yield* Queue.take(wakeups).pipe(Effect.timeoutOption("2 seconds"))
+          default:
+            return yield* Effect.interrupt
         }
-      })),
+      }),
     finish: (rawOutput, nextRunAt) =>
       Effect.gen(function*() {
         const output = redactDeep(rawOutput, redact)

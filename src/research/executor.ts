@@ -11,7 +11,7 @@
  * The run's deadline (max_duration_minutes) covers the gate; past it the run ends `canceled`
  * with `duration_exceeded`.
  */
-import { Effect, Option, Queue } from "effect"
+import { Effect, Option } from "effect"
 import { LanguageModel } from "effect/ai"
 import { AgentModel } from "../agent/model.ts"
 import { toMicros } from "../domain/money.ts"
@@ -20,6 +20,7 @@ import { AppConfig } from "../config/config.ts"
 import { RunnerLifecycle } from "../cluster/lifecycle.ts"
 import { isTerminal } from "../domain/run-state.ts"
 import { RunEventBus } from "../events/run-event-bus.ts"
+import { awaitInputAnswer } from "../events/input-answer.ts"
 import { Reader } from "../reader/reader.ts"
 import { applyOutlineEdits, crosscheckSection, depthBudgets, extractiveSection, gatherSection, planOutline, writeBrief, writeSection } from "./pipeline.ts"
 import { assembleReport, citationNumbers, initialState, type ResearchState, stateOfCheckpoint } from "./report.ts"
@@ -236,23 +237,25 @@ const researchExecutor = Effect.gen(function*() {
    * resume), an answer that came while no runner executed the run, or a new request.
    */
   const awaitOutlineAnswer = (runId: RunId, outline: Outline, executor: string) =>
-    Effect.scoped(Effect.gen(function*() {
-      const wakeups = yield* bus.wakeups(runId)
+    Effect.gen(function*() {
       const latest = yield* store.latestInputRequest(runId)
       const requestId = latest !== undefined
         ? latest.id
         : yield* store.createInputRequest(runId, OUTLINE_PROMPT, { kind: "outline_approval", outline }, executor).pipe(
           Effect.mapError(() => new RunStopped())
         )
-      while (true) {
-        const answer = yield* store.inputRequest(requestId)
-        if (answer?.status === "answered") return answer.response
-        const current = yield* store.getRun(runId)
-        if (current === undefined || isTerminal(current.status)) return yield* new RunStopped()
-        if (yield* lifecycle.draining) return yield* new Handover()
-        yield* Queue.take(wakeups).pipe(Effect.timeoutOption("2 seconds"))
+      // The gate holds no browser: a draining runner hands the waiting run over at once.
+      const answer = yield* awaitInputAnswer({ store, bus }, runId, requestId, { handOver: lifecycle.draining })
+      switch (answer._tag) {
+        case "Answered":
+          return answer.response
+        case "HandOver":
+          return yield* new Handover()
+        default:
+          // Ended, or withdrawn (nothing withdraws an outline request): the run does not go on here.
+          return yield* new RunStopped()
       }
-    }))
+    })
 
   return yield* runEntityHandlers({
     kind: "deep_research",
