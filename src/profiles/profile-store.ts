@@ -8,14 +8,34 @@
  * released: closing the session (by the API, at the end of a keep_alive=false run, after idling,
  * or by start-up recovery) frees the profile.
  */
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { ProfileInUse, ProfileNotFound } from "../domain/errors.ts"
 import { makeId } from "../domain/ids.ts"
 import { decodeProfile, MAX_STATE_BYTES, type Profile, type ProfileId, type ProfileLogin, type ProfileState } from "../domain/profile.ts"
-import type { ProjectId, SessionId } from "../domain/run.ts"
+import { ProjectId, SessionId } from "../domain/run.ts"
+import { ProfileId as ProfileIdSchema } from "../domain/id-schemas.ts"
+import { decodeRows } from "../store/rows.ts"
 import { StateCipher, type StateUnreadable } from "../security/state-cipher.ts"
 import { withMethodSpans } from "../observability/spans.ts"
+
+const holderRows = decodeRows(Schema.Struct({ id: SessionId }))
+const totalRows = decodeRows(Schema.Struct({ total: Schema.Number }))
+/** The sealed browser state of a profile (bytea) and the key it was sealed with. */
+const stateRows = decodeRows(Schema.Struct({ storage_state: Schema.NullOr(Schema.Uint8Array), storage_key_id: Schema.NullOr(Schema.String) }))
+const projectRows = decodeRows(Schema.Struct({ project_id: ProjectId }))
+/** A profile_logins row: ProfileLogin (src/domain/profile.ts), decoded. */
+const loginRows = decodeRows(Schema.Struct({
+  profile_id: ProfileIdSchema,
+  site_id: Schema.String,
+  start_url: Schema.String,
+  display_label: Schema.NullOr(Schema.String),
+  session_id: Schema.NullOr(SessionId),
+  logged_in_selector: Schema.NullOr(Schema.String),
+  logged_out_selector: Schema.NullOr(Schema.String),
+  probe_result: Schema.NullOr(Schema.String),
+  probed_at: Schema.NullOr(Schema.Date)
+}))
 
 export interface ProfileFields {
   readonly name?: string | null | undefined
@@ -80,8 +100,8 @@ export class ProfileStore extends Context.Service<ProfileStore, {
         Effect.gen(function*() {
           const rows = yield* sql`SELECT id FROM profiles WHERE id = ${profileId} AND project_id = ${projectId} FOR UPDATE`
           if (rows[0] === undefined) return yield* new ProfileNotFound({ profileId })
-          const holders = yield* sql<{ id: SessionId }>`
-            SELECT id FROM sessions WHERE profile_id = ${profileId} AND status <> 'closed' ORDER BY id LIMIT 1`
+          const holders = yield* holderRows(sql`
+            SELECT id FROM sessions WHERE profile_id = ${profileId} AND status <> 'closed' ORDER BY id LIMIT 1`)
           if (holders[0] !== undefined) return yield* new ProfileInUse({ profileId, sessionId: holders[0].id })
         })
 
@@ -104,8 +124,8 @@ export class ProfileStore extends Context.Service<ProfileStore, {
               WHERE p.project_id = ${projectId} ${customer}
                 ${options.beforeId === undefined ? sql`` : sql`AND p.id < ${options.beforeId}`}
               ORDER BY p.id DESC LIMIT ${options.limit}`
-            const counted = yield* sql<{ total: number }>`
-              SELECT count(*)::int AS total FROM profiles p WHERE p.project_id = ${projectId} ${customer}`
+            const counted = yield* totalRows(sql`
+              SELECT count(*)::int AS total FROM profiles p WHERE p.project_id = ${projectId} ${customer}`)
             return { items: rows.map((row) => decodeProfile(row)), total: counted[0]?.total ?? 0 }
           }).pipe(Effect.orDie),
         get: read,
@@ -134,8 +154,7 @@ export class ProfileStore extends Context.Service<ProfileStore, {
           }).pipe(Effect.catchTag("SqlError", Effect.die)),
         loadState: (profileId) =>
           Effect.gen(function*() {
-            const rows = yield* sql<{ storage_state: Buffer | null; storage_key_id: string | null }>`
-              SELECT storage_state, storage_key_id FROM profiles WHERE id = ${profileId}`.pipe(Effect.orDie)
+            const rows = yield* stateRows(sql`SELECT storage_state, storage_key_id FROM profiles WHERE id = ${profileId}`)
             const row = rows[0]
             if (row === undefined || row.storage_state === null || row.storage_key_id === null) return undefined
             const plain = yield* cipher.open({ bytes: Buffer.from(row.storage_state), keyId: row.storage_key_id }, profileId)
@@ -162,11 +181,11 @@ export class ProfileStore extends Context.Service<ProfileStore, {
           sql`UPDATE profiles SET state = ${state}, updated_at = now() WHERE id = ${profileId}`.pipe(Effect.asVoid, Effect.orDie),
         recordProbe: (profileId, siteId, result, outcome, displayLabel) =>
           sql.withTransaction(Effect.gen(function*() {
-            const rows = yield* sql<{ project_id: ProjectId }>`
+            const rows = yield* projectRows(sql`
               UPDATE profiles SET state = ${outcome.state},
                 last_alive_at = CASE WHEN ${outcome.alive} THEN now() ELSE last_alive_at END,
                 last_failure_reason = ${outcome.failureReason}, updated_at = now()
-              WHERE id = ${profileId} RETURNING project_id`
+              WHERE id = ${profileId} RETURNING project_id`)
             yield* sql`
               UPDATE profile_logins SET probe_result = ${result}, probed_at = now(), updated_at = now(),
                 display_label = CASE WHEN ${displayLabel !== undefined} THEN ${displayLabel ?? null} ELSE display_label END
@@ -185,13 +204,13 @@ export class ProfileStore extends Context.Service<ProfileStore, {
             Effect.orDie
           ),
         findLogin: (profileId, siteId) =>
-          sql<ProfileLogin>`
+          loginRows(sql`
             SELECT profile_id, site_id, start_url, display_label, session_id, logged_in_selector, logged_out_selector, probe_result, probed_at
-            FROM profile_logins WHERE profile_id = ${profileId} AND site_id = ${siteId}`.pipe(Effect.map((rows) => rows[0]), Effect.orDie),
+            FROM profile_logins WHERE profile_id = ${profileId} AND site_id = ${siteId}`).pipe(Effect.map((rows) => rows[0])),
         loginOfSession: (sessionId) =>
-          sql<ProfileLogin>`
+          loginRows(sql`
             SELECT profile_id, site_id, start_url, display_label, session_id, logged_in_selector, logged_out_selector, probe_result, probed_at
-            FROM profile_logins WHERE session_id = ${sessionId} ORDER BY updated_at DESC LIMIT 1`.pipe(Effect.map((rows) => rows[0]), Effect.orDie),
+            FROM profile_logins WHERE session_id = ${sessionId} ORDER BY updated_at DESC LIMIT 1`).pipe(Effect.map((rows) => rows[0])),
         exists: (projectId, profileId) =>
           sql`SELECT 1 FROM profiles WHERE id = ${profileId} AND project_id = ${projectId}`.pipe(Effect.map((rows) => rows.length > 0), Effect.orDie)
       }))

@@ -74,6 +74,11 @@ const decodeSealedState = Schema.decodeUnknownOption(SealedState)
 const InputRequestStatusRow = Schema.Struct({ status: Schema.String })
 const InputRequestRow = Schema.Struct({ status: Schema.String, response: Schema.Unknown })
 const LatestInputRequestRow = Schema.Struct({ id: InputRequestId, status: Schema.String, response: Schema.Unknown })
+const MessageRow = Schema.Struct({ content: Schema.String })
+const StepCountRow = Schema.Struct({ step_count: Schema.Number })
+const ExecutorRow = Schema.Struct({ executor: Schema.NullOr(Schema.String) })
+/** The named top-level fields of a checkpoint's history (null: none of them is there). */
+const CheckpointFieldsRow = Schema.Struct({ fields: Schema.NullOr(Schema.Record(Schema.String, Schema.Unknown)) })
 const CheckpointRow = Schema.Struct({
   step: Schema.Number,
   history: Schema.Unknown,
@@ -329,10 +334,10 @@ export class RunStore extends Context.Service<RunStore, {
             yield* insertEvent(sql, runId, "run.message", { role: "user", content })
           })).pipe(Effect.orDie),
         takeMessages: (runId) =>
-          sql<{ content: string }>`
+          decodeRows(MessageRow)(sql`
             UPDATE run_messages SET consumed_at = now()
             WHERE id IN (SELECT id FROM run_messages WHERE run_id = ${runId} AND consumed_at IS NULL ORDER BY id FOR UPDATE SKIP LOCKED)
-            RETURNING content`.pipe(Effect.map((rows) => rows.map((row) => row.content)), Effect.orDie),
+            RETURNING content`).pipe(Effect.map((rows) => rows.map((row) => row.content))),
         createInputRequest,
         answerInputRequest,
         inputRequest: (requestId) =>
@@ -345,11 +350,10 @@ export class RunStore extends Context.Service<RunStore, {
             Effect.map((rows) => rows[0])
           ),
         recordStep: (runId, executor) =>
-          sql<{ step_count: number }>`
+          decodeRows(StepCountRow)(sql`
             UPDATE runs SET step_count = step_count + 1, updated_at = now()
             WHERE id = ${runId} ${executor === undefined ? sql`` : sql`AND executor = ${executor}`}
-            RETURNING step_count`.pipe(
-            Effect.orDie,
+            RETURNING step_count`).pipe(
             Effect.flatMap((rows) => rows[0] === undefined ? Effect.die(new SupersededExecution(runId)) : Effect.succeed(rows[0].step_count))
           ),
         claimExecution: (runId) => {
@@ -357,9 +361,8 @@ export class RunStore extends Context.Service<RunStore, {
           return sql`UPDATE runs SET executor = ${token} WHERE id = ${runId}`.pipe(Effect.as(token), Effect.orDie)
         },
         holdsClaim: (runId, token) =>
-          sql<{ executor: string | null }>`SELECT executor FROM runs WHERE id = ${runId}`.pipe(
-            Effect.map((rows) => rows[0]?.executor === token),
-            Effect.orDie
+          decodeRows(ExecutorRow)(sql`SELECT executor FROM runs WHERE id = ${runId}`).pipe(
+            Effect.map((rows) => rows[0]?.executor === token)
           ),
         completeStep: (runId, usd, checkpoint, executor, events = []) =>
           sql.withTransaction(Effect.gen(function*() {
@@ -414,11 +417,10 @@ export class RunStore extends Context.Service<RunStore, {
             })
           ),
         checkpointFields: (runId, fields) =>
-          sql<{ fields: Record<string, unknown> | null }>`
+          decodeRows(CheckpointFieldsRow)(sql`
             SELECT (SELECT jsonb_object_agg(key, value) FROM jsonb_each(history) WHERE key IN ${sql.in(fields)}) AS fields
-            FROM run_checkpoints WHERE run_id = ${runId}`.pipe(
-            Effect.map((rows) => rows[0] === undefined ? undefined : rows[0].fields ?? {}),
-            Effect.orDie
+            FROM run_checkpoints WHERE run_id = ${runId}`).pipe(
+            Effect.map((rows) => rows[0] === undefined ? undefined : rows[0].fields ?? {})
           ),
         rewindSteps: (runId, step) =>
           sql`UPDATE runs SET step_count = ${step}, updated_at = now() WHERE id = ${runId}`.pipe(Effect.asVoid, Effect.orDie),

@@ -4,14 +4,17 @@
  * in the event expires; whoever reads the event later (a replay, a reconnect) gets it signed again
  * (`refreshUrl`, applied by RunStore.eventsAfter), so a replayed frame always loads.
  */
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { loadUrlSigner } from "./url-signer.ts"
+import { decodeRows } from "./rows.ts"
 import { makeId } from "../domain/ids.ts"
 import { withMethodSpans } from "../observability/spans.ts"
 import type { RunId } from "../domain/run.ts"
+import type { ScreenshotId } from "../domain/id-schemas.ts"
 
 export const SCREENSHOT_URL_TTL_SECONDS = 15 * 60
+const screenshotRows = decodeRows(Schema.Struct({ data: Schema.Uint8Array }))
 /** The path `save` returns; the id is what a fresh signature covers. */
 const screenshotUrlPattern = /^\/v1\/screenshots\/([A-Za-z0-9_]{1,64})\?/
 
@@ -21,7 +24,7 @@ export class ScreenshotStore extends Context.Service<ScreenshotStore, {
   /** A screenshot URL of an event, signed again from now (anything that is not one is returned as is). */
   readonly refreshUrl: (url: string) => string
   /** The JPEG when the signature is valid and not expired. */
-  readonly read: (id: string, expires: number, signature: string) => Effect.Effect<Uint8Array | "expired" | "invalid" | "missing">
+  readonly read: (id: ScreenshotId, expires: number, signature: string) => Effect.Effect<Uint8Array | "expired" | "invalid" | "missing">
 }>()("wa/store/ScreenshotStore") {
   static readonly layer = Layer.effect(
     ScreenshotStore,
@@ -49,7 +52,7 @@ export class ScreenshotStore extends Context.Service<ScreenshotStore, {
           Effect.gen(function*() {
             const verdict = signer.check(message(id, expires), expires, signature)
             if (verdict !== "valid") return verdict
-            const rows = yield* sql<{ data: Buffer }>`SELECT data FROM screenshots WHERE id = ${id}`
+            const rows = yield* screenshotRows(sql`SELECT data FROM screenshots WHERE id = ${id}`)
             return rows[0] === undefined ? "missing" as const : new Uint8Array(rows[0].data)
           }).pipe(Effect.orDie)
       }))

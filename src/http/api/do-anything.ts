@@ -22,12 +22,15 @@ import {
   SessionResponse
 } from "../../domain/wire/do-anything.ts"
 import { SignedUrlQuery } from "../../domain/wire/common.ts"
-import { MaxString, ProjectIdParam, RunIdParam, SessionIdParam } from "./schemas.ts"
+import { ScreenshotId } from "../../domain/id-schemas.ts"
+import { ProjectIdParam, RunIdParam, SessionIdParam } from "./schemas.ts"
 import { Authentication, Idempotency, RateLimit } from "./security.ts"
 
 const strict = { errors: "all", onExcessProperty: "error" } as const
 const sessionParams = { ...ProjectIdParam, sid: SessionIdParam }
 const runParams = { ...sessionParams, rid: RunIdParam }
+/** A screenshot id in a signed URL's path (`shot_`, or `evt_` for older ones), decoded as the branded ScreenshotId. */
+const ScreenshotIdParam = ScreenshotId.check(Schema.isMaxCodePoints(64))
 // PaymentRequired: 402 insufficient_credits when billing is on (WA_BILLING) and the balance is below the minimum.
 // Forbidden: 403 safety_boundary_violated when a URL of a create breaks the project's safety boundary (/v1/projects/{pid}/safety).
 const writeErrors = [ValidationError, NotFound, Conflict, PaymentRequired, Forbidden] as const
@@ -147,7 +150,7 @@ export class DoAnythingFlatApi extends HttpApiGroup.make("do_anything_flat")
 export class MediaApi extends HttpApiGroup.make("media")
   .add(
     HttpApiEndpoint.get("screenshot", "/v1/screenshots/:id", {
-      params: { id: MaxString(64) },
+      params: { id: ScreenshotIdParam },
       query: SignedUrlQuery,
       success: Schema.Uint8Array.pipe(HttpApiSchema.asUint8Array({ contentType: "image/jpeg" })),
       error: [NotFound, Forbidden]
