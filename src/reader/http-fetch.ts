@@ -7,10 +7,10 @@
  * the request is refused). The body is read up to a byte cap and decoded with the charset the
  * server or the document declares.
  */
-import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import { Effect, Schema, Stream } from "effect"
 import { HttpClient, HttpClientRequest } from "effect/http"
-import { checkPublicUrl, PrivateLookupError, publicLookup } from "../net/private-address.ts"
+import { outboundHttpClient, refusedAtConnect } from "../net/outbound-http.ts"
+import { checkPublicUrl } from "../net/private-address.ts"
 
 export const ReaderErrorReason = Schema.Literals([
   "invalid_url",
@@ -91,19 +91,6 @@ export const decodeBody = (bytes: Uint8Array, contentType: string | undefined): 
   }
 }
 
-/** A node:http client; with `guarded`, its sockets connect only to public addresses. */
-const nodeClient = (guarded: boolean) =>
-  NodeHttpClient.makeAgent(guarded ? { lookup: publicLookup } : {}).pipe(
-    Effect.flatMap((agent) => NodeHttpClient.makeNodeHttp.pipe(Effect.provideService(NodeHttpClient.HttpAgent, agent)))
-  )
-
-const refusedAtConnect = (error: unknown): PrivateLookupError | undefined => {
-  for (let e: unknown = error, depth = 0; e !== undefined && e !== null && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
-    if (e instanceof PrivateLookupError) return e
-  }
-  return undefined
-}
-
 const isRedirect = (status: number) => status === 301 || status === 302 || status === 303 || status === 307 || status === 308
 
 /**
@@ -112,8 +99,8 @@ const isRedirect = (status: number) => status === 301 || status === 302 || statu
  */
 export const fetchPage = (url: string, options: FetchOptions): Effect.Effect<FetchedPage, ReaderError> =>
   Effect.gen(function*() {
-    const open = yield* nodeClient(false)
-    const guarded = options.allowPrivate ? open : yield* nodeClient(true)
+    const open = yield* outboundHttpClient(false)
+    const guarded = options.allowPrivate ? open : yield* outboundHttpClient(true)
     let current = url
     for (let hop = 0; ; hop++) {
       yield* guardUrl(current, options)

@@ -15,13 +15,13 @@
  */
 import { Context, Effect, Layer, Queue, Schema } from "effect"
 import { createHmac } from "node:crypto"
-import { request as httpRequest } from "node:http"
-import { request as httpsRequest } from "node:https"
+import { HttpClientRequest } from "effect/http"
 import { AppConfig } from "../config/config.ts"
 import { DeliveryChannel, DeliveryStatus } from "../domain/delivery.ts"
 import type { WireBody } from "../domain/errors.ts"
 import { makeId } from "../domain/ids.ts"
-import { checkPublicUrl, PrivateLookupError, publicLookup } from "../net/private-address.ts"
+import { outboundHttpClient, refusedAtConnect } from "../net/outbound-http.ts"
+import { checkPublicUrl } from "../net/private-address.ts"
 import { type ClaimedRow, CallbackStore, DeliveryRow } from "./callback-store.ts"
 import { withMethodSpans } from "../observability/spans.ts"
 import type { ProjectId } from "../domain/run.ts"
@@ -42,33 +42,6 @@ interface AttemptResult {
   /** No retry: the target was refused. */
   readonly final: boolean
 }
-
-/**
- * POSTs the body; never rejects. Unless private networks are allowed, the socket resolves the
- * host through `publicLookup`, so it connects only to an address checked at connect time (a name
- * re-pointed at 127.0.0.1 after the check is refused, not reached). Redirects are not followed.
- */
-const post = (url: string, headers: Record<string, string>, body: string, allowPrivate: boolean) =>
-  new Promise<AttemptResult>((resolve) => {
-    const target = new URL(url)
-    const send = target.protocol === "https:" ? httpsRequest : httpRequest
-    const request = send(target, {
-      method: "POST",
-      headers: { ...headers, "content-length": String(Buffer.byteLength(body)) },
-      signal: AbortSignal.timeout(ATTEMPT_TIMEOUT_MS),
-      ...(allowPrivate ? {} : { lookup: publicLookup })
-    }, (response) => {
-      const status = response.statusCode ?? 0
-      response.resume()
-      response.once("end", () => resolve({ status, error: status >= 300 ? `HTTP ${status}` : null, final: false }))
-      response.once("error", (error) => resolve({ status, error: String(error), final: false }))
-    })
-    request.once("error", (error) => {
-      const refused = error instanceof PrivateLookupError || (error as { cause?: unknown }).cause instanceof PrivateLookupError
-      resolve({ status: null, error: refused ? `refused: ${error.message}` : String(error), final: refused })
-    })
-    request.end(body)
-  })
 
 // The delivery record's status and channel are the contract's (src/domain/delivery.ts).
 export { DeliveryChannel, DeliveryStatus }
@@ -162,6 +135,8 @@ export class Callbacks extends Context.Service<Callbacks, {
       const config = yield* AppConfig
       const retryBaseMs = config.webhookRetryBaseMs
       const wake = yield* Queue.sliding<void>(1)
+      // Guarded unless private networks are allowed; follows no redirects.
+      const client = yield* outboundHttpClient(!config.allowPrivateNetworks)
 
       /** One attempt: what happened, and whether another attempt may follow. */
       const attempt = (deliveryId: DeliveryId, url: string, secret: string, body: string) =>
@@ -171,14 +146,32 @@ export class Callbacks extends Context.Service<Callbacks, {
           )
           if (refused !== undefined) return { status: null, error: `refused: ${refused}`, final: true } satisfies AttemptResult
           const timestamp = Math.floor(Date.now() / 1000)
-          return yield* Effect.promise(() =>
-            post(url, {
-              "content-type": "application/json",
+          const request = HttpClientRequest.post(url).pipe(
+            HttpClientRequest.setHeaders({
               "user-agent": "web-agent-service-webhooks/1",
               "webhook-id": deliveryId,
               "webhook-timestamp": String(timestamp),
               "webhook-signature": signPayload(secret, deliveryId, timestamp, body)
-            }, body, config.allowPrivateNetworks)
+            }),
+            HttpClientRequest.bodyText(body, "application/json")
+          )
+          return yield* client.execute(request).pipe(
+            // The body is read to the end (and dropped), so the connection can be reused.
+            Effect.tap((response) => Effect.ignore(response.arrayBuffer)),
+            Effect.timeout(ATTEMPT_TIMEOUT_MS),
+            Effect.match({
+              onSuccess: (response): AttemptResult => ({
+                status: response.status,
+                error: response.status >= 300 ? `HTTP ${response.status}` : null,
+                final: false
+              }),
+              onFailure: (error): AttemptResult => {
+                const refused = refusedAtConnect(error)
+                return refused !== undefined
+                  ? { status: null, error: `refused: ${refused.message}`, final: true }
+                  : { status: null, error: String(error), final: false }
+              }
+            })
           )
         })
 
