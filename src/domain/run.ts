@@ -254,16 +254,18 @@ export class Session extends Schema.Class<Session>("wa/domain/Session")({
 
 const decodeRun = Schema.decodeUnknownSync(Run)
 const decodeSession = Schema.decodeUnknownSync(Session)
-/** What a row's request is tagged from: its `kind` column and the stored request (a JSON object without its tag). */
+/** A row's columns, and what its request is tagged from: the `kind` column and the stored request (a JSON object without its tag). */
+const decodeRunColumns = Schema.decodeUnknownSync(Schema.Record(Schema.String, Schema.Unknown))
 const decodeStoredRequest = Schema.decodeUnknownSync(Schema.Struct({ kind: StoredRunKind, request: Schema.Record(Schema.String, Schema.Unknown) }))
 
 /**
  * A run row as read from PostgreSQL, decoded. The stored request gets its tag from the `kind`
  * column. A row that does not decode is a defect (the store wrote it from a decoded request).
  */
-export const runFromRow = (row: { readonly kind: string; readonly request: unknown } & Record<string, unknown>): Run => {
-  const { kind, request } = decodeStoredRequest(row)
-  return decodeRun({ ...row, request: { ...request, _tag: tagOfKind[kind] } })
+export const runFromRow = (row: unknown): Run => {
+  const columns = decodeRunColumns(row)
+  const { kind, request } = decodeStoredRequest(columns)
+  return decodeRun({ ...columns, request: { ...request, _tag: tagOfKind[kind] } })
 }
 
 export const sessionFromRow = (row: unknown): Session => decodeSession(row)

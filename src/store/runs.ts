@@ -37,8 +37,6 @@ import { eventsAfter, insertEvent, lockRun, lockSessionOfRun, type RunEvent, Sup
 export { EVENTS_CHANNEL, type RunEvent, SupersededExecution } from "./run-log.ts"
 export { type ChargeResult, costFields, type CostColumn, type RunCharge } from "./run-charges.ts"
 
-type Row = Record<string, unknown> & { readonly kind: string; readonly request: unknown }
-
 /** What a run needs to go on elsewhere: its conversation, step, page and browser storage. */
 export interface Checkpoint {
   readonly step: number
@@ -201,7 +199,7 @@ export class RunStore extends Context.Service<RunStore, {
           if (terminal && run.session_id !== null) {
             yield* applyCharges(run, [{ kind: "charge_browser", column: "browser", micros: yield* browserDue(runId), idempotencyKey: `browser:${runId}:end` }], { final: true })
           }
-          const rows = yield* sql<Row>`
+          const rows = yield* sql`
             UPDATE runs SET
               status = ${to},
               updated_at = now(),
@@ -275,7 +273,7 @@ export class RunStore extends Context.Service<RunStore, {
             yield* admitRunInFlight(sql, projectId, maxRunsInFlight, startedBy === undefined || maxRunsPerKey === undefined ? undefined : { id: startedBy, limit: maxRunsPerKey })
           }
           const deadline = options.maxDurationMs === undefined ? null : `${options.maxDurationMs} milliseconds`
-          const rows = yield* sql<Row>`
+          const rows = yield* sql`
             INSERT INTO runs (id, session_id, project_id, kind, status, request, max_steps, deadline_at, parent_run_id, instructions, api_key_id)
             VALUES (${makeId("run")}, NULL, ${projectId}, ${kindOfTag[request._tag]}, 'pending', ${JSON.stringify(storedRequest(request))}::jsonb, 0,
               CASE WHEN ${deadline}::text IS NULL THEN NULL ELSE now() + ${deadline}::interval END,
@@ -290,7 +288,7 @@ export class RunStore extends Context.Service<RunStore, {
       const getRun: RunStore["Service"]["getRun"] = (runId, kind) =>
         // A Track tick is a run too (kind track_tick), in Track's shape (src/track/monitor-store.ts):
         // not one of the runs the run APIs read, only the run kernel's for its tick executor.
-        sql<Row>`SELECT * FROM runs WHERE id = ${runId} AND ${kind === undefined ? sql`kind <> 'track_tick'` : sql`kind = ${kind}`}`.pipe(
+        sql`SELECT * FROM runs WHERE id = ${runId} AND ${kind === undefined ? sql`kind <> 'track_tick'` : sql`kind = ${kind}`}`.pipe(
           Effect.orDie,
           Effect.map((rows) => rows[0] === undefined ? undefined : runFromRow(rows[0]))
         )
@@ -307,7 +305,7 @@ export class RunStore extends Context.Service<RunStore, {
         createStandaloneRun,
         setPhase,
         listRuns: (projectId, kind, status, limit, beforeId) =>
-          sql<Row>`
+          sql`
             SELECT * FROM runs
             WHERE project_id = ${projectId} AND kind = ${kind}
               ${status === undefined ? sql`` : sql`AND status = ${status}`}

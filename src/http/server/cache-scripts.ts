@@ -3,7 +3,7 @@
  * project may list, read and delete them (scope `run`), as it may read its runs (GET of a run) and
  * delete its sessions and profiles: a script is what those runs did.
  */
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { type CacheScript, type CacheScriptDetail, CacheScripts } from "../../do-anything/cache-scripts.ts"
 import { WebAgentApi } from "../api/api.ts"
@@ -14,8 +14,9 @@ import { cursorPage } from "../pagination.ts"
 const iso = (date: Date | null) => date === null ? null : date.toISOString()
 
 /** A run's output_schema is a JSON object (or absent): what the key was made from. */
-const jsonObjectOrNull = (value: unknown): Record<string, unknown> | null =>
-  typeof value === "object" && value !== null && !Array.isArray(value) ? value as Record<string, unknown> : null
+const isJsonObject = Schema.is(Schema.Record(Schema.String, Schema.Unknown))
+const jsonObjectOrNull = (value: unknown): { readonly [key: string]: unknown } | null =>
+  isJsonObject(value) ? value : null
 
 /** A script in a list: its current steps and counts, without the versions. */
 export const cacheScriptSummaryView = (script: CacheScript) => ({
