@@ -6,41 +6,32 @@
  * btn-check, icon controls, drag and drop, cookie wall, autocomplete; `--no-widgets` leaves them
  * out). Each page is served from memory for its own URL with every other
  * request aborted, so no network is used. Also checks that every visible interactive element
- * (links, buttons, form fields, widget roles, in the composed tree) carries a ref.
+ * (links, buttons, form fields, widget roles, in the composed tree) carries a ref. The pages,
+ * the loading and the counting are test/support/observation-size.ts's, which the test that holds
+ * the corpus total at ≤ 0.35 (test/browser/observation-size.test.ts) uses too.
  *
  *   node bench/observation-size.ts [corpusDir] [--show=name.html] [--only=name.html] [--no-widgets]
  */
-import { readdir, readFile } from "node:fs/promises"
-import { join } from "node:path"
-import { chromium } from "playwright-core"
-import { snapshotPage } from "../src/browser/observe.ts"
-import { auditRefs } from "../src/browser/page-script.ts"
-import { chromiumArgs } from "../src/browser/pool.ts"
 import { quantile } from "./stats.ts"
-import { widgetPages } from "../src/eval/widgets.ts"
+import {
+  defaultCorpusDir,
+  htmlOf,
+  isWidgetPage,
+  launchForObservation,
+  measurePage,
+  observationPages,
+  pageRatio
+} from "../test/support/observation-size.ts"
 
 const args = process.argv.slice(2)
-const dir = args.find((a) => !a.startsWith("--")) ?? "/work/shared/corpora/readability-pages"
+const dir = args.find((a) => !a.startsWith("--")) ?? defaultCorpusDir
 const show = args.find((a) => a.startsWith("--show="))?.slice(7)
 const only = args.find((a) => a.startsWith("--only="))?.slice(7)
 
-const tokens = (text: string): number => Math.ceil(text.length / 4)
-
-const corpusFiles = (await readdir(dir)).filter((f) => f.endsWith(".html")).sort()
-const widgets = args.includes("--no-widgets") ? [] : Object.keys(widgetPages).map((path) => `${path.slice(1).replace(/\//g, "-")}.html`)
-const files = [...corpusFiles, ...widgets].filter((f) => only === undefined || f === only)
-const htmlOf = (file: string) =>
-  file.startsWith("widgets-") ? Promise.resolve(widgetPages[`/${file.replace(/\.html$/, "").replace("-", "/")}`]!) : readFile(join(dir, file), "utf8")
+const files = (await observationPages(dir, { widgets: !args.includes("--no-widgets") })).filter((f) => only === undefined || f === only)
 const widgetRatios: Array<number> = []
-const launch = async () => {
-  const browser = await chromium.launch({
-    executablePath: process.env["CHROMIUM_PATH"] ?? "/usr/bin/chromium",
-    args: [...chromiumArgs]
-  })
-  return { browser, context: await browser.newContext({ viewport: { width: 1280, height: 800 }, javaScriptEnabled: true }) }
-}
 // A browser that died on a loaded host is started again; the page it died on counts as failed.
-let { browser, context } = await launch()
+let { browser, context } = await launchForObservation()
 
 const ours: Array<number> = []
 const theirs: Array<number> = []
@@ -54,41 +45,27 @@ const incomplete: Array<string> = []
 const started = Date.now()
 
 for (const file of files) {
-  const html = await htmlOf(file)
-  if (!browser.isConnected()) ({ browser, context } = await launch())
-  const page = await context.newPage()
-  const pageUrl = `https://corpus.test/${file}`
-  await page.route("**/*", (route) =>
-    route.request().url() === pageUrl
-      ? route.fulfill({ body: html, contentType: "text/html; charset=utf-8" })
-      : route.abort()
-  )
+  const html = await htmlOf(dir, file)
+  if (!browser.isConnected()) ({ browser, context } = await launchForObservation())
   try {
-    await page.goto(pageUrl, { waitUntil: "load", timeout: 30_000 })
-    let t0 = performance.now()
-    const snapshot = await snapshotPage(page)
-    oursMs.push(performance.now() - t0)
-    t0 = performance.now()
-    const aria = await page.ariaSnapshot({ mode: "ai", timeout: 30_000 })
-    theirsMs.push(performance.now() - t0)
-    const audit = await page.evaluate(auditRefs)
-    ours.push(tokens(snapshot.text))
-    theirs.push(tokens(aria))
-    ratios.push(tokens(snapshot.text) / Math.max(1, tokens(aria)))
-    if (file.startsWith("widgets-")) widgetRatios.push(tokens(snapshot.text) / Math.max(1, tokens(aria)))
-    visibleInteractive += audit.visible
-    withRef += audit.withRef
-    ariaHidden += audit.ariaHidden
-    if (audit.withRef < audit.visible) incomplete.push(`${file}: ${audit.withRef}/${audit.visible} ${audit.missing.join(" ; ")}`)
+    const m = await measurePage(context, file, html)
+    oursMs.push(m.oursMs)
+    theirsMs.push(m.ariaMs)
+    ours.push(m.oursTokens)
+    theirs.push(m.ariaTokens)
+    ratios.push(pageRatio(m))
+    if (isWidgetPage(file)) widgetRatios.push(pageRatio(m))
+    visibleInteractive += m.audit.visible
+    withRef += m.audit.withRef
+    ariaHidden += m.audit.ariaHidden
+    if (m.audit.withRef < m.audit.visible) incomplete.push(`${file}: ${m.audit.withRef}/${m.audit.visible} ${m.audit.missing.join(" ; ")}`)
     if (show === file) {
-      console.log(snapshot.text)
+      console.log(m.ours)
       console.log("----- ariaSnapshot ai -----")
-      console.log(aria.slice(0, 6000))
+      console.log(m.aria.slice(0, 6000))
     }
   } catch (error) {
     console.error(`${file}: ${String(error).split("\n")[0]}`)
-  } finally {
-    await page.close().catch(() => undefined)
   }
 }
 await browser.close()
@@ -102,6 +79,8 @@ row("ariaSnapshot mode=ai", theirs)
 row("ours ms per snapshot", oursMs)
 row("ariaSnapshot ms", theirsMs)
 console.log(`median ratio ours/ai: ${quantile(ratios, 0.5).toFixed(3)}   p95 ratio: ${quantile(ratios, 0.95).toFixed(3)}   median-of-ours / median-of-ai: ${(quantile(ours, 0.5) / quantile(theirs, 0.5)).toFixed(3)}`)
+const sum = (values: Array<number>) => values.reduce((a, b) => a + b, 0)
+console.log(`corpus total ours/ai: ${(sum(ours) / Math.max(1, sum(theirs))).toFixed(3)} (${sum(ours)} / ${sum(theirs)} tokens; test/browser/observation-size.test.ts holds it at ≤ 0.35)`)
 if (widgetRatios.length > 0) {
   console.log(`widget pages: ${widgetRatios.length}, median ratio ours/ai ${quantile(widgetRatios, 0.5).toFixed(3)}, max ${Math.max(...widgetRatios).toFixed(3)}`)
 }

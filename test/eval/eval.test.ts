@@ -49,6 +49,8 @@ const waEval = (...args: Array<string>) =>
     (error: { stdout: string; stderr: string; code: number }) => ({ stdout: error.stdout, stderr: error.stderr, code: error.code })
   )
 
+const isPositiveInteger = (n: unknown) => typeof n === "number" && Number.isInteger(n) && n > 0
+
 describe("wa eval", () => {
   it("ships at least 40 tasks covering every widget class and flow of the issue", () => {
     expect(evalTasks.length).toBeGreaterThanOrEqual(40)
@@ -76,12 +78,21 @@ describe("wa eval", () => {
     expect(report.results).toHaveLength(evalTasks.length)
     expect(report.totals).toMatchObject({ runs: evalTasks.length, passed: evalTasks.length, success_rate: 1 })
     for (const r of report.results) {
-      // Figures from the run itself: a real step count and a cost the service charged for the model's tokens.
+      // Figures from the run itself: a real step count, the model's tokens each way (the figures
+      // users compare agents by; null would mean the service stopped reporting them) and a cost the
+      // service charged for them.
       expect(r.steps, r.task).toBeGreaterThanOrEqual(2)
+      expect(r.input_tokens, `${r.task} input_tokens`).toSatisfy(isPositiveInteger)
+      expect(r.output_tokens, `${r.task} output_tokens`).toSatisfy(isPositiveInteger)
       expect(r.cost_usd, r.task).toBeGreaterThan(0)
       expect(r.wall_ms, r.task).toBeGreaterThan(0)
     }
-    expect(report.totals.steps).toBe(report.results.reduce((a: number, r: any) => a + r.steps, 0))
+    const sumOf = (key: "steps" | "input_tokens" | "output_tokens") => report.results.reduce((a: number, r: any) => a + r[key], 0)
+    expect(report.totals.steps).toBe(sumOf("steps"))
+    expect(report.totals.input_tokens, "totals.input_tokens").toSatisfy(isPositiveInteger)
+    expect(report.totals.output_tokens, "totals.output_tokens").toSatisfy(isPositiveInteger)
+    expect(report.totals.input_tokens).toBe(sumOf("input_tokens"))
+    expect(report.totals.output_tokens).toBe(sumOf("output_tokens"))
   }, 900_000)
 
   it("prints a table with a row per task and the totals, and --repeat runs a task again", async () => {
