@@ -7,7 +7,6 @@
  * only decode, call one method and render.
  */
 import { Context, Effect, Layer, Option, Schema } from "effect"
-import { SqlClient } from "effect/sql"
 import { Budget } from "../billing/budget.ts"
 import type { BudgetExceeded, InsufficientCredits, RunCapReached } from "../domain/errors.ts"
 import { AppConfig } from "../config/config.ts"
@@ -18,7 +17,7 @@ import type { ArtifactId, InputRequestId } from "../domain/id-schemas.ts"
 import { cancelRun } from "../entities/cancel.ts"
 import { ResearchEntity } from "../entities/research.ts"
 import { ArtifactStore, type ArtifactRow } from "../store/artifacts.ts"
-import { earlierCreate, messageSent, recordCreate } from "../store/keyed-create.ts"
+import { makeStandaloneCreate } from "../runs/create.ts"
 import { RunStore } from "../store/runs.ts"
 import { RunNotifier } from "../webhooks/run-notifier.ts"
 import { applyOutlineEdits, depthBudgets } from "./pipeline.ts"
@@ -90,12 +89,11 @@ export class Research extends Context.Service<Research, {
     Research,
     Effect.gen(function*() {
       const store = yield* RunStore
-      const sql = yield* SqlClient.SqlClient
       const artifactStore = yield* ArtifactStore
       const notifier = yield* RunNotifier
       const config = yield* AppConfig
       const clientFor = yield* ResearchEntity.client
-      const budget = yield* Budget
+      const createStandalone = yield* makeStandaloneCreate
       const cancel = cancelRun(store, notifier, (run) => clientFor(run.id).Interrupt({ runId: run.id }, { discard: true }))
 
       const gateState = (runId: RunId) =>
@@ -133,31 +131,22 @@ export class Research extends Context.Service<Research, {
         request: DeepResearchRequest,
         derived: { readonly parentRunId: RunId; readonly instructions: string | null; readonly seed: ResearchState } | undefined = undefined
       ) {
-        // The retry of a keyed create whose first attempt committed before its process died gets that
-        // run, dispatched when that attempt never did (a derived run's seed is saved with the run then).
-        const earlier = yield* earlierCreate((id) => store.getRun(RunId.make(id)).pipe(Effect.map((run) => run?.project_id === projectId ? run : undefined)))
-        if (earlier !== undefined) {
-          if (earlier.status === "pending" && !(yield* messageSent(sql, "DeepResearch", earlier.id, "Execute"))) {
-            yield* clientFor(earlier.id).Execute({ runId: earlier.id }, { discard: true }).pipe(Effect.orDie)
-          }
-          return earlier
-        }
-        // 402 before anything is created (budget cap reached, or credits below the minimum).
-        yield* budget.admit(projectId)
-        const run = yield* sql.withTransaction(Effect.gen(function*() {
-          const run = yield* store.createStandaloneRun(projectId, request, {
-            maxDurationMs: request.max_duration_minutes * config.runMinuteMs,
-            ...(derived === undefined ? {} : { parentRunId: derived.parentRunId, instructions: derived.instructions })
-          })
-          if (derived !== undefined) {
-            yield* store.completeStep(run.id, 0, { step: 0, history: derived.seed, url: null, tabs: [], dirtyForm: false, storageState: undefined })
-          }
-          // Under an Idempotency-Key the claim records the run in its create's transaction (src/store/keyed-create.ts).
-          yield* recordCreate(sql, run.id)
-          return run
-        })).pipe(Effect.catchTag("SqlError", Effect.die))
-        // Fire-and-forget: the persisted Execute reaches the run's entity even if this request is gone.
-        yield* clientFor(run.id).Execute({ runId: run.id }, { discard: true }).pipe(Effect.orDie)
+        // A derived run's seed is saved with the run, in its transaction.
+        const run = yield* createStandalone({
+          projectId,
+          entityType: "DeepResearch",
+          insert: Effect.gen(function*() {
+            const run = yield* store.createStandaloneRun(projectId, request, {
+              maxDurationMs: request.max_duration_minutes * config.runMinuteMs,
+              ...(derived === undefined ? {} : { parentRunId: derived.parentRunId, instructions: derived.instructions })
+            })
+            if (derived !== undefined) {
+              yield* store.completeStep(run.id, 0, { step: 0, history: derived.seed, url: null, tabs: [], dirtyForm: false, storageState: undefined })
+            }
+            return run
+          }),
+          dispatch: (runId) => clientFor(runId).Execute({ runId }, { discard: true }).pipe(Effect.orDie)
+        })
         return run
       })
 

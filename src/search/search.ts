@@ -8,7 +8,6 @@
  * carry `parent_run_id` and answer like a create (the wait rule included).
  */
 import { Context, Effect, Layer, Option, Queue, Schema } from "effect"
-import { SqlClient } from "effect/sql"
 import { Budget } from "../billing/budget.ts"
 import { AppConfig } from "../config/config.ts"
 import type { BudgetExceeded, InsufficientCredits, RunCapReached } from "../domain/errors.ts"
@@ -18,7 +17,7 @@ import { MAX_QUERY_LENGTH, type ProjectId, type Run, RunId, type WebSearchRunReq
 import { cancelRun } from "../entities/cancel.ts"
 import { WebSearchEntity } from "../entities/web-search.ts"
 import { RunEventBus } from "../events/run-event-bus.ts"
-import { earlierCreate, messageSent, recordCreate } from "../store/keyed-create.ts"
+import { makeStandaloneCreate } from "../runs/create.ts"
 import { RunStore } from "../store/runs.ts"
 import { RunNotifier } from "../webhooks/run-notifier.ts"
 import { WebSearchResult } from "../domain/web-search.ts"
@@ -78,13 +77,12 @@ export class Search extends Context.Service<Search, {
     Search,
     Effect.gen(function*() {
       const store = yield* RunStore
-      const sql = yield* SqlClient.SqlClient
       const search = yield* WebSearch
       const bus = yield* RunEventBus
       const config = yield* AppConfig
       const notifier = yield* RunNotifier
       const clientFor = yield* WebSearchEntity.client
-      const budget = yield* Budget
+      const createStandalone = yield* makeStandaloneCreate
       const cancel = cancelRun(store, notifier, (run) => clientFor(run.id).Interrupt({ runId: run.id }, { discard: true }))
 
       /** The run once it has ended, or as it is when `seconds` have passed. */
@@ -108,18 +106,12 @@ export class Search extends Context.Service<Search, {
         const engines: ReadonlyArray<string> = search.engines
         const unknown = (request.engines ?? []).filter((name) => !engines.includes(name))
         if (unknown.length > 0) return yield* new UnknownNames({ field: "engines", what: "engine", unknown, allowed: [...search.engines] })
-        // The retry of a keyed create whose first attempt committed before its process died gets that run.
-        const earlier = yield* earlierCreate((id) => store.getRun(RunId.make(id)).pipe(Effect.map((run) => run?.project_id === projectId ? run : undefined)))
-        // 402 before anything is created (budget cap reached, or credits below the minimum).
-        if (earlier === undefined) yield* budget.admit(projectId)
-        const created = earlier ?? (yield* sql.withTransaction(
-          // Under an Idempotency-Key the claim records the run in its create's transaction (src/store/keyed-create.ts).
-          Effect.tap(store.createStandaloneRun(projectId, request, derived ?? {}), (run) => recordCreate(sql, run.id))
-        ).pipe(Effect.catchTag("SqlError", Effect.die)))
-        // Fire-and-forget: the persisted Execute reaches the run's entity even if this request is gone.
-        if (earlier === undefined || (earlier.status === "pending" && !(yield* messageSent(sql, "WebSearch", earlier.id, "Execute")))) {
-          yield* clientFor(created.id).Execute({ runId: created.id }, { discard: true }).pipe(Effect.orDie)
-        }
+        const created = yield* createStandalone({
+          projectId,
+          entityType: "WebSearch",
+          insert: store.createStandaloneRun(projectId, request, derived ?? {}),
+          dispatch: (runId) => clientFor(runId).Execute({ runId }, { discard: true }).pipe(Effect.orDie)
+        })
         const run = request.wait ? yield* awaitEnd(created.id, config.webSearchWaitSeconds) : created
         // 200 only for a search that waited and ended within the wait. Without wait the answer is
         // 202 whatever the run's state: a keyed retry of a create whose answer was lost may find the
