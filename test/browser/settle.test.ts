@@ -1,14 +1,15 @@
 /**
- * After a click that loads a new document, the action's settle ends once that document has
- * loaded, its short timers have fired and its requests are done (it no longer also waits for
- * 50 ms of DOM quiet, src/browser/actions.ts): what the new page shows a moment after its load,
- * by a timer or from a fetch, is still in the next observation.
+ * What an action's settle waits for (src/browser/actions.ts), seen in the next observation:
+ * - after a click that loads a new document, the settle ends once that document has loaded, its
+ *   short timers have fired and its requests are done (no 50 ms of DOM quiet besides): what the
+ *   new page shows a moment after its load, by a timer or from a fetch, is there;
+ * - after select_option, the page's reaction to the change (a debounced render) is there.
  */
 import { assert, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
-import { click, navigate } from "../../src/browser/actions.ts"
+import { click, navigate, selectOption } from "../../src/browser/actions.ts"
 import { observe } from "../../src/browser/observe.ts"
 import { leaseAndSite, refFor, TestLayer } from "./support.ts"
 
@@ -22,7 +23,12 @@ const pages: Record<string, { readonly type: string; readonly body: string }> = 
   fetch("/data").then((r) => r.text()).then((t) => { document.getElementById("fetched").textContent = t })
 </script>`
   },
-  "/data": { type: "text/plain", body: "Data rendered" }
+  "/data": { type: "text/plain", body: "Data rendered" },
+  "/shipping": {
+    type: "text/html",
+    body: `<h1>Shipping</h1><label>Speed <select id="speed" onchange="const v = this.value; setTimeout(() => { document.getElementById('quote').textContent = 'Quote for ' + v + ': 12 EUR' }, 300)">
+<option value="standard">Standard</option><option value="express">Express</option></select></label><p id="quote">No quote yet</p>`
+  }
 }
 
 const listener = Effect.acquireRelease(
@@ -39,7 +45,7 @@ const listener = Effect.acquireRelease(
   ({ server }) => Effect.promise(() => new Promise<void>((resolve) => server.close(() => resolve())))
 )
 
-layer(TestLayer, { excludeTestServices: true })("settle after a navigating click", (it) => {
+layer(TestLayer, { excludeTestServices: true })("settle", (it) => {
   it.effect("the new page's timer and fetch have rendered when the click returns", () =>
     Effect.gen(function*() {
       const { lease } = yield* leaseAndSite
@@ -51,5 +57,15 @@ layer(TestLayer, { excludeTestServices: true })("settle after a navigating click
       assert.include(after, "Report")
       assert.include(after, "Timer rendered")
       assert.include(after, "Data rendered")
+    }))
+
+  it.effect("after select_option, the page's debounced reaction to the change has rendered", () =>
+    Effect.gen(function*() {
+      const { lease } = yield* leaseAndSite
+      const site = yield* listener
+      yield* navigate(lease, `${site.url}/shipping`)
+      const first = (yield* observe(lease)).snapshot
+      yield* selectOption(lease, refFor(first, /combobox "Speed"/), ["express"])
+      assert.include((yield* observe(lease)).snapshot, "Quote for express: 12 EUR")
     }))
 })
