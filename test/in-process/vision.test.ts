@@ -9,13 +9,13 @@
  * Images are decoded by a Chromium of the test's own (createImageBitmap), not by our code.
  */
 import { afterAll, beforeAll, expect, layer } from "@effect/vitest"
-import { createServer, type IncomingMessage } from "node:http"
+import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
 import { Effect } from "effect"
 import { type Browser, chromium, type Page } from "playwright-core"
 import { ScreenshotId } from "../../src/domain/id-schemas.ts"
 import { ScreenshotStore } from "../../src/store/screenshots.ts"
-import { type ChatRequest, imageParts, lastUserText, startScriptedModel } from "../fixtures/model/scripted-model.ts"
+import { type ChatRequest, imageParts, lastUserText, readBody, startScriptedModel } from "../fixtures/model/scripted-model.ts"
 import { imageBlocks, startScriptedAnthropic } from "../fixtures/model/scripted-anthropic.ts"
 import { type CanvasSite, helpBox, revealBox, startCanvasSite } from "../fixtures/sites/canvas-button.ts"
 import { createSession } from "./do-anything.ts"
@@ -29,13 +29,6 @@ const anthropic = await startScriptedAnthropic()
  * loopback proxy in front of a scripted model that drops `usage` from its answers.
  */
 const startNoUsageProxy = async (target: string) => {
-  const readBody = (request: IncomingMessage) =>
-    new Promise<string>((resolve, reject) => {
-      let body = ""
-      request.on("data", (chunk) => (body += chunk))
-      request.on("end", () => resolve(body))
-      request.on("error", reject)
-    })
   const origin = new URL(target).origin
   const server = createServer(async (req, res) => {
     const upstream = await fetch(`${origin}${req.url}`, { method: req.method ?? "POST", headers: { "content-type": "application/json" }, body: await readBody(req) })

@@ -328,22 +328,30 @@ describe("safety boundary during a run", () => {
   })
 })
 
+/**
+ * Starts a run of `task`, checks that it asks `prompt` once, answers `answer`, and returns the
+ * ended run with `count()` as it was while the question was open (nothing done yet).
+ */
+const answerConfirmation = async (task: string, prompt: string, answer: string, count: () => number) => {
+  const { runPath } = await startRun(task)
+  await waitForRunStatus(service, runPath, ["awaiting_input"], { timeoutMs: 90_000, everyMs: 200 })
+  const asked = (await eventsOf(runPath, "run.input_request")).filter((e) => e.event === "run.input_request")
+  expect(asked).toHaveLength(1)
+  const request = asked[0]!.data.data
+  expect(request.prompt).toBe(prompt)
+  const before = count()
+  const answered = await service.request("POST", `${runPath}/intervene`, {
+    body: { kind: "answer_input_request", input_request_id: request.input_request_id, response: answer }
+  })
+  expect(answered.status, answered.text).toBe(200)
+  const run = await waitForRunStatus(service, runPath, terminal, { timeoutMs: 90_000, everyMs: 200 })
+  return { run, before }
+}
+
 describe("confirmation of a payment click", () => {
   const answerWith = async (answer: string, task = "place the order", prompt = "The agent wants to click \"Place order\" (payment). Allow? yes/no") => {
-    const { runPath } = await startRun(task)
-    await waitForRunStatus(service, runPath, ["awaiting_input"], { timeoutMs: 90_000, everyMs: 200 })
-    const events = await eventsOf(runPath, "run.input_request")
-    const asked = events.filter((e) => e.event === "run.input_request")
-    expect(asked).toHaveLength(1)
-    const request = asked[0]!.data.data
-    expect(request.prompt).toBe(prompt)
-    const ordersBefore = shop.orders()
-    const answered = await service.request("POST", `${runPath}/intervene`, {
-      body: { kind: "answer_input_request", input_request_id: request.input_request_id, response: answer }
-    })
-    expect(answered.status, answered.text).toBe(200)
-    const run = await waitForRunStatus(service, runPath, terminal, { timeoutMs: 90_000, everyMs: 200 })
-    return { run, ordersBefore }
+    const { run, before } = await answerConfirmation(task, prompt, answer, shop.orders)
+    return { run, ordersBefore: before }
   }
 
   it("asks a person before clicking Place order; no declines and the agent is told, yes places the order", async () => {
@@ -384,20 +392,9 @@ describe("confirmation of a payment click", () => {
 describe("confirmation of an account deletion", () => {
   const prompt = "The agent wants to click \"Delete my account\" (account deletion). Allow? yes/no"
   const answerWith = async (answer: string) => {
-    const { runPath } = await startRun("delete my account")
-    await waitForRunStatus(service, runPath, ["awaiting_input"], { timeoutMs: 90_000, everyMs: 200 })
-    const asked = (await eventsOf(runPath, "run.input_request")).filter((e) => e.event === "run.input_request")
-    expect(asked).toHaveLength(1)
-    const request = asked[0]!.data.data
-    expect(request.prompt).toBe(prompt)
     // Nothing is deleted while the question is open.
-    const deletionsBefore = shop.deletions()
-    const answered = await service.request("POST", `${runPath}/intervene`, {
-      body: { kind: "answer_input_request", input_request_id: request.input_request_id, response: answer }
-    })
-    expect(answered.status, answered.text).toBe(200)
-    const run = await waitForRunStatus(service, runPath, terminal, { timeoutMs: 90_000, everyMs: 200 })
-    return { run, deletionsBefore }
+    const { run, before } = await answerConfirmation("delete my account", prompt, answer, shop.deletions)
+    return { run, deletionsBefore: before }
   }
 
   it("asks a person before clicking Delete my account; no leaves the account and tells the agent (UserDeclined), yes deletes it", async () => {
