@@ -14,6 +14,12 @@ vi.setConfig({ testTimeout: 300_000 })
 const LEASE_SECONDS = 1
 const ROUNDS = 3
 const WORKERS_PER_KIND = 3
+/**
+ * API keys a burst may create at most: the project's plan allows 50 (the bootstrap key is one),
+ * and a fast machine creates more than that in a round; a 403 plan_limit_reached is not what
+ * this test is about.
+ */
+const API_KEYS_PER_BURST = 14
 
 const env = {
   WA_RATE_LIMIT_REQUESTS: "1000000",
@@ -72,8 +78,10 @@ const burstUntilKilled = async (service: Service, killAfterMs: number): Promise<
   let killed = false
   let firstAnswer: (() => void) | undefined
   const answered = new Promise<void>((resolve) => (firstAnswer = resolve))
+  let apiKeys = 0
   const worker = async (kind: Kind) => {
     while (!killed) {
+      if (kind === "api_key" && apiKeys++ >= API_KEYS_PER_BURST) return
       const marker = `crash-${randomUUID()}`
       const keyed: Keyed = { kind, key: randomUUID(), marker, path: pathOf(kind, service.projectId), body: bodyOf(kind, marker) }
       sent.push(keyed)
