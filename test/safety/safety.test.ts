@@ -134,22 +134,31 @@ describe("safety policy API", () => {
   })
 })
 
+/**
+ * Both create routes (the sessions route and the flat runs route) refuse instructions naming the
+ * shop's other host with 403 safety_boundary_violated, `reason` containing `reason` and `extra`
+ * matching; the project's sessions are the same afterwards.
+ */
+const expectCreatesRefused = async (reason: string, extra: Record<string, unknown>) => {
+  const before = await service.request("GET", sessionsPath())
+  for (const [path, body] of [
+    [sessionsPath(), { instructions: `open ${shop.otherHostUrl}/partner and read it` }],
+    [`/api/v1/projects/${service.projectId}/do_anything/runs`, { instructions: `see ${shop.otherHostUrl}/partner.` }]
+  ] as const) {
+    const refused = await service.request("POST", path, { body })
+    expect(refused.status, refused.text).toBe(403)
+    expect(refused.json.code).toBe("safety_boundary_violated")
+    expect(refused.json.extra.reason).toContain(reason)
+    expect(refused.json.extra).toMatchObject(extra)
+  }
+  const after = await service.request("GET", sessionsPath())
+  expect(after.json.items.map((s: any) => s.id)).toEqual(before.json.items.map((s: any) => s.id))
+}
+
 describe("safety boundary at create", () => {
   it("refuses a create whose instructions name a denied URL with 403 safety_boundary_violated, creating nothing", async () => {
     await putPolicy({ denied_domains: ["localhost"] })
-    const before = await service.request("GET", sessionsPath())
-    for (const [path, body] of [
-      [sessionsPath(), { instructions: `open ${shop.otherHostUrl}/partner and read it` }],
-      [`/api/v1/projects/${service.projectId}/do_anything/runs`, { instructions: `see ${shop.otherHostUrl}/partner.` }]
-    ] as const) {
-      const refused = await service.request("POST", path, { body })
-      expect(refused.status, refused.text).toBe(403)
-      expect(refused.json.code).toBe("safety_boundary_violated")
-      expect(refused.json.extra.reason).toContain("localhost")
-      expect(refused.json.extra).toMatchObject({ field: "instructions", domain: "localhost", rule: "denied_domains" })
-    }
-    const after = await service.request("GET", sessionsPath())
-    expect(after.json.items.length).toBe(before.json.items.length)
+    await expectCreatesRefused("localhost", { field: "instructions", domain: "localhost", rule: "denied_domains" })
 
     // An allowed URL goes ahead; its run takes one step, whose cost the next tests compare with.
     const { runPath } = await startRun(`nothing to do at ${shop.url}/shop`)
@@ -164,19 +173,9 @@ describe("safety boundary at create", () => {
 describe("safety boundary by allowed_domains", () => {
   it("refuses a create whose URLs name a host outside allowed_domains with 403 safety_boundary_violated, creating nothing", async () => {
     await putPolicy({ allowed_domains: ["127.0.0.1"] })
-    const before = await service.request("GET", sessionsPath())
-    for (const [path, body] of [
-      [sessionsPath(), { instructions: `open ${shop.otherHostUrl}/partner and read it` }],
-      [`/api/v1/projects/${service.projectId}/do_anything/runs`, { instructions: `see ${shop.otherHostUrl}/partner.` }]
-    ] as const) {
-      const refused = await service.request("POST", path, { body })
-      expect(refused.status, refused.text).toBe(403)
-      expect(refused.json.code).toBe("safety_boundary_violated")
-      expect(refused.json.extra.reason).toContain("localhost is not on the project's allowed_domains (127.0.0.1)")
-      expect(refused.json.extra).toMatchObject({ field: "instructions", domain: "localhost", rule: "allowed_domains", url: `${shop.otherHostUrl}/partner` })
-    }
-    const after = await service.request("GET", sessionsPath())
-    expect(after.json.items.map((s: any) => s.id)).toEqual(before.json.items.map((s: any) => s.id))
+    await expectCreatesRefused("localhost is not on the project's allowed_domains (127.0.0.1)", {
+      field: "instructions", domain: "localhost", rule: "allowed_domains", url: `${shop.otherHostUrl}/partner`
+    })
 
     // The allowed host goes ahead (the test can fail).
     const { runPath } = await startRun(`nothing to do at ${shop.url}/shop`)
