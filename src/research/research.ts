@@ -14,7 +14,7 @@ import { ArtifactNotFound, InputRequestNotFound, InvalidField, ParentRunNotReady
 import { isTerminal } from "../domain/run-state.ts"
 import { type DeepResearchRequest, type ProjectId, type Run, RunId } from "../domain/run.ts"
 import type { ArtifactId, InputRequestId } from "../domain/id-schemas.ts"
-import { cancelRun } from "../entities/cancel.ts"
+import { cancelRun } from "../runs/cancel.ts"
 import { ResearchEntity } from "../entities/research.ts"
 import { ArtifactStore, type ArtifactRow } from "../store/artifacts.ts"
 import { makeStandaloneCreate } from "../runs/create.ts"

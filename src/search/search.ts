@@ -14,7 +14,7 @@ import type { BudgetExceeded, InsufficientCredits, RunCapReached } from "../doma
 import { type InvalidTransition, ParentRunNotReady, type RunEnded, type RunNotFound, UnknownNames } from "../domain/errors.ts"
 import { isTerminal } from "../domain/run-state.ts"
 import { MAX_QUERY_LENGTH, type ProjectId, type Run, RunId, type WebSearchRunRequest } from "../domain/run.ts"
-import { cancelRun } from "../entities/cancel.ts"
+import { cancelRun } from "../runs/cancel.ts"
 import { WebSearchEntity } from "../entities/web-search.ts"
 import { RunEventBus } from "../events/run-event-bus.ts"
 import { makeStandaloneCreate } from "../runs/create.ts"

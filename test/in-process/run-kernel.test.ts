@@ -18,7 +18,7 @@ import { SqlClient } from "effect/sql"
 import { Projects } from "../../src/auth/projects.ts"
 import { RunnerLifecycle } from "../../src/cluster/lifecycle.ts"
 import { AppConfig } from "../../src/config/config.ts"
-import { cancelRun } from "../../src/entities/cancel.ts"
+import { cancelRun } from "../../src/runs/cancel.ts"
 import type { EventData } from "../../src/domain/events.ts"
 import { type DeepResearchRequest, type ProjectId, type Run, RunId, type RunRequest, type WebSearchRunRequest } from "../../src/domain/run.ts"
 import { callbackView } from "../../src/http/views/callback-view.ts"
@@ -395,7 +395,7 @@ layer(TestLayer, { excludeTestServices: true, timeout: 120_000 })("run kernel", 
       yield* Deferred.await(started)
       expect((yield* runOf(run.id)).status).toBe("running")
 
-      // As the products cancel (src/entities/cancel.ts): the state change, then Interrupt, then the callback.
+      // As the products cancel (src/runs/cancel.ts): the state change, then Interrupt, then the callback.
       const clientFor = yield* KernelTestEntity.client
       const cancel = cancelRun(store, notifier, (run) => clientFor(run.id).Interrupt({ runId: run.id }))
       yield* cancel(yield* runOf(run.id), "changed my mind").pipe(Effect.orDie)

@@ -1,7 +1,8 @@
 /**
- * Canceling a run, the same way for every product: the state change (with its events), then the
- * entity executing it is told to stop, then the run's end is announced (callback). The entity's
- * own end of a run announces it too; the outbox records one delivery per run and event.
+ * Canceling a run, the kernel's, the same way for every product: the state change (with its
+ * events), then the entity executing it is told to stop (`interrupt`, the product's: its entity's
+ * `Interrupt` message), then the run's end is announced (callback). The entity's own end of a run
+ * announces it too; the outbox records one delivery per run and event.
  */
 import { Effect } from "effect"
 import { RunEnded } from "../domain/errors.ts"
