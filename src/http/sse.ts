@@ -1,7 +1,7 @@
 /**
  * Server-sent events of a run (or a monitor): replays every event after Last-Event-ID, then follows live events,
  * sends `stream.heartbeat` when idle, and ends after the run's terminal event. The stream pulls at
- * the consumer's pace: live events come from the run's shared reader (RunEventBus.follow: one
+ * the consumer's pace: live events come from the run's shared reader (RunEvents.follow, the event bus's: one
  * database read per wakeup for all the streams of the run in this process, each event encoded
  * once), and a stream behind that reader's short buffer (replay, a slow consumer) reads the database
  * itself, so a slow consumer costs no memory; it resumes with Last-Event-ID. After a heartbeat the
@@ -14,10 +14,9 @@ import { Effect } from "effect"
 import { Readable } from "node:stream"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import type { AppConfigShape } from "../config/config.ts"
-import { RunEventBus } from "../events/run-event-bus.ts"
-import { type Convention, isTerminal, statusIn, terminalReasonIn } from "../domain/run-state.ts"
+import { type Convention, statusIn, terminalReasonIn } from "../domain/run-state.ts"
 import type { RunId } from "../domain/run.ts"
-import { type RunEvent, RunStore } from "../store/runs.ts"
+import { type RunEvent, RunEvents } from "../runs/events.ts"
 
 const encoder = new TextEncoder()
 
@@ -117,11 +116,11 @@ export const runEventStream = (
   convention: Convention = "A"
 ) =>
   Effect.gen(function*() {
-    const store = yield* RunStore
+    const events = yield* RunEvents
     return yield* eventStream({
       key: runId,
-      read: (_key, afterId, limit) => store.eventsAfter(runId, afterId, limit),
-      ended: Effect.map(store.getRun(runId), (row) => row === undefined || isTerminal(row.status)),
+      read: (_key, afterId, limit) => events.after(runId, afterId, limit),
+      ended: events.ended(runId),
       isLast: (event) => event.type === "run.completed",
       convention
     }, lastEventId, config)
@@ -133,7 +132,7 @@ export const eventStream = (
   config: Pick<AppConfigShape, "sseHeartbeatSeconds" | "sseStallSeconds">
 ) =>
   Effect.gen(function*() {
-    const bus = yield* RunEventBus
+    const runEvents = yield* RunEvents
     const request = yield* HttpServerRequest.HttpServerRequest
     const context = yield* Effect.context<never>()
     const run = Effect.runPromiseWith(context)
@@ -159,7 +158,7 @@ export const eventStream = (
     let wakes = 0 // wakeups from the shared reader, to tell whether one came during a database read
     let lastSent = Date.now()
     let pump = () => {}
-    const feed = yield* bus.follow(source.key, source.read, () => {
+    const feed = yield* runEvents.follow(source.key, source.read, () => {
       wakes++
       waitForFeed = false
       pump()

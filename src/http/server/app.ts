@@ -71,9 +71,8 @@ import { AccountMail } from "../../accounts/account-mail.ts"
 import { Tenants } from "../../accounts/tenants.ts"
 import { BugReports } from "../../accounts/bug-reports.ts"
 import { Callbacks } from "../../webhooks/callbacks.ts"
-import { RunStore } from "../../store/runs.ts"
 import { SessionStore } from "../../store/sessions.ts"
-import { RunEventBus } from "../../events/run-event-bus.ts"
+import { RunEvents } from "../../runs/events.ts"
 import { Sessions } from "../../do-anything/service.ts"
 import { Search } from "../../search/search.ts"
 import { Research } from "../../research/research.ts"
@@ -150,13 +149,13 @@ const ApiRoutes = HttpApiBuilder.layer(WebAgentApi, { openapiPath: "/openapi.jso
       withServices(ProjectHandlers, [...projectMiddlewares, ApiKeys, Projects]),
       withServices(BillingHandlers, [...projectMiddlewares, SqlClient.SqlClient]),
       withServices(WebhookDeliveriesHandlers, [...projectMiddlewares, Callbacks]),
-      withServices(DoAnythingHandlers, [...projectMiddlewares, SqlClient.SqlClient, RunStore, RunEventBus, ArtifactStore, Sessions, SafetyPolicies]).pipe(Layer.provide(SafetyPolicies.layer)),
-      withServices(DoAnythingFlatHandlers, [...projectMiddlewares, SqlClient.SqlClient, RunStore, RunEventBus, ArtifactStore, Sessions, SafetyPolicies]).pipe(Layer.provide(SafetyPolicies.layer)),
-      withServices(WebSearchHandlers, [...projectMiddlewares, RunStore, RunEventBus, Search]),
-      withServices(WebSearchFlatHandlers, [...projectMiddlewares, RunStore, RunEventBus, Search]),
-      withServices(DeepResearchHandlers, [...projectMiddlewares, RunStore, RunEventBus, Research]),
-      withServices(DeepResearchFlatHandlers, [...projectMiddlewares, RunStore, RunEventBus, Research]),
-      withServices(DeepResearchStandaloneHandlers, [...projectMiddlewares, RunStore, RunEventBus, Research]),
+      withServices(DoAnythingHandlers, [...projectMiddlewares, SqlClient.SqlClient, RunEvents, ArtifactStore, Sessions, SafetyPolicies]).pipe(Layer.provide(SafetyPolicies.layer)),
+      withServices(DoAnythingFlatHandlers, [...projectMiddlewares, SqlClient.SqlClient, RunEvents, ArtifactStore, Sessions, SafetyPolicies]).pipe(Layer.provide(SafetyPolicies.layer)),
+      withServices(WebSearchHandlers, [...projectMiddlewares, RunEvents, Search]),
+      withServices(WebSearchFlatHandlers, [...projectMiddlewares, RunEvents, Search]),
+      withServices(DeepResearchHandlers, [...projectMiddlewares, RunEvents, Research]),
+      withServices(DeepResearchFlatHandlers, [...projectMiddlewares, RunEvents, Research]),
+      withServices(DeepResearchStandaloneHandlers, [...projectMiddlewares, RunEvents, Research]),
       withServices(WebhookEndpointsHandlers, [...projectMiddlewares, ApiKeys, WebhookEndpoints]),
       withServices(SecretsHandlers, [...projectMiddlewares, ApiKeys, ProjectSecrets]).pipe(Layer.provide(ProjectSecrets.layer)),
       withServices(CacheScriptsHandlers, [...projectMiddlewares, CacheScripts]).pipe(Layer.provide(CacheScripts.layer)),
@@ -164,8 +163,8 @@ const ApiRoutes = HttpApiBuilder.layer(WebAgentApi, { openapiPath: "/openapi.jso
       withServices(SafetyHandlers, [...projectMiddlewares, ApiKeys, SafetyPolicies]).pipe(Layer.provide(SafetyPolicies.layer)),
       withServices(InboxHandlers, [...projectMiddlewares, Inbox]),
       withServices(InboxMessagesHandlers, [...projectMiddlewares, MailInboxStore, SessionStore]).pipe(Layer.provide(MailInboxStore.layer)),
-      withServices(TrackHandlers, [...projectMiddlewares, RunEventBus, MonitorStore, Monitors]),
-      withServices(TrackFlatHandlers, [...projectMiddlewares, RunEventBus, MonitorStore, Monitors]),
+      withServices(TrackHandlers, [...projectMiddlewares, RunEvents, MonitorStore, Monitors]),
+      withServices(TrackFlatHandlers, [...projectMiddlewares, RunEvents, MonitorStore, Monitors]),
       withServices(WorkspacesHandlers, [...projectMiddlewares, WorkspaceStore]),
       withServices(WorkspaceUploadHandlers, [...projectMiddlewares, WorkspaceStore]),
       withServices(ProfilesHandlers, [...projectMiddlewares, Profiles]),
@@ -174,7 +173,8 @@ const ApiRoutes = HttpApiBuilder.layer(WebAgentApi, { openapiPath: "/openapi.jso
       withServices(SchedulesHandlers, [...projectMiddlewares, SessionSchedules, SafetyPolicies]).pipe(Layer.provide(SafetyPolicies.layer)),
       withServices(BugReportsHandlers, [...projectMiddlewares, BugReports])
     ).pipe(
-      Layer.provide(ProjectMiddlewares)
+      Layer.provide(ProjectMiddlewares),
+      Layer.provide(RunEvents.layer)
     )
   ])
 )

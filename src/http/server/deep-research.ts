@@ -3,9 +3,8 @@ import { Effect } from "effect"
 import { HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { AppConfig } from "../../config/config.ts"
-import { RunEventBus } from "../../events/run-event-bus.ts"
 import { Research, type ResearchRun } from "../../research/research.ts"
-import { RunStore } from "../../store/runs.ts"
+import { RunEvents } from "../../runs/events.ts"
 import { validateCallbackUrl } from "../../webhooks/callback-url.ts"
 import { WebAgentApi } from "../api/api.ts"
 import { CurrentKey } from "../api/security.ts"
@@ -25,7 +24,7 @@ const handlersFor = (group: Group) =>
     Effect.fn(function*(handlers) {
       const research = yield* Research
       const config = yield* AppConfig
-      const context = yield* Effect.context<RunEventBus | RunStore>()
+      const context = yield* Effect.context<RunEvents>()
       const flat = group === "deep_research_flat"
       // Convention B (/api/v1) names a run's `done` `succeeded`: in views, events, 409 envelopes and
       // the callback of a run it creates (the request's `convention`).

@@ -7,8 +7,7 @@ import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { AppConfig } from "../../config/config.ts"
 import { Sessions } from "../../do-anything/service.ts"
-import { RunEventBus } from "../../events/run-event-bus.ts"
-import { RunStore } from "../../store/runs.ts"
+import { RunEvents } from "../../runs/events.ts"
 import { ScreenshotStore } from "../../store/screenshots.ts"
 import { validateCallbackUrl } from "../../webhooks/callback-url.ts"
 import { WebAgentApi } from "../api/api.ts"
@@ -48,7 +47,7 @@ const tagged = <P extends object>(payload: P, convention: Convention) => ({ _tag
 /** The SSE stream of a run's events, with statuses named as the route's convention does. */
 const eventsOf = Effect.fnUntraced(function*(runId: RunId, lastEventId: string | undefined, convention: Convention) {
   const config = yield* AppConfig
-  const context = yield* Effect.context<RunEventBus | RunStore>()
+  const context = yield* Effect.context<RunEvents>()
   return yield* runEventStream(runId, parseLastEventId(lastEventId), config, convention).pipe(Effect.provide(context))
 })
 
@@ -60,7 +59,7 @@ export const DoAnythingHandlers = HttpApiBuilder.group(
     const safety = yield* SafetyPolicies
     const { allowPrivateNetworks } = yield* AppConfig
     const mailDomain = mailDomainOf(yield* AppConfig)
-    const context = yield* Effect.context<AppConfig | RunEventBus | RunStore>()
+    const context = yield* Effect.context<AppConfig | RunEvents>()
     const run = (sid: SessionId, rid: RunId) => CurrentKey.use(({ projectId }) => httpErrors(sessions.findRun(projectId, rid, sid)))
     const recordings = yield* Effect.context<ArtifactStore | RecordingLinks>()
     return handlers
@@ -158,7 +157,7 @@ export const DoAnythingFlatHandlers = HttpApiBuilder.group(
     const sessions = yield* Sessions
     const safety = yield* SafetyPolicies
     const { allowPrivateNetworks } = yield* AppConfig
-    const context = yield* Effect.context<AppConfig | RunEventBus | RunStore>()
+    const context = yield* Effect.context<AppConfig | RunEvents>()
     const run = (rid: RunId) => CurrentKey.use(({ projectId }) => httpErrors(sessions.findRun(projectId, rid), "B"))
     const recordings = yield* Effect.context<ArtifactStore | RecordingLinks>()
     return handlers

@@ -4,8 +4,8 @@ import { HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { AppConfig } from "../../config/config.ts"
 import type { MonitorId } from "../../domain/monitor.ts"
-import { RunEventBus } from "../../events/run-event-bus.ts"
 import { Monitors } from "../../track/monitors.ts"
+import { RunEvents } from "../../runs/events.ts"
 import { WebAgentApi } from "../api/api.ts"
 import { CurrentKey } from "../api/security.ts"
 import { httpErrors } from "../domain-errors.ts"
@@ -17,7 +17,7 @@ import { deliveryView } from "./webhook-deliveries.ts"
 const common = Effect.gen(function*() {
   const monitors = yield* Monitors
   const config = yield* AppConfig
-  const context = yield* Effect.context<RunEventBus>()
+  const context = yield* Effect.context<RunEvents>()
   const find = (monitorId: MonitorId) => CurrentKey.use(({ projectId }) => httpErrors(monitors.find(projectId, monitorId)))
   const create = (payload: Parameters<typeof monitors.create>[2]) =>
     Effect.gen(function*() {

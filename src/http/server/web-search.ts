@@ -3,9 +3,8 @@ import { Effect } from "effect"
 import { HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { AppConfig } from "../../config/config.ts"
-import { RunEventBus } from "../../events/run-event-bus.ts"
 import { Search, type Started } from "../../search/search.ts"
-import { RunStore } from "../../store/runs.ts"
+import { RunEvents } from "../../runs/events.ts"
 import { WebAgentApi } from "../api/api.ts"
 import { CurrentKey } from "../api/security.ts"
 import { httpErrors } from "../domain-errors.ts"
@@ -20,7 +19,7 @@ const handlersFor = (group: "web_search" | "web_search_flat") =>
     Effect.fn(function*(handlers) {
       const search = yield* Search
       const config = yield* AppConfig
-      const context = yield* Effect.context<RunEventBus | RunStore>()
+      const context = yield* Effect.context<RunEvents>()
       const flat = group === "web_search_flat"
       // Convention B (/api/v1) names a run's `done` `succeeded`: in views, events and 409 envelopes.
       const convention = flat ? "B" as const : "A" as const
