@@ -64,7 +64,6 @@ import { BrowserPool } from "../../browser/pool.ts"
 import { ScreenshotStore } from "../../store/screenshots.ts"
 import { WorkspaceStore } from "../../store/workspace-store.ts"
 import { TakeControl } from "../../control/take-control.ts"
-import { ArtifactStore } from "../../store/artifacts.ts"
 import { Users } from "../../accounts/users.ts"
 import { Sso } from "../../accounts/sso.ts"
 import { AccountMail } from "../../accounts/account-mail.ts"
@@ -73,6 +72,7 @@ import { BugReports } from "../../accounts/bug-reports.ts"
 import { Callbacks } from "../../webhooks/callbacks.ts"
 import { SessionStore } from "../../store/sessions.ts"
 import { RunEvents } from "../../runs/events.ts"
+import { Recordings } from "../../recordings/service.ts"
 import { Sessions } from "../../do-anything/service.ts"
 import { Search } from "../../search/search.ts"
 import { Research } from "../../research/research.ts"
@@ -138,7 +138,7 @@ const ApiRoutes = HttpApiBuilder.layer(WebAgentApi, { openapiPath: "/openapi.jso
     withServices(MediaHandlers, [ScreenshotStore]),
     withServices(WorkspaceDownloadHandlers, [WorkspaceStore]),
     withServices(ControlHandlers, [TakeControl]),
-    withServices(RecordingReplayHandlers, [SqlClient.SqlClient, ArtifactStore]),
+    withServices(RecordingReplayHandlers, [Recordings]).pipe(Layer.provide(Recordings.layer)),
     withServices(StripeWebhookHandlers, [SqlClient.SqlClient]),
     withServices(AuthPublicHandlers, [Users, Sso, Tenants, AccountMail]),
     withServices(DelegationServiceHandlers, [...signedMiddlewares, Delegations]).pipe(Layer.provide(Layer.mergeAll(SignedRequestLive, ProjectMiddlewares))),
@@ -149,8 +149,8 @@ const ApiRoutes = HttpApiBuilder.layer(WebAgentApi, { openapiPath: "/openapi.jso
       withServices(ProjectHandlers, [...projectMiddlewares, ApiKeys, Projects]),
       withServices(BillingHandlers, [...projectMiddlewares, SqlClient.SqlClient]),
       withServices(WebhookDeliveriesHandlers, [...projectMiddlewares, Callbacks]),
-      withServices(DoAnythingHandlers, [...projectMiddlewares, SqlClient.SqlClient, RunEvents, ArtifactStore, Sessions, SafetyPolicies]).pipe(Layer.provide(SafetyPolicies.layer)),
-      withServices(DoAnythingFlatHandlers, [...projectMiddlewares, SqlClient.SqlClient, RunEvents, ArtifactStore, Sessions, SafetyPolicies]).pipe(Layer.provide(SafetyPolicies.layer)),
+      withServices(DoAnythingHandlers, [...projectMiddlewares, RunEvents, Recordings, Sessions, SafetyPolicies]).pipe(Layer.provide(SafetyPolicies.layer)),
+      withServices(DoAnythingFlatHandlers, [...projectMiddlewares, RunEvents, Recordings, Sessions, SafetyPolicies]).pipe(Layer.provide(SafetyPolicies.layer)),
       withServices(WebSearchHandlers, [...projectMiddlewares, RunEvents, Search]),
       withServices(WebSearchFlatHandlers, [...projectMiddlewares, RunEvents, Search]),
       withServices(DeepResearchHandlers, [...projectMiddlewares, RunEvents, Research]),
@@ -168,13 +168,13 @@ const ApiRoutes = HttpApiBuilder.layer(WebAgentApi, { openapiPath: "/openapi.jso
       withServices(WorkspacesHandlers, [...projectMiddlewares, WorkspaceStore]),
       withServices(WorkspaceUploadHandlers, [...projectMiddlewares, WorkspaceStore]),
       withServices(ProfilesHandlers, [...projectMiddlewares, Profiles]),
-      withServices(DoAnythingArtifactsHandlers, [...projectMiddlewares, SqlClient.SqlClient, ArtifactStore, Sessions]),
+      withServices(DoAnythingArtifactsHandlers, [...projectMiddlewares, Recordings, Sessions]),
       withServices(BillingPlansHandlers, [...projectMiddlewares, SqlClient.SqlClient]),
       withServices(SchedulesHandlers, [...projectMiddlewares, SessionSchedules, SafetyPolicies]).pipe(Layer.provide(SafetyPolicies.layer)),
       withServices(BugReportsHandlers, [...projectMiddlewares, BugReports])
     ).pipe(
       Layer.provide(ProjectMiddlewares),
-      Layer.provide(RunEvents.layer)
+      Layer.provide(Layer.mergeAll(RunEvents.layer, Recordings.layer))
     )
   ])
 )

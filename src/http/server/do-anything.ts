@@ -2,7 +2,7 @@
  * Handlers of DoAnything (both conventions): decode, call one method of the Sessions service
  * (src/do-anything/service.ts), map its domain errors, render the wire view.
  */
-import { Effect, Layer } from "effect"
+import { Effect } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { AppConfig } from "../../config/config.ts"
@@ -19,8 +19,7 @@ import { parseLastEventId, runEventStream } from "../sse.ts"
 import { flatRunView, runView, sessionView } from "../views/run-view.ts"
 import { mailDomainOf } from "../../mail/inbound/inbox-store.ts"
 import { withRecording } from "../views/recording-view.ts"
-import { RecordingLinks } from "../../recordings/replay-links.ts"
-import { ArtifactStore } from "../../store/artifacts.ts"
+import { Recordings } from "../../recordings/service.ts"
 import type { RunId, SessionId } from "../../domain/run.ts"
 import { InputRequestId } from "../../domain/id-schemas.ts"
 import type { Convention } from "../../domain/run-state.ts"
@@ -61,7 +60,7 @@ export const DoAnythingHandlers = HttpApiBuilder.group(
     const mailDomain = mailDomainOf(yield* AppConfig)
     const context = yield* Effect.context<AppConfig | RunEvents>()
     const run = (sid: SessionId, rid: RunId) => CurrentKey.use(({ projectId }) => httpErrors(sessions.findRun(projectId, rid, sid)))
-    const recordings = yield* Effect.context<ArtifactStore | RecordingLinks>()
+    const recordings = yield* Effect.context<Recordings>()
     return handlers
       .handle("createSession", ({ payload }) =>
         Effect.gen(function*() {
@@ -148,7 +147,7 @@ export const DoAnythingHandlers = HttpApiBuilder.group(
           Effect.map(runView)
         ))
   })
-).pipe(Layer.provide(RecordingLinks.layer))
+)
 
 export const DoAnythingFlatHandlers = HttpApiBuilder.group(
   WebAgentApi,
@@ -159,7 +158,7 @@ export const DoAnythingFlatHandlers = HttpApiBuilder.group(
     const { allowPrivateNetworks } = yield* AppConfig
     const context = yield* Effect.context<AppConfig | RunEvents>()
     const run = (rid: RunId) => CurrentKey.use(({ projectId }) => httpErrors(sessions.findRun(projectId, rid), "B"))
-    const recordings = yield* Effect.context<ArtifactStore | RecordingLinks>()
+    const recordings = yield* Effect.context<Recordings>()
     return handlers
       .handle("createRun", ({ payload }) =>
         Effect.gen(function*() {
@@ -179,7 +178,7 @@ export const DoAnythingFlatHandlers = HttpApiBuilder.group(
       .handle("runEvents", ({ params, headers }) =>
         run(params.rid).pipe(Effect.flatMap((found) => eventsOf(found.id, headers["last-event-id"], "B")), Effect.provide(context)))
   })
-).pipe(Layer.provide(RecordingLinks.layer))
+)
 
 export const MediaHandlers = HttpApiBuilder.group(
   WebAgentApi,

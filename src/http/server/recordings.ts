@@ -3,7 +3,7 @@
  * (src/http/api/recordings.ts). The recording is stored gzip-compressed and sent as stored to
  * clients that accept gzip.
  */
-import { Effect, Layer } from "effect"
+import { Effect } from "effect"
 import { HttpServerResponse } from "effect/http"
 import type { HttpServerRequest } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
@@ -11,11 +11,9 @@ import { gunzipSync } from "node:zlib"
 import { Sessions } from "../../do-anything/service.ts"
 import type { RunId, SessionId } from "../../domain/run.ts"
 import type { ArtifactId } from "../../domain/id-schemas.ts"
-import { RECORDING_ARTIFACT_NAME } from "../../recordings/recorder.ts"
-import { RecordingLinks } from "../../recordings/replay-links.ts"
 import { REPLAY_PAGE_DIRECTIVES, replayAsset, replayHtml } from "../../recordings/replay-page.ts"
+import { type ArtifactBody, type ArtifactRow, Recordings } from "../../recordings/service.ts"
 import { pageSecurityHeaders } from "../page-security.ts"
-import { type ArtifactBody, type ArtifactRow, ArtifactStore } from "../../store/artifacts.ts"
 import { WebAgentApi } from "../api/api.ts"
 import { CurrentKey } from "../api/security.ts"
 import { httpErrors } from "../domain-errors.ts"
@@ -41,11 +39,10 @@ export const DoAnythingArtifactsHandlers = HttpApiBuilder.group(
   "do_anything_artifacts",
   Effect.fn(function*(handlers) {
     const sessions = yield* Sessions
-    const artifacts = yield* ArtifactStore
-    const links = yield* RecordingLinks
+    const recordings = yield* Recordings
     const findRun = (rid: RunId, sid?: SessionId) => CurrentKey.use(({ projectId }) => httpErrors(sessions.findRun(projectId, rid, sid)))
     const view = (row: ArtifactRow) =>
-      Effect.map(row.name === RECORDING_ARTIFACT_NAME ? links.sign(row.id) : Effect.succeed(undefined), (signed) => ({
+      Effect.map(recordings.replayUrl(row), (signed) => ({
         id: row.id,
         run_id: row.run_id,
         name: row.name,
@@ -60,13 +57,13 @@ export const DoAnythingArtifactsHandlers = HttpApiBuilder.group(
         const limit = query.limit ?? DEFAULT_LIMIT
         const before = yield* decodeCursor(query.cursor)
         const run = yield* findRun(rid, sid)
-        const page = toPage(yield* artifacts.list(run.id, { limit: limit + 1, before }), limit)
+        const page = toPage(yield* recordings.artifacts(run.id, { limit: limit + 1, before }), limit)
         return { items: yield* Effect.forEach(page.items, view), next_cursor: page.next_cursor }
       })
     const get = (request: HttpServerRequest.HttpServerRequest, aid: ArtifactId, rid: RunId, sid?: SessionId) =>
       Effect.gen(function*() {
         const run = yield* findRun(rid, sid)
-        const artifact = yield* artifacts.body(aid, run.id)
+        const artifact = yield* recordings.artifact(run.id, aid)
         if (artifact === undefined) return yield* artifactNotFound(aid)
         return bodyResponse(request, artifact)
       })
@@ -76,29 +73,31 @@ export const DoAnythingArtifactsHandlers = HttpApiBuilder.group(
       .handle("listFlatArtifacts", ({ params, query }) => list(query, params.rid))
       .handle("getFlatArtifact", ({ params, request }) => get(request, params.aid, params.rid))
   })
-).pipe(Layer.provide(RecordingLinks.layer))
+)
 
 export const RecordingReplayHandlers = HttpApiBuilder.group(
   WebAgentApi,
   "recording_replay",
   Effect.fn(function*(handlers) {
-    const artifacts = yield* ArtifactStore
-    const links = yield* RecordingLinks
+    const recordings = yield* Recordings
     /** The recording a signed URL names (403 when the signature is wrong or expired). */
     const signedRecording = (aid: ArtifactId, expires: number, signature: string) =>
       Effect.gen(function*() {
-        const verdict = yield* links.verify(aid, expires, signature)
-        if (verdict === "invalid") return yield* new Forbidden({ code: "invalid_signature", detail: "the signature does not match this URL", extra: {} })
-        if (verdict === "expired") {
-          return yield* new Forbidden({
-            code: "url_expired",
-            detail: "the URL has expired; get the run (or its artifacts) again for a fresh replay_url",
-            extra: {}
-          })
+        const outcome = yield* recordings.replay(aid, expires, signature)
+        switch (outcome._tag) {
+          case "InvalidSignature":
+            return yield* new Forbidden({ code: "invalid_signature", detail: "the signature does not match this URL", extra: {} })
+          case "Expired":
+            return yield* new Forbidden({
+              code: "url_expired",
+              detail: "the URL has expired; get the run (or its artifacts) again for a fresh replay_url",
+              extra: {}
+            })
+          case "NotFound":
+            return yield* notFound("recording_not_found", "no such recording")
+          case "Recording":
+            return outcome.artifact
         }
-        const artifact = yield* artifacts.body(aid)
-        if (artifact === undefined || artifact.row.name !== RECORDING_ARTIFACT_NAME) return yield* notFound("recording_not_found", "no such recording")
-        return artifact
       })
     const pageHeaders = {
       ...pageSecurityHeaders({ directives: REPLAY_PAGE_DIRECTIVES, frameAncestors: "self" }),
@@ -124,4 +123,4 @@ export const RecordingReplayHandlers = HttpApiBuilder.group(
           })
         }))
   })
-).pipe(Layer.provide(RecordingLinks.layer))
+)

@@ -4,10 +4,8 @@
  */
 import { Effect } from "effect"
 import type { Run } from "../../domain/run.ts"
-import { RECORDING_ARTIFACT_NAME } from "../../recordings/recorder.ts"
-import { RecordingLinks } from "../../recordings/replay-links.ts"
+import { Recordings } from "../../recordings/service.ts"
 import { recordingSettings } from "../../recordings/settings.ts"
-import { ArtifactStore } from "../../store/artifacts.ts"
 
 export interface RecordingView {
   readonly enabled: true
@@ -35,14 +33,14 @@ export const recordingSettingsView = (run: Run): RecordingView | null => {
 }
 
 /** The full field: with the stored recording's artifact and replay URL (stored once the run has ended). */
-export const recordingView = (run: Run): Effect.Effect<RecordingView | null, never, ArtifactStore | RecordingLinks> =>
+export const recordingView = (run: Run): Effect.Effect<RecordingView | null, never, Recordings> =>
   Effect.gen(function*() {
     const base = recordingSettingsView(run)
     if (base === null) return null
-    const row = yield* (yield* ArtifactStore).findByName(run.id, RECORDING_ARTIFACT_NAME)
-    if (row === undefined) return base
-    const signed = yield* (yield* RecordingLinks).sign(row.id)
-    return { ...base, artifact_id: row.id, size_bytes: row.size_bytes, replay_url: signed.url, replay_url_expires_at: signed.expiresAt.toISOString() }
+    const stored = yield* (yield* Recordings).ofRun(run.id)
+    if (stored === undefined) return base
+    const { row, replay } = stored
+    return { ...base, artifact_id: row.id, size_bytes: row.size_bytes, replay_url: replay.url, replay_url_expires_at: replay.expiresAt.toISOString() }
   })
 
 /** A run view with its `recording` field completed. */
