@@ -14,7 +14,8 @@
  *   way (counted under a per-project advisory lock, so concurrent firings on many nodes respect it);
  * - skipped `previous_run_active` while the session's latest run is not terminal;
  * - skipped `budget_exceeded` or `insufficient_credits` when billing is on and the project's
- *   budget cap is reached or its balance is below the minimum;
+ *   budget cap is reached or its balance is below the minimum, or the run's credit hold is refused
+ *   (the run kernel's admission, src/runs/create.ts `admitAndInsert`);
  * - otherwise `run_created`: a closed session (idle timeout, keep_alive false) is reopened and the
  *   run added (its Execute is sent after the commit; a re-delivered firing sends it again while the
  *   run is still pending, which the Session entity handles once: it runs one message at a time and
@@ -22,6 +23,7 @@
  */
 import { Clock, Context, Effect, Layer, Schema, Struct } from "effect"
 import { earlierCreate } from "../store/keyed-create.ts"
+import { makeRunCreate } from "../runs/create.ts"
 import { Budget } from "../billing/budget.ts"
 import { Plans } from "../billing/plans.ts"
 import { AppConfig } from "../config/config.ts"
@@ -114,7 +116,7 @@ export class SessionSchedules extends Context.Service<SessionSchedules, {
       const store = yield* RunStore
       const sessionStore = yield* SessionStore
       const config = yield* AppConfig
-      const budget = yield* Budget
+      const runCreate = yield* makeRunCreate
       const plans = yield* Plans
       const clientFor = yield* SessionEntity.client
       const now = Effect.map(Clock.currentTimeMillis, (millis) => new Date(millis))
@@ -201,25 +203,32 @@ export class SessionSchedules extends Context.Service<SessionSchedules, {
           const cap = yield* plans.scheduledCap(schedule.project_id)
           const running = yield* scheduleStore.countScheduledRuns(schedule.project_id)
           if (running >= cap) return yield* skip("scheduled_cap_reached")
-          // The admission check of every new run (billing on): the budget cap, then the minimum balance.
-          const admitted = yield* Effect.result(budget.admit(schedule.project_id))
-          if (admitted._tag === "Failure") return yield* skip(admitted.failure._tag === "BudgetExceeded" ? "budget_exceeded" : "insufficient_credits")
-          // A session closed by idling (or keep_alive false) opens again for its schedule's run.
-          if (session.status === "closed") {
-            yield* scheduleStore.reopenSession(schedule.session_id)
-          }
-          const request: DoAnythingRequest = { ...decodeStoredRequest(schedule.request), _tag: "DoAnything" }
-          const instructions = firingInstructions(schedule.instructions, schedule.spec, firing)
-          const added = yield* Effect.result(sessionStore.addRun(schedule.session_id, {
-            instructions,
-            request: { ...request, instructions },
-            maxSteps: config.maxSteps,
-            model: request.model ?? null,
-            maxDurationMs: request.max_duration_minutes === undefined || request.max_duration_minutes === null ? null : request.max_duration_minutes * config.runMinuteMs
+          // The run kernel's admission of a new run (src/runs/create.ts), in this firing's transaction
+          // (its Execute is sent after the commit): the 402 pre-check of every new run (billing on: the
+          // budget cap, then the minimum balance), then the insert, in a savepoint, with its credit hold.
+          const added = yield* Effect.result(runCreate.admitAndInsert({
+            projectId: schedule.project_id,
+            admit: true,
+            // A session closed by idling (or keep_alive false) opens again for its schedule's run (a
+            // firing refused its run leaves it closed).
+            insert: Effect.gen(function*() {
+              if (session.status === "closed") yield* scheduleStore.reopenSession(schedule.session_id)
+              const request: DoAnythingRequest = { ...decodeStoredRequest(schedule.request), _tag: "DoAnything" }
+              const instructions = firingInstructions(schedule.instructions, schedule.spec, firing)
+              return yield* sessionStore.addRun(schedule.session_id, {
+                instructions,
+                request: { ...request, instructions },
+                maxSteps: config.maxSteps,
+                model: request.model ?? null,
+                maxDurationMs: request.max_duration_minutes === undefined || request.max_duration_minutes === null ? null : request.max_duration_minutes * config.runMinuteMs
+              })
+            }),
+            idOf: (run) => run.id
           }))
           if (added._tag === "Failure") {
             const tag = added.failure._tag
-            // The run's credit hold (billing on) can still be refused after the check above: another create took the credits.
+            // The run's credit hold (billing on) can still be refused after the pre-check: another create
+            // took the credits, or runs under way hold them.
             return yield* skip(
               tag === "PreviousRunActive" ? "previous_run_active" : tag === "BudgetExceeded" ? "budget_exceeded" : tag === "InsufficientCredits" ? "insufficient_credits" : "session_not_found"
             )

@@ -10,6 +10,7 @@ import { AgentModel } from "../agent/model.ts"
 import { toolNames } from "../agent/tools.ts"
 import { AppConfig } from "../config/config.ts"
 import { Plans } from "../billing/plans.ts"
+import { Budget } from "../billing/budget.ts"
 import {
   type BudgetExceeded,
   type ControlNotAvailable,
@@ -24,16 +25,15 @@ import {
 import { isTerminal } from "../domain/run-state.ts"
 import { type DoAnythingRequest, type ProjectId, type Run, RunId, type Session, SessionId } from "../domain/run.ts"
 import type { InputRequestId } from "../domain/id-schemas.ts"
-import type { ProfileId } from "../domain/profile.ts"
 import { RunStore } from "../store/runs.ts"
 import { type NewRun, SessionStore } from "../store/sessions.ts"
-import { earlierCreate, messageSent, recordCreate } from "../store/keyed-create.ts"
 import { ProfileStore } from "../profiles/profile-store.ts"
 import { SkillStore } from "../store/skills.ts"
 import { RunNotifier } from "../webhooks/run-notifier.ts"
 import { WorkspaceStore } from "../store/workspace-store.ts"
 import { type IssuedUrl, TakeControl } from "../control/take-control.ts"
 import { cancelRun } from "../runs/cancel.ts"
+import { makeRunCreate } from "../runs/create.ts"
 import { SessionSchedules } from "./schedules.ts"
 import { decodeSessionSchedule, validateSessionSchedule } from "../domain/schedule-spec.ts"
 import { SessionEntity } from "../entities/session.ts"
@@ -50,6 +50,9 @@ export const OBSERVE_ACTIONS: ReadonlyArray<string> = ["read_page", "extract", "
 
 const hasInstructions = (request: DoAnythingRequest) =>
   request.instructions !== undefined && request.instructions !== null && request.instructions.trim() !== ""
+
+/** A session created with its first run. */
+type SessionWithRun = { readonly session: Session; readonly run: Run }
 
 export interface SessionWithRuns {
   readonly session: Session
@@ -117,6 +120,7 @@ export class Sessions extends Context.Service<Sessions, {
       const control = yield* TakeControl
       const plans = yield* Plans
       const sessionSchedules = yield* SessionSchedules
+      const runCreate = yield* makeRunCreate
       const reread = (run: Run) => store.getRun(run.id).pipe(Effect.map((found) => found ?? run))
       const models: ReadonlyArray<string> = Option.match(model, { onNone: () => [], onSome: (m) => [m.name] })
 
@@ -200,55 +204,32 @@ export class Sessions extends Context.Service<Sessions, {
       })
 
       /**
-       * The session a keyed create's earlier attempt committed. When that attempt died between the
-       * commit and the dispatch of the first run (no Execute was ever persisted), the run is
-       * dispatched now; one that was dispatched is delivered again by the cluster on its own.
+       * The Session entity executes a session's runs, one Execute each (fire-and-forget, after the
+       * commit; the kernel's create dispatches a keyed retry's run when its attempt died first).
        */
-      const recoveredSession = (
-        projectId: ProjectId,
-        sessionId: SessionId,
-        beforeExecute?: (created: { readonly session: Session; readonly run: Run }) => Effect.Effect<void>
-      ) =>
-        Effect.gen(function*() {
-          const session = yield* sessionStore.getSession(projectId, sessionId)
-          const run = session === undefined ? undefined : (yield* sessionStore.runsOfSession(session.id))[0]
-          if (session === undefined || run === undefined) return undefined
-          if (run.status === "pending" && !(yield* messageSent(sql, "Session", session.id, "Execute", run.id))) {
-            // What the dead attempt did not get to before dispatching (a login's record) is done first.
-            if (beforeExecute !== undefined) yield* beforeExecute({ session, run })
-            yield* execute(session.id, run.id)
-          }
-          return { session, run }
-        })
-
-      /**
-       * The follow-up run a keyed add's earlier attempt committed on this session, dispatched now
-       * when that attempt died before its Execute was persisted (the session gets one per run, so
-       * the run's id picks it out).
-       */
-      const recoveredRun = (session: Session, runId: RunId) =>
-        Effect.gen(function*() {
-          const run = yield* store.getRun(runId)
-          if (run === undefined || run.session_id !== session.id) return undefined
-          if (run.status === "pending" && !(yield* messageSent(sql, "Session", session.id, "Execute", run.id))) yield* execute(session.id, run.id)
-          return run
-        })
+      const sessionExecutor = <Created>(sessionOf: (created: Created) => SessionId, runOf: (created: Created) => Run) => ({
+        entityType: "Session",
+        entityId: sessionOf,
+        manyRuns: true,
+        dispatch: (created: Created) => execute(sessionOf(created), runOf(created).id)
+      })
 
       const addRunTo = Effect.fn("Sessions.addRunTo")(function*(session: Session, request: DoAnythingRequest, parentRunId: RunId | null = null) {
-        // The retry of a keyed add whose first attempt committed before its process died gets that run.
-        const earlier = yield* earlierCreate((id) => recoveredRun(session, RunId.make(id)))
-        if (earlier !== undefined) return earlier
-        yield* check(request, session.project_id)
-        // 402 (billing on) comes from the store: the run is admitted against a credit hold in its insert's transaction.
-        // Under an Idempotency-Key the claim records the run in the same transaction (src/store/keyed-create.ts).
-        const run = yield* sql.withTransaction(
-          sessionStore.addRun(session.id, toNewRun(request, parentRunId)).pipe(
-            Effect.tap((added) => attachSchedule(added, request)),
-            Effect.tap((added) => recordCreate(sql, added.id))
-          )
-        ).pipe(Effect.catchTag("SqlError", Effect.die))
-        yield* execute(session.id, run.id)
-        return run
+        // The kernel's create: the retry of a keyed add whose first attempt committed before its
+        // process died gets that run (one of this session's), dispatched if it never was; else the
+        // rules, the insert (under an Idempotency-Key the claim records the run in its transaction)
+        // and the dispatch.
+        return yield* runCreate.create({
+          projectId: session.project_id,
+          existing: (id) => store.getRun(RunId.make(id)).pipe(Effect.map((run) => run?.session_id === session.id ? run : undefined)),
+          check: check(request, session.project_id),
+          // 402 (billing on) comes from the store: the run is admitted against a credit hold in its insert's transaction.
+          admit: false,
+          insert: () => sessionStore.addRun(session.id, toNewRun(request, parentRunId)).pipe(Effect.tap((added) => attachSchedule(added, request))),
+          idOf: (run) => run.id,
+          runOf: (run) => run,
+          executor: sessionExecutor((_: Run) => session.id, (run: Run) => run)
+        })
       })
 
       return Sessions.of({
@@ -256,48 +237,65 @@ export class Sessions extends Context.Service<Sessions, {
         create: Effect.fn("Sessions.create")(function*(key: { readonly projectId: ProjectId; readonly keyId: string }, request: DoAnythingRequest, options?: {
           readonly beforeExecute?: (created: { readonly session: Session; readonly run: Run }) => Effect.Effect<void>
         }) {
-          // The retry of a keyed create whose first attempt committed before its process died gets that session.
-          const earlier = yield* earlierCreate((id) => recoveredSession(key.projectId, SessionId.make(id), options?.beforeExecute))
-          if (earlier !== undefined) return earlier
-          yield* check(request, key.projectId)
-          // The session's workspace must be one of the project's: 404 workspace_not_found, nothing created.
-          if (request.workspace_id !== undefined && request.workspace_id !== null) yield* workspaces.find(key.projectId, request.workspace_id)
           const profileId = request.profile_id ?? null
-          // The session, its first run and its schedule (if the request has one) are one transaction.
-          const insert = sql.withTransaction(sessionStore.createSession({
+          // The kernel's create: the retry of a keyed create whose first attempt committed before
+          // its process died gets that session (its first run dispatched, after `beforeExecute`,
+          // if it never was); else the rules, the insert and the dispatch.
+          return yield* runCreate.create({
             projectId: key.projectId,
-            apiKeyId: key.keyId,
-            profileId,
-            workspaceId: request.workspace_id ?? null,
-            run: toNewRun(request),
-            // The plan's per-key and per-project caps (WA_MAX_CONCURRENT_SESSIONS, WA_MAX_SESSIONS_PER_PROJECT
-            // override them); counted in the insert's transaction.
-            ...yield* plans.capsFor(key.projectId).pipe(Effect.map((caps) => ({ maxOpenSessions: caps.concurrency, maxProjectSessions: caps.projectSessions })))
-          }).pipe(
-            Effect.tap((created) => attachSchedule(created.run, request)),
-            // Under an Idempotency-Key the claim records the session in this transaction (src/store/keyed-create.ts).
-            Effect.tap((created) => recordCreate(sql, created.session.id))
-          )).pipe(Effect.catchTag("SqlError", Effect.die))
-          // A profile is leased in the transaction that inserts the session (its row lock
-          // serialises creates on one profile across nodes); an unknown profile creates nothing.
-          const leaseAndInsert = (id: ProfileId) =>
-            sql.withTransaction(profiles.lease(key.projectId, id).pipe(Effect.andThen(insert))).pipe(Effect.catchTag("SqlError", Effect.die))
-          const created = profileId === null ? yield* insert : yield* Effect.gen(function*() {
-            // The holder may be closing already (its last run ended with keep_alive false and it
-            // is saving the profile): wait for that, briefly, instead of answering 409.
-            for (let attempt = 0;; attempt++) {
-              const outcome = yield* Effect.result(leaseAndInsert(profileId))
-              if (outcome._tag === "Success") return outcome.success
-              const failure = outcome.failure
-              if (failure._tag !== "ProfileInUse" || attempt >= 50 || !(yield* closing(key.projectId, failure.sessionId))) {
-                return yield* Effect.fail(failure)
-              }
-              yield* Effect.sleep("100 millis")
-            }
+            existing: (id) =>
+              Effect.gen(function*() {
+                const session = yield* sessionStore.getSession(key.projectId, SessionId.make(id))
+                const run = session === undefined ? undefined : (yield* sessionStore.runsOfSession(session.id))[0]
+                return session === undefined || run === undefined ? undefined : { session, run }
+              }),
+            check: Effect.gen(function*() {
+              yield* check(request, key.projectId)
+              // The session's workspace must be one of the project's: 404 workspace_not_found, nothing created.
+              if (request.workspace_id !== undefined && request.workspace_id !== null) yield* workspaces.find(key.projectId, request.workspace_id)
+              // The plan's per-key and per-project caps (WA_MAX_CONCURRENT_SESSIONS, WA_MAX_SESSIONS_PER_PROJECT
+              // override them); counted in the insert's transaction.
+              return yield* plans.capsFor(key.projectId)
+            }),
+            // 402 (billing on) comes from the store: the run is admitted against a credit hold in its insert's
+            // transaction, after the session caps (a create over a cap says so, not 402).
+            admit: false,
+            // The session, its first run and its schedule (if the request has one) are one transaction. A
+            // profile is leased in it (its row lock serialises creates on one profile across nodes); an
+            // unknown profile creates nothing.
+            insert: (caps) =>
+              (profileId === null ? Effect.void : profiles.lease(key.projectId, profileId)).pipe(
+                Effect.andThen(sessionStore.createSession({
+                  projectId: key.projectId,
+                  apiKeyId: key.keyId,
+                  profileId,
+                  workspaceId: request.workspace_id ?? null,
+                  run: toNewRun(request),
+                  maxOpenSessions: caps.concurrency,
+                  maxProjectSessions: caps.projectSessions
+                })),
+                Effect.tap((created) => attachSchedule(created.run, request))
+              ),
+            // The profile's holder may be closing already (its last run ended with keep_alive false
+            // and it is saving the profile): wait for that, briefly, instead of answering 409.
+            attempts: (attempt) =>
+              profileId === null ? attempt : Effect.gen(function*() {
+                for (let tries = 0;; tries++) {
+                  const outcome = yield* Effect.result(attempt)
+                  if (outcome._tag === "Success") return outcome.success
+                  const failure = outcome.failure
+                  if (failure._tag !== "ProfileInUse" || tries >= 50 || !(yield* closing(key.projectId, failure.sessionId))) {
+                    return yield* Effect.fail(failure)
+                  }
+                  yield* Effect.sleep("100 millis")
+                }
+              }),
+            // Under an Idempotency-Key the claim records the session in the insert's transaction (src/store/keyed-create.ts).
+            idOf: (created) => created.session.id,
+            runOf: (created) => created.run,
+            executor: sessionExecutor((created: SessionWithRun) => created.session.id, (created: SessionWithRun) => created.run),
+            ...(options?.beforeExecute === undefined ? {} : { beforeDispatch: options.beforeExecute })
           })
-          if (options?.beforeExecute !== undefined) yield* options.beforeExecute(created)
-          yield* execute(created.session.id, created.run.id)
-          return created
         }),
         find,
         list: Effect.fn("Sessions.list")(function*(projectId: ProjectId, status: string | undefined, limit: number, beforeId: string | undefined) {
@@ -362,5 +360,5 @@ export class Sessions extends Context.Service<Sessions, {
         })
       })
     })
-  ).pipe(Layer.provide(Layer.mergeAll(ProfileStore.layer, Plans.layer, SkillStore.layer)))
+  ).pipe(Layer.provide(Layer.mergeAll(ProfileStore.layer, Plans.layer, SkillStore.layer, Budget.layer)))
 }

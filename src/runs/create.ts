@@ -1,10 +1,21 @@
 /**
- * Creating a standalone run (DeepResearch, WebSearch: no session) and handing it to its entity,
- * once per create, for every such product. Admission is the store's, in the insert's transaction
- * (caps and the credit hold, src/store/runs.ts `createStandaloneRun`); `Budget.admit` answers 402
- * before anything is written. Under an Idempotency-Key the run is recorded as the create's in the
- * same transaction (src/store/keyed-create.ts), and the retry of a create whose first attempt
- * committed before its process died gets that run, dispatched now if it never was.
+ * Creating a run and handing it to the entity that executes it: the kernel's, once, for every
+ * product (DoAnything's sessions and their follow-up runs, DeepResearch, WebSearch). A product
+ * gives its insert (with what else belongs in its transaction) and how its entity is told; the
+ * kernel does the rest, in this order:
+ * - keyed-create recovery: under an Idempotency-Key, the retry of a create whose first attempt
+ *   committed before its process died gets what that attempt created (`existing`, by the id the
+ *   claim recorded), its run dispatched now if no Execute for it was ever persisted (what was to
+ *   happen before the dispatch, `beforeDispatch`, first);
+ * - the product's rules (`check`: a 422, a 404), which may read what the insert needs;
+ * - the 402 pre-check (`admit`: Budget.admit, the budget cap and the minimum balance) before
+ *   anything is written;
+ * - the insert and the create's record on the Idempotency-Key claim in one transaction
+ *   (src/store/keyed-create.ts); the admission proper is the store's, in that transaction (the
+ *   caps and the credit hold, src/store/runs.ts `createStandaloneRun`, src/store/sessions.ts);
+ * - the dispatch of the run's persisted Execute, after the commit.
+ * A scheduled run (a session schedule's firing) is admitted by `admitAndInsert`, the same two
+ * middle steps, in the firing's transaction: it dispatches after that transaction commits.
  */
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
@@ -14,10 +25,96 @@ import { type ProjectId, type Run, RunId } from "../domain/run.ts"
 import { earlierCreate, messageSent, recordCreate } from "../store/keyed-create.ts"
 import { RunStore } from "../store/runs.ts"
 
-export const makeStandaloneCreate = Effect.gen(function*() {
+/** A new run's admission and insert (`admitAndInsert`): `Created` is what the insert makes (a run, a session with its first run). */
+export interface RunAdmission<Created, E> {
+  readonly projectId: ProjectId
+  /**
+   * Whether the 402 pre-check (Budget.admit) runs before anything is written. False where the
+   * store's credit hold, in the insert's transaction, is the only check (DoAnything: its hold is
+   * the minimum balance that check asks for, and the caps counted in the insert answer first).
+   */
+  readonly admit: boolean
+  /** The insert (which admits the run: caps, credit hold) and what else belongs in its transaction. */
+  readonly insert: Effect.Effect<Created, E>
+  /** The id the Idempotency-Key claim records for the create (the run's, or its session's). */
+  readonly idOf: (created: Created) => string
+  /**
+   * How one attempt of the insert's transaction is retried (DoAnything: a profile whose holder is
+   * closing is waited for); absent: once.
+   */
+  readonly attempts?: (attempt: Effect.Effect<Created, E>) => Effect.Effect<Created, E>
+}
+
+/** A create for a request (`create`): the admission, the recovery of a keyed retry, the product's rules, the dispatch. */
+export interface RunCreate<Created, Checked, E, EC> extends Omit<RunAdmission<Created, E>, "insert"> {
+  /** The product's rules, checked when the create is not a keyed retry's recovery; gives what the insert needs. */
+  readonly check: Effect.Effect<Checked, EC>
+  readonly insert: (checked: Checked) => Effect.Effect<Created, E>
+  /** What an earlier attempt under the request's key created, by its recorded id (undefined: gone, or not this create's). */
+  readonly existing: (id: string) => Effect.Effect<Created | undefined>
+  /** The run the create made, which the entity executes. */
+  readonly runOf: (created: Created) => Run
+  /** The entity that executes the run. */
+  readonly executor: {
+    /** Its cluster entity type ("Session", "DeepResearch", "WebSearch"). */
+    readonly entityType: string
+    readonly entityId: (created: Created) => string
+    /** The entity executes many runs (a session's), one Execute each: the run's id picks out its message. */
+    readonly manyRuns: boolean
+    /** Sends the run's persisted Execute (fire-and-forget: it reaches the entity even if this request is gone). */
+    readonly dispatch: (created: Created) => Effect.Effect<void>
+  }
+  /** Done once the create is stored, before its dispatch (the interactive login records its login session). */
+  readonly beforeDispatch?: (created: Created) => Effect.Effect<void>
+}
+
+export const makeRunCreate = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  const store = yield* RunStore
   const budget = yield* Budget
+
+  /**
+   * The 402 pre-check (when asked), then the insert and the create's record in one transaction
+   * (a savepoint of the caller's, when it has one). Dispatches nothing.
+   */
+  const admitAndInsert = <Created, E>(admission: RunAdmission<Created, E>): Effect.Effect<Created, E | BudgetExceeded | InsufficientCredits> =>
+    Effect.gen(function*() {
+      if (admission.admit) yield* budget.admit(admission.projectId)
+      const attempt = sql.withTransaction(Effect.tap(admission.insert, (created) => recordCreate(sql, admission.idOf(created)))).pipe(
+        Effect.catchTag("SqlError", Effect.die)
+      ) as Effect.Effect<Created, E>
+      return yield* (admission.attempts === undefined ? attempt : admission.attempts(attempt))
+    })
+
+  const create = <Created, Checked, E, EC>(spec: RunCreate<Created, Checked, E, EC>): Effect.Effect<Created, E | EC | BudgetExceeded | InsufficientCredits> =>
+    Effect.gen(function*() {
+      const { executor } = spec
+      const dispatch = (created: Created) =>
+        (spec.beforeDispatch === undefined ? Effect.void : spec.beforeDispatch(created)).pipe(Effect.andThen(executor.dispatch(created)))
+      const earlier = yield* earlierCreate(spec.existing)
+      if (earlier !== undefined) {
+        // One that was dispatched is delivered again by the cluster on its own.
+        const run = spec.runOf(earlier)
+        const sent = run.status !== "pending" ||
+          (yield* messageSent(sql, executor.entityType, executor.entityId(earlier), "Execute", executor.manyRuns ? run.id : undefined))
+        if (!sent) yield* dispatch(earlier)
+        return earlier
+      }
+      const checked = yield* spec.check
+      const created = yield* admitAndInsert({ ...spec, insert: spec.insert(checked) })
+      yield* dispatch(created)
+      return created
+    })
+
+  return { create, admitAndInsert }
+})
+
+/**
+ * A standalone run's create (DeepResearch, WebSearch: no session; its entity is addressed by the
+ * run's id): the kernel's create, with the 402 pre-check.
+ */
+export const makeStandaloneCreate = Effect.gen(function*() {
+  const store = yield* RunStore
+  const { create } = yield* makeRunCreate
   return <E>(options: {
     readonly projectId: ProjectId
     /** The entity type whose persisted Execute dispatches the run ("DeepResearch", "WebSearch"). */
@@ -27,17 +124,14 @@ export const makeStandaloneCreate = Effect.gen(function*() {
     /** Sends the run's persisted Execute (fire-and-forget: it reaches the entity even if this request is gone). */
     readonly dispatch: (runId: RunId) => Effect.Effect<void>
   }): Effect.Effect<Run, E | BudgetExceeded | InsufficientCredits> =>
-    Effect.gen(function*() {
-      const earlier = yield* earlierCreate((id) =>
-        store.getRun(RunId.make(id)).pipe(Effect.map((run) => run?.project_id === options.projectId ? run : undefined))
-      )
-      if (earlier !== undefined) {
-        if (earlier.status === "pending" && !(yield* messageSent(sql, options.entityType, earlier.id, "Execute"))) yield* options.dispatch(earlier.id)
-        return earlier
-      }
-      yield* budget.admit(options.projectId)
-      const run = yield* sql.withTransaction(Effect.tap(options.insert, (run) => recordCreate(sql, run.id))).pipe(Effect.catchTag("SqlError", Effect.die))
-      yield* options.dispatch(run.id)
-      return run
+    create({
+      projectId: options.projectId,
+      admit: true,
+      check: Effect.void,
+      insert: () => options.insert,
+      idOf: (run) => run.id,
+      existing: (id) => store.getRun(RunId.make(id)).pipe(Effect.map((run) => run?.project_id === options.projectId ? run : undefined)),
+      runOf: (run) => run,
+      executor: { entityType: options.entityType, entityId: (run) => run.id, manyRuns: false, dispatch: (run) => options.dispatch(run.id) }
     })
 })
