@@ -42,6 +42,7 @@ import { MonitorStore, type PreviousSnapshot, type TickRef } from "./monitor-sto
 import { DEFAULT_TRIGGER, parseStopCondition, parseTrigger, type Rule } from "../domain/track-rules.ts"
 import { evaluate } from "./rules.ts"
 import type { EventData } from "../domain/events.ts"
+import type { MonitorTriggeredData } from "../domain/wire/webhook-payloads.ts"
 
 /** Text kept in a snapshot (and diffed), at most. */
 const MAX_SNAPSHOT_TEXT = 200_000
@@ -67,8 +68,8 @@ const ruleOf = (input: Record<string, unknown> | null, parse: typeof parseTrigge
   return Result.isSuccess(parsed) ? parsed.success : fallback
 }
 
-/** The body of a monitor's notification (`monitor.triggered`). */
-export const notificationData = (monitor: Monitor, tick: Pick<TickRun, "id" | "n">, snapshot: Snapshot) => ({
+/** The data of a monitor's notification (`monitor.triggered`, src/domain/wire/webhook-payloads.ts). */
+export const notificationData = (monitor: Monitor, tick: Pick<TickRun, "id" | "n">, snapshot: Snapshot): MonitorTriggeredData => ({
   monitor_id: monitor.id,
   run_id: tick.id,
   tick_n: tick.n,
@@ -76,7 +77,8 @@ export const notificationData = (monitor: Monitor, tick: Pick<TickRun, "id" | "n
   snapshot_id: snapshot.id,
   changed: snapshot.changed,
   extracted: snapshot.extracted,
-  diff: snapshot.diff,
+  // Stored as the tick computed it (a monitor.change_detected diff).
+  diff: snapshot.diff as EventData<"monitor.change_detected">["diff"],
   target_urls: monitor.target_urls,
   fetched_at: snapshot.fetched_at.toISOString()
 })
@@ -209,8 +211,7 @@ export const makeTickExecutor = Effect.gen(function*() {
       tickId: tick.id,
       channel: monitor.notify_channel,
       secret: monitor.notify_secret,
-      type: "monitor.triggered",
-      data: notificationData(monitor, tick, snapshot)
+      message: { type: "monitor.triggered", data: notificationData(monitor, tick, snapshot) }
     })
     return deliveryId
   })

@@ -27,6 +27,7 @@ import { withMethodSpans } from "../observability/spans.ts"
 import type { ProjectId } from "../domain/run.ts"
 import { DeliveryId } from "../domain/id-schemas.ts"
 import type { MonitorId } from "../domain/monitor.ts"
+import { webhookBody, type WebhookMessage } from "../domain/wire/webhook-payloads.ts"
 
 export const signPayload = (secret: string, id: string, timestamp: number, body: string) => {
   const key = Buffer.from(secret.replace(/^whsec_/, ""), "base64")
@@ -70,8 +71,8 @@ export interface SendInput {
   /** The run (or a monitor's tick) the event is about: one delivery per (runId, type). */
   readonly runId: string | null
   readonly url: string
-  readonly type: string
-  readonly data: unknown
+  /** The body's type and data (src/domain/wire/webhook-payloads.ts); the body is `{type, timestamp, data}`. */
+  readonly message: WebhookMessage
   readonly monitorId?: MonitorId | null | undefined
   /** Default `callback_url`. */
   readonly channel?: DeliveryChannel | undefined
@@ -214,7 +215,8 @@ export class Callbacks extends Context.Service<Callbacks, {
         send: (input) =>
           Effect.gen(function*() {
             const id = DeliveryId.make(`msg_${makeId("dlv").slice(4)}`)
-            const body = JSON.stringify({ type: input.type, timestamp: new Date().toISOString(), data: input.data })
+            const { type } = input.message
+            const body = JSON.stringify(webhookBody(input.message, new Date()))
             const settled = input.settled
             const status: DeliveryStatus = settled?.status ?? "pending"
             const error = settled?.status === "failed" ? settled.error : null
@@ -226,7 +228,7 @@ export class Callbacks extends Context.Service<Callbacks, {
               channel: input.channel ?? "callback_url",
               secret: input.secret ?? null,
               url: input.url,
-              type: input.type,
+              type,
               body,
               status,
               error,
@@ -234,7 +236,7 @@ export class Callbacks extends Context.Service<Callbacks, {
             })
             if (!inserted) {
               // Already recorded (the same run and type): that delivery stands.
-              const existing = input.runId === null ? undefined : yield* store.idOfRun(input.runId, input.type)
+              const existing = input.runId === null ? undefined : yield* store.idOfRun(input.runId, type)
               return existing ?? id
             }
             if (settled === undefined) yield* Queue.offer(wake, undefined)

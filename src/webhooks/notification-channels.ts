@@ -26,6 +26,7 @@ import { validateTargetUrl, WebhookEndpoints } from "./webhook-endpoints.ts"
 import type { ProjectId } from "../domain/run.ts"
 import { type DeliveryId, ScheduleId, WebhookEndpointId } from "../domain/id-schemas.ts"
 import type { MonitorId, TickRunId } from "../domain/monitor.ts"
+import type { WebhookMessage } from "../domain/wire/webhook-payloads.ts"
 
 export interface NotifyChannel {
   readonly kind: DeliveryChannel
@@ -42,24 +43,27 @@ export interface NotifyInput {
   readonly channel: NotifyChannel
   /** The monitor's notify_secret (whsec_ + base64), which signs `callback_url` deliveries. */
   readonly secret: string
-  /** e.g. "monitor.change_detected" */
-  readonly type: string
-  readonly data: unknown
+  /**
+   * What the channel is told: a `monitor.triggered` body's type and data
+   * (src/domain/wire/webhook-payloads.ts), the same on every channel.
+   */
+  readonly message: WebhookMessage<"monitor.triggered">
   /** The inbox title; default: taken from `data.title` or `data.summary` if a string, else from the type. */
   readonly title?: string | undefined
 }
 
 const TITLE_MAX = 200
 
-/** "monitor.change_detected" → "Change detected". */
+/** "monitor.triggered" → "Triggered". */
 const titleOf = (input: NotifyInput): string => {
   if (input.title !== undefined) return input.title.slice(0, TITLE_MAX)
-  const data = input.data as { title?: unknown; summary?: unknown } | null
+  const data = input.message.data as { title?: unknown; summary?: unknown } | null
   if (typeof data === "object" && data !== null) {
     if (typeof data.title === "string" && data.title !== "") return data.title.slice(0, TITLE_MAX)
     if (typeof data.summary === "string" && data.summary !== "") return data.summary.slice(0, TITLE_MAX)
   }
-  const words = (input.type.split(".").pop() ?? input.type).replaceAll("_", " ")
+  const { type } = input.message
+  const words = (type.split(".").pop() ?? type).replaceAll("_", " ")
   return (words.charAt(0).toUpperCase() + words.slice(1)).slice(0, TITLE_MAX)
 }
 
@@ -98,8 +102,7 @@ export class NotificationChannels extends Context.Service<NotificationChannels, 
           runId: input.tickId,
           monitorId: input.monitorId,
           channel: channel.kind,
-          type: input.type,
-          data: input.data
+          message: input.message
         }
         switch (channel.kind) {
           case "callback_url": {
@@ -134,9 +137,9 @@ export class NotificationChannels extends Context.Service<NotificationChannels, 
               projectId: input.projectId,
               monitorId: input.monitorId,
               tickId: input.tickId,
-              type: input.type,
+              type: input.message.type,
               title: titleOf(input),
-              data: input.data
+              data: input.message.data
             })
             const deliveryId = yield* callbacks.send({
               ...base,
@@ -148,12 +151,13 @@ export class NotificationChannels extends Context.Service<NotificationChannels, 
           case "schedule": {
             // A monitor's channel (Track) names the schedule as text.
             const scheduleId = ScheduleId.make(channel.schedule_id ?? "")
-            const full = { type: input.type, monitor_id: input.monitorId, tick_id: input.tickId, data: input.data }
+            const { type, data } = input.message
+            const full = { type, monitor_id: input.monitorId, tick_id: input.tickId, data }
             // The run gets the notification; one too large for a trigger keeps its identity only.
             const payload = Buffer.byteLength(JSON.stringify(full)) <= MAX_TRIGGER_PAYLOAD_BYTES
               ? full
-              : { type: input.type, monitor_id: input.monitorId, tick_id: input.tickId, truncated: true }
-            const queued = yield* sql.withTransaction(queueTrigger(input.projectId, scheduleId, payload, `${input.tickId}:${input.type}`)).pipe(
+              : { type, monitor_id: input.monitorId, tick_id: input.tickId, truncated: true }
+            const queued = yield* sql.withTransaction(queueTrigger(input.projectId, scheduleId, payload, `${input.tickId}:${type}`)).pipe(
               Effect.provideService(SqlClient.SqlClient, sql),
               Effect.orDie
             )

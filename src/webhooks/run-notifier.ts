@@ -5,14 +5,19 @@
  */
 import { Context, Effect, Layer } from "effect"
 import type { Run, RunId } from "../domain/run.ts"
+import type { RunCompletedData } from "../domain/wire/webhook-payloads.ts"
 import { RunStore } from "../store/runs.ts"
 import { Callbacks } from "./callbacks.ts"
 
 export class RunNotifier extends Context.Service<RunNotifier, {
   readonly terminal: (runId: RunId) => Effect.Effect<void>
 }>()("wa/webhooks/RunNotifier") {
-  /** `render` gives the callback body of a run (src/http/views/callback-view.ts). */
-  static readonly layer = (render: (run: Run) => unknown) => Layer.effect(
+  /**
+   * `render` gives the callback's data for a run (src/http/views/callback-view.ts): the run as its
+   * product's GET shows it, a `run.completed` body's data (src/domain/wire/webhook-payloads.ts);
+   * undefined for a run that has no callback.
+   */
+  static readonly layer = (render: (run: Run) => RunCompletedData | undefined) => Layer.effect(
     RunNotifier,
     Effect.gen(function*() {
       const store = yield* RunStore
@@ -24,7 +29,9 @@ export class RunNotifier extends Context.Service<RunNotifier, {
           if (run === undefined || run.request._tag === "WebSearch" || run.request._tag === "TrackTick") return
           const url = run.request.callback_url
           if (url === undefined || url === null) return
-          yield* callbacks.send({ projectId: run.project_id, runId, url, type: "run.completed", data: render(run) })
+          const data = render(run)
+          if (data === undefined) return
+          yield* callbacks.send({ projectId: run.project_id, runId, url, message: { type: "run.completed", data } })
         })
       })
     })

@@ -8,7 +8,8 @@
  * - global_webhook: signed with the endpoint's secret; an endpoint that does not exist gives a
  *   failed delivery saying so, which cannot be retried;
  * - console_inbox: an inbox notification and a delivery recorded as delivered, nothing sent;
- * - concurrent notify calls for one (tick, type) record one delivery, send one request;
+ * - concurrent notify calls for one tick record one delivery, send one request; another tick is another;
+ * - every body sent is a `monitor.triggered` body of the OpenAPI document's webhooks section;
  * - a receiver that fails twice gets the delivery on the third attempt, same id and signature scheme;
  * - schedule: the notification queues an event firing and wakes the scheduler, which dispatches it
  *   at once although its poll is a minute here.
@@ -32,6 +33,8 @@ import { Inbox } from "../../src/webhooks/inbox.ts"
 import { NotificationChannels, NotificationChannelsLive } from "../../src/webhooks/notification-channels.ts"
 import { newWebhookSecret, WebhookEndpoints } from "../../src/webhooks/webhook-endpoints.ts"
 import { SqlClient } from "effect/sql"
+import type { MonitorTriggeredData, WebhookMessage } from "../../src/domain/wire/webhook-payloads.ts"
+import { checkWebhookDelivery } from "../support/webhook-receiver.ts"
 
 interface Received {
   readonly headers: Record<string, string>
@@ -118,14 +121,28 @@ const awaitDelivery = (projectId: ProjectId, id: DeliveryId, done: (row: Deliver
     }
   })
 
-const verify = (secret: string, received: Received) =>
-  new Webhook(secret).verify(received.body, {
+/** The body, held to the document's webhooks section, if its signature is valid for `secret`. */
+const verify = (secret: string, received: Received) => {
+  expect(checkWebhookDelivery(received.headers, received.body).problems).toEqual([])
+  return new Webhook(secret).verify(received.body, {
     "webhook-id": received.headers["webhook-id"]!,
     "webhook-timestamp": received.headers["webhook-timestamp"]!,
     "webhook-signature": received.headers["webhook-signature"]!
   })
+}
 
 const ids = () => ({ monitorId: makeId("mon"), tickId: makeId("tick") })
+
+/** A tick's notification, as Track sends it (src/track/tick.ts notificationData). */
+const triggered = (monitorId: string, tickId: string, data: Partial<MonitorTriggeredData> = {}): WebhookMessage<"monitor.triggered"> => ({
+  type: "monitor.triggered",
+  data: {
+    monitor_id: monitorId, run_id: tickId, tick_n: 2, intent: "Tell me when the price drops", snapshot_id: makeId("snap"), changed: true,
+    extracted: { price: 99 }, diff: { kind: "json", changes: [{ op: "changed", path: "/price", old: 120, new: 99 }] },
+    target_urls: ["https://example.com/product"], fetched_at: new Date().toISOString(),
+    ...data
+  }
+})
 
 layer(TestLayer, { excludeTestServices: true })("NotificationChannels", (it) => {
   it.effect("callback_url: a POST to the URL signed with the monitor's secret, recorded with monitor, channel and tick", () =>
@@ -134,17 +151,17 @@ layer(TestLayer, { excludeTestServices: true })("NotificationChannels", (it) => 
       const channels = yield* NotificationChannels
       const { monitorId, tickId } = ids()
       const secret = newWebhookSecret()
-      const data = { monitor_id: monitorId, changes: [{ path: "price", old: 120, new: 99 }] }
+      const message = triggered(monitorId, tickId)
       const { deliveryId } = yield* channels.notify({
-        projectId, monitorId, tickId, secret, type: "monitor.change_detected", data,
+        projectId, monitorId, tickId, secret, message,
         channel: { kind: "callback_url", url: `${receiver.url}/callback`, webhook_id: null }
       })
       assert(deliveryId !== null)
       const row = yield* awaitDelivery(projectId, deliveryId, (r) => r.status === "delivered")
-      expect(row).toMatchObject({ run_id: tickId, monitor_id: monitorId, channel: "callback_url", url: `${receiver.url}/callback`, event_type: "monitor.change_detected", attempts: 1 })
+      expect(row).toMatchObject({ run_id: tickId, monitor_id: monitorId, channel: "callback_url", url: `${receiver.url}/callback`, event_type: "monitor.triggered", attempts: 1 })
       const [received] = receiver.byPath.get("/callback")!
       expect(received!.headers["webhook-id"]).toBe(deliveryId)
-      expect(verify(secret, received!)).toMatchObject({ type: "monitor.change_detected", data })
+      expect(verify(secret, received!)).toMatchObject(message)
       // Signed with the monitor's secret, not the project's.
       expect(() => verify(projectSecret, received!)).toThrow()
     }))
@@ -160,13 +177,13 @@ layer(TestLayer, { excludeTestServices: true })("NotificationChannels", (it) => 
       yield* channels.validateChannel(projectId, channel)
       const { monitorId, tickId } = ids()
       const { deliveryId } = yield* channels.notify({
-        projectId, monitorId, tickId, secret: newWebhookSecret(), type: "monitor.change_detected", data: { n: 1 }, channel
+        projectId, monitorId, tickId, secret: newWebhookSecret(), message: triggered(monitorId, tickId, { tick_n: 1 }), channel
       })
       assert(deliveryId !== null)
       const row = yield* awaitDelivery(projectId, deliveryId, (r) => r.status === "delivered")
       expect(row).toMatchObject({ channel: "global_webhook", monitor_id: monitorId, run_id: tickId, url: `${receiver.url}/global` })
       const [received] = receiver.byPath.get("/global")!
-      expect(verify(endpointSecret, received!)).toMatchObject({ type: "monitor.change_detected", data: { n: 1 } })
+      expect(verify(endpointSecret, received!)).toMatchObject({ type: "monitor.triggered", data: { monitor_id: monitorId, run_id: tickId, tick_n: 1 } })
     }))
 
   it.effect("global_webhook to an endpoint that does not exist: a failed delivery saying so, not retryable", () =>
@@ -180,7 +197,7 @@ layer(TestLayer, { excludeTestServices: true })("NotificationChannels", (it) => 
       expect(invalid).toMatchObject({ _tag: "InvalidField", field: ["notify_channel", "webhook_id"], type: "value_error.webhook_not_found" })
 
       const { deliveryId } = yield* channels.notify({
-        projectId, monitorId, tickId, secret: newWebhookSecret(), type: "monitor.change_detected", data: {}, channel
+        projectId, monitorId, tickId, secret: newWebhookSecret(), message: triggered(monitorId, tickId), channel
       })
       assert(deliveryId !== null)
       const row = yield* callbacks.find(projectId, deliveryId)
@@ -201,12 +218,12 @@ layer(TestLayer, { excludeTestServices: true })("NotificationChannels", (it) => 
       const before = yield* inbox.unreadCount(projectId)
       const sentBefore = [...receiver.byPath.values()].flat().length
       const { deliveryId } = yield* channels.notify({
-        projectId, monitorId, tickId, secret: newWebhookSecret(), type: "monitor.change_detected",
-        data: { title: "Price dropped to 99", price: 99 }, channel: { kind: "console_inbox", url: null, webhook_id: null }
+        projectId, monitorId, tickId, secret: newWebhookSecret(), message: triggered(monitorId, tickId, { extracted: { price: 99 } }),
+        title: "Price dropped to 99", channel: { kind: "console_inbox", url: null, webhook_id: null }
       })
       assert(deliveryId !== null)
       const [notification] = yield* inbox.list(projectId, { limit: 1 })
-      expect(notification).toMatchObject({ monitor_id: monitorId, tick_id: tickId, type: "monitor.change_detected", title: "Price dropped to 99", data: { price: 99 }, read_at: null })
+      expect(notification).toMatchObject({ monitor_id: monitorId, tick_id: tickId, type: "monitor.triggered", title: "Price dropped to 99", data: { monitor_id: monitorId, extracted: { price: 99 } }, read_at: null })
       expect(yield* inbox.unreadCount(projectId)).toBe(before + 1)
       const row = yield* callbacks.find(projectId, deliveryId)
       expect(row).toMatchObject({ status: "delivered", channel: "console_inbox", attempts: 0, url: `/v1/projects/${projectId}/inbox/${notification!.id}` })
@@ -216,7 +233,7 @@ layer(TestLayer, { excludeTestServices: true })("NotificationChannels", (it) => 
       expect(retried).toMatchObject({ _tag: "DeliveryNotRetryable", status: "delivered" })
     }))
 
-  it.effect("concurrent notify calls for one tick and type record one delivery per channel and send once", () =>
+  it.effect("concurrent notify calls for one tick record one delivery per channel and send once", () =>
     Effect.gen(function*() {
       const { receiver, projectId } = yield* Env
       const channels = yield* NotificationChannels
@@ -236,7 +253,7 @@ layer(TestLayer, { excludeTestServices: true })("NotificationChannels", (it) => 
         const results = yield* Effect.forEach(
           Array.from({ length: 8 }, () => undefined),
           () => channels.notify({
-            projectId, monitorId, tickId, secret: monitorSecret, type: "monitor.change_detected", data: { kind: c.kind },
+            projectId, monitorId, tickId, secret: monitorSecret, message: triggered(monitorId, tickId, { intent: c.kind }),
             channel: { kind: c.kind, url: c.url, webhook_id: c.webhook_id }
           }),
           { concurrency: "unbounded" }
@@ -245,17 +262,18 @@ layer(TestLayer, { excludeTestServices: true })("NotificationChannels", (it) => 
         expect(deliveryIds.size).toBe(1)
         const rows = yield* callbacks.list(projectId, { runId: tickId, limit: 100 })
         expect(rows.map((r) => r.id)).toEqual([...deliveryIds])
-        // Another type of the same tick is another delivery.
+        // Another tick of the same monitor is another delivery.
+        const otherTick = makeId("tick")
         const other = yield* channels.notify({
-          projectId, monitorId, tickId, secret: monitorSecret, type: "monitor.stopped", data: {},
+          projectId, monitorId, tickId: otherTick, secret: monitorSecret, message: triggered(monitorId, otherTick),
           channel: { kind: c.kind, url: c.url, webhook_id: c.webhook_id }
         })
         expect(deliveryIds.has(other.deliveryId)).toBe(false)
         const byMonitor = yield* callbacks.list(projectId, { monitorId, limit: 100 })
-        expect(byMonitor.map((r) => r.event_type).sort()).toEqual(["monitor.change_detected", "monitor.stopped"])
+        expect(byMonitor.map((r) => r.run_id).sort()).toEqual([tickId, otherTick].sort())
         if (c.path === undefined) {
-          const notifications = (yield* inbox.list(projectId, { limit: 100 })).filter((n) => n.tick_id === tickId)
-          expect(notifications.map((n) => n.type).sort()).toEqual(["monitor.change_detected", "monitor.stopped"])
+          const notifications = (yield* inbox.list(projectId, { limit: 100 })).filter((n) => n.monitor_id === monitorId)
+          expect(notifications.map((n) => n.tick_id).sort()).toEqual([tickId, otherTick].sort())
         } else {
           yield* awaitDelivery(projectId, [...deliveryIds][0]!, (r) => r.status === "delivered")
           yield* awaitDelivery(projectId, other.deliveryId!, (r) => r.status === "delivered")
@@ -274,7 +292,7 @@ layer(TestLayer, { excludeTestServices: true })("NotificationChannels", (it) => 
       const secret = newWebhookSecret()
       receiver.script("/flaky", [500, 503])
       const { deliveryId } = yield* channels.notify({
-        projectId, monitorId, tickId, secret, type: "monitor.change_detected", data: { x: 1 },
+        projectId, monitorId, tickId, secret, message: triggered(monitorId, tickId),
         channel: { kind: "callback_url", url: `${receiver.url}/flaky`, webhook_id: null }
       })
       const row = yield* awaitDelivery(projectId, deliveryId!, (r) => r.status === "delivered" || r.status === "failed")
@@ -320,7 +338,7 @@ layer(TestLayer, { excludeTestServices: true })("NotificationChannels", (it) => 
       yield* Effect.sleep("200 millis")
       const { monitorId, tickId } = ids()
       const { deliveryId } = yield* channels.notify({
-        projectId, monitorId, tickId, secret: newWebhookSecret(), type: "monitor.change_detected", data: { changed: true },
+        projectId, monitorId, tickId, secret: newWebhookSecret(), message: triggered(monitorId, tickId),
         channel: { kind: "schedule", schedule_id: scheduleId, url: null, webhook_id: null }
       })
       assert(deliveryId !== null)

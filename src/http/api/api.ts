@@ -6,6 +6,7 @@ import { HttpApi, OpenApi } from "effect/http-api"
 import { transportHeaders } from "./openapi-transport.ts"
 import { discriminatedUnions } from "./openapi-unions.ts"
 import { eventStreams } from "./openapi-events.ts"
+import { webhooks } from "./openapi-webhooks.ts"
 import { ApiKeysApi } from "./api-keys.ts"
 import { ControlApi } from "./control.ts"
 import { DoAnythingApi, DoAnythingFlatApi, MediaApi } from "./do-anything.ts"
@@ -87,5 +88,5 @@ const contract = HttpApi.make("web-agent-service")
   }))
 
 // Idempotency-Key on every write that honours it, Retry-After and RateLimit on every 429; every event payload and each stream's event types;
-// unions discriminated by `kind` as oneOf.
-export class WebAgentApi extends contract.annotate(OpenApi.Transform, (spec) => discriminatedUnions(eventStreams(transportHeaders(contract)(spec)))) {}
+// the bodies POSTed to users' endpoints (the webhooks section, deliveries' payload); unions discriminated by `kind` as oneOf.
+export class WebAgentApi extends contract.annotate(OpenApi.Transform, (spec) => discriminatedUnions(webhooks(eventStreams(transportHeaders(contract)(spec))))) {}

@@ -46,7 +46,7 @@ type Convention = "A" | "B"
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` })
 
 /** JSON Schemas (OpenAPI 3.1 dialect) of the schemas, in order; unknown fields refused, as the server sends none. */
-const jsonSchemas = (schemas: ReadonlyArray<Schema.Top>) => {
+export const jsonSchemas = (schemas: ReadonlyArray<Schema.Top>) => {
   const document = SchemaRepresentation.toRepresentations(schemas.map((schema) => schema.ast) as [Schema.Top["ast"], ...Array<Schema.Top["ast"]>])
   const multi = JsonSchema.toMultiDocumentOpenApi3_1(SchemaRepresentation.toJsonSchemaMultiDocument(document, { onExcessProperty: "error" }))
   return { schemas: multi.schemas as ReadonlyArray<Record<string, unknown>>, definitions: multi.definitions as Record<string, unknown> }
