@@ -81,7 +81,7 @@ export const makeRunCreate = Effect.gen(function*() {
       if (admission.admit) yield* budget.admit(admission.projectId)
       const attempt = sql.withTransaction(Effect.tap(admission.insert, (created) => recordCreate(sql, admission.idOf(created)))).pipe(
         Effect.catchTag("SqlError", Effect.die)
-      ) as Effect.Effect<Created, E>
+      )
       return yield* (admission.attempts === undefined ? attempt : admission.attempts(attempt))
     })
 
