@@ -6,21 +6,36 @@
  * with backoff (0.5 s doubling to 8 s). The server ends a stream after the run's last event; a
  * reconnect that ends at once with nothing new means the stream is over.
  */
-export interface StreamEvent {
-  readonly id: number
-  readonly type: string
-  readonly data: Record<string, unknown>
-  readonly created_at: string | undefined
-  /** When this console received it (Date.now()), for the latency figure. */
-  readonly received_at: number
-}
+import type { EventSchemas, EventType, StreamEventTypes, StreamKind } from "../../src/domain/events.ts"
+
+/**
+ * The payload of an event type as the API's document declares it (src/domain/events.ts, the
+ * schemas the OpenAPI document lists; JSON, so the encoded side). Type-only: nothing of the
+ * schemas is in the console's bundle, and payloads are not decoded (console/src/api.ts says why).
+ */
+export type EventPayload<T extends EventType> = (typeof EventSchemas)[T]["Encoded"]
+
+/** A received event of one of the types `T`, its `data` typed by its type (narrow on `event.type`). */
+export type StreamEvent<T extends EventType = EventType> = {
+  readonly [K in T]: {
+    readonly id: number
+    readonly type: K
+    readonly data: EventPayload<K>
+    readonly created_at: string | undefined
+    /** When this console received it (Date.now()), for the latency figure. */
+    readonly received_at: number
+  }
+}[T]
+
+/** The events of a product's stream: the types the document lists for it (`StreamEventTypes`). */
+export type StreamEventOf<K extends StreamKind> = StreamEvent<(typeof StreamEventTypes)[K][number]>
 
 export type StreamState = "connecting" | "live" | "reconnecting" | "ended" | "failed"
 
-export interface FollowOptions {
+export interface FollowOptions<E extends StreamEvent = StreamEvent> {
   readonly url: string
   readonly headers: Record<string, string>
-  readonly onEvents: (events: ReadonlyArray<StreamEvent>) => void
+  readonly onEvents: (events: ReadonlyArray<E>) => void
   readonly onState: (state: StreamState, detail?: string) => void
   readonly signal: AbortSignal
   /** Resume after this id (events up to it are already shown). */
@@ -67,7 +82,7 @@ const sleep = (ms: number, signal: AbortSignal) =>
     }, { once: true })
   })
 
-export const followEvents = async (options: FollowOptions): Promise<void> => {
+export const followEvents = async <E extends StreamEvent = StreamEvent>(options: FollowOptions<E>): Promise<void> => {
   const { signal } = options
   const stallMs = options.stallMs ?? 60_000
   let lastId = options.lastEventId ?? 0
@@ -119,18 +134,21 @@ export const followEvents = async (options: FollowOptions): Promise<void> => {
         buffer += decoder.decode(value, { stream: true })
         const parsed = parseFrames(buffer)
         buffer = parsed.rest
-        const fresh: Array<StreamEvent> = []
+        const fresh: Array<E> = []
         const now = Date.now()
         for (const frame of parsed.frames) {
           if (frame.event === "stream.heartbeat" || frame.id === undefined || frame.id <= lastId) continue
           lastId = frame.id
-          let envelope: { type?: string; data?: Record<string, unknown>; created_at?: string } = {}
+          let envelope: { type?: string; data?: unknown; created_at?: string } = {}
           try {
             envelope = JSON.parse(frame.data)
           } catch {
             // an unparsable frame still shows as an event of its type
           }
-          fresh.push({ id: frame.id, type: envelope.type ?? frame.event, data: envelope.data ?? {}, created_at: envelope.created_at, received_at: now })
+          // The frame's `data` is the payload the document declares for its type on this stream (the
+          // suites decode every event they read with those schemas: test/support/sse.ts); as with the
+          // JSON bodies, it is not decoded here.
+          fresh.push({ id: frame.id, type: envelope.type ?? frame.event, data: envelope.data ?? {}, created_at: envelope.created_at, received_at: now } as E)
         }
         received += fresh.length
         if (fresh.length > 0) options.onEvents(fresh)

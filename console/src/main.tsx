@@ -6,10 +6,11 @@
  */
 import { StrictMode, useCallback, useEffect, useMemo, useRef, useState } from "react"
 import { createRoot } from "react-dom/client"
-import { loadMe, type Me, signOutAccount } from "./account.ts"
+import { loadMe, signOutAccount } from "./account.ts"
 import { Api, describeError, unauthorizedEvent } from "./api.ts"
 import { clearCredentials, type Credentials, loadCredentials, saveCredentials, type SessionCredentials } from "./auth.ts"
 import { Link, match, navigate, usePath } from "./router.tsx"
+import type { Me } from "./wire.ts"
 import { SignIn } from "./pages/SignIn.tsx"
 import { SessionPage, SessionsPage, RunPage } from "./pages/Sessions.tsx"
 import { ResearchListPage, ResearchRunPage } from "./pages/Research.tsx"

@@ -71,15 +71,15 @@ const keptEvents = 2000
 const shownEvents = 500
 
 /** Follows an event stream while mounted; events accumulate in arrival order. */
-export const useEventStream = (url: string | undefined, headers: Record<string, string>) => {
-  const [events, setEvents] = useState<Array<StreamEvent>>([])
+export const useEventStream = <E extends StreamEvent = StreamEvent>(url: string | undefined, headers: Record<string, string>) => {
+  const [events, setEvents] = useState<Array<E>>([])
   const [state, setState] = useState<{ state: StreamState; detail?: string | undefined }>({ state: "connecting" })
   const key = headers["authorization"]
   useEffect(() => {
     if (url === undefined) return
     setEvents([])
     const controller = new AbortController()
-    void followEvents({
+    void followEvents<E>({
       url,
       headers,
       signal: controller.signal,
@@ -95,27 +95,27 @@ export const useEventStream = (url: string | undefined, headers: Record<string, 
 
 /** One line that says what an event means, for the kinds of events the service emits. */
 export const describeEvent = (event: StreamEvent): string => {
-  const d = event.data as Record<string, any>
   switch (event.type) {
     case "run.status_changed":
+      return `status ${event.data.from ?? ""}${event.data.from ? " → " : ""}${event.data.status}`
     case "monitor.status_changed":
-      return `status ${d["from"] ?? ""}${d["from"] ? " → " : ""}${d["status"] ?? d["to"] ?? ""}`
+      return `status ${event.data.from} → ${event.data.to}${event.data.reason ? ` (${event.data.reason})` : ""}`
     case "run.phase_changed":
-      return `phase: ${d["phase"]}`
+      return `phase: ${event.data.phase}`
     case "run.action.started":
-      return `${d["action"]} ${compact(d["params"])}`
+      return `${event.data.action} ${compact(event.data.params)}`
     case "run.action.completed":
-      return `${d["action"]} done ${compact(d["result"] ?? "")}`
+      return `${event.data.action} done ${compact(event.data.result ?? "")}`
     case "run.action.failed":
-      return `${d["action"]} failed: ${d["error"] ?? compact(d)}`
+      return `${event.data.action} failed: ${event.data.error}`
     case "run.message":
-      return `${d["role"] ?? "message"}: ${d["content"] ?? compact(d)}`
+      return `${event.data.role}: ${event.data.content}`
     case "run.input_request":
-      return `asks: ${d["prompt"] ?? ""}`
+      return `asks: ${event.data.prompt}`
     case "run.completed":
-      return `completed${d["status"] ? ` (${d["status"]})` : ""}`
+      return `completed (${event.data.status})`
     default:
-      return compact(d)
+      return compact(event.data)
   }
 }
 
@@ -144,8 +144,8 @@ export const EventLog = ({ events, state, detail }: { events: ReadonlyArray<Stre
             <span className="event-id">#{event.id}</span>
             <span className="event-type">{event.type}</span>
             <span className="event-text">{describeEvent(event)}</span>
-            {event.type === "run.screenshot" && typeof event.data["url"] === "string"
-              ? <a className="event-link" href={event.data["url"]} target="_blank" rel="noreferrer">view</a>
+            {event.type === "run.screenshot"
+              ? <a className="event-link" href={event.data.url} target="_blank" rel="noreferrer">view</a>
               : null}
           </li>
         ))}

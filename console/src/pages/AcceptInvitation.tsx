@@ -5,8 +5,9 @@
  * person types the invited email, which the link does not reveal) and opens the console.
  */
 import { type FormEvent, useState } from "react"
-import { type Me, signIn } from "../account.ts"
+import { signIn } from "../account.ts"
 import { Api, ApiError, describeError } from "../api.ts"
+import type { AcceptInvitationBody, InvitationAccepted, Me } from "../wire.ts"
 
 const explain = (failure: unknown): string => {
   if (!(failure instanceof ApiError)) return describeError(failure)
@@ -30,7 +31,7 @@ export const AcceptInvitationPage = ({ me, onAccepted, onSignOut }: { me: Me | n
   const [busy, setBusy] = useState(false)
   const [created, setCreated] = useState(false)
 
-  const accept = async (body: Record<string, unknown>) => new Api(null).post<{ tenant_id: string; user_id: string; role: string }>("/v1/invitations/accept", { token, ...body })
+  const accept = async (body: Omit<AcceptInvitationBody, "token">) => new Api(null).post<InvitationAccepted>("/v1/invitations/accept", { token, ...body } satisfies AcceptInvitationBody)
 
   const acceptSignedIn = async () => {
     setError(undefined)

@@ -1,15 +1,15 @@
 /** The signed-in account: who, and a password change (which ends the user's other sessions). */
 import { type FormEvent, useState } from "react"
-import type { Me } from "../account.ts"
 import { type Api, ApiError, describeError } from "../api.ts"
 import { ErrorBox, Section, Time, useLoad } from "../ui.tsx"
+import type { ChangePasswordBody, EmailVerificationAnswer, Me, PasswordChangedAnswer } from "../wire.ts"
 
 /** An unverified address: mail a link that proves it (to be opened where this account is signed in). */
 const VerifyButton = ({ api }: { api: Api }) => {
   const [state, setState] = useState<string>()
   const send = async () => {
     try {
-      const result = await api.post<{ mail_sent: boolean }>("/v1/auth/email/verification")
+      const result = await api.post<EmailVerificationAnswer>("/v1/auth/email/verification")
       setState(result.mail_sent ? "A verification link was mailed; open it in this browser." : "The mail could not be sent; try again later.")
     } catch (failure) {
       setState(describeError(failure))
@@ -32,7 +32,7 @@ export const AccountPage = ({ api }: { api: Api }) => {
     if (next.length < 8) return setError("The new password needs at least 8 characters.")
     if (next !== repeat) return setError("The new passwords differ.")
     try {
-      const result = await api.post<{ other_sessions_ended: boolean }>("/v1/auth/password", { current_password: current, new_password: next })
+      const result = await api.post<PasswordChangedAnswer>("/v1/auth/password", { current_password: current, new_password: next } satisfies ChangePasswordBody)
       setCurrent("")
       setNext("")
       setRepeat("")

@@ -1,28 +1,14 @@
 /** Credits and usage: the balance by bucket, the period's charges, and the ledger. */
 import { useState } from "react"
-import type { Api, Page } from "../api.ts"
+import type { Api } from "../api.ts"
+import type { BillingAccount, Usage } from "../wire.ts"
 import { ErrorBox, Section, Time, useLoad } from "../ui.tsx"
 
-interface Account {
-  period_start: string
-  period_end: string | null
-  plan: string
-  sessions_count: number
-  credit_balance_usd: string
-  monthly_credits_usd: string
-  additional_credits_usd: string
-  llm_cost_usd: string
-  browser_cost_usd: string
-  proxy_cost_usd: string
-  total_cost_usd: string
-}
-interface Entry { id: string; kind: string; bucket: string; amount_usd: string; run_id: string | null; session_id: string | null; created_at: string }
-
 export const BillingPage = ({ api }: { api: Api }) => {
-  const account = useLoad(() => api.get<Account>(api.project("/billing/account")), [api])
+  const account = useLoad(() => api.get<BillingAccount>(api.project("/billing/account")), [api])
   const [cursors, setCursors] = useState<Array<string>>([])
   const cursor = cursors[cursors.length - 1]
-  const usage = useLoad(() => api.get<Page<Entry>>(api.project(`/billing/usage?limit=50${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`)), [api, cursor])
+  const usage = useLoad(() => api.get<Usage>(api.project(`/billing/usage?limit=50${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`)), [api, cursor])
   const a = account.data
   return (
     <>

@@ -4,18 +4,9 @@
  * default cap) and the list (admins and API keys see every report, a member their own).
  */
 import { type FormEvent, useState } from "react"
-import { type Api, describeError, type Page } from "../api.ts"
+import { type Api, describeError } from "../api.ts"
+import type { BugReport, BugReportList, CreateBugReportBody } from "../wire.ts"
 import { ErrorBox, Section, Status, Time, useLoad } from "../ui.tsx"
-
-interface BugReport {
-  id: string
-  user_id: string | null
-  message: string
-  page_path: string
-  screenshot_data_url: string | null
-  created_at: string
-  status: string
-}
 
 /** The server's default WA_BUG_REPORT_SCREENSHOT_MAX_BYTES; a larger limit still works (the server decides). */
 const screenshotMax = 524_288
@@ -32,7 +23,7 @@ export const BugReportsPage = ({ api }: { api: Api }) => {
   const [cursors, setCursors] = useState<Array<string>>([])
   const cursor = cursors[cursors.length - 1]
   const reports = useLoad(
-    () => api.get<Page<BugReport> & { total: number }>(api.project(`/bug_reports?limit=20${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`)),
+    () => api.get<BugReportList>(api.project(`/bug_reports?limit=20${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`)),
     [api, cursor]
   )
   const [message, setMessage] = useState("")
@@ -62,7 +53,7 @@ export const BugReportsPage = ({ api }: { api: Api }) => {
         user_agent: navigator.userAgent.slice(0, 512),
         viewport_width: Math.min(window.innerWidth, 10000),
         viewport_height: Math.min(window.innerHeight, 10000)
-      })
+      } satisfies CreateBugReportBody)
       setSent(created.id)
       setMessage("")
       setScreenshot(undefined)

@@ -3,17 +3,16 @@ import { useState } from "react"
 import { type Api, describeError } from "../api.ts"
 import { Link } from "../router.tsx"
 import { ErrorBox, Json, Section, Time, useLoad } from "../ui.tsx"
+import type { InboxList, InboxNotification, UpdateInboxNotificationBody } from "../wire.ts"
 
-interface Notification { id: string; monitor_id: string; type: string; title: string; data: unknown; read: boolean; created_at: string }
-interface Inbox { items: Array<Notification>; next_cursor: string | null; unread_count: number }
 
 export const InboxPage = ({ api }: { api: Api }) => {
   const [unreadOnly, setUnreadOnly] = useState(false)
-  const inbox = useLoad(() => api.get<Inbox>(api.project(`/inbox?limit=50${unreadOnly ? "&unread=true" : ""}`)), [api, unreadOnly])
+  const inbox = useLoad(() => api.get<InboxList>(api.project(`/inbox?limit=50${unreadOnly ? "&unread=true" : ""}`)), [api, unreadOnly])
   const [error, setError] = useState<string>()
-  const mark = async (n: Notification, read: boolean) => {
+  const mark = async (n: InboxNotification, read: boolean) => {
     try {
-      await api.request("PATCH", api.project(`/inbox/${n.id}`), { read })
+      await api.patch<InboxNotification>(api.project(`/inbox/${n.id}`), { read } satisfies UpdateInboxNotificationBody)
       inbox.reload()
     } catch (failure) {
       setError(describeError(failure))

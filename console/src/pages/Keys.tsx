@@ -5,31 +5,19 @@
 import { type FormEvent, useState } from "react"
 import { type Api, describeError } from "../api.ts"
 import { ErrorBox, Section, Time, useLoad } from "../ui.tsx"
-
-interface Key {
-  id: string
-  prefix: string
-  name: string | null
-  scope: string
-  user_id?: string | null
-  created_by_key_id?: string | null
-  created_at: string
-  last_used_at?: string | null
-  grace_until?: string | null
-  disabled_at?: string | null
-}
+import type { ApiKey, ApiKeyCreated, ApiKeyList, CreateApiKeyBody } from "../wire.ts"
 
 export const KeysPage = ({ api }: { api: Api }) => {
-  const keys = useLoad(() => api.get<{ items: Array<Key>; total: number }>(api.project("/api_keys")), [api])
+  const keys = useLoad(() => api.get<ApiKeyList>(api.project("/api_keys")), [api])
   const [name, setName] = useState("")
-  const [scope, setScope] = useState("run")
+  const [scope, setScope] = useState<ApiKey["scope"]>("run")
   const [secret, setSecret] = useState<string>()
   const [error, setError] = useState<string>()
   const create = async (event: FormEvent) => {
     event.preventDefault()
     setError(undefined)
     try {
-      const created = await api.post<Key & { secret_token: string | null }>(api.project("/api_keys"), { name: name.trim() || null, scope })
+      const created = await api.post<ApiKeyCreated>(api.project("/api_keys"), { name: name.trim() || null, scope } satisfies CreateApiKeyBody)
       setSecret(created.secret_token ?? undefined)
       setName("")
       keys.reload()
@@ -37,13 +25,13 @@ export const KeysPage = ({ api }: { api: Api }) => {
       setError(describeError(failure))
     }
   }
-  const ownKey = (key: Key) => api.credentials?.kind === "api_key" && api.credentials.token.startsWith(key.prefix)
+  const ownKey = (key: ApiKey) => api.credentials?.kind === "api_key" && api.credentials.token.startsWith(key.prefix)
   const me = api.credentials?.kind === "session" ? api.credentials.userId : undefined
-  const revoke = async (key: Key) => {
+  const revoke = async (key: ApiKey) => {
     const own = ownKey(key) ? " This console is signed in with it: after the grace window you must sign in with another key." : ""
     if (!confirm(`Revoke ${key.name ?? key.prefix}? It keeps working for a one-hour grace window.${own}`)) return
     try {
-      await api.request("DELETE", api.project(`/api_keys/${key.id}`))
+      await api.delete<ApiKey>(api.project(`/api_keys/${key.id}`))
       keys.reload()
     } catch (failure) {
       setError(describeError(failure))
@@ -76,7 +64,7 @@ export const KeysPage = ({ api }: { api: Api }) => {
         <Section title="Create a key">
           <form className="row" onSubmit={create} aria-label="create key">
             <input placeholder="name (optional)" maxLength={100} value={name} onChange={(e) => setName(e.target.value)} />
-            <select value={scope} onChange={(e) => setScope(e.target.value)}><option value="run">run (products only)</option><option value="admin">admin</option></select>
+            <select value={scope} onChange={(e) => setScope(e.target.value === "admin" ? "admin" : "run")}><option value="run">run (products only)</option><option value="admin">admin</option></select>
             <button type="submit">Create</button>
           </form>
           {secret ? <div className="notice">New key (shown only now, copy it): <code data-testid="new-key">{secret}</code></div> : null}

@@ -3,40 +3,41 @@
  * deliveries (failed ones can be retried) and live events; alignment questions are answered here.
  */
 import { type FormEvent, useEffect, useState } from "react"
-import { type Api, describeError, type Page } from "../api.ts"
+import { type Api, describeError } from "../api.ts"
+import type { EventPayload, StreamEventOf } from "../events.ts"
 import { Link, navigate } from "../router.tsx"
 import { ErrorBox, EventLog, Json, Section, Status, Time, useEventStream, useLoad } from "../ui.tsx"
+import type {
+  CreateMonitorBody, Delivery, DeliveryList, Monitor, MonitorCreated, MonitorInterveneBody, MonitorList, PatchMonitorBody, SnapshotList,
+  TickRun, TickRunList
+} from "../wire.ts"
 
-interface Monitor {
-  id: string
-  status: string
-  status_reason: string | null
-  intent_text: string
-  notify_channel: { kind: string; url: string | null; webhook_id: string | null }
-  schedule: { kind: string; interval_seconds?: number; expr?: string; tz?: string } | null
-  target_urls: Array<string> | null
-  last_tick_at: string | null
-  last_tick_n: number
-  consecutive_failures: number
-  pending_input_request: { request_id: string; question: string } | null
-  created_at: string
+/**
+ * A snapshot's diff. The document declares `diff` of a snapshot as any JSON (its shape is only in
+ * the field's description), so the page checks it before reading it; the shape it checks for is
+ * the one the document declares for the same diff in `monitor.change_detected`.
+ */
+type MonitorDiff = NonNullable<EventPayload<"monitor.change_detected">["diff"]>
+type JsonChange = Extract<MonitorDiff, { kind: "json" }>["changes"][number]
+
+const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value)
+const changeOps: ReadonlyArray<JsonChange["op"]> = ["added", "removed", "changed"]
+const isJsonChange = (value: unknown): value is JsonChange =>
+  isRecord(value) && typeof value["path"] === "string" && changeOps.some((op) => op === value["op"])
+
+/** The diff the page can show: null for the baseline, undefined for a shape it does not know (shown as JSON). */
+const readDiff = (diff: unknown): MonitorDiff | null | undefined => {
+  if (diff === null || diff === undefined) return null
+  if (!isRecord(diff)) return undefined
+  if (diff["kind"] === "json" && Array.isArray(diff["changes"]) && diff["changes"].every(isJsonChange)) return { kind: "json", changes: diff["changes"] }
+  if (diff["kind"] === "text" && typeof diff["added"] === "number" && typeof diff["removed"] === "number" && typeof diff["unified"] === "string") {
+    return { kind: "text", added: diff["added"], removed: diff["removed"], unified: diff["unified"] }
+  }
+  return undefined
 }
-interface MonitorList { items: Array<Monitor>; total: number; page: number; page_size: number; has_more: boolean }
-interface Tick { id: string; n: number | null; status: string; changed: boolean | null; fired: boolean | null; error: { code: string; detail: string } | null; started_at: string | null; finished_at: string | null }
-interface Snapshot {
-  id: string
-  n: number
-  changed: boolean
-  content_hash: string
-  extracted: unknown
-  diff: null | { kind: "json"; changes: Array<{ op: string; path: string; old?: unknown; new?: unknown }> } | { kind: "text"; added?: number; removed?: number; unified?: string }
-  text_length: number
-  created_at: string
-}
-interface Delivery { id: string; channel: string; url: string; event_type: string; status: string; attempts: number; last_status_code: number | null; last_error: string | null; created_at: string }
 
 const schedule = (m: Monitor) =>
-  m.schedule === null ? "(set during alignment)" : m.schedule.kind === "interval" ? `every ${m.schedule.interval_seconds} s` : `cron ${m.schedule.expr} ${m.schedule.tz ?? ""}`
+  m.schedule === null ? "(set during alignment)" : m.schedule.kind === "interval" ? `every ${m.schedule.interval_seconds} s` : `cron ${m.schedule.expr} ${m.schedule.tz}`
 
 const NewMonitor = ({ api }: { api: Api }) => {
   const [intent, setIntent] = useState("")
@@ -49,12 +50,12 @@ const NewMonitor = ({ api }: { api: Api }) => {
     setError(undefined)
     const target_urls = urls.split("\n").map((u) => u.trim()).filter((u) => u !== "")
     try {
-      const created = await api.post<Monitor & { notify_secret: string }>(api.project("/track/monitors"), {
+      const created = await api.post<MonitorCreated>(api.project("/track/monitors"), {
         intent,
         notify_channel: { kind: "console_inbox" },
         ...(target_urls.length > 0 ? { target_urls } : {}),
         ...(direct ? { schedule: { kind: "interval", interval_seconds: Number(interval) } } : {})
-      })
+      } satisfies CreateMonitorBody)
       navigate(`/monitors/${created.id}`)
     } catch (failure) {
       setError(describeError(failure))
@@ -107,8 +108,10 @@ export const MonitorsPage = ({ api }: { api: Api }) => {
   )
 }
 
-const Diff = ({ diff }: { diff: Snapshot["diff"] }) => {
+const Diff = ({ value }: { value: unknown }) => {
+  const diff = readDiff(value)
   if (diff === null) return <span className="muted">baseline</span>
+  if (diff === undefined) return <Json value={value} />
   if (diff.kind === "json") {
     return (
       <ul className="diff">
@@ -120,7 +123,7 @@ const Diff = ({ diff }: { diff: Snapshot["diff"] }) => {
   }
   return (
     <div>
-      <span className="small"><ins>+{diff.added ?? 0}</ins> <del>−{diff.removed ?? 0}</del></span>
+      <span className="small"><ins>+{diff.added}</ins> <del>−{diff.removed}</del></span>
       {diff.unified ? (
         <pre className="diff-text">{diff.unified.split("\n").map((line, i) => (
           <span key={i} className={line.startsWith("+") ? "add" : line.startsWith("-") ? "del" : ""}>{line}{"\n"}</span>
@@ -133,10 +136,10 @@ const Diff = ({ diff }: { diff: Snapshot["diff"] }) => {
 export const MonitorPage = ({ api, mid }: { api: Api; mid: string }) => {
   const path = api.project(`/track/monitors/${mid}`)
   const monitor = useLoad(() => api.get<Monitor>(path), [api, path])
-  const ticks = useLoad(() => api.get<Page<Tick>>(`${path}/runs?limit=20`), [api, path])
-  const snapshots = useLoad(() => api.get<Page<Snapshot>>(`${path}/snapshots?limit=20`), [api, path])
-  const deliveries = useLoad(() => api.get<Page<Delivery>>(`${path}/deliveries?limit=20`), [api, path])
-  const stream = useEventStream(`${path}/events`, api.authorization())
+  const ticks = useLoad(() => api.get<TickRunList>(`${path}/runs?limit=20`), [api, path])
+  const snapshots = useLoad(() => api.get<SnapshotList>(`${path}/snapshots?limit=20`), [api, path])
+  const deliveries = useLoad(() => api.get<DeliveryList>(`${path}/deliveries?limit=20`), [api, path])
+  const stream = useEventStream<StreamEventOf<"track">>(`${path}/events`, api.authorization())
   const [error, setError] = useState<string>()
   const [answer, setAnswer] = useState("")
   const reloadAll = () => {
@@ -167,10 +170,10 @@ export const MonitorPage = ({ api, mid }: { api: Api; mid: string }) => {
       {m === undefined ? null : (
         <Section title={m.intent_text} actions={
           <div className="row">
-            <button className="secondary" onClick={() => act(() => api.post(`${path}/run_now`))}>Run now</button>
-            {m.status === "active" ? <button className="secondary" onClick={() => act(() => api.request("PATCH", path, { action: "pause" }))}>Pause</button> : null}
-            {m.status === "paused" ? <button className="secondary" onClick={() => act(() => api.request("PATCH", path, { action: "resume" }))}>Resume</button> : null}
-            {m.status !== "canceled" ? <button className="danger" onClick={() => act(() => api.request("PATCH", path, { action: "cancel" }))}>Cancel</button> : null}
+            <button className="secondary" onClick={() => act(() => api.post<TickRun>(`${path}/run_now`))}>Run now</button>
+            {m.status === "active" ? <button className="secondary" onClick={() => act(() => api.patch<Monitor>(path, { action: "pause" } satisfies PatchMonitorBody))}>Pause</button> : null}
+            {m.status === "paused" ? <button className="secondary" onClick={() => act(() => api.patch<Monitor>(path, { action: "resume" } satisfies PatchMonitorBody))}>Resume</button> : null}
+            {m.status !== "canceled" ? <button className="danger" onClick={() => act(() => api.patch<Monitor>(path, { action: "cancel" } satisfies PatchMonitorBody))}>Cancel</button> : null}
           </div>
         }>
           <dl className="facts">
@@ -184,7 +187,7 @@ export const MonitorPage = ({ api, mid }: { api: Api; mid: string }) => {
             <form className="ask" onSubmit={(e) => {
               e.preventDefault()
               void act(async () => {
-                await api.post(`${path}/intervene`, { request_id: m.pending_input_request!.request_id, kind: "answer", response: answer })
+                await api.post<Monitor>(`${path}/intervene`, { request_id: m.pending_input_request!.request_id, kind: "answer", response: answer } satisfies MonitorInterveneBody)
                 setAnswer("")
               })
             }}>
@@ -204,7 +207,7 @@ export const MonitorPage = ({ api, mid }: { api: Api; mid: string }) => {
               <tr key={s.id}>
                 <td>{s.n}</td>
                 <td>{s.changed ? <span className="badge amber">changed</span> : <span className="muted">same</span>}</td>
-                <td><Diff diff={s.diff} /></td>
+                <td><Diff value={s.diff} /></td>
                 <td>{s.extracted == null ? <span className="muted">{s.text_length} chars of text</span> : <details><summary>data</summary><Json value={s.extracted} /></details>}</td>
                 <td><Time value={s.created_at} /></td>
               </tr>
@@ -231,7 +234,7 @@ export const MonitorPage = ({ api, mid }: { api: Api; mid: string }) => {
               <tr key={d.id}>
                 <td>{d.event_type}</td><td>{d.channel}</td><td><Status value={d.status} /></td><td>{d.attempts}</td>
                 <td className="clip">{d.last_status_code ?? ""} {d.last_error ?? ""}</td><td><Time value={d.created_at} /></td>
-                <td>{d.status === "failed" ? <button className="secondary" onClick={() => act(() => api.post(`${path}/deliveries/${d.id}/retry`))}>Retry</button> : null}</td>
+                <td>{d.status === "failed" ? <button className="secondary" onClick={() => act(() => api.post<Delivery>(`${path}/deliveries/${d.id}/retry`))}>Retry</button> : null}</td>
               </tr>
             ))}
           </tbody>

@@ -8,8 +8,8 @@
  *   itself can do (a click in someone else's browser verifies nothing).
  */
 import { type FormEvent, useState } from "react"
-import type { Me } from "../account.ts"
 import { Api, ApiError, describeError } from "../api.ts"
+import type { ForgotPasswordAnswer, ForgotPasswordBody, Me, ResetPasswordAnswer, ResetPasswordBody, VerifyEmailAnswer, VerifyEmailBody } from "../wire.ts"
 
 const explainToken = (failure: unknown, what: string): string => {
   if (!(failure instanceof ApiError)) return describeError(failure)
@@ -31,7 +31,7 @@ export const ForgotPasswordPage = () => {
     setError(undefined)
     setBusy(true)
     try {
-      await new Api(null).post("/v1/auth/password/forgot", { email: email.trim() })
+      await new Api(null).post<ForgotPasswordAnswer>("/v1/auth/password/forgot", { email: email.trim() } satisfies ForgotPasswordBody)
       setSent(true)
     } catch (failure) {
       setError(failure instanceof ApiError && failure.status === 429 ? `Too many requests; try again later. (${failure.detail})` : describeError(failure))
@@ -73,7 +73,7 @@ export const ResetPasswordPage = () => {
     if (password !== repeat) return setError("The passwords differ.")
     setBusy(true)
     try {
-      await new Api(null).post("/v1/auth/password/reset", { token, new_password: password })
+      await new Api(null).post<ResetPasswordAnswer>("/v1/auth/password/reset", { token, new_password: password } satisfies ResetPasswordBody)
       setDone(true)
     } catch (failure) {
       setError(explainToken(failure, "password reset"))
@@ -110,7 +110,7 @@ export const VerifyEmailPage = ({ me }: { me: Me | null }) => {
     setError(undefined)
     setBusy(true)
     try {
-      await new Api(null).post("/v1/auth/email/verify", { token })
+      await new Api(null).post<VerifyEmailAnswer>("/v1/auth/email/verify", { token } satisfies VerifyEmailBody)
       setDone(true)
     } catch (failure) {
       setError(explainToken(failure, "verification"))

@@ -4,13 +4,13 @@
  * become its admin); an admin can create a project right here.
  */
 import { type FormEvent, useState } from "react"
-import type { Me, Membership, TenantProject } from "../account.ts"
+import type { CreateProjectBody, CreateTenantBody, Me, Membership, TenantCreated, TenantProject, TenantProjectList } from "../wire.ts"
 import { type Api, describeError } from "../api.ts"
 import type { SessionCredentials } from "../auth.ts"
 import { ErrorBox, Section, useLoad } from "../ui.tsx"
 
 const TenantProjects = ({ api, me, tenant, onPick }: { api: Api; me: Me; tenant: Membership; onPick: (c: SessionCredentials) => void }) => {
-  const projects = useLoad(() => api.get<{ items: Array<TenantProject> }>(`/v1/tenants/${encodeURIComponent(tenant.tenant_id)}/projects?limit=100`), [api, tenant.tenant_id])
+  const projects = useLoad(() => api.get<TenantProjectList>(`/v1/tenants/${encodeURIComponent(tenant.tenant_id)}/projects?limit=100`), [api, tenant.tenant_id])
   const [name, setName] = useState("")
   const [error, setError] = useState<string>()
   const pick = (project: TenantProject) => onPick({
@@ -20,7 +20,7 @@ const TenantProjects = ({ api, me, tenant, onPick }: { api: Api; me: Me; tenant:
     event.preventDefault()
     setError(undefined)
     try {
-      const created = await api.post<TenantProject>(`/v1/tenants/${encodeURIComponent(tenant.tenant_id)}/projects`, { name: name.trim() })
+      const created = await api.post<TenantProject>(`/v1/tenants/${encodeURIComponent(tenant.tenant_id)}/projects`, { name: name.trim() } satisfies CreateProjectBody)
       pick(created)
     } catch (failure) {
       setError(describeError(failure))
@@ -62,7 +62,7 @@ export const ProjectPicker = ({ api, me, onPick, onReload, onSignOut }: {
     event.preventDefault()
     setError(undefined)
     try {
-      await api.post("/v1/tenants", { name: name.trim() })
+      await api.post<TenantCreated>("/v1/tenants", { name: name.trim() } satisfies CreateTenantBody)
       setName("")
       onReload()
     } catch (failure) {

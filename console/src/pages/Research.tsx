@@ -3,52 +3,46 @@
  * the gate, and read the report with its citations and confidence.
  */
 import { type FormEvent, useEffect, useState } from "react"
-import { type Api, describeError, type Page } from "../api.ts"
+import { type Api, describeError } from "../api.ts"
+import type { StreamEventOf } from "../events.ts"
 import { Link, navigate } from "../router.tsx"
 import { ErrorBox, EventLog, Section, Status, terminalStatuses, Time, useEventStream, useLoad } from "../ui.tsx"
 import { Markdown } from "../markdown.tsx"
+import type { Artifacts, CancelRunBody, CreateResearchBody, OutlineAnswerBody, OutlineEditBody, ResearchInterveneBody, ResearchPhase, ResearchRun, ResearchRunListPage } from "../wire.ts"
 
-const phases = ["brief", "plan", "hitl_outline", "gather", "crosscheck", "synthesize"] as const
-const phaseLabel: Record<string, string> = { brief: "Brief", plan: "Outline", hitl_outline: "Approval", gather: "Sources", crosscheck: "Cross-check", synthesize: "Writing" }
+const phases = ["brief", "plan", "hitl_outline", "gather", "crosscheck", "synthesize"] as const satisfies ReadonlyArray<ResearchPhase>
+type Depth = NonNullable<CreateResearchBody["depth"]>
+const depths: ReadonlyArray<Depth> = ["light", "standard", "deep"]
+const phaseLabel: Record<ResearchPhase, string> = { brief: "Brief", plan: "Outline", hitl_outline: "Approval", gather: "Sources", crosscheck: "Cross-check", synthesize: "Writing" }
 
-interface OutlineSection { section_id: string; title: string; questions: Array<string>; queries: Array<string> }
-interface ResearchRun {
-  id: string
-  status: string
-  phase: string | null
-  topic: string
-  depth: string
-  terminal_reason: string | null
-  error: { code: string; detail: string } | null
-  require_outline_approval: boolean
-  outline: { title: string; sections: Array<OutlineSection> } | null
-  pending_request_id: string | null
-  result: {
-    final_md: string
-    citations_count: number
-    confidence_summary: { high: number; medium: number; low: number }
-    partial_sections: Array<{ section_id: string; reason: string; coverage_ratio: number; blockers: Array<string> }>
-  } | null
-  llm_cost_usd: string
-  max_cost_usd: string | null
-  created_at: string
-  finished_at: string | null
-}
-interface Artifact { id: string; name: string; content_type: string; size_bytes: number }
-interface ConfidenceFile {
-  sections?: Array<{ section_id: string; title: string; claims: Array<{ text: string; confidence: string; citations: Array<number> }> }>
-}
+/**
+ * The claims of confidence.json, the report's per-claim confidence. The document declares the
+ * artifact as any JSON (its shape is src/research/report.ts's, not the contract's), so it is read
+ * as unknown and only what has this shape is shown.
+ */
+interface Claim { readonly text: string; readonly confidence: string; readonly citations: ReadonlyArray<number> }
+interface ClaimSection { readonly section_id: string; readonly title: string; readonly claims: ReadonlyArray<Claim> }
+
+const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value)
+const isClaim = (value: unknown): value is Claim =>
+  isRecord(value) && typeof value["text"] === "string" && typeof value["confidence"] === "string" &&
+  Array.isArray(value["citations"]) && value["citations"].every((n) => typeof n === "number")
+const isClaimSection = (value: unknown): value is ClaimSection =>
+  isRecord(value) && typeof value["section_id"] === "string" && typeof value["title"] === "string" &&
+  Array.isArray(value["claims"]) && value["claims"].every(isClaim)
+const claimSections = (file: unknown): ReadonlyArray<ClaimSection> =>
+  isRecord(file) && Array.isArray(file["sections"]) ? file["sections"].filter(isClaimSection) : []
 
 const NewResearch = ({ api }: { api: Api }) => {
   const [topic, setTopic] = useState("")
-  const [depth, setDepth] = useState("standard")
+  const [depth, setDepth] = useState<Depth>("standard")
   const [approval, setApproval] = useState(true)
   const [error, setError] = useState<string>()
   const submit = async (event: FormEvent) => {
     event.preventDefault()
     setError(undefined)
     try {
-      const run = await api.post<ResearchRun>(api.project("/deep_research/runs"), { topic, depth, require_outline_approval: approval })
+      const run = await api.post<ResearchRun>(api.project("/deep_research/runs"), { topic, depth, require_outline_approval: approval } satisfies CreateResearchBody)
       navigate(`/research/${run.id}`)
     } catch (failure) {
       setError(describeError(failure))
@@ -58,7 +52,7 @@ const NewResearch = ({ api }: { api: Api }) => {
     <form className="stack" onSubmit={submit} aria-label="new research">
       <label>Topic<textarea name="topic" rows={2} maxLength={2000} required value={topic} onChange={(e) => setTopic(e.target.value)} placeholder="What do public sources say about…" /></label>
       <div className="row">
-        <label>Depth <select name="depth" value={depth} onChange={(e) => setDepth(e.target.value)}><option>light</option><option>standard</option><option>deep</option></select></label>
+        <label>Depth <select name="depth" value={depth} onChange={(e) => setDepth(depths.find((d) => d === e.target.value) ?? "standard")}>{depths.map((d) => <option key={d}>{d}</option>)}</select></label>
         <label className="inline"><input type="checkbox" checked={approval} onChange={(e) => setApproval(e.target.checked)} /> approve the outline before sources are gathered</label>
       </div>
       <ErrorBox error={error} />
@@ -68,7 +62,7 @@ const NewResearch = ({ api }: { api: Api }) => {
 }
 
 export const ResearchListPage = ({ api }: { api: Api }) => {
-  const runs = useLoad(() => api.get<Page<ResearchRun>>(api.project("/deep_research/runs?limit=50")), [api])
+  const runs = useLoad(() => api.get<ResearchRunListPage>(api.project("/deep_research/runs?limit=50")), [api])
   return (
     <>
       <Section title="New DeepResearch"><NewResearch api={api} /></Section>
@@ -96,7 +90,7 @@ export const ResearchListPage = ({ api }: { api: Api }) => {
 
 const Phases = ({ run }: { run: ResearchRun }) => {
   const done = terminalStatuses.has(run.status)
-  const at = run.phase === null ? (done ? phases.length : -1) : phases.indexOf(run.phase as (typeof phases)[number])
+  const at = run.phase === null ? (done ? phases.length : -1) : phases.indexOf(run.phase)
   return (
     <ol className="phases" aria-label="phases">
       {phases.filter((p) => p !== "hitl_outline" || run.require_outline_approval).map((p) => {
@@ -114,20 +108,20 @@ const OutlineGate = ({ api, runPath, run, onDone }: { api: Api; runPath: string;
   const [titles, setTitles] = useState<Record<string, string>>({})
   const [note, setNote] = useState("")
   const [error, setError] = useState<string>()
-  const answer = async (response: unknown) => {
+  const answer = async (response: OutlineAnswerBody) => {
     setError(undefined)
     try {
-      await api.post(`${runPath}/intervene`, { request_id: run.pending_request_id, response })
+      await api.post<ResearchRun>(`${runPath}/intervene`, { request_id: run.pending_request_id!, response } satisfies ResearchInterveneBody)
       onDone()
     } catch (failure) {
       setError(describeError(failure))
     }
   }
-  const edits: Array<unknown> = [
-    ...outline.sections.filter((s) => removed.has(s.section_id)).map((s) => ({ op: "remove_section", section_id: s.section_id })),
+  const edits: Array<OutlineEditBody> = [
+    ...outline.sections.filter((s) => removed.has(s.section_id)).map((s): OutlineEditBody => ({ op: "remove_section", section_id: s.section_id })),
     ...outline.sections
       .filter((s) => !removed.has(s.section_id) && titles[s.section_id] !== undefined && titles[s.section_id]!.trim() !== "" && titles[s.section_id] !== s.title)
-      .map((s) => ({ op: "rename_section", section_id: s.section_id, title: titles[s.section_id]!.trim() })),
+      .map((s): OutlineEditBody => ({ op: "rename_section", section_id: s.section_id, title: titles[s.section_id]!.trim() })),
     ...(note.trim() !== "" ? [note.trim()] : [])
   ]
   return (
@@ -164,9 +158,9 @@ const OutlineGate = ({ api, runPath, run, onDone }: { api: Api; runPath: string;
 const Report = ({ api, runPath, run }: { api: Api; runPath: string; run: ResearchRun }) => {
   const result = run.result!
   const confidence = useLoad(async () => {
-    const artifacts = await api.get<{ items: Array<Artifact> }>(`${runPath}/artifacts`)
+    const artifacts = await api.get<Artifacts>(`${runPath}/artifacts`)
     const file = artifacts.items.find((a) => a.name === "confidence.json")
-    return file === undefined ? undefined : (JSON.parse(await api.text(`${runPath}/artifacts/${file.id}`)) as ConfidenceFile)
+    return file === undefined ? [] : claimSections(JSON.parse(await api.text(`${runPath}/artifacts/${file.id}`)))
   }, [api, runPath])
   const summary = result.confidence_summary
   return (
@@ -184,10 +178,10 @@ const Report = ({ api, runPath, run }: { api: Api; runPath: string; run: Researc
         </div>
       ) : null}
       <article><Markdown source={result.final_md} /></article>
-      {confidence.data?.sections && confidence.data.sections.some((s) => s.claims.length > 0) ? (
+      {confidence.data?.some((s) => s.claims.length > 0) ? (
         <details className="claims">
           <summary>Claims and their confidence</summary>
-          {confidence.data.sections.filter((s) => s.claims.length > 0).map((s) => (
+          {confidence.data.filter((s) => s.claims.length > 0).map((s) => (
             <div key={s.section_id}>
               <h4>{s.title}</h4>
               <ul>
@@ -206,7 +200,7 @@ const Report = ({ api, runPath, run }: { api: Api; runPath: string; run: Researc
 export const ResearchRunPage = ({ api, rid }: { api: Api; rid: string }) => {
   const runPath = api.project(`/deep_research/runs/${rid}`)
   const run = useLoad(() => api.get<ResearchRun>(runPath), [api, runPath])
-  const stream = useEventStream(`${runPath}/events`, api.authorization())
+  const stream = useEventStream<StreamEventOf<"deep_research">>(`${runPath}/events`, api.authorization())
   const [error, setError] = useState<string>()
   const { reload } = run
   const milestones = stream.events.filter((e) => e.type !== "run.research.progress" && e.type !== "run.cost_update").length
@@ -218,7 +212,7 @@ export const ResearchRunPage = ({ api, rid }: { api: Api; rid: string }) => {
   const ended = r !== undefined && terminalStatuses.has(r.status)
   const cancel = async () => {
     try {
-      await api.post(`${runPath}/cancel`, { reason: "canceled in the console" })
+      await api.post<ResearchRun>(`${runPath}/cancel`, { reason: "canceled in the console" } satisfies CancelRunBody)
       reload()
     } catch (failure) {
       setError(describeError(failure))
@@ -233,7 +227,7 @@ export const ResearchRunPage = ({ api, rid }: { api: Api; rid: string }) => {
           <dl className="facts">
             <dt>Status</dt><dd data-testid="research-status"><Status value={r.status} />{r.terminal_reason ? <span className="muted"> ({r.terminal_reason})</span> : null}</dd>
             <dt>Depth</dt><dd>{r.depth}</dd>
-            <dt>Cost</dt><dd>${r.llm_cost_usd}{r.max_cost_usd ? ` of at most $${r.max_cost_usd}` : ""}</dd>
+            <dt>Cost</dt><dd>${r.total_cost_usd} <span className="muted">(LLM ${r.llm_cost_usd}{r.max_cost_usd ? ` of at most $${r.max_cost_usd}` : ""} · fee ${r.service_cost_usd})</span></dd>
             <dt>Finished</dt><dd><Time value={r.finished_at} /></dd>
           </dl>
           <Phases run={r} />

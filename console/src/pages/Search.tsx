@@ -6,22 +6,8 @@ import { type FormEvent, useEffect, useState } from "react"
 import { type Api, describeError } from "../api.ts"
 import { Link, navigate } from "../router.tsx"
 import { ErrorBox, EventLog, Section, Status, terminalStatuses, Time, useEventStream, useLoad } from "../ui.tsx"
-
-interface SearchRun {
-  id: string
-  status: string
-  request: { queries: Array<string>; engines: Array<string> | null; summarize: boolean; rerank: boolean }
-  error: { code: string; detail: string } | null
-  results: {
-    results: Array<{ title: string; url: string; snippet: string; summary: string | null; final_rank: number; source_engine: string; source_query: string; dedup_count: number }>
-    total_unique_results: number
-    is_summarized: boolean
-    engine_answer: string | null
-    unresponsive_engines: Array<string>
-  } | null
-  created_at: string
-  finished_at: string | null
-}
+import type { StreamEventOf } from "../events.ts"
+import type { SearchRun, WebSearchBody } from "../wire.ts"
 
 const recentKey = "wa.console.searches"
 const recent = (): Array<{ id: string; queries: Array<string>; at: string }> => {
@@ -47,7 +33,7 @@ export const SearchPage = ({ api }: { api: Api }) => {
     setBusy(true)
     try {
       // wait: false answers at once; the run page follows the engines live.
-      const run = await api.post<SearchRun>(api.project("/web_search/runs"), { queries: list, summarize, wait: false })
+      const run = await api.post<SearchRun>(api.project("/web_search/runs"), { queries: list, summarize, wait: false } satisfies WebSearchBody)
       remember(run)
       navigate(`/search/${run.id}`)
     } catch (failure) {
@@ -78,7 +64,7 @@ export const SearchPage = ({ api }: { api: Api }) => {
 export const SearchRunPage = ({ api, rid }: { api: Api; rid: string }) => {
   const runPath = api.project(`/web_search/runs/${rid}`)
   const run = useLoad(() => api.get<SearchRun>(runPath), [api, runPath])
-  const stream = useEventStream(`${runPath}/events`, api.authorization())
+  const stream = useEventStream<StreamEventOf<"web_search">>(`${runPath}/events`, api.authorization())
   const { reload } = run
   const changes = stream.events.filter((e) => e.type === "run.status_changed" || e.type === "run.completed").length
   useEffect(() => {
@@ -86,8 +72,8 @@ export const SearchRunPage = ({ api, rid }: { api: Api; rid: string }) => {
   }, [changes, reload])
   const r = run.data
   const engines = stream.events.filter((e) => e.type === "run.search.progress")
-  const finished = engines.filter((e) => e.data["status"] !== "started").length
-  const started = engines.filter((e) => e.data["status"] === "started").length
+  const finished = engines.filter((e) => e.data.status !== "started").length
+  const started = engines.filter((e) => e.data.status === "started").length
   return (
     <>
       <p className="crumbs"><Link to="/search">WebSearch</Link> / <code>{rid}</code></p>

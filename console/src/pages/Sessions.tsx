@@ -4,40 +4,12 @@
  * of its browser (the control page the API issues, opened in a new tab).
  */
 import { type FormEvent, useEffect, useMemo, useState } from "react"
-import { type Api, describeError, type Page } from "../api.ts"
+import { type Api, describeError } from "../api.ts"
 import { Link, navigate } from "../router.tsx"
 import { ErrorBox, EventLog, Json, Section, Status, terminalStatuses, Time, useEventStream, useLoad } from "../ui.tsx"
 import { Markdown } from "../markdown.tsx"
-import type { StreamEvent } from "../events.ts"
-
-interface Run {
-  id: string
-  session_id: string | null
-  status: string
-  terminal_reason: string | null
-  instructions: string | null
-  output: unknown
-  error: { code: string; detail: string } | null
-  step_count: number
-  max_steps: number
-  llm_cost_usd: string
-  created_at: string
-  started_at: string | null
-  finished_at: string | null
-  recording: { replay_url: string | null } | null
-}
-interface Session {
-  id: string
-  status: string
-  latest_run_id: string | null
-  runs: Array<Run>
-  llm_cost_usd: string
-  browser_cost_usd: string
-  proxy_cost_usd: string
-  total_cost_usd: string
-  created_at: string
-  closed_at: string | null
-}
+import type { StreamEvent, StreamEventOf } from "../events.ts"
+import type { CancelRunBody, CreateRunBody, InterveneBody, Intervened, MessageBody, MessageQueued, Run, Session, SessionList } from "../wire.ts"
 
 const NewSession = ({ api }: { api: Api }) => {
   const [instructions, setInstructions] = useState("")
@@ -60,9 +32,9 @@ const NewSession = ({ api }: { api: Api }) => {
     try {
       const session = await api.post<Session>(api.project("/do_anything/sessions"), {
         instructions,
-        ...(output_schema !== undefined ? { output_schema } : {}),
+        ...(output_schema !== undefined ? { output_schema: output_schema as CreateRunBody["output_schema"] } : {}),
         ...(record ? { recording: { enabled: true } } : {})
-      })
+      } satisfies CreateRunBody)
       const rid = session.latest_run_id ?? session.runs[0]?.id
       navigate(rid ? `/sessions/${session.id}/runs/${rid}` : `/sessions/${session.id}`)
     } catch (failure) {
@@ -92,7 +64,7 @@ const NewSession = ({ api }: { api: Api }) => {
 export const SessionsPage = ({ api }: { api: Api }) => {
   const [cursors, setCursors] = useState<Array<string>>([])
   const cursor = cursors[cursors.length - 1]
-  const sessions = useLoad(() => api.get<Page<Session>>(api.project(`/do_anything/sessions?limit=25${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`)), [api, cursor])
+  const sessions = useLoad(() => api.get<SessionList>(api.project(`/do_anything/sessions?limit=25${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`)), [api, cursor])
   return (
     <>
       <Section title="New DoAnything run"><NewSession api={api} /></Section>
@@ -136,7 +108,7 @@ export const SessionPage = ({ api, sid }: { api: Api; sid: string }) => {
     event.preventDefault()
     setError(undefined)
     try {
-      const run = await api.post<Run>(api.project(`/do_anything/sessions/${sid}/runs`), { instructions })
+      const run = await api.post<Run>(api.project(`/do_anything/sessions/${sid}/runs`), { instructions } satisfies CreateRunBody)
       navigate(`/sessions/${sid}/runs/${run.id}`)
     } catch (failure) {
       setError(describeError(failure))
@@ -144,7 +116,7 @@ export const SessionPage = ({ api, sid }: { api: Api; sid: string }) => {
   }
   const close = async () => {
     try {
-      await api.post(api.project(`/do_anything/sessions/${sid}/close`))
+      await api.post<Session>(api.project(`/do_anything/sessions/${sid}/close`))
       session.reload()
     } catch (failure) {
       setError(describeError(failure))
@@ -197,9 +169,8 @@ export const openInputRequest = (events: ReadonlyArray<StreamEvent>) => {
   let open: { id: string; prompt: string; schema: unknown } | undefined
   for (const event of events) {
     if (event.type === "run.input_request") {
-      const id = String(event.data["input_request_id"] ?? event.data["request_id"] ?? "")
-      open = { id, prompt: String(event.data["prompt"] ?? ""), schema: event.data["schema"] ?? null }
-    } else if (event.type === "run.input_request_resolved" || event.type === "run.completed") open = undefined
+      open = { id: event.data.input_request_id, prompt: event.data.prompt, schema: event.data.schema ?? null }
+    } else if (event.type === "run.input_request_resolved" || event.type === "run.input_request_withdrawn" || event.type === "run.completed") open = undefined
   }
   return open
 }
@@ -220,7 +191,7 @@ const AnswerForm = ({ api, runPath, request, onDone }: { api: Api; runPath: stri
       }
     }
     try {
-      await api.post(`${runPath}/intervene`, { kind: "answer_input_request", input_request_id: request.id, response })
+      await api.post<Intervened>(`${runPath}/intervene`, { kind: "answer_input_request", input_request_id: request.id, response } satisfies InterveneBody)
       setAnswer("")
       onDone()
     } catch (failure) {
@@ -243,7 +214,7 @@ const AnswerForm = ({ api, runPath, request, onDone }: { api: Api; runPath: stri
 export const RunPage = ({ api, sid, rid }: { api: Api; sid: string; rid: string }) => {
   const runPath = api.project(`/do_anything/sessions/${sid}/runs/${rid}`)
   const run = useLoad(() => api.get<Run>(runPath), [api, runPath])
-  const stream = useEventStream(`${runPath}/events`, api.authorization())
+  const stream = useEventStream<StreamEventOf<"do_anything">>(`${runPath}/events`, api.authorization())
   const [error, setError] = useState<string>()
   const [controlUrl, setControlUrl] = useState<string>()
   const [message, setMessage] = useState("")
@@ -256,11 +227,10 @@ export const RunPage = ({ api, sid, rid }: { api: Api; sid: string; rid: string 
   }, [milestones, reload])
 
   const pendingControl = useMemo(() => {
-    const offered = [...stream.events].reverse().find((e) => e.type === "run.take_control_pending")
-    return typeof offered?.data["standalone_control_url"] === "string" ? offered.data["standalone_control_url"] : undefined
+    return [...stream.events].reverse().find((e) => e.type === "run.take_control_pending")?.data.standalone_control_url
   }, [stream.events])
   const openRequest = openInputRequest(stream.events)
-  const screenshot = [...stream.events].reverse().find((e) => e.type === "run.screenshot" && typeof e.data["url"] === "string")
+  const screenshot = [...stream.events].reverse().find((e) => e.type === "run.screenshot")
   const r = run.data
   const ended = r !== undefined && terminalStatuses.has(r.status)
   const steps = stream.events.filter((e) => e.type === "run.action.started").length
@@ -276,13 +246,13 @@ export const RunPage = ({ api, sid, rid }: { api: Api; sid: string; rid: string 
   }
   const takeControl = () =>
     act(async () => {
-      const answer = await api.post<{ standalone_control_url?: string }>(`${runPath}/intervene`, { kind: "take_control", reason: "from the console" })
+      const answer = await api.post<Intervened>(`${runPath}/intervene`, { kind: "take_control", reason: "from the console" } satisfies InterveneBody)
       if (answer.standalone_control_url) setControlUrl(answer.standalone_control_url)
     })
   const sendMessage = (event: FormEvent) => {
     event.preventDefault()
     void act(async () => {
-      await api.post(`${runPath}/messages`, { content: message })
+      await api.post<MessageQueued>(`${runPath}/messages`, { content: message } satisfies MessageBody)
       setMessage("")
     })
   }
@@ -295,7 +265,7 @@ export const RunPage = ({ api, sid, rid }: { api: Api; sid: string; rid: string 
         <Section title="Run" actions={
           <div className="row">
             {!ended ? <button className="secondary" onClick={takeControl}>Take control</button> : null}
-            {!ended ? <button className="danger" onClick={() => act(() => api.post(`${runPath}/cancel`, { reason: "canceled in the console" }))}>Cancel</button> : null}
+            {!ended ? <button className="danger" onClick={() => act(() => api.post<Run>(`${runPath}/cancel`, { reason: "canceled in the console" } satisfies CancelRunBody))}>Cancel</button> : null}
           </div>
         }>
           <dl className="facts">
@@ -316,7 +286,7 @@ export const RunPage = ({ api, sid, rid }: { api: Api; sid: string; rid: string 
           ) : null}
           {screenshot !== undefined ? (
             <figure className="latest-shot">
-              <img src={String(screenshot.data["url"])} alt="the agent's browser at its latest step" data-testid="latest-screenshot" />
+              <img src={screenshot.data.url} alt="the agent's browser at its latest step" data-testid="latest-screenshot" />
               <figcaption className="muted small">latest screenshot (event #{screenshot.id})</figcaption>
             </figure>
           ) : null}

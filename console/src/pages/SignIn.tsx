@@ -11,7 +11,7 @@ import { signIn } from "../account.ts"
 import { Api, ApiError, describeError } from "../api.ts"
 import { type Credentials, looksLikeApiKey, parsePasted } from "../auth.ts"
 
-interface Provider { provider_id: string; display_name: string }
+import type { BillingAccount, Provider, Providers } from "../wire.ts"
 
 const AccountForm = ({ onSignedIn }: { onSignedIn: () => void }) => {
   const [email, setEmail] = useState("")
@@ -20,7 +20,7 @@ const AccountForm = ({ onSignedIn }: { onSignedIn: () => void }) => {
   const [busy, setBusy] = useState(false)
   const [providers, setProviders] = useState<ReadonlyArray<Provider>>([])
   useEffect(() => {
-    new Api(null).get<{ providers: Array<Provider> }>("/v1/auth/providers").then((r) => setProviders(r.providers), () => setProviders([]))
+    new Api(null).get<Providers>("/v1/auth/providers").then((r) => setProviders(r.providers), () => setProviders([]))
   }, [])
   const submit = async (event: FormEvent) => {
     event.preventDefault()
@@ -89,7 +89,7 @@ const ApiKeyForm = ({ onSignedIn }: { onSignedIn: (credentials: Credentials) => 
     const credentials: Credentials = { kind: "api_key", token: key, projectId: pid }
     setBusy(true)
     try {
-      await new Api(credentials).get(new Api(credentials).project("/billing/account"))
+      await new Api(credentials).get<BillingAccount>(new Api(credentials).project("/billing/account"))
       onSignedIn(credentials)
     } catch (failure) {
       setError(

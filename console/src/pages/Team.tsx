@@ -5,40 +5,22 @@
  * the server refuses it anyway (README "Accounts", roles).
  */
 import { type FormEvent, useState } from "react"
-import type { TenantProject } from "../account.ts"
 import { type Api, describeError } from "../api.ts"
 import type { SessionCredentials } from "../auth.ts"
 import { ErrorBox, Section, Status, Time, useLoad } from "../ui.tsx"
-
-interface Member {
-  user_id: string
-  role: "admin" | "member"
-  status: "active" | "disabled"
-  display_name: string | null
-  email: string
-  invited_by_user_id: string | null
-  created_at: string
-}
-interface Invitation {
-  id: string
-  email: string
-  role: "admin" | "member"
-  status: "pending" | "accepted" | "revoked" | "expired"
-  expires_at: string
-  accepted_at: string | null
-  revoked_at: string | null
-  created_at: string
-}
-interface Paged<A> { items: Array<A>; next_cursor: string | null }
+import type {
+  CreateProjectBody, CursorPage, Invitation, InvitationCreated, InvitationList, InviteBody, Member, MemberList, TenantProject,
+  TenantProjectList, UpdateMemberBody
+} from "../wire.ts"
 
 const tenantPath = (session: SessionCredentials, rest: string) => `/v1/tenants/${encodeURIComponent(session.tenantId)}${rest}`
 
-/** Pages through a tenant list (members, invitations, projects) up to `max` items. */
-const loadAll = async <A,>(api: Api, path: string, max = 1000): Promise<Array<A>> => {
-  const items: Array<A> = []
+/** Pages through a tenant list (members, invitations, projects) up to `max` items; `L` is the list's response type. */
+const loadAll = async <L extends CursorPage<unknown>>(api: Api, path: string, max = 1000): Promise<Array<L["items"][number]>> => {
+  const items: Array<L["items"][number]> = []
   let cursor: string | null = null
   do {
-    const page: Paged<A> = await api.get<Paged<A>>(`${path}?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`)
+    const page: L = await api.get<L>(`${path}?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`)
     items.push(...page.items)
     cursor = page.next_cursor
   } while (cursor !== null && items.length < max)
@@ -46,13 +28,13 @@ const loadAll = async <A,>(api: Api, path: string, max = 1000): Promise<Array<A>
 }
 
 const Members = ({ api, session }: { api: Api; session: SessionCredentials }) => {
-  const members = useLoad(() => loadAll<Member>(api, tenantPath(session, "/members")), [api, session.tenantId])
+  const members = useLoad(() => loadAll<MemberList>(api, tenantPath(session, "/members")), [api, session.tenantId])
   const [error, setError] = useState<string>()
   const admin = session.role === "admin"
-  const update = async (member: Member, change: { role?: string; status?: string }) => {
+  const update = async (member: Member, change: UpdateMemberBody) => {
     setError(undefined)
     try {
-      await api.patch(tenantPath(session, `/members/${encodeURIComponent(member.user_id)}`), change)
+      await api.patch<Member>(tenantPath(session, `/members/${encodeURIComponent(member.user_id)}`), change)
     } catch (failure) {
       setError(describeError(failure))
     }
@@ -70,7 +52,7 @@ const Members = ({ api, session }: { api: Api; session: SessionCredentials }) =>
               <td>{m.email}</td>
               <td>
                 {admin
-                  ? <select aria-label={`role of ${m.email}`} value={m.role} onChange={(e) => update(m, { role: e.target.value })}>
+                  ? <select aria-label={`role of ${m.email}`} value={m.role} onChange={(e) => update(m, { role: e.target.value === "admin" ? "admin" : "member" })}>
                     <option value="member">member</option><option value="admin">admin</option>
                   </select>
                   : m.role}
@@ -94,17 +76,18 @@ const Members = ({ api, session }: { api: Api; session: SessionCredentials }) =>
 }
 
 const Invitations = ({ api, session }: { api: Api; session: SessionCredentials }) => {
-  const invitations = useLoad(() => loadAll<Invitation>(api, tenantPath(session, "/invitations")), [api, session.tenantId])
+  const invitations = useLoad(() => loadAll<InvitationList>(api, tenantPath(session, "/invitations")), [api, session.tenantId])
   const [email, setEmail] = useState("")
-  const [role, setRole] = useState("member")
-  const [link, setLink] = useState<{ email: string; url: string }>()
+  const [role, setRole] = useState<Invitation["role"]>("member")
+  /** url null: the answer was an Idempotency-Key replay, which never carries the link (it is shown once). */
+  const [link, setLink] = useState<{ email: string; url: string | null }>()
   const [error, setError] = useState<string>()
   const invite = async (event: FormEvent) => {
     event.preventDefault()
     setError(undefined)
     setLink(undefined)
     try {
-      const created = await api.post<{ invitation_id: string; invite_url: string }>(tenantPath(session, "/invitations"), { email: email.trim(), role })
+      const created = await api.post<InvitationCreated>(tenantPath(session, "/invitations"), { email: email.trim(), role } satisfies InviteBody)
       setLink({ email: email.trim(), url: created.invite_url })
       setEmail("")
       invitations.reload()
@@ -116,7 +99,7 @@ const Invitations = ({ api, session }: { api: Api; session: SessionCredentials }
     if (!confirm(`Revoke the invitation of ${invitation.email}?`)) return
     setError(undefined)
     try {
-      await api.delete(tenantPath(session, `/invitations/${encodeURIComponent(invitation.id)}`))
+      await api.delete<Invitation>(tenantPath(session, `/invitations/${encodeURIComponent(invitation.id)}`))
     } catch (failure) {
       setError(describeError(failure))
     }
@@ -126,15 +109,17 @@ const Invitations = ({ api, session }: { api: Api; session: SessionCredentials }
     <Section title="Invitations" actions={<button className="secondary" onClick={invitations.reload}>Refresh</button>}>
       <form className="row" onSubmit={invite} aria-label="invite">
         <input type="email" placeholder="email to invite" aria-label="Email to invite" maxLength={255} value={email} onChange={(e) => setEmail(e.target.value)} required />
-        <select aria-label="Role" value={role} onChange={(e) => setRole(e.target.value)}><option value="member">member</option><option value="admin">admin</option></select>
+        <select aria-label="Role" value={role} onChange={(e) => setRole(e.target.value === "admin" ? "admin" : "member")}><option value="member">member</option><option value="admin">admin</option></select>
         <button type="submit">Invite</button>
       </form>
-      {link ? (
+      {link?.url ? (
         <div className="notice">
           Invitation link for {link.email} (shown only now; send it to them, it works once):{" "}
           <code className="invite-link" data-testid="invite-link">{link.url}</code>{" "}
-          <button className="link" onClick={() => void navigator.clipboard?.writeText(link.url)}>copy</button>
+          <button className="link" onClick={() => void navigator.clipboard?.writeText(link.url!)}>copy</button>
         </div>
+      ) : link ? (
+        <div className="notice">The invitation of {link.email} exists, but its link is shown only once and cannot be shown again: revoke it and invite again.</div>
       ) : null}
       <ErrorBox error={invitations.error ?? error} />
       <table className="list" aria-label="invitations">
@@ -172,7 +157,7 @@ export const TeamPage = ({ api }: { api: Api }) => {
 export const ProjectsPage = ({ api, onSwitch }: { api: Api; onSwitch: (c: SessionCredentials) => void }) => {
   const session = api.credentials?.kind === "session" ? api.credentials : undefined
   const projects = useLoad(
-    () => session === undefined ? Promise.resolve([]) : loadAll<TenantProject>(api, tenantPath(session, "/projects")),
+    () => session === undefined ? Promise.resolve([]) : loadAll<TenantProjectList>(api, tenantPath(session, "/projects")),
     [api, session?.tenantId]
   )
   const [name, setName] = useState("")
@@ -182,7 +167,7 @@ export const ProjectsPage = ({ api, onSwitch }: { api: Api; onSwitch: (c: Sessio
     event.preventDefault()
     setError(undefined)
     try {
-      await api.post(tenantPath(session, "/projects"), { name: name.trim() })
+      await api.post<TenantProject>(tenantPath(session, "/projects"), { name: name.trim() } satisfies CreateProjectBody)
       setName("")
       projects.reload()
     } catch (failure) {
