@@ -11,6 +11,8 @@ export interface Fixture {
   readonly commit: string
   readonly project_id: string
   readonly secret_key: string
+  /** How many migrations the old service had applied (its wa_migrations rows). */
+  readonly migrations_applied: number
   readonly made: ReadonlyArray<string>
   readonly skipped: ReadonlyArray<string>
   readonly keys: { readonly bootstrap: string; readonly admin: string; readonly run: string; readonly revoked: string }
