@@ -16,7 +16,7 @@ import { docTitle } from "../fixtures/sites/research-web.ts"
 import { type Service, startService, stopAndClean } from "../support/service.ts"
 import { readSse } from "../support/sse.ts"
 import { eventually } from "../support/runs.ts"
-import { startWebhookReceiver, verifiedDelivery } from "../support/webhook-receiver.ts"
+import { checkWebhookDelivery, startWebhookReceiver, verifiedDelivery } from "../support/webhook-receiver.ts"
 import { usdFromMicros } from "../../src/domain/money.ts"
 import {
   allEvents,
@@ -610,6 +610,8 @@ describe("callbacks", () => {
       expect(received).toHaveLength(1)
       const secret = (await service.request("GET", `/v1/projects/${service.projectId}/webhook_secret`)).json.secret
       const payload = new Webhook(secret).verify(received[0]!.body, received[0]!.headers) as any
+      // A deep_research.run.completed body of the document's webhooks section, with its headers.
+      expect(checkWebhookDelivery(received[0]!.headers, received[0]!.body).problems).toEqual([])
       expect(payload.data).toMatchObject({ id: run_id, kind: "deep_research", status: "done" })
       expect(payload.data.result.final_artifact_id).toBe(run.result.final_artifact_id)
       expect(() => new Webhook(secret).verify(received[0]!.body.replace("done", "failed"), received[0]!.headers)).toThrow()
@@ -626,6 +628,7 @@ describe("callbacks", () => {
       await new Promise((r) => setTimeout(r, 1000))
       expect(received).toHaveLength(1)
       const canceledPayload = new Webhook(secret).verify(received[0]!.body, received[0]!.headers) as any
+      expect(checkWebhookDelivery(received[0]!.headers, received[0]!.body).problems).toEqual([])
       expect(canceledPayload.data).toMatchObject({ id: gatedRun.run_id, kind: "deep_research", status: "canceled", result: null })
     } finally {
       receiver.close()

@@ -12,6 +12,7 @@ import { type ChatRequest, lastUserText, type ScriptedModel, startScriptedModel,
 import { embeddedDatabaseClient, type Service, scriptedAgentEnv, startService, stopAndClean } from "../support/service.ts"
 import { readSse } from "../support/sse.ts"
 import { eventually, waitForRunStatus } from "../support/runs.ts"
+import { checkWebhookDelivery } from "../support/webhook-receiver.ts"
 
 let site: FixtureSites
 let model: ScriptedModel
@@ -385,6 +386,8 @@ describe("callbacks", () => {
     expect(received).toHaveLength(1)
     const secret = (await service.request("GET", `/v1/projects/${service.projectId}/webhook_secret`)).json.secret
     const payload = new Webhook(secret).verify(received[0]!.body, received[0]!.headers) as any
+    // A do_anything.run.completed body of the document's webhooks section, with its headers.
+    expect(checkWebhookDelivery(received[0]!.headers, received[0]!.body).problems).toEqual([])
     expect(payload.type).toBe("run.completed")
     expect(payload.data).toMatchObject({ id: rid, status: "done", output: { ok: true } })
     expect(() => new Webhook(secret).verify(received[0]!.body.replace("true", "false"), received[0]!.headers)).toThrow()

@@ -211,8 +211,16 @@ const statusChanges = (runId: RunId) =>
 const deliveriesOf = (projectId: ProjectId, runId: RunId) =>
   Callbacks.use((callbacks) => callbacks.list(projectId, { runId, limit: 100 }))
 
+/**
+ * A DeepResearch run's output as the product writes it (a ResearchResult; its callback, the run as
+ * GET shows it, is held to the document's webhooks section by the receiver), told apart by `marker`.
+ */
+const result = (marker: string) => ({
+  final_md: marker, final_artifact_id: "art_kernel", citations_count: 0, confidence_summary: { high: 0, medium: 0, low: 0 }, partial_sections: []
+})
+
 /** The work a product does at its end: the run `done` with an output, written as this execution. */
-const finish = (runId: RunId, token: string, output: unknown) =>
+const finish = (runId: RunId, token: string, output: ReturnType<typeof result>) =>
   RunStore.use((store) => store.transition(runId, "done", { output, terminalReason: "done", executor: token })).pipe(Effect.orDie)
 
 /** A plan that starts the run, says so, then waits until it is stopped (noting that it was). */
@@ -234,14 +242,14 @@ layer(TestLayer, { excludeTestServices: true, timeout: 120_000 })("run kernel", 
           tokens.push(token)
           // Started by `begin`: the run is running under this execution's token.
           expect((yield* runOf(run.id)).status).toBe("running")
-          yield* finish(run.id, token, { report: "ok" })
+          yield* finish(run.id, token, result("report ok"))
         })
       )
       expect(run.status).toBe("pending")
       yield* execute(run.id)
 
       const ended = yield* runOf(run.id)
-      expect(ended).toMatchObject({ status: "done", terminal_reason: "done", output: { report: "ok" }, error_code: null })
+      expect(ended).toMatchObject({ status: "done", terminal_reason: "done", output: result("report ok"), error_code: null })
       expect(ended.started_at).not.toBeNull()
       expect(conductedFor(run.id)).toBe(1)
       expect(yield* statusChanges(run.id)).toEqual(["null→pending", "pending→running", "running→done"])
@@ -307,7 +315,7 @@ layer(TestLayer, { excludeTestServices: true, timeout: 120_000 })("run kernel", 
           })
           const [token, loaded] = yield* begin(load, ({ checkpoint }): Omit<EventData<"run.resumed">, "run_id"> => ({ from_step: checkpoint.step, url: checkpoint.url }))
           seen.push({ token, loaded: loaded.checkpoint.history, executorAtLoad: loaded.executorAtLoad })
-          yield* finish(run.id, token, { resumed: true })
+          yield* finish(run.id, token, result("resumed"))
         })
       )
       // The first execution (a runner that died since): started it and checkpointed step 3.
@@ -329,7 +337,7 @@ layer(TestLayer, { excludeTestServices: true, timeout: 120_000 })("run kernel", 
       expect(added[1]!.data).toMatchObject({ from: "running", status: "done" })
       // No second start: pending→running was written once, by the first execution.
       expect(yield* statusChanges(run.id)).toEqual(["null→pending", "pending→running", "running→done"])
-      expect((yield* runOf(run.id)).output).toEqual({ resumed: true })
+      expect((yield* runOf(run.id)).output).toEqual(result("resumed"))
       expect(yield* deliveriesOf(run.project_id, run.id)).toHaveLength(1)
     }))
 
@@ -442,7 +450,7 @@ layer(TestLayer, { excludeTestServices: true, timeout: 120_000 })("run kernel", 
           yield* Deferred.await(proceed)
           yield* store.appendEvent(run.id, "run.phase_changed", { run_id: run.id, phase: "synthesize" }, token)
           wroteAfterTakeOver = true
-          yield* finish(run.id, token, { stale: true })
+          yield* finish(run.id, token, result("stale"))
         })
       )
       const executing = yield* Effect.forkChild(execute(run.id))
@@ -462,8 +470,8 @@ layer(TestLayer, { excludeTestServices: true, timeout: 120_000 })("run kernel", 
       expect(loggedFor(run.id, "run failed")).toEqual([])
 
       // The newer execution still owns the run and ends it.
-      yield* finish(run.id, newer, { newer: true })
-      expect((yield* runOf(run.id)).output).toEqual({ newer: true })
+      yield* finish(run.id, newer, result("newer"))
+      expect((yield* runOf(run.id)).output).toEqual(result("newer"))
     }))
 
   it.effect("superseded, then failing: the older execution's failure is not written over the run the newer one executes", () =>
@@ -491,7 +499,7 @@ layer(TestLayer, { excludeTestServices: true, timeout: 120_000 })("run kernel", 
       expect(yield* eventsOf(run.id)).toEqual(events)
       expect(yield* deliveriesOf(run.project_id, run.id)).toEqual([])
       expect(loggedFor(run.id, "run taken over by another runner; this execution stopped")).toHaveLength(1)
-      yield* finish(run.id, newer, { newer: true })
+      yield* finish(run.id, newer, result("newer"))
       expect((yield* runOf(run.id)).status).toBe("done")
     }))
 
@@ -511,11 +519,11 @@ layer(TestLayer, { excludeTestServices: true, timeout: 120_000 })("run kernel", 
       const executing = yield* Effect.forkChild(execute(run.id))
       yield* Deferred.await(started)
       const newer = yield* store.claimExecution(run.id)
-      yield* finish(run.id, newer, { newer: true })
+      yield* finish(run.id, newer, result("newer"))
       yield* Deferred.succeed(proceed, undefined)
       yield* Fiber.join(executing)
 
-      expect(yield* runOf(run.id)).toMatchObject({ status: "done", output: { newer: true } })
+      expect(yield* runOf(run.id)).toMatchObject({ status: "done", output: result("newer") })
       // "run ended" is the newer execution's to send: the older one sent none.
       expect(yield* deliveriesOf(run.project_id, run.id)).toEqual([])
       expect(loggedFor(run.id, "run taken over by another runner; this execution stopped")).toHaveLength(1)
@@ -540,7 +548,7 @@ layer(TestLayer, { excludeTestServices: true, timeout: 120_000 })("run kernel", 
       expect(yield* eventsOf(run.id)).toEqual(events)
       expect(yield* deliveriesOf(run.project_id, run.id)).toEqual([])
       expect(loggedFor(run.id, "run taken over by another runner; this execution stopped")).toHaveLength(1)
-      yield* finish(run.id, newer, { newer: true })
+      yield* finish(run.id, newer, result("newer"))
       expect((yield* runOf(run.id)).status).toBe("done")
     }))
 

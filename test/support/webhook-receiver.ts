@@ -90,10 +90,11 @@ const formatErrors = (errors: ReadonlyArray<ErrorObject> | null | undefined, max
 
 /**
  * Holds a delivery to the document's `webhooks` section: the body is JSON valid against one
- * entry's request body, and the headers against that entry's header parameters. Gives the
- * entries it matches, or the problems (the entries of the body's `type` and why each refuses it).
+ * entry's request body, and the headers against that entry's header parameters (`headers`
+ * undefined: a receiver that kept the body only; its headers are not checked). Gives the entries
+ * it matches, or the problems (the entries of the body's `type` and why each refuses it).
  */
-export const checkWebhookDelivery = (headers: Record<string, string | ReadonlyArray<string> | undefined>, text: string):
+export const checkWebhookDelivery = (headers: Record<string, string | ReadonlyArray<string> | undefined> | undefined, text: string):
   { readonly kinds: ReadonlyArray<string>; readonly problems: ReadonlyArray<string> } =>
 {
   const entries = webhookEntries()
@@ -104,7 +105,7 @@ export const checkWebhookDelivery = (headers: Record<string, string | ReadonlyAr
     return { kinds: [], problems: [`the body is not JSON: ${text.slice(0, 120)}`] }
   }
   const headerProblems = (entry: WebhookEntry) =>
-    entry.headers.flatMap((header) => {
+    headers === undefined ? [] : entry.headers.flatMap((header) => {
       const value = headers[header.name]
       if (value === undefined) return header.required ? [`the header ${header.name} is missing`] : []
       const single = Array.isArray(value) ? value.join(", ") : String(value)

@@ -8,6 +8,7 @@ import { Webhook } from "standardwebhooks"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
 import { type Service, startService, stopAndClean } from "../support/service.ts"
 import { eventually } from "../support/runs.ts"
+import { checkWebhookDelivery } from "../support/webhook-receiver.ts"
 
 /** A callback receiver on loopback that answers with the status the test sets. */
 const startReceiver = async () => {
@@ -88,6 +89,8 @@ describe("deliveries", () => {
       expect(() => new Webhook(secret).verify(attempt.body, {
         "webhook-id": attempt.id, "webhook-timestamp": attempt.timestamp, "webhook-signature": attempt.signature
       })).not.toThrow()
+      // The body is a run.completed body of the document's webhooks section.
+      expect(checkWebhookDelivery(undefined, attempt.body).problems).toEqual([])
     }
     const one = await service.request("GET", `/v1/projects/${service.projectId}/webhook_deliveries/${delivery.id}`)
     expect(one.json).toEqual(delivery)
