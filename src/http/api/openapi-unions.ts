@@ -7,6 +7,8 @@
  * approximations: exactly one branch applies, which is what
  * `oneOf` says and what clients generating code from the document need to see (Track's and
  * DoAnything's `schedule`, notification channels, ...).
+ *
+ * Every union, discriminated or not, lists a nullable field's `{type: "null"}` once.
  */
 type Json = Record<string, any>
 
@@ -41,6 +43,11 @@ const visit = (node: unknown, components: Json): void => {
     const nulls = schema.anyOf.filter(isNull)
     schema.oneOf = [...schema.anyOf.filter((branch: Json) => !isNull(branch)), ...nulls.slice(0, 1)]
     delete schema.anyOf
+  } else if (Array.isArray(schema.anyOf) && schema.anyOf.filter(isNull).length > 1) {
+    // Any other union lists its null once too (a nullable field whose type is itself nullable gets
+    // a second {type: "null"} from the generator): the same values, one branch for them.
+    const first = schema.anyOf.findIndex(isNull)
+    schema.anyOf = schema.anyOf.filter((branch: Json, index: number) => !isNull(branch) || index === first)
   }
   for (const value of Object.values(schema)) visit(value, components)
 }
