@@ -4,6 +4,7 @@
  */
 import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
+import { BugReportStatuses } from "../domain/bug-report.ts"
 import { makeId } from "../domain/ids.ts"
 import { createOnce } from "../store/keyed-create.ts"
 import { withMethodSpans } from "../observability/spans.ts"
@@ -26,7 +27,7 @@ export const BugReportRow = Schema.Struct({
   viewport_width: Schema.NullOr(Schema.Number),
   viewport_height: Schema.NullOr(Schema.Number),
   user_agent: Schema.NullOr(Schema.String),
-  status: Schema.String,
+  status: Schema.Literals(BugReportStatuses),
   created_at: Schema.Date
 })
 export type BugReportRow = typeof BugReportRow.Type

@@ -63,7 +63,7 @@ export interface LoginStarted {
 
 export interface Confirmed {
   readonly profile_id: ProfileId
-  readonly state: ProfileState | string
+  readonly state: ProfileState
   readonly probe_result: ProbeResult
   readonly final_url: string | null
   readonly reason: string

@@ -49,7 +49,10 @@ export class Conflict extends Schema.Error<Conflict>("Conflict")(envelope, {
 export const FieldErrorSchema = Schema.Struct({
   loc: Schema.Array(Schema.Union([Schema.String, Schema.Int])),
   msg: Schema.String,
-  type: Schema.String
+  type: Schema.String.annotate({
+    description: "what is wrong, Pydantic style: missing, extra_forbidden, type_error, value_error, or a value_error.* naming the " +
+      "rule (value_error.webhook_not_found, ...); an open set that grows with the checks"
+  })
 })
 
 /** A 422's `extra`: `errors[]` always, and whatever else the code carries (`names` of unknown_skills, ...). */

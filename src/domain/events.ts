@@ -20,9 +20,9 @@
  */
 import { Schema } from "effect"
 import { CanonicalSchedule } from "./schedule-spec.ts"
-import { MonitorStatus, NotifyChannelKind } from "./monitor.ts"
+import { AlignmentMessageKind, MonitorStatus, NotifyChannelKind } from "./monitor.ts"
 import { Phases } from "./research.ts"
-import { type Convention, FlatRunStatuses, RunStatuses } from "./run-state.ts"
+import { type Convention, FlatRunStatuses, RunStatuses, TerminalReasons } from "./run-state.ts"
 import { SkillKind } from "./skill.ts"
 
 const described = <S extends Schema.Top>(schema: S, description: string) => schema.annotate({ description }) as S
@@ -55,14 +55,14 @@ const statusChanged = <S extends Schema.Top>(status: S, convention: Convention) 
     status,
     ...StatusChangeExtra,
     // Convention B adds terminal_reason `done` where it shows `succeeded`.
-    ...(convention === "B" ? { terminal_reason: Schema.optionalKey(Str) } : {})
+    ...(convention === "B" ? { terminal_reason: Schema.optionalKey(Schema.Literal("done")) } : {})
   })
 
 const completed = <S extends Schema.Top>(status: S) =>
   Schema.Struct({
     run_id: Str,
     status,
-    terminal_reason: NullableStr,
+    terminal_reason: Schema.NullOr(Schema.Literals(TerminalReasons)),
     output: Json,
     error: Schema.NullOr(Schema.Struct({ code: Str, detail: NullableStr }))
   })
@@ -101,7 +101,7 @@ const runSchemasIn = <S extends Schema.Top>(status: S, convention: Convention) =
     "The input request was withdrawn: a person took control instead of answering."
   ),
   "run.resumed": described(
-    Schema.Struct({ run_id: Str, from_step: Int, phase: Schema.optionalKey(NullableStr), url: Schema.optionalKey(NullableStr) }),
+    Schema.Struct({ run_id: Str, from_step: Int, phase: Schema.optionalKey(Schema.NullOr(Schema.Literals(Phases))), url: Schema.optionalKey(NullableStr) }),
     "The run goes on from its checkpoint after a restart or a take-over by another runner."
   ),
   "run.phase_changed": described(Schema.Struct({ run_id: Str, phase: Schema.Literals(Phases) }), "DeepResearch: the run entered a phase."),
@@ -251,7 +251,7 @@ export const MonitorEventSchemas = {
     "Alignment: the supervisor asks a question; answer with intervene (request_id)."
   ),
   "alignment.message": described(
-    Schema.Struct({ role: Schema.Literal("user"), kind: Str, content: Str }),
+    Schema.Struct({ role: Schema.Literal("user"), kind: AlignmentMessageKind, content: Str }),
     "Alignment: the user sent a message."
   ),
   "alignment.answered": described(

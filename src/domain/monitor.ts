@@ -130,9 +130,13 @@ export const PatchMonitorRequest = Schema.Struct({
 }))
 export type PatchMonitorRequest = typeof PatchMonitorRequest.Type
 
+/** What a user's alignment message is (default user_clarification). */
+export const AlignmentMessageKind = Schema.Literals(["user_clarification", "user_correction"])
+export type AlignmentMessageKind = typeof AlignmentMessageKind.Type
+
 export const MessageMonitorRequest = Schema.Struct({
   content: Schema.String.check(Schema.isMinCodePoints(1), Schema.isMaxCodePoints(4000)),
-  kind: Schema.optional(Schema.Literals(["user_clarification", "user_correction"]))
+  kind: Schema.optional(AlignmentMessageKind)
 })
 
 export const MonitorInterveneRequest = Schema.Struct({

@@ -8,8 +8,7 @@ import { MaxString } from "./schemas.ts"
 
 export { Depth, UsdAmount } from "./run.ts"
 
-export const Phases = ["brief", "plan", "hitl_outline", "gather", "crosscheck", "synthesize"] as const
-export type Phase = typeof Phases[number]
+export { type Phase, Phases } from "./run-state.ts"
 
 export const CreateResearchRequest = Schema.Struct(deepResearchFields)
 export type CreateResearchRequest = typeof CreateResearchRequest.Type

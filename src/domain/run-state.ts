@@ -5,6 +5,22 @@
 export const RunStatuses = ["pending", "running", "awaiting_input", "paused", "done", "failed", "canceled"] as const
 export type RunStatus = typeof RunStatuses[number]
 
+/**
+ * Why a run ended (its `terminal_reason`; null while it has not). The stored values, each written
+ * by one place: `done` (the work finished: the agent loop, DeepResearch, WebSearch), `failed` (the
+ * work failed: the run kernel, the agent loop's safety boundary), `canceled` (a cancel,
+ * src/runs/cancel.ts), `budget_exceeded` and `expired` (the agent loop: credits or budget ran out,
+ * max_steps reached), `duration_exceeded` (the run kernel at max_duration_minutes),
+ * `outline_rejected` (DeepResearch's outline gate answered reject) and `skipped` (a Track tick that
+ * did not run, src/track/monitor-store.ts; no run API shows a tick).
+ */
+export const TerminalReasons = ["done", "failed", "canceled", "budget_exceeded", "expired", "duration_exceeded", "outline_rejected", "skipped"] as const
+export type TerminalReason = typeof TerminalReasons[number]
+
+/** A DeepResearch run's phases, in order (src/research/executor.ts enters them; the run row keeps the current one). */
+export const Phases = ["brief", "plan", "hitl_outline", "gather", "crosscheck", "synthesize"] as const
+export type Phase = typeof Phases[number]
+
 /** A DoAnything session's status. */
 export const SessionStatuses = ["running", "idle", "closed"] as const
 
@@ -45,5 +61,5 @@ export type Convention = "A" | "B"
 export const statusIn = (convention: Convention, status: string): string => convention === "B" && status === "done" ? "succeeded" : status
 
 /** A run's terminal_reason as `convention` shows it: Convention B gives `done` for a run that succeeded. */
-export const terminalReasonIn = (convention: Convention, status: RunStatus, terminalReason: string | null): string | null =>
+export const terminalReasonIn = (convention: Convention, status: RunStatus, terminalReason: TerminalReason | null): TerminalReason | null =>
   convention === "B" && status === "done" ? "done" : terminalReason

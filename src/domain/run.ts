@@ -4,7 +4,7 @@
  * them (src/store/runs.ts); nothing above the store looks at raw JSON.
  */
 import { Schema } from "effect"
-import { RunStatuses } from "./run-state.ts"
+import { Phases, RunStatuses, TerminalReasons } from "./run-state.ts"
 import { ProfileId, WorkspaceId } from "./id-schemas.ts"
 import { CallbackUrl, MaxString, OptionalNullable, WithDefault } from "./schemas.ts"
 
@@ -209,7 +209,7 @@ export class Run extends Schema.Class<Run>("wa/domain/Run")({
   project_id: ProjectId,
   kind: StoredRunKind,
   status: RunStatus,
-  terminal_reason: Schema.NullOr(Schema.String),
+  terminal_reason: Schema.NullOr(Schema.Literals(TerminalReasons)),
   expired: Schema.Boolean,
   instructions: Schema.NullOr(Schema.String),
   request: RunRequest,
@@ -233,7 +233,7 @@ export class Run extends Schema.Class<Run>("wa/domain/Run")({
   finished_at: Schema.NullOr(Schema.Date),
   deadline_at: Schema.NullOr(Schema.Date),
   /** DeepResearch: the phase the run is in (null for other kinds). */
-  phase: Schema.NullOr(Schema.String)
+  phase: Schema.NullOr(Schema.Literals(Phases))
 }) {}
 
 export class Session extends Schema.Class<Session>("wa/domain/Session")({

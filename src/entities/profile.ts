@@ -10,7 +10,7 @@ import { Entity } from "effect/cluster"
 import { Rpc } from "effect/rpc"
 import { BrowserPool } from "../browser/pool.ts"
 import { AppConfig } from "../config/config.ts"
-import { ProfileId, type ProfileState } from "../domain/profile.ts"
+import { ProfileId, ProfileState } from "../domain/profile.ts"
 import { runProbe } from "../profiles/probe.ts"
 import { ProfileStore } from "../profiles/profile-store.ts"
 
@@ -21,7 +21,7 @@ export const Probe = Rpc.make("Probe", {
   payload: { siteId: Schema.String, displayLabel: Schema.optional(Schema.NullOr(Schema.String)) },
   success: Schema.Struct({
     probe_result: ProbeResultSchema,
-    state: Schema.String,
+    state: ProfileState,
     final_url: Schema.NullOr(Schema.String),
     reason: Schema.String
   })
@@ -41,7 +41,7 @@ export const ProfileEntityLive = ProfileEntity.toLayer(
       Probe: ({ payload }) =>
         Effect.gen(function*() {
           const login = yield* profiles.findLogin(profileId, payload.siteId)
-          if (login === undefined) return { probe_result: "unknown" as const, state: "active", final_url: null, reason: `no login for site ${payload.siteId}` }
+          if (login === undefined) return { probe_result: "unknown" as const, state: "active" as const, final_url: null, reason: `no login for site ${payload.siteId}` }
           const saved = yield* Effect.result(profiles.loadState(profileId))
           const report = saved._tag === "Failure"
             ? { result: "unknown" as const, finalUrl: null, reason: saved.failure.reason }

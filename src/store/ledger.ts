@@ -21,7 +21,7 @@
  * src/store/runs.ts, charges a step with its checkpoint), and LedgerStore (below), whose methods
  * are their own transactions, for the Ledger and Budget services (src/billing/).
  */
-import type { Exhausted } from "../domain/billing.ts"
+import { type Exhausted, type LedgerKind, LedgerKinds } from "../domain/billing.ts"
 import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
@@ -33,10 +33,11 @@ import { ProjectId, SessionId } from "../domain/run.ts"
 export type Bucket = "monthly" | "additional"
 
 /**
- * Kinds of entries. Charges start with `charge_` (charge_llm, charge_browser, charge_proxy,
- * charge_research, charge_search, charge_track; README, section Billing) and count as the period's spend.
+ * Kinds of entries (src/domain/billing.ts lists them). Charges start with `charge_` (charge_llm,
+ * charge_browser, charge_proxy, charge_research, charge_search, charge_track; README, section
+ * Billing) and count as the period's spend.
  */
-export type EntryKind = "grant_monthly" | "topup" | "expire_monthly" | "charge_llm" | (string & {})
+export type EntryKind = LedgerKind
 
 export interface Balance {
   readonly projectId: ProjectId
@@ -51,7 +52,7 @@ export interface Balance {
 
 export interface Entry {
   readonly id: string
-  readonly kind: string
+  readonly kind: EntryKind
   readonly bucket: Bucket
   readonly amountMicros: number
   readonly runId: string | null
@@ -390,7 +391,7 @@ const decodePeriod = Schema.decodeUnknownSync(Schema.Struct({ period_start: Sche
 const decodeBucketSum = Schema.decodeUnknownSync(Schema.Struct({ bucket: Schema.Literals(["monthly", "additional"]), total: Schema.FiniteFromString }))
 const decodeEntry = Schema.decodeUnknownSync(Schema.Struct({
   id: Schema.String,
-  kind: Schema.String,
+  kind: Schema.Literals(LedgerKinds),
   bucket: Schema.Literals(["monthly", "additional"]),
   amount_micros: Schema.FiniteFromString,
   run_id: Schema.NullOr(Schema.String),

@@ -11,7 +11,7 @@ import { Effect, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import { AppConfig } from "../config/config.ts"
 import { browserUsd } from "../config/prices.ts"
-import type { Exhausted } from "../domain/billing.ts"
+import type { Exhausted, LedgerKind } from "../domain/billing.ts"
 import { toMicros, usd, usdFromMicros, usdSum } from "../domain/money.ts"
 import type { Run, RunId, Session } from "../domain/run.ts"
 import { estimatedChargeMicros, holdInTransaction } from "./credit-holds.ts"
@@ -26,7 +26,7 @@ export type CostColumn = "llm" | "browser" | "proxy" | "service"
 /** One cost of a run, charged once per idempotency key (see RunStore.chargeRun). */
 export interface RunCharge {
   /** The ledger entry's kind: charge_llm, charge_browser, charge_proxy, charge_research, charge_search, ... */
-  readonly kind: string
+  readonly kind: LedgerKind
   readonly column: CostColumn
   readonly micros: number
   readonly idempotencyKey: string

@@ -16,6 +16,7 @@ import { type BudgetExceeded, type InsufficientCredits, PlanLimitReached } from 
 import { Plans } from "../billing/plans.ts"
 import { AlignmentNeedsModel, InvalidField, MonitorActionRefused, MonitorNotInAlignment, type MonitorNotFound, MonitorPartNotFound } from "../domain/errors.ts"
 import {
+  type AlignmentMessageKind,
   type CreateMonitorRequest,
   isTerminalMonitor,
   type Monitor,
@@ -68,7 +69,7 @@ export class Monitors extends Context.Service<Monitors, {
   readonly cancel: (monitor: Monitor, reason: string | null) => Effect.Effect<Monitor, MonitorActionRefused>
   readonly refine: (monitor: Monitor, patch: MonitorPatch, reason: string | null) => Effect.Effect<Monitor, MonitorActionRefused | InvalidField | AlignmentNeedsModel>
   readonly remove: (monitor: Monitor) => Effect.Effect<void>
-  readonly message: (monitor: Monitor, input: { readonly content: string; readonly kind: string }) => Effect.Effect<Monitor, MonitorNotInAlignment>
+  readonly message: (monitor: Monitor, input: { readonly content: string; readonly kind: AlignmentMessageKind }) => Effect.Effect<Monitor, MonitorNotInAlignment>
   readonly intervene: (monitor: Monitor, input: { readonly request_id: string; readonly kind: "answer" | "skip" | "abandon"; readonly response: string }) => Effect.Effect<Monitor, MonitorNotInAlignment>
   /** A tick now, outside the schedule (a paused monitor too; not an ended one). */
   readonly runNow: (monitor: Monitor) => Effect.Effect<TickRun, MonitorActionRefused | InsufficientCredits | BudgetExceeded>
@@ -271,7 +272,7 @@ export class Monitors extends Context.Service<Monitors, {
             yield* store.remove(monitor.id)
           })).pipe(Effect.orDie)
         }),
-        message: Effect.fn("Monitors.message")(function*(monitor: Monitor, input: { readonly content: string; readonly kind: string }) {
+        message: Effect.fn("Monitors.message")(function*(monitor: Monitor, input: { readonly content: string; readonly kind: AlignmentMessageKind }) {
           if (monitor.status !== "pending_clarification") return yield* new MonitorNotInAlignment({ monitorId: monitor.id, status: monitor.status })
           const { monitor: after, changed } = yield* store.update(monitor.id, {
             from: ["pending_clarification"],

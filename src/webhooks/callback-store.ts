@@ -6,7 +6,7 @@
  */
 import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
-import { DeliveryChannel, DeliveryStatus } from "../domain/delivery.ts"
+import { DeliveryChannel, DeliveryEventTypes, DeliveryStatus } from "../domain/delivery.ts"
 import { withMethodSpans } from "../observability/spans.ts"
 import { ProjectId } from "../domain/run.ts"
 import { MonitorId } from "../domain/monitor.ts"
@@ -19,7 +19,7 @@ export const DeliveryRow = Schema.Struct({
   monitor_id: Schema.NullOr(MonitorId),
   channel: DeliveryChannel,
   url: Schema.String,
-  event_type: Schema.String,
+  event_type: Schema.Literals(DeliveryEventTypes),
   payload: Schema.Unknown,
   status: DeliveryStatus,
   attempts: Schema.Number,

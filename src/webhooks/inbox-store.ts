@@ -5,6 +5,7 @@
  */
 import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
+import { type InboxNotificationType, InboxNotificationTypes } from "../domain/delivery.ts"
 import { makeId } from "../domain/ids.ts"
 import { withMethodSpans } from "../observability/spans.ts"
 import { ProjectId } from "../domain/run.ts"
@@ -16,7 +17,7 @@ export const InboxNotificationRow = Schema.Struct({
   project_id: ProjectId,
   monitor_id: MonitorId,
   tick_id: TickRunId,
-  type: Schema.String,
+  type: Schema.Literals(InboxNotificationTypes),
   title: Schema.String,
   data: Schema.Unknown,
   read_at: Schema.NullOr(Schema.Date),
@@ -30,7 +31,7 @@ export interface InboxAddInput {
   readonly projectId: ProjectId
   readonly monitorId: MonitorId
   readonly tickId: TickRunId
-  readonly type: string
+  readonly type: InboxNotificationType
   readonly title: string
   readonly data: unknown
 }

@@ -112,7 +112,7 @@ layer(TestLayer, { excludeTestServices: true, timeout: 120_000 })("charges and t
       // Both runs are admitted while the balance covers both fees' holds (0.10 each, no minimum in this file).
       const run = yield* store.createStandaloneRun(projectId, { _tag: "DeepResearch", topic: "fees" } as never)
       const other = yield* store.createStandaloneRun(projectId, { _tag: "DeepResearch", topic: "refused" } as never)
-      const fee = { kind: "charge_research", column: "service" as const, micros: 100_000, idempotencyKey: `research:${run.id}`, force: false }
+      const fee = { kind: "charge_research" as const, column: "service" as const, micros: 100_000, idempotencyKey: `research:${run.id}`, force: false }
       expect(yield* store.chargeRun(run.id, [fee])).toEqual({ exhausted: null, refused: false })
       expect(yield* store.chargeRun(run.id, [fee])).toEqual({ exhausted: null, refused: false })
       expect((yield* ledger.balance(projectId)).totalMicros).toBe(150_000)

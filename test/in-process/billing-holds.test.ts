@@ -112,8 +112,8 @@ layer(TestLayer, { excludeTestServices: true, timeout: 180_000 })("credit holds"
       const store = yield* RunStore
       for (const product of [
         // 3 distinct queries at web_search_per_query 0.003: 0.009, above the 0.005 minimum.
-        { request: { _tag: "WebSearch", queries: ["alpha", "beta", " beta ", "gamma"], wait: false }, fee: 9_000, kind: "charge_search" },
-        { request: { _tag: "DeepResearch", topic: "holds" }, fee: 100_000, kind: "charge_research" }
+        { request: { _tag: "WebSearch", queries: ["alpha", "beta", " beta ", "gamma"], wait: false }, fee: 9_000, kind: "charge_search" as const },
+        { request: { _tag: "DeepResearch", topic: "holds" }, fee: 100_000, kind: "charge_research" as const }
       ]) {
         const projectId = yield* newProject(`holds-${product.request._tag}`)
         yield* ledger.grant(projectId, product.fee, "additional")

@@ -9,8 +9,14 @@ import { WebAgentApi } from "../../src/http/api/api.ts"
 import { MonitorResponse } from "../../src/domain/wire/track.ts"
 import { Monitor } from "../../src/domain/monitor.ts"
 import { monitorView } from "../../src/http/views/monitor-view.ts"
-import { flatStatus, RunStatuses } from "../../src/domain/run-state.ts"
+import { flatStatus, FlatRunStatuses, RunStatuses, TerminalReasons } from "../../src/domain/run-state.ts"
 import { Phases } from "../../src/domain/research.ts"
+import { Depth } from "../../src/domain/run.ts"
+import { ProfileStates } from "../../src/domain/profile.ts"
+import { LedgerKinds } from "../../src/domain/billing.ts"
+import { DeliveryEventTypes, InboxNotificationTypes } from "../../src/domain/delivery.ts"
+import { BugReportStatuses } from "../../src/domain/bug-report.ts"
+import { WebhookTypes } from "../../src/domain/wire/webhook-payloads.ts"
 
 type Json = any
 const doc: Json = OpenApi.fromApi(WebAgentApi)
@@ -155,6 +161,115 @@ describe("statuses and phases are enums in the document", () => {
     expect(listed("/api/v1/projects/{pid}/deep_research/runs")).toEqual(conventionB)
     expect(enumOf(responseSchema("/v1/projects/{pid}/do_anything/sessions/{sid}", "get", "200").properties.status).sort()).toEqual(["closed", "idle", "running"])
     expect(enumOf(responseSchema("/v1/projects/{pid}/deep_research/runs/{rid}", "get", "200").properties.phase)).toEqual([...Phases])
+  })
+
+  it("event types, statuses, kinds and the other closed values list the domain's values (one list each, src/domain)", () => {
+    const sorted = (values: ReadonlyArray<string>) => [...values].sort()
+    const item = (path: string, method = "get", status = "200") => resolve(responseSchema(path, method, status).properties.items.items)
+    const query = (path: string, name: string) => resolve((doc.paths[path].get.parameters as Array<Json>).find((p) => p.in === "query" && p.name === name)?.schema)
+    // Event types: a delivery's event_type (both delivery routes) is a webhook message type; an inbox notification's type its own list.
+    for (const delivery of [
+      item("/v1/projects/{pid}/webhook_deliveries"),
+      responseSchema("/v1/projects/{pid}/webhook_deliveries/{delivery_id}", "get", "200"),
+      item("/v1/projects/{pid}/track/monitors/{mid}/deliveries"),
+      responseSchema("/v1/projects/{pid}/track/monitors/{mid}/deliveries/{delivery_id}/retry", "post", "202")
+    ]) expect(sorted(enumOf(delivery.properties.event_type))).toEqual(sorted(DeliveryEventTypes))
+    // The delivery list is the webhook messages' (kept apart so the SDK does not load their data schemas).
+    expect(sorted(DeliveryEventTypes)).toEqual(sorted(WebhookTypes))
+    expect(sorted(enumOf(item("/v1/projects/{pid}/inbox").properties.type))).toEqual(sorted(InboxNotificationTypes))
+    // Statuses: each DeepResearch list filters by its convention's names; liveness and readiness say one word each.
+    expect(sorted(enumOf(query("/v1/projects/{pid}/deep_research/runs", "status")))).toEqual(sorted(RunStatuses))
+    expect(sorted(enumOf(query("/v1/deep_research", "status")))).toEqual(sorted(RunStatuses))
+    expect(sorted(enumOf(query("/api/v1/projects/{pid}/deep_research/runs", "status")))).toEqual(sorted(FlatRunStatuses))
+    expect(enumOf(responseSchema("/healthz", "get", "200").properties.status)).toEqual(["ok"])
+    expect(enumOf(responseSchema("/readyz", "get", "200").properties.status)).toEqual(["ready"])
+    expect(enumOf(item("/v1/projects/{pid}/bug_reports").properties.status)).toEqual([...BugReportStatuses])
+    for (const state of [
+      item("/v1/projects/{pid}/profiles").properties.state,
+      responseSchema("/v1/projects/{pid}/profiles/login", "post", "201").properties.state,
+      responseSchema("/v1/projects/{pid}/profiles/{profile_id}/confirm", "post", "200").properties.state
+    ]) expect(enumOf(state)).toEqual([...ProfileStates])
+    // Kinds: a ledger entry's kind and the usage filter.
+    expect(enumOf(item("/v1/projects/{pid}/billing/usage").properties.kind)).toEqual([...LedgerKinds])
+    expect(enumOf(query("/v1/projects/{pid}/billing/usage", "kind"))).toEqual([...LedgerKinds])
+    // DeepResearch's depth as answered (the request's enum), terminal_reason on every run view and in run.completed.
+    expect(enumOf(responseSchema("/v1/projects/{pid}/deep_research/runs/{rid}", "get", "200").properties.depth)).toEqual([...Depth.literals])
+    for (const path of [
+      "/v1/projects/{pid}/do_anything/sessions/{sid}/runs/{rid}",
+      "/api/v1/projects/{pid}/do_anything/runs/{rid}",
+      "/v1/projects/{pid}/web_search/runs/{rid}",
+      "/api/v1/projects/{pid}/deep_research/runs/{rid}"
+    ]) expect(enumOf(responseSchema(path, "get", "200").properties.terminal_reason), path).toEqual([...TerminalReasons])
+    expect(enumOf(doc.components.schemas["EventData.run.completed"].properties.terminal_reason)).toEqual([...TerminalReasons])
+  })
+
+  /**
+   * The fields that name a closed value by their name. Open ones are listed here with the reason,
+   * and must say what they hold in a description.
+   */
+  const ENUM_NAMES = /^(status|state|phase|kind|type|event_type|terminal_reason|depth)$/
+  const OPEN: ReadonlyArray<{ readonly at: RegExp; readonly reason: string }> = [
+    { at: /^#\/components\/schemas\/ValidationErrorEncoded\/properties\/extra\/properties\/errors\/items\/properties\/type$/, reason: "a 422 error's type names the failed check, Pydantic style (value_error.* subtypes grow with the checks)" },
+    { at: /^#\/components\/schemas\/StripeWebhookResponse\/properties\/type$/, reason: "the Stripe event's type, echoed as Stripe sent it (any Stripe event is acknowledged)" },
+    { at: /^#\/paths\/\/api\/v3\/eak\/delegations(\/complete)?\/post\/requestBody\/content\/application\/json\/schema\/properties\/state$/, reason: "the application's opaque OAuth-style state, sent back unchanged" }
+  ]
+  /** Whether a schema lists its values: an enum or const, or a union whose every branch but null does. */
+  const closed = (schema: Json): boolean => {
+    const s = resolve(schema)
+    if (s === undefined || s === null) return false
+    if (Array.isArray(s.enum) || s.const !== undefined) return true
+    const union: Array<Json> = s.anyOf ?? s.oneOf ?? []
+    const values = union.filter((b: Json) => !(b?.type === "null" && Object.keys(b).length === 1))
+    return values.length > 0 && values.every(closed)
+  }
+  const described = (schema: Json): boolean => typeof resolve(schema)?.description === "string" && resolve(schema).description.length > 0
+
+  it("the whole document: every property or query parameter named status, state, phase, kind, type, event_type, terminal_reason or depth is an enum (or a listed open field)", () => {
+    const open: Array<{ at: string; schema: Json }> = []
+    let checked = 0
+    const walk = (node: Json, at: string): void => {
+      if (node === null || typeof node !== "object") return
+      if (node.properties !== null && typeof node.properties === "object" && !Array.isArray(node.properties)) {
+        for (const [name, schema] of Object.entries<Json>(node.properties)) {
+          if (!ENUM_NAMES.test(name)) continue
+          checked++
+          if (!closed(schema)) open.push({ at: `${at}/properties/${name}`, schema })
+        }
+      }
+      if (Array.isArray(node.parameters)) {
+        for (const parameter of node.parameters) {
+          if (parameter?.in !== "query" || !ENUM_NAMES.test(parameter.name)) continue
+          checked++
+          if (!closed(parameter.schema)) open.push({ at: `${at}?${parameter.name}`, schema: parameter.schema })
+        }
+      }
+      for (const [key, value] of Object.entries(node)) walk(value, `${at}/${key}`)
+    }
+    walk(doc, "#")
+    expect(checked).toBeGreaterThan(300)
+    const unlisted = open.filter((field) => !OPEN.some((entry) => entry.at.test(field.at)))
+    expect(unlisted.map((field) => field.at)).toEqual([])
+    // Every open field says what it holds; every entry of the list still names a field of the document.
+    expect(open.filter((field) => !described(field.schema)).map((field) => field.at)).toEqual([])
+    for (const entry of OPEN) expect(open.some((field) => entry.at.test(field.at)), entry.reason).toBe(true)
+  })
+})
+
+describe("a nullable field lists null once", () => {
+  it("no anyOf or oneOf of the document has {type: null} twice (api_keys' disabled_at: a date-time or null)", () => {
+    const twice: Array<string> = []
+    const walk = (node: Json, at: string): void => {
+      if (node === null || typeof node !== "object") return
+      for (const union of ["anyOf", "oneOf"]) {
+        const branches = node[union]
+        if (Array.isArray(branches) && branches.filter((b: Json) => b?.type === "null" && Object.keys(b).length === 1).length > 1) twice.push(`${at}/${union}`)
+      }
+      for (const [key, value] of Object.entries(node)) walk(value, `${at}/${key}`)
+    }
+    walk(doc, "#")
+    expect(twice).toEqual([])
+    const key = resolve(responseSchema("/v1/projects/{pid}/api_keys", "get", "200").properties.items.items)
+    expect(key.properties.disabled_at).toEqual({ anyOf: [{ type: "string", format: "date-time" }, { type: "null" }] })
   })
 })
 

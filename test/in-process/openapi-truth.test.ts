@@ -153,6 +153,46 @@ describe("every bound in /openapi.json is the one the server enforces", () => {
   })
 })
 
+describe("every enum query parameter is enforced: a value outside its list is refused (422 validation_error), each listed value accepted", () => {
+  it("status, kind, ... filters of every list: the router refuses bogus_value at query.<name> and takes each documented value", () => {
+    const wrong: Array<string> = []
+    const checked: Array<string> = []
+    HttpApi.reflect(WebAgentApi, {
+      onGroup: () => {},
+      onEndpoint: ({ endpoint }) => {
+        const path = endpoint.path.replace(/:([A-Za-z_]+)/g, "{$1}")
+        const operation = doc.paths[path]?.[endpoint.method.toLowerCase()]
+        if (operation === undefined || endpoint.query === undefined) return
+        for (const parameter of operation.parameters ?? []) {
+          const values = parameter.in === "query" ? branches(parameter.schema).flatMap((b) => b.enum ?? []) : []
+          if (values.length === 0) continue
+          const name = `${endpoint.method} ${path} ?${parameter.name}`
+          checked.push(name)
+          const c: Case = {
+            operation: name,
+            kind: "Query",
+            schema: endpoint.query,
+            probe: { field: parameter.name, bound: "enum", refused: "bogus_value", accepted: values }
+          }
+          if (refusalsAt(c, "bogus_value").length === 0) wrong.push(`${name}: bogus_value is accepted`)
+          for (const value of values) {
+            const refusals = refusalsAt(c, String(value))
+            if (refusals.length > 0) wrong.push(`${name}: ${value} is refused: ${refusals.join("; ")}`)
+          }
+        }
+      }
+    })
+    expect(wrong).toEqual([])
+    // Among them the filters issue 27 named: DeepResearch's ?status on its three lists, the ledger's ?kind.
+    expect(checked).toEqual(expect.arrayContaining([
+      "GET /v1/projects/{pid}/deep_research/runs ?status",
+      "GET /api/v1/projects/{pid}/deep_research/runs ?status",
+      "GET /v1/deep_research ?status",
+      "GET /v1/projects/{pid}/billing/usage ?kind"
+    ]))
+  })
+})
+
 describe("unknown body fields: one policy, the same in the document and on the wire", () => {
   it("every JSON body is documented closed (additionalProperties: false) and the router refuses {bogus: 1} at body.bogus", () => {
     const wrong: Array<string> = []

@@ -155,7 +155,7 @@ describe("inbox", () => {
       notifications.push(id)
       await db.query(
         `INSERT INTO inbox_notifications (id, project_id, monitor_id, tick_id, type, title, data) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-        [id, service.projectId, monitorId, makeId("tick"), "monitor.change_detected", `Change ${i}`, JSON.stringify({ n: i })]
+        [id, service.projectId, monitorId, makeId("tick"), "monitor.triggered", `Change ${i}`, JSON.stringify({ n: i })]
       )
     }
   })
@@ -166,7 +166,7 @@ describe("inbox", () => {
     expect(all.json.unread_count).toBe(3)
     expect(all.json.next_cursor).toBeNull()
     expect(all.json.items.map((n: any) => n.id)).toEqual([...notifications].reverse())
-    expect(all.json.items[0]).toMatchObject({ monitor_id: monitorId, type: "monitor.change_detected", title: "Change 2", data: { n: 2 }, read: false, read_at: null })
+    expect(all.json.items[0]).toMatchObject({ monitor_id: monitorId, type: "monitor.triggered", title: "Change 2", data: { n: 2 }, read: false, read_at: null })
 
     const first = await service.request("GET", `${inbox()}?limit=2`)
     expect(first.json.items).toHaveLength(2)
@@ -209,6 +209,16 @@ describe("inbox", () => {
   })
 })
 
+/** The body a monitor's notification records (a track.monitor.triggered body of the document's webhooks section). */
+const triggeredBody = (monitorId: string, tickId: string) => ({
+  type: "monitor.triggered",
+  timestamp: new Date().toISOString(),
+  data: {
+    monitor_id: monitorId, run_id: tickId, tick_n: 1, intent: "watch the page", snapshot_id: makeId("snap"), changed: false,
+    extracted: null, diff: null, target_urls: ["https://example.com/"], fetched_at: new Date().toISOString()
+  }
+})
+
 describe("webhook deliveries of monitors", () => {
   it("show monitor_id and channel, and filter by monitor_id", async () => {
     const monitorId = makeId("mon")
@@ -216,8 +226,8 @@ describe("webhook deliveries of monitors", () => {
     const id = `msg_${makeId("dlv").slice(4)}`
     await db.query(
       `INSERT INTO webhook_deliveries (id, project_id, run_id, monitor_id, channel, url, event_type, payload, status, delivered_at)
-       VALUES ($1, $2, $3, $4, 'console_inbox', $5, 'monitor.change_detected', '{}'::jsonb, 'delivered', now())`,
-      [id, service.projectId, tickId, monitorId, `/v1/projects/${service.projectId}/inbox/ntf_x`]
+       VALUES ($1, $2, $3, $4, 'console_inbox', $5, 'monitor.triggered', $6::jsonb, 'delivered', now())`,
+      [id, service.projectId, tickId, monitorId, `/v1/projects/${service.projectId}/inbox/ntf_x`, JSON.stringify(triggeredBody(monitorId, tickId))]
     )
     const base = `/v1/projects/${service.projectId}/webhook_deliveries`
     const listed = await service.request("GET", `${base}?monitor_id=${monitorId}`)

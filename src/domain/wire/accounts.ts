@@ -4,6 +4,7 @@
  * (src/http/api/accounts.ts). Roles: README "Accounts".
  */
 import { Schema } from "effect"
+import { BugReportStatuses } from "../bug-report.ts"
 import { MaxString, OptionalNullable, Timestamp } from "../schemas.ts"
 import { secretField } from "./common.ts"
 
@@ -166,7 +167,7 @@ export const BugReportResponse = Schema.Struct({
   viewport_width: Schema.NullOr(Schema.Int),
   viewport_height: Schema.NullOr(Schema.Int),
   user_agent: Schema.NullOr(Schema.String),
-  status: Schema.String,
+  status: Schema.Literals(BugReportStatuses).annotate({ description: "open: every report is filed open (no route changes it yet)" }),
   created_at: Timestamp
 })
 export const BugReportListResponse = Schema.Struct({

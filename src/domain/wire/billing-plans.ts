@@ -87,7 +87,7 @@ export const AutoRechargeResponse = Schema.Struct({
 export const StripeWebhookResponse = Schema.Struct({
   received: Schema.Boolean,
   event_id: Schema.String,
-  type: Schema.String,
+  type: Schema.String.annotate({ description: "the Stripe event's type as Stripe sent it (checkout.session.completed and checkout.session.async_payment_succeeded credit; any other is acknowledged and ignored)" }),
   credited: Schema.Boolean.annotate({ description: "This delivery credited the project (false: ignored, or credited by an earlier delivery)" }),
   duplicate: Schema.Boolean,
   project_id: Schema.NullOr(Schema.String),

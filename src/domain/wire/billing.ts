@@ -3,6 +3,7 @@
  * of the ledger (src/http/api/billing.ts).
  */
 import { Schema } from "effect"
+import { LedgerKinds } from "../billing.ts"
 import { UsdAmount } from "../run.ts"
 import { PageQuery } from "../pagination.ts"
 
@@ -33,7 +34,11 @@ export const BillingAccountResponse = Schema.Struct({
 
 export const LedgerEntry = Schema.Struct({
   id: Schema.String,
-  kind: Schema.String.annotate({ description: "grant_monthly, topup, expire_monthly, charge_llm, ..." }),
+  kind: Schema.Literals(LedgerKinds).annotate({
+    description: "Credits: grant_monthly (the plan's monthly grant), topup (an operator's grant), topup_stripe (a Stripe checkout), " +
+      "topup_auto_recharge (an automatic recharge); expire_monthly (monthly credits left at the period's end, written off); " +
+      "charges (the period's spend): charge_llm, charge_browser, charge_proxy, charge_research, charge_search, charge_track"
+  }),
   bucket: Schema.Literals(["monthly", "additional"]),
   amount_usd: Schema.String.annotate({ description: "Signed, six decimals (exact): + credit, - debit", examples: ["-0.001234"] }),
   amount_micros: Schema.Int.annotate({ description: "The same amount in integer micro-USD" }),
@@ -67,7 +72,7 @@ export const SetBudgetRequest = Schema.Struct({
 /** The query of the ledger: a page, filtered by kind and creation time. */
 export const UsageQuery = {
   ...PageQuery,
-  kind: Schema.optional(Schema.String.check(Schema.isMaxCodePoints(64))),
+  kind: Schema.optional(Schema.Literals(LedgerKinds)).annotate({ description: "Only entries of this kind (another value: 422 validation_error)" }),
   from: Schema.optional(Schema.String.check(Schema.isMaxCodePoints(64))).annotate({ description: "Entries created at or after (ISO 8601)" }),
   to: Schema.optional(Schema.String.check(Schema.isMaxCodePoints(64))).annotate({ description: "Entries created before (ISO 8601)" })
 }

@@ -3,7 +3,7 @@
  * session's status, a credential shown once, and the query of a signed URL.
  */
 import { Schema } from "effect"
-import { FlatRunStatuses, RunStatuses, SessionStatuses } from "../run-state.ts"
+import { FlatRunStatuses, RunStatuses, SessionStatuses, TerminalReasons } from "../run-state.ts"
 import { MaxString } from "../schemas.ts"
 
 /** A run's status under Convention A (`/v1/...`): `done` on success. */
@@ -16,6 +16,13 @@ export const RunStatusB = Schema.Literals(FlatRunStatuses).annotate({
 })
 
 export const SessionStatus = Schema.Literals(SessionStatuses)
+
+/** Why a run ended (null while it has not); Convention B also says `done` for a run that succeeded. */
+export const TerminalReason = Schema.NullOr(Schema.Literals(TerminalReasons)).annotate({
+  description: "null while the run has not ended; then done (finished), failed, canceled, budget_exceeded (credits or the " +
+    "monthly budget ran out), expired (max_steps reached), duration_exceeded (max_duration_minutes reached), " +
+    "outline_rejected (DeepResearch: the outline was rejected), skipped (a Track tick that did not run)"
+})
 
 /** The annotation `secretField` puts on a response field; the Idempotency-Key layer looks for it. */
 export const SECRET_FIELD_ANNOTATION = "wa/secretField"

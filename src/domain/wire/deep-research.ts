@@ -4,10 +4,10 @@
  * are in src/domain/research.ts.
  */
 import { Schema } from "effect"
-import { Outline, Phases, ResearchResult } from "../research.ts"
+import { Depth, Outline, Phases, ResearchResult } from "../research.ts"
 import { PageQuery } from "../pagination.ts"
-import { MaxString } from "../schemas.ts"
-import { RunStatusA, RunStatusB } from "./common.ts"
+import { FlatRunStatuses, RunStatuses } from "../run-state.ts"
+import { RunStatusA, RunStatusB, TerminalReason } from "./common.ts"
 
 const Money = Schema.String.annotate({ description: "USD as a decimal string exact to the micro-dollar, at least two decimals (\"0.000182\", \"1.50\")" })
 
@@ -30,10 +30,10 @@ const researchRunResponse = <S extends typeof RunStatusA | typeof RunStatusB>(st
       "set (the run.input_request event carries the outline); once answered it is `running` again in `gather`. " +
       "After the run ends, the phase it ended in."
   }),
-  terminal_reason: Schema.NullOr(Schema.String),
+  terminal_reason: TerminalReason,
   error: Schema.NullOr(Schema.Struct({ code: Schema.String, detail: Schema.String })),
   topic: Schema.String,
-  depth: Schema.String,
+  depth: Depth,
   require_outline_approval: Schema.Boolean,
   /** The outline once planned (the one approved, with its edits, after the gate). */
   outline: Schema.NullOr(Outline),
@@ -76,5 +76,16 @@ export const ArtifactResponse = Schema.Struct({
 
 export const ArtifactList = Schema.Struct({ items: Schema.Array(ArtifactResponse), next_cursor: Schema.NullOr(Schema.String) })
 
-/** The query of the run list. */
-export const ListResearchRunsQuery = { ...PageQuery, status: Schema.optional(MaxString(32)) }
+/**
+ * The query of the run list under Convention A (`/v1`): a status as that convention names it. A
+ * value outside the list is refused (422 validation_error at query.status).
+ */
+export const ListResearchRunsQuery = {
+  ...PageQuery,
+  status: Schema.optional(Schema.Literals(RunStatuses)).annotate({ description: "only runs in this status (Convention A names: done on success)" })
+}
+/** The query of the run list under Convention B (`/api/v1`): `succeeded` where Convention A says `done`. */
+export const FlatListResearchRunsQuery = {
+  ...PageQuery,
+  status: Schema.optional(Schema.Literals(FlatRunStatuses)).annotate({ description: "only runs in this status (Convention B names: succeeded on success)" })
+}

@@ -20,7 +20,7 @@ export const CreateDelegationRequest = Schema.Struct({
   agent: Bounded(1, 128).check(Schema.isPattern(/^[A-Za-z0-9][A-Za-z0-9._:-]*$/u)).annotate({ description: "stable agent key shown on the consent page" }),
   scopes: Schema.Array(DelegationScope).check(Schema.isMinLength(1), Schema.isMaxLength(12)),
   redirectUri: Bounded(1, 2048).annotate({ description: "absolute https URL (http only on loopback); one of the access key's redirect_uris when it has any" }),
-  state: Bounded(1, 512),
+  state: Bounded(1, 512).annotate({ description: "the application's opaque value (OAuth style), sent back unchanged with the redirect after the user decides" }),
   userId: Bounded(1, 255).annotate({ description: "the application's own id of its end user; recorded on the grant and shown on the consent page" }),
   expiresIn: Schema.Int.check(Schema.isBetween({ minimum: 60, maximum: 86400 })).annotate({ description: "token lifetime in seconds, 60..86400" }),
   projectId: Schema.optional(ProjectId.check(Schema.isMinCodePoints(1), Schema.isMaxCodePoints(64))).annotate({ description: "the project of the tenant the token acts on; omitted: the user picks one on the consent page" })
@@ -35,7 +35,7 @@ export const CreateDelegationResponse = Schema.Struct({
 export const CompleteDelegationRequest = Schema.Struct({
   grantId: DelegationGrantId.check(Schema.isMinCodePoints(1), Schema.isMaxCodePoints(64)),
   code: Bounded(1, 128),
-  state: Bounded(1, 512)
+  state: Bounded(1, 512).annotate({ description: "the state the redirect carried (the one given when the delegation was created)" })
 })
 
 export const DelegationGrantResponse = Schema.Struct({

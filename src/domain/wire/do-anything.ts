@@ -8,7 +8,7 @@ import { RecordingQuality } from "../recording.ts"
 import { SessionScheduleField } from "../schedule-spec.ts"
 import { PageQuery } from "../pagination.ts"
 import { MaxString, OptionalNullable } from "../schemas.ts"
-import { RunStatusA, RunStatusB, SessionStatus } from "./common.ts"
+import { RunStatusA, RunStatusB, SessionStatus, TerminalReason } from "./common.ts"
 
 const JsonObject = Schema.Record(Schema.String, Schema.Unknown)
 
@@ -61,7 +61,7 @@ export const RunResponse = Schema.Struct({
   id: Schema.String,
   session_id: Schema.NullOr(Schema.String),
   status: RunStatusA,
-  terminal_reason: Schema.NullOr(Schema.String),
+  terminal_reason: TerminalReason,
   expired: Schema.Boolean,
   instructions: Schema.NullOr(Schema.String),
   output: Schema.Unknown,
@@ -105,7 +105,7 @@ export const InterveneResponse = Schema.Struct({
 export const FlatRunResponse = Schema.Struct({
   ...RunResponse.fields,
   status: RunStatusB,
-  terminal_reason: Schema.NullOr(Schema.String).annotate({ description: "done when status is succeeded; otherwise why the run ended (null while it runs)" }),
+  terminal_reason: TerminalReason.annotate({ description: "done when status is succeeded; otherwise why the run ended (null while it runs)" }),
   run_id: Schema.String
 })
 

@@ -3,6 +3,7 @@
  * the update body (src/http/api/inbox.ts).
  */
 import { Schema } from "effect"
+import { InboxNotificationTypes } from "../delivery.ts"
 import { PageQuery } from "../pagination.ts"
 import { Timestamp } from "../schemas.ts"
 
@@ -10,7 +11,10 @@ export const InboxNotificationResponse = Schema.Struct({
   id: Schema.String.annotate({ description: "ntf_..." }),
   monitor_id: Schema.String,
   tick_id: Schema.String.annotate({ description: "the tick that fired it; one notification per tick and type" }),
-  type: Schema.String.annotate({ description: "the event type, e.g. monitor.change_detected" }),
+  type: Schema.Literals(InboxNotificationTypes).annotate({
+    description: "monitor.triggered (a monitor's notification, its data the monitor.triggered webhook body's) or " +
+      "billing.quota_warning (the period's spend reached 80 % of the monthly budget cap; monitor_id is empty)"
+  }),
   title: Schema.String,
   data: Schema.Unknown.annotate({ description: "the same data a callback_url or global_webhook delivery carries" }),
   read: Schema.Boolean,

@@ -10,6 +10,7 @@ import {
   DISPLAY_LABEL_MAX,
   PROFILE_NAME_MAX,
   profileFields,
+  ProfileState,
   SELECTOR_MAX,
   SITE_ID_MAX
 } from "../profile.ts"
@@ -23,7 +24,7 @@ export const ProfileResponse = Schema.Struct({
   project_id: Schema.String,
   name: Schema.NullOr(Schema.String),
   customer_user_id: Schema.NullOr(Schema.String),
-  state: Schema.String.annotate({
+  state: ProfileState.annotate({
     description: "active (default), login_pending (an interactive login session is open), logged_out (the last login probe found the site signed out)"
   }),
   last_used_at: NullableTimestamp.annotate({ description: "when a session last took the profile" }),
@@ -75,7 +76,7 @@ export const InteractiveLoginResponse = Schema.Struct({
   run_id: Schema.String,
   site_id: Schema.String,
   start_url: Schema.String,
-  state: Schema.String,
+  state: ProfileState.annotate({ description: "the profile's state once the login session started (login_pending)" }),
   control_url: Schema.NullOr(Schema.String).annotate({
     description: "the live view for the person: the login run's take-control URL (its standalone_control_url, reason \"interactive login\"); " +
       "opening it pauses the run and hands the browser to the person. No API key needed; it works until control_url_exp unless " +
@@ -93,7 +94,7 @@ export const ConfirmInteractiveLoginRequest = Schema.Struct({
 
 export const ConfirmInteractiveLoginResponse = Schema.Struct({
   profile_id: Schema.String,
-  state: Schema.String,
+  state: ProfileState.annotate({ description: "the profile's state after the probe: active (signed in, or the probe could not tell), logged_out" }),
   probe_result: Schema.String.annotate({ description: "logged_in, logged_out, or unknown (the start URL did not load)" }),
   final_url: Schema.NullOr(Schema.String).annotate({ description: "where the probe's page ended after redirects" }),
   reason: Schema.String.annotate({ description: "which rule of the probe decided" })

@@ -4,7 +4,7 @@
  */
 import { Schema } from "effect"
 import { WebSearchResult } from "../web-search.ts"
-import { RunStatusA, RunStatusB } from "./common.ts"
+import { RunStatusA, RunStatusB, TerminalReason } from "./common.ts"
 
 /** A search run with its status named as a convention does (RunStatusA under /v1, RunStatusB under /api/v1). */
 const webSearchRunResponse = <S extends typeof RunStatusA | typeof RunStatusB>(status: S) => Schema.Struct({
@@ -28,7 +28,7 @@ const webSearchRunResponse = <S extends typeof RunStatusA | typeof RunStatusB>(s
     language: Schema.NullOr(Schema.String),
     objective: Schema.NullOr(Schema.String)
   }),
-  terminal_reason: Schema.NullOr(Schema.String),
+  terminal_reason: TerminalReason,
   error: Schema.NullOr(Schema.Struct({ code: Schema.String, detail: Schema.String })),
   results: Schema.NullOr(WebSearchResult),
   llm_cost_usd: Schema.String.annotate({ description: "Model tokens of the re-rank and the summaries, charged when the search ends", examples: ["0.00"] }),

@@ -3,7 +3,7 @@
  * list and its query (src/http/api/webhook-deliveries.ts).
  */
 import { Schema } from "effect"
-import { DeliveryChannel, DeliveryStatus } from "../delivery.ts"
+import { DeliveryChannel, DeliveryEventTypes, DeliveryStatus } from "../delivery.ts"
 import { PageQuery } from "../pagination.ts"
 import { MaxString, Timestamp } from "../schemas.ts"
 
@@ -20,7 +20,9 @@ export const DeliveryResponse = Schema.Struct({
     description: "the target; for console_inbox the notification's API path (/v1/projects/{pid}/inbox/{id}), " +
       "for a global_webhook whose endpoint did not exist the endpoint's API path"
   }),
-  event_type: Schema.String,
+  event_type: Schema.Literals(DeliveryEventTypes).annotate({
+    description: "the message's type (the body's `type`): run.completed (a run's callback) or monitor.triggered (a monitor's notification)"
+  }),
   status: DeliveryStatus,
   attempts: Schema.Int,
   last_status_code: Schema.NullOr(Schema.Int),

@@ -16,6 +16,7 @@ import {
 import { PageQuery } from "../../domain/pagination.ts"
 import {
   ArtifactList,
+  FlatListResearchRunsQuery,
   FlatResearchRunList,
   FlatResearchRunResponse,
   ListResearchRunsQuery,
@@ -47,12 +48,14 @@ const deriveErrors = [ValidationError, BadRequest, NotFound, Conflict, PaymentRe
 const conventionA = {
   run: ResearchRunResponse,
   started: ResearchRunResponse.annotate({ httpApiStatus: 202 }),
-  list: ResearchRunList
+  list: ResearchRunList,
+  query: ListResearchRunsQuery
 }
 const conventionB = {
   run: FlatResearchRunResponse,
   started: FlatResearchRunResponse.annotate({ httpApiStatus: 202 }),
-  list: FlatResearchRunList
+  list: FlatResearchRunList,
+  query: FlatListResearchRunsQuery
 }
 
 /** The operations, under `base` (a path without a trailing slash) with `params` for its variables, answering `schemas` (by convention). */
@@ -61,8 +64,9 @@ const endpoints = <
   P extends Record<string, Schema.Top>,
   R extends Schema.Top,
   S extends Schema.Top,
-  L extends Schema.Top
->(name: Name, base: `/${string}`, params: P, schemas: { readonly run: R; readonly started: S; readonly list: L }) => {
+  L extends Schema.Top,
+  Q extends Record<string, Schema.Top>
+>(name: Name, base: `/${string}`, params: P, schemas: { readonly run: R; readonly started: S; readonly list: L; readonly query: Q }) => {
   const run = { ...params, rid: RunIdParam }
   return HttpApiGroup.make(name).add(
     HttpApiEndpoint.post("createRun", base, {
@@ -73,7 +77,7 @@ const endpoints = <
     }).annotate(HttpApi.PayloadParseOptions, strict),
     HttpApiEndpoint.get("listRuns", base, {
       params,
-      query: ListResearchRunsQuery,
+      query: schemas.query,
       success: schemas.list,
       error: [ValidationError, BadRequest]
     }),
