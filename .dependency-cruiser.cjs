@@ -23,7 +23,7 @@ const ranks = {
   cache: 4,
   // Shared capabilities the kernel and every product stand on.
   accounts: 5, auth: 5, billing: 5, delegation: 5, profiles: 5, recordings: 5,
-  control: 5, webhooks: 5, schedules: 5, mail: 5, secrets: 5,
+  control: 5, webhooks: 5, schedules: 5, mail: 5, secrets: 5, workspaces: 5,
   // Web search over many engines (adapters, fusion, re-rank, summaries): WebSearch runs it,
   // DeepResearch gathers with it, Track watches search results with it.
   engines: 5,

@@ -39,6 +39,7 @@ import { SafetyPolicies } from "../../safety/service.ts"
 import { InboxHandlers } from "./inbox.ts"
 import { InboxMessagesHandlers } from "./inbox-messages.ts"
 import { MailInboxStore } from "../../mail/inbound/inbox-store.ts"
+import { SessionInboxes } from "../../mail/inbound/session-inbox.ts"
 import { TrackFlatHandlers, TrackHandlers } from "./track.ts"
 import { SystemHandlers } from "./system.ts"
 import { WorkspaceDownloadHandlers, WorkspacesHandlers, WorkspaceUploadHandlers } from "./workspaces.ts"
@@ -56,13 +57,9 @@ import { ConsoleAuthLive } from "../middleware/console-session.ts"
 import { AccessKeysHandlers, ConsentRoutes, DelegationServiceHandlers, DelegationsHandlers, SignedRequestLive } from "./delegation.ts"
 import { Delegations } from "../../delegation/delegations.ts"
 import { SqlClient } from "effect/sql"
-import { Sharding } from "effect/cluster"
 import { Authentication, Idempotency, RateLimit } from "../api/security.ts"
 import { ConsoleAuth } from "../api/accounts-security.ts"
 import { SignedRequest } from "../api/delegation.ts"
-import { BrowserPool } from "../../browser/pool.ts"
-import { ScreenshotStore } from "../../store/screenshots.ts"
-import { WorkspaceStore } from "../../store/workspace-store.ts"
 import { TakeControl } from "../../control/take-control.ts"
 import { Users } from "../../accounts/users.ts"
 import { Sso } from "../../accounts/sso.ts"
@@ -70,9 +67,13 @@ import { AccountMail } from "../../accounts/account-mail.ts"
 import { Tenants } from "../../accounts/tenants.ts"
 import { BugReports } from "../../accounts/bug-reports.ts"
 import { Callbacks } from "../../webhooks/callbacks.ts"
-import { SessionStore } from "../../store/sessions.ts"
 import { RunEvents } from "../../runs/events.ts"
+import { NodeMetrics, Readiness } from "../../observability/probes.ts"
+import { ReadinessLive } from "../../store/readiness.ts"
+import { NodeMetricsLive } from "../../cluster/node-metrics.ts"
+import { Screenshots } from "../../runs/screenshots.ts"
 import { Recordings } from "../../recordings/service.ts"
+import { Workspaces } from "../../workspaces/service.ts"
 import { Sessions } from "../../do-anything/service.ts"
 import { Search } from "../../search/search.ts"
 import { Research } from "../../research/research.ts"
@@ -133,10 +134,10 @@ const ProjectMiddlewares = Layer.mergeAll(AuthenticationLive, RateLimitLive, Ide
 
 const ApiRoutes = HttpApiBuilder.layer(WebAgentApi, { openapiPath: "/openapi.json" }).pipe(
   Layer.provide([
-    withServices(SystemHandlers, [SqlClient.SqlClient]),
-    withServices(MetricsHandlers, [BrowserPool, Sharding.Sharding]),
-    withServices(MediaHandlers, [ScreenshotStore]),
-    withServices(WorkspaceDownloadHandlers, [WorkspaceStore]),
+    withServices(SystemHandlers, [Readiness]).pipe(Layer.provide(ReadinessLive)),
+    withServices(MetricsHandlers, [NodeMetrics]).pipe(Layer.provide(NodeMetricsLive)),
+    withServices(MediaHandlers, [Screenshots]).pipe(Layer.provide(Screenshots.layer)),
+    withServices(WorkspaceDownloadHandlers, [Workspaces]).pipe(Layer.provide(Workspaces.layer)),
     withServices(ControlHandlers, [TakeControl]),
     withServices(RecordingReplayHandlers, [Recordings]).pipe(Layer.provide(Recordings.layer)),
     withServices(StripeWebhookHandlers, [SqlClient.SqlClient]),
@@ -162,11 +163,11 @@ const ApiRoutes = HttpApiBuilder.layer(WebAgentApi, { openapiPath: "/openapi.jso
       withServices(SkillsHandlers, [...projectMiddlewares, Skills]).pipe(Layer.provide(Skills.layer)),
       withServices(SafetyHandlers, [...projectMiddlewares, ApiKeys, SafetyPolicies]).pipe(Layer.provide(SafetyPolicies.layer)),
       withServices(InboxHandlers, [...projectMiddlewares, Inbox]),
-      withServices(InboxMessagesHandlers, [...projectMiddlewares, MailInboxStore, SessionStore]).pipe(Layer.provide(MailInboxStore.layer)),
+      withServices(InboxMessagesHandlers, [...projectMiddlewares, SessionInboxes]).pipe(Layer.provide(SessionInboxes.layer.pipe(Layer.provide(MailInboxStore.layer)))),
       withServices(TrackHandlers, [...projectMiddlewares, RunEvents, MonitorStore, Monitors]),
       withServices(TrackFlatHandlers, [...projectMiddlewares, RunEvents, MonitorStore, Monitors]),
-      withServices(WorkspacesHandlers, [...projectMiddlewares, WorkspaceStore]),
-      withServices(WorkspaceUploadHandlers, [...projectMiddlewares, WorkspaceStore]),
+      withServices(WorkspacesHandlers, [...projectMiddlewares, Workspaces]),
+      withServices(WorkspaceUploadHandlers, [...projectMiddlewares, Workspaces]),
       withServices(ProfilesHandlers, [...projectMiddlewares, Profiles]),
       withServices(DoAnythingArtifactsHandlers, [...projectMiddlewares, Recordings, Sessions]),
       withServices(BillingPlansHandlers, [...projectMiddlewares, SqlClient.SqlClient]),
@@ -174,7 +175,7 @@ const ApiRoutes = HttpApiBuilder.layer(WebAgentApi, { openapiPath: "/openapi.jso
       withServices(BugReportsHandlers, [...projectMiddlewares, BugReports])
     ).pipe(
       Layer.provide(ProjectMiddlewares),
-      Layer.provide(Layer.mergeAll(RunEvents.layer, Recordings.layer))
+      Layer.provide(Layer.mergeAll(RunEvents.layer, Recordings.layer, Workspaces.layer))
     )
   ])
 )

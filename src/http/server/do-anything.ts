@@ -8,7 +8,7 @@ import { HttpApiBuilder } from "effect/http-api"
 import { AppConfig } from "../../config/config.ts"
 import { Sessions } from "../../do-anything/service.ts"
 import { RunEvents } from "../../runs/events.ts"
-import { ScreenshotStore } from "../../store/screenshots.ts"
+import { Screenshots } from "../../runs/screenshots.ts"
 import { validateCallbackUrl } from "../../webhooks/callback-url.ts"
 import { WebAgentApi } from "../api/api.ts"
 import { CurrentKey } from "../api/security.ts"
@@ -184,7 +184,7 @@ export const MediaHandlers = HttpApiBuilder.group(
   WebAgentApi,
   "media",
   Effect.fn(function*(handlers) {
-    const screenshots = yield* ScreenshotStore
+    const screenshots = yield* Screenshots
     return handlers.handle("screenshot", ({ params, query }) =>
       Effect.gen(function*() {
         const result = yield* screenshots.read(params.id, query.expires, query.signature)

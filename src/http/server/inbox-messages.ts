@@ -2,10 +2,10 @@
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import type { SessionId } from "../../domain/run.ts"
-import { type InboxMessageRow, MailInboxStore } from "../../mail/inbound/inbox-store.ts"
-import { SessionStore } from "../../store/sessions.ts"
+import { type InboxMessageRow, SessionInboxes } from "../../mail/inbound/session-inbox.ts"
 import { WebAgentApi } from "../api/api.ts"
 import { CurrentKey } from "../api/security.ts"
+import { httpErrors } from "../domain-errors.ts"
 import { notFound } from "../errors.ts"
 import { cursorPage } from "../pagination.ts"
 
@@ -35,27 +35,20 @@ export const InboxMessagesHandlers = HttpApiBuilder.group(
   WebAgentApi,
   "session_inbox",
   Effect.fn(function*(handlers) {
-    const inbox = yield* MailInboxStore
-    const sessionStore = yield* SessionStore
-    /** The session of the caller's project, or 404. */
-    const session = (sid: SessionId) =>
-      Effect.gen(function*() {
-        const { projectId } = yield* CurrentKey
-        const found = yield* sessionStore.getSession(projectId, sid)
-        if (found === undefined) return yield* notFound("session_not_found", `no session ${sid} in this project`)
-        return found
-      })
+    const inboxes = yield* SessionInboxes
+    /** The inbox of the caller's project's session (404 session_not_found otherwise). */
+    const inboxOf = (sid: SessionId) => CurrentKey.use(({ projectId }) => httpErrors(inboxes.open(projectId, sid)))
     return handlers
       .handle("list", ({ params, query }) =>
         Effect.gen(function*() {
-          const found = yield* session(params.sid)
-          return yield* cursorPage(query, (limit, beforeId) => inbox.list(found.id, limit, beforeId), summaryView)
+          const inbox = yield* inboxOf(params.sid)
+          return yield* cursorPage(query, inbox.list, summaryView)
         }))
       .handle("get", ({ params }) =>
         Effect.gen(function*() {
-          const found = yield* session(params.sid)
-          const row = yield* inbox.get(found.id, params.message_id)
-          if (row === undefined) return yield* notFound("inbox_message_not_found", `no message ${params.message_id} in the inbox of session ${found.id}`)
+          const inbox = yield* inboxOf(params.sid)
+          const row = yield* inbox.get(params.message_id)
+          if (row === undefined) return yield* notFound("inbox_message_not_found", `no message ${params.message_id} in the inbox of session ${inbox.sessionId}`)
           return inboxMessageView(row)
         }))
   })

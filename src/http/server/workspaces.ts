@@ -1,15 +1,15 @@
 /**
  * Handlers of workspaces, their files and the signed file downloads (src/http/api/workspaces.ts),
- * over WorkspaceStore. A file's view carries a fresh signed download URL.
+ * over the Workspaces service (src/workspaces/service.ts). A file's view carries a fresh signed
+ * download URL.
  */
 import { Effect } from "effect"
 import { HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
-import { FileTooLarge, type WorkspaceFileRow, type WorkspaceRow, WorkspaceStore } from "../../store/workspace-store.ts"
+import { type WorkspaceFileRow, type WorkspaceRow, Workspaces } from "../../workspaces/service.ts"
 import { WebAgentApi } from "../api/api.ts"
 import { CurrentKey } from "../api/security.ts"
-import { httpErrors, toHttpError } from "../domain-errors.ts"
-import type { WorkspaceId } from "../../domain/id-schemas.ts"
+import { httpErrors } from "../domain-errors.ts"
 import { badRequest, Forbidden } from "../errors.ts"
 import { DEFAULT_LIMIT, decodeCursor, nameCursor, toPage } from "../pagination.ts"
 
@@ -23,8 +23,8 @@ export const workspaceView = (row: WorkspaceRow) => ({
   updated_at: row.updated_at.toISOString()
 })
 
-const fileView = (store: WorkspaceStore["Service"], file: WorkspaceFileRow) =>
-  Effect.map(store.signUrl(file.workspace_id, file.name), (signed) => ({
+const fileView = (workspaces: Workspaces["Service"], file: WorkspaceFileRow) =>
+  Effect.map(workspaces.downloadUrl(file), (signed) => ({
     workspace_id: file.workspace_id,
     name: file.name,
     size_bytes: file.size_bytes,
@@ -37,51 +37,48 @@ const fileView = (store: WorkspaceStore["Service"], file: WorkspaceFileRow) =>
   }))
 
 
-/** The workspace of the calling key's project (404 workspace_not_found otherwise). */
-const ownWorkspace = (store: WorkspaceStore["Service"], wid: WorkspaceId) =>
-  CurrentKey.use(({ projectId }) => httpErrors(store.find(projectId, wid)))
-
 export const WorkspacesHandlers = HttpApiBuilder.group(
   WebAgentApi,
   "workspaces",
   Effect.fn(function*(handlers) {
-    const store = yield* WorkspaceStore
+    const workspaces = yield* Workspaces
     return handlers
       .handle("create", ({ payload }) =>
-        CurrentKey.use(({ projectId }) => store.create(projectId, payload.name ?? null)).pipe(Effect.map(workspaceView)))
+        CurrentKey.use(({ projectId }) => workspaces.create(projectId, payload.name ?? null)).pipe(Effect.map(workspaceView)))
       .handle("list", ({ query }) =>
         Effect.gen(function*() {
           const { projectId } = yield* CurrentKey
           const limit = query.limit ?? DEFAULT_LIMIT
           const before = yield* decodeCursor(query.cursor)
-          const { rows, total } = yield* store.list(projectId, limit + 1, before)
+          const { rows, total } = yield* workspaces.list(projectId, limit + 1, before)
           const page = toPage(rows, limit)
           return { items: page.items.map(workspaceView), total, next_cursor: page.next_cursor }
         }))
-      .handle("get", ({ params }) => ownWorkspace(store, params.wid).pipe(Effect.map(workspaceView)))
+      .handle("get", ({ params }) =>
+        CurrentKey.use(({ projectId }) => httpErrors(workspaces.find(projectId, params.wid))).pipe(Effect.map(workspaceView)))
       .handle("delete", ({ params }) =>
-        CurrentKey.use(({ projectId }) => httpErrors(store.remove(projectId, params.wid))).pipe(Effect.map(workspaceView)))
+        CurrentKey.use(({ projectId }) => httpErrors(workspaces.remove(projectId, params.wid))).pipe(Effect.map(workspaceView)))
       .handle("listFiles", ({ params, query }) =>
         Effect.gen(function*() {
           const limit = query.limit ?? DEFAULT_LIMIT
           const after = yield* nameCursor.decode(query.cursor)
-          yield* ownWorkspace(store, params.wid)
-          const rows = yield* store.listFiles(params.wid, { limit: limit + 1, after })
+          const { projectId } = yield* CurrentKey
+          const rows = yield* httpErrors(workspaces.files(projectId, params.wid, { limit: limit + 1, after }))
           const files = rows.slice(0, limit)
           return {
-            items: yield* Effect.forEach(files, (file) => fileView(store, file)),
+            items: yield* Effect.forEach(files, (file) => fileView(workspaces, file)),
             next_cursor: rows.length > limit && files.length > 0 ? nameCursor.encode(files[files.length - 1]!.name) : null
           }
         }))
       .handle("getFile", ({ params }) =>
         Effect.gen(function*() {
-          yield* ownWorkspace(store, params.wid)
-          return yield* fileView(store, yield* httpErrors(store.findFile(params.wid, params.name)))
+          const { projectId } = yield* CurrentKey
+          return yield* fileView(workspaces, yield* httpErrors(workspaces.file(projectId, params.wid, params.name)))
         }))
       .handle("deleteFile", ({ params }) =>
         Effect.gen(function*() {
-          yield* ownWorkspace(store, params.wid)
-          return yield* fileView(store, yield* httpErrors(store.deleteFile(params.wid, params.name)))
+          const { projectId } = yield* CurrentKey
+          return yield* fileView(workspaces, yield* httpErrors(workspaces.deleteFile(projectId, params.wid, params.name)))
         }))
   })
 )
@@ -90,21 +87,23 @@ export const WorkspaceUploadHandlers = HttpApiBuilder.group(
   WebAgentApi,
   "workspace_upload",
   Effect.fn(function*(handlers) {
-    const store = yield* WorkspaceStore
-    // Raw: the body is not decoded (nor read whole) by the framework; putFile streams it.
+    const workspaces = yield* Workspaces
+    // Raw: the body is not decoded (nor read whole) by the framework; the upload streams it.
     return handlers.handleRaw("putFile", ({ params, request }) =>
       Effect.gen(function*() {
-        yield* ownWorkspace(store, params.wid)
-        // A declared length over the limit is refused before a byte is read.
+        const { projectId } = yield* CurrentKey
+        // A declared length over the limit is refused before a byte is read (by the service).
         const declared = Number(request.headers["content-length"])
-        if (Number.isFinite(declared) && declared > store.maxFileBytes) return yield* toHttpError(new FileTooLarge({ limitBytes: store.maxFileBytes }))
         const contentType = (request.headers["content-type"] ?? "").split(",")[0]!.trim().slice(0, 200) || "application/octet-stream"
-        const stored = yield* store.putFile(params.wid, params.name, request.stream, { contentType, source: "upload", onConflict: "replace" }).pipe(
+        const stored = yield* workspaces.upload(projectId, params.wid, params.name, request.stream, {
+          contentType,
+          declaredBytes: Number.isFinite(declared) ? declared : undefined
+        }).pipe(
           // The client's body broke off (disconnect, malformed chunking): nothing was stored.
           Effect.catchTag("HttpServerError", () => Effect.fail(badRequest("the request body could not be read; nothing was stored"))),
           httpErrors
         )
-        return yield* fileView(store, stored)
+        return yield* fileView(workspaces, stored)
       }))
   })
 )
@@ -117,21 +116,21 @@ export const WorkspaceDownloadHandlers = HttpApiBuilder.group(
   WebAgentApi,
   "workspace_download",
   Effect.fn(function*(handlers) {
-    const store = yield* WorkspaceStore
+    const workspaces = yield* Workspaces
     return handlers.handle("download", ({ params, query }) =>
       Effect.gen(function*() {
-        const verdict = yield* store.verifyUrl(params.wid, params.name, query.expires, query.signature)
-        if (verdict === "invalid") {
+        const download = yield* httpErrors(workspaces.download(params.wid, params.name, query.expires, query.signature))
+        if (download._tag === "InvalidSignature") {
           return yield* new Forbidden({ code: "invalid_signature", detail: "the signature does not match this URL", extra: {} })
         }
-        if (verdict === "expired") {
+        if (download._tag === "Expired") {
           return yield* new Forbidden({
             code: "url_expired",
             detail: "the URL has expired; get the file again (GET .../workspaces/{wid}/files/{name}) for a fresh one",
             extra: {}
           })
         }
-        const { file, stream } = yield* httpErrors(store.streamFile(params.wid, params.name))
+        const { file, stream } = download
         return HttpServerResponse.stream(stream, {
           contentType: file.content_type,
           contentLength: file.size_bytes,
