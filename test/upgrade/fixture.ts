@@ -9,6 +9,7 @@ const directory = path.resolve(import.meta.dirname, "../fixtures/upgrade")
 
 export interface Fixture {
   readonly commit: string
+  readonly made_at: string
   readonly project_id: string
   readonly secret_key: string
   /** How many migrations the old service had applied (its wa_migrations rows). */
@@ -48,7 +49,8 @@ const micros = (usd: string) => Math.round(Number(usd) * 1_000_000)
 export interface ChangedByDesign {
   readonly at: RegExp
   readonly why: string
-  readonly accepts: (before: unknown, after: unknown) => boolean
+  /** `parent`: the object of the old answer that holds `before`. */
+  readonly accepts: (before: unknown, after: unknown, parent: Record<string, unknown> | undefined) => boolean
 }
 
 const isoTime = (value: unknown): value is string => typeof value === "string" && !Number.isNaN(Date.parse(value))
@@ -92,22 +94,57 @@ export const changedByDesign: ReadonlyArray<ChangedByDesign> = [
 ]
 
 /**
+ * What differs only because time has passed since the fixture was made (at `now`): an invitation
+ * past its expiry shows `expired`; once the fixture's billing period has ended, the views of the
+ * current period (its bounds, spend, quota use, the costs of the account view) describe another
+ * month, and only the balances and settings in them are compared.
+ */
+export const changedByTime = (fixture: Fixture, now: Date): ReadonlyArray<ChangedByDesign> => {
+  const account = Object.entries(fixture.answers).find(([pathname]) => pathname.endsWith("/billing/account"))?.[1] as { period_end?: string } | undefined
+  const periodEnded = account?.period_end !== undefined && now.getTime() >= Date.parse(account.period_end)
+  return [
+    {
+      at: /\/invitations\.items\[\d+\]\.status$/,
+      why: "a pending invitation past its expires_at is shown expired",
+      accepts: (before, after, parent) =>
+        before === "pending" && after === "expired" && typeof parent?.["expires_at"] === "string" && now.getTime() >= Date.parse(parent["expires_at"])
+    },
+    ...(periodEnded
+      ? [{
+        at: /\/billing\/(account|budget|quota)\.(period_start|period_end|sessions_count|[a-z]+_cost_usd|spent_usd|remaining_usd|warning|exceeded|quota_[a-z_]+)$/,
+        why: "the fixture's billing period has ended: these fields are of the current one",
+        accepts: () => true
+      }]
+      : [])
+  ]
+}
+
+/**
  * What `before` said is still said by `after`: every field of an object is there with the same
  * value (fields `after` adds are allowed: they are new in today's contract), arrays have the same
- * length and elements; signed URLs compare without their query, decimal amounts by value. Returns
- * one line per difference, named by its path in the answer.
+ * length and elements; signed URLs compare without their query, decimal amounts by value; what
+ * `changes` accepts is accepted. Returns one line per difference, named by its path in the answer.
  */
-export const carriedOver = (before: unknown, after: unknown, at: string): Array<string> => {
-  if (changedByDesign.some((change) => change.at.test(at) && change.accepts(before, after))) return []
+export const carriedOver = (
+  before: unknown,
+  after: unknown,
+  at: string,
+  changes: ReadonlyArray<ChangedByDesign> = changedByDesign,
+  parent?: Record<string, unknown>
+): Array<string> => {
+  if (changes.some((change) => change.at.test(at) && change.accepts(before, after, parent))) return []
   if (Array.isArray(before)) {
     if (!Array.isArray(after)) return [`${at}: was an array, now ${JSON.stringify(after)?.slice(0, 200)}`]
     if (before.length !== after.length) return [`${at}: ${before.length} elements before, ${after.length} now`]
-    return before.flatMap((element, i) => carriedOver(element, after[i], `${at}[${i}]`))
+    return before.flatMap((element, i) => carriedOver(element, after[i], `${at}[${i}]`, changes))
   }
   if (before !== null && typeof before === "object") {
     if (after === null || typeof after !== "object" || Array.isArray(after)) return [`${at}: was an object, now ${JSON.stringify(after)?.slice(0, 200)}`]
-    return Object.entries(before).flatMap(([key, value]) =>
-      key in after ? carriedOver(value, (after as Record<string, unknown>)[key], `${at}.${key}`) : [`${at}.${key}: gone (was ${JSON.stringify(value)?.slice(0, 200)})`]
+    const holder = before as Record<string, unknown>
+    return Object.entries(holder).flatMap(([key, value]) =>
+      key in after
+        ? carriedOver(value, (after as Record<string, unknown>)[key], `${at}.${key}`, changes, holder)
+        : [`${at}.${key}: gone (was ${JSON.stringify(value)?.slice(0, 200)})`]
     )
   }
   if (typeof before === "string" && typeof after === "string") {
