@@ -26,6 +26,14 @@
  *   (one round trip at their creation). A page of a watched context gets Fetch and, for its
  *   cross-site frames, auto-attach (filter: iframes) in turn, before it is let go.
  * - Any failure while setting a target up still lets it run (a target is never left held).
+ * - Main frames are decided by the browser target's own Fetch interception (documents, response
+ *   stage), on while a context is watched: the hold above is not a hold for every client. When
+ *   Playwright lets a pop-up run first, Chromium starts its first load at once, and a Fetch
+ *   enabled in the pop-up a moment later does not see that load nor its redirect hops (seen on a
+ *   busy host: the refused host was asked). The browser target's interception is in place before
+ *   any pop-up exists. Its pauses carry the frame id, which for a main frame is its page's target
+ *   id; that tells the context (pages are reported by auto-attach before they run). The targets'
+ *   own interception then decides only subframes (a page's same-process frames, and OOPIFs).
  */
 import type { Browser, CDPSession } from "playwright-core"
 
@@ -130,13 +138,29 @@ const open = async (browser: Browser): Promise<HopChannel> => {
     if (targets.get(attached.targetId) === event.sessionId) targets.delete(attached.targetId)
   }
 
-  const onPaused = async (sessionId: string, paused: PausedDocument) => {
-    const attached = sessions.get(sessionId)
-    const decide = attached === undefined ? undefined : contexts.get(attached.contextId)
-    const fail = decide === undefined ? false : await decide(paused, paused.frameId === attached?.mainFrameId).catch(() => false)
-    await quietly(sessionId, fail ? "Fetch.failRequest" : "Fetch.continueRequest", fail
+  /** Whether the browser target's interception decides main frames (see above). */
+  let mainFramesAtBrowser = false
+  const answer = (sessionId: string | undefined, fail: boolean, paused: PausedDocument) =>
+    quietly(sessionId, fail ? "Fetch.failRequest" : "Fetch.continueRequest", fail
       ? { requestId: paused.requestId, errorReason: "BlockedByClient" }
       : { requestId: paused.requestId })
+
+  /** A target's own pause: a subframe's document, or a main frame's when the browser does not decide them. */
+  const onPaused = async (sessionId: string, paused: PausedDocument) => {
+    const attached = sessions.get(sessionId)
+    const main = paused.frameId === attached?.mainFrameId
+    const decide = attached === undefined || (main && mainFramesAtBrowser) ? undefined : contexts.get(attached.contextId)
+    const fail = decide === undefined ? false : await decide(paused, main).catch(() => false)
+    await answer(sessionId, fail, paused)
+  }
+
+  /** The browser target's pause: every document of the browser; only watched main frames are decided. */
+  const onBrowserPaused = async (paused: PausedDocument) => {
+    const sessionId = targets.get(paused.frameId)
+    const attached = sessionId === undefined ? undefined : sessions.get(sessionId)
+    const decide = attached?.mainFrameId === paused.frameId ? contexts.get(attached.contextId) : undefined
+    const fail = decide === undefined ? false : await decide(paused, true).catch(() => false)
+    await answer(undefined, fail, paused)
   }
 
   root.on("Target.receivedMessageFromTarget", (event) => {
@@ -161,6 +185,7 @@ const open = async (browser: Browser): Promise<HopChannel> => {
         return onDetached(message.params as { sessionId: string })
       case "Fetch.requestPaused":
         if (message.sessionId !== undefined) void onPaused(message.sessionId, message.params as PausedDocument)
+        else void onBrowserPaused(message.params as PausedDocument)
         return
     }
   })
@@ -184,6 +209,13 @@ const open = async (browser: Browser): Promise<HopChannel> => {
       const want = contexts.size > 0
       if (want === attaching) return
       attaching = want
+      if (want) {
+        // Before auto-attach: a page reported by it is already covered.
+        mainFramesAtBrowser = await send(undefined, "Fetch.enable", documentResponses).then(() => true, () => false)
+      } else {
+        mainFramesAtBrowser = false
+        await quietly(undefined, "Fetch.disable")
+      }
       await send(undefined, "Target.setAutoAttach", want
         ? { autoAttach: true, waitForDebuggerOnStart: true, flatten: true, filter: [{ type: "page" }] }
         : { autoAttach: false, waitForDebuggerOnStart: false, flatten: true }).catch(() => undefined)
