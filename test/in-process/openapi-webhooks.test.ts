@@ -21,9 +21,11 @@ import {
   WebhookKindNames,
   WebhookKinds,
   type WebhookKindName,
+  type WebhookMessage,
   WebhookTypes
 } from "../../src/domain/wire/webhook-payloads.ts"
-import { signPayload } from "../../src/webhooks/callbacks.ts"
+import { type SendInput, signPayload } from "../../src/webhooks/callbacks.ts"
+import type { NotifyInput } from "../../src/webhooks/notification-channels.ts"
 import { newWebhookSecret } from "../../src/webhooks/webhook-endpoints.ts"
 import { checkWebhookDelivery, startWebhookReceiver, verifiedDelivery } from "../support/webhook-receiver.ts"
 
@@ -184,6 +186,21 @@ describe("the webhooks section of the OpenAPI document", () => {
     expect(problemsOf(monitor, { "webhook-id": "" })).toEqual([expect.stringContaining("webhook-id")])
     // The domain refuses them too: the monitor's data with an unknown field.
     expect(Schema.decodeUnknownExit(webhookBodySchema("track.monitor.triggered"))({ ...monitor, data: { ...monitor.data, undocumented: 1 } }, strict)._tag).toBe("Failure")
+  })
+
+  it("a wrong body does not compile: the senders are typed by the domain's messages", () => {
+    const monitorData = samples["track.monitor.triggered"].data as Extract<WebhookBody, { type: "monitor.triggered" }>["data"]
+    const ok: WebhookMessage = { type: "monitor.triggered", data: monitorData }
+    // @ts-expect-error a monitor's notification carries the fired tick's data
+    const partial: WebhookMessage = { type: "monitor.triggered", data: { monitor_id: "mon_01" } }
+    // @ts-expect-error a run's callback carries the run as GET shows it, not any object
+    const run: WebhookMessage = { type: "run.completed", data: { report: "ok" } }
+    // @ts-expect-error no sender sends a type the document does not list
+    const unknown: WebhookMessage = { type: "monitor.change_detected", data: monitorData }
+    const send: Pick<SendInput, "message"> = { message: ok }
+    // @ts-expect-error Track's channels are told a monitor.triggered message only
+    const notify: Pick<NotifyInput, "message"> = { message: { type: "run.completed", data: samples["do_anything.run.completed"].data as any as never } }
+    expect([partial, run, unknown, send, notify]).toHaveLength(5)
   })
 
   it("the suites' receiver fails the test that reads a delivery the document refuses", async () => {
