@@ -75,8 +75,8 @@ const watch = (lease: ContextLease, page: Page) => {
    * Waits until a started navigation commits and loads, and the network is quiet, all capped.
    * With `dom` (after a click, a keystroke, a choice) also until the page's reaction is over:
    * the short timers it set since `startedAt` fired (a debounce before suggestions) and the DOM
-   * has not changed for 50 ms; the quiet phase is capped at 1 s (beyond it only for the action's
-   * own late timers, up to `capMs`).
+   * has not changed for 50 ms (not asked of a document the action loaded: its load passed); the
+   * quiet phase is capped at 1 s (beyond it only for the action's own late timers, up to `capMs`).
    */
   const settlePage = async (capMs: number, dom?: { readonly startedAt: number }): Promise<void> => {
     const settleStartedAt = Date.now()
@@ -116,7 +116,9 @@ const watch = (lease: ContextLease, page: Page) => {
           actionEndedMs: Math.max(0, Date.now() - settleStartedAt)
         }).catch(() => undefined)
         : undefined
-      if (quiet() && (state === undefined || !state.tracked || (state.pending === 0 && state.quietMs >= 50))) return
+      // After the action loaded a new document its load event has passed: its short timers (a
+      // render deferred by a timer) are still waited for, not 50 ms of DOM quiet besides.
+      if (quiet() && (state === undefined || !state.tracked || (state.pending === 0 && (committed || state.quietMs >= 50)))) return
       if (beyond && (state === undefined || state.pendingFromAction === 0)) return
       await sleep(15)
     }

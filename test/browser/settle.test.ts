@@ -1,7 +1,8 @@
 /**
  * What an action's settle waits for (src/browser/actions.ts), seen in the next observation:
- * - after a click that loads a new document: what the new page shows a moment after its load, by
- *   a timer or from a fetch, is there;
+ * - after a click that loads a new document, the settle ends once that document has loaded, its
+ *   short timers have fired and its requests are done (no 50 ms of DOM quiet besides): what the
+ *   new page shows a moment after its load, by a timer or from a fetch, is there;
  * - after select_option, the page's reaction to the change (a debounced render) is there.
  */
 import { assert, layer } from "@effect/vitest"
