@@ -41,3 +41,11 @@ export const usd = (value: string | number): string => usdFromMicros(microsFromD
 /** The sum of decimal amounts, exact to the micro-dollar, as the wire's string. */
 export const usdSum = (...values: ReadonlyArray<string | number>): string =>
   usdFromMicros(values.reduce<number>((sum, value) => sum + microsFromDecimal(value), 0))
+
+/** A session's four cost fields of the spec (on its view and in its runs' `run.cost_update`), exact to the micro-dollar. */
+export const costFields = (costs: { readonly llm_cost_usd: string; readonly browser_cost_usd: string; readonly proxy_cost_usd: string }) => ({
+  llm_cost_usd: usd(costs.llm_cost_usd),
+  browser_cost_usd: usd(costs.browser_cost_usd),
+  proxy_cost_usd: usd(costs.proxy_cost_usd),
+  total_cost_usd: usdSum(costs.llm_cost_usd, costs.browser_cost_usd, costs.proxy_cost_usd)
+})

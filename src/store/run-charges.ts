@@ -12,8 +12,8 @@ import { SqlClient } from "effect/sql"
 import { AppConfig } from "../config/config.ts"
 import { browserUsd } from "../config/prices.ts"
 import type { Exhausted, LedgerKind } from "../domain/billing.ts"
-import { toMicros, usd, usdFromMicros, usdSum } from "../domain/money.ts"
-import type { Run, RunId, Session } from "../domain/run.ts"
+import { costFields, toMicros, usd, usdFromMicros, usdSum } from "../domain/money.ts"
+import type { Run, RunId } from "../domain/run.ts"
 import { estimatedChargeMicros, holdInTransaction } from "./credit-holds.ts"
 import { chargeAllInTransaction } from "./ledger.ts"
 import { insertEvent, type LockedRun } from "./run-log.ts"
@@ -142,10 +142,5 @@ export const makeRunCharges = Effect.gen(function*() {
   return { billing, holdFor, browserDue, applyCharges }
 })
 
-/** The four cost fields of the spec, exact to the micro-dollar (src/domain/money.ts). */
-export const costFields = (session: Pick<Session, "llm_cost_usd" | "browser_cost_usd" | "proxy_cost_usd">) => ({
-  llm_cost_usd: usd(session.llm_cost_usd),
-  browser_cost_usd: usd(session.browser_cost_usd),
-  proxy_cost_usd: usd(session.proxy_cost_usd),
-  total_cost_usd: usdSum(session.llm_cost_usd, session.browser_cost_usd, session.proxy_cost_usd)
-})
+/** The four cost fields of the spec (src/domain/money.ts). */
+export { costFields }

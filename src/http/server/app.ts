@@ -61,6 +61,7 @@ import { Authentication, Idempotency, RateLimit } from "../api/security.ts"
 import { ConsoleAuth } from "../api/accounts-security.ts"
 import { SignedRequest } from "../api/delegation.ts"
 import { TakeControl } from "../../control/take-control.ts"
+import { ControlRelay } from "../../do-anything/control-relay.ts"
 import { Users } from "../../accounts/users.ts"
 import { Sso } from "../../accounts/sso.ts"
 import { AccountMail } from "../../accounts/account-mail.ts"
@@ -183,7 +184,7 @@ const ApiRoutes = HttpApiBuilder.layer(WebAgentApi, { openapiPath: "/openapi.jso
 const Routes = Layer.mergeAll(
   ApiRoutes,
   DocsRoute,
-  ControlSocketRoute,
+  ControlSocketRoute.pipe(Layer.provide(ControlRelay.layer)),
   ConsoleRoute,
   ConsentRoutes,
   requestContextMiddleware(WebAgentApi)

@@ -25,13 +25,9 @@ import { Cause, Deferred, Effect, Exit, Queue, Schema, Stream } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { CloseEvent, type Socket } from "effect/socket/Socket"
-import { LiveInput } from "../../browser/live-view.ts"
 import { AppConfig } from "../../config/config.ts"
 import { type Grant, TakeControl, type TokenCheck } from "../../control/take-control.ts"
-import { isTerminal } from "../../domain/run-state.ts"
-import { SessionEntity } from "../../entities/session.ts"
-import { RunEventBus } from "../../events/run-event-bus.ts"
-import { RunStore } from "../../store/runs.ts"
+import { ControlRelay, LiveInput } from "../../do-anything/control-relay.ts"
 import { WebAgentApi } from "../api/api.ts"
 import { envelopeBody, Forbidden, jsonResponse } from "../errors.ts"
 import { controlPageHtml, controlPagePolicy } from "../views/control-page.ts"
@@ -75,10 +71,8 @@ const MAX_BATCH = 64
 export const ControlSocketRoute = HttpRouter.use((router) =>
   Effect.gen(function*() {
     const take = yield* TakeControl
-    const store = yield* RunStore
-    const bus = yield* RunEventBus
+    const relayTo = yield* ControlRelay
     const config = yield* AppConfig
-    const clientFor = yield* SessionEntity.client
 
     /** Relays between the person's socket and the session entity until control ends (or another page takes it). */
     const relay = (socket: Socket, grant: Grant, controller: string) =>
@@ -87,7 +81,7 @@ export const ControlSocketRoute = HttpRouter.use((router) =>
         const reader = yield* socket.reader
         const write = yield* socket.writer
         const send = (message: Record<string, unknown>) => write.write(JSON.stringify(message))
-        const client = clientFor(grant.sessionId)
+        const session = relayTo.session(grant)
         const ended = yield* Deferred.make<string>()
         const end = (reason: string) => Deferred.succeed(ended, reason).pipe(Effect.asVoid)
 
@@ -95,7 +89,7 @@ export const ControlSocketRoute = HttpRouter.use((router) =>
 
         // Frames: the viewport size first whenever it changes, then the JPEG as a binary message.
         let viewport = ""
-        yield* client.ControlFrames({ grantId: grant.id }).pipe(
+        yield* session.frames.pipe(
           Stream.runForEach((frame) =>
             Effect.gen(function*() {
               const size = `${frame.width}x${frame.height}`
@@ -120,7 +114,7 @@ export const ControlSocketRoute = HttpRouter.use((router) =>
         yield* Effect.gen(function*() {
           while (true) {
             const batch = yield* Queue.takeBetween(inputs, 1, MAX_BATCH)
-            yield* client.ControlInput({ grantId: grant.id, inputs: batch })
+            yield* session.input(batch)
             delivered += batch.length
           }
         }).pipe(
@@ -129,19 +123,7 @@ export const ControlSocketRoute = HttpRouter.use((router) =>
         )
 
         // Control state: every event of the run wakes this up (released, run ended, ...).
-        yield* Effect.scoped(Effect.gen(function*() {
-          const wakeups = yield* bus.wakeups(grant.runId)
-          while (true) {
-            const current = yield* take.grant(grant.id)
-            if (current === undefined || current.status !== "active") {
-              return yield* end(current?.status === "released" ? "control was released to the agent" : "control has ended")
-            }
-            if (current.controller !== controller) return yield* end("control was taken over by another page opened with this URL")
-            const run = yield* store.getRun(grant.runId)
-            if (run === undefined || isTerminal(run.status)) return yield* end(`the run is ${run?.status ?? "gone"}`)
-            yield* Queue.take(wakeups).pipe(Effect.timeoutOption("5 seconds"))
-          }
-        })).pipe(Effect.forkScoped)
+        yield* relayTo.controlEnded(grant, controller).pipe(Effect.flatMap(end), Effect.forkScoped)
 
         // The person's messages.
         yield* Effect.gen(function*() {

@@ -1,8 +1,7 @@
 /** The wire shapes of sessions and runs, for both route conventions and for callbacks. */
 import { flatStatus } from "../../domain/run-state.ts"
 import type { Run, Session } from "../../domain/run.ts"
-import { usd } from "../../domain/money.ts"
-import { costFields } from "../../store/runs.ts"
+import { costFields, usd } from "../../domain/money.ts"
 import { iso } from "./timestamps.ts"
 import { recordingSettingsView } from "./recording-view.ts"
 import { inboxAddressOf } from "../../mail/inbound/inbox-store.ts"
