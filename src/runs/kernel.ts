@@ -33,7 +33,7 @@ import { Rpc } from "effect/rpc"
 import { leaveForNextOwner, RunnerLifecycle, runHere } from "../cluster/lifecycle.ts"
 import type { EventData } from "../domain/events.ts"
 import { RunFailure } from "../domain/run-failure.ts"
-import { isTerminal } from "../domain/run-state.ts"
+import { isTerminal, type TerminalReason } from "../domain/run-state.ts"
 import type { Run, RunId, StoredRunKind } from "../domain/run.ts"
 import { WorkOwner } from "../fairness/fair-queue.ts"
 import { newExecutionToken, RunStore, SupersededExecution } from "../store/runs.ts"
@@ -66,7 +66,7 @@ export const makeLeaveWhenRefused = Effect.gen(function*() {
  */
 export interface KernelEnd {
   readonly status: "failed" | "canceled"
-  readonly terminalReason: string
+  readonly terminalReason: TerminalReason
   readonly code: string
   readonly detail: string
 }

@@ -24,7 +24,7 @@ import { makeId } from "../domain/ids.ts"
 import { ExecutionToken, InputRequestId } from "../domain/id-schemas.ts"
 import { decodeRows } from "./rows.ts"
 import { kindOfTag, type Run, runFromRow, type RunId, type RunKind, type RunRequest, type ProjectId, type SessionId, type StoredRunKind, storedRequest } from "../domain/run.ts"
-import { canTransition, isTerminal, type RunStatus } from "../domain/run-state.ts"
+import { canTransition, isTerminal, type RunStatus, type TerminalReason } from "../domain/run-state.ts"
 import { toMicros } from "../domain/money.ts"
 import type { EventData, NewRunEvent, RunEventType, StatusChangeExtra } from "../domain/events.ts"
 import type { Phase } from "../domain/research.ts"
@@ -51,7 +51,7 @@ export interface Checkpoint {
 }
 
 export interface TransitionOptions {
-  readonly terminalReason?: string
+  readonly terminalReason?: TerminalReason
   readonly output?: unknown
   readonly errorCode?: string
   readonly errorDetail?: string
