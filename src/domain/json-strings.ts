@@ -5,3 +5,10 @@ export const mapStrings = (value: unknown, f: (text: string) => string): unknown
   if (value !== null && typeof value === "object") return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, mapStrings(item, f)]))
   return value
 }
+
+const utf8 = new TextEncoder()
+/**
+ * The size in bytes of a value's JSON text (UTF-8), for the size bounds of JSON fields. Not
+ * Node's Buffer: the browser SDK bundles these checks, and a browser has no Buffer.
+ */
+export const jsonBytes = (value: unknown): number => utf8.encode(JSON.stringify(value)).length

@@ -14,6 +14,7 @@ import { StopConditionDsl, TriggerDsl } from "./track-rules.ts"
 import { MaxString, OptionalNullable } from "./schemas.ts"
 import { ProjectId } from "./run.ts"
 import { InputRequestId, ProfileId } from "./id-schemas.ts"
+import { jsonBytes } from "./json-strings.ts"
 
 /** `mon_`, `tick_`, `snap_`: the ids of Track (src/domain/ids.ts makes them branded the same way). */
 export const MonitorId = Schema.String.pipe(Schema.brand("MonitorId"))
@@ -36,7 +37,7 @@ export const MAX_INTENT = 4000
 const JsonObject = Schema.Record(Schema.String, Schema.Unknown)
 const MAX_SCHEMA_BYTES = 64 * 1024
 const ExtractionSchema = JsonObject.check(Schema.makeFilter(
-  (schema) => Buffer.byteLength(JSON.stringify(schema)) <= MAX_SCHEMA_BYTES || `must be at most ${MAX_SCHEMA_BYTES} bytes of JSON`,
+  (schema) => jsonBytes(schema) <= MAX_SCHEMA_BYTES || `must be at most ${MAX_SCHEMA_BYTES} bytes of JSON`,
   { description: `a JSON Schema of at most ${MAX_SCHEMA_BYTES} bytes` }
 ))
 

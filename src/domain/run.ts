@@ -7,6 +7,7 @@ import { Schema } from "effect"
 import { Phases, RunStatuses, TerminalReasons } from "./run-state.ts"
 import { ProfileId, WorkspaceId } from "./id-schemas.ts"
 import { CallbackUrl, MaxString, OptionalNullable, WithDefault } from "./schemas.ts"
+import { jsonBytes } from "./json-strings.ts"
 
 export const ProjectId = Schema.String.pipe(Schema.brand("ProjectId"))
 export type ProjectId = typeof ProjectId.Type
@@ -36,7 +37,7 @@ const JsonObject = Schema.Record(Schema.String, Schema.Unknown)
 export const MAX_OUTPUT_SCHEMA_BYTES = 64 * 1024
 
 const OutputSchema = JsonObject.check(Schema.makeFilter(
-  (schema) => Buffer.byteLength(JSON.stringify(schema)) <= MAX_OUTPUT_SCHEMA_BYTES || `must be at most ${MAX_OUTPUT_SCHEMA_BYTES} bytes of JSON`,
+  (schema) => jsonBytes(schema) <= MAX_OUTPUT_SCHEMA_BYTES || `must be at most ${MAX_OUTPUT_SCHEMA_BYTES} bytes of JSON`,
   { description: `a JSON Schema of at most ${MAX_OUTPUT_SCHEMA_BYTES} bytes` }
 ))
 

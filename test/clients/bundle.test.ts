@@ -64,6 +64,11 @@ describe("the browser SDK bundle (dist/client/browser.js)", () => {
     }
   })
 
+  it("calls no Node global a browser lacks (the size bounds of JSON fields measure with TextEncoder)", () => {
+    expect(bundle.match(/\bBuffer\.\w+/)?.[0]).toBeUndefined()
+    expect(bundle.match(/\bprocess\.env\b/)?.[0]).toBeUndefined()
+  })
+
   it("holds no browser automation (playwright, Chromium)", () => {
     expect(bundle.match(/playwright/i)?.[0]).toBeUndefined()
     expect(bundle.match(/chromium/i)?.[0]).toBeUndefined()

@@ -7,6 +7,7 @@ import { MAX_TRIGGER_PAYLOAD_BYTES } from "../limits.ts"
 import { StoredSchedule } from "../schedule-spec.ts"
 import { PageQuery } from "../pagination.ts"
 import { MaxString, Timestamp } from "../schemas.ts"
+import { jsonBytes } from "../json-strings.ts"
 
 export const FiringOutcome = Schema.Literals(["pending", "run_created", "skipped"])
 export const SkipReason = Schema.Literals(["paused", "session_not_found", "scheduled_cap_reached", "previous_run_active", "insufficient_credits", "budget_exceeded"])
@@ -42,7 +43,7 @@ export const ScheduleResponse = Schema.Struct({
 })
 
 const TriggerPayload = Schema.Unknown.check(Schema.makeFilter(
-  (payload) => payload === undefined || Buffer.byteLength(JSON.stringify(payload)) <= MAX_TRIGGER_PAYLOAD_BYTES || `must be at most ${MAX_TRIGGER_PAYLOAD_BYTES} bytes of JSON`,
+  (payload) => payload === undefined || jsonBytes(payload) <= MAX_TRIGGER_PAYLOAD_BYTES || `must be at most ${MAX_TRIGGER_PAYLOAD_BYTES} bytes of JSON`,
   { description: `any JSON value of at most ${MAX_TRIGGER_PAYLOAD_BYTES} bytes` }
 ))
 
