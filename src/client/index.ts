@@ -219,7 +219,7 @@ export class WebAgentClient {
     answer: (sessionId: string, runId: string, inputRequestId: string, response: unknown) =>
       run(this.api.do_anything.intervene({
         params: { ...this.pid, sid: asId(sessionId), rid: asId(runId) },
-        payload: { kind: "answer_input_request", input_request_id: inputRequestId, response }
+        payload: { kind: "answer_input_request", input_request_id: asId(inputRequestId), response }
       })),
     message: (sessionId: string, runId: string, content: string) =>
       run(this.api.do_anything.message({ params: { ...this.pid, sid: asId(sessionId), rid: asId(runId) }, payload: { content } })),
@@ -239,7 +239,7 @@ export class WebAgentClient {
       this.events<ResearchEvent>(`/v1/projects/${this.projectId}/deep_research/runs/${runId}/events`, { isLast: runEnded, ...stream }),
     /** Answers the outline approval request (`"approve"` by default). */
     approve: (runId: string, requestId: string, response: unknown = "approve"): Promise<ResearchRun> =>
-      run(this.api.deep_research.intervene({ params: { ...this.pid, rid: asId(runId) }, payload: { request_id: requestId, response } })),
+      run(this.api.deep_research.intervene({ params: { ...this.pid, rid: asId(runId) }, payload: { request_id: asId(requestId), response } })),
     cancel: (runId: string, reason?: string): Promise<ResearchRun> =>
       run(this.api.deep_research.cancel({ params: { ...this.pid, rid: asId(runId) }, payload: reason === undefined ? {} : { reason } })),
     /** An artifact's content (final.md, citations.json, confidence.json) by artifact id. */

@@ -5,6 +5,7 @@
 import { Schema } from "effect"
 import { deepResearchFields } from "./run.ts"
 import { MaxString } from "./schemas.ts"
+import { InputRequestId } from "./id-schemas.ts"
 
 export { Depth, UsdAmount } from "./run.ts"
 
@@ -101,7 +102,7 @@ export const ResearchRefineRequest = Schema.Struct({
 /** The intervene body of DeepResearch (answers the outline approval request). */
 export const ResearchInterveneRequest = Schema.Struct({
   kind: Schema.optional(Schema.Literal("answer_input_request")),
-  request_id: MaxString(64).check(Schema.isMinLength(1)),
+  request_id: InputRequestId.check(Schema.isMaxCodePoints(64), Schema.isMinLength(1)),
   response: Schema.Unknown,
   metadata: Schema.optional(Schema.Record(Schema.String, Schema.Unknown))
 })

@@ -8,6 +8,7 @@ import { RecordingQuality } from "../recording.ts"
 import { SessionScheduleField } from "../schedule-spec.ts"
 import { PageQuery } from "../pagination.ts"
 import { MaxString, OptionalNullable } from "../schemas.ts"
+import { InputRequestId } from "../id-schemas.ts"
 import { RunStatusA, RunStatusB, SessionStatus, TerminalReason } from "./common.ts"
 
 const JsonObject = Schema.Record(Schema.String, Schema.Unknown)
@@ -41,7 +42,7 @@ export const FeedbackRequest = Schema.Struct({
 })
 export const InterveneRequest = Schema.Struct({
   kind: Schema.optional(Schema.Literals(["answer_input_request", "take_control", "release_control", "refresh_control_url"])),
-  input_request_id: Schema.optional(MaxString(64)),
+  input_request_id: Schema.optional(InputRequestId.check(Schema.isMaxCodePoints(64))),
   response: Schema.optional(Schema.Unknown),
   metadata: Schema.optional(JsonObject),
   reason: Schema.optional(MaxString(200)),

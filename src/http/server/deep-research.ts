@@ -13,7 +13,6 @@ import { DEFAULT_LIMIT, decodeCursor, toPage } from "../pagination.ts"
 import { parseLastEventId, runEventStream } from "../sse.ts"
 import { researchRunView } from "../views/research-view.ts"
 import type { RunId } from "../../domain/run.ts"
-import { InputRequestId } from "../../domain/id-schemas.ts"
 
 type Group = "deep_research" | "deep_research_flat" | "deep_research_standalone"
 
@@ -67,7 +66,7 @@ const handlersFor = (group: Group) =>
           )))
         .handle("intervene", ({ params, payload }) =>
           find(params.rid).pipe(
-            Effect.flatMap((run) => httpErrors(research.answer(run, InputRequestId.make(payload.request_id), payload.response), convention)),
+            Effect.flatMap((run) => httpErrors(research.answer(run, payload.request_id, payload.response), convention)),
             Effect.map(render)
           ))
         .handle("cancel", ({ params, payload }) =>

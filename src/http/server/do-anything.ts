@@ -21,7 +21,6 @@ import { mailDomainOf } from "../../mail/inbound/inbox-store.ts"
 import { withRecording } from "../views/recording-view.ts"
 import { Recordings } from "../../recordings/service.ts"
 import type { RunId, SessionId } from "../../domain/run.ts"
-import { InputRequestId } from "../../domain/id-schemas.ts"
 import type { Convention } from "../../domain/run-state.ts"
 import { SafetyPolicies } from "../../safety/service.ts"
 import { checkCreateSafety } from "./safety.ts"
@@ -128,7 +127,7 @@ export const DoAnythingHandlers = HttpApiBuilder.group(
           if (missing.length > 0) {
             return yield* validationError(`${missing.join(" and ")} required`, missing.map((field) => ({ loc: ["body", field], msg: "required", type: "missing" })))
           }
-          return runView(yield* httpErrors(sessions.answer(found, InputRequestId.make(payload.input_request_id!), payload.response)))
+          return runView(yield* httpErrors(sessions.answer(found, payload.input_request_id!, payload.response)))
         }))
       .handle("cancel", ({ params, payload }) =>
         run(params.sid, params.rid).pipe(
