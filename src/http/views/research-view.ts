@@ -1,9 +1,17 @@
 /** The wire shape of a DeepResearch run (all three prefixes, and its terminal callback). */
 import { flatStatus, isTerminal, type RunStatus } from "../../domain/run-state.ts"
 import type { DeepResearchRequest, Run } from "../../domain/run.ts"
-import type { Outline, Phase, ResearchResult } from "../../domain/research.ts"
+import { Option, Schema } from "effect"
+import { type Outline, ResearchResult } from "../../domain/research.ts"
 import { usd, usdSum } from "../../domain/money.ts"
 import { iso } from "./timestamps.ts"
+
+/**
+ * A done run's stored output, decoded as the research result it was written as; a row that does not
+ * decode (written by hand, or by a bug) shows no result rather than a body the document does not allow.
+ */
+const decodeResult = (output: unknown): ResearchResult | null =>
+  Option.getOrNull(Schema.decodeUnknownOption(ResearchResult)(output))
 
 /** `flat`: Convention B's names (status `succeeded` for the stored `done`); the status's type says which. */
 export const researchRunView = <Flat extends boolean = false>(
@@ -21,8 +29,7 @@ export const researchRunView = <Flat extends boolean = false>(
     status: (options.flat === true ? flatStatus(run.status) : run.status) as Flat extends true ? ReturnType<typeof flatStatus> : RunStatus,
     parent_run_id: run.parent_run_id,
     instructions: run.instructions,
-    // Stored by the pipeline as one of Phases (src/research/schema.ts).
-    phase: (isTerminal(run.status) ? null : run.phase) as Phase | null,
+    phase: isTerminal(run.status) ? null : run.phase,
     terminal_reason: run.status === "done" ? "done" : run.terminal_reason,
     error: run.error_code === null ? null : { code: run.error_code, detail: run.error_detail ?? "" },
     topic: request.topic,
@@ -30,7 +37,7 @@ export const researchRunView = <Flat extends boolean = false>(
     require_outline_approval: request.require_outline_approval,
     outline: options.outline ?? null,
     pending_request_id: options.pendingRequestId ?? null,
-    result: (run.status === "done" ? run.output ?? null : null) as ResearchResult | null,
+    result: run.status === "done" ? decodeResult(run.output) : null,
     llm_cost_usd: usd(run.llm_cost_usd),
     service_cost_usd: usd(run.service_cost_usd),
     total_cost_usd: usdSum(run.llm_cost_usd, run.service_cost_usd),
