@@ -16,7 +16,7 @@ import { Toolkit } from "effect/ai"
 import { tool, type ToolFailure } from "./tool-def.ts"
 import type { EventData, RunEventType } from "../domain/events.ts"
 import { EmailId } from "../domain/id-schemas.ts"
-import { SessionId } from "../domain/run.ts"
+import type { SessionId } from "../domain/run.ts"
 
 /** wait_for_email waits at most this long. */
 export const MAX_WAIT_SECONDS = 120
@@ -85,7 +85,8 @@ export const MailToolkit = Toolkit.make(...mailTools)
 
 /** What the mail tools need from the run they serve. */
 export class MailToolContext extends Context.Service<MailToolContext, {
-  readonly sessionId: string
+  /** The run's session; null for a run without one (it has no inbox). */
+  readonly sessionId: SessionId | null
   /** Null: the session has no inbox (the tools are then not offered; a call is refused). */
   readonly address: string | null
   readonly inbox: AgentInbox["Service"]
@@ -133,25 +134,24 @@ const contains = (haystack: string, needle: string | undefined) =>
 /** Handlers bound to one run: built per run with its MailToolContext. */
 export const MailToolkitHandlers = MailToolkit.toLayer(Effect.gen(function*() {
   const ctx = yield* MailToolContext
-  // The run's session, as its MailToolContext names it (text: a run without a session has "" and no inbox).
-  const sessionId = SessionId.make(ctx.sessionId)
   // Messages handed to the agent in this run (read_email, wait_for_email): wait_for_email waits for another.
   const seen = new Set<EmailId>()
+  /** The session and its address; refused when the session has no inbox. */
   const inbox = Effect.suspend(() =>
-    ctx.address === null
+    ctx.sessionId === null || ctx.address === null
       ? Effect.fail<ToolFailure>({ code: "NoInbox", error: "this session has no inbox (its run was created with agentmail: false, or the service has no mail domain)" })
-      : Effect.succeed(ctx.address)
+      : Effect.succeed({ sessionId: ctx.sessionId, address: ctx.address })
   )
   return MailToolkit.of({
     read_inbox: (params) =>
       instrumented(ctx, "read_inbox", params, Effect.gen(function*() {
-        const address = yield* inbox
+        const { sessionId, address } = yield* inbox
         const messages = yield* ctx.inbox.list(sessionId, 50)
         return { address, messages }
       })),
     read_email: (params) =>
       instrumented(ctx, "read_email", params, Effect.gen(function*() {
-        yield* inbox
+        const { sessionId } = yield* inbox
         const message = yield* ctx.inbox.get(sessionId, params.id)
         if (message === undefined) return yield* Effect.fail<ToolFailure>({ code: "EmailNotFound", error: `no email ${JSON.stringify(params.id)} in the inbox; call read_inbox` })
         seen.add(message.id)
@@ -159,7 +159,7 @@ export const MailToolkitHandlers = MailToolkit.toLayer(Effect.gen(function*() {
       })),
     wait_for_email: (params) =>
       instrumented(ctx, "wait_for_email", params, Effect.gen(function*() {
-        yield* inbox
+        const { sessionId } = yield* inbox
         const seconds = Math.max(1, Math.min(params.timeout_seconds ?? DEFAULT_WAIT_SECONDS, MAX_WAIT_SECONDS))
         const deadline = Date.now() + seconds * 1000
         while (true) {

@@ -254,7 +254,7 @@ export const runAgent = Effect.fn("runAgent")(function*(
   const inbox = Option.getOrElse(yield* Effect.serviceOption(AgentInbox), () => noInbox)
   const inboxAddress = run.session_id === null ? null : yield* inbox.addressOf(run.session_id)
   const mailHandlers = MailToolkitHandlers.pipe(Layer.provide(Layer.succeed(MailToolContext, MailToolContext.of({
-    sessionId: run.session_id ?? "",
+    sessionId: run.session_id,
     address: inboxAddress,
     inbox,
     emit,

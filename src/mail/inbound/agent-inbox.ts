@@ -3,8 +3,6 @@ import { Effect, Layer } from "effect"
 import { AgentInbox, type InboxMessage, type InboxMessageSummary } from "../../agent/mail-tools.ts"
 import { inboxAddressOf, type InboxMessageRow, MailInboxStore } from "./inbox-store.ts"
 import { withMethodSpans } from "../../observability/spans.ts"
-import { SessionId } from "../../domain/run.ts"
-import { EmailId } from "../../domain/id-schemas.ts"
 
 const summaryOf = (row: InboxMessageRow): InboxMessageSummary => ({
   id: row.id,
@@ -29,19 +27,17 @@ export const AgentInboxLive = Layer.effect(
   AgentInbox,
   Effect.gen(function*() {
     const store = yield* MailInboxStore
-    // The agent's mail tools (src/agent/mail-tools.ts) name the session and message as text: the
-    // ids of the session the tool runs in and of a message it listed, branded here once.
+    // The agent's mail tools (src/agent/mail-tools.ts) name the run's session as a SessionId, and a
+    // message by the EmailId their read_email parameter decodes to.
     return AgentInbox.of(withMethodSpans("AgentInbox", {
-      addressOf: (text) => {
-        const sessionId = SessionId.make(text)
-        return store.domain === null
+      addressOf: (sessionId) =>
+        store.domain === null
           ? Effect.succeed(null)
-          : store.agentmail(sessionId).pipe(Effect.map((enabled) => inboxAddressOf(sessionId, enabled, store.domain)))
-      },
-      list: (sessionId, limit) => store.list(SessionId.make(sessionId), limit).pipe(Effect.map((rows) => rows.map(summaryOf))),
+          : store.agentmail(sessionId).pipe(Effect.map((enabled) => inboxAddressOf(sessionId, enabled, store.domain))),
+      list: (sessionId, limit) => store.list(sessionId, limit).pipe(Effect.map((rows) => rows.map(summaryOf))),
       get: (sessionId, messageId) =>
-        store.get(SessionId.make(sessionId), EmailId.make(messageId)).pipe(Effect.map((row) => row === undefined ? undefined : messageOf(row))),
-      oldestFirst: (sessionId, limit) => store.oldestFirst(SessionId.make(sessionId), limit).pipe(Effect.map((rows) => rows.map(messageOf)))
+        store.get(sessionId, messageId).pipe(Effect.map((row) => row === undefined ? undefined : messageOf(row))),
+      oldestFirst: (sessionId, limit) => store.oldestFirst(sessionId, limit).pipe(Effect.map((rows) => rows.map(messageOf)))
     }))
   })
 )
