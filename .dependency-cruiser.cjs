@@ -112,6 +112,13 @@ module.exports = {
       // effect/sql as written (the resolver does not read package exports) or as resolved.
       to: { path: "^effect/sql|node_modules/effect/dist/sql/" }
     },
+    {
+      name: "http-through-services",
+      comment: "handlers, views, middlewares and streams reach stores, entities, the cluster, the event bus and the browser through a product's or capability's service; only the app's layer wiring names them",
+      severity: "error",
+      from: { path: "^src/http/", pathNot: "^src/http/server/app\\.ts$" },
+      to: { path: ["^src/store/", "^src/entities/", "^src/cluster/", "^src/events/", "^src/browser/"] }
+    },
     ...upward
   ],
   options: {

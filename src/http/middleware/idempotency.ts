@@ -21,15 +21,14 @@
 import { Effect, Exit, Fiber, Layer, Schedule, Schema, SchemaAST } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import type { HttpApiEndpoint } from "effect/http-api"
-import { type HeldKey, idempotencyRecords } from "../../store/idempotency-records.ts"
+import { ClaimLost, type HeldKey, IDEMPOTENCY_WINDOW_HOURS, IdempotencyKeys, type KeyedClaim, KeyedRequest } from "../../auth/idempotency-keys.ts"
 import { createHash, randomUUID } from "node:crypto"
 import { AppConfig } from "../../config/config.ts"
-import { ClaimLost, type KeyedClaim, KeyedRequest } from "../../store/keyed-create.ts"
 import { conflict, statusOf, validationError } from "../errors.ts"
 import { SECRET_FIELD_ANNOTATION } from "../api/schemas.ts"
 import { CurrentCaller, Idempotency } from "../api/security.ts"
 
-export const IDEMPOTENCY_WINDOW_HOURS = 24
+export { IDEMPOTENCY_WINDOW_HOURS }
 const writeMethods = new Set(["POST", "PUT", "PATCH", "DELETE"])
 const replayedHeaders = ["content-type", "location"]
 
@@ -114,7 +113,7 @@ export const IdempotencyLive = Layer.effect(
   Idempotency,
   Effect.gen(function*() {
     const { idempotencyLeaseSeconds } = yield* AppConfig
-    const records = yield* idempotencyRecords({ leaseSeconds: idempotencyLeaseSeconds, windowHours: IDEMPOTENCY_WINDOW_HOURS })
+    const records = yield* IdempotencyKeys
     const { claim, release, renew, store } = records
     const find = (scope: CurrentCaller["Service"], key: string) => records.find(scope.space, scope.id, key)
     /** One attempt's hold on a key. */

@@ -18,6 +18,7 @@ import { WebAgentApi } from "../api/api.ts"
 import { MAX_PATH_PARAM_LENGTH } from "../api/schemas.ts"
 import { AuthenticationLive } from "../middleware/authentication.ts"
 import { IdempotencyLive } from "../middleware/idempotency.ts"
+import { IdempotencyKeys } from "../../auth/idempotency-keys.ts"
 import { RateLimitLive } from "../middleware/rate-limit.ts"
 import { RateLimitStore } from "../middleware/rate-limit-store.ts"
 import { requestContextMiddleware } from "../middleware/request-context.ts"
@@ -130,7 +131,7 @@ const signedMiddlewares = [SignedRequest, RateLimit, Idempotency] as const
 
 /** The middlewares of project endpoints, provided *to* each group's handler layer. */
 const ProjectMiddlewares = Layer.mergeAll(AuthenticationLive, RateLimitLive, IdempotencyLive).pipe(
-  Layer.provide(RateLimitStore.layer)
+  Layer.provide(Layer.mergeAll(RateLimitStore.layer, IdempotencyKeys.layer))
 )
 
 const ApiRoutes = HttpApiBuilder.layer(WebAgentApi, { openapiPath: "/openapi.json" }).pipe(
