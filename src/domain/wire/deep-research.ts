@@ -26,9 +26,9 @@ const researchRunResponse = <S extends typeof RunStatusA | typeof RunStatusB>(st
   instructions: Schema.NullOr(Schema.String),
   phase: Schema.NullOr(Schema.Literals(Phases)).annotate({
     description: "The step the run is at: brief, plan, hitl_outline, gather, crosscheck, synthesize; null before it " +
-      "starts. At the outline gate the run is `awaiting_input` with phase `hitl_outline` kept and `pending_request_id` " +
-      "set (the run.input_request event carries the outline); once answered it is `running` again in `gather`. " +
-      "After the run ends, the phase it ended in."
+      "starts and once it has ended (phases apply while the run is under way). At the outline gate the run is " +
+      "`awaiting_input` with phase `hitl_outline` kept and `pending_request_id` set (the run.input_request event " +
+      "carries the outline); once answered it is `running` again in `gather`."
   }),
   terminal_reason: TerminalReason,
   error: Schema.NullOr(Schema.Struct({ code: Schema.String, detail: Schema.String })),
