@@ -18,6 +18,7 @@ import { RunFailure } from "../domain/run-failure.ts"
 import { isTerminal } from "../domain/run-state.ts"
 import { RunEventBus } from "../events/run-event-bus.ts"
 import type { DoAnythingRequest, Run, RunId } from "../domain/run.ts"
+import type { ExecutionToken } from "../domain/id-schemas.ts"
 import { type Checkpoint, RunStore } from "../store/runs.ts"
 import { SessionStore } from "../store/sessions.ts"
 import { ScreenshotStore } from "../store/screenshots.ts"
@@ -103,7 +104,7 @@ export const runAgent = Effect.fn("runAgent")(function*(
   lease: ContextLease,
   settings: AgentSettings,
   /** The token of this execution (the kernel's `begin`): every write is refused once superseded. */
-  executor: string,
+  executor: ExecutionToken,
   /** Set when another runner died during this run: go on from its last completed step. */
   resume?: { readonly checkpoint: Checkpoint | undefined },
   /**

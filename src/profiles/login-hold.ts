@@ -15,6 +15,7 @@ import { navigate } from "../browser/actions.ts"
 import type { ContextLease } from "../browser/pool.ts"
 import { isTerminal } from "../domain/run-state.ts"
 import type { Run, RunId } from "../domain/run.ts"
+import type { ExecutionToken } from "../domain/id-schemas.ts"
 import { RunEventBus } from "../events/run-event-bus.ts"
 import { RunStore } from "../store/runs.ts"
 
@@ -35,7 +36,7 @@ export const isLoginHold = (run: Run, login: { readonly start_url: string; reado
 export const holdForPerson = Effect.fn("holdForPerson")(function*(
   runId: RunId,
   lease: ContextLease,
-  executor: string,
+  executor: ExecutionToken,
   startUrl: string
 ) {
   const store = yield* RunStore

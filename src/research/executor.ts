@@ -29,6 +29,7 @@ import { canonicalUrl } from "../engines/canonical-url.ts"
 import { WebSearch } from "../engines/web-search.ts"
 import { ArtifactStore } from "../store/artifacts.ts"
 import type { DeepResearchRequest, Run, RunId } from "../domain/run.ts"
+import type { ExecutionToken } from "../domain/id-schemas.ts"
 import { RunStore } from "../store/runs.ts"
 import { type Begin, Handover, RunFailure, runEntityHandlers, RunStopped } from "../runs/kernel.ts"
 import { ResearchEntity } from "../entities/research.ts"
@@ -236,7 +237,7 @@ const researchExecutor = Effect.gen(function*() {
    * The answer to the run's outline approval request: the pending one (asked again after a
    * resume), an answer that came while no runner executed the run, or a new request.
    */
-  const awaitOutlineAnswer = (runId: RunId, outline: Outline, executor: string) =>
+  const awaitOutlineAnswer = (runId: RunId, outline: Outline, executor: ExecutionToken) =>
     Effect.gen(function*() {
       const latest = yield* store.latestInputRequest(runId)
       const requestId = latest !== undefined

@@ -35,6 +35,7 @@ import type { EventData } from "../domain/events.ts"
 import { RunFailure } from "../domain/run-failure.ts"
 import { isTerminal, type TerminalReason } from "../domain/run-state.ts"
 import type { Run, RunId, StoredRunKind } from "../domain/run.ts"
+import type { ExecutionToken } from "../domain/id-schemas.ts"
 import { WorkOwner } from "../fairness/fair-queue.ts"
 import { newExecutionToken, RunStore, SupersededExecution } from "../store/runs.ts"
 import { RunNotifier } from "../webhooks/run-notifier.ts"
@@ -87,13 +88,13 @@ export interface RunRecord<Started, R> {
    * whose `started_at` is set was under way before (it resumes). Gives what `begin` hands the work
    * as `started`. Fails with RunStopped when the run ended meanwhile.
    */
-  readonly start: (run: Run, token: string) => Effect.Effect<Started, RunStopped, R>
+  readonly start: (run: Run, token: ExecutionToken) => Effect.Effect<Started, RunStopped, R>
   /**
    * Ends the run, which has not ended, as the kernel says. `token` is the execution's (undefined
    * when the work failed before its claim); dies with SupersededExecution when another execution
    * owns the run.
    */
-  readonly end: (run: Run, end: KernelEnd, token: string | undefined) => Effect.Effect<void, never, R>
+  readonly end: (run: Run, end: KernelEnd, token: ExecutionToken | undefined) => Effect.Effect<void, never, R>
 }
 
 /**
@@ -149,7 +150,7 @@ export type Begin<Started = void> = <A, E, R>(
   load: Effect.Effect<A, E, R>,
   resumedFrom?: (loaded: A) => Omit<EventData<"run.resumed">, "run_id">,
   logged?: (loaded: A) => Readonly<Record<string, unknown>>
-) => Effect.Effect<readonly [token: string, loaded: A, started: Started], E | RunStopped, R>
+) => Effect.Effect<readonly [token: ExecutionToken, loaded: A, started: Started], E | RunStopped, R>
 
 /** Where an entity keeps the fibers of its runs' executions, and whether it is stopping on this runner. */
 export interface ExecutionHost {
@@ -193,7 +194,7 @@ export const makeRunExecutions = <Request, R, Started = void>(executor: RunExecu
      * Writes the kernel's end of a run that has not ended (in its record, or as a transition);
      * true when another execution owns the run now (nothing was written).
      */
-    const writeEnd = (run: Run, kernelEnd: KernelEnd, token: string | undefined) =>
+    const writeEnd = (run: Run, kernelEnd: KernelEnd, token: ExecutionToken | undefined) =>
       (record === undefined
         ? store.transition(run.id, kernelEnd.status, {
           terminalReason: kernelEnd.terminalReason,
@@ -210,7 +211,7 @@ export const makeRunExecutions = <Request, R, Started = void>(executor: RunExecu
      * `claimed` learns the execution's token: the kernel's own writes for the execution carry it
      * too. `started` is completed once the run started (the deadline counts from there).
      */
-    const beginFor = (run: Run, claimed: (token: string) => void, started: Deferred.Deferred<void>): Begin<Started> => (load, resumedFrom, logged) =>
+    const beginFor = (run: Run, claimed: (token: ExecutionToken) => void, started: Deferred.Deferred<void>): Begin<Started> => (load, resumedFrom, logged) =>
       Effect.gen(function*() {
         if (record !== undefined) {
           // The record's start is the claim: the token is the execution's from here on.
@@ -250,7 +251,7 @@ export const makeRunExecutions = <Request, R, Started = void>(executor: RunExecu
      * The one end of an execution: the failure's code written (unless the run ended otherwise, or
      * another execution took the run over since this one claimed it: `token`), then "run ended".
      */
-    const end = (run: Run, exit: Exit.Exit<void, unknown>, token: string | undefined) =>
+    const end = (run: Run, exit: Exit.Exit<void, unknown>, token: ExecutionToken | undefined) =>
       Effect.gen(function*() {
         const runId = run.id
         // However the work ended (it may have seen the run end and returned, or stopped), once
@@ -303,7 +304,7 @@ export const makeRunExecutions = <Request, R, Started = void>(executor: RunExecu
        */
       const execute = (run: Run, request: Request) =>
         Effect.gen(function*() {
-          let token: string | undefined
+          let token: ExecutionToken | undefined
           const started = yield* Deferred.make<void>()
           const work = executor.conduct(run, request, beginFor(run, (claimed) => void (token = claimed), started)).pipe(Effect.provideContext(context))
           const deadline = run.deadline_at

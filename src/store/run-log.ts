@@ -13,6 +13,7 @@ import type { SqlClient } from "effect/sql"
 import type { EventData, RunEventType } from "../domain/events.ts"
 import type { ProjectId, RunId, SessionId } from "../domain/run.ts"
 import type { RunStatus } from "../domain/run-state.ts"
+import type { ExecutionToken } from "../domain/id-schemas.ts"
 
 export const EVENTS_CHANNEL = "wa_run_events"
 
@@ -36,7 +37,7 @@ export interface LockedRun {
   readonly session_id: SessionId | null
   readonly status: RunStatus
   readonly phase: string | null
-  readonly executor: string | null
+  readonly executor: ExecutionToken | null
 }
 
 export interface RunEvent {
@@ -55,7 +56,7 @@ export const lockSessionOfRun = (sql: SqlClient.SqlClient, runId: RunId) =>
   sql`SELECT id FROM sessions WHERE id = (SELECT session_id FROM runs WHERE id = ${runId}) FOR UPDATE`
 
 /** Locks the run's row; with an `executor`, an execution that no longer owns the run dies (SupersededExecution). */
-export const lockRun = (sql: SqlClient.SqlClient, runId: RunId, executor?: string) =>
+export const lockRun = (sql: SqlClient.SqlClient, runId: RunId, executor?: ExecutionToken) =>
   sql<LockedRun>`SELECT id, project_id, session_id, status, phase, executor FROM runs WHERE id = ${runId} FOR UPDATE`.pipe(
     Effect.flatMap((rows) => {
       const row = rows[0]

@@ -59,7 +59,7 @@ export interface TransitionOptions {
   /** Extra data for the status_changed event (src/domain/events.ts). */
   readonly data?: StatusChangeExtra
   /** The execution making the change (see claimExecution); a superseded one is refused. */
-  readonly executor?: string
+  readonly executor?: ExecutionToken
 }
 
 /** A new execution's token, as `claimExecution` writes it (a kind with a record of its own claims in its start). */
@@ -74,7 +74,7 @@ const InputRequestRow = Schema.Struct({ status: Schema.String, response: Schema.
 const LatestInputRequestRow = Schema.Struct({ id: InputRequestId, status: Schema.String, response: Schema.Unknown })
 const MessageRow = Schema.Struct({ content: Schema.String })
 const StepCountRow = Schema.Struct({ step_count: Schema.Number })
-const ExecutorRow = Schema.Struct({ executor: Schema.NullOr(Schema.String) })
+const ExecutorRow = Schema.Struct({ executor: Schema.NullOr(ExecutionToken) })
 /** The named top-level fields of a checkpoint's history (null: none of them is there). */
 const CheckpointFieldsRow = Schema.Struct({ fields: Schema.NullOr(Schema.Record(Schema.String, Schema.Unknown)) })
 const CheckpointRow = Schema.Struct({
@@ -98,7 +98,7 @@ export class RunStore extends Context.Service<RunStore, {
   /** Runs of one kind in a project, newest first. */
   readonly listRuns: (projectId: ProjectId, kind: RunKind, status: string | undefined, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<Run>>
   /** Enters a phase (DeepResearch), with its `run.phase_changed` event. */
-  readonly setPhase: (runId: RunId, phase: Phase, executor?: string) => Effect.Effect<void>
+  readonly setPhase: (runId: RunId, phase: Phase, executor?: ExecutionToken) => Effect.Effect<void>
   /**
    * getRun, transition, appendEvent and eventsAfter still take a plain string: the SSE stream, the
    * event bus, the SSE bench and the in-process test helpers call them with one (a RunId is one).
@@ -110,34 +110,34 @@ export class RunStore extends Context.Service<RunStore, {
   readonly findRun: (projectId: ProjectId, runId: RunId, kind: RunKind, sessionId?: SessionId) => Effect.Effect<Run, RunNotFound>
   readonly transition: (runId: RunId, to: RunStatus, options?: TransitionOptions) => Effect.Effect<Run, RunNotFound | InvalidTransition>
   /** Appends an event; its payload is the one its type's schema describes (src/domain/events.ts). */
-  readonly appendEvent: <T extends RunEventType>(runId: RunId, type: T, data: EventData<T>, executor?: string) => Effect.Effect<number>
+  readonly appendEvent: <T extends RunEventType>(runId: RunId, type: T, data: EventData<T>, executor?: ExecutionToken) => Effect.Effect<number>
   /** Appends events in order in one transaction (a batch of a run's progress). */
-  readonly appendEvents: (runId: RunId, events: ReadonlyArray<NewRunEvent>, executor?: string) => Effect.Effect<void>
+  readonly appendEvents: (runId: RunId, events: ReadonlyArray<NewRunEvent>, executor?: ExecutionToken) => Effect.Effect<void>
   /** Makes a new execution the owner of the run and returns its token. */
   readonly claimExecution: (runId: RunId) => Effect.Effect<ExecutionToken>
   /** Whether the execution `token` still holds the run's claim (no later execution claimed it). */
-  readonly holdsClaim: (runId: RunId, token: string) => Effect.Effect<boolean>
+  readonly holdsClaim: (runId: RunId, token: ExecutionToken) => Effect.Effect<boolean>
   /** Events after `afterId`, oldest first; screenshot URLs in them are signed at the time of reading. */
   readonly eventsAfter: (runId: RunId, afterId: number, limit: number) => Effect.Effect<ReadonlyArray<RunEvent>>
   readonly queueMessage: (runId: RunId, content: string) => Effect.Effect<void>
   readonly takeMessages: (runId: RunId) => Effect.Effect<ReadonlyArray<string>>
-  readonly createInputRequest: (runId: RunId, prompt: string, schema: unknown, executor?: string) => Effect.Effect<InputRequestId, InvalidTransition>
+  readonly createInputRequest: (runId: RunId, prompt: string, schema: unknown, executor?: ExecutionToken) => Effect.Effect<InputRequestId, InvalidTransition>
   readonly answerInputRequest: (runId: RunId, requestId: InputRequestId, response: unknown) => Effect.Effect<void, InputRequestNotFound | InputRequestAnswered | RunNotAwaitingInput>
   readonly inputRequest: (requestId: InputRequestId) => Effect.Effect<{ readonly status: string; readonly response: unknown } | undefined>
   /** The run's newest input request, if it has any. */
   readonly latestInputRequest: (runId: RunId) => Effect.Effect<{ readonly id: InputRequestId; readonly status: string; readonly response: unknown } | undefined>
-  readonly recordStep: (runId: RunId, executor?: string) => Effect.Effect<number>
+  readonly recordStep: (runId: RunId, executor?: ExecutionToken) => Effect.Effect<number>
   /**
    * Ends a step: its model cost is charged and the checkpoint saved in one transaction, so a step
    * interrupted before this point is neither charged nor remembered, and is done again on resume.
    */
   /** Saves the checkpoint, adds the step's cost, and appends `events` (progress of that step), in one transaction. */
-  readonly completeStep: (runId: RunId, costUsd: number, checkpoint: Checkpoint, executor?: string, events?: ReadonlyArray<NewRunEvent>) => Effect.Effect<ChargeResult>
+  readonly completeStep: (runId: RunId, costUsd: number, checkpoint: Checkpoint, executor?: ExecutionToken, events?: ReadonlyArray<NewRunEvent>) => Effect.Effect<ChargeResult>
   /**
    * Charges costs of a run that are not a step's (a product fee), each once per idempotency key,
    * adding them to the run's (and its session's) cost fields, with a `run.cost_update` event.
    */
-  readonly chargeRun: (runId: RunId, charges: ReadonlyArray<RunCharge>, executor?: string) => Effect.Effect<ChargeResult>
+  readonly chargeRun: (runId: RunId, charges: ReadonlyArray<RunCharge>, executor?: ExecutionToken) => Effect.Effect<ChargeResult>
   readonly loadCheckpoint: (runId: RunId) => Effect.Effect<Checkpoint | undefined>
   /** Only the named top-level fields of the checkpoint's history (a research run's outline, not its sources). */
   readonly checkpointFields: (runId: RunId, fields: ReadonlyArray<string>) => Effect.Effect<Record<string, unknown> | undefined>
@@ -234,7 +234,7 @@ export class RunStore extends Context.Service<RunStore, {
           Effect.andThen(Effect.forEach(events, (event) => insertEvent(sql, runId, event.type, event.data), { discard: true }))
         )).pipe(Effect.orDie)
 
-      const appendEvent: RunStore["Service"]["appendEvent"] = <T extends RunEventType>(runId: RunId, type: T, data: EventData<T>, executor?: string) =>
+      const appendEvent: RunStore["Service"]["appendEvent"] = <T extends RunEventType>(runId: RunId, type: T, data: EventData<T>, executor?: ExecutionToken) =>
         sql.withTransaction(lockRun(sql, runId, executor).pipe(Effect.andThen(insertEvent(sql, runId, type, data)))).pipe(Effect.orDie)
 
       const createInputRequest: RunStore["Service"]["createInputRequest"] = (runId, prompt, schema, executor) =>

@@ -24,7 +24,7 @@ import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient, type Statement } from "effect/sql"
 import { MonitorNotFound } from "../domain/errors.ts"
 import { makeId } from "../domain/ids.ts"
-import type { DeliveryId } from "../domain/id-schemas.ts"
+import type { DeliveryId, ExecutionToken } from "../domain/id-schemas.ts"
 import {
   type AlignmentTurn,
   Monitor,
@@ -178,7 +178,7 @@ export class MonitorStore extends Context.Service<MonitorStore, {
    * `claim`, the same statement makes that execution the tick run's owner (the run kernel's claim,
    * RunStore.claimExecution, folded into the start): an older execution's later writes are refused.
    */
-  readonly startTick: (tick: TickRef, claim?: string) => Effect.Effect<{ readonly tick: TickRef; readonly previous: PreviousSnapshot | undefined }>
+  readonly startTick: (tick: TickRef, claim?: ExecutionToken) => Effect.Effect<{ readonly tick: TickRef; readonly previous: PreviousSnapshot | undefined }>
   /**
    * Records a successful tick: its snapshot, the tick run, the monitor's counters and status, the
    * events and the notification (`outcome.notify`, its delivery id kept in the tick run's output),
@@ -187,7 +187,7 @@ export class MonitorStore extends Context.Service<MonitorStore, {
    * completed). `seen` is the monitor as the tick read it; when its status changed meanwhile
    * (paused, canceled) the outcome is applied under the row lock instead.
    */
-  readonly completeTick: (tick: TickRef, seen: Monitor, outcome: TickSuccess, executor?: string) => Effect.Effect<{ readonly status: MonitorStatus; readonly snapshot: Snapshot }>
+  readonly completeTick: (tick: TickRef, seen: Monitor, outcome: TickSuccess, executor?: ExecutionToken) => Effect.Effect<{ readonly status: MonitorStatus; readonly snapshot: Snapshot }>
   /**
    * Records a failed tick: the monitor's consecutive failures go up and, at `failLimit`, an
    * active monitor becomes `failing`.
@@ -199,7 +199,7 @@ export class MonitorStore extends Context.Service<MonitorStore, {
     readonly llmCostMicros: number
     /** The monitor's status_reason when this failure makes it `failing` (default: the failure count and detail). */
     readonly statusReason?: string
-  }, failLimit: number, executor?: string) => Effect.Effect<Monitor>
+  }, failLimit: number, executor?: ExecutionToken) => Effect.Effect<Monitor>
   /** Ends a tick that did not run (its monitor was paused or ended meanwhile); not a failure. */
   readonly skipTick: (tick: Pick<TickRun, "id" | "monitor_id">, reason: string) => Effect.Effect<void>
   readonly snapshot: (snapshotId: SnapshotId) => Effect.Effect<Snapshot | undefined>
@@ -292,7 +292,7 @@ export class MonitorStore extends Context.Service<MonitorStore, {
       })
 
       /** Whether the execution `executor` (when one is named) still owns the tick run. */
-      const ownedBy = (tickId: TickRunId, executor: string | undefined) =>
+      const ownedBy = (tickId: TickRunId, executor: ExecutionToken | undefined) =>
         executor === undefined ? sql`` : sql`AND EXISTS (SELECT 1 FROM runs WHERE id = ${tickId} AND executor = ${executor})`
 
       /**

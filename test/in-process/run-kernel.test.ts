@@ -21,6 +21,7 @@ import { AppConfig } from "../../src/config/config.ts"
 import { cancelRun } from "../../src/runs/cancel.ts"
 import type { EventData } from "../../src/domain/events.ts"
 import { type DeepResearchRequest, type ProjectId, type Run, RunId, type RunRequest, type WebSearchRunRequest } from "../../src/domain/run.ts"
+import type { ExecutionToken } from "../../src/domain/id-schemas.ts"
 import { callbackView } from "../../src/http/views/callback-view.ts"
 import { type Begin, RunFailure, runEntityHandlers, RunStopped } from "../../src/runs/kernel.ts"
 import { databaseLayer } from "../../src/store/database.ts"
@@ -220,7 +221,7 @@ const result = (marker: string) => ({
 })
 
 /** The work a product does at its end: the run `done` with an output, written as this execution. */
-const finish = (runId: RunId, token: string, output: ReturnType<typeof result>) =>
+const finish = (runId: RunId, token: ExecutionToken, output: ReturnType<typeof result>) =>
   RunStore.use((store) => store.transition(runId, "done", { output, terminalReason: "done", executor: token })).pipe(Effect.orDie)
 
 /** A plan that starts the run, says so, then waits until it is stopped (noting that it was). */

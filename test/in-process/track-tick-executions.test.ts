@@ -13,6 +13,7 @@ import { Projects } from "../../src/auth/projects.ts"
 import { AppConfig } from "../../src/config/config.ts"
 import type { Monitor } from "../../src/domain/monitor.ts"
 import { type ProjectId, RunId } from "../../src/domain/run.ts"
+import { ExecutionToken } from "../../src/domain/id-schemas.ts"
 import { databaseLayer } from "../../src/store/database.ts"
 import { RunStore, SupersededExecution } from "../../src/store/runs.ts"
 import { MonitorStore } from "../../src/track/monitor-store.ts"
@@ -96,7 +97,7 @@ layer(TestLayer, { excludeTestServices: true, timeout: 60_000 })("a tick's write
       const runId = RunId.make(queued.id)
 
       // An older execution starts the tick (its start is its claim): numbered, `monitor.tick.started`.
-      const older = "evt_older"
+      const older = ExecutionToken.make("evt_older")
       const { tick: first } = yield* monitors.startTick(queued, older)
       expect(first.n).toBe(1)
       expect((yield* monitors.eventsAfter(monitor.id, 0, 100)).at(-1)).toMatchObject({ type: "monitor.tick.started", data: { run_id: queued.id, n: 1, resumed: false } })
@@ -104,7 +105,7 @@ layer(TestLayer, { excludeTestServices: true, timeout: 60_000 })("a tick's write
 
       // A newer execution starts it again (the older one's runner froze): it keeps its number,
       // says it resumed, and the claim is the newer one's.
-      const newer = "evt_newer"
+      const newer = ExecutionToken.make("evt_newer")
       const { tick } = yield* monitors.startTick(first, newer)
       expect(tick.n).toBe(1)
       expect((yield* monitors.get(monitor.id))!.last_tick_n).toBe(1)
