@@ -5,6 +5,10 @@
  *
  * Direct mode (a schedule given): `active` at once, first tick at once (the baseline), then on
  * the schedule. Alignment mode: `pending_clarification` and the supervisor's first step.
+ *
+ * Its creates (a monitor, a run_now tick) are the run kernel's (src/runs/create.ts `createWith`):
+ * the keyed retry's recovery, Track's rules, the 402 pre-check, the insert (a monitor's under the
+ * plan's cap) with the Idempotency-Key claim's record in one transaction, then the dispatch.
  */
 import { Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
@@ -27,7 +31,7 @@ import {
   type Snapshot,
   type SnapshotId,
   type TickRun,
-  type TickRunId
+  TickRunId
 } from "../domain/monitor.ts"
 import type { DeliveryId } from "../domain/id-schemas.ts"
 import type { RunEvent } from "../store/run-log.ts"
@@ -39,7 +43,7 @@ import { MonitorStore, type MonitorSettings } from "./monitor-store.ts"
 import { checkRules, checkSchedule } from "./settings.ts"
 import { MONITOR_OWNER } from "./tick.ts"
 import { ProfileStore } from "../profiles/profile-store.ts"
-import { earlierCreate, messageSent, recordCreate } from "../store/keyed-create.ts"
+import { makeRunCreate } from "../runs/create.ts"
 import { withMethodSpans } from "../observability/spans.ts"
 import type { ProjectId } from "../domain/run.ts"
 
@@ -98,7 +102,7 @@ export class Monitors extends Context.Service<Monitors, {
       const sql = yield* SqlClient.SqlClient
       const clientFor = yield* MonitorEntity.client
       const profiles = yield* ProfileStore
-      const budget = yield* Budget
+      const runCreate = yield* makeRunCreate
       const plans = yield* Plans
 
       const dispatchTick = (tick: TickRun) => clientFor(tick.monitor_id).Tick({ tickId: tick.id }, { discard: true }).pipe(Effect.orDie)
@@ -174,44 +178,50 @@ export class Monitors extends Context.Service<Monitors, {
         }),
         create: Effect.fn("Monitors.create")(function*(projectId: ProjectId, keyId: string | null, request: CreateMonitorRequest) {
           const channel = channelOf(request.notify_channel)
-          const schedule = yield* check(projectId, { ...request, notify_channel: channel })
-          const direct = schedule !== undefined && schedule !== null
-          if (!direct && Option.isNone(model)) return yield* new AlignmentNeedsModel()
-          // The retry of a keyed create whose first attempt committed before its process died gets
-          // that monitor (its schedule was set in the same transaction; alignment started if it never was).
-          const earlier = yield* earlierCreate((id) => store.find(projectId, MonitorId.make(id)).pipe(Effect.catchTag("MonitorNotFound", () => Effect.succeed(undefined))))
-          if (earlier !== undefined) {
-            if (!direct && !(yield* messageSent(sql, "Monitor", earlier.id, "Align"))) yield* align(earlier)
-            return earlier
-          }
-          // 402 before anything is created (budget cap reached, or credits below the minimum).
-          yield* budget.admit(projectId)
-          const limit = (yield* plans.capsFor(projectId)).projectMonitors
-          const monitor = yield* sql.withTransaction(Effect.gen(function*() {
-            // The plan's cap on monitors not ended: the project's creates count and insert one at a time, on every node.
-            const open = yield* store.countOpenForCreate(projectId)
-            if (open >= limit) return yield* new PlanLimitReached({ resource: "monitors", count: open, limit })
-            const created = yield* store.create({
-              projectId,
-              createdByKeyId: keyId,
-              status: direct ? "active" : "pending_clarification",
-              intent: request.intent,
-              channel,
-              notifySecret: newSecret(),
-              schedule: schedule ?? null,
-              targetUrls: request.target_urls ?? null,
-              extractionSchema: request.extraction_schema ?? null,
-              triggerDsl: request.trigger_dsl ?? null,
-              stopConditionDsl: request.stop_condition_dsl ?? null,
-              profileId: request.profile_id ?? null
-            })
-            // The first tick runs at once (the baseline), then on the schedule.
-            if (direct) yield* schedules.set(owner(created.id), schedule, { anchor: created.created_at, firstAt: created.created_at })
-            // Under an Idempotency-Key the claim records the monitor in this transaction (src/store/keyed-create.ts).
-            yield* recordCreate(sql, created.id)
-            return created
-          })).pipe(Effect.catchTag("SqlError", (error) => Effect.die(error)))
-          if (!direct) yield* align(monitor)
+          // Direct mode has a schedule (its first tick is the schedule's, at once); alignment mode
+          // starts with the supervisor's first step.
+          const direct = request.schedule !== undefined && request.schedule !== null
+          // The run kernel's create (src/runs/create.ts): the retry of a keyed create whose first
+          // attempt committed before its process died gets that monitor (its schedule was set in the
+          // same transaction; alignment started if it never was); else the rules, the 402
+          // pre-check, the insert with the plan's cap and the claim's record, and the first step.
+          const monitor = yield* runCreate.createWith({
+            projectId,
+            existing: (id) => store.find(projectId, MonitorId.make(id)).pipe(Effect.catchTag("MonitorNotFound", () => Effect.succeed(undefined))),
+            check: Effect.gen(function*() {
+              const schedule = yield* check(projectId, { ...request, notify_channel: channel })
+              if (!direct && Option.isNone(model)) return yield* new AlignmentNeedsModel()
+              return { schedule: schedule ?? null, limit: (yield* plans.capsFor(projectId)).projectMonitors }
+            }),
+            // 402 before anything is created (budget cap reached, or credits below the minimum).
+            admit: true,
+            insert: ({ schedule, limit }) =>
+              Effect.gen(function*() {
+                // The plan's cap on monitors not ended: the project's creates count and insert one at a time, on every node.
+                const open = yield* store.countOpenForCreate(projectId)
+                if (open >= limit) return yield* new PlanLimitReached({ resource: "monitors", count: open, limit })
+                const created = yield* store.create({
+                  projectId,
+                  createdByKeyId: keyId,
+                  status: direct ? "active" : "pending_clarification",
+                  intent: request.intent,
+                  channel,
+                  notifySecret: newSecret(),
+                  schedule,
+                  targetUrls: request.target_urls ?? null,
+                  extractionSchema: request.extraction_schema ?? null,
+                  triggerDsl: request.trigger_dsl ?? null,
+                  stopConditionDsl: request.stop_condition_dsl ?? null,
+                  profileId: request.profile_id ?? null
+                })
+                // The first tick runs at once (the baseline), then on the schedule.
+                if (schedule !== null) yield* schedules.set(owner(created.id), schedule, { anchor: created.created_at, firstAt: created.created_at })
+                return created
+              }),
+            idOf: (created) => created.id,
+            handoff: (created) => direct ? undefined : { entityType: "Monitor", entityId: created.id, tag: "Align" },
+            dispatch: (created) => direct ? Effect.void : align(created)
+          })
           yield* Effect.logInfo("monitor created").pipe(Effect.annotateLogs({ monitor_id: monitor.id, mode: direct ? "direct" : "alignment" }))
           return monitor
         }),
@@ -311,11 +321,20 @@ export class Monitors extends Context.Service<Monitors, {
           return after
         }),
         runNow: Effect.fn("Monitors.runNow")(function*(monitor: Monitor) {
-          if (isTerminalMonitor(monitor.status)) return yield* refuse(monitor, "run_now")
-          yield* budget.admit(monitor.project_id)
-          const tick = yield* store.createTick(monitor, "run_now", null)
-          yield* dispatchTick(tick)
-          return tick
+          // The run kernel's create of the tick run: a keyed retry gets the tick its first attempt
+          // made (dispatched if it never was); else an ended monitor is refused, then the 402
+          // pre-check, the insert and the claim's record, and the tick's dispatch.
+          return yield* runCreate.createWith({
+            projectId: monitor.project_id,
+            existing: (id) => store.findTick(monitor.id, TickRunId.make(id)),
+            check: isTerminalMonitor(monitor.status) ? Effect.fail(refuse(monitor, "run_now")) : Effect.void,
+            admit: true,
+            insert: () => store.createTick(monitor, "run_now", null),
+            idOf: (tick) => tick.id,
+            // A tick that ended was executed; the Monitor entity gets one Tick per tick run, named by its id.
+            handoff: (tick) => tick.status !== "running" ? undefined : { entityType: "Monitor", entityId: tick.monitor_id, tag: "Tick", payloadHas: tick.id },
+            dispatch: dispatchTick
+          })
         }),
         retryDelivery: Effect.fn("Monitors.retryDelivery")(function*(monitor: Monitor, deliveryId: DeliveryId) {
           const row = yield* callbacks.find(monitor.project_id, deliveryId)

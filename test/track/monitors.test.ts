@@ -5,11 +5,12 @@
  * tick at a known moment; the scheduler is exercised by short intervals.
  */
 import { createServer, type Server } from "node:http"
+import { randomUUID } from "node:crypto"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { listenOnLoopback } from "../support/listen.ts"
 import { type FakeEngines, startFakeEngines } from "../fixtures/engines/fake-engines.ts"
 import { promptText, type ScriptedModel, startScriptedModel } from "../fixtures/model/scripted-model.ts"
-import { type Service, startService, stopAndClean } from "../support/service.ts"
+import { embeddedDatabaseClient, type Service, startService, stopAndClean } from "../support/service.ts"
 import { eventually } from "../support/runs.ts"
 import { readSse } from "../support/sse.ts"
 import { startWebhookReceiver, verifiedDelivery, type WebhookReceiver } from "../support/webhook-receiver.ts"
@@ -461,6 +462,42 @@ describe("the contract", () => {
     expect((await service.request("GET", monitorPath(ids[1]!))).json.code).toBe("monitor_not_found")
     expect((await service.request("GET", `${monitorPath(ids[0]!)}/runs/tick_01aaaaaaaaaaaaaaaaaaaaaaaa`)).json.code).toBe("run_not_found")
     expect((await service.request("GET", `${monitorPath(ids[0]!)}/snapshots/snap_01aaaaaaaaaaaaaaaaaaaaaaaa`)).json.code).toBe("snapshot_not_found")
+  })
+
+  it("a keyed run_now whose process died after its commit is found by its retry: the same tick, not a second one", async () => {
+    setPage("/keyed", "Keyed page.")
+    const created = await create({ intent: "keyed run_now", notify_channel: { kind: "console_inbox" }, schedule: { kind: "interval", interval_seconds: 3600 }, target_urls: [`${pagesUrl}/keyed`] })
+    expect(created.status, created.text).toBe(201)
+    const id = created.json.id
+    await finishedTicks(id, 1)
+    const headers = { "idempotency-key": randomUUID() }
+    const send = () => service.request("POST", `${monitorPath(id)}/run_now`, { headers })
+    const first = await send()
+    expect(first.status, first.text).toBe(202)
+    const db = await embeddedDatabaseClient(service.dataDir)
+    try {
+      // As the process that died between the tick's commit and keeping its answer left it: an
+      // expired claim with no response, only the tick recorded in the create's transaction.
+      const left = await db.query(
+        "UPDATE idempotency_records SET status = NULL, response_headers = NULL, response_body = NULL, locked_until = now() - interval '1 second' WHERE idempotency_key = $1 RETURNING resource_id",
+        [headers["idempotency-key"]]
+      )
+      expect(left.rows[0]?.resource_id, "the tick's transaction recorded it on the claim").toBe(first.json.id)
+      const retried = await send()
+      expect(retried.status, retried.text).toBe(202)
+      expect(retried.headers.get("idempotent-replayed")).toBeNull()
+      expect(retried.json.id).toBe(first.json.id)
+      const replay = await send()
+      expect(replay.headers.get("idempotent-replayed")).toBe("true")
+      expect(replay.json.id).toBe(first.json.id)
+      const { rows } = await db.query("SELECT count(*)::int AS n FROM runs WHERE kind = 'track_tick' AND request->>'monitor_id' = $1 AND request->>'trigger' = 'run_now'", [id])
+      expect(rows[0].n).toBe(1)
+    } finally {
+      await db.end()
+    }
+    // The tick was executed once.
+    const [tick] = await finishedTicks(id, 2)
+    expect(tick).toMatchObject({ id: first.json.id, trigger: "run_now", status: "done" })
   })
 
   it("Convention B creates the same monitor under /api/v1/.../track/tracks", async () => {
