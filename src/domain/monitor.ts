@@ -103,7 +103,7 @@ export const CreateMonitorRequest = Schema.Struct({
   extraction_schema: OptionalNullable(ExtractionSchema),
   trigger_dsl: OptionalNullable(TriggerDsl),
   stop_condition_dsl: OptionalNullable(StopConditionDsl),
-  profile_id: OptionalNullable(MaxString(36))
+  profile_id: OptionalNullable(ProfileId.check(Schema.isMaxCodePoints(36)))
 })
 export type CreateMonitorRequest = typeof CreateMonitorRequest.Type
 
@@ -116,7 +116,7 @@ export const MonitorPatch = Schema.Struct({
   extraction_schema: OptionalNullable(ExtractionSchema),
   trigger_dsl: OptionalNullable(TriggerDsl),
   stop_condition_dsl: OptionalNullable(StopConditionDsl),
-  profile_id: OptionalNullable(MaxString(36))
+  profile_id: OptionalNullable(ProfileId.check(Schema.isMaxCodePoints(36)))
 })
 export type MonitorPatch = typeof MonitorPatch.Type
 

@@ -9,7 +9,7 @@ import { BrowserPool } from "../browser/pool.ts"
 import { htmlText } from "../reader/html-text.ts"
 import { ProfileStore } from "./profile-store.ts"
 import type { ProjectId } from "../domain/run.ts"
-import { ProfileId } from "../domain/profile.ts"
+import type { ProfileId } from "../domain/profile.ts"
 
 export interface PageRead {
   readonly finalUrl: string
@@ -17,14 +17,13 @@ export interface PageRead {
   readonly text: string
 }
 
-export const readPagesAsProfile = (projectId: ProjectId, profileId: string, urls: ReadonlyArray<string>, allowPrivateNetworks: boolean) =>
+export const readPagesAsProfile = (projectId: ProjectId, profileId: ProfileId, urls: ReadonlyArray<string>, allowPrivateNetworks: boolean) =>
   Effect.gen(function*() {
     const profiles = yield* ProfileStore
     const pool = yield* BrowserPool
     // A deleted profile fails the tick rather than reading the pages signed out.
     if (!(yield* profiles.exists(projectId, profileId))) return urls.map(() => Result.fail({ message: `profile ${profileId} no longer exists` }))
-    // Track's monitors still carry the id as text; it names a profile of the project (checked just above).
-    const loaded = yield* Effect.result(profiles.loadState(ProfileId.make(profileId)))
+    const loaded = yield* Effect.result(profiles.loadState(profileId))
     if (Result.isFailure(loaded)) {
       return urls.map(() => Result.fail({ message: `the profile's saved state could not be read: ${loaded.failure.reason}` }))
     }
