@@ -81,7 +81,7 @@ export class ProfileStore extends Context.Service<ProfileStore, {
   /** The interactive login whose login session this is, if any. */
   readonly loginOfSession: (sessionId: SessionId) => Effect.Effect<ProfileLogin | undefined>
   /** Whether the project has that profile (a monitor naming one). */
-  readonly exists: (projectId: ProjectId, profileId: string) => Effect.Effect<boolean>
+  readonly exists: (projectId: ProjectId, profileId: ProfileId) => Effect.Effect<boolean>
 }>()("wa/profiles/ProfileStore") {
   static readonly layer = Layer.effect(
     ProfileStore,

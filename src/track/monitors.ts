@@ -33,7 +33,7 @@ import {
   type TickRun,
   TickRunId
 } from "../domain/monitor.ts"
-import type { DeliveryId } from "../domain/id-schemas.ts"
+import type { DeliveryId, ProfileId } from "../domain/id-schemas.ts"
 import type { RunEvent } from "../store/run-log.ts"
 import { MonitorEntity } from "../entities/monitor.ts"
 import { Schedules } from "../schedules/schedules.ts"
@@ -135,7 +135,7 @@ export class Monitors extends Context.Service<Monitors, {
         readonly trigger_dsl?: Record<string, unknown> | null | undefined
         readonly stop_condition_dsl?: Record<string, unknown> | null | undefined
         readonly notify_channel?: NotifyChannel | undefined
-        readonly profile_id?: string | null | undefined
+        readonly profile_id?: ProfileId | null | undefined
       }) {
         yield* checkRules(input)
         // A monitor reads its pages as the profile: it must be one of the project's (422, a field of the body).
