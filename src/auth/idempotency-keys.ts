@@ -8,6 +8,7 @@
  */
 import { Context, Effect, Layer } from "effect"
 import { AppConfig } from "../config/config.ts"
+import { withMethodSpans } from "../observability/spans.ts"
 import { idempotencyRecords } from "../store/idempotency-records.ts"
 
 export type { HeldKey, StoredResponse } from "../store/idempotency-records.ts"
@@ -16,11 +17,16 @@ export { ClaimLost, type KeyedClaim, KeyedRequest } from "../store/keyed-create.
 /** How long a kept answer is replayed for the same key. */
 export const IDEMPOTENCY_WINDOW_HOURS = 24
 
-const make = Effect.gen(function*() {
-  const { idempotencyLeaseSeconds } = yield* AppConfig
-  return yield* idempotencyRecords({ leaseSeconds: idempotencyLeaseSeconds, windowHours: IDEMPOTENCY_WINDOW_HOURS })
-})
+/** The claims' operations (claim, find, renew, release, store), as the store makes them. */
+type Claims = Effect.Success<ReturnType<typeof idempotencyRecords>>
 
-export class IdempotencyKeys extends Context.Service<IdempotencyKeys>()("wa/auth/IdempotencyKeys", { make }) {
-  static readonly layer = Layer.effect(IdempotencyKeys, make)
+export class IdempotencyKeys extends Context.Service<IdempotencyKeys, Claims>()("wa/auth/IdempotencyKeys") {
+  static readonly layer = Layer.effect(
+    IdempotencyKeys,
+    Effect.gen(function*() {
+      const { idempotencyLeaseSeconds } = yield* AppConfig
+      const claims = yield* idempotencyRecords({ leaseSeconds: idempotencyLeaseSeconds, windowHours: IDEMPOTENCY_WINDOW_HOURS })
+      return IdempotencyKeys.of(withMethodSpans("IdempotencyKeys", claims))
+    })
+  )
 }

@@ -7,5 +7,11 @@ import { renderMetrics } from "./metrics.ts"
 
 export const NodeMetricsLive = Layer.effect(
   NodeMetrics,
-  Effect.map(Effect.context<BrowserPool | Sharding.Sharding>(), (context) => NodeMetrics.of({ render: renderMetrics.pipe(Effect.provide(context)) }))
+  Effect.gen(function*() {
+    const context = yield* Effect.context<BrowserPool | Sharding.Sharding>()
+    const render = Effect.fn("NodeMetrics.render")(function*() {
+      return yield* renderMetrics.pipe(Effect.provide(context))
+    })
+    return NodeMetrics.of({ render: render() })
+  })
 )

@@ -14,6 +14,7 @@ import { SessionEntity } from "../entities/session.ts"
 import { RunEventBus } from "../events/run-event-bus.ts"
 import { RunStore } from "../store/runs.ts"
 import { LiveInput } from "../browser/live-view.ts"
+import { withMethodSpans } from "../observability/spans.ts"
 
 /** The person's input as the control page sends it (a schema: the socket decodes it). */
 export { LiveInput }
@@ -53,6 +54,6 @@ const make = Effect.gen(function*() {
   }
 })
 
-export class ControlRelay extends Context.Service<ControlRelay>()("wa/do-anything/ControlRelay", { make }) {
-  static readonly layer = Layer.effect(ControlRelay, make)
+export class ControlRelay extends Context.Service<ControlRelay, Effect.Success<typeof make>>()("wa/do-anything/ControlRelay") {
+  static readonly layer = Layer.effect(ControlRelay, Effect.map(make, (relay) => ControlRelay.of(withMethodSpans("ControlRelay", relay))))
 }

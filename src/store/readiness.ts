@@ -7,12 +7,13 @@ export const ReadinessLive = Layer.effect(
   Readiness,
   Effect.gen(function*() {
     const appliedMigrations = yield* appliedMigrationsReader
-    return Readiness.of({
-      check: appliedMigrations.pipe(
+    const check = Effect.fn("Readiness.check")(function*() {
+      const applied = yield* appliedMigrations.pipe(
         Effect.timeout("2 seconds"),
-        Effect.mapError(() => new NotReady({ detail: "the database does not answer" })),
-        Effect.flatMap((applied) => applied >= migrationCount ? Effect.void : Effect.fail(new NotReady({ detail: "migrations are not applied yet" })))
+        Effect.mapError(() => new NotReady({ detail: "the database does not answer" }))
       )
+      if (applied < migrationCount) return yield* new NotReady({ detail: "migrations are not applied yet" })
     })
+    return Readiness.of({ check: check() })
   })
 )
