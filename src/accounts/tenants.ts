@@ -36,7 +36,7 @@ import {
 } from "./tenant-store.ts"
 import { normalizeEmail, UserStore } from "./user-store.ts"
 import { withMethodSpans } from "../observability/spans.ts"
-import type { ProjectId } from "../domain/run.ts"
+import { ProjectId } from "../domain/run.ts"
 import { type AuthIdentityId, InvitationId, TenantId, type UserId } from "../domain/id-schemas.ts"
 
 export type {
@@ -244,7 +244,7 @@ export class Tenants extends Context.Service<Tenants, {
         Effect.gen(function*() {
           yield* require(tenantId, userId, "admin")
           // The retry of a keyed create whose first attempt committed before its process died gets that project.
-          const earlier = yield* earlierCreate((id) => store.project(tenantId, id as ProjectId))
+          const earlier = yield* earlierCreate((id) => store.project(tenantId, ProjectId.make(id)))
           if (earlier !== undefined) return earlier
           return yield* store.transaction(Effect.gen(function*() {
             const project = yield* store.insertProject(tenantId, name)

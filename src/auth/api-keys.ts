@@ -15,7 +15,7 @@ import { type ApiKeyScope, apiKeyScopes } from "../domain/api-key-scope.ts"
 import { generateApiKey, isWellFormedApiKey } from "./api-key-format.ts"
 import { ApiKeyStore, type ApiKeyRow } from "./api-key-store.ts"
 import { withMethodSpans } from "../observability/spans.ts"
-import type { ApiKeyId, ProjectId } from "../domain/run.ts"
+import { ApiKeyId, type ProjectId } from "../domain/run.ts"
 import type { UserId } from "../domain/id-schemas.ts"
 
 /** last_used_at is refreshed at most this often, so reads do not each cost a write. */
@@ -83,7 +83,7 @@ export class ApiKeys extends Context.Service<ApiKeys, {
           (id) =>
             Effect.gen(function*() {
               const secret = generateApiKey()
-              const row = yield* store.rekey(projectId, id as ApiKeyId, secret)
+              const row = yield* store.rekey(projectId, ApiKeyId.make(id), secret)
               return row === undefined ? undefined : { row, secret }
             })
         )

@@ -19,7 +19,7 @@ import { LedgerStore } from "../store/ledger.ts"
 import { PlanStore } from "./plan-store.ts"
 import { usdFromMicros } from "../domain/money.ts"
 import type { WireBody } from "../domain/errors.ts"
-import type { ProjectId } from "../domain/run.ts"
+import { ProjectId } from "../domain/run.ts"
 
 export class StripeNotConfigured extends Schema.TaggedError<StripeNotConfigured>()("StripeNotConfigured", {
   variable: Schema.String
@@ -130,9 +130,10 @@ export class StripeBilling extends Context.Service<StripeBilling, {
             return ignore(`event type ${event.type} is not handled`)
           }
           const session = event.data.object
+          const metadataProjectId = session.metadata?.project_id
+          if (metadataProjectId === undefined || metadataProjectId === "") return ignore("the checkout session has no metadata.project_id")
           // The project id enters from Stripe's metadata: branded here, then checked to exist below.
-          const projectId = session.metadata?.project_id as ProjectId | undefined
-          if (projectId === undefined || projectId === "") return ignore("the checkout session has no metadata.project_id")
+          const projectId = ProjectId.make(metadataProjectId)
           if (session.payment_status !== "paid") return ignore(`the checkout session is ${session.payment_status}, not paid`)
           if ((session.currency ?? "").toLowerCase() !== "usd") return ignore(`currency ${session.currency} is not usd`)
           const cents: unknown = session.amount_total ?? 0

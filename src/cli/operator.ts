@@ -24,7 +24,7 @@ import { Users } from "../accounts/users.ts"
 import { hashPassword } from "../accounts/passwords.ts"
 import { parseProviders } from "../accounts/sso.ts"
 import { operatorUsage as usage } from "./usage.ts"
-import type { ProjectId } from "../domain/run.ts"
+import { ProjectId } from "../domain/run.ts"
 import { TenantId } from "../domain/id-schemas.ts"
 
 class UsageError extends Error {}
@@ -38,7 +38,10 @@ const flag = (args: ReadonlyArray<string>, name: string): string | undefined => 
 }
 
 /** The --project flag: the project id enters the operator commands here, branded once. */
-const projectFlag = (args: ReadonlyArray<string>): ProjectId | undefined => flag(args, "project") as ProjectId | undefined
+const projectFlag = (args: ReadonlyArray<string>): ProjectId | undefined => {
+  const value = flag(args, "project")
+  return value === undefined ? undefined : ProjectId.make(value)
+}
 
 const printJson = (value: unknown) => Effect.sync(() => process.stdout.write(JSON.stringify(value) + "\n"))
 

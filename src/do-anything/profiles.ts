@@ -23,7 +23,7 @@ import type { ProjectId, Run, RunId, SessionId } from "../domain/run.ts"
 import { RunEventBus } from "../events/run-event-bus.ts"
 import type { BudgetExceeded, InsufficientCredits, LoginNotStarted, MissingFields, ProfileInUse, ProfileNotFound, SessionCapReached, UnknownNames, WorkspaceNotFound } from "../domain/errors.ts"
 import { InvalidField, LoginNotStarted as LoginNotStartedError } from "../domain/errors.ts"
-import type { Profile, ProfileId, ProfileState } from "../domain/profile.ts"
+import { type Profile, ProfileId, type ProfileState } from "../domain/profile.ts"
 import { ProfileEntity } from "../entities/profile.ts"
 import { Sessions } from "./service.ts"
 import { RunStore } from "../store/runs.ts"
@@ -99,7 +99,7 @@ export class Profiles extends Context.Service<Profiles, {
 
       /** A profile by id, undefined when gone: what a keyed create's retry finds of its first attempt. */
       const existing = (projectId: ProjectId) => (id: string) =>
-        store.get(projectId, id as ProfileId).pipe(Effect.catchTag("ProfileNotFound", () => Effect.succeed(undefined)))
+        store.get(projectId, ProfileId.make(id)).pipe(Effect.catchTag("ProfileNotFound", () => Effect.succeed(undefined)))
       /** Under an Idempotency-Key, a crash between the commit and the answer leaves one profile (src/store/keyed-create.ts). */
       const createProfile = (projectId: ProjectId, fields: ProfileFields) =>
         createOnce(sql, store.create(projectId, fields), (profile) => profile.id, existing(projectId))

@@ -15,7 +15,7 @@ import { earlierCreate, recordCreate } from "../store/keyed-create.ts"
 import { MAX_SECRETS } from "./limits.ts"
 import { withMethodSpans } from "../observability/spans.ts"
 import type { ProjectId } from "../domain/run.ts"
-import type { SecretId } from "../domain/id-schemas.ts"
+import { SecretId } from "../domain/id-schemas.ts"
 
 export type SecretKind = "secret" | "totp"
 
@@ -103,7 +103,7 @@ export class SecretStore extends Context.Service<SecretStore, {
 
       const create = Effect.fn("SecretStore.create")(function*(projectId: ProjectId, input: NewSecret) {
         // The retry of a keyed create whose first attempt committed before its process died gets that secret.
-        const earlier = yield* earlierCreate((id) => find(projectId, id as SecretId))
+        const earlier = yield* earlierCreate((id) => find(projectId, SecretId.make(id)))
         if (earlier !== undefined) return earlier
         const id = makeId("sec")
         const sealed = cipher.seal(Buffer.from(input.value, "utf8"), id)

@@ -17,7 +17,7 @@ import { validateCallbackUrl } from "./callback-url.ts"
 import { EndpointStore, WebhookEndpointRow } from "./endpoint-store.ts"
 import { withMethodSpans } from "../observability/spans.ts"
 import type { ProjectId } from "../domain/run.ts"
-import type { WebhookEndpointId } from "../domain/id-schemas.ts"
+import { WebhookEndpointId } from "../domain/id-schemas.ts"
 
 /** Endpoints a project may hold. */
 export { MAX_WEBHOOK_ENDPOINTS }
@@ -80,7 +80,7 @@ export class WebhookEndpoints extends Context.Service<WebhookEndpoints, {
         yield* validateTargetUrl(input.url, config.allowPrivateNetworks, ["url"])
         // The retry of a keyed create whose first attempt committed before its process died gets that endpoint.
         const earlier = yield* earlierCreate((id) =>
-          store.findWithSecret(projectId, id as WebhookEndpointId).pipe(
+          store.findWithSecret(projectId, WebhookEndpointId.make(id)).pipe(
             Effect.map((found) => {
               if (found === undefined) return undefined
               const { secret, ...row } = found

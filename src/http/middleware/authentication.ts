@@ -12,7 +12,7 @@ import { AppConfig } from "../../config/config.ts"
 import { forbidden, unauthorized } from "../errors.ts"
 import { makeAuthFailureLimiter, refuseBlocked } from "./auth-failure-limit.ts"
 import { Authentication, provideKey } from "../api/security.ts"
-import type { ProjectId } from "../../domain/run.ts"
+import { ProjectId } from "../../domain/run.ts"
 import { Users } from "../../accounts/users.ts"
 import { clientAddress, consoleCredential, verifyConsoleCredential } from "./console-session.ts"
 import { Delegations } from "../../delegation/delegations.ts"
@@ -44,12 +44,13 @@ export const AuthenticationLive = Layer.effect(
         const console = consoleCredential(request, token)
         if (console !== undefined) {
           // The project id enters here, from the path: branded once, for every call below.
-          const pid = (yield* HttpRouter.RouteContext).params["pid"] as ProjectId | undefined
-          if (pid === undefined) {
+          const pathPid = (yield* HttpRouter.RouteContext).params["pid"]
+          if (pathPid === undefined) {
             // A bad session is still 401; a good one is refused for want of a project.
             yield* verifyConsoleCredential(users, failures, request, console)
             return yield* forbidden("a console session acts on a project named in the path (/v1/projects/{pid}/...)")
           }
+          const pid = ProjectId.make(pathPid)
           // The session and the user's role in the project's tenant in one statement.
           const session = yield* verifyConsoleCredential(users, failures, request, console, (token) => users.authenticateOnProject(token, pid))
           const access = session.access
