@@ -10,11 +10,10 @@
 import { Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import { AppConfig } from "../config/config.ts"
-import { RunId, SessionId } from "../domain/run.ts"
 import { ResearchEntity } from "../entities/research.ts"
 import { SessionEntity } from "../entities/session.ts"
 import { WebSearchEntity } from "../entities/web-search.ts"
-import { undispatchedRuns } from "../store/keyed-create.ts"
+import { type UndispatchedRun, undispatchedRuns } from "../store/keyed-create.ts"
 
 const SWEEP_EVERY = "30 seconds"
 const PENDING_AT_LEAST_SECONDS = 10
@@ -25,10 +24,10 @@ export const UndispatchedRunsLive = Layer.effectDiscard(Effect.gen(function*() {
   const sessions = yield* SessionEntity.client
   const research = yield* ResearchEntity.client
   const searches = yield* WebSearchEntity.client
-  const dispatch = (run: { readonly id: string; readonly kind: string; readonly session_id: string | null }) => {
-    const runId = RunId.make(run.id)
+  const dispatch = (run: UndispatchedRun) => {
+    const runId = run.id
     const execute = run.kind === "do_anything" && run.session_id !== null
-      ? sessions(SessionId.make(run.session_id)).Execute({ runId }, { discard: true })
+      ? sessions(run.session_id).Execute({ runId }, { discard: true })
       : run.kind === "deep_research"
       ? research(run.id).Execute({ runId }, { discard: true })
       : run.kind === "web_search"

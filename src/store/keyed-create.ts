@@ -9,8 +9,10 @@
  * Only the insert is in that transaction: work that other fibers pick up (a run's Execute message)
  * is dispatched after the commit as before, and nothing waits with a transaction open.
  */
-import { Context, Data, Effect } from "effect"
+import { Context, Data, Effect, Schema } from "effect"
 import type { SqlClient } from "effect/sql"
+import { RunId, SessionId } from "../domain/run.ts"
+import { decodeRows } from "./rows.ts"
 
 /** The Idempotency-Key claim the current request holds (undefined outside keyed writes). */
 export interface KeyedClaim {
@@ -99,6 +101,14 @@ export const messageSent = (sql: SqlClient.SqlClient, entityType: string, entity
 /** The cluster entity that executes each kind of run, and how it is addressed (by session or by run). */
 const executorEntity = { do_anything: "Session", deep_research: "DeepResearch", web_search: "WebSearch" } as const
 
+/** A run `undispatchedRuns` found, decoded from its row. */
+const UndispatchedRun = Schema.Struct({
+  id: RunId,
+  kind: Schema.Literals(["do_anything", "deep_research", "web_search"]),
+  session_id: Schema.NullOr(SessionId)
+})
+export type UndispatchedRun = typeof UndispatchedRun.Type
+
 /**
  * Runs still pending `olderThanSeconds` after their insert with no Execute message ever persisted
  * to their entity: their creating request died between its commit and its dispatch. Dispatched by
@@ -107,7 +117,7 @@ const executorEntity = { do_anything: "Session", deep_research: "DeepResearch", 
  * run of kind track_tick) is not one of these: its Monitor entity's persisted message runs it.
  */
 export const undispatchedRuns = (sql: SqlClient.SqlClient, olderThanSeconds: number) =>
-  sql<{ readonly id: string; readonly kind: keyof typeof executorEntity; readonly session_id: string | null }>`
+  decodeRows(UndispatchedRun)(sql`
     SELECT r.id, r.kind, r.session_id FROM runs r
     WHERE r.status = 'pending' AND r.kind IN ('do_anything', 'deep_research', 'web_search')
       AND r.created_at < now() - make_interval(secs => ${olderThanSeconds})
@@ -117,4 +127,4 @@ export const undispatchedRuns = (sql: SqlClient.SqlClient, olderThanSeconds: num
           (r.kind = 'do_anything' AND m.entity_type = ${executorEntity.do_anything} AND m.entity_id = r.session_id AND position(r.id in m.payload) > 0)
           OR (r.kind = 'deep_research' AND m.entity_type = ${executorEntity.deep_research} AND m.entity_id = r.id)
           OR (r.kind = 'web_search' AND m.entity_type = ${executorEntity.web_search} AND m.entity_id = r.id)))
-    ORDER BY r.created_at LIMIT 100`
+    ORDER BY r.created_at LIMIT 100`)
