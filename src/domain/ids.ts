@@ -33,7 +33,7 @@ const encodeRandom = (): string => {
  */
 const brandOfPrefix = {
   proj: "ProjectId", key: "ApiKeyId", sess: "SessionId", run: "RunId", prof: "ProfileId", ir: "InputRequestId",
-  ws: "WorkspaceId", evt: "ExecutionToken", dlv: "DeliveryId", mon: "MonitorId", art: "ArtifactId", tick: "TickRunId",
+  ws: "WorkspaceId", evt: "ExecutionToken", dlv: "DeliveryId", mon: "MonitorId", art: "ArtifactId", tick: "RunId",
   snap: "SnapshotId", wh: "WebhookEndpointId", ntf: "NotificationId", ctl: "ControlGrantId", sched: "ScheduleId",
   usr: "UserId", aid: "AuthIdentityId", uss: "UserSessionId", ten: "TenantId", inv: "InvitationId", bug: "BugReportId",
   wak: "AccessKeyId", dgr: "DelegationGrantId", aud: "AuditId", sec: "SecretId", eml: "EmailId", cs: "CacheScriptId", sk: "SkillId",

@@ -12,15 +12,20 @@ import { Schema } from "effect"
 import { CanonicalSchedule, ScheduleSpec } from "./schedule-spec.ts"
 import { StopConditionDsl, TriggerDsl } from "./track-rules.ts"
 import { MaxString, OptionalNullable } from "./schemas.ts"
-import { ProjectId } from "./run.ts"
-import { InputRequestId, ProfileId } from "./id-schemas.ts"
+import { ProjectId, RunId } from "./run.ts"
+import { InputRequestId, ProfileId, ScheduleId, WebhookEndpointId } from "./id-schemas.ts"
 import { jsonBytes } from "./json-strings.ts"
 
 /** `mon_`, `tick_`, `snap_`: the ids of Track (src/domain/ids.ts makes them branded the same way). */
 export const MonitorId = Schema.String.pipe(Schema.brand("MonitorId"))
 export type MonitorId = typeof MonitorId.Type
-export const TickRunId = Schema.String.pipe(Schema.brand("TickRunId"))
-export type TickRunId = typeof TickRunId.Type
+/**
+ * A tick run's id (`tick_`) is a RunId: a tick is a row of `runs` (kind track_tick) that the run
+ * kernel executes as it executes any run (src/track/tick.ts), so the kernel and Track read its id
+ * as the one brand, with no conversion between them. The name says which runs a field holds.
+ */
+export const TickRunId = RunId
+export type TickRunId = RunId
 export const SnapshotId = Schema.String.pipe(Schema.brand("SnapshotId"))
 export type SnapshotId = typeof SnapshotId.Type
 
@@ -62,8 +67,8 @@ export type NotifyChannelKind = typeof NotifyChannelKind.Type
 export const NotifyChannelSpec = Schema.Struct({
   kind: NotifyChannelKind,
   url: OptionalNullable(TargetUrl),
-  webhook_id: OptionalNullable(MaxString(64)),
-  schedule_id: OptionalNullable(MaxString(64))
+  webhook_id: OptionalNullable(WebhookEndpointId.check(Schema.isMaxCodePoints(64))),
+  schedule_id: OptionalNullable(ScheduleId.check(Schema.isMaxCodePoints(64)))
 }).check(Schema.makeFilter((channel) => {
   const hasUrl = channel.url != null
   const hasWebhook = channel.webhook_id != null
@@ -90,9 +95,10 @@ export type NotifyChannelSpec = typeof NotifyChannelSpec.Type
 export interface NotifyChannel {
   readonly kind: NotifyChannelKind
   readonly url: string | null
-  readonly webhook_id: string | null
-  /** Kind `schedule` only. */
-  readonly schedule_id?: string | null
+  /** Kind `global_webhook`: one of the project's webhook endpoints. */
+  readonly webhook_id: WebhookEndpointId | null
+  /** Kind `schedule` only: one of the project's DoAnything schedules. */
+  readonly schedule_id?: ScheduleId | null
 }
 
 export const CreateMonitorRequest = Schema.Struct({
@@ -169,7 +175,7 @@ export class Monitor extends Schema.Class<Monitor>("wa/domain/Monitor")({
   status: MonitorStatus,
   status_reason: Nullable(Schema.String),
   intent_text: Schema.String,
-  notify_channel: Schema.Struct({ kind: NotifyChannelKind, url: Nullable(Schema.String), webhook_id: Nullable(Schema.String), schedule_id: Schema.optionalKey(Nullable(Schema.String)) }),
+  notify_channel: Schema.Struct({ kind: NotifyChannelKind, url: Nullable(Schema.String), webhook_id: Nullable(WebhookEndpointId), schedule_id: Schema.optionalKey(Nullable(ScheduleId)) }),
   notify_secret: Schema.String,
   schedule: Nullable(CanonicalSchedule),
   target_urls: Nullable(Schema.Array(Schema.String)),

@@ -46,7 +46,7 @@ import { chargeInTransaction } from "../store/ledger.ts"
 import { releaseHoldInTransaction } from "../store/credit-holds.ts"
 import { AppConfig } from "../config/config.ts"
 import { withMethodSpans } from "../observability/spans.ts"
-import { type ProjectId, type Run, runFromRow, RunId } from "../domain/run.ts"
+import { type ProjectId, type Run, runFromRow } from "../domain/run.ts"
 
 const decodeMonitor = Schema.decodeUnknownSync(Monitor)
 const decodeTick = Schema.decodeUnknownSync(TickRun)
@@ -569,7 +569,7 @@ export class MonitorStore extends Context.Service<MonitorStore, {
               if (written === undefined) {
                 const current = yield* lock(tick.monitor_id)
                 // Under the monitor's lock (the order every tick write takes: monitor, then run).
-                if (current !== undefined) yield* lockRun(sql, RunId.make(tick.id), executor)
+                if (current !== undefined) yield* lockRun(sql, tick.id, executor)
                 written = current === undefined ? undefined : yield* write(current, "locked")
               }
               // The monitor was deleted under the tick: nothing is written, nothing notified.
@@ -594,7 +594,7 @@ export class MonitorStore extends Context.Service<MonitorStore, {
         failTick: (tick, error, failLimit, executor) =>
           sql.withTransaction(Effect.gen(function*() {
             const monitor = (yield* lock(tick.monitor_id))!
-            if (executor !== undefined) yield* lockRun(sql, RunId.make(tick.id), executor)
+            if (executor !== undefined) yield* lockRun(sql, tick.id, executor)
             yield* sql`
               UPDATE runs SET status = 'failed', error_code = ${error.code}, error_detail = ${error.detail},
                 output = output || ${JSON.stringify({ pages: error.pages })}::jsonb,

@@ -33,7 +33,7 @@ import {
   type TickRun,
   TickRunId
 } from "../domain/monitor.ts"
-import type { DeliveryId, ProfileId } from "../domain/id-schemas.ts"
+import type { DeliveryId, ProfileId, ScheduleId, WebhookEndpointId } from "../domain/id-schemas.ts"
 import type { RunEvent } from "../store/run-log.ts"
 import { MonitorEntity } from "../entities/monitor.ts"
 import { Schedules } from "../schedules/schedules.ts"
@@ -50,8 +50,8 @@ import type { ProjectId } from "../domain/run.ts"
 const channelOf = (spec: {
   readonly kind: NotifyChannel["kind"]
   readonly url?: string | null | undefined
-  readonly webhook_id?: string | null | undefined
-  readonly schedule_id?: string | null | undefined
+  readonly webhook_id?: WebhookEndpointId | null | undefined
+  readonly schedule_id?: ScheduleId | null | undefined
 }): NotifyChannel => ({
   kind: spec.kind,
   url: spec.url ?? null,

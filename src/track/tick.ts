@@ -23,7 +23,7 @@ import { createHash } from "node:crypto"
 import { AgentModel } from "../agent/model.ts"
 import { AppConfig } from "../config/config.ts"
 import { Budget } from "../billing/budget.ts"
-import { isTerminalMonitor, type Monitor, MonitorId, type PageResult, type Snapshot, SnapshotId, type TickRun, TickRunId } from "../domain/monitor.ts"
+import { isTerminalMonitor, type Monitor, MonitorId, type PageResult, type Snapshot, SnapshotId, type TickRun } from "../domain/monitor.ts"
 import { DeliveryId } from "../domain/id-schemas.ts"
 import type { Run, TrackTickRequest } from "../domain/run.ts"
 import type { Begin, RunExecutor } from "../runs/kernel.ts"
@@ -131,7 +131,7 @@ const tickOutput = (run: Run): typeof TickOutput.Type => Option.getOrElse(decode
 const tickOf = (run: Run, request: TrackTickRequest): TickRef => {
   const { n } = tickOutput(run)
   return {
-    id: TickRunId.make(run.id),
+    id: run.id,
     monitor_id: MonitorId.make(request.monitor_id),
     project_id: run.project_id,
     n: n ?? null,
@@ -227,7 +227,7 @@ export const makeTickExecutor = Effect.gen(function*() {
     const runs = monitor.status === "active" || monitor.status === "failing" ||
       (request.trigger === "run_now" && (monitor.status === "paused" || monitor.status === "pending_clarification"))
     if (!runs) {
-      yield* store.skipTick({ id: TickRunId.make(run.id), monitor_id: monitor.id }, `the monitor is ${monitor.status}`)
+      yield* store.skipTick({ id: run.id, monitor_id: monitor.id }, `the monitor is ${monitor.status}`)
       return
     }
     const [token, , { tick, previous }] = yield* begin(Effect.void)
