@@ -633,3 +633,23 @@ export class SkillNameTaken extends Schema.TaggedError<SkillNameTaken>()("SkillN
     return { detail: `this project already has a skill named ${this.name}`, extra: { name: this.name } }
   }
 }
+
+/** A signed URL (a workspace file's download, a recording's replay, a screenshot) whose signature does not match it: tampered, or another service's. */
+export class InvalidSignature extends Schema.TaggedError<InvalidSignature>()("InvalidSignature", {}) {
+  get httpStatus() { return 403 as const }
+  get code() { return "invalid_signature" }
+  wire(): WireBody {
+    return { detail: "the signature does not match this URL", extra: {} }
+  }
+}
+
+/** A signed URL past its expiry; `refresh` tells where a fresh one comes from. */
+export class SignedUrlExpired extends Schema.TaggedError<SignedUrlExpired>()("SignedUrlExpired", {
+  refresh: Schema.String
+}) {
+  get httpStatus() { return 403 as const }
+  get code() { return "url_expired" }
+  wire(): WireBody {
+    return { detail: `the URL has expired; ${this.refresh}`, extra: {} }
+  }
+}

@@ -5,6 +5,7 @@
  * while its signature holds. The artifacts themselves are the run store's (src/store/artifacts.ts).
  */
 import { Context, Effect, Layer } from "effect"
+import { InvalidSignature, SignedUrlExpired } from "../domain/errors.ts"
 import type { ArtifactId } from "../domain/id-schemas.ts"
 import type { RunId } from "../domain/run.ts"
 import { withMethodSpans } from "../observability/spans.ts"
@@ -14,10 +15,6 @@ import { RecordingLinks, type SignedReplayUrl } from "./replay-links.ts"
 
 export type { ArtifactBody, ArtifactRow, SignedReplayUrl }
 
-/** What a signed replay URL opens: the recording with its stored body, or why not. */
-export type ReplayOutcome =
-  | { readonly _tag: "Recording"; readonly artifact: ArtifactBody }
-  | { readonly _tag: "InvalidSignature" | "Expired" | "NotFound" }
 
 export class Recordings extends Context.Service<Recordings, {
   /** The run's artifacts, newest first; with `page`, at most `limit` of them before the id `before`. */
@@ -28,8 +25,8 @@ export class Recordings extends Context.Service<Recordings, {
   readonly replayUrl: (row: ArtifactRow) => Effect.Effect<SignedReplayUrl | undefined>
   /** The run's stored recording with a fresh replay URL; undefined until it is stored. */
   readonly ofRun: (runId: RunId) => Effect.Effect<{ readonly row: ArtifactRow; readonly replay: SignedReplayUrl } | undefined>
-  /** The recording a signed replay URL names, once its signature and expiry are checked. */
-  readonly replay: (artifactId: ArtifactId, expires: number, signature: string) => Effect.Effect<ReplayOutcome>
+  /** The recording a signed replay URL names, once its signature and expiry are checked (undefined: no such recording). */
+  readonly replay: (artifactId: ArtifactId, expires: number, signature: string) => Effect.Effect<ArtifactBody | undefined, InvalidSignature | SignedUrlExpired>
 }>()("wa/recordings/Recordings") {
   static readonly layer = Layer.effect(
     Recordings,
@@ -49,11 +46,10 @@ export class Recordings extends Context.Service<Recordings, {
         replay: (artifactId: ArtifactId, expires: number, signature: string) =>
           Effect.gen(function*() {
             const verdict = yield* links.verify(artifactId, expires, signature)
-            if (verdict === "invalid") return { _tag: "InvalidSignature" } as const
-            if (verdict === "expired") return { _tag: "Expired" } as const
+            if (verdict === "invalid") return yield* new InvalidSignature()
+            if (verdict === "expired") return yield* new SignedUrlExpired({ refresh: "get the run (or its artifacts) again for a fresh replay_url" })
             const artifact = yield* store.body(artifactId)
-            if (artifact === undefined || artifact.row.name !== RECORDING_ARTIFACT_NAME) return { _tag: "NotFound" } as const
-            return { _tag: "Recording", artifact } as const
+            return artifact === undefined || artifact.row.name !== RECORDING_ARTIFACT_NAME ? undefined : artifact
           })
       }))
     })

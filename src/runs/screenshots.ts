@@ -5,23 +5,27 @@
  * API key to an <img> tag.
  */
 import { Context, Effect, Layer } from "effect"
+import { InvalidSignature, SignedUrlExpired } from "../domain/errors.ts"
 import type { ScreenshotId } from "../domain/id-schemas.ts"
 import { withMethodSpans } from "../observability/spans.ts"
 import { ScreenshotStore } from "../store/screenshots.ts"
 
-/** What a signed screenshot URL opens: the JPEG, or why not. */
-export type ScreenshotRead = Uint8Array | "expired" | "invalid" | "missing"
-
 export class Screenshots extends Context.Service<Screenshots, {
-  /** The JPEG when the URL's signature is valid and not expired. */
-  readonly read: (id: ScreenshotId, expires: number, signature: string) => Effect.Effect<ScreenshotRead>
+  /** The JPEG when the URL's signature is valid and not expired (undefined: no such screenshot). */
+  readonly read: (id: ScreenshotId, expires: number, signature: string) => Effect.Effect<Uint8Array | undefined, InvalidSignature | SignedUrlExpired>
 }>()("wa/runs/Screenshots") {
   static readonly layer = Layer.effect(
     Screenshots,
     Effect.gen(function*() {
       const store = yield* ScreenshotStore
       return Screenshots.of(withMethodSpans("Screenshots", {
-        read: (id: ScreenshotId, expires: number, signature: string) => store.read(id, expires, signature)
+        read: (id: ScreenshotId, expires: number, signature: string) =>
+          Effect.gen(function*() {
+            const result = yield* store.read(id, expires, signature)
+            if (result === "invalid") return yield* new InvalidSignature()
+            if (result === "expired") return yield* new SignedUrlExpired({ refresh: "read the run's events again (a replay signs its screenshots afresh)" })
+            return result === "missing" ? undefined : result
+          })
       }))
     })
   )

@@ -7,7 +7,7 @@
  * signatures are WorkspaceStore's (src/store/workspace-store.ts).
  */
 import { Context, Effect, Layer, type Stream } from "effect"
-import type { WorkspaceFileNotFound, WorkspaceNotFound } from "../domain/errors.ts"
+import { InvalidSignature, SignedUrlExpired, type WorkspaceFileNotFound, type WorkspaceNotFound } from "../domain/errors.ts"
 import type { WorkspaceId } from "../domain/id-schemas.ts"
 import type { ProjectId } from "../domain/run.ts"
 import { withMethodSpans } from "../observability/spans.ts"
@@ -22,11 +22,11 @@ import {
 
 export { FileTooLarge, type InvalidFileName, type SignedUrl, type WorkspaceFileRow, type WorkspaceRow }
 
-/** What a signed download URL opens: the file as a stream of its chunks, or why not. */
-export type Download =
-  | { readonly _tag: "File"; readonly file: WorkspaceFileRow; readonly stream: Stream.Stream<Uint8Array> }
-  | { readonly _tag: "InvalidSignature" }
-  | { readonly _tag: "Expired" }
+/** What a signed download URL opens: the file as a stream of its chunks. */
+export interface Download {
+  readonly file: WorkspaceFileRow
+  readonly stream: Stream.Stream<Uint8Array>
+}
 
 export class Workspaces extends Context.Service<Workspaces, {
   readonly create: (projectId: ProjectId, name: string | null) => Effect.Effect<WorkspaceRow>
@@ -56,7 +56,7 @@ export class Workspaces extends Context.Service<Workspaces, {
   /** A fresh signed download URL of the file. */
   readonly downloadUrl: (file: WorkspaceFileRow) => Effect.Effect<SignedUrl>
   /** The file a signed download URL names, once its signature and expiry are checked. */
-  readonly download: (workspaceId: WorkspaceId, name: string, expires: number, signature: string) => Effect.Effect<Download, WorkspaceFileNotFound>
+  readonly download: (workspaceId: WorkspaceId, name: string, expires: number, signature: string) => Effect.Effect<Download, WorkspaceFileNotFound | InvalidSignature | SignedUrlExpired>
 }>()("wa/workspaces/Workspaces") {
   static readonly layer = Layer.effect(
     Workspaces,
@@ -93,10 +93,9 @@ export class Workspaces extends Context.Service<Workspaces, {
         download: (workspaceId: WorkspaceId, name: string, expires: number, signature: string) =>
           Effect.gen(function*() {
             const verdict = yield* store.verifyUrl(workspaceId, name, expires, signature)
-            if (verdict === "invalid") return { _tag: "InvalidSignature" } as const
-            if (verdict === "expired") return { _tag: "Expired" } as const
-            const { file, stream } = yield* store.streamFile(workspaceId, name)
-            return { _tag: "File", file, stream } as const
+            if (verdict === "invalid") return yield* new InvalidSignature()
+            if (verdict === "expired") return yield* new SignedUrlExpired({ refresh: "get the file again (GET .../workspaces/{wid}/files/{name}) for a fresh one" })
+            return yield* store.streamFile(workspaceId, name)
           })
       }))
     })

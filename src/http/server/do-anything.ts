@@ -13,7 +13,7 @@ import { validateCallbackUrl } from "../../webhooks/callback-url.ts"
 import { WebAgentApi } from "../api/api.ts"
 import { CurrentKey } from "../api/security.ts"
 import { httpErrors } from "../domain-errors.ts"
-import { Forbidden, notFound, validationError } from "../errors.ts"
+import { notFound, validationError } from "../errors.ts"
 import { DEFAULT_LIMIT, decodeCursor, toPage } from "../pagination.ts"
 import { parseLastEventId, runEventStream } from "../sse.ts"
 import { flatRunView, runView, sessionView } from "../views/run-view.ts"
@@ -186,17 +186,9 @@ export const MediaHandlers = HttpApiBuilder.group(
     const screenshots = yield* Screenshots
     return handlers.handle("screenshot", ({ params, query }) =>
       Effect.gen(function*() {
-        const result = yield* screenshots.read(params.id, query.expires, query.signature)
-        if (result === "missing") return yield* notFound("screenshot_not_found", "no such screenshot")
         // 403 like the other signed URLs (workspace files, recordings): the URL grants nothing (any more).
-        if (result === "invalid") return yield* new Forbidden({ code: "invalid_signature", detail: "the signature does not match this URL", extra: {} })
-        if (result === "expired") {
-          return yield* new Forbidden({
-            code: "url_expired",
-            detail: "the URL has expired; read the run's events again (a replay signs its screenshots afresh)",
-            extra: {}
-          })
-        }
+        const result = yield* httpErrors(screenshots.read(params.id, query.expires, query.signature))
+        if (result === undefined) return yield* notFound("screenshot_not_found", "no such screenshot")
         return HttpServerResponse.uint8Array(result, { contentType: "image/jpeg", headers: { "cache-control": "private, max-age=900" } })
       }))
   })

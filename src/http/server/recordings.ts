@@ -17,7 +17,7 @@ import { pageSecurityHeaders } from "../page-security.ts"
 import { WebAgentApi } from "../api/api.ts"
 import { CurrentKey } from "../api/security.ts"
 import { httpErrors } from "../domain-errors.ts"
-import { Forbidden, notFound } from "../errors.ts"
+import { notFound } from "../errors.ts"
 import { DEFAULT_LIMIT, decodeCursor, toPage } from "../pagination.ts"
 
 const artifactNotFound = (aid: string) => notFound("artifact_not_found", `no artifact ${aid} in this run`)
@@ -83,21 +83,9 @@ export const RecordingReplayHandlers = HttpApiBuilder.group(
     /** The recording a signed URL names (403 when the signature is wrong or expired). */
     const signedRecording = (aid: ArtifactId, expires: number, signature: string) =>
       Effect.gen(function*() {
-        const outcome = yield* recordings.replay(aid, expires, signature)
-        switch (outcome._tag) {
-          case "InvalidSignature":
-            return yield* new Forbidden({ code: "invalid_signature", detail: "the signature does not match this URL", extra: {} })
-          case "Expired":
-            return yield* new Forbidden({
-              code: "url_expired",
-              detail: "the URL has expired; get the run (or its artifacts) again for a fresh replay_url",
-              extra: {}
-            })
-          case "NotFound":
-            return yield* notFound("recording_not_found", "no such recording")
-          case "Recording":
-            return outcome.artifact
-        }
+        const artifact = yield* httpErrors(recordings.replay(aid, expires, signature))
+        if (artifact === undefined) return yield* notFound("recording_not_found", "no such recording")
+        return artifact
       })
     const pageHeaders = {
       ...pageSecurityHeaders({ directives: REPLAY_PAGE_DIRECTIVES, frameAncestors: "self" }),

@@ -10,7 +10,7 @@ import { type WorkspaceFileRow, type WorkspaceRow, Workspaces } from "../../work
 import { WebAgentApi } from "../api/api.ts"
 import { CurrentKey } from "../api/security.ts"
 import { httpErrors } from "../domain-errors.ts"
-import { badRequest, Forbidden } from "../errors.ts"
+import { badRequest } from "../errors.ts"
 import { DEFAULT_LIMIT, decodeCursor, nameCursor, toPage } from "../pagination.ts"
 
 export const workspaceView = (row: WorkspaceRow) => ({
@@ -120,16 +120,6 @@ export const WorkspaceDownloadHandlers = HttpApiBuilder.group(
     return handlers.handle("download", ({ params, query }) =>
       Effect.gen(function*() {
         const download = yield* httpErrors(workspaces.download(params.wid, params.name, query.expires, query.signature))
-        if (download._tag === "InvalidSignature") {
-          return yield* new Forbidden({ code: "invalid_signature", detail: "the signature does not match this URL", extra: {} })
-        }
-        if (download._tag === "Expired") {
-          return yield* new Forbidden({
-            code: "url_expired",
-            detail: "the URL has expired; get the file again (GET .../workspaces/{wid}/files/{name}) for a fresh one",
-            extra: {}
-          })
-        }
         const { file, stream } = download
         return HttpServerResponse.stream(stream, {
           contentType: file.content_type,
