@@ -1,6 +1,7 @@
 /**
  * Auto-recharge in PostgreSQL: each project's settings (auto_recharge_settings) and its recharges
- * (auto_recharges, an outbox of payments to send). Rows are decoded through Schema; the rules
+ * (auto_recharges, an outbox of payments to send). Rows are decoded through Schema (a recharge's id
+ * through the AutoRechargeId brand, as the service's makeId("arc") made it); the rules
  * (when to queue, the monthly cap, retries) are the AutoRecharge service's (src/billing/auto-recharge.ts),
  * which runs the queueing steps inside `transaction`.
  */
@@ -9,6 +10,7 @@ import { SqlClient } from "effect/sql"
 import { type Bucket, type ChargeInput, creditInTransaction } from "../store/ledger.ts"
 import { withMethodSpans } from "../observability/spans.ts"
 import { ProjectId } from "../domain/run.ts"
+import { AutoRechargeId } from "../domain/id-schemas.ts"
 
 export interface AutoRechargeSettings {
   readonly projectId: ProjectId
@@ -25,7 +27,7 @@ export interface AutoRechargeSettings {
 export const RechargeStatus = Schema.Literals(["pending", "succeeded", "failed"])
 
 export interface Recharge {
-  readonly id: string
+  readonly id: AutoRechargeId
   readonly amountMicros: number
   readonly status: typeof RechargeStatus.Type
   readonly attempts: number
@@ -39,7 +41,7 @@ export type AutoRechargeInput = Omit<AutoRechargeSettings, "projectId" | "armed"
 
 /** A recharge leased for sending. */
 export interface LeasedRecharge {
-  readonly id: string
+  readonly id: AutoRechargeId
   readonly projectId: ProjectId
   readonly amountMicros: number
   readonly attempts: number
@@ -57,7 +59,7 @@ const decodeSettings = Schema.decodeUnknownSync(Schema.Struct({
   updated_at: Schema.Date
 }))
 const decodeRecharge = Schema.decodeUnknownSync(Schema.Struct({
-  id: Schema.String,
+  id: AutoRechargeId,
   amount_micros: Schema.FiniteFromString,
   status: RechargeStatus,
   attempts: Schema.Number,
@@ -77,7 +79,7 @@ const decodePayment = Schema.decodeUnknownSync(Schema.Struct({
   stripe_payment_method_id: Schema.NullOr(Schema.String)
 }))
 const decodeLeased = Schema.decodeUnknownSync(Schema.Struct({
-  id: Schema.String,
+  id: AutoRechargeId,
   project_id: ProjectId,
   amount_micros: Schema.FiniteFromString,
   attempts: Schema.Number
@@ -112,14 +114,14 @@ export class RechargeStore extends Context.Service<RechargeStore, {
   /** Pending and succeeded recharges of the project's current calendar month (UTC). */
   readonly monthTotal: (projectId: ProjectId) => Effect.Effect<number>
   /** Queues a pending recharge of this month and disarms the settings. */
-  readonly queue: (id: string, projectId: ProjectId, amountMicros: number) => Effect.Effect<void>
+  readonly queue: (id: AutoRechargeId, projectId: ProjectId, amountMicros: number) => Effect.Effect<void>
   /** Leases due pending recharges (at most `limit`): attempts counted, due again `leaseSeconds` on. */
   readonly lease: (limit: number, leaseSeconds: number) => Effect.Effect<ReadonlyArray<LeasedRecharge>>
   readonly paymentMethod: (projectId: ProjectId) => Effect.Effect<{ readonly customerId: string | null; readonly paymentMethodId: string | null } | undefined>
   /** The credit and the recharge's success, in one transaction. */
-  readonly succeed: (rechargeId: string, paymentIntentId: string, credit: ChargeInput & { readonly bucket: Bucket }) => Effect.Effect<void>
-  readonly fail: (rechargeId: string, error: string) => Effect.Effect<void>
-  readonly retryLater: (rechargeId: string, error: string, delaySeconds: number) => Effect.Effect<void>
+  readonly succeed: (rechargeId: AutoRechargeId, paymentIntentId: string, credit: ChargeInput & { readonly bucket: Bucket }) => Effect.Effect<void>
+  readonly fail: (rechargeId: AutoRechargeId, error: string) => Effect.Effect<void>
+  readonly retryLater: (rechargeId: AutoRechargeId, error: string, delaySeconds: number) => Effect.Effect<void>
 }>()("wa/billing/RechargeStore") {
   static readonly layer = Layer.effect(
     RechargeStore,
