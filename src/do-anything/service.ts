@@ -5,7 +5,6 @@
  * Cancel and close go through here too. The HTTP handlers only decode, call one method and render.
  */
 import { Context, Effect, Layer, Option } from "effect"
-import { SqlClient } from "effect/sql"
 import { AgentModel } from "../agent/model.ts"
 import { toolNames } from "../agent/tools.ts"
 import { AppConfig } from "../config/config.ts"
@@ -29,6 +28,7 @@ import { RunStore } from "../store/runs.ts"
 import { type NewRun, SessionStore } from "../store/sessions.ts"
 import { ProfileStore } from "../profiles/profile-store.ts"
 import { SkillStore } from "../store/skills.ts"
+import { SecretStore } from "../secrets/secret-store.ts"
 import { RunNotifier } from "../webhooks/run-notifier.ts"
 import { WorkspaceStore } from "../store/workspace-store.ts"
 import { type IssuedUrl, TakeControl } from "../control/take-control.ts"
@@ -114,9 +114,9 @@ export class Sessions extends Context.Service<Sessions, {
       const model = yield* AgentModel
       const workspaces = yield* WorkspaceStore
       const clientFor = yield* SessionEntity.client
-      const sql = yield* SqlClient.SqlClient
       const profiles = yield* ProfileStore
       const skillStore = yield* SkillStore
+      const secretStore = yield* SecretStore
       const control = yield* TakeControl
       const plans = yield* Plans
       const sessionSchedules = yield* SessionSchedules
@@ -141,8 +141,7 @@ export class Sessions extends Context.Service<Sessions, {
         const secretNames = request.secrets ?? []
         if (secretNames.length > 0) {
           // A secret the project does not have is a 422 at create, not a run that fails at its start.
-          const known = (yield* sql<{ name: string }>`SELECT name FROM project_secrets WHERE project_id = ${projectId} ORDER BY name`.pipe(Effect.orDie))
-            .map((row) => row.name)
+          const known = yield* secretStore.names(projectId)
           const missing = secretNames.filter((name) => !known.includes(name))
           if (missing.length > 0) return yield* new UnknownNames({ field: "secrets", what: "secret", unknown: missing, allowed: known })
         }
@@ -360,5 +359,5 @@ export class Sessions extends Context.Service<Sessions, {
         })
       })
     })
-  ).pipe(Layer.provide(Layer.mergeAll(ProfileStore.layer, Plans.layer, SkillStore.layer, Budget.layer)))
+  ).pipe(Layer.provide(Layer.mergeAll(ProfileStore.layer, Plans.layer, SkillStore.layer, SecretStore.layer, Budget.layer)))
 }

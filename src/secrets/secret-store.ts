@@ -80,6 +80,8 @@ export class SecretStore extends Context.Service<SecretStore, {
   readonly create: (projectId: ProjectId, input: NewSecret) => Effect.Effect<SecretRow, SecretNameTaken | SecretLimitReached>
   /** Newest first, `limit` rows before the id `beforeId` (exclusive). */
   readonly list: (projectId: ProjectId, limit: number, beforeId?: string) => Effect.Effect<ReadonlyArray<SecretRow>>
+  /** The names of the project's secrets, in order (a create's check of the names it asks for). */
+  readonly names: (projectId: ProjectId) => Effect.Effect<ReadonlyArray<string>>
   readonly find: (projectId: ProjectId, id: SecretId) => Effect.Effect<SecretRow | undefined>
   /** undefined when there is no such secret. */
   readonly update: (projectId: ProjectId, id: SecretId, changes: SecretChanges) => Effect.Effect<SecretRow | undefined>
@@ -161,12 +163,17 @@ export class SecretStore extends Context.Service<SecretStore, {
       })
 
       return SecretStore.of({
-        ...withMethodSpans<Pick<SecretStore["Service"], "list" | "find" | "delete">>("SecretStore", {
+        ...withMethodSpans<Pick<SecretStore["Service"], "list" | "names" | "find" | "delete">>("SecretStore", {
           list: (projectId, limit, beforeId) =>
             sql<SecretRow>`
               SELECT ${cols} FROM project_secrets
               WHERE project_id = ${projectId} ${beforeId === undefined ? sql`` : sql`AND id < ${beforeId}`}
               ORDER BY id DESC LIMIT ${limit}`.pipe(Effect.orDie),
+          names: (projectId) =>
+            sql<{ name: string }>`SELECT name FROM project_secrets WHERE project_id = ${projectId} ORDER BY name`.pipe(
+              Effect.map((rows) => rows.map((row) => row.name)),
+              Effect.orDie
+            ),
           find,
           delete: (projectId, id) =>
             sql`DELETE FROM project_secrets WHERE project_id = ${projectId} AND id = ${id} RETURNING 1`.pipe(
