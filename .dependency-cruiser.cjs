@@ -4,6 +4,8 @@
  * Imports run one way: http → products → run kernel / entities → shared capabilities →
  * browser / agent / reader → store → config / observability / net / security → domain.
  * Each folder of src/ has a rank below; a folder may import folders of its own rank or lower.
+ * A sub-folder with a rank of its own (`billing/store`) is not part of its parent's rank: its files
+ * are checked, and reached, at the sub-folder's rank.
  * There is no baseline of known violations: every violation fails the check.
  */
 const ranks = {
@@ -12,6 +14,10 @@ const ranks = {
   // The state cipher (AES-GCM of saved browser state, secrets, checkpoints) reads its key from AppConfig.
   security: 2,
   store: 2,
+  // Billing's persistence (the credit ledger, credit holds, a run's charges, plans, auto-recharge):
+  // a store, so the run store admits a run's credit hold and charges its steps in its own
+  // transaction. It sits below the billing services (src/billing/, rank 5) that use it.
+  "billing/store": 2,
   events: 3,
   // The fair shares of run work (lanes, round-robin between projects): every layer that starts
   // a unit of run work takes a slot.
@@ -37,15 +43,20 @@ const ranks = {
 }
 
 const folders = Object.keys(ranks)
+/** The sub-folders of `folder` that have a rank of their own. */
+const rankedInside = (folder) => folders.filter((other) => other.startsWith(`${folder}/`))
 const upward = folders.flatMap((from) => {
   const higher = folders.filter((to) => ranks[to] > ranks[from])
   if (higher.length === 0) return []
+  // Sub-folders of a higher folder that are not higher themselves (billing/store under billing).
+  const notHigher = higher.flatMap(rankedInside).filter((inside) => !higher.includes(inside))
+  const excluded = (paths) => paths.length === 0 ? {} : { pathNot: paths.map((folder) => `^src/${folder}/`) }
   return [{
     name: `upward-from-${from}`,
     comment: `src/${from}/ (rank ${ranks[from]}) imports a folder of a higher layer`,
     severity: "error",
-    from: { path: `^src/${from}/` },
-    to: { path: `^src/(${higher.join("|")})/` }
+    from: { path: `^src/${from}/`, ...excluded(rankedInside(from)) },
+    to: { path: `^src/(${higher.join("|")})/`, ...excluded(notHigher) }
   }]
 })
 
@@ -117,7 +128,7 @@ module.exports = {
       comment: "handlers, views, middlewares and streams reach stores, entities, the cluster, the event bus and the browser through a product's or capability's service; only the app's layer wiring names them",
       severity: "error",
       from: { path: "^src/http/", pathNot: "^src/http/server/app\\.ts$" },
-      to: { path: ["^src/store/", "^src/entities/", "^src/cluster/", "^src/events/", "^src/browser/"] }
+      to: { path: ["^src/store/", "^src/billing/store/", "^src/entities/", "^src/cluster/", "^src/events/", "^src/browser/"] }
     },
     ...upward
   ],

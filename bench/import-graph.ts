@@ -31,7 +31,11 @@ const cruise = (extra: ReadonlyArray<string> = []) =>
   }
 
 const full = cruise()
+// Sub-folders with a rank of their own (billing/store, at the store's rank) are folders of the graph.
+const rankedSubFolders = [...upwardRules].map((name) => name.slice("upward-from-".length)).filter((folder) => folder.includes("/"))
 const folderOf = (file: string) => {
+  const inside = rankedSubFolders.find((folder) => file.startsWith(`src/${folder}/`))
+  if (inside !== undefined) return inside
   const parts = file.split("/")
   return parts.length > 2 ? parts[1]! : parts[1]!.replace(/\.ts$/, "")
 }

@@ -20,7 +20,7 @@
  */
 import { Context, Effect, Layer, Schedule } from "effect"
 import { AppConfig } from "../config/config.ts"
-import { type AutoRechargeInput, type AutoRechargeSettings, type LeasedRecharge, type Recharge, RechargeStore } from "./recharge-store.ts"
+import { type AutoRechargeInput, type AutoRechargeSettings, type LeasedRecharge, type Recharge, RechargeStore } from "./store/recharge-store.ts"
 import { StripeBilling } from "./stripe.ts"
 import type { AutoRechargeId } from "../domain/id-schemas.ts"
 import { makeId } from "../domain/ids.ts"

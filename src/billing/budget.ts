@@ -13,9 +13,9 @@
 import { Context, Effect, Layer } from "effect"
 import { BudgetExceeded, InsufficientCredits } from "../domain/errors.ts"
 import { AppConfig } from "../config/config.ts"
-import { HoldStore } from "../store/credit-holds.ts"
+import { HoldStore } from "./store/credit-holds.ts"
 import { toMicros } from "../domain/money.ts"
-import { type Balance, LedgerStore, WARNING_RATIO } from "../store/ledger.ts"
+import { type Balance, LedgerStore, WARNING_RATIO } from "./store/ledger.ts"
 import { Ledger } from "./ledger.ts"
 import type { Exhausted } from "../domain/billing.ts"
 import { withMethodSpans } from "../observability/spans.ts"
@@ -49,14 +49,14 @@ export class Budget extends Context.Service<Budget, {
   readonly exhausted: (projectId: ProjectId) => Effect.Effect<Exhausted | null>
   /**
    * A monitor tick about to run is admitted against its fee (track_per_tick), held from the
-   * balance until the tick ends (src/store/credit-holds.ts): "budget" or "credits" when it cannot be
+   * balance until the tick ends (src/billing/store/credit-holds.ts): "budget" or "credits" when it cannot be
    * paid (billing off: null, nothing held). Its own transaction; the tick's end settles it.
    */
   readonly holdTick: (projectId: ProjectId, tickId: TickRunId) => Effect.Effect<Exhausted | null>
   /** Whether a new run (or tick) may start: BudgetExceeded or InsufficientCredits, else nothing. */
   readonly admit: (projectId: ProjectId) => Effect.Effect<void, BudgetExceeded | InsufficientCredits>
   /**
-   * Credits held now for runs and monitor ticks under way (src/store/credit-holds.ts), micro-USD: what
+   * Credits held now for runs and monitor ticks under way (src/billing/store/credit-holds.ts), micro-USD: what
    * the balance is not free to spend until they end (shown as `held_usd`).
    */
   readonly held: (projectId: ProjectId) => Effect.Effect<number>

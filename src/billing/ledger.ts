@@ -1,12 +1,12 @@
 /**
  * The Ledger service: balances, charges, credits, usage and the account summary over the credit
- * ledger, whose entries and balance rows are written by src/store/ledger.ts (in the caller's
+ * ledger, whose entries and balance rows are written by src/billing/store/ledger.ts (in the caller's
  * transaction, so a run's charges commit with its checkpoint).
  */
 import { Context, Effect, Layer, Schema } from "effect"
 import { AppConfig } from "../config/config.ts"
 import { toMicros } from "../domain/money.ts"
-import { type Balance, type Bucket, type ChargeInput, type ChargeOutcome, type Entry, LedgerStore, type UsageQuery } from "../store/ledger.ts"
+import { type Balance, type Bucket, type ChargeInput, type ChargeOutcome, type Entry, LedgerStore, type UsageQuery } from "./store/ledger.ts"
 import { withMethodSpans } from "../observability/spans.ts"
 import type { ProjectId } from "../domain/run.ts"
 

@@ -10,13 +10,13 @@
  *   (WA_MAX_KEYS_PER_PROJECT) and monitors not ended (WA_MAX_MONITORS_PER_PROJECT).
  * - A subscribed project is granted its plan's monthly credits once per billing period: when the
  *   plan is set (if the period has no grant yet), and when the ledger opens a new period
- *   (src/store/ledger.ts lockBalance, lazily on the first write or balance read of the period).
+ *   (src/billing/store/ledger.ts lockBalance, lazily on the first write or balance read of the period).
  *   Changing plan mid-period changes the caps at once; the new plan's credits come with the next
  *   period (the current one was granted already).
  */
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { AppConfig } from "../config/config.ts"
-import { PlanStore } from "./plan-store.ts"
+import { PlanStore } from "./store/plan-store.ts"
 import { loadPlanTable, type Plan, type PlanTable } from "../config/plan-table.ts"
 import { withMethodSpans } from "../observability/spans.ts"
 import type { ProjectId } from "../domain/run.ts"

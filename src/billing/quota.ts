@@ -6,8 +6,8 @@
  */
 import { Context, Effect, Layer } from "effect"
 import { Budget } from "./budget.ts"
-import type { Balance } from "../store/ledger.ts"
-import { PlanStore } from "./plan-store.ts"
+import type { Balance } from "./store/ledger.ts"
+import { PlanStore } from "./store/plan-store.ts"
 import { type Plan, Plans } from "./plans.ts"
 import type { ProjectId } from "../domain/run.ts"
 
@@ -24,7 +24,7 @@ export interface QuotaStatus {
   readonly plan: Plan
   readonly subscriptionStatus: "active" | "none"
   readonly balance: Balance
-  /** Credits held for runs and ticks under way (src/store/credit-holds.ts), micro-USD. */
+  /** Credits held for runs and ticks under way (src/billing/store/credit-holds.ts), micro-USD. */
   readonly heldMicros: number
   /** Charges of the current period, positive micro-USD. */
   readonly spentMicros: number

@@ -10,7 +10,7 @@
 import { Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import { AppConfig } from "../config/config.ts"
-import { releaseEndedHolds } from "../store/credit-holds.ts"
+import { releaseEndedHolds } from "../billing/store/credit-holds.ts"
 
 export const StartupRecoveryLive = Layer.effectDiscard(Effect.gen(function*() {
   const config = yield* AppConfig

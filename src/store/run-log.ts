@@ -1,7 +1,7 @@
 /**
  * A run's event log and row locks: the primitives every transaction on a run is built of, shared
  * by the run store (src/store/runs.ts), the session store (src/store/sessions.ts) and the run
- * charges (src/store/run-charges.ts). A run's events are numbered one by one per run while the run
+ * charges (src/billing/store/run-charges.ts). A run's events are numbered one by one per run while the run
  * row is locked, and each is announced with NOTIFY at commit so SSE streams on any node wake up.
  *
  * `run_events` is the one event log: besides runs' logs it holds each Track monitor's, under the

@@ -3,7 +3,7 @@
  * written in one transaction; event ids increase by one per run (the run row is locked while the
  * next id is taken, src/store/run-log.ts), and every new event is announced with NOTIFY so SSE
  * streams on any node wake up. A step's checkpoint, its events and its charges
- * (src/store/run-charges.ts) commit together. Sessions are src/store/sessions.ts.
+ * (src/billing/store/run-charges.ts) commit together. Sessions are src/store/sessions.ts.
  */
 import { Context, Effect, identity, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql"
@@ -28,14 +28,14 @@ import { canTransition, isTerminal, type RunStatus, type TerminalReason } from "
 import { toMicros } from "../domain/money.ts"
 import type { EventData, NewRunEvent, RunEventType, StatusChangeExtra } from "../domain/events.ts"
 import type { Phase } from "../domain/research.ts"
-import { releaseHoldInTransaction } from "./credit-holds.ts"
+import { releaseHoldInTransaction } from "../billing/store/credit-holds.ts"
 import { AppConfig } from "../config/config.ts"
 import { admitRunInFlight, oneAdmissionAtATime, RunStartedBy } from "./run-admission.ts"
-import { type ChargeResult, makeRunCharges, MIN_BROWSER_STEP_MICROS, type RunCharge } from "./run-charges.ts"
+import { type ChargeResult, makeRunCharges, MIN_BROWSER_STEP_MICROS, type RunCharge } from "../billing/store/run-charges.ts"
 import { eventsAfter, insertEvent, lockRun, lockSessionOfRun, type RunEvent, SupersededExecution } from "./run-log.ts"
 
 export { EVENTS_CHANNEL, type RunEvent, SupersededExecution } from "./run-log.ts"
-export { type ChargeResult, costFields, type CostColumn, type RunCharge } from "./run-charges.ts"
+export { type ChargeResult, costFields, type CostColumn, type RunCharge } from "../billing/store/run-charges.ts"
 
 /** What a run needs to go on elsewhere: its conversation, step, page and browser storage. */
 export interface Checkpoint {

@@ -14,7 +14,7 @@ import { type ProjectId, type Run, runFromRow, type RunId, type RunRequest, type
 import type { ProfileId } from "../domain/profile.ts"
 import type { WorkspaceId } from "../domain/id-schemas.ts"
 import { withMethodSpans } from "../observability/spans.ts"
-import { makeRunCharges } from "./run-charges.ts"
+import { makeRunCharges } from "../billing/store/run-charges.ts"
 import { RunStartedBy } from "./run-admission.ts"
 import { insertEvent, lockRun } from "./run-log.ts"
 
@@ -49,7 +49,7 @@ export class SessionStore extends Context.Service<SessionStore, {
     /** Open sessions the whole project may hold (its plan's), counted in the same transaction. */
     readonly maxProjectSessions?: number
   }) => Effect.Effect<{ readonly session: Session; readonly run: Run }, SessionCapReached | InsufficientCredits | BudgetExceeded>
-  /** Billing on: the run is admitted against its estimated charge, held (src/store/credit-holds.ts), in the transaction that inserts it. */
+  /** Billing on: the run is admitted against its estimated charge, held (src/billing/store/credit-holds.ts), in the transaction that inserts it. */
   readonly addRun: (sessionId: SessionId, run: NewRun) => Effect.Effect<Run, SessionClosed | PreviousRunActive | InsufficientCredits | BudgetExceeded>
   /** A lookup by any id (as getRun): one that names no session of the project finds nothing. */
   readonly getSession: (projectId: ProjectId, sessionId: SessionId) => Effect.Effect<Session | undefined>

@@ -1,5 +1,5 @@
 /**
- * Credit holds (src/store/credit-holds.ts), in-process on a database of this file with the real
+ * Credit holds (src/billing/store/credit-holds.ts), in-process on a database of this file with the real
  * Ledger, Budget, RunStore and MonitorStore (WA_BILLING=on, WA_BILLING_MIN_BALANCE_USD=0.005):
  *
  * - for every product that charges, 40 concurrent admissions at a balance of exactly one
@@ -15,7 +15,7 @@ import { Effect, Exit, Layer, References } from "effect"
 import { SqlClient } from "effect/sql"
 import { Projects } from "../../src/auth/projects.ts"
 import { Budget } from "../../src/billing/budget.ts"
-import { outstandingHoldsMicros } from "../../src/store/credit-holds.ts"
+import { outstandingHoldsMicros } from "../../src/billing/store/credit-holds.ts"
 import { Ledger } from "../../src/billing/ledger.ts"
 import { AppConfig } from "../../src/config/config.ts"
 import type { ProjectId, Run } from "../../src/domain/run.ts"

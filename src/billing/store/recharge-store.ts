@@ -7,10 +7,10 @@
  */
 import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
-import { type Bucket, type ChargeInput, creditInTransaction } from "../store/ledger.ts"
-import { withMethodSpans } from "../observability/spans.ts"
-import { ProjectId } from "../domain/run.ts"
-import { AutoRechargeId } from "../domain/id-schemas.ts"
+import { type Bucket, type ChargeInput, creditInTransaction } from "./ledger.ts"
+import { withMethodSpans } from "../../observability/spans.ts"
+import { ProjectId } from "../../domain/run.ts"
+import { AutoRechargeId } from "../../domain/id-schemas.ts"
 
 export interface AutoRechargeSettings {
   readonly projectId: ProjectId

@@ -1,22 +1,22 @@
 /**
  * What a run is charged (its steps' model tokens, its browser time, a product's fee) and the
  * credit hold a new run takes: with WA_BILLING=on each charge is also an entry of the credit
- * ledger (src/store/ledger.ts), once per idempotency key, and a new run is admitted against its
- * estimated charge (src/store/credit-holds.ts). The run's and its session's cost fields take what
+ * ledger (src/billing/store/ledger.ts), once per idempotency key, and a new run is admitted against its
+ * estimated charge (src/billing/store/credit-holds.ts). The run's and its session's cost fields take what
  * was charged, with one `run.cost_update` event. Every function here runs inside the caller's
  * transaction, which holds the run row lock (src/store/run-log.ts), so the work, its charge and
  * the cost fields commit together.
  */
 import { Effect, Option } from "effect"
 import { SqlClient } from "effect/sql"
-import { AppConfig } from "../config/config.ts"
-import { browserUsd } from "../config/prices.ts"
-import type { Exhausted, LedgerKind } from "../domain/billing.ts"
-import { costFields, toMicros, usd, usdFromMicros, usdSum } from "../domain/money.ts"
-import type { Run, RunId } from "../domain/run.ts"
+import { AppConfig } from "../../config/config.ts"
+import { browserUsd } from "../../config/prices.ts"
+import type { Exhausted, LedgerKind } from "../../domain/billing.ts"
+import { costFields, toMicros, usd, usdFromMicros, usdSum } from "../../domain/money.ts"
+import type { Run, RunId } from "../../domain/run.ts"
 import { estimatedChargeMicros, holdInTransaction } from "./credit-holds.ts"
 import { chargeAllInTransaction } from "./ledger.ts"
-import { insertEvent, type LockedRun } from "./run-log.ts"
+import { insertEvent, type LockedRun } from "../../store/run-log.ts"
 
 /** A step charges the browser time due once it is at least this much (micro-USD); the run's end charges the rest. */
 export const MIN_BROWSER_STEP_MICROS = 1_000
@@ -55,7 +55,7 @@ export const makeRunCharges = Effect.gen(function*() {
 
   /**
    * Billing on: admits a new run against its estimated charge and holds it from the balance
-   * (src/store/credit-holds.ts), or refuses it (402). In the transaction that inserts the run.
+   * (src/billing/store/credit-holds.ts), or refuses it (402). In the transaction that inserts the run.
    */
   const holdFor = (run: Pick<Run, "id" | "project_id" | "request">) =>
     !billing || Option.isNone(prices) ? Effect.void : holdInTransaction(sql, {

@@ -10,7 +10,7 @@
  *   WA_BILLING_MIN_BALANCE_USD, with BudgetExceeded (402) when the period's spend plus the holds
  *   reaches the monthly cap. Otherwise the hold is inserted, in the same transaction as the run.
  * - A hold shrinks by what the ledger charges its run (credit_holds.charged_micros, kept by every
- *   charge, src/store/ledger.ts): a run is never counted twice, once in the balance and once in
+ *   charge, src/billing/store/ledger.ts): a run is never counted twice, once in the balance and once in
  *   its hold.
  * - Settling: the real charges are the ledger's entries, written as the work is done; the run's
  *   end (every terminal transition, in its transaction) deletes the hold. A hold whose run has
@@ -26,13 +26,13 @@
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
-import { BudgetExceeded, InsufficientCredits } from "../domain/errors.ts"
-import type { ProjectId, RunRequest } from "../domain/run.ts"
-import { terminalStatuses } from "../domain/run-state.ts"
-import { toMicros } from "../domain/money.ts"
+import { BudgetExceeded, InsufficientCredits } from "../../domain/errors.ts"
+import type { ProjectId, RunRequest } from "../../domain/run.ts"
+import { terminalStatuses } from "../../domain/run-state.ts"
+import { toMicros } from "../../domain/money.ts"
 import { lockBalance } from "./ledger.ts"
-import type { PriceTable } from "../config/prices.ts"
-import { withMethodSpans } from "../observability/spans.ts"
+import type { PriceTable } from "../../config/prices.ts"
+import { withMethodSpans } from "../../observability/spans.ts"
 
 /** What a hold pays for: a run, or a monitor tick (a run of kind track_tick); both end as runs do. */
 export type HoldKind = "run" | "tick"

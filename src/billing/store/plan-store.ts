@@ -6,11 +6,11 @@
  */
 import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
-import type { Plan } from "../config/plan-table.ts"
-import { countScheduledRuns } from "../store/autonomous-schedules.ts"
-import { grantMonthlyInTransaction, lockBalance } from "../store/ledger.ts"
-import { withMethodSpans } from "../observability/spans.ts"
-import type { ProjectId } from "../domain/run.ts"
+import type { Plan } from "../../config/plan-table.ts"
+import { countScheduledRuns } from "../../store/autonomous-schedules.ts"
+import { grantMonthlyInTransaction, lockBalance } from "./ledger.ts"
+import { withMethodSpans } from "../../observability/spans.ts"
+import type { ProjectId } from "../../domain/run.ts"
 
 const decodeSubscription = Schema.decodeUnknownSync(Schema.Struct({ plan_id: Schema.String, subscription_status: Schema.String }))
 const KeyUsage = Schema.Struct({ id: Schema.String, name: Schema.NullOr(Schema.String), running: Schema.Number })

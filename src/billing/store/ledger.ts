@@ -21,14 +21,14 @@
  * src/store/runs.ts, charges a step with its checkpoint), and LedgerStore (below), whose methods
  * are their own transactions, for the Ledger and Budget services (src/billing/).
  */
-import { type Exhausted, type LedgerKind, LedgerKinds } from "../domain/billing.ts"
+import { type Exhausted, type LedgerKind, LedgerKinds } from "../../domain/billing.ts"
 import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
-import { makeId } from "../domain/ids.ts"
-import { usdFromMicros } from "../domain/money.ts"
-import { withMethodSpans } from "../observability/spans.ts"
-import { ProjectId, SessionId } from "../domain/run.ts"
+import { makeId } from "../../domain/ids.ts"
+import { usdFromMicros } from "../../domain/money.ts"
+import { withMethodSpans } from "../../observability/spans.ts"
+import { ProjectId, SessionId } from "../../domain/run.ts"
 
 export type Bucket = "monthly" | "additional"
 
@@ -252,7 +252,7 @@ const append = (sql: SqlClient.SqlClient, projectId: ProjectId, balance: Balance
     const additional = sum((e) => e.bucket === "additional")
     const spent = -sum((e) => e.input.kind.startsWith("charge_"))
     if (rows.length === 0) return balance
-    // What each run was charged shrinks its credit hold (src/store/credit-holds.ts) by as much.
+    // What each run was charged shrinks its credit hold (src/billing/store/credit-holds.ts) by as much.
     const chargedByRun = new Map<string, number>()
     for (const row of rows) {
       if (row.run_id !== null && row.kind.startsWith("charge_")) chargedByRun.set(row.run_id, (chargedByRun.get(row.run_id) ?? 0) - row.amount_micros)
