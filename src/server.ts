@@ -13,7 +13,6 @@ import { ClusterLive } from "./cluster/cluster.ts"
 import { DrainLive, RunnerLifecycle } from "./cluster/lifecycle.ts"
 import { RunnerHttpLive } from "./cluster/runner-http.ts"
 import { ResearchEntityLive } from "./research/executor.ts"
-import { SessionEntityLive } from "./do-anything/executor.ts"
 import { StartupRecoveryLive } from "./entities/startup-recovery.ts"
 import { RunEventBus } from "./events/run-event-bus.ts"
 import { RunStore } from "./store/runs.ts"
@@ -27,17 +26,14 @@ import { ReaderBrowser } from "./reader/reader-browser.ts"
 import { WebSearch } from "./engines/web-search.ts"
 import { Search } from "./search/search.ts"
 import { Research } from "./research/research.ts"
-import { Sessions } from "./do-anything/service.ts"
+import { DoAnythingLive } from "./do-anything/live.ts"
 import { UndispatchedRunsLive } from "./runs/undispatched.ts"
 import { WebSearchEntityLive } from "./search/executor.ts"
 import { Callbacks } from "./webhooks/callbacks.ts"
 import { RunNotifier } from "./webhooks/run-notifier.ts"
 import { NotificationChannelsLive } from "./webhooks/notification-channels.ts"
 import { SchedulesLive } from "./schedules/schedules.ts"
-import { SessionSchedules } from "./do-anything/schedules.ts"
 import { TrackLive } from "./track/track-live.ts"
-import { Profiles } from "./do-anything/profiles.ts"
-import { ProfileEntityLive } from "./entities/profile.ts"
 import { callbackView } from "./http/views/callback-view.ts"
 import { AppConfig } from "./config/config.ts"
 import { HttpLive, logListening, RequestBase } from "./http/server/app.ts"
@@ -50,10 +46,11 @@ import { AgentInboxLive } from "./mail/inbound/agent-inbox.ts"
 import { InboundMailLive } from "./mail/inbound/listener.ts"
 
 /** Services of the products, over the database and the cluster. */
-const ProductServices = Profiles.layer.pipe(
-  Layer.provideMerge(Layer.mergeAll(Sessions.layer, UndispatchedRunsLive, Research.layer, Search.layer, TrackLive)),
-  Layer.provideMerge(SessionSchedules.layer),
-  Layer.provideMerge(Layer.mergeAll(SessionEntityLive, ResearchEntityLive, WebSearchEntityLive, StartupRecoveryLive, ProfileEntityLive)),
+// One layer per product (src/<product>/live.ts: its service, its entity, what else it owns); the
+// sweep for undispatched runs sends to the products' entities, so it starts once they are bound.
+const ProductServices = UndispatchedRunsLive.pipe(
+  Layer.provideMerge(Layer.mergeAll(DoAnythingLive, Research.layer, Search.layer, TrackLive)),
+  Layer.provideMerge(Layer.mergeAll(ResearchEntityLive, WebSearchEntityLive, StartupRecoveryLive)),
   Layer.provideMerge(RunNotifier.layer(callbackView)),
   Layer.provideMerge(TakeControl.layer),
   Layer.provideMerge(NotificationChannelsLive),
