@@ -12,7 +12,6 @@ import { BrowserPool } from "./browser/pool.ts"
 import { ClusterLive } from "./cluster/cluster.ts"
 import { DrainLive, RunnerLifecycle } from "./cluster/lifecycle.ts"
 import { RunnerHttpLive } from "./cluster/runner-http.ts"
-import { ResearchEntityLive } from "./research/executor.ts"
 import { StartupRecoveryLive } from "./entities/startup-recovery.ts"
 import { RunEventBus } from "./events/run-event-bus.ts"
 import { RunStore } from "./store/runs.ts"
@@ -24,11 +23,10 @@ import { TakeControl } from "./control/take-control.ts"
 import { Reader } from "./reader/reader.ts"
 import { ReaderBrowser } from "./reader/reader-browser.ts"
 import { WebSearch } from "./engines/web-search.ts"
-import { Search } from "./search/search.ts"
-import { Research } from "./research/research.ts"
+import { SearchLive } from "./search/live.ts"
+import { ResearchLive } from "./research/live.ts"
 import { DoAnythingLive } from "./do-anything/live.ts"
 import { UndispatchedRunsLive } from "./runs/undispatched.ts"
-import { WebSearchEntityLive } from "./search/executor.ts"
 import { Callbacks } from "./webhooks/callbacks.ts"
 import { RunNotifier } from "./webhooks/run-notifier.ts"
 import { NotificationChannelsLive } from "./webhooks/notification-channels.ts"
@@ -49,8 +47,8 @@ import { InboundMailLive } from "./mail/inbound/listener.ts"
 // One layer per product (src/<product>/live.ts: its service, its entity, what else it owns); the
 // sweep for undispatched runs sends to the products' entities, so it starts once they are bound.
 const ProductServices = UndispatchedRunsLive.pipe(
-  Layer.provideMerge(Layer.mergeAll(DoAnythingLive, Research.layer, Search.layer, TrackLive)),
-  Layer.provideMerge(Layer.mergeAll(ResearchEntityLive, WebSearchEntityLive, StartupRecoveryLive)),
+  Layer.provideMerge(Layer.mergeAll(DoAnythingLive, ResearchLive, SearchLive, TrackLive)),
+  Layer.provideMerge(StartupRecoveryLive),
   Layer.provideMerge(RunNotifier.layer(callbackView)),
   Layer.provideMerge(TakeControl.layer),
   Layer.provideMerge(NotificationChannelsLive),
