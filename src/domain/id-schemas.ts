@@ -4,7 +4,9 @@
  * prefix gets in ids.ts, so `makeId("prof")` is a `ProfileId` (test/in-process/ids.test.ts). The
  * brand is type-level: on the wire and in the OpenAPI document these are plain strings. Kept apart
  * from ids.ts, which needs node:crypto, because the browser SDK bundles the domain schemas.
- * ProjectId, ApiKeyId, SessionId and RunId are in run.ts; the Track ids in monitor.ts.
+ * ProjectId, ApiKeyId, SessionId and RunId are in run.ts; SnapshotId (and TickRunId, a RunId) in
+ * monitor.ts. MonitorId is here so that run.ts (a tick run's request names its monitor) can use it
+ * without importing monitor.ts, which imports run.ts.
  */
 import { Schema } from "effect"
 
@@ -113,3 +115,7 @@ export type ScreenshotId = typeof ScreenshotId.Type
 /** `arc_`: an auto-recharge (src/billing/auto-recharge.ts); older ones end in 32 hex digits. */
 export const AutoRechargeId = Schema.String.pipe(Schema.brand("AutoRechargeId"))
 export type AutoRechargeId = typeof AutoRechargeId.Type
+
+/** `mon_`: a Track monitor (src/track/); re-exported by monitor.ts with the other Track ids. */
+export const MonitorId = Schema.String.pipe(Schema.brand("MonitorId"))
+export type MonitorId = typeof MonitorId.Type

@@ -13,12 +13,14 @@ import { CanonicalSchedule, ScheduleSpec } from "./schedule-spec.ts"
 import { StopConditionDsl, TriggerDsl } from "./track-rules.ts"
 import { MaxString, OptionalNullable } from "./schemas.ts"
 import { ProjectId, RunId } from "./run.ts"
-import { InputRequestId, ProfileId, ScheduleId, WebhookEndpointId } from "./id-schemas.ts"
+import { InputRequestId, MonitorId, ProfileId, ScheduleId, WebhookEndpointId } from "./id-schemas.ts"
 import { jsonBytes } from "./json-strings.ts"
 
-/** `mon_`, `tick_`, `snap_`: the ids of Track (src/domain/ids.ts makes them branded the same way). */
-export const MonitorId = Schema.String.pipe(Schema.brand("MonitorId"))
-export type MonitorId = typeof MonitorId.Type
+/**
+ * `mon_`, `tick_`, `snap_`: the ids of Track (src/domain/ids.ts makes them branded the same way).
+ * MonitorId's schema is in id-schemas.ts (run.ts's TrackTickRequest names a monitor), re-exported here.
+ */
+export { MonitorId }
 /**
  * A tick run's id (`tick_`) is a RunId: a tick is a row of `runs` (kind track_tick) that the run
  * kernel executes as it executes any run (src/track/tick.ts), so the kernel and Track read its id

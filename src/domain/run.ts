@@ -5,7 +5,7 @@
  */
 import { Schema } from "effect"
 import { Phases, RunStatuses, TerminalReasons } from "./run-state.ts"
-import { ProfileId, WorkspaceId } from "./id-schemas.ts"
+import { MonitorId, ProfileId, WorkspaceId } from "./id-schemas.ts"
 import { CallbackUrl, MaxString, OptionalNullable, WithDefault } from "./schemas.ts"
 import { jsonBytes } from "./json-strings.ts"
 
@@ -182,7 +182,7 @@ export type WebSearchRunRequest = typeof WebSearchRunRequest.Type
  * text is the key of the slot's one tick, src/store/migrations/0033_track_on_runs.ts).
  */
 export const TrackTickRequest = Schema.TaggedStruct("TrackTick", {
-  monitor_id: Schema.String,
+  monitor_id: MonitorId,
   trigger: Schema.Literals(["schedule", "run_now"]),
   slot_at: Schema.NullOr(Schema.String)
 })

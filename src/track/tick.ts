@@ -132,7 +132,7 @@ const tickOf = (run: Run, request: TrackTickRequest): TickRef => {
   const { n } = tickOutput(run)
   return {
     id: run.id,
-    monitor_id: MonitorId.make(request.monitor_id),
+    monitor_id: request.monitor_id,
     project_id: run.project_id,
     n: n ?? null,
     trigger: request.trigger,
@@ -221,7 +221,7 @@ export const makeTickExecutor = Effect.gen(function*() {
    * started); else it starts, is paid for, observes, and ends with its outcome.
    */
   const conduct = Effect.fn("Track.tick")(function*(run: Run, { tick: request, monitor: known }: TickRequest, begin: Begin<StartedTick>) {
-    const monitor = known ?? (yield* store.get(MonitorId.make(request.monitor_id)))
+    const monitor = known ?? (yield* store.get(request.monitor_id))
     if (monitor === undefined) return
     // A paused, aligning or ended monitor skips scheduled ticks (run_now still runs unless it ended).
     const runs = monitor.status === "active" || monitor.status === "failing" ||
@@ -299,7 +299,7 @@ export const makeTickExecutor = Effect.gen(function*() {
     Effect.gen(function*() {
       const output = tickOutput(run)
       if (run.status !== "done" || output.fired !== true || output.snapshot_id === undefined || output.delivery_id !== undefined) return
-      const monitor = yield* store.get(MonitorId.make(request.monitor_id))
+      const monitor = yield* store.get(request.monitor_id)
       const snapshot = yield* store.snapshot(output.snapshot_id)
       if (monitor === undefined || snapshot === undefined) return
       const tick = tickOf(run, request)

@@ -1,6 +1,5 @@
 /** Everything Track adds to a runner: the Monitors service, the Monitor entity and what they use. */
 import { Effect, FiberMap, Layer } from "effect"
-import { MonitorId } from "../domain/monitor.ts"
 import { RunId } from "../domain/run.ts"
 import { MonitorEntity } from "../entities/monitor.ts"
 import { makeLeaveWhenRefused, makeRunExecutions } from "../runs/kernel.ts"
@@ -33,14 +32,13 @@ const MonitorEntityLive = Layer.unwrap(Effect.gen(function*() {
       type Known = Parameters<typeof execution.handleExecute>[1]
       const executeTick = (tickId: RunId, known?: Known) => leaveWhenRefused(execution.handleExecute(tickId, known), tickId)
       return MonitorEntity.of({
-        Tick: ({ payload }) => executeTick(RunId.make(payload.tickId)),
+        Tick: ({ payload }) => executeTick(payload.tickId),
         // The slot's tick run as made, and its monitor as read to make it, go to the kernel as they are.
-        // The messages carry ids as text (persisted payloads); they are branded here, where they arrive.
         Fire: ({ payload }) =>
-          ticks.slotTick(MonitorId.make(payload.monitorId), new Date(payload.slot)).pipe(
+          ticks.slotTick(payload.monitorId, new Date(payload.slot)).pipe(
             Effect.flatMap((slot) => slot === undefined ? Effect.void : executeTick(slot.run.id, slot))
           ),
-        Align: ({ payload }) => supervisor.step(MonitorId.make(payload.monitorId), payload.turn)
+        Align: ({ payload }) => supervisor.step(payload.monitorId, payload.turn)
       })
     }),
     // Monitors tick every minute or less often: an idle entity is let go between ticks, so thousands
