@@ -20,26 +20,20 @@ import { queueTrigger, scheduleExists } from "../schedules/session-firings.ts"
 import { Schedules } from "../schedules/schedules.ts"
 import { AppConfig } from "../config/config.ts"
 import { InvalidField } from "../domain/errors.ts"
-import { Callbacks, type DeliveryChannel } from "./callbacks.ts"
+import { Callbacks } from "./callbacks.ts"
 import { Inbox } from "./inbox.ts"
 import { validateTargetUrl, WebhookEndpoints } from "./webhook-endpoints.ts"
 import type { ProjectId } from "../domain/run.ts"
-import { type DeliveryId, ScheduleId, WebhookEndpointId } from "../domain/id-schemas.ts"
-import type { MonitorId, TickRunId } from "../domain/monitor.ts"
+import type { DeliveryId } from "../domain/id-schemas.ts"
+import type { MonitorId, NotifyChannel, TickRunId } from "../domain/monitor.ts"
 import type { WebhookMessage } from "../domain/wire/webhook-payloads.ts"
-
-export interface NotifyChannel {
-  readonly kind: DeliveryChannel
-  readonly url: string | null
-  readonly webhook_id: string | null
-  readonly schedule_id?: string | null
-}
 
 export interface NotifyInput {
   readonly projectId: ProjectId
   readonly monitorId: MonitorId
   /** The fired tick: one notification per (tickId, type). */
   readonly tickId: TickRunId
+  /** The monitor's channel as decoded (src/domain/monitor.ts): its endpoint and schedule ids are branded. */
   readonly channel: NotifyChannel
   /** The monitor's notify_secret (whsec_ + base64), which signs `callback_url` deliveries. */
   readonly secret: string
@@ -48,7 +42,7 @@ export interface NotifyInput {
    * (src/domain/wire/webhook-payloads.ts), the same on every channel.
    */
   readonly message: WebhookMessage<"monitor.triggered">
-  /** The inbox title; default: taken from `data.title` or `data.summary` if a string, else from the type. */
+  /** The inbox title; default: taken from the type (a `monitor.triggered` body's data has no title). */
   readonly title?: string | undefined
 }
 
@@ -57,11 +51,6 @@ const TITLE_MAX = 200
 /** "monitor.triggered" → "Triggered". */
 const titleOf = (input: NotifyInput): string => {
   if (input.title !== undefined) return input.title.slice(0, TITLE_MAX)
-  const data = input.message.data as { title?: unknown; summary?: unknown } | null
-  if (typeof data === "object" && data !== null) {
-    if (typeof data.title === "string" && data.title !== "") return data.title.slice(0, TITLE_MAX)
-    if (typeof data.summary === "string" && data.summary !== "") return data.summary.slice(0, TITLE_MAX)
-  }
   const { type } = input.message
   const words = (type.split(".").pop() ?? type).replaceAll("_", " ")
   return (words.charAt(0).toUpperCase() + words.slice(1)).slice(0, TITLE_MAX)
@@ -118,13 +107,12 @@ export class NotificationChannels extends Context.Service<NotificationChannels, 
             return { deliveryId }
           }
           case "global_webhook": {
-            // A monitor's channel (Track) names the endpoint as text.
-            const webhookId = channel.webhook_id ?? ""
-            const endpoint = webhookId === "" ? undefined : yield* endpoints.findWithSecret(input.projectId, WebhookEndpointId.make(webhookId))
+            const webhookId = channel.webhook_id
+            const endpoint = webhookId === null || webhookId === "" ? undefined : yield* endpoints.findWithSecret(input.projectId, webhookId)
             if (endpoint === undefined) {
               const deliveryId = yield* callbacks.send({
                 ...base,
-                url: `/v1/projects/${input.projectId}/webhooks/${webhookId}`,
+                url: `/v1/projects/${input.projectId}/webhooks/${webhookId ?? ""}`,
                 settled: { status: "failed", error: `webhook endpoint ${webhookId || "(none)"} does not exist in this project` }
               })
               return { deliveryId }
@@ -149,22 +137,23 @@ export class NotificationChannels extends Context.Service<NotificationChannels, 
             return { deliveryId }
           }
           case "schedule": {
-            // A monitor's channel (Track) names the schedule as text.
-            const scheduleId = ScheduleId.make(channel.schedule_id ?? "")
+            const scheduleId = channel.schedule_id ?? null
             const { type, data } = input.message
             const full = { type, monitor_id: input.monitorId, tick_id: input.tickId, data }
             // The run gets the notification; one too large for a trigger keeps its identity only.
             const payload = Buffer.byteLength(JSON.stringify(full)) <= MAX_TRIGGER_PAYLOAD_BYTES
               ? full
               : { type, monitor_id: input.monitorId, tick_id: input.tickId, truncated: true }
-            const queued = yield* sql.withTransaction(queueTrigger(input.projectId, scheduleId, payload, `${input.tickId}:${type}`)).pipe(
-              Effect.provideService(SqlClient.SqlClient, sql),
-              Effect.orDie
-            )
+            const queued = scheduleId === null
+              ? { _tag: "not_found" as const }
+              : yield* sql.withTransaction(queueTrigger(input.projectId, scheduleId, payload, `${input.tickId}:${type}`)).pipe(
+                Effect.provideService(SqlClient.SqlClient, sql),
+                Effect.orDie
+              )
             if (queued._tag === "queued") yield* schedules.wake
             const deliveryId = yield* callbacks.send({
               ...base,
-              url: `/v1/projects/${input.projectId}/schedules/${scheduleId}/firings`,
+              url: `/v1/projects/${input.projectId}/schedules/${scheduleId ?? ""}/firings`,
               settled: queued._tag === "queued"
                 ? { status: "delivered" }
                 : { status: "failed", error: queued._tag === "paused" ? `schedule ${scheduleId} is paused` : `schedule ${scheduleId || "(none)"} does not exist in this project` }
@@ -184,7 +173,7 @@ export class NotificationChannels extends Context.Service<NotificationChannels, 
           case "global_webhook": {
             if (channel.url !== null) return yield* invalid(["url"], "url is for kind callback_url; kind global_webhook takes webhook_id", "value_error.extra")
             if (channel.webhook_id === null) return yield* invalid(["webhook_id"], "webhook_id is required when kind is global_webhook", "missing")
-            const endpoint = yield* endpoints.find(projectId, WebhookEndpointId.make(channel.webhook_id))
+            const endpoint = yield* endpoints.find(projectId, channel.webhook_id)
             if (endpoint === undefined) {
               return yield* invalid(["webhook_id"], `no webhook endpoint ${channel.webhook_id} in this project; create one with POST /v1/projects/{pid}/webhooks`, "value_error.webhook_not_found")
             }
@@ -199,7 +188,7 @@ export class NotificationChannels extends Context.Service<NotificationChannels, 
             if (channel.schedule_id === undefined || channel.schedule_id === null) {
               return yield* invalid(["schedule_id"], "schedule_id is required when kind is schedule", "missing")
             }
-            const scheduleId = ScheduleId.make(channel.schedule_id)
+            const scheduleId = channel.schedule_id
             if (!(yield* scheduleExists(projectId, scheduleId).pipe(Effect.provideService(SqlClient.SqlClient, sql)))) {
               return yield* invalid(["schedule_id"], `no schedule ${scheduleId} in this project; a DoAnything session request with schedule {kind: "event"} makes one`, "value_error.schedule_not_found")
             }

@@ -192,7 +192,8 @@ layer(TestLayer, { excludeTestServices: true })("NotificationChannels", (it) => 
       const channels = yield* NotificationChannels
       const callbacks = yield* Callbacks
       const { monitorId, tickId } = ids()
-      const channel = { kind: "global_webhook" as const, url: null, webhook_id: "wh_00000000000000000000000000" }
+      const missing = makeId("wh")
+      const channel = { kind: "global_webhook" as const, url: null, webhook_id: missing }
       const invalid = yield* Effect.flip(channels.validateChannel(projectId, channel))
       expect(invalid).toMatchObject({ _tag: "InvalidField", field: ["notify_channel", "webhook_id"], type: "value_error.webhook_not_found" })
 
@@ -202,7 +203,7 @@ layer(TestLayer, { excludeTestServices: true })("NotificationChannels", (it) => 
       assert(deliveryId !== null)
       const row = yield* callbacks.find(projectId, deliveryId)
       expect(row).toMatchObject({ status: "failed", channel: "global_webhook", attempts: 0, next_attempt_at: null })
-      expect(row!.last_error).toContain("wh_00000000000000000000000000 does not exist")
+      expect(row!.last_error).toContain(`${missing} does not exist`)
       const retried = yield* Effect.flip(callbacks.retry(projectId, deliveryId))
       expect(retried).toMatchObject({ _tag: "DeliveryNotRetryable", status: "failed" })
       expect(retried.reason).toContain("no HTTP target")
