@@ -5,26 +5,39 @@
 import { Context, Effect } from "effect"
 import { HttpApiMiddleware, HttpApiSecurity } from "effect/http-api"
 import type { ApiKeyScope } from "../../domain/api-key-scope.ts"
-import type { ProjectId } from "../../domain/run.ts"
-import type { UserId } from "../../domain/id-schemas.ts"
+import type { ApiKeyId, ProjectId } from "../../domain/run.ts"
+import type { DelegationGrantId, UserId } from "../../domain/id-schemas.ts"
 import { RunStartedBy } from "../../domain/run-started-by.ts"
 import { Conflict, Forbidden, TooManyRequests, Unauthorized, ValidationError } from "../../domain/api-errors.ts"
 
-/** The API key a request authenticated with, and the project it is scoped to. */
-export class CurrentKey extends Context.Service<CurrentKey, {
-  /** The acting principal: the API key's id, or the console user's (see userId). */
-  readonly keyId: string
+/**
+ * Who acts on a project endpoint, told apart by `userId`: without it an API key acts and `keyId`
+ * is the key's id; with it a console user acts (a signed-in session, src/http/middleware/authentication.ts,
+ * or a delegation token on the consenting user's behalf, src/http/middleware/delegated.ts) and
+ * `keyId` is the user's id or the delegation's grant id. Either way `keyId` is the acting
+ * principal the per-caller counts see (rate limits, idempotency, session caps, `runs.api_key_id`).
+ */
+export type KeyActor =
+  | {
+    readonly keyId: ApiKeyId
+    readonly userId?: undefined
+  }
+  | {
+    readonly keyId: UserId | DelegationGrantId
+    /**
+     * The console user: then `scope` comes from the user's role in the project's tenant (admin:
+     * `admin`, member: `run`), or is `run` for a delegation.
+     */
+    readonly userId: UserId
+  }
+
+/** The API key (or console user) a request authenticated with, and the project it is scoped to. */
+export class CurrentKey extends Context.Service<CurrentKey, KeyActor & {
   readonly projectId: ProjectId
   /** `admin` may manage keys and read the webhook secret; `run` may use the products only. */
   readonly scope: ApiKeyScope
   /** Revoked and in its grace window: it may finish work (what `run` may), nothing more. */
   readonly revoked: boolean
-  /**
-   * Set when a signed-in console user acts (src/http/middleware/console-session.ts): then `keyId`
-   * is the user's id (rate limits, idempotency and session caps count per user) and `scope` comes
-   * from the user's role in the project's tenant (admin: `admin`, member: `run`).
-   */
-  readonly userId?: UserId | undefined
 }>()("wa/http/CurrentKey") {}
 
 /**

@@ -28,7 +28,6 @@ import { makeAuthFailureLimiter } from "../middleware/auth-failure-limit.ts"
 import { clientAddress, consoleCredential, verifyConsoleCredential } from "../middleware/console-session.ts"
 import { cursorPage, DEFAULT_LIMIT, decodeCursor, toPage } from "../pagination.ts"
 import { iso } from "../views/timestamps.ts"
-import type { ApiKeyId } from "../../domain/run.ts"
 import { publicBaseUrl } from "./do-anything.ts"
 
 const membershipView = (row: MembershipRow) => ({
@@ -399,7 +398,7 @@ export const BugReportsHandlers = HttpApiBuilder.group(
           const row = yield* httpErrors(reports.create(key.projectId, {
             userId: key.userId ?? null,
             // Without a console user, the acting principal is the API key itself.
-            apiKeyId: key.userId === undefined ? key.keyId as ApiKeyId : null
+            apiKeyId: key.userId === undefined ? key.keyId : null
           }, {
             message: payload.message,
             page_path: payload.page_path,

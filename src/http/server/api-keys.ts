@@ -5,7 +5,6 @@
  * revoke keys.
  */
 import { Effect, Layer } from "effect"
-import type { ApiKeyId } from "../../domain/run.ts"
 import { HttpApiBuilder } from "effect/http-api"
 import { type ApiKeyRow, type ApiKeyScope, ApiKeys } from "../../auth/api-keys.ts"
 import { Forbidden, notFound } from "../errors.ts"
@@ -42,7 +41,7 @@ export const requireFreshScope = (keys: ApiKeys["Service"], required: ApiKeyScop
     // A console user's role was read from the database by this very request's authentication.
     if (userId !== undefined) return
     // Without a console user, the acting principal is the API key itself.
-    const row = yield* keys.find(projectId, keyId as ApiKeyId)
+    const row = yield* keys.find(projectId, keyId)
     const failure = row === undefined
       ? new Forbidden({ code: "forbidden", detail: "this API key no longer exists", extra: { required_scope: required } })
       : scopeFailure({ scope: row.scope, revoked: row.disabled_at !== null || row.grace_until !== null }, required)
