@@ -5,6 +5,8 @@
  * its concurrency cap.
  */
 import { Context, Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+import { countScheduledRuns } from "../store/autonomous-schedules.ts"
 import { Budget } from "./budget.ts"
 import type { Balance } from "./store/ledger.ts"
 import { PlanStore } from "./store/plan-store.ts"
@@ -48,6 +50,7 @@ export class Quota extends Context.Service<Quota, {
     Quota,
     Effect.gen(function*() {
       const budget = yield* Budget
+      const sql = yield* SqlClient.SqlClient
       const plans = yield* Plans
       const store = yield* PlanStore
       return Quota.of({
@@ -69,7 +72,7 @@ export class Quota extends Context.Service<Quota, {
             warning: status.warning,
             exceeded: status.exceeded,
             scheduledCap: caps.scheduled,
-            scheduledRunning: yield* store.scheduledRunning(projectId),
+            scheduledRunning: yield* countScheduledRuns(projectId).pipe(Effect.provideService(SqlClient.SqlClient, sql)),
             concurrency: keys.map((k) => ({ keyId: k.id, keyName: k.name, running: k.running, cap: caps.concurrency }))
           }
         })

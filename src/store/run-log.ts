@@ -80,6 +80,10 @@ export const insertEvent = <T extends RunEventType>(sql: SqlClient.SqlClient, ru
     return id
   })
 
+/** A run's run.cost_update event, written by billing's charges in the caller's transaction (src/billing/store/run-charges.ts). */
+export const recordCostUpdate = (sql: SqlClient.SqlClient, runId: RunId, data: EventData<"run.cost_update">) =>
+  insertEvent(sql, runId, "run.cost_update", data)
+
 /** The events of a log (a run's, or a monitor's) after `afterId`, oldest first. */
 export const eventsAfter = (sql: SqlClient.SqlClient, logId: string, afterId: number, limit: number) =>
   // Order by the bigint column: the `id::text` output alias would sort "10" before "7".

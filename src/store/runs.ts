@@ -32,7 +32,7 @@ import { releaseHoldInTransaction } from "../billing/store/credit-holds.ts"
 import { AppConfig } from "../config/config.ts"
 import { admitRunInFlight, oneAdmissionAtATime, RunStartedBy } from "./run-admission.ts"
 import { type ChargeResult, makeRunCharges, MIN_BROWSER_STEP_MICROS, type RunCharge } from "../billing/store/run-charges.ts"
-import { eventsAfter, insertEvent, lockRun, lockSessionOfRun, type RunEvent, SupersededExecution } from "./run-log.ts"
+import { eventsAfter, insertEvent, lockRun, recordCostUpdate, lockSessionOfRun, type RunEvent, SupersededExecution } from "./run-log.ts"
 
 export { EVENTS_CHANNEL, type RunEvent, SupersededExecution } from "./run-log.ts"
 export { type ChargeResult, costFields, type CostColumn, type RunCharge } from "../billing/store/run-charges.ts"
@@ -180,7 +180,7 @@ export class RunStore extends Context.Service<RunStore, {
           return undefined
         })
 
-      const { billing, holdFor, browserDue, applyCharges } = yield* makeRunCharges
+      const { billing, holdFor, browserDue, applyCharges } = yield* makeRunCharges(recordCostUpdate)
       const appConfig = yield* Effect.serviceOption(AppConfig)
       // The cap on a project's runs in flight (src/store/run-admission.ts); none without the config (store tests).
       const maxRunsInFlight = Option.match(appConfig, { onNone: () => undefined, onSome: (c) => c.maxConcurrentRuns })

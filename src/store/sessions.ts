@@ -16,7 +16,7 @@ import type { WorkspaceId } from "../domain/id-schemas.ts"
 import { withMethodSpans } from "../observability/spans.ts"
 import { makeRunCharges } from "../billing/store/run-charges.ts"
 import { RunStartedBy } from "./run-admission.ts"
-import { insertEvent, lockRun } from "./run-log.ts"
+import { insertEvent, lockRun, recordCostUpdate } from "./run-log.ts"
 
 /** The first key of the advisory lock that serialises a project's session creates (the second is the project's hash). */
 const PROJECT_SESSIONS_LOCK = 0x7761_7332 // "was2"
@@ -61,7 +61,7 @@ export class SessionStore extends Context.Service<SessionStore, {
     SessionStore,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
-      const { holdFor } = yield* makeRunCharges
+      const { holdFor } = yield* makeRunCharges(recordCostUpdate)
 
   // `apiKeyId`: the key (or console user) that started it (migration 0026).
   const insertRun = (sessionId: SessionId, projectId: ProjectId, run: NewRun, apiKeyId: string | null) =>

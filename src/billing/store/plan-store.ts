@@ -7,7 +7,6 @@
 import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import type { Plan } from "../../config/plan-table.ts"
-import { countScheduledRuns } from "../../store/autonomous-schedules.ts"
 import { grantMonthlyInTransaction, lockBalance } from "./ledger.ts"
 import { withMethodSpans } from "../../observability/spans.ts"
 import type { ProjectId } from "../../domain/run.ts"
@@ -31,8 +30,6 @@ export class PlanStore extends Context.Service<PlanStore, {
   /** The project's keys that can still open sessions (revoked ones in their grace window too), with their open sessions. */
   readonly keyUsage: (projectId: ProjectId) => Effect.Effect<ReadonlyArray<typeof KeyUsage.Type>>
   readonly projectExists: (projectId: ProjectId) => Effect.Effect<boolean>
-  /** Runs of the project's schedules under way (src/store/autonomous-schedules.ts). */
-  readonly scheduledRunning: (projectId: ProjectId) => Effect.Effect<number>
 }>()("wa/billing/PlanStore") {
   static readonly layer = Layer.effect(
     PlanStore,
@@ -78,8 +75,7 @@ export class PlanStore extends Context.Service<PlanStore, {
             WHERE k.project_id = ${projectId} AND (k.grace_until IS NULL OR k.grace_until > now())
             ORDER BY k.created_at, k.id`.pipe(Effect.map((rows) => rows.map((row) => decodeKeyUsage(row))), Effect.orDie),
         projectExists: (projectId) =>
-          sql`SELECT id FROM projects WHERE id = ${projectId}`.pipe(Effect.map((rows) => rows.length > 0), Effect.orDie),
-        scheduledRunning: (projectId) => countScheduledRuns(projectId).pipe(Effect.provideService(SqlClient.SqlClient, sql))
+          sql`SELECT id FROM projects WHERE id = ${projectId}`.pipe(Effect.map((rows) => rows.length > 0), Effect.orDie)
       }))
     })
   )

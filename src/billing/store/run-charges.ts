@@ -9,14 +9,15 @@
  */
 import { Effect, Option } from "effect"
 import { SqlClient } from "effect/sql"
+import type { SqlError } from "effect/sql/SqlError"
 import { AppConfig } from "../../config/config.ts"
 import { browserUsd } from "../../config/prices.ts"
 import type { Exhausted, LedgerKind } from "../../domain/billing.ts"
 import { costFields, toMicros, usd, usdFromMicros, usdSum } from "../../domain/money.ts"
-import type { Run, RunId } from "../../domain/run.ts"
+import type { ProjectId, Run, RunId, SessionId } from "../../domain/run.ts"
+import type { EventData } from "../../domain/events.ts"
 import { estimatedChargeMicros, holdInTransaction } from "./credit-holds.ts"
 import { chargeAllInTransaction } from "./ledger.ts"
-import { insertEvent, type LockedRun } from "../../store/run-log.ts"
 
 /** A step charges the browser time due once it is at least this much (micro-USD); the run's end charges the rest. */
 export const MIN_BROWSER_STEP_MICROS = 1_000
@@ -45,7 +46,19 @@ export interface ChargeResult {
 }
 
 /** The charging of runs, made where a store is built (it reads the billing settings once). */
-export const makeRunCharges = Effect.gen(function*() {
+/** The run a charge is for, as the caller's transaction locked it. */
+export interface ChargedRun {
+  readonly id: RunId
+  readonly project_id: ProjectId
+  readonly session_id: SessionId | null
+}
+
+/**
+ * A run's charges. `recordCostUpdate` writes the run.cost_update event into the run's log (the run
+ * store's, src/store/run-log.ts): billing's persistence sits below the run store and does not
+ * reach into it.
+ */
+export const makeRunCharges = (recordCostUpdate: (sql: SqlClient.SqlClient, runId: RunId, data: EventData<"run.cost_update">) => Effect.Effect<unknown, SqlError>) => Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   // WA_BILLING=on: every cost is also an entry of the credit ledger (charge_llm, charge_browser, ...).
   const appConfig = yield* Effect.serviceOption(AppConfig)
@@ -87,7 +100,7 @@ export const makeRunCharges = Effect.gen(function*() {
    * its session's cost fields, with one run.cost_update event. Inside the caller's transaction,
    * which holds the run row lock, so the work, its charge and the cost fields commit together.
    */
-  const applyCharges = (run: LockedRun, charges: ReadonlyArray<RunCharge>, eventData: { readonly step?: number; readonly final?: boolean } = {}) =>
+  const applyCharges = (run: ChargedRun, charges: ReadonlyArray<RunCharge>, eventData: { readonly step?: number; readonly final?: boolean } = {}) =>
     Effect.gen(function*() {
       let exhausted: Exhausted | null = null
       let refused = false
@@ -124,7 +137,7 @@ export const makeRunCharges = Effect.gen(function*() {
           proxy_cost_usd = proxy_cost_usd + ${usdFromMicros(added.proxy)}::numeric, updated_at = now()
         WHERE id = ${run.session_id} RETURNING llm_cost_usd, browser_cost_usd, proxy_cost_usd`
       const runTotals = totals!
-      yield* insertEvent(sql, run.id, "run.cost_update", {
+      yield* recordCostUpdate(sql, run.id, {
         ...eventData,
         increment_usd: usdFromMicros(increment),
         // A run without a session (DeepResearch, WebSearch) reports its own totals.
