@@ -107,11 +107,7 @@ export class Profiles extends Context.Service<Profiles, {
        * The first session that held a profile: for a profile made by a login, that login's session
        * (open or closed since; ids are ordered by time).
        */
-      const holderOf = (profileId: ProfileId) =>
-        sql<{ id: string }>`SELECT id FROM sessions WHERE profile_id = ${profileId} ORDER BY id LIMIT 1`.pipe(
-          Effect.map((rows) => rows[0]?.id ?? null),
-          Effect.orDie
-        )
+      const holderOf = (profileId: ProfileId) => sessionStore.firstHolderOf(profileId)
 
       /** The run once it is `running` (or has ended), or undefined if it did not start within LOGIN_RUN_START. */
       const startedRun = (run: Run) =>

@@ -10,20 +10,19 @@
 import { Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import { AppConfig } from "../config/config.ts"
+import { SessionStore } from "../store/sessions.ts"
 import { releaseEndedHolds } from "../billing/store/credit-holds.ts"
 
 export const StartupRecoveryLive = Layer.effectDiscard(Effect.gen(function*() {
   const config = yield* AppConfig
   const sql = yield* SqlClient.SqlClient
+  const sessions = yield* SessionStore
   // Credit holds of runs and ticks that ended (or are gone) count for nothing; their rows go (any database).
   const released = yield* releaseEndedHolds(sql).pipe(Effect.orDie)
   if (released > 0) yield* Effect.logInfo("credit holds of ended runs released").pipe(Effect.annotateLogs({ holds: released }))
   if (Option.isSome(config.databaseUrl)) return
-  const closed = yield* sql`
-    UPDATE sessions SET status = 'closed', closed_at = now(), updated_at = now()
-    WHERE status = 'idle'
-    RETURNING id`.pipe(Effect.orDie)
-  if (closed.length > 0) {
-    yield* Effect.logInfo("recovered after restart").pipe(Effect.annotateLogs({ sessions_closed: closed.length }))
+  const closed = yield* sessions.closeIdle()
+  if (closed > 0) {
+    yield* Effect.logInfo("recovered after restart").pipe(Effect.annotateLogs({ sessions_closed: closed }))
   }
 }))

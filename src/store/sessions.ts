@@ -10,7 +10,7 @@ import type { BudgetExceeded, InsufficientCredits } from "../domain/errors.ts"
 import { PreviousRunActive, SessionCapReached, SessionClosed } from "../domain/errors.ts"
 import { makeId } from "../domain/ids.ts"
 import { isTerminal } from "../domain/run-state.ts"
-import { type ProjectId, type Run, runFromRow, type RunId, type RunRequest, type Session, sessionFromRow, type SessionId, storedRequest } from "../domain/run.ts"
+import { type ProjectId, type Run, runFromRow, type RunId, type RunRequest, type Session, sessionFromRow, SessionId, storedRequest } from "../domain/run.ts"
 import type { ProfileId } from "../domain/profile.ts"
 import type { WorkspaceId } from "../domain/id-schemas.ts"
 import { withMethodSpans } from "../observability/spans.ts"
@@ -56,6 +56,10 @@ export class SessionStore extends Context.Service<SessionStore, {
   readonly listSessions: (projectId: ProjectId, status: string | undefined, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<Session>>
   readonly runsOfSession: (sessionId: SessionId) => Effect.Effect<ReadonlyArray<Run>>
   readonly setSessionStatus: (sessionId: SessionId, status: Session["status"]) => Effect.Effect<void>
+  /** The first session that held the profile (ids are ordered by time), open or closed since; null when none did. */
+  readonly firstHolderOf: (profileId: ProfileId) => Effect.Effect<SessionId | null>
+  /** Closes every idle session (start-up recovery of the all-in-one mode: no browser survived the restart); how many. */
+  readonly closeIdle: () => Effect.Effect<number>
 }>()("wa/store/SessionStore") {
   static readonly layer = Layer.effect(
     SessionStore,
@@ -151,7 +155,17 @@ export class SessionStore extends Context.Service<SessionStore, {
         setSessionStatus: (sessionId, status) =>
           sql`UPDATE sessions SET status = ${status}, updated_at = now(),
                 closed_at = CASE WHEN ${status} = 'closed' THEN now() ELSE closed_at END
-              WHERE id = ${sessionId}`.pipe(Effect.asVoid, Effect.orDie)
+              WHERE id = ${sessionId}`.pipe(Effect.asVoid, Effect.orDie),
+        firstHolderOf: (profileId) =>
+          sql<{ id: string }>`SELECT id FROM sessions WHERE profile_id = ${profileId} ORDER BY id LIMIT 1`.pipe(
+            Effect.map((rows) => rows[0] === undefined ? null : SessionId.make(rows[0].id)),
+            Effect.orDie
+          ),
+        closeIdle: () =>
+          sql`UPDATE sessions SET status = 'closed', closed_at = now(), updated_at = now() WHERE status = 'idle' RETURNING id`.pipe(
+            Effect.map((rows) => rows.length),
+            Effect.orDie
+          )
       }))
     })
   )
