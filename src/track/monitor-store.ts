@@ -165,10 +165,16 @@ export class MonitorStore extends Context.Service<MonitorStore, {
    */
   readonly appendEvent: <T extends MonitorEventType>(monitorId: MonitorId, type: T, data: EventData<T>) => Effect.Effect<number | undefined>
   readonly eventsAfter: (monitorId: MonitorId, afterId: number, limit: number) => Effect.Effect<ReadonlyArray<RunEvent>>
-  /** The tick run of a schedule slot (made once: a second call returns the first), or a new run_now tick. */
-  readonly createTick: (monitor: Monitor, trigger: "schedule" | "run_now", slotAt: Date | null) => Effect.Effect<TickRun>
-  /** `createTick` of a schedule slot, read as the run kernel reads a run (its `Fire` executes it at once). */
-  readonly createSlotRun: (monitor: Monitor, slotAt: Date) => Effect.Effect<Run>
+  /**
+   * The tick run of a schedule slot (made once: a second call returns the first), or a new run_now
+   * tick. MonitorNotFound when the monitor is gone (deleted since the caller read it).
+   */
+  readonly createTick: (monitor: Monitor, trigger: "schedule" | "run_now", slotAt: Date | null) => Effect.Effect<TickRun, MonitorNotFound>
+  /**
+   * `createTick` of a schedule slot, read as the run kernel reads a run (its `Fire` executes it at
+   * once); undefined when the monitor is gone (deleted since the caller read it).
+   */
+  readonly createSlotRun: (monitor: Monitor, slotAt: Date) => Effect.Effect<Run | undefined>
   readonly getTick: (tickId: TickRunId) => Effect.Effect<TickRun | undefined>
   readonly findTick: (monitorId: MonitorId, tickId: TickRunId) => Effect.Effect<TickRun | undefined>
   readonly listTicks: (monitorId: MonitorId, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<TickRun>>
@@ -299,7 +305,8 @@ export class MonitorStore extends Context.Service<MonitorStore, {
        * Makes the tick run of a schedule slot once (a second call reads the first), or a new run_now
        * tick; read back as `columns`, decoded by `decode`. Made only while the monitor exists (its
        * row key-share locked, as a reference to it would): `remove` deletes the monitor's tick runs
-       * after the monitor.
+       * after the monitor. Undefined when the monitor is gone (deleted after the caller read it):
+       * nothing is inserted, and there is no slot tick to read instead (a run_now tick has no slot).
        */
       const insertTick = <Row extends object, A>(monitor: Monitor, trigger: "schedule" | "run_now", slotAt: Date | null, columns: Statement.Fragment, decode: (row: Row) => A) =>
         Effect.gen(function*() {
@@ -313,9 +320,11 @@ export class MonitorStore extends Context.Service<MonitorStore, {
             ON CONFLICT ((request->>'monitor_id'), (request->>'slot_at')) WHERE kind = 'track_tick' DO NOTHING
             RETURNING ${columns}`
           if (inserted[0] !== undefined) return decode(inserted[0])
+          // Nothing inserted: the slot's tick was made before (the conflict), or the monitor is gone.
+          if (slot === null) return undefined
           const existing = yield* sql<Row>`
             SELECT ${columns} FROM runs WHERE ${ticksOf(monitor.id)} AND request->>'slot_at' = ${slot}`
-          return decode(existing[0]!)
+          return existing[0] === undefined ? undefined : decode(existing[0])
         }).pipe(Effect.orDie)
 
       const tickStatusEvent = (monitor: Monitor, to: MonitorStatus, reason: string | null) =>
@@ -445,7 +454,10 @@ export class MonitorStore extends Context.Service<MonitorStore, {
             if (to !== current.status) yield* insertEvent(monitorId, "monitor.status_changed", { from: current.status, to, reason: input.reason ?? null })
             return { monitor: decodeMonitor(rows[0]), changed: true }
           })).pipe(Effect.catchTag("SqlError", (error) => Effect.die(error))),
-        createTick: (monitor, trigger, slotAt) => insertTick(monitor, trigger, slotAt, tickColumns, decodeTick),
+        createTick: (monitor, trigger, slotAt) =>
+          insertTick(monitor, trigger, slotAt, tickColumns, decodeTick).pipe(
+            Effect.flatMap((tick) => tick === undefined ? Effect.fail(new MonitorNotFound({ monitorId: monitor.id })) : Effect.succeed(tick))
+          ),
         createSlotRun: (monitor, slotAt) => insertTick(monitor, "schedule", slotAt, sql.literal("*"), runFromRow),
         startTick: (tick, claim) =>
           // One statement: the tick run claimed, the tick numbered once (a tick started before

@@ -75,8 +75,11 @@ export class Monitors extends Context.Service<Monitors, {
   readonly remove: (monitor: Monitor) => Effect.Effect<void>
   readonly message: (monitor: Monitor, input: { readonly content: string; readonly kind: AlignmentMessageKind }) => Effect.Effect<Monitor, MonitorNotInAlignment>
   readonly intervene: (monitor: Monitor, input: { readonly request_id: string; readonly kind: "answer" | "skip" | "abandon"; readonly response: string }) => Effect.Effect<Monitor, MonitorNotInAlignment>
-  /** A tick now, outside the schedule (a paused monitor too; not an ended one). */
-  readonly runNow: (monitor: Monitor) => Effect.Effect<TickRun, MonitorActionRefused | InsufficientCredits | BudgetExceeded>
+  /**
+   * A tick now, outside the schedule (a paused monitor too; not an ended one). MonitorNotFound (404)
+   * when the monitor was deleted after it was read, before its tick was made.
+   */
+  readonly runNow: (monitor: Monitor) => Effect.Effect<TickRun, MonitorActionRefused | MonitorNotFound | InsufficientCredits | BudgetExceeded>
   readonly ticks: (monitor: Monitor, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<TickRun>>
   readonly tick: (monitor: Monitor, tickId: TickRunId) => Effect.Effect<TickRun, MonitorPartNotFound>
   readonly snapshots: (monitor: Monitor, limit: number, beforeId: string | undefined) => Effect.Effect<ReadonlyArray<Snapshot>>

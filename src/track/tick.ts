@@ -332,6 +332,7 @@ export const makeTickExecutor = Effect.gen(function*() {
     const monitor = yield* store.get(monitorId)
     if (monitor === undefined || isTerminalMonitor(monitor.status)) return undefined
     const run = yield* store.createSlotRun(monitor, slot)
+    if (run === undefined) return undefined
     const request = tickRequestOf(run)
     return request === undefined ? undefined : { run, request: { ...request, monitor } }
   })

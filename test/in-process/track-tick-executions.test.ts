@@ -5,14 +5,17 @@
  * that token; once another execution claimed it (by starting it, or RunStore.claimExecution), the
  * older one's write dies with SupersededExecution and writes nothing (neither the monitor row nor its
  * events), while the newer one's goes through. A tick is read by the kernel (getRun with its kind) as
- * a `TrackTick` run, and a slot's tick run is made once and read as one (createSlotRun).
+ * a `TrackTick` run, and a slot's tick run is made once and read as one (createSlotRun). A tick
+ * made for a monitor deleted since it was read (run_now racing a DELETE) is MonitorNotFound, a
+ * slot's run undefined: nothing is made.
  */
-import { expect, layer } from "@effect/vitest"
+import { assert, expect, layer } from "@effect/vitest"
 import { Cause, Effect, Exit, Layer, References } from "effect"
 import { Projects } from "../../src/auth/projects.ts"
 import { AppConfig } from "../../src/config/config.ts"
 import type { Monitor } from "../../src/domain/monitor.ts"
 import { type ProjectId, RunId } from "../../src/domain/run.ts"
+import { MonitorNotFound } from "../../src/domain/errors.ts"
 import { ExecutionToken } from "../../src/domain/id-schemas.ts"
 import { databaseLayer } from "../../src/store/database.ts"
 import { RunStore, SupersededExecution } from "../../src/store/runs.ts"
@@ -84,6 +87,7 @@ layer(TestLayer, { excludeTestServices: true, timeout: 60_000 })("a tick's write
       // The slot's tick run read as the kernel reads it, made once: a second Fire finds the first.
       expect(yield* monitors.createSlotRun(monitor, new Date("2026-01-01T00:00:00.000Z"))).toEqual(run)
       const next = yield* monitors.createSlotRun(monitor, new Date("2026-01-01T01:00:00.000Z"))
+      assert(next !== undefined)
       expect(next).toMatchObject({ kind: "track_tick", status: "running", request: { _tag: "TrackTick", monitor_id: monitor.id, trigger: "schedule" } })
       expect(yield* runs.getRun(next.id, "track_tick")).toEqual(next)
     }))
@@ -128,5 +132,20 @@ layer(TestLayer, { excludeTestServices: true, timeout: 60_000 })("a tick's write
       expect(status).toBe("active")
       expect(yield* monitors.getTick(tick.id)).toMatchObject({ status: "done", snapshot_id: snapshot.id })
       expect((yield* monitors.eventsAfter(monitor.id, 0, 100)).at(-1)).toMatchObject({ type: "monitor.tick.completed", data: { run_id: tick.id } })
+    }))
+
+  it.effect("a tick of a monitor deleted since it was read: run_now is MonitorNotFound, a slot's run undefined, nothing made", () =>
+    Effect.gen(function*() {
+      const monitors = yield* MonitorStore
+      const monitor = yield* newMonitor
+      const slot = new Date("2026-01-01T00:00:00.000Z")
+      // The monitor as the caller read it, then deleted (DELETE /monitors/{mid}) before its tick is made.
+      yield* monitors.remove(monitor.id)
+      const refused = yield* Effect.flip(monitors.createTick(monitor, "run_now", null))
+      expect(refused).toBeInstanceOf(MonitorNotFound)
+      expect(refused).toMatchObject({ monitorId: monitor.id, httpStatus: 404, code: "monitor_not_found" })
+      expect(yield* monitors.createSlotRun(monitor, slot)).toBeUndefined()
+      expect(yield* Effect.flip(monitors.createTick(monitor, "schedule", slot))).toBeInstanceOf(MonitorNotFound)
+      expect(yield* monitors.listTicks(monitor.id, 10, undefined)).toEqual([])
     }))
 })
