@@ -3,7 +3,7 @@
  * alignment steps, one at a time. Both messages are persisted with a primary key (the tick run's
  * id; the monitor and the alignment turn), so a message sent twice (a scheduler re-dispatching a
  * firing after a crash) is stored once, and a message under way when its runner dies is delivered
- * again on the runner that holds the shard next. Its behaviour is bound in src/track/track-live.ts:
+ * again on the runner that holds the shard next. Its behaviour is bound in src/track/live.ts:
  * `Tick` and `Fire` (after making its slot's tick run) execute the tick run through the run
  * kernel's lifecycle (src/runs/kernel.ts `makeRunExecution`) with Track's tick executor
  * (src/track/tick.ts), `Align` goes to the supervisor; all are idempotent: a tick that ended only

@@ -13,7 +13,7 @@
  * - the insert and the create's record on the Idempotency-Key claim in one transaction
  *   (src/store/keyed-create.ts); the admission proper is the store's, in that transaction (the
  *   caps and the credit hold, src/store/runs.ts `createStandaloneRun`, src/store/sessions.ts;
- *   the plan's cap on monitors, src/track/monitors.ts);
+ *   the plan's cap on monitors, src/track/service.ts);
  * - the dispatch, after the commit.
  * `create` is that for a run its entity executes (one Execute per run); `createWith` is the same
  * for any work handed on by one persisted message (a monitor's first alignment step, a run_now

@@ -82,7 +82,7 @@ import { Research } from "../../research/service.ts"
 import { WebhookEndpoints } from "../../webhooks/webhook-endpoints.ts"
 import { Inbox } from "../../webhooks/inbox.ts"
 import { MonitorStore } from "../../track/monitor-store.ts"
-import { Monitors } from "../../track/monitors.ts"
+import { Monitors } from "../../track/service.ts"
 import { Profiles } from "../../do-anything/profiles.ts"
 import { SessionSchedules } from "../../do-anything/schedules.ts"
 

@@ -1,10 +1,14 @@
-/** Everything Track adds to a runner: the Monitors service, the Monitor entity and what they use. */
+/**
+ * Everything Track adds to a runner: the Monitors service (service.ts), the Monitor entity bound
+ * to the tick executor (tick.ts) and the supervisor (supervisor.ts), and its store
+ * (monitor-store.ts). What they stand on is provided below it, in src/server.ts.
+ */
 import { Effect, FiberMap, Layer } from "effect"
 import { RunId } from "../domain/run.ts"
 import { MonitorEntity } from "../entities/monitor.ts"
 import { makeLeaveWhenRefused, makeRunExecutions } from "../runs/kernel.ts"
 import { MonitorStore } from "./monitor-store.ts"
-import { Monitors } from "./monitors.ts"
+import { Monitors } from "./service.ts"
 import { Supervisor } from "./supervisor.ts"
 import { Budget } from "../billing/budget.ts"
 import { ProfileStore } from "../profiles/profile-store.ts"
