@@ -63,7 +63,11 @@ const upward = folders.flatMap((from) => {
 /** The CLI's modules of client verbs: they talk to a running service over HTTP, like any client. */
 const clientVerbs = "^src/cli/(client|render|config|eval|mcp|usage)\\.ts$"
 
-/** Products: one reaches another only through that product's service module. */
+/**
+ * Products, each in one layout: service.ts (its rules), executor.ts (the work), its store if it has
+ * SQL of its own, live.ts (its one layer, composed by src/server.ts). One product reaches another
+ * only through that product's service.ts.
+ */
 const products = ["do-anything", "research", "search", "track"]
 
 module.exports = {

@@ -43,9 +43,11 @@ import { MailInboxStore } from "./mail/inbound/inbox-store.ts"
 import { AgentInboxLive } from "./mail/inbound/agent-inbox.ts"
 import { InboundMailLive } from "./mail/inbound/listener.ts"
 
-/** Services of the products, over the database and the cluster. */
-// One layer per product (src/<product>/live.ts: its service, its entity, what else it owns); the
-// sweep for undispatched runs sends to the products' entities, so it starts once they are bound.
+/**
+ * Services of the products, over the database and the cluster: one layer per product
+ * (src/<product>/live.ts: its service, its entity, what else it owns). The sweep for undispatched
+ * runs sends to the products' entities, so it starts once they are bound.
+ */
 const ProductServices = UndispatchedRunsLive.pipe(
   Layer.provideMerge(Layer.mergeAll(DoAnythingLive, ResearchLive, SearchLive, TrackLive)),
   Layer.provideMerge(StartupRecoveryLive),
