@@ -111,9 +111,9 @@ const watch = (lease: ContextLease, page: Page) => {
       const beyond = Date.now() >= quietDeadline
       const state = quiet()
         ? await page.evaluate(settleState, {
-          sinceMs: Date.now() - dom.startedAt + 20,
-          horizonMs: Math.max(0, (beyond ? deadline : quietDeadline) - Date.now()),
-          actionEndedMs: Math.max(0, Date.now() - settleStartedAt)
+          since: dom.startedAt - 20,
+          horizon: beyond ? deadline : quietDeadline,
+          actionEnded: settleStartedAt
         }).catch(() => undefined)
         : undefined
       // After the action loaded a new document its load event has passed: its short timers (a

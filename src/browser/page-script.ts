@@ -605,13 +605,16 @@ export function installSettleTracker(): void {
 }
 
 /**
- * What the settle after an action waits for (see installSettleTracker): tracked timers set in
- * the last `sinceMs` that fire within `horizonMs`, how many of those were set at least
- * `actionEndedMs` ago (by the action itself, not by the page's later reaction), and the
- * milliseconds since the DOM last changed. `tracked` is false in a document that was loaded
- * before the tracker was installed.
+ * What the settle after an action waits for (see installSettleTracker): tracked timers set since
+ * `since` that fire by `horizon`, how many of those were set by `actionEnded` (by the action
+ * itself, not by the page's later reaction), and the milliseconds since the DOM last changed.
+ * The three moments are wall-clock times (Date.now(), the same clock in the service and the
+ * page), not durations measured when the call was made: on a busy host the call reaches the page
+ * hundreds of ms later, and a window measured back from then missed the action's own timer (the
+ * settle ended before a debounce fired). `tracked` is false in a document that was loaded before
+ * the tracker was installed.
  */
-export function settleState(args: { sinceMs: number; horizonMs: number; actionEndedMs: number }): {
+export function settleState(args: { since: number; horizon: number; actionEnded: number }): {
   tracked: boolean
   pending: number
   pendingFromAction: number
@@ -622,12 +625,17 @@ export function settleState(args: { sinceMs: number; horizonMs: number; actionEn
   ]
   if (state === undefined) return { tracked: false, pending: 0, pendingFromAction: 0, quietMs: 0 }
   const now = performance.now()
+  // The wall-clock moments on the page's performance timeline.
+  const wallNow = Date.now()
+  const since = now - (wallNow - args.since)
+  const horizon = now + (args.horizon - wallNow)
+  const actionEnded = now - (wallNow - args.actionEnded)
   let pending = 0
   let pendingFromAction = 0
   for (const timer of state.timers.values()) {
-    if (timer.created >= now - args.sinceMs && timer.due <= now + args.horizonMs) {
+    if (timer.created >= since && timer.due <= horizon) {
       pending++
-      if (timer.created <= now - args.actionEndedMs) pendingFromAction++
+      if (timer.created <= actionEnded) pendingFromAction++
     }
   }
   return { tracked: true, pending, pendingFromAction, quietMs: Math.round(now - state.lastMutation) }
