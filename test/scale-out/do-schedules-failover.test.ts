@@ -17,7 +17,8 @@ import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type ScriptedModel, startScriptedModel } from "../fixtures/model/scripted-model.ts"
 import { type Service, startService, stopAndClean } from "../support/service.ts"
-import { clusterNodeEnv, eventually, shardsSettled, sharedDatabase } from "./nodes.ts"
+import { clusterNodeEnv, eventually, shardsSettled } from "./nodes.ts"
+import { freshDatabase } from "../support/service.ts"
 
 const SESSIONS = 4
 const INTERVAL_SECONDS = 2
@@ -34,7 +35,7 @@ beforeAll(async () => {
     await new Promise((resolve) => setTimeout(resolve, 1_200))
     return { tool: "done", args: { output: "checked" } }
   })
-  const database = await sharedDatabase("dosched")
+  const database = await freshDatabase("dosched")
   const databaseUrl = database.url
   dropDatabase = database.drop
   const env = clusterNodeEnv(databaseUrl, undefined, model.baseUrl, {

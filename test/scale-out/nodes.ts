@@ -4,12 +4,10 @@
  * test/support/service.ts (startService with DATABASE_URL and the first node's credentials).
  */
 import { type ChildProcess, spawn } from "node:child_process"
-import { mkdtempSync, rmSync } from "node:fs"
-import { tmpdir } from "node:os"
+import { rmSync } from "node:fs"
 import * as path from "node:path"
-import { startEmbeddedPostgres } from "../../src/store/embedded-postgres.ts"
 import { cleanEnv } from "../support/processes.ts"
-import { externalDatabase, type LogLine, newDataDir } from "../support/service.ts"
+import { type LogLine, newDataDir } from "../support/service.ts"
 import { contractFetch } from "../support/contract-hook.ts"
 import { onJsonLines } from "../support/json-lines.ts"
 import { eventually as shared, type PollOptions } from "../support/runs.ts"
@@ -17,23 +15,6 @@ import { waEntry } from "../support/entry.ts"
 
 const root = path.resolve(import.meta.dirname, "../..")
 
-/**
- * A database the nodes of one test share: TEST_DATABASE_URL's (a fresh database on it) when set,
- * else an embedded PostgreSQL of the test's own in a temp dir. `drop` removes it.
- */
-export const sharedDatabase = async (name: string): Promise<{ readonly url: string; readonly drop: () => Promise<void> }> => {
-  const external = await externalDatabase()
-  if (external !== undefined) return { url: external.url, drop: external.drop }
-  const dir = mkdtempSync(path.join(tmpdir(), `wa-${name}-pg-`))
-  const embedded = await startEmbeddedPostgres(dir, { mode: "own" })
-  return {
-    url: embedded.url,
-    drop: async () => {
-      await embedded.stop()
-      rmSync(dir, { recursive: true, force: true })
-    }
-  }
-}
 const mainScript = waEntry
 
 export interface RunnerNode {

@@ -10,7 +10,8 @@ import { lastUserText, type ScriptedModel, startScriptedModel } from "../fixture
 import { type FixtureSites, startFixtureSites } from "../fixtures/sites/server.ts"
 import { waitForRunStatus } from "../support/runs.ts"
 import { type Service, startService, stopAndClean } from "../support/service.ts"
-import { clusterNodeEnv, eventually, shardsSettled, sharedDatabase } from "./nodes.ts"
+import { clusterNodeEnv, eventually, shardsSettled } from "./nodes.ts"
+import { freshDatabase } from "../support/service.ts"
 
 let site: FixtureSites
 let model: ScriptedModel
@@ -32,7 +33,7 @@ beforeAll(async () => {
     await held
     return { tool: "read_page" }
   })
-  const database = await sharedDatabase("control")
+  const database = await freshDatabase("control")
   const databaseUrl = database.url
   dropDatabase = database.drop
   const env = clusterNodeEnv(databaseUrl, undefined, model.baseUrl, { WA_CLUSTER_HEALTH_CHECK_SECONDS: "1" })

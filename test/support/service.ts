@@ -278,6 +278,25 @@ export const externalDatabase = async (): Promise<{ url: string; drop: () => Pro
   }
 }
 
+/**
+ * A database of a test's own: a fresh one on TEST_DATABASE_URL's server when set, else an
+ * embedded PostgreSQL in a temp dir (`name` names the dir). `drop` removes it.
+ */
+export const freshDatabase = async (name: string): Promise<{ readonly url: string; readonly drop: () => Promise<void> }> => {
+  const external = await externalDatabase()
+  if (external !== undefined) return external
+  const { startEmbeddedPostgres } = await import("../../src/store/embedded-postgres.ts")
+  const dir = mkdtempSync(path.join(tmpdir(), `wa-${name}-pg-`))
+  const embedded = await startEmbeddedPostgres(dir, { mode: "own" })
+  return {
+    url: embedded.url,
+    drop: async () => {
+      await embedded.stop()
+      rmSync(dir, { recursive: true, force: true })
+    }
+  }
+}
+
 /** A pg client on the embedded database of a data dir (to look behind the API in tests). */
 export const embeddedDatabaseClient = async (dataDir: string) => {
   const { readFileSync } = await import("node:fs")

@@ -18,13 +18,10 @@
  * DeepResearch follow-up on the old report, a file in the old workspace, charged on the old ledger.
  */
 import { createServer, type Server } from "node:http"
-import { mkdtempSync, readFileSync, rmSync } from "node:fs"
-import { tmpdir } from "node:os"
-import * as path from "node:path"
+import { readFileSync, rmSync } from "node:fs"
 import { gunzipSync } from "node:zlib"
 import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { startEmbeddedPostgres } from "../../src/store/embedded-postgres.ts"
 import { migrationCount } from "../../src/store/migrations.ts"
 import { FAKE_KEYS, type FakeEngines, startFakeEngines } from "../fixtures/engines/fake-engines.ts"
 import { classify, researchScript } from "../fixtures/model/research-model.ts"
@@ -34,7 +31,7 @@ import { listenOnLoopback } from "../support/listen.ts"
 import { eventually } from "../support/runs.ts"
 import { readSse } from "../support/sse.ts"
 import { cleanEnv, runWa } from "../support/processes.ts"
-import { externalDatabase, newDataDir, type Service, startService } from "../support/service.ts"
+import { freshDatabase, newDataDir, type Service, startService } from "../support/service.ts"
 import { carriedOver, changedByDesign, changedByTime, type Fixture, loadFixture } from "./fixture.ts"
 
 /**
@@ -55,21 +52,6 @@ export const upgradeSuite = (commit: string) => {
   let web: ResearchWeb
   let pages: Server
   let pagesUrl: string
-
-  /** A fresh database: on TEST_DATABASE_URL's server when set, else an embedded PostgreSQL of its own. */
-  const freshDatabase = async () => {
-    const external = await externalDatabase()
-    if (external !== undefined) return external
-    const dir = mkdtempSync(path.join(tmpdir(), "wa-upgrade-pg-"))
-    const embedded = await startEmbeddedPostgres(dir, { mode: "own" })
-    return {
-      url: embedded.url,
-      drop: async () => {
-        await embedded.stop()
-        rmSync(dir, { recursive: true, force: true })
-      }
-    }
-  }
 
   const query = async <A = any>(text: string, url = database.url): Promise<Array<A>> => {
     const client = new pg.Client({ connectionString: url })
@@ -107,7 +89,7 @@ export const upgradeSuite = (commit: string) => {
       return { tool: "done", args: { output: { title: "Widget", price: "12 dollars" } } }
     })
 
-    database = await freshDatabase()
+    database = await freshDatabase("upgrade")
     // The old service's database as it was: schema, rows and its own record of applied migrations.
     await query(gunzipSync(readFileSync(fixture.dumpPath)).toString("utf8"))
   }, 120_000)
