@@ -14,26 +14,33 @@ import { earlierCreate, recordCreate } from "../store/keyed-create.ts"
 
 import { MAX_SECRETS } from "./limits.ts"
 import { withMethodSpans } from "../observability/spans.ts"
-import type { ProjectId } from "../domain/run.ts"
+import { ProjectId } from "../domain/run.ts"
 import { SecretId } from "../domain/id-schemas.ts"
+import { decodeRows } from "../store/rows.ts"
 
-export type SecretKind = "secret" | "totp"
+export const SecretKinds = ["secret", "totp"] as const
+export type SecretKind = typeof SecretKinds[number]
 
-export interface SecretRow {
-  readonly id: SecretId
-  readonly project_id: ProjectId
-  readonly name: string
-  readonly kind: SecretKind
-  readonly origins: ReadonlyArray<string>
-  readonly description: string | null
-  readonly totp_digits: number | null
-  readonly totp_period: number | null
-  readonly totp_algorithm: string | null
-  readonly created_at: Date
-  readonly updated_at: Date
-  readonly value_updated_at: Date
-  readonly last_used_at: Date | null
-}
+/** A secret's metadata as stored (its value is never part of it). */
+export const SecretRow = Schema.Struct({
+  id: SecretId,
+  project_id: ProjectId,
+  name: Schema.String,
+  kind: Schema.Literals(SecretKinds),
+  origins: Schema.Array(Schema.String),
+  description: Schema.NullOr(Schema.String),
+  totp_digits: Schema.NullOr(Schema.Number),
+  totp_period: Schema.NullOr(Schema.Number),
+  totp_algorithm: Schema.NullOr(Schema.String),
+  created_at: Schema.Date,
+  updated_at: Schema.Date,
+  value_updated_at: Schema.Date,
+  last_used_at: Schema.NullOr(Schema.Date)
+})
+export type SecretRow = typeof SecretRow.Type
+const secretRows = decodeRows(SecretRow)
+/** With the sealed value, for a run that opens it. */
+const sealedRows = decodeRows(Schema.Struct({ ...SecretRow.fields, value_sealed: Schema.Uint8Array, value_key_id: Schema.String }))
 
 /** A secret with its value opened, for a run. */
 export interface OpenedSecret extends SecretRow {
@@ -98,9 +105,8 @@ export class SecretStore extends Context.Service<SecretStore, {
       const cols = sql.literal(columns)
 
       const find = (projectId: ProjectId, id: SecretId) =>
-        sql<SecretRow>`SELECT ${cols} FROM project_secrets WHERE project_id = ${projectId} AND id = ${id}`.pipe(
-          Effect.map((rows) => rows[0]),
-          Effect.orDie
+        secretRows(sql`SELECT ${cols} FROM project_secrets WHERE project_id = ${projectId} AND id = ${id}`).pipe(
+          Effect.map((rows) => rows[0])
         )
 
       const create = Effect.fn("SecretStore.create")(function*(projectId: ProjectId, input: NewSecret) {
@@ -117,11 +123,11 @@ export class SecretStore extends Context.Service<SecretStore, {
             FROM project_secrets WHERE project_id = ${projectId}`
           if (count?.taken === true) return "taken" as const
           if ((count?.n ?? 0) >= MAX_SECRETS) return "limit" as const
-          const rows = yield* sql<SecretRow>`
+          const rows = yield* secretRows(sql`
             INSERT INTO project_secrets (id, project_id, name, kind, value_sealed, value_key_id, origins, description, totp_digits, totp_period, totp_algorithm)
             VALUES (${id}, ${projectId}, ${input.name}, ${input.kind}, ${sealed.bytes}, ${sealed.keyId}, ${JSON.stringify(input.origins)}::jsonb,
                     ${input.description}, ${input.totp?.digits ?? null}, ${input.totp?.period ?? null}, ${input.totp?.algorithm ?? null})
-            RETURNING ${cols}`
+            RETURNING ${cols}`)
           // Under an Idempotency-Key the claim records the secret in this transaction (src/store/keyed-create.ts).
           yield* recordCreate(sql, id)
           return rows[0]!
@@ -134,7 +140,7 @@ export class SecretStore extends Context.Service<SecretStore, {
       const update = Effect.fn("SecretStore.update")(function*(projectId: ProjectId, id: SecretId, changes: SecretChanges) {
         const sealed = changes.value === undefined ? undefined : cipher.seal(Buffer.from(changes.value.value, "utf8"), id)
         const totp = changes.value?.totp
-        const rows = yield* sql<SecretRow>`
+        const rows = yield* secretRows(sql`
           UPDATE project_secrets SET
             updated_at = now()
             ${sealed === undefined ? sql`` : sql`, value_sealed = ${sealed.bytes}, value_key_id = ${sealed.keyId}, value_updated_at = now()`}
@@ -142,16 +148,16 @@ export class SecretStore extends Context.Service<SecretStore, {
             ${changes.origins === undefined ? sql`` : sql`, origins = ${JSON.stringify(changes.origins)}::jsonb`}
             ${changes.description === undefined ? sql`` : sql`, description = ${changes.description}`}
           WHERE project_id = ${projectId} AND id = ${id}
-          RETURNING ${cols}`.pipe(Effect.orDie)
+          RETURNING ${cols}`)
         return rows[0]
       })
 
       const openForRun = Effect.fn("SecretStore.openForRun")(function*(projectId: ProjectId, names: ReadonlyArray<string>) {
         if (names.length === 0) return []
-        const rows = yield* sql<SecretRow & { value_sealed: Uint8Array; value_key_id: string }>`
+        const rows = yield* sealedRows(sql`
           UPDATE project_secrets SET last_used_at = now()
           WHERE project_id = ${projectId} AND name IN ${sql.in(names)}
-          RETURNING ${cols}, value_sealed, value_key_id`.pipe(Effect.orDie)
+          RETURNING ${cols}, value_sealed, value_key_id`)
         const opened: Array<OpenedSecret> = []
         for (const { value_sealed, value_key_id, ...row } of rows) {
           const bytes = yield* cipher.open({ bytes: Buffer.from(value_sealed), keyId: value_key_id }, row.id).pipe(
@@ -165,10 +171,10 @@ export class SecretStore extends Context.Service<SecretStore, {
       return SecretStore.of({
         ...withMethodSpans<Pick<SecretStore["Service"], "list" | "names" | "find" | "delete">>("SecretStore", {
           list: (projectId, limit, beforeId) =>
-            sql<SecretRow>`
+            secretRows(sql`
               SELECT ${cols} FROM project_secrets
               WHERE project_id = ${projectId} ${beforeId === undefined ? sql`` : sql`AND id < ${beforeId}`}
-              ORDER BY id DESC LIMIT ${limit}`.pipe(Effect.orDie),
+              ORDER BY id DESC LIMIT ${limit}`),
           names: (projectId) =>
             sql<{ name: string }>`SELECT name FROM project_secrets WHERE project_id = ${projectId} ORDER BY name`.pipe(
               Effect.map((rows) => rows.map((row) => row.name)),
