@@ -8,12 +8,11 @@
  * monitor's id (its ticks are runs; src/track/monitor-store.ts numbers those events from the
  * monitor row). `eventsAfter` reads either.
  */
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
 import type { SqlClient } from "effect/sql"
 import type { EventData, RunEventType } from "../domain/events.ts"
-import type { ProjectId, RunId, SessionId } from "../domain/run.ts"
-import type { RunStatus } from "../domain/run-state.ts"
-import type { ExecutionToken } from "../domain/id-schemas.ts"
+import { ProjectId, RunId, RunStatus, SessionId } from "../domain/run.ts"
+import { ExecutionToken } from "../domain/id-schemas.ts"
 
 export const EVENTS_CHANNEL = "wa_run_events"
 
@@ -31,14 +30,16 @@ export class SupersededExecution extends Error {
 }
 
 /** Columns of a run row the store itself looks at while it holds the row's lock. */
-export interface LockedRun {
-  readonly id: RunId
-  readonly project_id: ProjectId
-  readonly session_id: SessionId | null
-  readonly status: RunStatus
-  readonly phase: string | null
-  readonly executor: ExecutionToken | null
-}
+const LockedRun = Schema.Struct({
+  id: RunId,
+  project_id: ProjectId,
+  session_id: Schema.NullOr(SessionId),
+  status: RunStatus,
+  phase: Schema.NullOr(Schema.String),
+  executor: Schema.NullOr(ExecutionToken)
+})
+export type LockedRun = typeof LockedRun.Type
+const decodeLocked = Schema.decodeUnknownEffect(Schema.Array(LockedRun))
 
 export interface RunEvent {
   readonly id: number
@@ -57,7 +58,9 @@ export const lockSessionOfRun = (sql: SqlClient.SqlClient, runId: RunId) =>
 
 /** Locks the run's row; with an `executor`, an execution that no longer owns the run dies (SupersededExecution). */
 export const lockRun = (sql: SqlClient.SqlClient, runId: RunId, executor?: ExecutionToken) =>
-  sql<LockedRun>`SELECT id, project_id, session_id, status, phase, executor FROM runs WHERE id = ${runId} FOR UPDATE`.pipe(
+  sql`SELECT id, project_id, session_id, status, phase, executor FROM runs WHERE id = ${runId} FOR UPDATE`.pipe(
+    // A row that does not decode is a defect: the store wrote it.
+    Effect.flatMap((raw) => Effect.orDie(decodeLocked(raw))),
     Effect.flatMap((rows) => {
       const row = rows[0]
       return executor !== undefined && row !== undefined && row.executor !== executor
