@@ -4,8 +4,9 @@
  * then holding the stored answer for 24 h. The HTTP middleware (src/http/middleware/idempotency.ts)
  * decides what to answer; the statements that make the claim safe under races are here.
  */
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
 import { SqlClient } from "effect/sql"
+import { decodeRows } from "./rows.ts"
 
 /** One attempt's hold on a key: the claim's primary key and the attempt's token. */
 export interface HeldKey {
@@ -15,12 +16,15 @@ export interface HeldKey {
   readonly attempt: string
 }
 
-export interface StoredResponse {
-  readonly request_hash: string
-  readonly status: number | null
-  readonly response_headers: Record<string, string> | null
-  readonly response_body: string | null
-}
+/** A key's record: the request it was claimed for and, once stored, the answer to replay. */
+const StoredResponse = Schema.Struct({
+  request_hash: Schema.String,
+  status: Schema.NullOr(Schema.Number),
+  response_headers: Schema.NullOr(Schema.Record(Schema.String, Schema.String)),
+  response_body: Schema.NullOr(Schema.String)
+})
+export type StoredResponse = typeof StoredResponse.Type
+const storedResponses = decodeRows(StoredResponse)
 
 export const idempotencyRecords = (options: { readonly leaseSeconds: number; readonly windowHours: number }) =>
   Effect.gen(function*() {
@@ -51,12 +55,11 @@ export const idempotencyRecords = (options: { readonly leaseSeconds: number; rea
           RETURNING resource_id`.pipe(Effect.map((rows) => rows[0]), Effect.orDie),
 
       find: (space: string, callerId: string, key: string) =>
-        sql<StoredResponse>`
+        storedResponses(sql`
           SELECT request_hash, status, response_headers, response_body
           FROM idempotency_records
-          WHERE project_id = ${space} AND api_key_id = ${callerId} AND idempotency_key = ${key}`.pipe(
-          Effect.map((rows) => rows[0]),
-          Effect.orDie
+          WHERE project_id = ${space} AND api_key_id = ${callerId} AND idempotency_key = ${key}`).pipe(
+          Effect.map((rows) => rows[0])
         ),
 
       /**
