@@ -169,15 +169,16 @@ const warnOnce = (sql: SqlClient.SqlClient, balance: Balance, capMicros: number)
 export const lockBalance = (sql: SqlClient.SqlClient, projectId: ProjectId): Effect.Effect<Balance & { readonly capMicros: number | null }, SqlError> =>
   Effect.gen(function*() {
     // The cap comes with the lock (one round trip); its lookup is capMicrosOf's.
-    const [row] = yield* sql<BalanceRow & { readonly inserted: boolean; readonly cap: string | null }>`
+    const [raw] = yield* sql`
       INSERT INTO credit_balances (project_id, period_start, period_end)
       VALUES (${projectId}, date_trunc('month', now(), 'UTC'), date_trunc('month', now(), 'UTC') + interval '1 month')
       ON CONFLICT (project_id) DO UPDATE SET updated_at = now()
       RETURNING ${sql.literal(balanceColumns)}, period_end <= now() AS expired, (xmax = 0) AS inserted, (${capSubquery(sql, projectId)}) AS cap`
-    const capMicros = row!.cap === null ? null : Number(row!.cap)
-    const balance = toBalance(row!)
+    const row = decodeLockedBalance(raw)
+    const capMicros = row.cap === null ? null : Number(row.cap)
+    const balance = toBalance(row)
     // A period opens (the first write ever, or the first after the last period ended): the plan's grant.
-    if (!row!.expired) return { ...(row!.inserted ? yield* grantMonthlyInTransaction(sql, balance) : balance), capMicros }
+    if (!row.expired) return { ...(row.inserted ? yield* grantMonthlyInTransaction(sql, balance) : balance), capMicros }
     if (balance.monthlyMicros !== 0) {
       yield* sql`
         INSERT INTO credit_ledger (project_id, kind, bucket, amount_micros, idempotency_key, period_start)
@@ -185,12 +186,12 @@ export const lockBalance = (sql: SqlClient.SqlClient, projectId: ProjectId): Eff
           ${`expire_monthly:${projectId}:${balance.periodStart.toISOString()}`}, ${balance.periodStart})
         ON CONFLICT DO NOTHING`
     }
-    const [next] = yield* sql<BalanceRow>`
+    const [next] = yield* sql`
       UPDATE credit_balances SET monthly_micros = 0, period_spent_micros = 0,
         period_start = date_trunc('month', now(), 'UTC'), period_end = date_trunc('month', now(), 'UTC') + interval '1 month'
       WHERE project_id = ${projectId}
       RETURNING ${sql.literal(balanceColumns)}, false AS expired`
-    return { ...(yield* grantMonthlyInTransaction(sql, toBalance(next!))), capMicros }
+    return { ...(yield* grantMonthlyInTransaction(sql, toBalance(decodeBalanceRow(next)))), capMicros }
   })
 
 /** The idempotency key of a project's monthly grant for the period starting at `periodStart`. */
@@ -211,11 +212,11 @@ export const grantMonthlyInTransaction = (sql: SqlClient.SqlClient, balance: Bal
       ON CONFLICT DO NOTHING
       RETURNING amount_micros::text AS amount`
     if (granted.length === 0) return balance
-    const [next] = yield* sql<BalanceRow>`
+    const [next] = yield* sql`
       UPDATE credit_balances SET monthly_micros = monthly_micros + ${Number(granted[0]!.amount)}, updated_at = now()
       WHERE project_id = ${balance.projectId}
       RETURNING ${sql.literal(balanceColumns)}, false AS expired`
-    const opened = toBalance(next!)
+    const opened = toBalance(decodeBalanceRow(next))
     yield* rearmAutoRecharge(sql, opened)
     return opened
   })
@@ -387,6 +388,12 @@ const BalanceRowSchema = Schema.Struct({
   expired: Schema.Boolean
 })
 const decodeBalanceRow = Schema.decodeUnknownSync(BalanceRowSchema)
+/** lockBalance's row: the balance, whether the lock created it, and the project's cap. */
+const decodeLockedBalance = Schema.decodeUnknownSync(Schema.Struct({
+  ...BalanceRowSchema.fields,
+  inserted: Schema.Boolean,
+  cap: Schema.NullOr(Schema.String)
+}))
 const decodePeriod = Schema.decodeUnknownSync(Schema.Struct({ period_start: Schema.Date, period_end: Schema.Date }))
 const decodeBucketSum = Schema.decodeUnknownSync(Schema.Struct({ bucket: Schema.Literals(["monthly", "additional"]), total: Schema.FiniteFromString }))
 const decodeEntry = Schema.decodeUnknownSync(Schema.Struct({
