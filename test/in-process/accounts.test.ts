@@ -6,7 +6,8 @@
  * - sign-in throttling: concurrent wrong guesses for one account are each counted, so exactly
  *   `limit` of them are checked and the rest are refused with a Retry-After inside the window;
  *   the right password is refused too once the account is throttled; a success clears the
- *   account's count; the address limit holds across accounts;
+ *   account's count; the address limit holds across accounts; the window before weighs in, so
+ *   guesses on both sides of a window's edge do not get twice the limit;
  * - tenants: two admins demoting each other at once leave one admin (last_admin refused), and
  *   concurrent invitations and tenant creations stop at their caps;
  * - mailed proofs: one reset token used by concurrent requests sets one password; SSO refuses an
@@ -88,7 +89,8 @@ layer(TestLayer, { excludeTestServices: true, timeout: 120_000 })("accounts", (i
       for (const t of throttled) {
         expect(t).toMatchObject({ throttled: "account" })
         expect((t as { retryAfter: number }).retryAfter).toBeGreaterThanOrEqual(1)
-        expect((t as { retryAfter: number }).retryAfter).toBeLessThanOrEqual(900)
+        // A window, and the share of the next one that the checked attempts still weigh in.
+        expect((t as { retryAfter: number }).retryAfter).toBeLessThanOrEqual(900 + 900 / 5)
       }
       expect(yield* login("victim@example.com", "the-right-one", "10.0.1.1")).toMatchObject({ throttled: "account" })
     }))
@@ -113,6 +115,25 @@ layer(TestLayer, { excludeTestServices: true, timeout: 120_000 })("accounts", (i
       // Another address is not affected.
       expect(yield* login("carol@example.com", "carol-password", "10.2.0.2")).toBe("ok")
       yield* throttle.succeeded({ account: "x", address: "10.2.0.1" })
+    }))
+
+  it.effect("the window before weighs in: the limit's worth there and one short of it here refuses the right password", () =>
+    Effect.gen(function*() {
+      const users = yield* Users
+      const sql = yield* SqlClient.SqlClient
+      yield* users.create({ email: "edge@example.com", password: "edge-password", displayName: null })
+      // The limit (5) in the window that ended, 4 in this one: a fixed window would check a fifth
+      // here; the sliding one still counts part of the window before, wherever in this one we are.
+      yield* sql`
+        INSERT INTO login_attempts (scope_key, window_start, attempts)
+        SELECT 'account:edge@example.com', start, attempts
+        FROM (VALUES (0, 4), (1, 5)) AS w(back, attempts),
+          LATERAL (SELECT to_timestamp(floor(extract(epoch FROM now()) / 900) * 900 - back * 900) AS start) s`
+      const refused = yield* login("edge@example.com", "edge-password", "10.3.0.1")
+      expect(refused).toMatchObject({ throttled: "account" })
+      const wait = (refused as { retryAfter: number }).retryAfter
+      expect(wait).toBeGreaterThanOrEqual(1)
+      expect(wait).toBeLessThanOrEqual(900 + 900 / 5)
     }))
 
   it.effect("two admins demoting each other at once: one succeeds, the other gets last_admin", () =>
