@@ -11,9 +11,11 @@ import { SqlClient } from "effect/sql"
 import { createServer } from "node:http"
 import { BrowserPool } from "../browser/pool.ts"
 import { AppConfig } from "../config/config.ts"
-import { appliedMigrationsReader, migrationCount } from "../store/migrations.ts"
+import { NodeMetrics, Readiness } from "../observability/probes.ts"
+import { ReadinessLive } from "../store/readiness.ts"
 import { RunnerLifecycle } from "./lifecycle.ts"
-import { prometheusContentType, renderMetrics } from "./metrics.ts"
+import { prometheusContentType } from "./metrics.ts"
+import { NodeMetricsLive } from "./node-metrics.ts"
 
 const notReady = (detail: string) =>
   HttpServerResponse.jsonUnsafe({ code: "not_ready", detail, extra: {} }, { status: 503 })
@@ -25,15 +27,13 @@ const Routes = Layer.mergeAll(
     const lifecycle = yield* RunnerLifecycle
     if (yield* lifecycle.draining) return notReady("the runner is draining")
     if (yield* sharding.isShutdown) return notReady("the runner is shutting down")
-    const applied = yield* (yield* appliedMigrationsReader).pipe(
-      Effect.timeout("2 seconds"),
-      Effect.orElseSucceed(() => -1)
+    // The same check as an API node's /readyz: the database answers and is migrated.
+    return yield* (yield* Readiness).check.pipe(
+      Effect.as(HttpServerResponse.jsonUnsafe({ status: "ready" })),
+      Effect.catchTag("NotReady", (e) => Effect.succeed(notReady(e.detail)))
     )
-    if (applied < 0) return notReady("the database does not answer")
-    if (applied < migrationCount) return notReady("migrations are not applied yet")
-    return HttpServerResponse.jsonUnsafe({ status: "ready" })
   })),
-  HttpRouter.add("GET", "/metrics", renderMetrics.pipe(
+  HttpRouter.add("GET", "/metrics", NodeMetrics.use((metrics) => metrics.render).pipe(
     Effect.map((body) => HttpServerResponse.text(body, { contentType: prometheusContentType }))
   ))
 )
@@ -46,6 +46,7 @@ export const RunnerHttpLive: Layer.Layer<
 > = Layer.unwrap(Effect.gen(function*() {
   const config = yield* AppConfig
   return HttpRouter.serve(Routes, { disableLogger: true, disableListenLog: true }).pipe(
+    Layer.provide([ReadinessLive, NodeMetricsLive]),
     Layer.provideMerge(NodeHttpServer.layer(createServer, { port: config.port, host: config.host, gracefulShutdownTimeout: "2 seconds" })),
     Layer.orDie
   )
