@@ -11,6 +11,7 @@ import { withMethodSpans } from "../observability/spans.ts"
 import { ProjectId } from "../domain/run.ts"
 import { MonitorId, TickRunId } from "../domain/monitor.ts"
 import { NotificationId } from "../domain/id-schemas.ts"
+import { InboxNotificationData } from "../domain/wire/inbox.ts"
 
 export const InboxNotificationRow = Schema.Struct({
   id: NotificationId,
@@ -19,7 +20,7 @@ export const InboxNotificationRow = Schema.Struct({
   tick_id: TickRunId,
   type: Schema.Literals(InboxNotificationTypes),
   title: Schema.String,
-  data: Schema.Unknown,
+  data: InboxNotificationData,
   read_at: Schema.NullOr(Schema.Date),
   created_at: Schema.Date
 })
@@ -33,7 +34,7 @@ export interface InboxAddInput {
   readonly tickId: TickRunId
   readonly type: InboxNotificationType
   readonly title: string
-  readonly data: unknown
+  readonly data: InboxNotificationData
 }
 
 const columns = "id, project_id, monitor_id, tick_id, type, title, data, read_at, created_at"

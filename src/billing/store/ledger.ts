@@ -27,6 +27,7 @@ import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import { makeId } from "../../domain/ids.ts"
 import { usdFromMicros } from "../../domain/money.ts"
+import type { QuotaWarningData } from "../../domain/wire/inbox.ts"
 import { withMethodSpans } from "../../observability/spans.ts"
 import { ProjectId, SessionId } from "../../domain/run.ts"
 
@@ -147,20 +148,22 @@ export const WARNING_RATIO = 0.8
  * The period's quota warning (`billing.quota_warning` in the project's inbox), once per period:
  * the notification's unique (tick_id, type) key is the project and the period.
  */
-const warnOnce = (sql: SqlClient.SqlClient, balance: Balance, capMicros: number) =>
-  sql`
+const warnOnce = (sql: SqlClient.SqlClient, balance: Balance, capMicros: number) => {
+  const data: QuotaWarningData = {
+    project_id: balance.projectId,
+    period_start: balance.periodStart.toISOString(),
+    period_end: balance.periodEnd.toISOString(),
+    monthly_cap_usd: usdFromMicros(capMicros),
+    spent_usd: usdFromMicros(balance.periodSpentMicros),
+    warning_ratio: WARNING_RATIO
+  }
+  return sql`
     INSERT INTO inbox_notifications (id, project_id, monitor_id, tick_id, type, title, data)
     VALUES (${makeId("ntf")}, ${balance.projectId}, '', ${`budget:${balance.projectId}:${balance.periodStart.toISOString()}`},
       'billing.quota_warning', ${`${Math.floor(balance.periodSpentMicros * 100 / Math.max(capMicros, 1))} % of the monthly budget spent`},
-      ${JSON.stringify({
-        project_id: balance.projectId,
-        period_start: balance.periodStart.toISOString(),
-        period_end: balance.periodEnd.toISOString(),
-        monthly_cap_usd: usdFromMicros(capMicros),
-        spent_usd: usdFromMicros(balance.periodSpentMicros),
-        warning_ratio: WARNING_RATIO
-      })}::jsonb)
+      ${JSON.stringify(data)}::jsonb)
     ON CONFLICT (tick_id, type) DO NOTHING`
+}
 
 /**
  * Locks the project's balance row (creating it for the current period), and writes off the
