@@ -20,7 +20,7 @@
  */
 import { Schema } from "effect"
 import { CanonicalSchedule } from "./schedule-spec.ts"
-import { AlignmentMessageKind, MonitorStatus, NotifyChannelKind } from "./monitor.ts"
+import { AlignmentMessageKind, MonitorDiff, MonitorStatus, NotifyChannelKind } from "./monitor.ts"
 import { Phases } from "./research.ts"
 import { type Convention, FlatRunStatuses, RunStatuses, TerminalReasons } from "./run-state.ts"
 import { SkillKind } from "./skill.ts"
@@ -179,20 +179,6 @@ export const FlatRunEventSchemas = runSchemasIn(RunStatusB, "B")
 // ---------------------------------------------------------------------------------------------
 
 const JsonObject = Schema.Record(Str, Json)
-
-const MonitorDiff = Schema.Union([
-  Schema.Struct({
-    kind: Schema.Literal("json"),
-    changes: Schema.Array(Schema.Struct({
-      op: Schema.Literals(["added", "removed", "changed"]),
-      /** An RFC 6901 JSON pointer ("" for the root). */
-      path: Str,
-      old: Schema.optionalKey(Json),
-      new: Schema.optionalKey(Json)
-    }))
-  }),
-  Schema.Struct({ kind: Schema.Literal("text"), added: Int, removed: Int, unified: Str })
-])
 
 const Delivery = Schema.Struct({
   run_id: NullableStr,

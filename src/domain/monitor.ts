@@ -235,6 +235,26 @@ export class TickRun extends Schema.Class<TickRun>("wa/domain/TickRun")({
   finished_at: Nullable(Schema.Date)
 }) {}
 
+/**
+ * What changed between two snapshots of a monitor: the structural diff of the extracted JSON, or
+ * the line counts and unified diff of the text (src/track/diff.ts). Snapshots keep it, and
+ * monitor.change_detected and monitor.triggered carry it.
+ */
+export const MonitorDiff = Schema.Union([
+  Schema.Struct({
+    kind: Schema.Literal("json"),
+    changes: Schema.Array(Schema.Struct({
+      op: Schema.Literals(["added", "removed", "changed"]),
+      /** An RFC 6901 JSON pointer ("" for the root). */
+      path: Schema.String,
+      old: Schema.optionalKey(Schema.Unknown),
+      new: Schema.optionalKey(Schema.Unknown)
+    }))
+  }),
+  Schema.Struct({ kind: Schema.Literal("text"), added: Schema.Int, removed: Schema.Int, unified: Schema.String })
+])
+export type MonitorDiff = typeof MonitorDiff.Type
+
 export class Snapshot extends Schema.Class<Snapshot>("wa/domain/Snapshot")({
   id: SnapshotId,
   monitor_id: MonitorId,
@@ -244,7 +264,7 @@ export class Snapshot extends Schema.Class<Snapshot>("wa/domain/Snapshot")({
   extracted: Nullable(Schema.Unknown),
   text: Schema.String,
   pages: Schema.Array(PageResult),
-  diff: Nullable(Schema.Unknown),
+  diff: Nullable(MonitorDiff),
   changed: Schema.Boolean,
   fetched_at: Schema.Date,
   created_at: Schema.Date

@@ -34,6 +34,7 @@ import {
   type PageResult,
   type PendingQuestion,
   Snapshot,
+  type MonitorDiff,
   type SnapshotId,
   TickRun,
   type TickRunId
@@ -107,7 +108,7 @@ export interface TickSuccess {
   readonly extracted: unknown | null
   readonly text: string
   readonly pages: ReadonlyArray<PageResult>
-  readonly diff: unknown | null
+  readonly diff: MonitorDiff | null
   readonly changed: boolean
   readonly fired: boolean
   readonly fetchedAt: Date

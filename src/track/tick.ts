@@ -23,7 +23,7 @@ import { createHash } from "node:crypto"
 import { AgentModel } from "../agent/model.ts"
 import { AppConfig } from "../config/config.ts"
 import { Budget } from "../billing/budget.ts"
-import { isTerminalMonitor, type Monitor, MonitorId, type PageResult, type Snapshot, SnapshotId, type TickRun } from "../domain/monitor.ts"
+import { isTerminalMonitor, type Monitor, type MonitorDiff, MonitorId, type PageResult, type Snapshot, SnapshotId, type TickRun } from "../domain/monitor.ts"
 import { DeliveryId } from "../domain/id-schemas.ts"
 import type { Run, TrackTickRequest } from "../domain/run.ts"
 import type { Begin, RunExecutor } from "../runs/kernel.ts"
@@ -41,7 +41,6 @@ import { normalizeText } from "./fingerprint.ts"
 import { MonitorStore, type PreviousSnapshot, type TickRef } from "./monitor-store.ts"
 import { DEFAULT_TRIGGER, parseStopCondition, parseTrigger, type Rule } from "../domain/track-rules.ts"
 import { evaluate } from "./rules.ts"
-import type { EventData } from "../domain/events.ts"
 import type { MonitorTriggeredData } from "../domain/wire/webhook-payloads.ts"
 
 /** Text kept in a snapshot (and diffed), at most. */
@@ -77,8 +76,7 @@ export const notificationData = (monitor: Monitor, tick: Pick<TickRun, "id" | "n
   snapshot_id: snapshot.id,
   changed: snapshot.changed,
   extracted: snapshot.extracted,
-  // Stored as the tick computed it (a monitor.change_detected diff).
-  diff: snapshot.diff as EventData<"monitor.change_detected">["diff"],
+  diff: snapshot.diff,
   target_urls: monitor.target_urls,
   fetched_at: snapshot.fetched_at.toISOString()
 })
@@ -258,7 +256,7 @@ export const makeTickExecutor = Effect.gen(function*() {
     const contentHash = sha256(extracted === null ? text : stableJson(extracted))
     const first = previous === undefined
     const changed = !first && previous.content_hash !== contentHash
-    const diff: EventData<"monitor.change_detected">["diff"] = first
+    const diff: MonitorDiff | null = first
       ? null
       : extracted !== null
       ? { kind: "json", changes: diffJson(previous.extracted, extracted) }

@@ -4,7 +4,7 @@
  * The request bodies are in src/domain/monitor.ts.
  */
 import { Schema } from "effect"
-import { MonitorStatus, NotifyChannelKind, PageResult, TickStatus, TickTrigger } from "../monitor.ts"
+import { MonitorDiff, MonitorStatus, NotifyChannelKind, PageResult, TickStatus, TickTrigger } from "../monitor.ts"
 import { CanonicalSchedule } from "../schedule-spec.ts"
 import { Timestamp } from "../schemas.ts"
 import { secretField } from "./common.ts"
@@ -87,7 +87,7 @@ export const SnapshotResponse = Schema.Struct({
   content_hash: Schema.String,
   changed: Schema.Boolean,
   extracted: Json,
-  diff: Json.annotate({ description: "null for the baseline; {kind: json, changes: [{op, path, old, new}]} or {kind: text, added, removed, unified}" }),
+  diff: Schema.NullOr(MonitorDiff).annotate({ description: "null for the baseline; {kind: json, changes: [{op, path, old, new}]} or {kind: text, added, removed, unified}" }),
   pages: Schema.Array(PageResult),
   text_length: Schema.Int,
   text: Schema.optional(Schema.String),
