@@ -21,6 +21,34 @@ export const ConfidenceSummary = Schema.Struct({
 })
 export type ConfidenceSummary = typeof ConfidenceSummary.Type
 
+/** One source the report cites, as citations.json lists it (`n` is its number in final.md). */
+export const CitationEntry = Schema.Struct({
+  n: Schema.Int,
+  source_id: Schema.String,
+  url: Schema.String,
+  title: Schema.String,
+  site: Schema.String,
+  section_ids: Schema.Array(Schema.String)
+})
+/** The citations.json artifact: every cited source, by its number. */
+export const CitationsArtifact = Schema.Array(CitationEntry).annotate({ title: "citations.json" })
+export type CitationsArtifact = typeof CitationsArtifact.Type
+
+/** The confidence.json artifact: the claims of each section with their confidence and citation numbers. */
+export const ConfidenceArtifact = Schema.Struct({
+  summary: ConfidenceSummary,
+  sections: Schema.Array(Schema.Struct({
+    section_id: Schema.String,
+    title: Schema.String,
+    claims: Schema.Array(Schema.Struct({
+      text: Schema.String,
+      confidence: Schema.Literals(["high", "medium", "low"]),
+      citations: Schema.Array(Schema.Int)
+    }))
+  }))
+}).annotate({ title: "confidence.json" })
+export type ConfidenceArtifact = typeof ConfidenceArtifact.Type
+
 export const PartialSection = Schema.Struct({
   section_id: Schema.String,
   reason: Schema.String,

@@ -5,7 +5,7 @@
  */
 import { Effect, Schema } from "effect"
 import { Brief, Claim, type DepthBudget, Source } from "./pipeline.ts"
-import { type ConfidenceSummary, Outline, type PartialSection } from "../domain/research.ts"
+import { type CitationsArtifact, type ConfidenceArtifact, Outline, type PartialSection } from "../domain/research.ts"
 
 export const SectionGathering = Schema.Struct({
   sourceIds: Schema.Array(Schema.String),
@@ -83,22 +83,8 @@ export const citationNumbers = (state: ResearchState): Map<string, number> => {
 
 export interface Report {
   readonly finalMd: string
-  readonly citations: ReadonlyArray<{
-    readonly n: number
-    readonly source_id: string
-    readonly url: string
-    readonly title: string
-    readonly site: string
-    readonly section_ids: ReadonlyArray<string>
-  }>
-  readonly confidence: {
-    readonly summary: ConfidenceSummary
-    readonly sections: ReadonlyArray<{
-      readonly section_id: string
-      readonly title: string
-      readonly claims: ReadonlyArray<{ readonly text: string; readonly confidence: string; readonly citations: ReadonlyArray<number> }>
-    }>
-  }
+  readonly citations: CitationsArtifact
+  readonly confidence: ConfidenceArtifact
   readonly partialSections: ReadonlyArray<PartialSection>
 }
 

@@ -7,6 +7,7 @@ import { transportHeaders } from "./openapi-transport.ts"
 import { discriminatedUnions } from "./openapi-unions.ts"
 import { eventStreams } from "./openapi-events.ts"
 import { webhooks } from "./openapi-webhooks.ts"
+import { researchArtifacts } from "./openapi-artifacts.ts"
 import { ApiKeysApi } from "./api-keys.ts"
 import { ControlApi } from "./control.ts"
 import { DoAnythingApi, DoAnythingFlatApi, MediaApi } from "./do-anything.ts"
@@ -88,5 +89,6 @@ const contract = HttpApi.make("web-agent-service")
   }))
 
 // Idempotency-Key on every write that honours it, Retry-After and RateLimit on every 429; every event payload and each stream's event types;
-// the bodies POSTed to users' endpoints (the webhooks section, deliveries' payload); unions discriminated by `kind` as oneOf.
-export class WebAgentApi extends contract.annotate(OpenApi.Transform, (spec) => discriminatedUnions(webhooks(eventStreams(transportHeaders(contract)(spec))))) {}
+// the bodies POSTed to users' endpoints (the webhooks section, deliveries' payload); DeepResearch's JSON artifacts;
+// unions discriminated by `kind` as oneOf.
+export class WebAgentApi extends contract.annotate(OpenApi.Transform, (spec) => discriminatedUnions(researchArtifacts(webhooks(eventStreams(transportHeaders(contract)(spec)))))) {}

@@ -25,6 +25,7 @@ import {
 } from "../../domain/wire/deep-research.ts"
 import { CancelRunRequest, FeedbackRequest } from "../../domain/wire/do-anything.ts"
 import { ArtifactId } from "../../domain/id-schemas.ts"
+import { RESEARCH_JSON_ARTIFACT } from "./openapi-artifact-name.ts"
 import { ProjectIdParam, RunIdParam } from "./schemas.ts"
 import { Authentication, Idempotency, RateLimit } from "./security.ts"
 
@@ -35,11 +36,13 @@ const EventStream = Schema.String.pipe(HttpApiSchema.asText({ contentType: "text
 const ArtifactContent = Schema.String.pipe(HttpApiSchema.asText({ contentType: "text/markdown" }))
 /**
  * An artifact is sent as its own type: the report (final.md) as text/markdown, citations.json and
- * confidence.json as application/json (src/research/executor.ts), so the 200 declares both.
+ * confidence.json as application/json (src/research/executor.ts), so the 200 declares both; the JSON
+ * is one of the two artifacts' schemas.
  */
 const jsonArtifacts = (operation: Record<string, any>) => {
   const ok = operation["responses"]?.["200"]
-  if (ok?.["content"] !== undefined) ok["content"]["application/json"] ??= { schema: {} }
+  // The component is added with the document (openapi-artifacts.ts), so the SDK does not carry its JSON Schema.
+  if (ok?.["content"] !== undefined) ok["content"]["application/json"] ??= { schema: { $ref: `#/components/schemas/${RESEARCH_JSON_ARTIFACT}` } }
   return operation
 }
 const writeErrors = [ValidationError, NotFound, Conflict] as const
