@@ -276,6 +276,12 @@ describe("the console", () => {
     await results.waitFor()
     const links = await results.locator("li > a").evaluateAll((items) => items.map((a) => a.getAttribute("href")))
     expect(links).toEqual(expect.arrayContaining([fx.web.url(H1, "/doc/search-one"), fx.web.url(H2, "/doc/search-two")]))
+    // What the search cost, as the API's view of the run says it.
+    const runId = new URL(page.url()).pathname.split("/").pop()!
+    const run = await service.request("GET", `/v1/projects/${service.projectId}/web_search/runs/${runId}`)
+    expect(run.json.service_cost_usd).not.toBe("0.00")
+    await expect.poll(() => page.getByTestId("search-cost").textContent())
+      .toBe(`$${run.json.total_cost_usd} (LLM $${run.json.llm_cost_usd} · fee $${run.json.service_cost_usd})`)
     await shot("08-search-results")
   })
 

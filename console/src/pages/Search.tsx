@@ -84,6 +84,7 @@ export const SearchRunPage = ({ api, rid }: { api: Api; rid: string }) => {
             <dt>Status</dt><dd data-testid="search-status"><Status value={r.status} /></dd>
             <dt>Engines</dt><dd>{started > 0 ? <><progress max={started} value={finished} /> {finished} of {started} engine queries answered</> : (r.request.engines ?? ["default set"]).join(", ")}</dd>
             <dt>Finished</dt><dd><Time value={r.finished_at} /></dd>
+            <dt>Cost</dt><dd data-testid="search-cost">${r.total_cost_usd} <span className="muted">(LLM ${r.llm_cost_usd} · fee ${r.service_cost_usd})</span></dd>
           </dl>
           {r.error ? <div className="error"><strong>{r.error.code}</strong>: {r.error.detail}</div> : null}
           {r.results ? (
