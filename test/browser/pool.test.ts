@@ -132,10 +132,14 @@ describe("BrowserPool warm context", () => {
     const browser = Option.getOrThrow(yield* (yield* BrowserPool).currentBrowser)
     return browser.contexts()
   })
-  /** Waits (bounded) until the browser has `n` contexts: the spare is opened in the background. */
+  /**
+   * Waits (bounded) until the browser has `n` contexts: the spares are opened in the background,
+   * one at a time, each with its page and its guard, and this test flaked under load with a 5 s
+   * bound; 20 s (a bound on waiting, not a timing under test).
+   */
   const contextsReach = (n: number) =>
     Effect.gen(function*() {
-      for (let i = 0; i < 200; i++) {
+      for (let i = 0; i < 800; i++) {
         if ((yield* openContexts).length >= n) return
         yield* Effect.sleep("25 millis")
       }
