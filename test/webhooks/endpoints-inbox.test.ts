@@ -155,7 +155,7 @@ describe("inbox", () => {
       notifications.push(id)
       await db.query(
         `INSERT INTO inbox_notifications (id, project_id, monitor_id, tick_id, type, title, data) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-        [id, service.projectId, monitorId, makeId("tick"), "monitor.triggered", `Change ${i}`, JSON.stringify({ n: i })]
+        [id, service.projectId, monitorId, makeId("tick"), "monitor.triggered", `Change ${i}`, JSON.stringify({ ...triggeredBody(monitorId, makeId("tick")).data, tick_n: i })]
       )
     }
   })
@@ -166,7 +166,7 @@ describe("inbox", () => {
     expect(all.json.unread_count).toBe(3)
     expect(all.json.next_cursor).toBeNull()
     expect(all.json.items.map((n: any) => n.id)).toEqual([...notifications].reverse())
-    expect(all.json.items[0]).toMatchObject({ monitor_id: monitorId, type: "monitor.triggered", title: "Change 2", data: { n: 2 }, read: false, read_at: null })
+    expect(all.json.items[0]).toMatchObject({ monitor_id: monitorId, type: "monitor.triggered", title: "Change 2", data: { monitor_id: monitorId, tick_n: 2 }, read: false, read_at: null })
 
     const first = await service.request("GET", `${inbox()}?limit=2`)
     expect(first.json.items).toHaveLength(2)
