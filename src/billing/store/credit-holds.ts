@@ -23,7 +23,7 @@
  *   budget_exceeded at its next charge, so a project overshoots by at most what one admitted run
  *   spends past its hold.
  */
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import { BudgetExceeded, InsufficientCredits } from "../../domain/errors.ts"
@@ -33,6 +33,7 @@ import { toMicros } from "../../domain/money.ts"
 import { lockBalance } from "./ledger.ts"
 import type { PriceTable } from "../../config/prices.ts"
 import { withMethodSpans } from "../../observability/spans.ts"
+import { decodeRows } from "../../store/rows.ts"
 
 /** What a hold pays for: a run, or a monitor tick (a run of kind track_tick); both end as runs do. */
 export type HoldKind = "run" | "tick"
@@ -63,13 +64,16 @@ export const estimatedChargeMicros = (request: RunRequest, prices: PriceTable, m
   }
 }
 
+/** The outstanding sum, micro-USD (a bigint, as text). */
+const HeldRow = Schema.Struct({ held: Schema.String })
+
 /** Holds still outstanding: of runs and ticks that have not ended, less what each was charged. */
 const outstandingSql = (sql: SqlClient.SqlClient, projectId: ProjectId, except: string | null = null) =>
-  sql<{ held: string }>`
+  decodeRows(HeldRow)(sql`
     SELECT coalesce(sum(greatest(0, h.amount_micros - h.charged_micros)), 0)::text AS held
     FROM credit_holds h
     WHERE h.project_id = ${projectId} ${except === null ? sql`` : sql`AND h.run_id <> ${except}`}
-      AND EXISTS (SELECT 1 FROM runs r WHERE r.id = h.run_id AND r.status NOT IN ${sql.in([...terminalStatuses])})`
+      AND EXISTS (SELECT 1 FROM runs r WHERE r.id = h.run_id AND r.status NOT IN ${sql.in([...terminalStatuses])})`)
 
 /** The project's outstanding holds, micro-USD (what its balance is not free to spend). */
 export const outstandingHoldsMicros = (sql: SqlClient.SqlClient, projectId: ProjectId): Effect.Effect<number, SqlError> =>
@@ -102,12 +106,15 @@ export const holdInTransaction = (
 /** Settles a run's hold when it ends: its charges are in the ledger, the hold goes. In the ending transaction. */
 export const releaseHoldInTransaction = (sql: SqlClient.SqlClient, runId: string) => sql`DELETE FROM credit_holds WHERE run_id = ${runId}`
 
+/** A released hold: its run's (or tick's) id. */
+const ReleasedRow = Schema.Struct({ run_id: Schema.String })
+
 /** Deletes holds whose run or tick has ended or is gone (they already count for nothing). */
 export const releaseEndedHolds = (sql: SqlClient.SqlClient) =>
-  sql<{ run_id: string }>`
+  decodeRows(ReleasedRow)(sql`
     DELETE FROM credit_holds h
     WHERE NOT EXISTS (SELECT 1 FROM runs r WHERE r.id = h.run_id AND r.status NOT IN ${sql.in([...terminalStatuses])})
-    RETURNING run_id`.pipe(Effect.map((rows) => rows.length))
+    RETURNING run_id`).pipe(Effect.map((rows) => rows.length))
 
 /** Holds as a service, for the Budget service (src/billing/budget.ts): each method its own transaction (or one read). */
 export class HoldStore extends Context.Service<HoldStore, {

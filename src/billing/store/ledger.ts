@@ -30,6 +30,7 @@ import { usdFromMicros } from "../../domain/money.ts"
 import type { QuotaWarningData } from "../../domain/wire/inbox.ts"
 import { withMethodSpans } from "../../observability/spans.ts"
 import { ProjectId, SessionId } from "../../domain/run.ts"
+import { decodeRows } from "../../store/rows.ts"
 
 export type Bucket = "monthly" | "additional"
 
@@ -116,13 +117,16 @@ export const toBalance = (row: Omit<BalanceRow, "expired">): Balance => {
 
 export const balanceColumns = "project_id, monthly_micros::text, additional_micros::text, period_spent_micros::text, period_start, period_end"
 
+/** The cap, micro-USD as text (null: none). */
+const CapRow = Schema.Struct({ cap: Schema.NullOr(Schema.String) })
+
 /**
  * The project's monthly budget cap (its monthly quota) in micro-USD, or null for none. The one
  * place the cap is looked up: the project's own cap when one is set (PUT /billing/budget; a null
  * there removes the cap), else its active subscription's monthly quota, else the default plan's.
  */
 export const capMicrosOf = (sql: SqlClient.SqlClient, projectId: ProjectId): Effect.Effect<number | null, SqlError> =>
-  sql<{ cap: string | null }>`SELECT (${capSubquery(sql, projectId)}) AS cap`.pipe(
+  decodeRows(CapRow)(sql`SELECT (${capSubquery(sql, projectId)}) AS cap`).pipe(
     Effect.map((rows) => rows[0]?.cap == null ? null : Number(rows[0].cap))
   )
 
@@ -200,6 +204,9 @@ export const lockBalance = (sql: SqlClient.SqlClient, projectId: ProjectId): Eff
 /** The idempotency key of a project's monthly grant for the period starting at `periodStart`. */
 export const monthlyGrantKey = (projectId: ProjectId, periodStart: Date) => `grant_monthly:${projectId}:${periodStart.toISOString()}`
 
+/** The grant recorded, micro-USD as text. */
+const GrantedRow = Schema.Struct({ amount: Schema.String })
+
 /**
  * Grants the monthly credits of the project's subscription (project_plans, src/billing/plans.ts)
  * for the balance's period, once per project and period (monthlyGrantKey). Needs the balance row
@@ -207,13 +214,13 @@ export const monthlyGrantKey = (projectId: ProjectId, periodStart: Date) => `gra
  */
 export const grantMonthlyInTransaction = (sql: SqlClient.SqlClient, balance: Balance): Effect.Effect<Balance, SqlError> =>
   Effect.gen(function*() {
-    const granted = yield* sql<{ amount: string }>`
+    const granted = yield* decodeRows(GrantedRow)(sql`
       INSERT INTO credit_ledger (project_id, kind, bucket, amount_micros, idempotency_key, period_start)
       SELECT project_id, 'grant_monthly', 'monthly', monthly_credits_micros, ${monthlyGrantKey(balance.projectId, balance.periodStart)}, ${balance.periodStart}
       FROM project_plans
       WHERE project_id = ${balance.projectId} AND subscription_status = 'active' AND monthly_credits_micros > 0
       ON CONFLICT DO NOTHING
-      RETURNING amount_micros::text AS amount`
+      RETURNING amount_micros::text AS amount`)
     if (granted.length === 0) return balance
     const [next] = yield* sql`
       UPDATE credit_balances SET monthly_micros = monthly_micros + ${Number(granted[0]!.amount)}, updated_at = now()
@@ -224,8 +231,11 @@ export const grantMonthlyInTransaction = (sql: SqlClient.SqlClient, balance: Bal
     return opened
   })
 
+/** An entry found (`SELECT 1`). */
+const OneRow = Schema.Struct({ one: Schema.Number })
+
 const alreadyRecorded = (sql: SqlClient.SqlClient, key: string) =>
-  sql<{ one: number }>`SELECT 1 AS one FROM credit_ledger WHERE idempotency_key = ${key} LIMIT 1`.pipe(
+  decodeRows(OneRow)(sql`SELECT 1 AS one FROM credit_ledger WHERE idempotency_key = ${key} LIMIT 1`).pipe(
     Effect.map((rows) => rows.length > 0)
   )
 
@@ -289,6 +299,9 @@ export interface ChargesOutcome {
   readonly capMicros: number | null
 }
 
+/** An idempotency key already in the ledger. */
+const KeyRow = Schema.Struct({ key: Schema.String })
+
 /**
  * Records charges of one project, in order, each unless its idempotency key is already in the
  * ledger (monthly bucket first, then additional; a charge that is not forced is refused once the
@@ -306,8 +319,8 @@ export const chargeAllInTransaction = (
     const { capMicros, ...locked } = yield* lockBalance(sql, projectId)
     const keys = [...new Set(inputs.filter((input) => input.micros > 0).map((input) => input.idempotencyKey))]
     // Under the lock: a concurrent charge with the same key has committed or not started.
-    const recorded = new Set(keys.length === 0 ? [] : (yield* sql<{ key: string }>`
-      SELECT DISTINCT idempotency_key AS key FROM credit_ledger WHERE idempotency_key IN ${sql.in(keys)}`).map((row) => row.key))
+    const recorded = new Set(keys.length === 0 ? [] : (yield* decodeRows(KeyRow)(sql`
+      SELECT DISTINCT idempotency_key AS key FROM credit_ledger WHERE idempotency_key IN ${sql.in(keys)}`)).map((row) => row.key))
     let current: Balance = locked
     const entries: Array<PendingEntry> = []
     const outcomes = inputs.map((input) => {

@@ -7,7 +7,7 @@
  * transaction, which holds the run row lock (src/store/run-log.ts), so the work, its charge and
  * the cost fields commit together.
  */
-import { Effect, Option } from "effect"
+import { Effect, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import { AppConfig } from "../../config/config.ts"
@@ -18,6 +18,7 @@ import type { ProjectId, Run, RunId, SessionId } from "../../domain/run.ts"
 import type { EventData } from "../../domain/events.ts"
 import { estimatedChargeMicros, holdInTransaction } from "./credit-holds.ts"
 import { chargeAllInTransaction } from "./ledger.ts"
+import { decodeRows } from "../../store/rows.ts"
 
 /** A step charges the browser time due once it is at least this much (micro-USD); the run's end charges the rest. */
 export const MIN_BROWSER_STEP_MICROS = 1_000
@@ -44,6 +45,13 @@ export interface ChargeResult {
   /** A charge that was not forced was refused (nothing recorded for it). */
   readonly refused: boolean
 }
+
+/** browserDue's row: the run's browser time so far (ms, null before it started) and what it was charged (micro-USD); bigints as text. */
+const BrowserTimeRow = Schema.Struct({ ms: Schema.NullOr(Schema.String), charged: Schema.String })
+/** A session's cost fields after a charge (numeric, as text). */
+const SessionCostsRow = Schema.Struct({ llm_cost_usd: Schema.String, browser_cost_usd: Schema.String, proxy_cost_usd: Schema.String })
+/** A run's cost fields after a charge (numeric, as text). */
+const RunCostsRow = Schema.Struct({ ...SessionCostsRow.fields, service_cost_usd: Schema.String })
 
 /** The charging of runs, made where a store is built (it reads the billing settings once). */
 /** The run a charge is for, as the caller's transaction locked it. */
@@ -88,9 +96,9 @@ export const makeRunCharges = (recordCostUpdate: (sql: SqlClient.SqlClient, runI
   const browserDue = (runId: RunId) =>
     Effect.gen(function*() {
       if (Option.isNone(prices)) return 0
-      const [row] = yield* sql<{ ms: string | null; charged: string }>`
+      const [row] = yield* decodeRows(BrowserTimeRow)(sql`
         SELECT floor(extract(epoch FROM now() - started_at) * 1000)::bigint::text AS ms, round(browser_cost_usd * 1000000)::bigint::text AS charged
-        FROM runs WHERE id = ${runId} AND kind = 'do_anything'`
+        FROM runs WHERE id = ${runId} AND kind = 'do_anything'`)
       if (row === undefined || row.ms === null) return 0
       return Math.max(0, toMicros(browserUsd(prices.value, Number(row.ms))) - Number(row.charged))
     })
@@ -128,14 +136,14 @@ export const makeRunCharges = (recordCostUpdate: (sql: SqlClient.SqlClient, runI
       const increment = added.llm + added.browser + added.proxy + added.service
       if (increment === 0) return { exhausted, refused }
       // The cost fields take the amounts the ledger took, to the micro-dollar.
-      const [totals] = yield* sql<{ llm_cost_usd: string; browser_cost_usd: string; proxy_cost_usd: string; service_cost_usd: string }>`
+      const [totals] = yield* decodeRows(RunCostsRow)(sql`
         UPDATE runs SET llm_cost_usd = llm_cost_usd + ${usdFromMicros(added.llm)}::numeric, browser_cost_usd = browser_cost_usd + ${usdFromMicros(added.browser)}::numeric,
           proxy_cost_usd = proxy_cost_usd + ${usdFromMicros(added.proxy)}::numeric, service_cost_usd = service_cost_usd + ${usdFromMicros(added.service)}::numeric
-        WHERE id = ${run.id} RETURNING llm_cost_usd, browser_cost_usd, proxy_cost_usd, service_cost_usd`
-      const sessions = run.session_id === null ? [] : yield* sql<{ llm_cost_usd: string; browser_cost_usd: string; proxy_cost_usd: string }>`
+        WHERE id = ${run.id} RETURNING llm_cost_usd, browser_cost_usd, proxy_cost_usd, service_cost_usd`)
+      const sessions = run.session_id === null ? [] : yield* decodeRows(SessionCostsRow)(sql`
         UPDATE sessions SET llm_cost_usd = llm_cost_usd + ${usdFromMicros(added.llm)}::numeric, browser_cost_usd = browser_cost_usd + ${usdFromMicros(added.browser)}::numeric,
           proxy_cost_usd = proxy_cost_usd + ${usdFromMicros(added.proxy)}::numeric, updated_at = now()
-        WHERE id = ${run.session_id} RETURNING llm_cost_usd, browser_cost_usd, proxy_cost_usd`
+        WHERE id = ${run.session_id} RETURNING llm_cost_usd, browser_cost_usd, proxy_cost_usd`)
       const runTotals = totals!
       yield* recordCostUpdate(sql, run.id, {
         ...eventData,
