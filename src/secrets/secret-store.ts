@@ -41,6 +41,9 @@ export type SecretRow = typeof SecretRow.Type
 const secretRows = decodeRows(SecretRow)
 /** With the sealed value, for a run that opens it. */
 const sealedRows = decodeRows(Schema.Struct({ ...SecretRow.fields, value_sealed: Schema.Uint8Array, value_key_id: Schema.String }))
+/** A create's check: how many secrets the project holds, and whether the name is one of them. */
+const countRows = decodeRows(Schema.Struct({ n: Schema.Number, taken: Schema.Boolean }))
+const nameRows = decodeRows(Schema.Struct({ name: Schema.String }))
 
 /** A secret with its value opened, for a run. */
 export interface OpenedSecret extends SecretRow {
@@ -118,9 +121,9 @@ export class SecretStore extends Context.Service<SecretStore, {
         const outcome = yield* sql.withTransaction(Effect.gen(function*() {
           // The count, the name check and the insert under one per-project lock.
           yield* sql`SELECT pg_advisory_xact_lock(hashtextextended(${`project_secrets:${projectId}`}, 0))`
-          const [count] = yield* sql<{ n: number; taken: boolean }>`
+          const [count] = yield* countRows(sql`
             SELECT count(*)::int AS n, coalesce(bool_or(name = ${input.name}), false) AS taken
-            FROM project_secrets WHERE project_id = ${projectId}`
+            FROM project_secrets WHERE project_id = ${projectId}`)
           if (count?.taken === true) return "taken" as const
           if ((count?.n ?? 0) >= MAX_SECRETS) return "limit" as const
           const rows = yield* secretRows(sql`
@@ -176,7 +179,7 @@ export class SecretStore extends Context.Service<SecretStore, {
               WHERE project_id = ${projectId} ${beforeId === undefined ? sql`` : sql`AND id < ${beforeId}`}
               ORDER BY id DESC LIMIT ${limit}`),
           names: (projectId) =>
-            sql<{ name: string }>`SELECT name FROM project_secrets WHERE project_id = ${projectId} ORDER BY name`.pipe(
+            nameRows(sql`SELECT name FROM project_secrets WHERE project_id = ${projectId} ORDER BY name`).pipe(
               Effect.map((rows) => rows.map((row) => row.name)),
               Effect.orDie
             ),
