@@ -14,24 +14,26 @@ import { ProjectId, RunId, SessionId } from "../domain/run.ts"
 import { ScheduleId } from "../domain/id-schemas.ts"
 import { clampProposal, StoredSchedule } from "../domain/schedule-spec.ts"
 import { withMethodSpans } from "../observability/spans.ts"
+import { decodeRows } from "./rows.ts"
 
 /** `schedules.owner_kind` of a session's schedule (src/do-anything/schedules.ts). */
 export const SESSION_SCHEDULE_OWNER = "session_schedule"
 
-const decodeSpec = Schema.decodeUnknownSync(StoredSchedule)
+/** The schedule a run belongs to, and its spec. */
+const scheduleOfRunRows = decodeRows(Schema.Struct({ id: ScheduleId, spec: StoredSchedule }))
 
 /** The bounds of an autonomous schedule whose firing made this run, if it did. */
 export const autonomousBoundsOfRun = (runId: RunId) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const [row] = yield* sql<{ id: ScheduleId; spec: unknown }>`
+    const [row] = yield* scheduleOfRunRows(sql`
       SELECT s.id, s.spec FROM runs r JOIN session_schedules s ON s.id = r.schedule_id
       WHERE r.id = ${runId}
       UNION ALL
       SELECT s.id, s.spec FROM session_schedules s WHERE s.source_run_id = ${runId}
-      LIMIT 1`
+      LIMIT 1`)
     if (row === undefined) return undefined
-    const spec = decodeSpec(row.spec)
+    const spec = row.spec
     return spec.kind === "autonomous" ? { scheduleId: row.id, min_interval_seconds: spec.min_interval_seconds, max_interval_seconds: spec.max_interval_seconds } : undefined
   }).pipe(Effect.orDie)
 

@@ -6,9 +6,10 @@
  */
 import { readdirSync } from "node:fs"
 import { fileURLToPath } from "node:url"
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import * as MigratorFileSystem from "effect/sql/MigratorFileSystem"
+import { decodeRows } from "./rows.ts"
 
 const directory = fileURLToPath(new URL("./migrations", import.meta.url))
 
@@ -20,11 +21,14 @@ export const migrations = MigratorFileSystem.fromFileSystem(directory)
 /** How many migrations this build has; /readyz waits until all are applied. */
 export const migrationCount = readdirSync(directory).filter((file) => migrationFile.test(file)).length
 
+/** The count of applied migrations, as text. */
+const AppliedRow = Schema.Struct({ applied: Schema.String })
+
 /**
  * The reader of how many migrations the database has applied (/readyz of serve and of a
  * runner), built once with the database's client so each probe needs nothing more.
  */
 export const appliedMigrationsReader = Effect.map(SqlClient.SqlClient, (sql) =>
-  sql<{ applied: string }>`SELECT count(*)::text AS applied FROM wa_migrations`.pipe(
+  decodeRows(AppliedRow)(sql`SELECT count(*)::text AS applied FROM wa_migrations`).pipe(
     Effect.map(([row]) => Number(row?.applied))
   ))

@@ -12,6 +12,7 @@ import { SkillId } from "../domain/id-schemas.ts"
 import { SkillKind, type SkillVersion } from "../domain/skill.ts"
 import { withMethodSpans } from "../observability/spans.ts"
 import { ProjectId, type RunId } from "../domain/run.ts"
+import { decodeRows } from "./rows.ts"
 
 export interface Skill extends SkillVersion {
   readonly id: SkillId
@@ -57,6 +58,13 @@ const decodeRow = Schema.decodeUnknownSync(Row)
 const VersionRow = Schema.Struct({ version: Schema.Number, kind: SkillKind, source_run_id: Schema.NullOr(Schema.String), created_at: Schema.Date })
 const decodeVersion = Schema.decodeUnknownSync(VersionRow)
 
+/** The project's skills, counted by a create. */
+const countRows = decodeRows(Schema.Struct({ n: Schema.Number }))
+/** An updated skill: its id and new version. */
+const bumpedRows = decodeRows(Schema.Struct({ id: SkillId, version: Schema.Number }))
+/** The steps of a run's cached script. */
+const scriptRows = decodeRows(Schema.Struct({ steps: CachedSteps }))
+
 export class SkillStore extends Context.Service<SkillStore, {
   /** Creates the skill unless the project already has `maxSkills` (checked in the inserting transaction). */
   readonly create: (projectId: ProjectId, name: string, content: SkillContent, maxSkills: number) => Effect.Effect<Skill, SkillNameTaken | SkillLimitReached>
@@ -100,7 +108,7 @@ export class SkillStore extends Context.Service<SkillStore, {
           const outcome = yield* sql.withTransaction(Effect.gen(function*() {
             // Creates of one project take turns, so the count below holds until this one commits.
             yield* sql`SELECT pg_advisory_xact_lock(hashtext(${`skills:${projectId}`}))`
-            const [counted] = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM skills WHERE project_id = ${projectId}`
+            const [counted] = yield* countRows(sql`SELECT count(*)::int AS n FROM skills WHERE project_id = ${projectId}`)
             if ((counted?.n ?? 0) >= maxSkills) return { _tag: "full" as const, count: counted?.n ?? 0 }
             const rows = yield* sql`INSERT INTO skills (id, project_id, name, version) VALUES (${id}, ${projectId}, ${name}, 1)
               ON CONFLICT (project_id, name) DO NOTHING RETURNING id`
@@ -116,9 +124,9 @@ export class SkillStore extends Context.Service<SkillStore, {
       const update = (projectId: ProjectId, idOrName: string, content: SkillContent) =>
         Effect.gen(function*() {
           const updated = yield* sql.withTransaction(Effect.gen(function*() {
-            const rows = yield* sql<{ id: SkillId; version: number }>`
+            const rows = yield* bumpedRows(sql`
               UPDATE skills s SET version = s.version + 1, updated_at = now() WHERE ${byIdOrName(projectId, idOrName)}
-              RETURNING s.id, s.version`
+              RETURNING s.id, s.version`)
             if (rows.length === 0) return undefined
             yield* insertVersion(rows[0]!.id, rows[0]!.version, content)
             return rows[0]!.id
@@ -157,10 +165,10 @@ export class SkillStore extends Context.Service<SkillStore, {
         sql`UPDATE skills SET call_count = call_count + 1, last_used_at = now() WHERE id = ${skillId}`.pipe(Effect.asVoid, Effect.orDie)
 
       const scriptOfRun = (projectId: ProjectId, runId: RunId) =>
-        sql<{ steps: unknown }>`
+        scriptRows(sql`
           SELECT v.steps FROM cache_script_versions v JOIN cache_scripts s ON s.id = v.script_id
-          WHERE s.project_id = ${projectId} AND v.source_run_id = ${runId} ORDER BY v.created_at DESC LIMIT 1`.pipe(
-          Effect.map((rows) => rows.length === 0 ? undefined : Schema.decodeUnknownSync(CachedSteps)(rows[0]!.steps)),
+          WHERE s.project_id = ${projectId} AND v.source_run_id = ${runId} ORDER BY v.created_at DESC LIMIT 1`).pipe(
+          Effect.map((rows) => rows[0]?.steps),
           Effect.orDie
         )
 

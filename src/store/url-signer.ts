@@ -6,9 +6,10 @@
  * (`screenshot:`, `workspace_file\0`, `recording:`, `control:`), so a signature made for one
  * kind is useless for another.
  */
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { createHmac, timingSafeEqual } from "node:crypto"
+import { decodeRows } from "./rows.ts"
 
 export interface UrlSigner {
   readonly sign: (message: string) => string
@@ -18,9 +19,12 @@ export interface UrlSigner {
   readonly check: (message: string, expires: number, signature: string) => "valid" | "invalid" | "expired"
 }
 
+/** The `url_signing` row of service_secrets. */
+const SecretRow = Schema.Struct({ value: Schema.String })
+
 export const loadUrlSigner: Effect.Effect<UrlSigner, never, SqlClient.SqlClient> = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  const [secret] = yield* sql<{ value: string }>`SELECT value FROM service_secrets WHERE name = 'url_signing'`.pipe(Effect.orDie)
+  const [secret] = yield* decodeRows(SecretRow)(sql`SELECT value FROM service_secrets WHERE name = 'url_signing'`).pipe(Effect.orDie)
   if (secret === undefined) return yield* Effect.die(new Error("the url_signing secret is missing (migrations not applied?)"))
   const sign = (message: string) => createHmac("sha256", secret.value).update(message).digest("base64url")
   const matches = (message: string, signature: string) => {
