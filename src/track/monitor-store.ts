@@ -48,10 +48,32 @@ import { releaseHoldInTransaction } from "../billing/store/credit-holds.ts"
 import { AppConfig } from "../config/config.ts"
 import { withMethodSpans } from "../observability/spans.ts"
 import { type ProjectId, type Run, runFromRow } from "../domain/run.ts"
+import { decodeRows } from "../store/rows.ts"
 
-const decodeMonitor = Schema.decodeUnknownSync(Monitor)
+const monitorRows = decodeRows(Monitor)
+const tickRows = decodeRows(TickRun)
+const snapshotRows = decodeRows(Snapshot)
 const decodeTick = Schema.decodeUnknownSync(TickRun)
-const decodeSnapshot = Schema.decodeUnknownSync(Snapshot)
+
+/** What appending events reads: the newest event's id (`max(id)::text`, null when nothing was appended). */
+const AppendedEvents = Schema.Struct({ id: Schema.NullOr(Schema.String) })
+/** A count taken as `count(*)::text`. */
+const TextCount = Schema.Struct({ total: Schema.String })
+/** A count taken as `count(*)::int`. */
+const IntCount = Schema.Struct({ n: Schema.Number })
+/** What a tick's outcome reads back: whether the monitor row was written (`count(*)::text` of it, "1" or "0"). */
+const OutcomeWritten = Schema.Struct({ matched: Schema.String })
+/**
+ * What starting a tick reads: the tick run (its TickRun columns) and the monitor's previous
+ * snapshot, its columns prefixed `previous_` (null when the monitor has none).
+ */
+const StartedTick = Schema.Struct({
+  ...TickRun.fields,
+  previous_n: Schema.NullOr(Schema.Int),
+  previous_content_hash: Schema.NullOr(Schema.String),
+  previous_extracted: Schema.Unknown,
+  previous_text: Schema.NullOr(Schema.String)
+})
 
 /** The first key of the advisory lock that serialises a project's monitor creates (the second is the project's hash). */
 const PROJECT_MONITORS_LOCK = 0x7761_6d31 // "wam1"
@@ -245,9 +267,7 @@ export class MonitorStore extends Context.Service<MonitorStore, {
       const columns = sql.literal(monitorColumns)
 
       const lock = (monitorId: MonitorId) =>
-        sql<Record<string, unknown>>`SELECT ${columns} FROM monitors WHERE id = ${monitorId} FOR UPDATE`.pipe(
-          Effect.map((rows) => rows[0] === undefined ? undefined : decodeMonitor(rows[0]))
-        )
+        monitorRows(sql`SELECT ${columns} FROM monitors WHERE id = ${monitorId} FOR UPDATE`).pipe(Effect.map((rows) => rows[0]))
 
       /**
        * Appends events in one statement: they take the next ids of the monitor's `event_seq` (the
@@ -256,7 +276,7 @@ export class MonitorStore extends Context.Service<MonitorStore, {
        * stream ended at that change, so nothing may follow it in its log.
        */
       const insertEvents = (monitorId: MonitorId, events: ReadonlyArray<StoredMonitorEvent>, options?: { readonly whileOpen: boolean }) =>
-        sql<{ id: string | null }>`
+        decodeRows(AppendedEvents)(sql`
           WITH m AS (
             UPDATE monitors SET event_seq = event_seq + ${events.length}
             WHERE id = ${monitorId} ${options?.whileOpen === true ? sql`AND status NOT IN ('completed', 'canceled')` : sql``}
@@ -267,16 +287,14 @@ export class MonitorStore extends Context.Service<MonitorStore, {
             FROM m, jsonb_to_recordset(${eventsJson(events)}::jsonb) AS ev(ord int, type text, data jsonb)
             RETURNING id
           )
-          SELECT max(id)::text AS id, pg_notify(${EVENTS_CHANNEL}, ${monitorId} || ':' || max(id)::text) FROM e`.pipe(
+          SELECT max(id)::text AS id, pg_notify(${EVENTS_CHANNEL}, ${monitorId} || ':' || max(id)::text) FROM e`).pipe(
           Effect.map((rows) => rows[0]?.id == null ? undefined : Number(rows[0].id))
         )
       const insertEvent = <T extends MonitorEventType>(monitorId: MonitorId, type: T, data: EventData<T>, options?: { readonly whileOpen: boolean }) =>
         insertEvents(monitorId, [{ type, data }], options)
 
       const selectMonitor = (monitorId: MonitorId) =>
-        sql<Record<string, unknown>>`SELECT ${columns} FROM monitors WHERE id = ${monitorId}`.pipe(
-          Effect.map((rows) => rows[0] === undefined ? undefined : decodeMonitor(rows[0]))
-        )
+        monitorRows(sql`SELECT ${columns} FROM monitors WHERE id = ${monitorId}`).pipe(Effect.map((rows) => rows[0]))
 
       // A tick run (a `runs` row of kind track_tick) in the TickRun shape.
       const tickColumns = sql.literal(`id, request->>'monitor_id' AS monitor_id, project_id, (output->>'n')::int AS n,
@@ -309,11 +327,11 @@ export class MonitorStore extends Context.Service<MonitorStore, {
        * after the monitor. Undefined when the monitor is gone (deleted after the caller read it):
        * nothing is inserted, and there is no slot tick to read instead (a run_now tick has no slot).
        */
-      const insertTick = <Row extends object, A>(monitor: Monitor, trigger: "schedule" | "run_now", slotAt: Date | null, columns: Statement.Fragment, decode: (row: Row) => A) =>
+      const insertTick = <A>(monitor: Monitor, trigger: "schedule" | "run_now", slotAt: Date | null, columns: Statement.Fragment, decode: (row: unknown) => A) =>
         Effect.gen(function*() {
           // The slot as JavaScript writes it: one text per instant, so the unique index holds.
           const slot = slotAt?.toISOString() ?? null
-          const inserted = yield* sql<Row>`
+          const inserted = yield* sql`
             INSERT INTO runs (id, session_id, project_id, kind, status, request, output, max_steps)
             SELECT ${makeId("tick")}, NULL, m.project_id, 'track_tick', 'running',
               ${JSON.stringify({ monitor_id: monitor.id, trigger, slot_at: slot })}::jsonb, '{}'::jsonb, 0
@@ -323,7 +341,7 @@ export class MonitorStore extends Context.Service<MonitorStore, {
           if (inserted[0] !== undefined) return decode(inserted[0])
           // Nothing inserted: the slot's tick was made before (the conflict), or the monitor is gone.
           if (slot === null) return undefined
-          const existing = yield* sql<Row>`
+          const existing = yield* sql`
             SELECT ${columns} FROM runs WHERE ${ticksOf(monitor.id)} AND request->>'slot_at' = ${slot}`
           return existing[0] === undefined ? undefined : decode(existing[0])
         }).pipe(Effect.orDie)
@@ -343,11 +361,11 @@ export class MonitorStore extends Context.Service<MonitorStore, {
         list: (projectId, options) =>
           Effect.gen(function*() {
             const status = options.status === undefined ? sql`` : sql`AND status = ${options.status}`
-            const rows = yield* sql<Record<string, unknown>>`
+            const items = yield* monitorRows(sql`
               SELECT ${columns} FROM monitors WHERE project_id = ${projectId} ${status}
-              ORDER BY id DESC LIMIT ${options.limit} OFFSET ${options.offset}`
-            const count = yield* sql<{ total: string }>`SELECT count(*)::text AS total FROM monitors WHERE project_id = ${projectId} ${status}`
-            return { items: rows.map((row) => decodeMonitor(row)), total: Number(count[0]!.total) }
+              ORDER BY id DESC LIMIT ${options.limit} OFFSET ${options.offset}`)
+            const count = yield* decodeRows(TextCount)(sql`SELECT count(*)::text AS total FROM monitors WHERE project_id = ${projectId} ${status}`)
+            return { items, total: Number(count[0]!.total) }
           }).pipe(Effect.orDie),
         // The monitor's events and tick runs are in the shared tables: deleted with it.
         remove: (monitorId) =>
@@ -360,20 +378,14 @@ export class MonitorStore extends Context.Service<MonitorStore, {
           insertEvent(monitorId, type, data, { whileOpen: true }).pipe(Effect.orDie),
         eventsAfter: (monitorId, afterId, limit) => eventsAfter(sql, monitorId, afterId, limit).pipe(Effect.orDie),
         getTick: (tickId) =>
-          sql<Record<string, unknown>>`SELECT ${tickColumns} FROM runs WHERE id = ${tickId} AND kind = 'track_tick'`.pipe(
-            Effect.map((rows) => rows[0] === undefined ? undefined : decodeTick(rows[0])),
-            Effect.orDie
-          ),
+          tickRows(sql`SELECT ${tickColumns} FROM runs WHERE id = ${tickId} AND kind = 'track_tick'`).pipe(Effect.map((rows) => rows[0])),
         findTick: (monitorId, tickId) =>
-          sql<Record<string, unknown>>`SELECT ${tickColumns} FROM runs WHERE id = ${tickId} AND ${ticksOf(monitorId)}`.pipe(
-            Effect.map((rows) => rows[0] === undefined ? undefined : decodeTick(rows[0])),
-            Effect.orDie
-          ),
+          tickRows(sql`SELECT ${tickColumns} FROM runs WHERE id = ${tickId} AND ${ticksOf(monitorId)}`).pipe(Effect.map((rows) => rows[0])),
         listTicks: (monitorId, limit, beforeId) =>
-          sql<Record<string, unknown>>`
+          tickRows(sql`
             SELECT ${tickColumns} FROM runs WHERE ${ticksOf(monitorId)}
             ${beforeId === undefined ? sql`` : sql`AND id < ${beforeId}`}
-            ORDER BY id DESC LIMIT ${limit}`.pipe(Effect.map((rows) => rows.map((row) => decodeTick(row))), Effect.orDie),
+            ORDER BY id DESC LIMIT ${limit}`),
         skipTick: (tick, reason) =>
           sql.withTransaction(Effect.gen(function*() {
             yield* sql`SELECT id FROM monitors WHERE id = ${tick.monitor_id} FOR UPDATE`
@@ -385,39 +397,35 @@ export class MonitorStore extends Context.Service<MonitorStore, {
             yield* insertEvent(tick.monitor_id, "monitor.tick.skipped", { run_id: tick.id, reason }, { whileOpen: true })
           })).pipe(Effect.orDie),
         snapshot: (snapshotId) =>
-          sql<Record<string, unknown>>`SELECT ${snapshotColumns} FROM monitor_snapshots WHERE id = ${snapshotId}`.pipe(
-            Effect.map((rows) => rows[0] === undefined ? undefined : decodeSnapshot(rows[0])),
-            Effect.orDie
-          ),
+          snapshotRows(sql`SELECT ${snapshotColumns} FROM monitor_snapshots WHERE id = ${snapshotId}`).pipe(Effect.map((rows) => rows[0])),
         findSnapshot: (monitorId, snapshotId) =>
-          sql<Record<string, unknown>>`SELECT ${snapshotColumns} FROM monitor_snapshots WHERE id = ${snapshotId} AND monitor_id = ${monitorId}`.pipe(
-            Effect.map((rows) => rows[0] === undefined ? undefined : decodeSnapshot(rows[0])),
-            Effect.orDie
+          snapshotRows(sql`SELECT ${snapshotColumns} FROM monitor_snapshots WHERE id = ${snapshotId} AND monitor_id = ${monitorId}`).pipe(
+            Effect.map((rows) => rows[0])
           ),
         listSnapshots: (monitorId, limit, beforeId) =>
-          sql<Record<string, unknown>>`
+          snapshotRows(sql`
             SELECT ${snapshotColumns} FROM monitor_snapshots WHERE monitor_id = ${monitorId}
             ${beforeId === undefined ? sql`` : sql`AND id < ${beforeId}`}
-            ORDER BY id DESC LIMIT ${limit}`.pipe(Effect.map((rows) => rows.map((row) => decodeSnapshot(row))), Effect.orDie),
+            ORDER BY id DESC LIMIT ${limit}`),
         countOpenForCreate: (projectId) =>
           Effect.gen(function*() {
             yield* sql`SELECT pg_advisory_xact_lock(${PROJECT_MONITORS_LOCK}, hashtext(${projectId}))`
-            const [counted] = yield* sql<{ n: number }>`
-              SELECT count(*)::int AS n FROM monitors WHERE project_id = ${projectId} AND status NOT IN ('canceled', 'completed')`
+            const [counted] = yield* decodeRows(IntCount)(sql`
+              SELECT count(*)::int AS n FROM monitors WHERE project_id = ${projectId} AND status NOT IN ('canceled', 'completed')`)
             return counted!.n
           }).pipe(Effect.orDie),
         create: (input) =>
           sql.withTransaction(Effect.gen(function*() {
             const id = makeId("mon")
-            const rows = yield* sql<Record<string, unknown>>`
+            const rows = yield* monitorRows(sql`
               INSERT INTO monitors (id, project_id, created_by_key_id, status, intent_text, notify_channel, notify_secret, schedule,
                 target_urls, extraction_schema, trigger_dsl, stop_condition_dsl, profile_id)
               VALUES (${id}, ${input.projectId}, ${input.createdByKeyId}, ${input.status}, ${input.intent}, ${json(input.channel)}::jsonb,
                 ${input.notifySecret}, ${json(input.schedule)}::jsonb, ${json(input.targetUrls)}::jsonb, ${json(input.extractionSchema)}::jsonb,
                 ${json(input.triggerDsl)}::jsonb, ${json(input.stopConditionDsl)}::jsonb, ${input.profileId})
-              RETURNING ${columns}`
+              RETURNING ${columns}`)
             yield* insertEvent(id, "monitor.created", { monitor_id: id, status: input.status, mode: input.schedule === null ? "alignment" : "direct" })
-            return decodeMonitor(rows[0])
+            return rows[0]!
           })).pipe(Effect.orDie),
         update: (monitorId, input) =>
           sql.withTransaction(Effect.gen(function*() {
@@ -427,7 +435,7 @@ export class MonitorStore extends Context.Service<MonitorStore, {
             const to = input.to ?? current.status
             const settings = input.settings ?? {}
             const set = (key: keyof MonitorSettings) => key in settings
-            const rows = yield* sql<Record<string, unknown>>`
+            const rows = yield* monitorRows(sql`
               UPDATE monitors SET
                 status = ${to},
                 status_reason = ${input.to !== undefined ? (input.reason ?? null) : current.status_reason},
@@ -444,7 +452,7 @@ export class MonitorStore extends Context.Service<MonitorStore, {
                 pending_question = ${json(input.pendingQuestion !== undefined ? input.pendingQuestion : current.pending_question)}::jsonb,
                 updated_at = now()
               WHERE id = ${monitorId}
-              RETURNING ${columns}`
+              RETURNING ${columns}`)
             if (input.settings !== undefined && Object.keys(input.settings).length > 0) {
               yield* insertEvent(monitorId, "monitor.updated", { fields: Object.keys(input.settings) })
             }
@@ -453,7 +461,7 @@ export class MonitorStore extends Context.Service<MonitorStore, {
             // completed or canceled, so nothing of the monitor comes after that event.
             for (const event of input.events ?? []) yield* insertEvent(monitorId, event.type, event.data)
             if (to !== current.status) yield* insertEvent(monitorId, "monitor.status_changed", { from: current.status, to, reason: input.reason ?? null })
-            return { monitor: decodeMonitor(rows[0]), changed: true }
+            return { monitor: rows[0]!, changed: true }
           })).pipe(Effect.catchTag("SqlError", (error) => Effect.die(error))),
         createTick: (monitor, trigger, slotAt) =>
           insertTick(monitor, trigger, slotAt, tickColumns, decodeTick).pipe(
@@ -464,7 +472,7 @@ export class MonitorStore extends Context.Service<MonitorStore, {
           // One statement: the tick run claimed, the tick numbered once (a tick started before
           // keeps its number), its start recorded, `monitor.tick.started` appended and announced,
           // and the previous snapshot read.
-          sql<Record<string, unknown>>`
+          decodeRows(StartedTick)(sql`
             WITH m AS (
               UPDATE monitors SET last_tick_n = last_tick_n + ${tick.n === null ? 1 : 0}, event_seq = event_seq + 1, updated_at = now()
               WHERE id = ${tick.monitor_id} AND EXISTS (SELECT 1 FROM runs WHERE id = ${tick.id})
@@ -483,23 +491,23 @@ export class MonitorStore extends Context.Service<MonitorStore, {
             SELECT r.*, p.n AS previous_n, p.content_hash AS previous_content_hash, p.extracted AS previous_extracted, p.text AS previous_text
             FROM r
             LEFT JOIN monitor_snapshots p ON p.id = (SELECT last_snapshot_id FROM m),
-            (SELECT pg_notify(${EVENTS_CHANNEL}, ${tick.monitor_id} || ':' || (SELECT id FROM e)::text)) AS notified`.pipe(
+            (SELECT pg_notify(${EVENTS_CHANNEL}, ${tick.monitor_id} || ':' || (SELECT id FROM e)::text)) AS notified`).pipe(
             Effect.map((rows) => {
               const row = rows[0]
               // The monitor or the tick is gone: nothing was started.
               if (row === undefined) return { tick, previous: undefined }
               const { previous_n, previous_content_hash, previous_extracted, previous_text, ...columns } = row
               return {
-                tick: decodeTick(columns),
-                previous: previous_content_hash == null ? undefined : {
-                  n: Number(previous_n),
-                  content_hash: String(previous_content_hash),
+                tick: new TickRun(columns),
+                // The snapshot's n, content_hash and text are NOT NULL: all null when there is none.
+                previous: previous_n === null || previous_content_hash === null || previous_text === null ? undefined : {
+                  n: previous_n,
+                  content_hash: previous_content_hash,
                   extracted: previous_extracted ?? null,
-                  text: String(previous_text)
+                  text: previous_text
                 }
               }
-            }),
-            Effect.orDie
+            })
           ),
         completeTick: (tick, seen, outcome, executor) =>
           Effect.gen(function*() {
@@ -544,7 +552,7 @@ export class MonitorStore extends Context.Service<MonitorStore, {
               const statusGuard = guard === "seen" ? sql`AND status = ${current.status}` : sql``
               // One statement (atomic without a transaction): the monitor row first, so nothing
               // else is written when its status is no longer the one the tick saw.
-              return sql<{ matched: string }>`
+              return decodeRows(OutcomeWritten)(sql`
                 WITH m AS (
                   UPDATE monitors SET
                     last_tick_at = now(), consecutive_failures = 0, last_snapshot_id = ${snapshotId},
@@ -572,7 +580,7 @@ export class MonitorStore extends Context.Service<MonitorStore, {
                   RETURNING id
                 )
                 SELECT (SELECT count(*) FROM m)::text AS matched,
-                  (SELECT pg_notify(${EVENTS_CHANNEL}, ${tick.monitor_id} || ':' || max(id)::text) FROM e) AS notified`.pipe(
+                  (SELECT pg_notify(${EVENTS_CHANNEL}, ${tick.monitor_id} || ':' || max(id)::text) FROM e) AS notified`).pipe(
                 Effect.map((rows) => rows[0]?.matched === "1" ? settled : undefined)
               )
             }
@@ -617,11 +625,11 @@ export class MonitorStore extends Context.Service<MonitorStore, {
             const failures = monitor.consecutive_failures + 1
             const to: MonitorStatus = monitor.status === "active" && failures >= failLimit ? "failing" : monitor.status
             const reason = to === "failing" ? (error.statusReason ?? `${failures} consecutive ticks failed; last: ${error.detail}`).slice(0, 500) : monitor.status_reason
-            const rows = yield* sql<Record<string, unknown>>`
+            const rows = yield* monitorRows(sql`
               UPDATE monitors SET last_tick_at = now(), consecutive_failures = ${failures}, status = ${to},
                 status_reason = ${reason}, updated_at = now()
               WHERE id = ${tick.monitor_id}
-              RETURNING ${columns}`
+              RETURNING ${columns}`)
             yield* insertEvent(tick.monitor_id, "monitor.tick.failed", {
               run_id: tick.id,
               n: tick.n,
@@ -629,7 +637,7 @@ export class MonitorStore extends Context.Service<MonitorStore, {
               consecutive_failures: failures
             })
             yield* tickStatusEvent(monitor, to, reason)
-            return decodeMonitor(rows[0])
+            return rows[0]!
           })).pipe(Effect.orDie)
       }))
     })
