@@ -13,6 +13,7 @@ import type { SqlClient } from "effect/sql"
 import type { EventData, RunEventType } from "../domain/events.ts"
 import { ProjectId, RunId, RunStatus, SessionId } from "../domain/run.ts"
 import { ExecutionToken } from "../domain/id-schemas.ts"
+import { decodeRows } from "./rows.ts"
 
 export const EVENTS_CHANNEL = "wa_run_events"
 
@@ -48,6 +49,16 @@ export interface RunEvent {
   readonly created_at: Date
 }
 
+/** An event's id as written (`id::text`: the column is a bigint). */
+const WrittenEvent = Schema.Struct({ id: Schema.String })
+/** An event as read: its id as text (a bigint), its jsonb payload and its time. */
+const StoredEvent = Schema.Struct({
+  id: Schema.String,
+  type: Schema.String,
+  data: Schema.Record(Schema.String, Schema.Unknown),
+  created_at: Schema.Date
+})
+
 /**
  * Locks the session of a run (if it has one) before the run itself. Every transaction that
  * locks both takes them in this order, session then run (addRun, a schedule's firing, a run's
@@ -72,11 +83,11 @@ export const lockRun = (sql: SqlClient.SqlClient, runId: RunId, executor?: Execu
 /** Appends an event to the run's log. Must run inside a transaction that holds the run row lock. */
 export const insertEvent = <T extends RunEventType>(sql: SqlClient.SqlClient, runId: RunId, type: T, data: EventData<T>) =>
   Effect.gen(function*() {
-    const rows = yield* sql<{ id: string }>`
+    const rows = yield* decodeRows(WrittenEvent)(sql`
       INSERT INTO run_events (run_id, id, type, data)
       SELECT ${runId}, coalesce(max(id), 0) + 1, ${type}, ${JSON.stringify(data)}::jsonb
       FROM run_events WHERE run_id = ${runId}
-      RETURNING id::text`
+      RETURNING id::text`)
     const id = Number(rows[0]!.id)
     // Delivered at commit, so listeners never see an event before it is readable.
     yield* sql`SELECT pg_notify(${EVENTS_CHANNEL}, ${`${runId}:${id}`})`
@@ -90,8 +101,8 @@ export const recordCostUpdate = (sql: SqlClient.SqlClient, runId: RunId, data: E
 /** The events of a log (a run's, or a monitor's) after `afterId`, oldest first. */
 export const eventsAfter = (sql: SqlClient.SqlClient, logId: string, afterId: number, limit: number) =>
   // Order by the bigint column: the `id::text` output alias would sort "10" before "7".
-  sql<{ id: string; type: string; data: Record<string, unknown>; created_at: Date }>`
+  decodeRows(StoredEvent)(sql`
     SELECT id::text, type, data, created_at FROM run_events
-    WHERE run_id = ${logId} AND id > ${afterId} ORDER BY run_events.id LIMIT ${limit}`.pipe(
+    WHERE run_id = ${logId} AND id > ${afterId} ORDER BY run_events.id LIMIT ${limit}`).pipe(
     Effect.map((rows): ReadonlyArray<RunEvent> => rows.map((row) => ({ ...row, id: Number(row.id) })))
   )
