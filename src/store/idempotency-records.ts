@@ -26,6 +26,10 @@ const StoredResponse = Schema.Struct({
 export type StoredResponse = typeof StoredResponse.Type
 const storedResponses = decodeRows(StoredResponse)
 
+/** What a claim reads back when it took the key: the resource a committed create recorded on it, if any. */
+const TakenClaim = Schema.Struct({ resource_id: Schema.NullOr(Schema.String) })
+const takenClaims = decodeRows(TakenClaim)
+
 export const idempotencyRecords = (options: { readonly leaseSeconds: number; readonly windowHours: number }) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
@@ -42,7 +46,7 @@ export const idempotencyRecords = (options: { readonly leaseSeconds: number; rea
        * which then gets that resource (src/store/keyed-create.ts); undefined when not taken.
        */
       claim: (held: HeldKey, requestHash: string) =>
-        sql<{ resource_id: string | null }>`
+        takenClaims(sql`
           INSERT INTO idempotency_records (project_id, api_key_id, idempotency_key, request_hash, locked_until, attempt)
           VALUES (${held.space}, ${held.callerId}, ${held.key}, ${requestHash}, now() + ${lease}::interval, ${held.attempt})
           ON CONFLICT (project_id, api_key_id, idempotency_key) DO UPDATE
@@ -52,7 +56,7 @@ export const idempotencyRecords = (options: { readonly leaseSeconds: number; rea
             WHERE idempotency_records.created_at < now() - ${window}::interval
                OR (idempotency_records.status IS NULL AND coalesce(idempotency_records.locked_until, idempotency_records.created_at) < now()
                    AND (idempotency_records.resource_id IS NULL OR idempotency_records.request_hash = EXCLUDED.request_hash))
-          RETURNING resource_id`.pipe(Effect.map((rows) => rows[0]), Effect.orDie),
+          RETURNING resource_id`).pipe(Effect.map((rows) => rows[0])),
 
       find: (space: string, callerId: string, key: string) =>
         storedResponses(sql`
