@@ -16,14 +16,19 @@
  * (unset: the project's cap), counted under the same lock from `runs.api_key_id` (migration 0026),
  * so one key cannot take all of its project's share: its 429 says `scope: "key"`.
  */
-import { Effect, Semaphore } from "effect"
+import { Effect, Schema, Semaphore } from "effect"
 import type { SqlClient } from "effect/sql"
 import { RunCapReached } from "../domain/errors.ts"
 import { terminalStatuses } from "../domain/run-state.ts"
 import type { ProjectId } from "../domain/run.ts"
+import { decodeRows } from "./rows.ts"
 
 /** The first key of the advisory locks this module takes (the second is the project's hash). */
 const RUNS_IN_FLIGHT_LOCK = 0x7761_7231 // "war1"
+
+/** The count of runs in flight (`count(*)::int`), up to the cap. */
+const InFlight = Schema.Struct({ active: Schema.Number })
+const inFlight = decodeRows(InFlight)
 
 /** The key whose request starts runs (the contract's, src/domain/run-started-by.ts). */
 export { RunStartedBy } from "../domain/run-started-by.ts"
@@ -37,24 +42,24 @@ export const admitRunInFlight = (sql: SqlClient.SqlClient, projectId: ProjectId,
     yield* sql`SELECT pg_advisory_xact_lock(${RUNS_IN_FLIGHT_LOCK}, hashtext(${projectId}))`
     // Standalone runs are the kinds below (runs_project_kind serves the lookup); the inner LIMIT
     // stops the scan once the cap is reached.
-    const [row] = yield* sql<{ active: number }>`
+    const [row] = yield* inFlight(sql`
       SELECT count(*)::int AS active FROM (
         SELECT 1 FROM runs
         WHERE project_id = ${projectId} AND kind IN ('web_search', 'deep_research')
           AND status NOT IN ${sql.in([...terminalStatuses])}
         LIMIT ${limit}
-      ) AS in_flight`
+      ) AS in_flight`)
     const active = row?.active ?? 0
     if (active >= limit) return yield* new RunCapReached({ active, limit, scope: "project" })
     if (key === undefined || key.limit >= limit) return
     // The key's runs are its project's: the project's lock above serialises its creates too.
-    const [own] = yield* sql<{ active: number }>`
+    const [own] = yield* inFlight(sql`
       SELECT count(*)::int AS active FROM (
         SELECT 1 FROM runs
         WHERE api_key_id = ${key.id} AND project_id = ${projectId} AND kind IN ('web_search', 'deep_research')
           AND status NOT IN ${sql.in([...terminalStatuses])}
         LIMIT ${key.limit}
-      ) AS in_flight`
+      ) AS in_flight`)
     const keyActive = own?.active ?? 0
     if (keyActive >= key.limit) return yield* new RunCapReached({ active: keyActive, limit: key.limit, scope: "key" })
   })
