@@ -1,7 +1,6 @@
 import { tmpdir } from "node:os"
 import * as path from "node:path"
 import { defineConfig } from "vitest/config"
-import { LongestFirst } from "./test/support/longest-first.ts"
 
 // Every process-level test starts `node src/main.ts` (the service, `wa` commands, runners) dozens
 // of times; Node's compile cache keeps the stripped TypeScript and V8's code of those modules
@@ -21,8 +20,6 @@ export default defineConfig({
     // Each process-level file starts its own server and embedded PostgreSQL; two cores run two files at a time.
     fileParallelism: true,
     maxWorkers: 2,
-    // The longest files start first, so the two workers end together (test/support/longest-first.ts).
-    sequence: { sequencer: LongestFirst },
     projects: [
       {
         extends: true,
