@@ -19,7 +19,7 @@ import * as path from "node:path"
 import { Projects } from "../src/auth/projects.ts"
 import { Ledger } from "../src/billing/ledger.ts"
 import { AppConfig, type AppConfigShape } from "../src/config/config.ts"
-import type { RunId } from "../src/domain/run.ts"
+import { ApiKeyId, type RunId } from "../src/domain/run.ts"
 import { databaseLayer } from "../src/store/database.ts"
 import { RunStore } from "../src/store/runs.ts"
 import { SessionStore } from "../src/store/sessions.ts"
@@ -53,7 +53,7 @@ const program = Effect.gen(function*() {
   const newRun = (store: typeof on) =>
     store.sessions.createSession({
       projectId: project.id,
-      apiKeyId: "key_none",
+      apiKeyId: ApiKeyId.make("key_none"),
       profileId: null,
       workspaceId: null,
       maxOpenSessions: 1_000_000,

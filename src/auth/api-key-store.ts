@@ -10,7 +10,7 @@ import { makeId } from "../domain/ids.ts"
 import { createOnce } from "../store/keyed-create.ts"
 import { displayPrefix, hashApiKey } from "./api-key-format.ts"
 import { withMethodSpans } from "../observability/spans.ts"
-import { ApiKeyId, ProjectId } from "../domain/run.ts"
+import { ApiKeyId, type Principal, ProjectId } from "../domain/run.ts"
 import { UserId } from "../domain/id-schemas.ts"
 import { decodeRows } from "../store/rows.ts"
 
@@ -42,7 +42,7 @@ export interface NewApiKey {
   /** The key as handed out: stored as its hash and display prefix. */
   readonly secret: string
   readonly scope: typeof ApiKeyRow.Type["scope"]
-  readonly createdByKeyId: string | null
+  readonly createdByKeyId: Principal | null
   readonly userId: UserId | null
 }
 

@@ -15,7 +15,7 @@ import { type ApiKeyScope, apiKeyScopes } from "../domain/api-key-scope.ts"
 import { generateApiKey, isWellFormedApiKey } from "./api-key-format.ts"
 import { ApiKeyStore, type ApiKeyRow } from "./api-key-store.ts"
 import { withMethodSpans } from "../observability/spans.ts"
-import { ApiKeyId, type ProjectId } from "../domain/run.ts"
+import { ApiKeyId, type Principal, type ProjectId } from "../domain/run.ts"
 import type { UserId } from "../domain/id-schemas.ts"
 
 /** last_used_at is refreshed at most this often, so reads do not each cost a write. */
@@ -36,7 +36,7 @@ export type { ApiKeyRow } from "./api-key-store.ts"
 export interface CreateApiKeyOptions {
   readonly scope: ApiKeyScope
   /** The key that asked for this one over the API; null for the bootstrap and CLI keys. */
-  readonly createdByKeyId: string | null
+  readonly createdByKeyId: Principal | null
   /** The console user who asked for this key (through a console session); null otherwise. */
   readonly userId?: UserId | null
 }

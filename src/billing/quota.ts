@@ -11,10 +11,10 @@ import { Budget } from "./budget.ts"
 import type { Balance } from "./store/ledger.ts"
 import { PlanStore } from "./store/plan-store.ts"
 import { type Plan, Plans } from "./plans.ts"
-import type { ProjectId } from "../domain/run.ts"
+import type { ApiKeyId, ProjectId } from "../domain/run.ts"
 
 export interface KeyConcurrency {
-  readonly keyId: string
+  readonly keyId: ApiKeyId
   readonly keyName: string | null
   /** Open (not closed) sessions the key holds: what the cap counts. */
   readonly running: number

@@ -19,7 +19,7 @@ import { SqlClient } from "effect/sql"
 import { AgentModel } from "../agent/model.ts"
 import type { IssuedUrl } from "../control/take-control.ts"
 import { isTerminal } from "../domain/run-state.ts"
-import type { ProjectId, Run, RunId, SessionId } from "../domain/run.ts"
+import type { Principal, ProjectId, Run, RunId, SessionId } from "../domain/run.ts"
 import { RunEventBus } from "../events/run-event-bus.ts"
 import type { BudgetExceeded, InsufficientCredits, LoginNotStarted, MissingFields, ProfileInUse, ProfileNotFound, SessionCapReached, UnknownNames, WorkspaceNotFound } from "../domain/errors.ts"
 import { InvalidField, LoginNotStarted as LoginNotStartedError } from "../domain/errors.ts"
@@ -76,7 +76,7 @@ export class Profiles extends Context.Service<Profiles, {
   readonly update: (projectId: ProjectId, profileId: ProfileId, fields: ProfileFields) => Effect.Effect<Profile, ProfileNotFound>
   readonly remove: (projectId: ProjectId, profileId: ProfileId) => Effect.Effect<void, ProfileNotFound | ProfileInUse>
   /** `baseUrl`: where the control URL points (WA_PUBLIC_URL, else the host the caller reached). */
-  readonly startLogin: (key: { readonly projectId: ProjectId; readonly keyId: string }, request: StartLogin, baseUrl: string) => Effect.Effect<
+  readonly startLogin: (key: { readonly projectId: ProjectId; readonly keyId: Principal }, request: StartLogin, baseUrl: string) => Effect.Effect<
     LoginStarted,
     ProfileNotFound | ProfileInUse | SessionCapReached | UnknownNames | MissingFields | InvalidField | WorkspaceNotFound | InsufficientCredits | BudgetExceeded
   >

@@ -22,7 +22,7 @@ import {
   UnknownNames
 } from "../domain/errors.ts"
 import { isTerminal } from "../domain/run-state.ts"
-import { type DoAnythingRequest, type ProjectId, type Run, RunId, type Session, SessionId } from "../domain/run.ts"
+import { type DoAnythingRequest, type Principal, type ProjectId, type Run, RunId, type Session, SessionId } from "../domain/run.ts"
 import type { InputRequestId } from "../domain/id-schemas.ts"
 import { RunStore } from "../store/runs.ts"
 import { type NewRun, SessionStore } from "../store/sessions.ts"
@@ -64,7 +64,7 @@ export class Sessions extends Context.Service<Sessions, {
    * A new session with its first run. `beforeExecute` runs once both are stored, before the run is
    * handed to the Session entity (the interactive login records its login session there first).
    */
-  readonly create: (key: { readonly projectId: ProjectId; readonly keyId: string }, request: DoAnythingRequest, options?: {
+  readonly create: (key: { readonly projectId: ProjectId; readonly keyId: Principal }, request: DoAnythingRequest, options?: {
     readonly beforeExecute?: (created: { readonly session: Session; readonly run: Run }) => Effect.Effect<void>
   }) => Effect.Effect<
     { readonly session: Session; readonly run: Run },
@@ -233,7 +233,7 @@ export class Sessions extends Context.Service<Sessions, {
 
       return Sessions.of({
         ...withMethodSpans("Sessions", { cancel }),
-        create: Effect.fn("Sessions.create")(function*(key: { readonly projectId: ProjectId; readonly keyId: string }, request: DoAnythingRequest, options?: {
+        create: Effect.fn("Sessions.create")(function*(key: { readonly projectId: ProjectId; readonly keyId: Principal }, request: DoAnythingRequest, options?: {
           readonly beforeExecute?: (created: { readonly session: Session; readonly run: Run }) => Effect.Effect<void>
         }) {
           const profileId = request.profile_id ?? null

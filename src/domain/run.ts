@@ -5,7 +5,7 @@
  */
 import { Schema } from "effect"
 import { Phases, RunStatuses, TerminalReasons } from "./run-state.ts"
-import { MonitorId, ProfileId, WorkspaceId } from "./id-schemas.ts"
+import { DelegationGrantId, MonitorId, ProfileId, UserId, WorkspaceId } from "./id-schemas.ts"
 import { CallbackUrl, MaxString, OptionalNullable, WithDefault } from "./schemas.ts"
 import { jsonBytes } from "./json-strings.ts"
 
@@ -13,6 +13,14 @@ export const ProjectId = Schema.String.pipe(Schema.brand("ProjectId"))
 export type ProjectId = typeof ProjectId.Type
 export const ApiKeyId = Schema.String.pipe(Schema.brand("ApiKeyId"))
 export type ApiKeyId = typeof ApiKeyId.Type
+
+/**
+ * Who acts for a project: an API key, a console user (by its role in the project's tenant), or a
+ * delegation grant. It is what `runs.api_key_id` and `sessions.api_key_id` hold and what the
+ * per-principal caps count.
+ */
+export const Principal = Schema.Union([ApiKeyId, UserId, DelegationGrantId])
+export type Principal = typeof Principal.Type
 export const SessionId = Schema.String.pipe(Schema.brand("SessionId"))
 export type SessionId = typeof SessionId.Type
 export const RunId = Schema.String.pipe(Schema.brand("RunId"))
@@ -240,7 +248,7 @@ export class Run extends Schema.Class<Run>("wa/domain/Run")({
 export class Session extends Schema.Class<Session>("wa/domain/Session")({
   id: SessionId,
   project_id: ProjectId,
-  api_key_id: ApiKeyId,
+  api_key_id: Principal,
   status: Schema.Literals(["running", "idle", "closed"]),
   profile_id: Schema.NullOr(ProfileId),
   workspace_id: Schema.NullOr(WorkspaceId),

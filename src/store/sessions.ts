@@ -4,26 +4,34 @@
  * only when the session is open and its latest run has ended. The runs themselves, their events
  * and checkpoints are the run store's (src/store/runs.ts).
  */
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import type { BudgetExceeded, InsufficientCredits } from "../domain/errors.ts"
 import { PreviousRunActive, SessionCapReached, SessionClosed } from "../domain/errors.ts"
 import { makeId } from "../domain/ids.ts"
 import { isTerminal } from "../domain/run-state.ts"
-import { type ProjectId, type Run, runFromRow, type RunId, type RunRequest, type Session, sessionFromRow, SessionId, storedRequest } from "../domain/run.ts"
+import { Principal, ProjectId, type Run, runFromRow, RunId, type RunRequest, type Session, sessionFromRow, SessionId, storedRequest } from "../domain/run.ts"
 import type { ProfileId } from "../domain/profile.ts"
 import type { WorkspaceId } from "../domain/id-schemas.ts"
 import { withMethodSpans } from "../observability/spans.ts"
 import { makeRunCharges } from "../billing/store/run-charges.ts"
 import { RunStartedBy } from "./run-admission.ts"
 import { insertEvent, lockRun, recordCostUpdate } from "./run-log.ts"
+import { decodeRows } from "./rows.ts"
 
 /** The first key of the advisory lock that serialises a project's session creates (the second is the project's hash). */
 const PROJECT_SESSIONS_LOCK = 0x7761_7332 // "was2"
 /** The same for the creates of one principal (an API key, or a console user: the second key is its id's hash). */
 const PRINCIPAL_SESSIONS_LOCK = 0x7761_7333 // "was3"
 
-type Row = Record<string, unknown> & { readonly kind: string; readonly request: unknown }
+const OpenCount = Schema.Struct({ open: Schema.Number })
+/** The session row addRun locks: whether it takes a run, and whose key a scheduled run counts for. */
+const LockedSession = Schema.Struct({
+  status: Schema.Literals(["running", "idle", "closed"]),
+  project_id: ProjectId,
+  latest_run_id: Schema.NullOr(RunId),
+  api_key_id: Schema.NullOr(Principal)
+})
 
 /** A DoAnything run to add to a session. */
 export interface NewRun {
@@ -39,8 +47,8 @@ export interface NewRun {
 export class SessionStore extends Context.Service<SessionStore, {
   readonly createSession: (input: {
     readonly projectId: ProjectId
-    /** The acting principal (an API key's id, or a console user's): the per-key cap counts by it. */
-    readonly apiKeyId: string
+    /** The acting principal (an API key, a console user, a delegation grant): the per-key cap counts by it. */
+    readonly apiKeyId: Principal
     readonly profileId: ProfileId | null
     readonly workspaceId: WorkspaceId | null
     readonly run: NewRun
@@ -68,8 +76,8 @@ export class SessionStore extends Context.Service<SessionStore, {
       const { holdFor } = yield* makeRunCharges(recordCostUpdate)
 
   // `apiKeyId`: the key (or console user) that started it (migration 0026).
-  const insertRun = (sessionId: SessionId, projectId: ProjectId, run: NewRun, apiKeyId: string | null) =>
-    sql<Row>`
+  const insertRun = (sessionId: SessionId, projectId: ProjectId, run: NewRun, apiKeyId: Principal | null) =>
+    sql`
       INSERT INTO runs (id, session_id, project_id, status, instructions, request, max_steps, model, parent_run_id, deadline_at, api_key_id)
       VALUES (
         ${makeId("run")}, ${sessionId}, ${projectId}, 'pending', ${run.instructions},
@@ -100,13 +108,13 @@ export class SessionStore extends Context.Service<SessionStore, {
       // row, and a key's row is also updated by authentication (last_used_at).
       yield* sql`SELECT pg_advisory_xact_lock(${PRINCIPAL_SESSIONS_LOCK}, hashtext(${input.apiKeyId}))`
       // The counts see this transaction's own session: the others are one fewer.
-      const [counted] = yield* sql<{ open: number }>`
-        SELECT count(*)::int - 1 AS open FROM sessions WHERE api_key_id = ${input.apiKeyId} AND status <> 'closed'`
+      const [counted] = yield* decodeRows(OpenCount)(sql`
+        SELECT count(*)::int - 1 AS open FROM sessions WHERE api_key_id = ${input.apiKeyId} AND status <> 'closed'`)
       if (counted!.open >= input.maxOpenSessions) return yield* new SessionCapReached({ open: counted!.open, limit: input.maxOpenSessions, scope: "key" })
       if (input.maxProjectSessions !== undefined) {
         yield* sql`SELECT pg_advisory_xact_lock(${PROJECT_SESSIONS_LOCK}, hashtext(${input.projectId}))`
-        const [project] = yield* sql<{ open: number }>`
-          SELECT count(*)::int - 1 AS open FROM sessions WHERE project_id = ${input.projectId} AND status <> 'closed'`
+        const [project] = yield* decodeRows(OpenCount)(sql`
+          SELECT count(*)::int - 1 AS open FROM sessions WHERE project_id = ${input.projectId} AND status <> 'closed'`)
         if (project!.open >= input.maxProjectSessions) {
           return yield* new SessionCapReached({ open: project!.open, limit: input.maxProjectSessions, scope: "project" })
         }
@@ -117,8 +125,8 @@ export class SessionStore extends Context.Service<SessionStore, {
 
   const addRun: SessionStore["Service"]["addRun"] = (sessionId, run) =>
     sql.withTransaction(Effect.gen(function*() {
-      const sessions = yield* sql<{ status: string; project_id: ProjectId; latest_run_id: RunId | null; api_key_id: string | null }>`
-        SELECT status, project_id, latest_run_id, api_key_id FROM sessions WHERE id = ${sessionId} FOR UPDATE`
+      const sessions = yield* decodeRows(LockedSession)(sql`
+        SELECT status, project_id, latest_run_id, api_key_id FROM sessions WHERE id = ${sessionId} FOR UPDATE`)
       const session = sessions[0]!
       if (session.status === "closed") return yield* new SessionClosed({ sessionId })
       if (session.latest_run_id !== null) {
@@ -151,15 +159,14 @@ export class SessionStore extends Context.Service<SessionStore, {
               ${beforeId === undefined ? sql`` : sql`AND id < ${beforeId}`}
             ORDER BY id DESC LIMIT ${limit}`.pipe(Effect.orDie, Effect.map((rows) => rows.map(sessionFromRow))),
         runsOfSession: (sessionId) =>
-          sql<Row>`SELECT * FROM runs WHERE session_id = ${sessionId} ORDER BY id`.pipe(Effect.orDie, Effect.map((rows) => rows.map(runFromRow))),
+          sql`SELECT * FROM runs WHERE session_id = ${sessionId} ORDER BY id`.pipe(Effect.orDie, Effect.map((rows) => rows.map(runFromRow))),
         setSessionStatus: (sessionId, status) =>
           sql`UPDATE sessions SET status = ${status}, updated_at = now(),
                 closed_at = CASE WHEN ${status} = 'closed' THEN now() ELSE closed_at END
               WHERE id = ${sessionId}`.pipe(Effect.asVoid, Effect.orDie),
         firstHolderOf: (profileId) =>
-          sql<{ id: string }>`SELECT id FROM sessions WHERE profile_id = ${profileId} ORDER BY id LIMIT 1`.pipe(
-            Effect.map((rows) => rows[0] === undefined ? null : SessionId.make(rows[0].id)),
-            Effect.orDie
+          decodeRows(Schema.Struct({ id: SessionId }))(sql`SELECT id FROM sessions WHERE profile_id = ${profileId} ORDER BY id LIMIT 1`).pipe(
+            Effect.map((rows) => rows[0]?.id ?? null)
           ),
         closeIdle: () =>
           sql`UPDATE sessions SET status = 'closed', closed_at = now(), updated_at = now() WHERE status = 'idle' RETURNING id`.pipe(

@@ -45,7 +45,7 @@ import { MONITOR_OWNER } from "./tick.ts"
 import { ProfileStore } from "../profiles/profile-store.ts"
 import { makeRunCreate } from "../runs/create.ts"
 import { withMethodSpans } from "../observability/spans.ts"
-import type { ProjectId } from "../domain/run.ts"
+import type { Principal, ProjectId } from "../domain/run.ts"
 
 const channelOf = (spec: {
   readonly kind: NotifyChannel["kind"]
@@ -65,7 +65,7 @@ const newSecret = () => `whsec_${randomBytes(32).toString("base64")}`
 const owner = (monitorId: MonitorId) => ({ kind: MONITOR_OWNER, id: monitorId })
 
 export class Monitors extends Context.Service<Monitors, {
-  readonly create: (projectId: ProjectId, keyId: string | null, request: CreateMonitorRequest) => Effect.Effect<Monitor, InvalidField | AlignmentNeedsModel | InsufficientCredits | BudgetExceeded | PlanLimitReached>
+  readonly create: (projectId: ProjectId, keyId: Principal | null, request: CreateMonitorRequest) => Effect.Effect<Monitor, InvalidField | AlignmentNeedsModel | InsufficientCredits | BudgetExceeded | PlanLimitReached>
   readonly list: (projectId: ProjectId, options: { readonly page: number; readonly pageSize: number; readonly status?: MonitorStatus | undefined }) => Effect.Effect<{ readonly items: ReadonlyArray<Monitor>; readonly total: number }>
   readonly find: (projectId: ProjectId, monitorId: MonitorId) => Effect.Effect<Monitor, MonitorNotFound>
   readonly pause: (monitor: Monitor, reason: string | null) => Effect.Effect<Monitor, MonitorActionRefused>
@@ -179,7 +179,7 @@ export class Monitors extends Context.Service<Monitors, {
           streamEnded: (monitor) => Effect.map(store.get(monitor.id), (row) => row === undefined || isTerminalMonitor(row.status)),
           fire
         }),
-        create: Effect.fn("Monitors.create")(function*(projectId: ProjectId, keyId: string | null, request: CreateMonitorRequest) {
+        create: Effect.fn("Monitors.create")(function*(projectId: ProjectId, keyId: Principal | null, request: CreateMonitorRequest) {
           const channel = channelOf(request.notify_channel)
           // Direct mode has a schedule (its first tick is the schedule's, at once); alignment mode
           // starts with the supervisor's first step.

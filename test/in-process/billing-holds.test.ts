@@ -18,7 +18,7 @@ import { Budget } from "../../src/billing/budget.ts"
 import { outstandingHoldsMicros } from "../../src/billing/store/credit-holds.ts"
 import { Ledger } from "../../src/billing/ledger.ts"
 import { AppConfig } from "../../src/config/config.ts"
-import type { ProjectId, Run } from "../../src/domain/run.ts"
+import { ApiKeyId, type ProjectId, type Run } from "../../src/domain/run.ts"
 import { databaseLayer } from "../../src/store/database.ts"
 import { RunStore } from "../../src/store/runs.ts"
 import { SessionStore } from "../../src/store/sessions.ts"
@@ -46,7 +46,7 @@ const doAnything = (projectId: ProjectId, i: number) =>
   SessionStore.use((store) =>
     store.createSession({
       projectId,
-      apiKeyId: `key_${i}`,
+      apiKeyId: ApiKeyId.make(`key_${i}`),
       profileId: null,
       workspaceId: null,
       maxOpenSessions: 100,

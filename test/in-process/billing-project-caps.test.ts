@@ -16,6 +16,7 @@ import { Projects } from "../../src/auth/projects.ts"
 import { Plans } from "../../src/billing/plans.ts"
 import { AppConfig } from "../../src/config/config.ts"
 import type { ProjectId } from "../../src/domain/run.ts"
+import { UserId } from "../../src/domain/id-schemas.ts"
 import { databaseLayer } from "../../src/store/database.ts"
 import { RunStore } from "../../src/store/runs.ts"
 import { SessionStore } from "../../src/store/sessions.ts"
@@ -82,7 +83,7 @@ layer(TestLayer, { excludeTestServices: true, timeout: 120_000 })("plan caps per
       const exits = yield* Effect.all(Array.from({ length: 20 }, () =>
         Effect.exit(store.createSession({
           projectId: project.id as ProjectId,
-          apiKeyId: "usr_console_person",
+          apiKeyId: UserId.make("usr_console_person"),
           profileId: null,
           workspaceId: null,
           maxOpenSessions: 5,

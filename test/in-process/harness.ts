@@ -24,7 +24,7 @@
  * `TestClock.adjust`: the entity runs with the clock of Sharding, see deadlines.test.ts).
  */
 import { Context, Effect, Layer, References } from "effect"
-import type { ProjectId } from "../../src/domain/run.ts"
+import type { ApiKeyId, ProjectId } from "../../src/domain/run.ts"
 import { TestRunner } from "effect/cluster"
 import { AgentModel } from "../../src/agent/model.ts"
 import { ApiKeys } from "../../src/auth/api-keys.ts"
@@ -61,7 +61,7 @@ export class Fixtures extends Context.Service<Fixtures, {
 /** A project and an API key of the file's database, for the services that need one. */
 export class Tenant extends Context.Service<Tenant, {
   readonly projectId: ProjectId
-  readonly keyId: string
+  readonly keyId: ApiKeyId
 }>()("test/in-process/Tenant") {}
 
 

@@ -1,5 +1,5 @@
 /** Sessions made straight through the SessionStore (no entity runs them), for tests of what the store records. */
-import type { ProjectId } from "../../src/domain/run.ts"
+import { ApiKeyId, type ProjectId } from "../../src/domain/run.ts"
 import { SessionStore } from "../../src/store/sessions.ts"
 
 /** A kept-alive DoAnything session and its first run, 5 steps, no profile or workspace. */
@@ -7,7 +7,7 @@ export const storeSession = (projectId: ProjectId, instructions = "browse") =>
   SessionStore.use((store) =>
     store.createSession({
       projectId,
-      apiKeyId: "key_none",
+      apiKeyId: ApiKeyId.make("key_none"),
       profileId: null,
       workspaceId: null,
       maxOpenSessions: 5,

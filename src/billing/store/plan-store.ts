@@ -9,10 +9,10 @@ import { SqlClient } from "effect/sql"
 import type { Plan } from "../../config/plan-table.ts"
 import { grantMonthlyInTransaction, lockBalance } from "./ledger.ts"
 import { withMethodSpans } from "../../observability/spans.ts"
-import type { ProjectId } from "../../domain/run.ts"
+import { ApiKeyId, type ProjectId } from "../../domain/run.ts"
 
 const decodeSubscription = Schema.decodeUnknownSync(Schema.Struct({ plan_id: Schema.String, subscription_status: Schema.String }))
-const KeyUsage = Schema.Struct({ id: Schema.String, name: Schema.NullOr(Schema.String), running: Schema.Number })
+const KeyUsage = Schema.Struct({ id: ApiKeyId, name: Schema.NullOr(Schema.String), running: Schema.Number })
 const decodeKeyUsage = Schema.decodeUnknownSync(KeyUsage)
 
 export class PlanStore extends Context.Service<PlanStore, {

@@ -5,8 +5,8 @@
 import { Context, Effect } from "effect"
 import { HttpApiMiddleware, HttpApiSecurity } from "effect/http-api"
 import type { ApiKeyScope } from "../../domain/api-key-scope.ts"
-import type { ApiKeyId, ProjectId } from "../../domain/run.ts"
-import type { DelegationGrantId, UserId } from "../../domain/id-schemas.ts"
+import type { ApiKeyId, Principal, ProjectId } from "../../domain/run.ts"
+import type { AccessKeyId, DelegationGrantId, UserId } from "../../domain/id-schemas.ts"
 import { RunStartedBy } from "../../domain/run-started-by.ts"
 import { Conflict, Forbidden, TooManyRequests, Unauthorized, ValidationError } from "../../domain/api-errors.ts"
 
@@ -46,10 +46,11 @@ export class CurrentKey extends Context.Service<CurrentKey, KeyActor & {
  * account endpoints, `delegation` on the signed delegation service); `id` is the API key, console
  * user or access key. Every authentication middleware provides it.
  */
-export class CurrentCaller extends Context.Service<CurrentCaller, {
-  readonly space: string
-  readonly id: string
-}>()("wa/http/CurrentCaller") {}
+export class CurrentCaller extends Context.Service<CurrentCaller,
+  | { readonly space: ProjectId; readonly id: Principal }
+  | { readonly space: "console"; readonly id: UserId }
+  | { readonly space: "delegation"; readonly id: AccessKeyId }
+>()("wa/http/CurrentCaller") {}
 
 /** CurrentKey and the CurrentCaller it is, for a project endpoint's authentication to provide. */
 export const provideKey = <A, E, R>(
