@@ -173,7 +173,13 @@ describe.skipIf(databaseUrl === undefined || redisUrl === undefined)("scale-out:
       .map((line) => String(line.annotations?.["session_id"]))
       .filter((sid) => created.some((c) => c.sid === sid))))
     const perRunner = ranOn.map((sessions) => sessions.size)
-    expect(new Set(ranOn.flatMap((sessions) => [...sessions])).size, `sessions started per runner: ${perRunner.join(", ")}`).toBe(12)
+    // On failure: every runner's lines about the sessions no runner logged a start for.
+    const seen = new Set(ranOn.flatMap((sessions) => [...sessions]))
+    const unseen = created.filter((c) => !seen.has(c.sid))
+    const about = runners().flatMap((node, i) => node.logs
+      .filter((line) => unseen.some((c) => line.annotations?.["session_id"] === c.sid || line.annotations?.["run_id"] === c.rid))
+      .map((line) => `runner ${i}: ${line.message} ${JSON.stringify(line.annotations)}`))
+    expect(seen.size, `sessions started per runner: ${perRunner.join(", ")}; lines about the others:\n${about.join("\n")}`).toBe(12)
     expect(perRunner.filter((n) => n > 0).length, `sessions started per runner: ${perRunner.join(", ")}`).toBeGreaterThanOrEqual(2)
     await Promise.all(created.map(({ sid }) => a.request("POST", `${base(a)}/sessions/${sid}/close`)))
   })
