@@ -7,7 +7,7 @@ import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { hashToken } from "./session-tokens.ts"
 import { withMethodSpans } from "../observability/spans.ts"
-import { decodeRows } from "../store/rows.ts"
+import { decodeRows } from "../domain/rows.ts"
 import { UserId } from "../domain/id-schemas.ts"
 
 

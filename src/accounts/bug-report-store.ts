@@ -9,7 +9,7 @@ import { makeId } from "../domain/ids.ts"
 import { createOnce } from "../store/keyed-create.ts"
 import { withMethodSpans } from "../observability/spans.ts"
 import { type ApiKeyId, ProjectId } from "../domain/run.ts"
-import { decodeRows } from "../store/rows.ts"
+import { decodeRows } from "../domain/rows.ts"
 import { BugReportId, UserId } from "../domain/id-schemas.ts"
 
 

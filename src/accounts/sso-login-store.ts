@@ -5,7 +5,7 @@
 import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { withMethodSpans } from "../observability/spans.ts"
-import { decodeRows } from "../store/rows.ts"
+import { decodeRows } from "../domain/rows.ts"
 
 const SsoLoginRow = Schema.Struct({ provider_id: Schema.String, code_verifier: Schema.String, nonce: Schema.String, return_to: Schema.String })
 export type SsoLoginRow = typeof SsoLoginRow.Type

@@ -12,7 +12,7 @@ import { hashToken } from "./session-tokens.ts"
 import { normalizeEmail } from "./user-store.ts"
 import { withMethodSpans } from "../observability/spans.ts"
 import type { ProjectId } from "../domain/run.ts"
-import { decodeRows } from "../store/rows.ts"
+import { decodeRows } from "../domain/rows.ts"
 import { AuthIdentityId, InvitationId, TenantId, UserId } from "../domain/id-schemas.ts"
 
 

@@ -12,7 +12,7 @@ import { hashToken } from "./session-tokens.ts"
 import { withMethodSpans } from "../observability/spans.ts"
 import type { ProjectId } from "../domain/run.ts"
 import { AuthIdentityId, UserId, UserSessionId } from "../domain/id-schemas.ts"
-import { decodeRows } from "../store/rows.ts"
+import { decodeRows } from "../domain/rows.ts"
 
 
 /** Lower-cased and trimmed: how addresses are compared. */

@@ -12,7 +12,7 @@ import { displayPrefix, hashApiKey } from "./api-key-format.ts"
 import { withMethodSpans } from "../observability/spans.ts"
 import { ApiKeyId, type Principal, ProjectId } from "../domain/run.ts"
 import { UserId } from "../domain/id-schemas.ts"
-import { decodeRows } from "../store/rows.ts"
+import { decodeRows } from "../domain/rows.ts"
 
 /** The first key of the advisory lock that serialises a project's key creates (the second is the project's hash). */
 const PROJECT_KEYS_LOCK = 0x7761_6b31 // "wak1"

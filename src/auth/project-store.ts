@@ -8,7 +8,7 @@ import { SqlClient } from "effect/sql"
 import { makeId } from "../domain/ids.ts"
 import { ProjectId } from "../domain/run.ts"
 import { withMethodSpans } from "../observability/spans.ts"
-import { decodeRows } from "../store/rows.ts"
+import { decodeRows } from "../domain/rows.ts"
 
 /** The advisory lock the first start takes (its number is the one every node uses). */
 const BOOTSTRAP_LOCK = 7261001

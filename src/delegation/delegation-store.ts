@@ -13,7 +13,7 @@ import { ProjectId } from "../domain/run.ts"
 import { AccessKeyId, AuditId, DelegationGrantId, TenantId, UserId } from "../domain/id-schemas.ts"
 import { recordCreate } from "../store/keyed-create.ts"
 import { withMethodSpans } from "../observability/spans.ts"
-import { decodeRows } from "../store/rows.ts"
+import { decodeRows } from "../domain/rows.ts"
 
 
 const Strings = Schema.Array(Schema.String)

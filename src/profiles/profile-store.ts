@@ -15,7 +15,7 @@ import { makeId } from "../domain/ids.ts"
 import { decodeProfile, MAX_STATE_BYTES, type Profile, type ProfileId, type ProfileLogin, type ProfileState } from "../domain/profile.ts"
 import { ProjectId, SessionId } from "../domain/run.ts"
 import { ProfileId as ProfileIdSchema } from "../domain/id-schemas.ts"
-import { decodeRows } from "../store/rows.ts"
+import { decodeRows } from "../domain/rows.ts"
 import { StateCipher, type StateUnreadable } from "../security/state-cipher.ts"
 import { withMethodSpans } from "../observability/spans.ts"
 

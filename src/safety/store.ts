@@ -7,7 +7,7 @@ import { SqlClient } from "effect/sql"
 import { CONFIRM_CATEGORIES, type SafetyPolicy } from "./policy.ts"
 import { withMethodSpans } from "../observability/spans.ts"
 import type { ProjectId } from "../domain/run.ts"
-import { decodeRows } from "../store/rows.ts"
+import { decodeRows } from "../domain/rows.ts"
 
 export interface StoredPolicy extends SafetyPolicy {
   /** Null while the project has never set one. */

@@ -16,7 +16,7 @@ import { MAX_SECRETS } from "./limits.ts"
 import { withMethodSpans } from "../observability/spans.ts"
 import { ProjectId } from "../domain/run.ts"
 import { SecretId } from "../domain/id-schemas.ts"
-import { decodeRows } from "../store/rows.ts"
+import { decodeRows } from "../domain/rows.ts"
 
 export const SecretKinds = ["secret", "totp"] as const
 export type SecretKind = typeof SecretKinds[number]

@@ -8,7 +8,7 @@ import { makeId } from "../domain/ids.ts"
 import { withMethodSpans } from "../observability/spans.ts"
 import { RunId } from "../domain/run.ts"
 import { ArtifactId } from "../domain/id-schemas.ts"
-import { decodeRows } from "./rows.ts"
+import { decodeRows } from "../domain/rows.ts"
 
 /** An artifact's metadata as the store reads it (its body is read apart: `content`, `body`). */
 export const ArtifactRow = Schema.Struct({

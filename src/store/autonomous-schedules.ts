@@ -14,7 +14,7 @@ import { ProjectId, RunId, SessionId } from "../domain/run.ts"
 import { ScheduleId } from "../domain/id-schemas.ts"
 import { clampProposal, StoredSchedule } from "../domain/schedule-spec.ts"
 import { withMethodSpans } from "../observability/spans.ts"
-import { decodeRows } from "./rows.ts"
+import { decodeRows } from "../domain/rows.ts"
 
 /** `schedules.owner_kind` of a session's schedule (src/do-anything/schedules.ts). */
 export const SESSION_SCHEDULE_OWNER = "session_schedule"

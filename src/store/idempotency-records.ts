@@ -6,7 +6,7 @@
  */
 import { Effect, Schema } from "effect"
 import { SqlClient } from "effect/sql"
-import { decodeRows } from "./rows.ts"
+import { decodeRows } from "../domain/rows.ts"
 
 /** One attempt's hold on a key: the claim's primary key and the attempt's token. */
 export interface HeldKey {

@@ -12,7 +12,7 @@
 import { Context, Data, Effect, Schema } from "effect"
 import type { SqlClient } from "effect/sql"
 import { RunId, SessionId } from "../domain/run.ts"
-import { decodeRows } from "./rows.ts"
+import { decodeRows } from "../domain/rows.ts"
 
 /** The Idempotency-Key claim the current request holds (undefined outside keyed writes). */
 export interface KeyedClaim {

@@ -9,7 +9,7 @@ import { fileURLToPath } from "node:url"
 import { Effect, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import * as MigratorFileSystem from "effect/sql/MigratorFileSystem"
-import { decodeRows } from "./rows.ts"
+import { decodeRows } from "../domain/rows.ts"
 
 const directory = fileURLToPath(new URL("./migrations", import.meta.url))
 

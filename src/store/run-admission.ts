@@ -21,7 +21,7 @@ import type { SqlClient } from "effect/sql"
 import { RunCapReached } from "../domain/errors.ts"
 import { terminalStatuses } from "../domain/run-state.ts"
 import type { ProjectId } from "../domain/run.ts"
-import { decodeRows } from "./rows.ts"
+import { decodeRows } from "../domain/rows.ts"
 
 /** The first key of the advisory locks this module takes (the second is the project's hash). */
 const RUNS_IN_FLIGHT_LOCK = 0x7761_7231 // "war1"

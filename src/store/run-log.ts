@@ -13,7 +13,7 @@ import type { SqlClient } from "effect/sql"
 import type { EventData, RunEventType } from "../domain/events.ts"
 import { ProjectId, RunId, RunStatus, SessionId } from "../domain/run.ts"
 import { ExecutionToken } from "../domain/id-schemas.ts"
-import { decodeRows } from "./rows.ts"
+import { decodeRows } from "../domain/rows.ts"
 
 export const EVENTS_CHANNEL = "wa_run_events"
 

@@ -22,7 +22,7 @@ import {
 } from "../domain/errors.ts"
 import { makeId } from "../domain/ids.ts"
 import { ExecutionToken, InputRequestId } from "../domain/id-schemas.ts"
-import { decodeRows } from "./rows.ts"
+import { decodeRows } from "../domain/rows.ts"
 import { kindOfTag, type Run, runFromRow, type RunId, type RunKind, type RunRequest, type ProjectId, type SessionId, type StoredRunKind, storedRequest } from "../domain/run.ts"
 import { canTransition, isTerminal, type RunStatus, type TerminalReason } from "../domain/run-state.ts"
 import { toMicros } from "../domain/money.ts"

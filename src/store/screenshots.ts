@@ -7,7 +7,7 @@
 import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { loadUrlSigner } from "./url-signer.ts"
-import { decodeRows } from "./rows.ts"
+import { decodeRows } from "../domain/rows.ts"
 import { makeId } from "../domain/ids.ts"
 import { withMethodSpans } from "../observability/spans.ts"
 import type { RunId } from "../domain/run.ts"

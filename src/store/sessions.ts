@@ -17,7 +17,7 @@ import { withMethodSpans } from "../observability/spans.ts"
 import { makeRunCharges } from "../billing/store/run-charges.ts"
 import { RunStartedBy } from "./run-admission.ts"
 import { insertEvent, lockRun, recordCostUpdate } from "./run-log.ts"
-import { decodeRows } from "./rows.ts"
+import { decodeRows } from "../domain/rows.ts"
 
 /** The first key of the advisory lock that serialises a project's session creates (the second is the project's hash). */
 const PROJECT_SESSIONS_LOCK = 0x7761_7332 // "was2"

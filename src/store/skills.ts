@@ -12,7 +12,7 @@ import { SkillId } from "../domain/id-schemas.ts"
 import { SkillKind, type SkillVersion } from "../domain/skill.ts"
 import { withMethodSpans } from "../observability/spans.ts"
 import { ProjectId, type RunId } from "../domain/run.ts"
-import { decodeRows } from "./rows.ts"
+import { decodeRows } from "../domain/rows.ts"
 
 export interface Skill extends SkillVersion {
   readonly id: SkillId

@@ -9,7 +9,7 @@
 import { Effect, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { createHmac, timingSafeEqual } from "node:crypto"
-import { decodeRows } from "./rows.ts"
+import { decodeRows } from "../domain/rows.ts"
 
 export interface UrlSigner {
   readonly sign: (message: string) => string

@@ -22,7 +22,7 @@ import { type WireBody, WorkspaceFileNotFound, WorkspaceNotFound } from "../doma
 import { withMethodSpans } from "../observability/spans.ts"
 import { ProjectId } from "../domain/run.ts"
 import { WorkspaceId } from "../domain/id-schemas.ts"
-import { decodeRows } from "./rows.ts"
+import { decodeRows } from "../domain/rows.ts"
 
 /** Bytes per stored chunk: bytea values stay small and a download streams chunk by chunk. */
 export const CHUNK_BYTES = 1024 * 1024

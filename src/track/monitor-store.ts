@@ -48,7 +48,7 @@ import { releaseHoldInTransaction } from "../billing/store/credit-holds.ts"
 import { AppConfig } from "../config/config.ts"
 import { withMethodSpans } from "../observability/spans.ts"
 import { type ProjectId, type Run, runFromRow } from "../domain/run.ts"
-import { decodeRows } from "../store/rows.ts"
+import { decodeRows } from "../domain/rows.ts"
 
 const monitorRows = decodeRows(Monitor)
 const tickRows = decodeRows(TickRun)

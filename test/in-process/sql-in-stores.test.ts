@@ -3,7 +3,7 @@
  * writes a statement (a `sql` template, `sql<Row>`, `sql.unsafe`) is a store: it lives in
  * src/store/ or src/billing/store/, is a migration, or is named `store.ts` or `*-store.ts` beside its service
  * (Track's monitor-store.ts). Services, entities, executors and handlers ask a store. And a store
- * reads rows one way: decoded through a Schema (src/store/rows.ts), never asserted with a type
+ * reads rows one way: decoded through a Schema (src/domain/rows.ts), never asserted with a type
  * argument (`sql<{ n: number }>`); a row read as `Record<string, unknown>` is decoded after.
  */
 import { readdirSync, readFileSync } from "node:fs"

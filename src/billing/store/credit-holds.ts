@@ -33,7 +33,7 @@ import { toMicros } from "../../domain/money.ts"
 import { lockBalance } from "./ledger.ts"
 import type { PriceTable } from "../../config/prices.ts"
 import { withMethodSpans } from "../../observability/spans.ts"
-import { decodeRows } from "../../store/rows.ts"
+import { decodeRows } from "../../domain/rows.ts"
 
 /** What a hold pays for: a run, or a monitor tick (a run of kind track_tick); both end as runs do. */
 export type HoldKind = "run" | "tick"

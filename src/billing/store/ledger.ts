@@ -30,7 +30,7 @@ import { usdFromMicros } from "../../domain/money.ts"
 import type { QuotaWarningData } from "../../domain/wire/inbox.ts"
 import { withMethodSpans } from "../../observability/spans.ts"
 import { ProjectId, SessionId } from "../../domain/run.ts"
-import { decodeRows } from "../../store/rows.ts"
+import { decodeRows } from "../../domain/rows.ts"
 
 export type Bucket = "monthly" | "additional"
 

@@ -18,7 +18,7 @@ import type { ProjectId, Run, RunId, SessionId } from "../../domain/run.ts"
 import type { EventData } from "../../domain/events.ts"
 import { estimatedChargeMicros, holdInTransaction } from "./credit-holds.ts"
 import { chargeAllInTransaction } from "./ledger.ts"
-import { decodeRows } from "../../store/rows.ts"
+import { decodeRows } from "../../domain/rows.ts"
 
 /** A step charges the browser time due once it is at least this much (micro-USD); the run's end charges the rest. */
 export const MIN_BROWSER_STEP_MICROS = 1_000

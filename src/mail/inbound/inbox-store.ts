@@ -14,7 +14,7 @@ import { makeId } from "../../domain/ids.ts"
 import { withMethodSpans } from "../../observability/spans.ts"
 import { ProjectId, RunId, SessionId } from "../../domain/run.ts"
 import { EmailId, WorkspaceId } from "../../domain/id-schemas.ts"
-import { decodeRows } from "../../store/rows.ts"
+import { decodeRows } from "../../domain/rows.ts"
 
 export const DEFAULT_MAIL_DOMAIN = "agents.localhost"
 
