@@ -9,7 +9,7 @@ import { fileURLToPath } from "node:url"
 import { Effect, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import * as MigratorFileSystem from "effect/sql/MigratorFileSystem"
-import { decodeRows } from "../domain/rows.ts"
+import { decodeRowsKeepingFailure } from "../domain/rows.ts"
 
 const directory = fileURLToPath(new URL("./migrations", import.meta.url))
 
@@ -29,6 +29,7 @@ const AppliedRow = Schema.Struct({ applied: Schema.String })
  * runner), built once with the database's client so each probe needs nothing more.
  */
 export const appliedMigrationsReader = Effect.map(SqlClient.SqlClient, (sql) =>
-  decodeRows(AppliedRow)(sql`SELECT count(*)::text AS applied FROM wa_migrations`).pipe(
+  // The statement's failure stays one: Readiness answers it as "the database does not answer".
+  decodeRowsKeepingFailure(AppliedRow)(sql`SELECT count(*)::text AS applied FROM wa_migrations`).pipe(
     Effect.map(([row]) => Number(row?.applied))
   ))

@@ -24,7 +24,7 @@ const SecretRow = Schema.Struct({ value: Schema.String })
 
 export const loadUrlSigner: Effect.Effect<UrlSigner, never, SqlClient.SqlClient> = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  const [secret] = yield* decodeRows(SecretRow)(sql`SELECT value FROM service_secrets WHERE name = 'url_signing'`).pipe(Effect.orDie)
+  const [secret] = yield* decodeRows(SecretRow)(sql`SELECT value FROM service_secrets WHERE name = 'url_signing'`)
   if (secret === undefined) return yield* Effect.die(new Error("the url_signing secret is missing (migrations not applied?)"))
   const sign = (message: string) => createHmac("sha256", secret.value).update(message).digest("base64url")
   const matches = (message: string, signature: string) => {
