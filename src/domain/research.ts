@@ -34,6 +34,10 @@ export const CitationEntry = Schema.Struct({
 export const CitationsArtifact = Schema.Array(CitationEntry).annotate({ title: "citations.json" })
 export type CitationsArtifact = typeof CitationsArtifact.Type
 
+/** How well a claim is backed: by two or more independent sites, one, or contested (src/research/pipeline.ts). */
+export const Confidence = Schema.Literals(["high", "medium", "low"])
+export type Confidence = typeof Confidence.Type
+
 /** The confidence.json artifact: the claims of each section with their confidence and citation numbers. */
 export const ConfidenceArtifact = Schema.Struct({
   summary: ConfidenceSummary,
@@ -42,7 +46,7 @@ export const ConfidenceArtifact = Schema.Struct({
     title: Schema.String,
     claims: Schema.Array(Schema.Struct({
       text: Schema.String,
-      confidence: Schema.Literals(["high", "medium", "low"]),
+      confidence: Confidence,
       citations: Schema.Array(Schema.Int)
     }))
   }))

@@ -23,7 +23,7 @@ import { canonicalUrl, hostOf, normalizeSite, urlMatchesAnySite } from "../engin
 import { extractiveSummary } from "../engines/summarize.ts"
 import { decodeWebSearchRequest } from "../domain/web-search.ts"
 import type { WebSearch } from "../engines/web-search.ts"
-import type { Depth, Outline, OutlineEdit, OutlineSection } from "../domain/research.ts"
+import { Confidence, type Depth, type Outline, type OutlineEdit, type OutlineSection } from "../domain/research.ts"
 
 export interface DepthBudget {
   readonly sections: number
@@ -85,8 +85,6 @@ export const Source = Schema.Struct({
 })
 export type Source = typeof Source.Type
 
-export const Confidence = Schema.Literals(["high", "medium", "low"])
-export type Confidence = typeof Confidence.Type
 
 export const Claim = Schema.Struct({
   text: Schema.String,
